@@ -1,0 +1,355 @@
+"""A persistent skip list with counts, stored as keys: O(log n) rank and select.
+
+This is the FoundationDB Record Layer's ``RankedSet`` with the same key layout, values
+and level rule, so sets written by either are byte-identical.
+
+Layout under the set's prefix ``R`` (keys are tuple-encoded):
+
+- ``R + (level, element)`` for ``level`` in ``0 .. nlevels-1``: a node.  Its value is an
+  int64 little-endian count of the level-0 elements in ``[node, next node on the level)``.
+- ``R + (level, b"")``: a sentinel per level, created by :meth:`RankedSet.init` with count 0,
+  so every level has a first node.  At level 0 every element counts 1 and the sentinel 0.
+
+An element is a node at level ``l >= 1`` iff ``hash(element) & (16**l - 1) == 0``: each level
+holds about 1/16 of the level below (fan-out 16), so a walk from the top visits about 16
+nodes per level.  Promotion at ``l`` implies promotion at every lower level.
+
+Complexity (n elements, L levels, fan-out 16): ``add``, ``remove``, ``rank`` and ``get_nth``
+read O(L) keys and O(16 L) nodes; ``size`` reads the top level (n / 16**(L-1) nodes);
+``contains`` is one read.  ``add`` and ``remove`` touch L counters with atomic ADD, reading
+predecessors as snapshot reads with narrow conflict ranges, so concurrent changes to
+unrelated elements do not conflict on FoundationDB.
+
+Every node key of one element shares the same encoded suffix (``\\x01`` + escaped bytes +
+``\\x00``) after a per-level prefix, so the suffix is built once per operation and moving
+between levels is a byte concatenation, never a tuple (un)packing.
+"""
+
+from __future__ import annotations
+
+import enum
+import zlib
+from collections.abc import Iterator
+
+import fdb.tuple
+import mmh3
+
+from .store.api import ReadView, Transaction, strinc
+
+DEFAULT_LEVELS = 6
+MIN_LEVELS = 2
+MAX_LEVELS = 8
+LEVEL_FAN_POW = 4  # fan-out 16
+
+_SENTINEL = b"\x01\x00"  # tuple encoding of the empty byte string
+_ONE = (1).to_bytes(8, "little")
+_MINUS_ONE = (-1 & 0xFFFF_FFFF_FFFF_FFFF).to_bytes(8, "little")
+_ZERO = bytes(8)
+
+
+class HashFunction(enum.Enum):
+    """How an element's level is chosen.  Stored per set: all writers must agree."""
+
+    JDK = "JDK"  # java.util.Arrays.hashCode over signed bytes: the Record Layer's default
+    CRC = "CRC"  # zlib CRC-32
+    MURMUR3 = "MURMUR3"  # MurmurHash3 x86_32, seed 0: the best spread; use for new sets
+
+    def __call__(self, data: bytes) -> int:
+        return _HASHES[self](data)
+
+
+def jdk_hash(data: bytes) -> int:
+    """``Arrays.hashCode(byte[])`` as an unsigned 32-bit value (Java bytes are signed)."""
+    h = 1
+    for b in data:
+        h = (31 * h + (b - 256 if b > 127 else b)) & 0xFFFF_FFFF
+    return h
+
+
+def crc_hash(data: bytes) -> int:
+    return zlib.crc32(data)
+
+
+def murmur3_hash(data: bytes) -> int:
+    return mmh3.hash(data, 0, signed=False)
+
+
+_HASHES = {HashFunction.JDK: jdk_hash, HashFunction.CRC: crc_hash, HashFunction.MURMUR3: murmur3_hash}
+_LEVEL_MASKS = [(1 << (LEVEL_FAN_POW * level)) - 1 for level in range(MAX_LEVELS)]
+
+
+def _encode_count(count: int) -> bytes:
+    return (count & 0xFFFF_FFFF_FFFF_FFFF).to_bytes(8, "little")
+
+
+def _decode_count(value: bytes) -> int:
+    return int.from_bytes(value, "little", signed=True)
+
+
+def _suffix(element: bytes) -> bytes:
+    """Tuple encoding of ``element`` as a byte-string item: the node key after the level."""
+    return b"\x01" + element.replace(b"\x00", b"\x00\xff") + b"\x00"
+
+
+def _element(suffix: bytes) -> bytes:
+    return suffix[1:-1].replace(b"\x00\xff", b"\x00")
+
+
+class CorruptRankedSet(Exception):
+    """The stored skip list is missing nodes it must have."""
+
+
+class RankedSet:
+    """One ranked set under raw key prefix ``prefix``; elements are non-empty byte strings.
+
+    The object holds no data, only the key prefixes: create one wherever convenient.
+    """
+
+    __slots__ = ("prefix", "nlevels", "hash_function", "_hash", "_levels", "_level_ends", "_level_sentinels")
+
+    def __init__(self, prefix: bytes, nlevels: int = DEFAULT_LEVELS, hash_function: HashFunction = HashFunction.JDK):
+        if not MIN_LEVELS <= nlevels <= MAX_LEVELS:
+            raise ValueError(f"nlevels must be between {MIN_LEVELS} and {MAX_LEVELS}, not {nlevels}")
+        self.prefix = prefix
+        self.nlevels = nlevels
+        self.hash_function = hash_function
+        self._hash = _HASHES[hash_function]
+        self._levels = [prefix + fdb.tuple.pack((level,)) for level in range(nlevels)]
+        self._level_sentinels = [level + _SENTINEL for level in self._levels]
+        self._level_ends = [level + b"\x02" for level in self._levels]  # after every bytes item
+
+    # -- set-up --------------------------------------------------------------------------
+
+    def init_needed(self, tr: ReadView) -> bool:
+        return tr.get(self._level_sentinels[0]) is None
+
+    def init(self, tr: Transaction) -> None:
+        """Create the per-level sentinels if the set does not exist yet."""
+        if self.init_needed(tr):
+            for sentinel in self._level_sentinels:
+                tr.set(sentinel, _ZERO)
+
+    def clear(self, tr: Transaction) -> None:
+        """Remove the whole set, sentinels included."""
+        tr.clear_range(self._levels[0], strinc(self._levels[-1]))
+
+    # -- updates -------------------------------------------------------------------------
+
+    def _check_element(self, element: bytes) -> bytes:
+        if not element:
+            raise ValueError("ranked set elements must be non-empty byte strings")
+        return _suffix(element)
+
+    def _predecessors(self, tr: Transaction, suffix: bytes) -> list[bytes] | None:
+        """For each level >= 1, the key of the last node before ``suffix`` (snapshot reads).
+
+        Each lookup adds a read conflict range from the predecessor to the element, so a
+        concurrent insertion of a node in between conflicts, and nothing else does.
+        Returns None if the set has not been initialized.
+        """
+        levels = self._levels
+        found = tr.snapshot.get_ranges(
+            [(self._level_sentinels[level], levels[level] + suffix, 1, True) for level in range(1, self.nlevels)]
+        )
+        if not any(found):
+            return None
+        keys = []
+        for level, rows in enumerate(found, start=1):
+            if not rows:
+                raise CorruptRankedSet(f"level {level} of the ranked set at {self.prefix!r} has no sentinel")
+            key = rows[0][0]
+            tr.add_read_conflict_range(key, levels[level] + suffix + b"\x00")
+            keys.append(key)
+        return keys
+
+    def add(self, tr: Transaction, element: bytes) -> bool:
+        """Insert ``element``; False if it was already present.  Creates the set if needed."""
+        suffix = self._check_element(element)
+        levels = self._levels
+        if tr.get(levels[0] + suffix) is not None:
+            return False
+        predecessors = self._predecessors(tr, suffix)
+        if predecessors is None:
+            self.init(tr)
+            predecessors = self._level_sentinels[1:]
+        tr.set(levels[0] + suffix, _ONE)
+        element_hash = self._hash(element)
+        for level in range(1, self.nlevels):
+            predecessor = predecessors[level - 1]
+            if element_hash & _LEVEL_MASKS[level]:
+                tr.add(predecessor, _ONE)
+                continue
+            # Promoted: the predecessor's span splits at the element.  Lower levels were
+            # already updated (this loop goes up), so counting the level below between the
+            # predecessor and the element gives the predecessor's new count exactly.
+            old_count = _decode_count(tr.get(predecessor))
+            below = levels[level - 1]
+            kept = sum(
+                _decode_count(value)
+                for _, value in tr.get_range(below + predecessor[len(levels[level]) :], below + suffix)
+            )
+            tr.set(predecessor, _encode_count(kept))
+            tr.set(levels[level] + suffix, _encode_count(old_count - kept + 1))
+        return True
+
+    def remove(self, tr: Transaction, element: bytes) -> bool:
+        """Delete ``element``; False if it was absent.  Does not depend on the hash."""
+        suffix = self._check_element(element)
+        levels = self._levels
+        if tr.get(levels[0] + suffix) is None:
+            return False
+        tr.clear(levels[0] + suffix)
+        node_counts = tr.get_many([levels[level] + suffix for level in range(1, self.nlevels)])
+        predecessors = self._predecessors(tr, suffix)
+        if predecessors is None:
+            raise CorruptRankedSet(f"the ranked set at {self.prefix!r} holds {element!r} but has no sentinels")
+        for level in range(1, self.nlevels):
+            predecessor = predecessors[level - 1]
+            count = node_counts[level - 1]
+            if count is None:
+                tr.add(predecessor, _MINUS_ONE)
+            else:  # the element's span merges into its predecessor's, less the element
+                tr.add(predecessor, _encode_count(_decode_count(count) - 1))
+                tr.clear(levels[level] + suffix)
+        return True
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def contains(self, tr: ReadView, element: bytes) -> bool:
+        return tr.get(self._levels[0] + self._check_element(element)) is not None
+
+    def rank(self, tr: ReadView, element: bytes, null_if_missing: bool = True) -> int | None:
+        """The number of elements before ``element``.
+
+        If ``element`` is absent: None when ``null_if_missing``, else the rank it would have.
+        """
+        suffix = self._check_element(element)
+        levels = self._levels
+        if null_if_missing and tr.get(levels[0] + suffix) is None:
+            return None
+        rank = 0
+        start = _SENTINEL
+        for level in range(self.nlevels - 1, 0, -1):
+            prefix = levels[level]
+            nodes = tr.get_range(prefix + start, prefix + suffix)
+            if not nodes:
+                if start == _SENTINEL:
+                    return 0  # the set was never initialized: it is empty
+                raise CorruptRankedSet(f"level {level} of the ranked set at {self.prefix!r} lacks node {start!r}")
+            for _, value in nodes[:-1]:
+                rank += _decode_count(value)
+            start = nodes[-1][0][len(prefix) :]  # descend from the last node before the element
+        for _, value in tr.get_range(levels[0] + start, levels[0] + suffix):
+            rank += _decode_count(value)
+        return rank
+
+    def get_nth(self, tr: ReadView, n: int) -> bytes | None:
+        """The element of rank ``n`` (0-based), or None when ``n`` is out of range."""
+        if n < 0:
+            return None
+        levels = self._levels
+        start = _SENTINEL
+        stop: bytes | None = None  # the next node on the level above bounds the scan below
+        for level in range(self.nlevels - 1, -1, -1):
+            prefix = levels[level]
+            nodes = tr.get_range(prefix + start, prefix + stop if stop is not None else self._level_ends[level])
+            for i, (key, value) in enumerate(nodes):
+                count = _decode_count(value)
+                if n < count:
+                    start = key[len(prefix) :]
+                    if i + 1 < len(nodes):
+                        stop = nodes[i + 1][0][len(prefix) :]
+                    break
+                n -= count
+            else:
+                return None
+        return _element(start)
+
+    def size(self, tr: ReadView) -> int:
+        top = self.nlevels - 1
+        return sum(
+            _decode_count(value)
+            for _, value in tr.get_range(self._level_sentinels[top], self._level_ends[top])
+        )
+
+    def range(
+        self,
+        tr: ReadView,
+        begin: bytes | None = None,
+        end: bytes | None = None,
+        limit: int = 0,
+        reverse: bool = False,
+    ) -> list[bytes]:
+        """Elements ``begin <= e < end`` in order (None: unbounded)."""
+        level = self._levels[0]
+        low = level + _suffix(begin) if begin else self._level_sentinels[0] + b"\x00"
+        high = level + _suffix(end) if end else self._level_ends[0]
+        return [_element(key[len(level) :]) for key, _ in tr.get_range(low, high, limit, reverse)]
+
+    # -- checking ------------------------------------------------------------------------
+
+    def _nodes(self, tr: ReadView, level: int, page: int = 1000) -> Iterator[tuple[bytes, int]]:
+        """Every node of ``level`` as (suffix, count), read in pages."""
+        prefix = self._levels[level]
+        begin, end = self._level_sentinels[level], self._level_ends[level]
+        while True:
+            rows = tr.get_range(begin, end, page)
+            for key, value in rows:
+                yield key[len(prefix) :], _decode_count(value)
+            if len(rows) < page:
+                return
+            begin = rows[-1][0] + b"\x00"
+
+    def check_consistency(self, tr: ReadView, max_problems: int = 100) -> list[str]:
+        """Problems found in the stored structure; an empty list means it is consistent.
+
+        Checks the sentinels, that level-0 counts are 1, that every node's count equals the
+        sum of the level below over its span, and that levels follow the hash.
+        """
+        problems: list[str] = []
+
+        def report(message: str) -> bool:
+            problems.append(message)
+            return len(problems) >= max_problems
+
+        for level in range(self.nlevels):
+            if tr.get(self._level_sentinels[level]) is None:
+                report(f"level {level}: sentinel missing")
+        if problems:
+            return problems
+        for suffix, count in self._nodes(tr, 0):
+            expected = 0 if suffix == _SENTINEL else 1
+            if count != expected and report(f"level 0: {_element(suffix)!r} has count {count}, expected {expected}"):
+                return problems
+        for level in range(1, self.nlevels):
+            upper = self._nodes(tr, level)
+            current, total = next(upper)  # the sentinel
+            following = next(upper, None)
+            span = 0
+            for suffix, count in self._nodes(tr, level - 1):
+                while following is not None and suffix >= following[0]:
+                    if following[0] != suffix and report(
+                        f"level {level}: node {_element(following[0])!r} is missing from level {level - 1}"
+                    ):
+                        return problems
+                    if span != total and report(
+                        f"level {level}: node {_element(current)!r} counts {total}, the level below sums to {span}"
+                    ):
+                        return problems
+                    (current, total), span = following, 0
+                    following = next(upper, None)
+                span += count
+                if suffix != _SENTINEL:
+                    promoted = self._hash(_element(suffix)) & _LEVEL_MASKS[level] == 0
+                    if promoted != (suffix == current) and report(
+                        f"level {level}: {_element(suffix)!r} is {'missing' if promoted else 'present'} "
+                        f"against the {self.hash_function.value} hash"
+                    ):
+                        return problems
+            while following is not None:
+                if report(f"level {level}: node {_element(following[0])!r} is missing from level {level - 1}"):
+                    return problems
+                following = next(upper, None)
+            if span != total:
+                report(f"level {level}: node {_element(current)!r} counts {total}, the level below sums to {span}")
+        return problems

@@ -1,0 +1,83 @@
+"""Store backends behind one transactional ordered key-value interface.
+
+``open_database(url)`` understands:
+
+- ``lmdb:PATH`` (or ``lmdb:///abs/path``): the embedded store in directory PATH, created if
+  missing.  Options as a query string: ``durable`` (default true: fsync every commit),
+  ``group_commit`` (default true), ``map_size`` (bytes of address space),
+  ``transaction_seconds`` (default 5, FoundationDB's limit; 0 disables).
+- ``fdb:`` (default cluster file) or ``fdb:CLUSTER_FILE``: FoundationDB through the
+  official bindings.  Option ``api_version`` (default: the installed binding's latest).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlsplit
+
+from .api import (
+    MAX_KEY_SIZE,
+    MAX_TRANSACTION_BYTES,
+    MAX_VALUE_SIZE,
+    Database,
+    KeyTooLarge,
+    KeyValue,
+    ReadOnlyTransaction,
+    ReadView,
+    StoreError,
+    StoreUnavailable,
+    Transaction,
+    TransactionTimedOut,
+    TransactionTooLarge,
+    ValueTooLarge,
+    decode_int64,
+    encode_int64,
+    strinc,
+)
+
+
+def parse_url(url: str) -> tuple[str, str, dict[str, str]]:
+    """Split a store URL into (scheme, path, options)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("lmdb", "fdb"):
+        raise ValueError(f"unknown store URL {url!r}: expected lmdb:PATH or fdb:[CLUSTER_FILE]")
+    path = parts.netloc + parts.path
+    options = dict(parse_qsl(parts.query, keep_blank_values=True, strict_parsing=False))
+    return scheme, path, options
+
+
+def open_database(url: str) -> Database:
+    """Open the store named by ``url`` (see the module docstring)."""
+    scheme, path, options = parse_url(url)
+    if scheme == "lmdb":
+        if not path:
+            raise ValueError(f"store URL {url!r} names no directory: use lmdb:PATH")
+        from .lmdb_backend import open_lmdb
+
+        return open_lmdb(path, options)
+    from .fdb_backend import open_fdb
+
+    return open_fdb(path or None, options)
+
+
+__all__ = [
+    "MAX_KEY_SIZE",
+    "MAX_TRANSACTION_BYTES",
+    "MAX_VALUE_SIZE",
+    "Database",
+    "KeyTooLarge",
+    "KeyValue",
+    "ReadOnlyTransaction",
+    "ReadView",
+    "StoreError",
+    "StoreUnavailable",
+    "Transaction",
+    "TransactionTimedOut",
+    "TransactionTooLarge",
+    "ValueTooLarge",
+    "decode_int64",
+    "encode_int64",
+    "open_database",
+    "parse_url",
+    "strinc",
+]

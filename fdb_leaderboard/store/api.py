@@ -1,0 +1,190 @@
+"""The transactional ordered key-value interface every backend implements.
+
+It is shaped after the FoundationDB Python API so index code is written once:
+``db.run(fn, *args)`` calls ``fn(tr, *args)`` in a transaction and retries it on
+conflict; ``tr`` offers point and range reads (plain, and ``tr.snapshot`` reads that
+add no conflict ranges), ``set``, ``clear``, ``clear_range`` and the atomic ``add`` and
+``max`` mutations with FoundationDB's little-endian semantics.
+
+Reads return plain values rather than futures.  Where an operation has several
+independent reads, ``get_many`` and ``get_ranges`` take them together so the
+FoundationDB backend issues them all before waiting on any.
+
+Every backend enforces FoundationDB's limits (key and value size, bytes written per
+transaction) so code that would fail on FoundationDB fails on the embedded store too.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+KeyValue = tuple[bytes, bytes]
+RangeRequest = tuple[bytes, bytes, int, bool]  # (begin, end, limit, reverse)
+
+# FoundationDB's documented limits.
+MAX_KEY_SIZE = 10_000
+MAX_VALUE_SIZE = 100_000
+MAX_TRANSACTION_BYTES = 10_000_000
+
+
+class StoreError(Exception):
+    """Base class of errors raised by the store layer."""
+
+
+class KeyTooLarge(StoreError):
+    """A key is longer than the backend accepts (FoundationDB error 2102)."""
+
+
+class ValueTooLarge(StoreError):
+    """A value is longer than 100,000 bytes (FoundationDB error 2103)."""
+
+
+class TransactionTooLarge(StoreError):
+    """A transaction wrote more than 10,000,000 bytes (FoundationDB error 2101)."""
+
+
+class TransactionTimedOut(StoreError):
+    """A transaction ran longer than FoundationDB's 5 seconds (error 1007 there)."""
+
+
+class ReadOnlyTransaction(StoreError):
+    """A write was attempted in a transaction opened with ``Database.read``."""
+
+
+class StoreUnavailable(StoreError):
+    """The backend cannot be used here (missing client library, unreachable cluster...)."""
+
+
+def encode_int64(value: int) -> bytes:
+    """Little-endian two's-complement int64, the encoding of atomic ADD operands."""
+    return (value & 0xFFFF_FFFF_FFFF_FFFF).to_bytes(8, "little")
+
+
+def decode_int64(data: bytes) -> int:
+    """Inverse of :func:`encode_int64`; shorter values are zero-extended as FoundationDB does."""
+    return int.from_bytes(data[:8].ljust(8, b"\x00"), "little", signed=True)
+
+
+def apply_add(existing: bytes | None, param: bytes) -> bytes:
+    """FoundationDB ADD: little-endian addition truncated/extended to ``len(param)``."""
+    width = len(param)
+    old = int.from_bytes((existing or b"")[:width], "little")
+    return ((old + int.from_bytes(param, "little")) % (1 << (8 * width))).to_bytes(width, "little")
+
+
+def apply_max(existing: bytes | None, param: bytes) -> bytes:
+    """FoundationDB MAX: the larger of two little-endian unsigned integers of ``len(param)`` bytes."""
+    width = len(param)
+    old = (existing or b"")[:width].ljust(width, b"\x00")
+    return param if int.from_bytes(param, "little") >= int.from_bytes(old, "little") else old
+
+
+def apply_min(existing: bytes | None, param: bytes) -> bytes:
+    """FoundationDB MIN: like MAX but the smaller; an absent value becomes ``param``."""
+    if existing is None:
+        return param
+    width = len(param)
+    old = existing[:width].ljust(width, b"\x00")
+    return param if int.from_bytes(param, "little") <= int.from_bytes(old, "little") else old
+
+
+def strinc(prefix: bytes) -> bytes:
+    """The first key after every key that starts with ``prefix`` (FoundationDB's strinc)."""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        raise ValueError("a key made only of 0xff bytes has no successor prefix")
+    return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+class ReadView(abc.ABC):
+    """Reads of one transaction.  Results are in key order; ``end`` is exclusive."""
+
+    @abc.abstractmethod
+    def get(self, key: bytes) -> bytes | None:
+        """The value at ``key``, or None."""
+
+    def get_many(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        """Values of several keys, read concurrently where the backend can."""
+        return [self.get(key) for key in keys]
+
+    @abc.abstractmethod
+    def get_range(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> list[KeyValue]:
+        """Pairs with ``begin <= key < end``; ``limit`` 0 means all; ``reverse`` starts at the end."""
+
+    def get_ranges(self, requests: Sequence[RangeRequest]) -> list[list[KeyValue]]:
+        """Several range reads, issued concurrently where the backend can."""
+        return [self.get_range(*request) for request in requests]
+
+    def get_range_startswith(self, prefix: bytes, limit: int = 0, reverse: bool = False) -> list[KeyValue]:
+        """Pairs whose key starts with ``prefix``."""
+        return self.get_range(prefix, strinc(prefix), limit, reverse)
+
+
+class Transaction(ReadView):
+    """One transaction: reads see its own writes; nothing is visible to others until commit."""
+
+    @property
+    @abc.abstractmethod
+    def snapshot(self) -> ReadView:
+        """Reads that add no read conflict ranges (FoundationDB snapshot reads)."""
+
+    @abc.abstractmethod
+    def set(self, key: bytes, value: bytes) -> None: ...
+
+    @abc.abstractmethod
+    def clear(self, key: bytes) -> None: ...
+
+    @abc.abstractmethod
+    def clear_range(self, begin: bytes, end: bytes) -> None: ...
+
+    def clear_range_startswith(self, prefix: bytes) -> None:
+        self.clear_range(prefix, strinc(prefix))
+
+    @abc.abstractmethod
+    def add(self, key: bytes, param: bytes) -> None:
+        """Atomic little-endian ADD (FoundationDB ``MutationType.ADD``)."""
+
+    @abc.abstractmethod
+    def max(self, key: bytes, param: bytes) -> None:
+        """Atomic little-endian unsigned MAX (FoundationDB ``MutationType.MAX``)."""
+
+    @abc.abstractmethod
+    def min(self, key: bytes, param: bytes) -> None:
+        """Atomic little-endian unsigned MIN (FoundationDB ``MutationType.MIN``)."""
+
+    @abc.abstractmethod
+    def add_read_conflict_range(self, begin: bytes, end: bytes) -> None: ...
+
+    def add_read_conflict_key(self, key: bytes) -> None:
+        self.add_read_conflict_range(key, key + b"\x00")
+
+
+class Database(abc.ABC):
+    """A store opened by :func:`fdb_leaderboard.store.open_database`."""
+
+    url: str
+
+    @abc.abstractmethod
+    def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Call ``fn(tr, *args, **kwargs)`` in a read-write transaction and commit it.
+
+        Retried on conflict, so ``fn`` must have no side effects outside the
+        transaction.  If ``fn`` raises, nothing it wrote is kept.
+        """
+
+    @abc.abstractmethod
+    def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Like :meth:`run` for functions that only read; writes raise ReadOnlyTransaction."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

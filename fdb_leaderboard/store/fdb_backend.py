@@ -1,0 +1,188 @@
+"""The FoundationDB backend: a thin adapter over the official Python bindings.
+
+Pairing the binding with the client library: the ``foundationdb`` package's major.minor
+must match the installed ``libfdb_c`` (a 7.3 client needs ``foundationdb==7.3.*``; the
+8.0 binding asks for API 800, which every 7.x client refuses).  The API version defaults
+to the binding's latest (``fdb.LATEST_API_VERSION``); override it with the URL option
+``api_version`` or the environment variable ``FDB_API_VERSION``.  A process can select
+only one API version, so every database it opens uses the first one selected.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from .api import (
+    Database,
+    KeyTooLarge,
+    KeyValue,
+    RangeRequest,
+    ReadOnlyTransaction,
+    ReadView,
+    StoreUnavailable,
+    Transaction,
+    TransactionTimedOut,
+    TransactionTooLarge,
+    ValueTooLarge,
+)
+
+T = TypeVar("T")
+
+_api_lock = threading.Lock()
+
+# FoundationDB error codes that are the caller's fault, mapped to our exceptions.
+_LIMIT_ERRORS = {
+    2101: TransactionTooLarge,
+    2102: KeyTooLarge,
+    2103: ValueTooLarge,
+    1007: TransactionTimedOut,
+}
+
+
+def load_fdb(api_version: int | None = None) -> Any:
+    """Import ``fdb`` and select the API version once per process."""
+    try:
+        import fdb
+    except ImportError as exc:  # pragma: no cover - a runtime dependency
+        raise StoreUnavailable("the foundationdb Python package is not installed") from exc
+    with _api_lock:
+        if fdb.is_api_version_selected():
+            return fdb
+        version = api_version or int(os.environ.get("FDB_API_VERSION", 0)) or fdb.LATEST_API_VERSION
+        try:
+            fdb.api_version(version)
+        except Exception as exc:  # the native client is missing or does not support `version`
+            raise StoreUnavailable(
+                f"cannot select FoundationDB API version {version} with binding {fdb.__version__}: {exc}. "
+                "Install the FoundationDB client library and the matching `foundationdb` package "
+                "(same major.minor), or pass api_version=..."
+            ) from exc
+    return fdb
+
+
+class _FdbReads(ReadView):
+    """Reads through an fdb transaction or its ``snapshot``."""
+
+    __slots__ = ("_tr", "_fdb")
+
+    def __init__(self, tr: Any, fdb: Any) -> None:
+        self._tr = tr
+        self._fdb = fdb
+
+    def get(self, key: bytes) -> bytes | None:
+        return self._tr.get(key).value
+
+    def get_many(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        futures = [self._tr.get(key) for key in keys]
+        return [future.value for future in futures]
+
+    def _range(self, begin: bytes, end: bytes, limit: int, reverse: bool) -> Any:
+        mode = self._fdb.StreamingMode.exact if limit else self._fdb.StreamingMode.want_all
+        return self._tr.get_range(begin, end, limit=limit, reverse=reverse, streaming_mode=mode)
+
+    def get_range(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> list[KeyValue]:
+        return [(kv.key, kv.value) for kv in self._range(begin, end, limit, reverse)]
+
+    def get_ranges(self, requests: Sequence[RangeRequest]) -> list[list[KeyValue]]:
+        ranges = [self._range(*request) for request in requests]  # each starts fetching at once
+        return [[(kv.key, kv.value) for kv in fetched] for fetched in ranges]
+
+
+class FdbTransaction(_FdbReads, Transaction):
+    __slots__ = ("_snapshot", "_writable")
+
+    def __init__(self, tr: Any, fdb: Any, writable: bool) -> None:
+        super().__init__(tr, fdb)
+        self._snapshot = _FdbReads(tr.snapshot, fdb)
+        self._writable = writable
+
+    @property
+    def snapshot(self) -> ReadView:
+        return self._snapshot
+
+    def _check(self) -> None:
+        if not self._writable:
+            raise ReadOnlyTransaction("this transaction was opened with Database.read and cannot write")
+
+    def set(self, key: bytes, value: bytes) -> None:
+        self._check()
+        self._tr.set(key, value)
+
+    def clear(self, key: bytes) -> None:
+        self._check()
+        self._tr.clear(key)
+
+    def clear_range(self, begin: bytes, end: bytes) -> None:
+        self._check()
+        self._tr.clear_range(begin, end)
+
+    def add(self, key: bytes, param: bytes) -> None:
+        self._check()
+        self._tr.add(key, param)
+
+    def max(self, key: bytes, param: bytes) -> None:
+        self._check()
+        self._tr.max(key, param)
+
+    def min(self, key: bytes, param: bytes) -> None:
+        self._check()
+        self._tr.min(key, param)
+
+    def add_read_conflict_range(self, begin: bytes, end: bytes) -> None:
+        self._tr.add_read_conflict_range(begin, end)
+
+
+class FdbDatabase(Database):
+    def __init__(self, cluster_file: str | None, api_version: int | None = None) -> None:
+        self._fdb = load_fdb(api_version)
+        self.url = f"fdb:{cluster_file or ''}"
+        try:
+            self._db = self._fdb.open(cluster_file) if cluster_file else self._fdb.open()
+        except Exception as exc:
+            raise StoreUnavailable(f"cannot open FoundationDB cluster {cluster_file or '(default)'}: {exc}") from exc
+
+    def _transact(self, writable: bool, fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
+        tr = self._db.create_transaction()
+        while True:
+            try:
+                result = fn(FdbTransaction(tr, self._fdb, writable), *args, **kwargs)
+                if writable:
+                    tr.commit().wait()
+                return result
+            except self._fdb.FDBError as error:
+                mapped = _LIMIT_ERRORS.get(error.code)
+                if mapped is not None and not (error.code == 1007 and not writable):
+                    raise mapped(f"FoundationDB error {error.code}: {error.description}") from error
+                tr.on_error(error).wait()  # raises when the error is not retryable
+
+    def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return self._transact(True, fn, args, kwargs)
+
+    def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return self._transact(False, fn, args, kwargs)
+
+    def check_reachable(self, timeout_ms: int = 3000) -> None:
+        """Raise StoreUnavailable unless the cluster answers a read within ``timeout_ms``."""
+        tr = self._db.create_transaction()
+        tr.options.set_timeout(timeout_ms)
+        try:
+            tr.get_read_version().wait()  # a read version proves the cluster answers
+        except self._fdb.FDBError as error:
+            raise StoreUnavailable(f"FoundationDB cluster {self.url} did not answer: {error.description}") from error
+
+    def close(self) -> None:
+        self._db = None  # the bindings keep one network thread per process; nothing else to release
+
+
+def open_fdb(cluster_file: str | None, options: dict[str, str]) -> FdbDatabase:
+    unknown = set(options) - {"api_version"}
+    if unknown:
+        raise ValueError(f"unknown fdb option(s) {sorted(unknown)}; known: ['api_version']")
+    version = int(options["api_version"]) if options.get("api_version") else None
+    return FdbDatabase(cluster_file, version)
+
+
+__all__ = ["FdbDatabase", "FdbTransaction", "load_fdb", "open_fdb"]

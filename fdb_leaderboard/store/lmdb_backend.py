@@ -1,0 +1,384 @@
+"""The embedded backend: LMDB, durable, safe for several processes on one machine.
+
+LMDB allows one writer at a time (across processes, through its lock file) and any
+number of concurrent readers on MVCC snapshots.  So write transactions never conflict
+and never retry here; read-only work (``Database.read``) runs on a snapshot without
+taking the write lock.
+
+**Group commit.**  A durable commit costs an fsync.  Callers of ``run`` in one process
+queue their functions; whichever caller gets the write lock first (the leader) runs
+every queued function in one LMDB write transaction, each inside its own nested
+transaction so a function that raises is rolled back alone, then commits once.  All
+callers in that batch return after that single fsync.  A lone caller pays no nesting.
+
+**Durability.**  ``durable=True`` (the default) fsyncs every commit: an acknowledged
+write survives power loss.  ``durable=False`` skips the fsync: a process crash loses
+nothing, but an operating-system crash or power loss may lose recent commits and, on a
+file system that reorders writes, damage the database.
+
+**Limits.**  FoundationDB's value and transaction-size limits are enforced.  LMDB's own
+key limit (511 bytes) is stricter than FoundationDB's 10,000 and is reported as such.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import lmdb
+
+from .api import (
+    MAX_KEY_SIZE,
+    MAX_TRANSACTION_BYTES,
+    MAX_VALUE_SIZE,
+    Database,
+    KeyTooLarge,
+    KeyValue,
+    ReadOnlyTransaction,
+    StoreError,
+    Transaction,
+    TransactionTimedOut,
+    TransactionTooLarge,
+    ValueTooLarge,
+    apply_add,
+    apply_max,
+    apply_min,
+)
+
+T = TypeVar("T")
+
+DEFAULT_MAP_SIZE = 1 << 40  # address space only; the file grows as data is written
+DEFAULT_TRANSACTION_SECONDS = 5.0
+
+
+class _Env:
+    """One LMDB environment per path per process (LMDB forbids opening it twice)."""
+
+    registry: dict[str, _Env] = {}
+    registry_lock = threading.Lock()
+
+    def __init__(self, path: str, durable: bool, map_size: int) -> None:
+        os.makedirs(path, exist_ok=True)
+        self.path = path
+        self.durable = durable
+        self.env = lmdb.open(
+            path,
+            map_size=map_size,
+            sync=durable,
+            metasync=durable,
+            max_readers=1024,
+            max_dbs=0,
+            readahead=False,
+        )
+        self.env.reader_check()  # drop reader slots left by killed processes
+        self.users = 0
+
+    @classmethod
+    def acquire(cls, path: str, durable: bool, map_size: int) -> _Env:
+        path = os.path.realpath(path)
+        with cls.registry_lock:
+            shared = cls.registry.get(path)
+            if shared is None:
+                shared = cls.registry[path] = cls(path, durable, map_size)
+            elif shared.durable != durable:
+                raise StoreError(
+                    f"{path} is already open in this process with durable={shared.durable}; "
+                    "one process must open it with one durability setting"
+                )
+            shared.users += 1
+            return shared
+
+    def release(self) -> None:
+        with self.registry_lock:
+            self.users -= 1
+            if self.users == 0:
+                del self.registry[self.path]
+                self.env.close()
+
+
+class LmdbTransaction(Transaction):
+    """A view of one LMDB transaction, enforcing FoundationDB's limits."""
+
+    __slots__ = ("_txn", "_cursor", "_writable", "_written", "_deadline")
+
+    def __init__(self, txn: lmdb.Transaction, writable: bool, deadline: float) -> None:
+        self._txn = txn
+        self._cursor = txn.cursor()
+        self._writable = writable
+        self._written = 0
+        self._deadline = deadline
+
+    # -- reads ---------------------------------------------------------------------------
+
+    @property
+    def snapshot(self) -> LmdbTransaction:
+        return self  # writers are serialized: there is nothing to conflict with
+
+    def get(self, key: bytes) -> bytes | None:
+        if len(key) > _LMDB_MAX_KEY:
+            return None  # longer keys cannot be stored here
+        return self._txn.get(key)
+
+    def get_range(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> list[KeyValue]:
+        if time.monotonic() > self._deadline:
+            self._timed_out()
+        cursor = self._cursor
+        out: list[KeyValue] = []
+        if begin >= end:
+            return out
+        if not reverse:
+            if not _seek(cursor, begin):
+                return out
+            for item in cursor.iternext():
+                if item[0] >= end:
+                    break
+                out.append(item)
+                if len(out) == limit:
+                    break
+        else:
+            if _seek(cursor, end):
+                if not cursor.prev():
+                    return out
+            elif not cursor.last():
+                return out
+            for item in cursor.iterprev():
+                if item[0] < begin:
+                    break
+                out.append(item)
+                if len(out) == limit:
+                    break
+        return out
+
+    # -- writes --------------------------------------------------------------------------
+
+    def _check_write(self, key: bytes, size: int) -> None:
+        if not key:
+            raise KeyTooLarge("the embedded (LMDB) store cannot hold the empty key")
+        if len(key) > _LMDB_MAX_KEY:
+            if len(key) > MAX_KEY_SIZE:
+                raise KeyTooLarge(f"key of {len(key)} bytes exceeds FoundationDB's limit of {MAX_KEY_SIZE}")
+            raise KeyTooLarge(
+                f"key of {len(key)} bytes exceeds the embedded (LMDB) store's limit of {_LMDB_MAX_KEY} bytes"
+            )
+        self._account(len(key) + size)
+
+    def _account(self, size: int) -> None:
+        if not self._writable:
+            raise ReadOnlyTransaction("this transaction was opened with Database.read and cannot write")
+        self._written += size
+        if self._written > MAX_TRANSACTION_BYTES:
+            raise TransactionTooLarge(
+                f"transaction wrote {self._written} bytes, more than FoundationDB's limit of "
+                f"{MAX_TRANSACTION_BYTES}; split the work into smaller transactions"
+            )
+        if time.monotonic() > self._deadline:
+            self._timed_out()
+
+    def _timed_out(self) -> None:
+        raise TransactionTimedOut(
+            "transaction ran longer than FoundationDB's 5 second limit; split the work into smaller transactions"
+        )
+
+    def set(self, key: bytes, value: bytes) -> None:
+        if len(value) > MAX_VALUE_SIZE:
+            raise ValueTooLarge(f"value of {len(value)} bytes exceeds FoundationDB's limit of {MAX_VALUE_SIZE}")
+        self._check_write(key, len(value))
+        self._txn.put(key, value)
+
+    def clear(self, key: bytes) -> None:
+        self._check_write(key, 0)
+        self._txn.delete(key)
+
+    def clear_range(self, begin: bytes, end: bytes) -> None:
+        self._account(len(begin) + len(end))
+        cursor = self._cursor
+        if begin >= end or not _seek(cursor, begin):
+            return
+        while cursor.key() < end:
+            if not cursor.delete():  # deletes and moves to the next key
+                break
+            if not cursor.key():  # past the last key
+                break
+
+    def _mutate(self, key: bytes, param: bytes, op: Callable[[bytes | None, bytes], bytes]) -> None:
+        if len(param) > MAX_VALUE_SIZE:
+            raise ValueTooLarge(f"operand of {len(param)} bytes exceeds FoundationDB's limit of {MAX_VALUE_SIZE}")
+        self._check_write(key, len(param))
+        self._txn.put(key, op(self._txn.get(key), param))
+
+    def add(self, key: bytes, param: bytes) -> None:
+        self._mutate(key, param, apply_add)
+
+    def max(self, key: bytes, param: bytes) -> None:
+        self._mutate(key, param, apply_max)
+
+    def min(self, key: bytes, param: bytes) -> None:
+        self._mutate(key, param, apply_min)
+
+    def add_read_conflict_range(self, begin: bytes, end: bytes) -> None:
+        pass  # writers are serialized: no conflicts to declare
+
+
+_LMDB_MAX_KEY = 511
+
+
+def _seek(cursor: lmdb.Cursor, key: bytes) -> bool:
+    """Position ``cursor`` at the first key >= ``key``; False if there is none."""
+    if len(key) <= _LMDB_MAX_KEY:
+        return cursor.set_range(key)
+    # Stored keys are at most 511 bytes, so the only one between key[:511] and key is key[:511].
+    if not cursor.set_range(key[:_LMDB_MAX_KEY]):
+        return False
+    return cursor.next() if cursor.key() == key[:_LMDB_MAX_KEY] else True
+
+
+class _Pending:
+    __slots__ = ("fn", "args", "kwargs", "done", "result", "error")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+        self.fn = fn
+        self.args = args
+        self.kwargs = kwargs
+        self.done = False
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+
+class LmdbDatabase(Database):
+    """An LMDB environment in a directory; see the module docstring for the guarantees."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        durable: bool = True,
+        group_commit: bool = True,
+        map_size: int = DEFAULT_MAP_SIZE,
+        transaction_seconds: float = DEFAULT_TRANSACTION_SECONDS,
+    ) -> None:
+        self.path = path
+        self.url = f"lmdb:{path}"
+        self.durable = durable
+        self.group_commit = group_commit
+        self._transaction_seconds = transaction_seconds if transaction_seconds > 0 else float("inf")
+        self._shared = _Env.acquire(path, durable, map_size)
+        self._env = self._shared.env
+        self._queue: deque[_Pending] = deque()
+        self._queue_lock = threading.Lock()
+        self._leader_lock = threading.Lock()
+        self._closed = False
+        self.commits = 0  # durable commits made, for measuring group commit
+
+    def _deadline(self) -> float:
+        return time.monotonic() + self._transaction_seconds
+
+    def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        self._check_open()
+        pending = _Pending(fn, args, kwargs)
+        with self._queue_lock:
+            self._queue.append(pending)
+        with self._leader_lock:
+            if not pending.done:
+                self._run_batch()
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    def _run_batch(self) -> None:
+        with self._queue_lock:
+            batch = list(self._queue)
+            self._queue.clear()
+            if not self.group_commit and len(batch) > 1:
+                self._queue.extend(batch[1:])
+                batch = batch[:1]
+        try:
+            txn = self._env.begin(write=True)
+        except BaseException as exc:
+            for pending in batch:
+                pending.error, pending.done = exc, True
+            raise
+        try:
+            if len(batch) == 1:
+                self._execute(batch[0], txn, nested=False)
+            else:
+                for pending in batch:
+                    self._execute(pending, txn, nested=True)
+            if all(p.error is not None for p in batch):
+                txn.abort()
+            else:
+                txn.commit()
+                self.commits += 1
+        except BaseException as exc:  # commit failed: nothing in the batch was kept
+            txn.abort()
+            for pending in batch:
+                if pending.error is None:
+                    pending.error = exc
+        finally:
+            for pending in batch:
+                pending.done = True
+
+    def _execute(self, pending: _Pending, parent: lmdb.Transaction, nested: bool) -> None:
+        txn = self._env.begin(write=True, parent=parent) if nested else parent
+        try:
+            pending.result = pending.fn(LmdbTransaction(txn, True, self._deadline()), *pending.args, **pending.kwargs)
+        except BaseException as exc:
+            pending.error = exc
+            if nested:
+                txn.abort()
+            return
+        if nested:
+            txn.commit()
+
+    def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        self._check_open()
+        txn = self._env.begin(write=False)
+        try:
+            return fn(LmdbTransaction(txn, False, self._deadline()), *args, **kwargs)
+        finally:
+            txn.abort()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"database {self.url} is closed")
+
+    def close(self) -> None:
+        with self._leader_lock:
+            if not self._closed:
+                self._closed = True
+                self._shared.release()
+
+    def disk_usage(self) -> int:
+        """Bytes of the LMDB data file in use (pages actually allocated)."""
+        info = self._env.info()
+        return (info["last_pgno"] + 1) * self._env.stat()["psize"]
+
+
+def open_lmdb(path: str, options: dict[str, str]) -> LmdbDatabase:
+    """Open from URL options: durable, group_commit (booleans), map_size, transaction_seconds."""
+    known = {"durable", "group_commit", "map_size", "transaction_seconds"}
+    unknown = set(options) - known
+    if unknown:
+        raise ValueError(f"unknown lmdb option(s) {sorted(unknown)}; known: {sorted(known)}")
+    return LmdbDatabase(
+        path,
+        durable=_boolean(options.get("durable", "true"), "durable"),
+        group_commit=_boolean(options.get("group_commit", "true"), "group_commit"),
+        map_size=int(options.get("map_size", DEFAULT_MAP_SIZE)),
+        transaction_seconds=float(options.get("transaction_seconds", DEFAULT_TRANSACTION_SECONDS)),
+    )
+
+
+def _boolean(text: str, name: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"option {name} must be true or false, not {text!r}")
+
+
+__all__ = ["LmdbDatabase", "LmdbTransaction", "open_lmdb"]

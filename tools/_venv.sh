@@ -1,0 +1,29 @@
+# Sourced by tools/serve and tools/test: make .venv (Python >= 3.11) and install the project into it.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+python=""
+for candidate in python3.11 python3.12 python3.13 python3; do
+  if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    python="$candidate"; break
+  fi
+done
+[ -n "$python" ] || { echo "fdb-leaderboard needs Python 3.11 or newer" >&2; exit 1; }
+if [ ! -x .venv/bin/python ]; then
+  if ! "$python" -m venv .venv 2>/dev/null; then
+    rm -rf .venv
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "installing Debian's venv support for $python" >&2
+      apt-get update -qq && apt-get install -y -qq "$(basename "$python")-venv" || apt-get install -y -qq python3-venv
+      "$python" -m venv .venv
+    else
+      echo "cannot create a virtual environment: install python3-venv (Debian) and retry" >&2; exit 1
+    fi
+  fi
+fi
+stamp=".venv/.installed-$1"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  if [ "$1" = dev ]; then .venv/bin/python -m pip install -q -e '.[dev]'; else .venv/bin/python -m pip install -q -e .; fi
+  touch "$stamp"
+fi
