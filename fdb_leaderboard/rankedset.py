@@ -76,6 +76,7 @@ def murmur3_hash(data: bytes) -> int:
 
 _HASHES = {HashFunction.JDK: jdk_hash, HashFunction.CRC: crc_hash, HashFunction.MURMUR3: murmur3_hash}
 _LEVEL_MASKS = [(1 << (LEVEL_FAN_POW * level)) - 1 for level in range(MAX_LEVELS)]
+_LEVEL_KEYS = [fdb.tuple.pack((level,)) for level in range(MAX_LEVELS)]
 
 
 def _encode_count(count: int) -> bytes:
@@ -102,19 +103,37 @@ class CorruptRankedSet(Exception):
 class RankedSet:
     """One ranked set under raw key prefix ``prefix``; elements are non-empty byte strings.
 
-    The object holds no data, only the key prefixes: create one wherever convenient.
+    With ``count_duplicates`` (the reference's ``countDuplicates``) an element may be added
+    several times: its level-0 value is its multiplicity and every count, rank and
+    position counts each occurrence.  The object holds no data, only key prefixes.
     """
 
-    __slots__ = ("prefix", "nlevels", "hash_function", "_hash", "_levels", "_level_ends", "_level_sentinels")
+    __slots__ = (
+        "prefix",
+        "nlevels",
+        "hash_function",
+        "count_duplicates",
+        "_hash",
+        "_levels",
+        "_level_ends",
+        "_level_sentinels",
+    )
 
-    def __init__(self, prefix: bytes, nlevels: int = DEFAULT_LEVELS, hash_function: HashFunction = HashFunction.JDK):
+    def __init__(
+        self,
+        prefix: bytes,
+        nlevels: int = DEFAULT_LEVELS,
+        hash_function: HashFunction = HashFunction.JDK,
+        count_duplicates: bool = False,
+    ):
         if not MIN_LEVELS <= nlevels <= MAX_LEVELS:
             raise ValueError(f"nlevels must be between {MIN_LEVELS} and {MAX_LEVELS}, not {nlevels}")
         self.prefix = prefix
         self.nlevels = nlevels
         self.hash_function = hash_function
+        self.count_duplicates = count_duplicates
         self._hash = _HASHES[hash_function]
-        self._levels = [prefix + fdb.tuple.pack((level,)) for level in range(nlevels)]
+        self._levels = [prefix + _LEVEL_KEYS[level] for level in range(nlevels)]
         self._level_sentinels = [level + _SENTINEL for level in self._levels]
         self._level_ends = [level + b"\x02" for level in self._levels]  # after every bytes item
 
@@ -140,16 +159,19 @@ class RankedSet:
             raise ValueError("ranked set elements must be non-empty byte strings")
         return _suffix(element)
 
-    def _predecessors(self, tr: Transaction, suffix: bytes) -> list[bytes] | None:
+    def _predecessors(self, tr: Transaction, suffix: bytes, or_equal: bool = False) -> list[bytes] | None:
         """For each level >= 1, the key of the last node before ``suffix`` (snapshot reads).
 
-        Each lookup adds a read conflict range from the predecessor to the element, so a
-        concurrent insertion of a node in between conflicts, and nothing else does.
-        Returns None if the set has not been initialized.
+        With ``or_equal`` the element's own node counts as its predecessor.  As in the
+        reference, each lookup declares conflicts only on the keys strictly between the
+        predecessor and the element, and on the predecessor's level-0 key: a node inserted
+        in between, or removal of the predecessor, conflicts, while concurrent atomic ADDs
+        to the predecessor's count do not.  Returns None if the set is not initialized.
         """
         levels = self._levels
+        tail = b"\x00" if or_equal else b""
         found = tr.snapshot.get_ranges(
-            [(self._level_sentinels[level], levels[level] + suffix, 1, True) for level in range(1, self.nlevels)]
+            [(self._level_sentinels[level], levels[level] + suffix + tail, 1, True) for level in range(1, self.nlevels)]
         )
         if not any(found):
             return None
@@ -158,16 +180,27 @@ class RankedSet:
             if not rows:
                 raise CorruptRankedSet(f"level {level} of the ranked set at {self.prefix!r} has no sentinel")
             key = rows[0][0]
-            tr.add_read_conflict_range(key, levels[level] + suffix + b"\x00")
+            node = levels[level] + suffix
+            if key != node:
+                tr.add_read_conflict_range(key + b"\x00", node)
+            tr.add_read_conflict_key(levels[0] + key[len(levels[level]) :])
             keys.append(key)
         return keys
 
     def add(self, tr: Transaction, element: bytes) -> bool:
-        """Insert ``element``; False if it was already present.  Creates the set if needed."""
+        """Insert ``element``; False if it was already present (and duplicates are not counted).
+
+        Creates the set if needed.
+        """
         suffix = self._check_element(element)
         levels = self._levels
         if tr.get(levels[0] + suffix) is not None:
-            return False
+            if not self.count_duplicates:
+                return False
+            tr.add(levels[0] + suffix, _ONE)
+            for predecessor in self._predecessors(tr, suffix, or_equal=True) or ():
+                tr.add(predecessor, _ONE)
+            return True
         predecessors = self._predecessors(tr, suffix)
         if predecessors is None:
             self.init(tr)
@@ -193,11 +226,17 @@ class RankedSet:
         return True
 
     def remove(self, tr: Transaction, element: bytes) -> bool:
-        """Delete ``element``; False if it was absent.  Does not depend on the hash."""
+        """Delete one occurrence of ``element``; False if it was absent.  Ignores the hash."""
         suffix = self._check_element(element)
         levels = self._levels
-        if tr.get(levels[0] + suffix) is None:
+        stored = tr.get(levels[0] + suffix)
+        if stored is None or _decode_count(stored) <= 0:
             return False
+        if self.count_duplicates and _decode_count(stored) > 1:
+            tr.add(levels[0] + suffix, _MINUS_ONE)
+            for predecessor in self._predecessors(tr, suffix, or_equal=True) or ():
+                tr.add(predecessor, _MINUS_ONE)
+            return True
         tr.clear(levels[0] + suffix)
         node_counts = tr.get_many([levels[level] + suffix for level in range(1, self.nlevels)])
         predecessors = self._predecessors(tr, suffix)
@@ -217,6 +256,11 @@ class RankedSet:
 
     def contains(self, tr: ReadView, element: bytes) -> bool:
         return tr.get(self._levels[0] + self._check_element(element)) is not None
+
+    def count(self, tr: ReadView, element: bytes) -> int:
+        """How many times ``element`` is present (0 or 1 unless duplicates are counted)."""
+        stored = tr.get(self._levels[0] + self._check_element(element))
+        return 0 if stored is None else _decode_count(stored)
 
     def rank(self, tr: ReadView, element: bytes, null_if_missing: bool = True) -> int | None:
         """The number of elements before ``element``.
@@ -318,8 +362,13 @@ class RankedSet:
         if problems:
             return problems
         for suffix, count in self._nodes(tr, 0):
-            expected = 0 if suffix == _SENTINEL else 1
-            if count != expected and report(f"level 0: {_element(suffix)!r} has count {count}, expected {expected}"):
+            if suffix == _SENTINEL:
+                bad, expected = count != 0, "0"
+            elif self.count_duplicates:
+                bad, expected = count < 1, "at least 1"
+            else:
+                bad, expected = count != 1, "1"
+            if bad and report(f"level 0: {_element(suffix)!r} has count {count}, expected {expected}"):
                 return problems
         for level in range(1, self.nlevels):
             upper = self._nodes(tr, level)

@@ -3,13 +3,14 @@
 Pairing the binding with the client library: the ``foundationdb`` package's major.minor
 must match the installed ``libfdb_c`` (a 7.3 client needs ``foundationdb==7.3.*``; the
 8.0 binding asks for API 800, which every 7.x client refuses).  The API version defaults
-to the binding's latest (``fdb.LATEST_API_VERSION``); override it with the URL option
+to the binding's latest (``fdb.LATEST_API_VERSION``, 710 for the 7.1 binding); override it with the URL option
 ``api_version`` or the environment variable ``FDB_API_VERSION``.  A process can select
 only one API version, so every database it opens uses the first one selected.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -51,16 +52,30 @@ def load_fdb(api_version: int | None = None) -> Any:
     with _api_lock:
         if fdb.is_api_version_selected():
             return fdb
-        version = api_version or int(os.environ.get("FDB_API_VERSION", 0)) or fdb.LATEST_API_VERSION
+        version = api_version or int(os.environ.get("FDB_API_VERSION", 0)) or binding_api_version(fdb)
         try:
             fdb.api_version(version)
         except Exception as exc:  # the native client is missing or does not support `version`
             raise StoreUnavailable(
-                f"cannot select FoundationDB API version {version} with binding {fdb.__version__}: {exc}. "
+                f"cannot select FoundationDB API version {version} with binding {binding_version()}: {exc}. "
                 "Install the FoundationDB client library and the matching `foundationdb` package "
                 "(same major.minor), or pass api_version=..."
             ) from exc
     return fdb
+
+
+def binding_version() -> str:
+    """The installed ``foundationdb`` package's version (7.1's module has no ``__version__``)."""
+    return importlib.metadata.version("foundationdb")
+
+
+def binding_api_version(fdb: Any) -> int:
+    """The newest API version the installed binding knows (7.1's has no LATEST_API_VERSION)."""
+    latest = getattr(fdb, "LATEST_API_VERSION", None)
+    if latest:
+        return int(latest)
+    major, minor = binding_version().split(".")[:2]
+    return int(major) * 100 + int(minor) * 10
 
 
 class _FdbReads(ReadView):
@@ -185,4 +200,4 @@ def open_fdb(cluster_file: str | None, options: dict[str, str]) -> FdbDatabase:
     return FdbDatabase(cluster_file, version)
 
 
-__all__ = ["FdbDatabase", "FdbTransaction", "load_fdb", "open_fdb"]
+__all__ = ["FdbDatabase", "FdbTransaction", "binding_api_version", "binding_version", "load_fdb", "open_fdb"]

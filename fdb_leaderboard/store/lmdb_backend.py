@@ -282,7 +282,9 @@ class LmdbDatabase(Database):
         with self._queue_lock:
             self._queue.append(pending)
         with self._leader_lock:
-            if not pending.done:
+            # Without group commit a batch is only the queue's head, which need not be ours
+            # (the lock is not FIFO): keep leading until our own function has run.
+            while not pending.done:
                 self._run_batch()
         if pending.error is not None:
             raise pending.error
