@@ -327,7 +327,7 @@ class RankedSet:
         """Elements ``begin <= e < end`` in order (None: unbounded)."""
         level = self._levels[0]
         low = level + _suffix(begin) if begin else self._level_sentinels[0] + b"\x00"
-        high = level + _suffix(end) if end else self._level_ends[0]
+        high = level + _suffix(end) if end is not None else self._level_ends[0]
         return [_element(key[len(level) :]) for key, _ in tr.get_range(low, high, limit, reverse)]
 
     # -- checking ------------------------------------------------------------------------

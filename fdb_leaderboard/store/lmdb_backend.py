@@ -119,8 +119,8 @@ class LmdbTransaction(Transaction):
         return self  # writers are serialized: there is nothing to conflict with
 
     def get(self, key: bytes) -> bytes | None:
-        if len(key) > _LMDB_MAX_KEY:
-            return None  # longer keys cannot be stored here
+        if not key or len(key) > _LMDB_MAX_KEY:
+            return None  # such keys cannot be stored here (and LMDB rejects them as lookup keys)
         return self._txn.get(key)
 
     def get_range(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> list[KeyValue]:
@@ -190,6 +190,11 @@ class LmdbTransaction(Transaction):
         self._txn.put(key, value)
 
     def clear(self, key: bytes) -> None:
+        if not key or len(key) > _LMDB_MAX_KEY:
+            # No such key can be stored here, so there is nothing to clear; FoundationDB likewise
+            # ignores clears of keys longer than its limit instead of failing.
+            self._account(0)
+            return
         self._check_write(key, 0)
         self._txn.delete(key)
 

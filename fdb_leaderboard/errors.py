@@ -1,0 +1,31 @@
+"""Errors the index raises; each maps to one gRPC status code in the service."""
+
+from __future__ import annotations
+
+
+class LeaderboardError(Exception):
+    """Base class of the index's errors."""
+
+
+class InvalidArgument(LeaderboardError, ValueError):
+    """The request is malformed (bad type, out of range, wrong arity...)."""
+
+
+class NotFound(LeaderboardError, LookupError):
+    """The index, window or record asked for does not exist."""
+
+
+class WindowNotFound(NotFound):
+    """No window of the requested type contains the requested timestamp."""
+
+
+class FailedPrecondition(LeaderboardError):
+    """The request is well formed but the index's state does not allow it."""
+
+
+class WindowNotReady(FailedPrecondition):
+    """The window exists but is still being filled from stored records; it is not served yet."""
+
+
+class AlreadyExists(LeaderboardError):
+    """An index with that name or subspace already exists with other options."""

@@ -1,0 +1,89 @@
+"""Where an index keeps its data under its subspace ``S`` (all keys tuple-encoded).
+
+| key | value |
+|---|---|
+| ``S + (0,)`` | ``IndexOptions`` protobuf (ours) |
+| ``S + (1, pk)`` | ``RecordHead`` protobuf: per window and group, the record's indexed value |
+| ``P = S + (2,)`` raw | int64 LE, atomic MAX of ``ts - INT64_MIN``: the latest timestamp ever indexed |
+| ``P + (lb_key, group..., stored score, ts, context..., pk...)`` | ``b""``: the primary B-tree |
+| ``X = S + (3,)`` raw | ``TimeWindowLeaderboardDirectory`` protobuf |
+| ``X + (None, group...)`` | ``TimeWindowLeaderboardSubDirectory`` protobuf |
+| ``X + (lb_key, group..., level, element)`` | ranked-set node counts |
+| ``S + (4, lb_key)`` | fill cursor of a window being filled: the last record key done |
+| ``S + (5, pk, ts, seq)`` | one entry of a record: ``(group, score, context)`` packed |
+
+``P`` and ``X`` hold exactly what the Record Layer's index holds for the same options.
+"""
+
+from __future__ import annotations
+
+import fdb.tuple
+
+from .store.api import strinc
+
+INT64_MIN = -(1 << 63)
+
+
+class IndexLayout:
+    """Key builders for one index.  Pure byte arithmetic: holds no data."""
+
+    __slots__ = ("prefix", "options_key", "records", "primary", "secondary", "cursors", "entries")
+
+    def __init__(self, prefix: bytes) -> None:
+        self.prefix = prefix
+        self.options_key = prefix + fdb.tuple.pack((0,))
+        self.records = prefix + fdb.tuple.pack((1,))
+        self.primary = prefix + fdb.tuple.pack((2,))
+        self.secondary = prefix + fdb.tuple.pack((3,))
+        self.cursors = prefix + fdb.tuple.pack((4,))
+        self.entries = prefix + fdb.tuple.pack((5,))
+
+    # records
+    def head_key(self, pk_nested: bytes) -> bytes:
+        """``pk_nested`` is ``pack((pk,))``: the pk as one nested-tuple item (prefix-free)."""
+        return self.records + pk_nested
+
+    def entries_prefix(self, pk_nested: bytes) -> bytes:
+        return self.entries + pk_nested
+
+    def entry_key(self, pk_nested: bytes, ts: int, seq: int) -> bytes:
+        return self.entries + pk_nested + fdb.tuple.pack((ts, seq))
+
+    # windows
+    @property
+    def latest_timestamp_key(self) -> bytes:
+        return self.primary
+
+    @property
+    def directory_key(self) -> bytes:
+        return self.secondary
+
+    def sub_directory_key(self, group_bytes: bytes) -> bytes:
+        return self.secondary + b"\x00" + group_bytes  # (None, group...)
+
+    def sub_directories_range(self) -> tuple[bytes, bytes]:
+        return self.secondary + b"\x00", self.secondary + b"\x01"
+
+    def window_primary(self, lb_key_bytes: bytes) -> bytes:
+        return self.primary + lb_key_bytes
+
+    def window_secondary(self, lb_key_bytes: bytes) -> bytes:
+        return self.secondary + lb_key_bytes
+
+    def cursor_key(self, lb_key: int) -> bytes:
+        return self.cursors + fdb.tuple.pack((lb_key,))
+
+    def window_ranges(self, lb_key_bytes: bytes) -> list[tuple[bytes, bytes]]:
+        """Every key range holding a window's data (primary entries and ranked sets)."""
+        primary = self.window_primary(lb_key_bytes)
+        secondary = self.window_secondary(lb_key_bytes)
+        return [(primary, strinc(primary)), (secondary, strinc(secondary))]
+
+
+def encode_latest_timestamp(ts: int) -> bytes:
+    """The reference's ``encodeSignedLong``: LE bytes of ``ts - INT64_MIN`` (so MAX orders signed)."""
+    return (ts - INT64_MIN).to_bytes(8, "little")
+
+
+def decode_latest_timestamp(data: bytes) -> int:
+    return int.from_bytes(data, "little") + INT64_MIN

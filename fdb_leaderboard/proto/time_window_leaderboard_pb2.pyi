@@ -1,0 +1,43 @@
+from collections.abc import Iterable as _Iterable
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar
+
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from google.protobuf.internal import containers as _containers
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class TimeWindowLeaderboardDirectory(_message.Message):
+    __slots__ = ("update_timestamp", "high_score_first", "next_key", "leaderboards")
+    UPDATE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    HIGH_SCORE_FIRST_FIELD_NUMBER: _ClassVar[int]
+    NEXT_KEY_FIELD_NUMBER: _ClassVar[int]
+    LEADERBOARDS_FIELD_NUMBER: _ClassVar[int]
+    update_timestamp: int
+    high_score_first: bool
+    next_key: int
+    leaderboards: _containers.RepeatedCompositeFieldContainer[TimeWindowLeaderboard]
+    def __init__(self, update_timestamp: int | None = ..., high_score_first: bool | None = ..., next_key: int | None = ..., leaderboards: _Iterable[TimeWindowLeaderboard | _Mapping] | None = ...) -> None: ...
+
+class TimeWindowLeaderboardSubDirectory(_message.Message):
+    __slots__ = ("high_score_first",)
+    HIGH_SCORE_FIRST_FIELD_NUMBER: _ClassVar[int]
+    high_score_first: bool
+    def __init__(self, high_score_first: bool | None = ...) -> None: ...
+
+class TimeWindowLeaderboard(_message.Message):
+    __slots__ = ("type", "start_timestamp", "end_timestamp", "subspace_key", "nlevels", "filling")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    START_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    END_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    SUBSPACE_KEY_FIELD_NUMBER: _ClassVar[int]
+    NLEVELS_FIELD_NUMBER: _ClassVar[int]
+    FILLING_FIELD_NUMBER: _ClassVar[int]
+    type: int
+    start_timestamp: int
+    end_timestamp: int
+    subspace_key: bytes
+    nlevels: int
+    filling: bool
+    def __init__(self, type: int | None = ..., start_timestamp: int | None = ..., end_timestamp: int | None = ..., subspace_key: bytes | None = ..., nlevels: int | None = ..., filling: bool | None = ...) -> None: ...

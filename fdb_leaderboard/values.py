@@ -1,0 +1,58 @@
+"""What the index accepts as primary keys, groups, contexts, scores and timestamps."""
+
+from __future__ import annotations
+
+import math
+
+from .directory import INT64_MAX, INT64_MIN, check_int64
+from .errors import InvalidArgument
+
+_ALLOWED_ITEMS = (int, str, bytes, float, bool, type(None), tuple)
+
+
+def check_items(items: object, name: str) -> tuple:
+    """``items`` as a tuple of tuple-layer values with a total order (no NaN, int64 ints)."""
+    if isinstance(items, list):
+        items = tuple(items)
+    if not isinstance(items, tuple):
+        raise InvalidArgument(f"{name} must be a tuple, not {type(items).__name__}")
+    for item in items:
+        if isinstance(item, float) and not math.isfinite(item):
+            raise InvalidArgument(f"{name} holds {item!r}: NaN and infinities are not ordered keys")
+        if isinstance(item, int) and not isinstance(item, bool) and not INT64_MIN <= item <= INT64_MAX:
+            raise InvalidArgument(f"{name} holds {item}, outside the int64 range")
+        if isinstance(item, tuple):
+            check_items(item, name)
+        elif not isinstance(item, _ALLOWED_ITEMS):
+            raise InvalidArgument(f"{name} holds a {type(item).__name__}; allowed: int, float, str, bytes, bool, None")
+    return items
+
+
+def check_pk(pk: object) -> tuple:
+    pk = check_items(pk, "primary key")
+    if not pk:
+        raise InvalidArgument("primary key must not be empty")
+    return pk
+
+
+def check_score(score: object) -> int | float:
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise InvalidArgument(f"score must be an integer or a finite float, not {type(score).__name__}")
+    if isinstance(score, float) and not math.isfinite(score):
+        raise InvalidArgument(f"score {score!r} is not finite")
+    if isinstance(score, int) and not INT64_MIN <= score <= INT64_MAX:
+        raise InvalidArgument(f"score {score} is outside the int64 range")
+    return score
+
+
+def check_timestamp(ts: object) -> int:
+    try:
+        return check_int64(ts, "timestamp")
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument(str(exc)) from None
+
+
+def negate(score: int | float) -> int | float:
+    """The stored form of a high-score-first score.  -INT64_MIN is 2**63, which the tuple
+    layer encodes as the reference's BigInteger does."""
+    return -score

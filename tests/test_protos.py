@@ -1,0 +1,37 @@
+"""The committed generated modules must match the .proto sources they came from."""
+
+from __future__ import annotations
+
+import importlib
+import pathlib
+
+from google.protobuf import descriptor_pb2
+from grpc_tools import protoc
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PROTOS = ROOT / "protos"
+
+
+def test_generated_modules_match_sources(tmp_path: pathlib.Path) -> None:
+    sources = sorted(str(p.relative_to(PROTOS)) for p in (PROTOS / "fdb_leaderboard" / "proto").glob("*.proto"))
+    assert sources, "no .proto sources found"
+    include = pathlib.Path(protoc.__file__).parent / "_proto"
+    out = tmp_path / "set.pb"
+    assert protoc.main(["protoc", f"-I{PROTOS}", f"-I{include}", f"--descriptor_set_out={out}", *sources]) == 0
+    compiled = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes())
+    for file in compiled.file:
+        _strip_json_names(file)  # protoc adds them to descriptor sets, not to generated code
+        module_name = file.name.removesuffix(".proto").replace("/", ".") + "_pb2"
+        module = importlib.import_module(module_name)
+        committed = descriptor_pb2.FileDescriptorProto.FromString(module.DESCRIPTOR.serialized_pb)
+        assert committed == file, f"{module_name} is stale: run tools/gen_protos.py"
+
+
+def _strip_json_names(file: descriptor_pb2.FileDescriptorProto) -> None:
+    def strip(messages) -> None:
+        for message in messages:
+            for field in message.field:
+                field.ClearField("json_name")
+            strip(message.nested_type)
+
+    strip(file.message_type)

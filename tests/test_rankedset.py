@@ -1,0 +1,735 @@
+"""The ranked set: byte compatibility with the Record Layer's RankedSet, and behaviour against a model.
+
+Everything that fixes the stored bytes (hashes, level rule, key layout, counts) is checked against
+values computed here independently of :mod:`fdb_leaderboard.rankedset`: hand-derived vectors,
+published hash test vectors, a pure-Python MurmurHash3, and a layout builder that follows the
+documented rules with ``fdb.tuple.pack`` and ``struct``.  Every test runs on each store backend.
+"""
+
+from __future__ import annotations
+
+import binascii
+import bisect
+import functools
+import itertools
+import random
+import struct
+import threading
+
+import fdb.tuple
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from fdb_leaderboard.rankedset import HashFunction, RankedSet
+from fdb_leaderboard.store import Database
+
+M32 = 0xFFFF_FFFF
+
+# -- independent reference hashes -------------------------------------------------------------
+
+
+def ref_jdk(data: bytes) -> int:
+    """``java.util.Arrays.hashCode(byte[])`` in closed form: 31^n + sum(b_i * 31^(n-1-i)), bytes signed."""
+    n = len(data)
+    signed = struct.unpack(f"{n}b", data)
+    return (31**n + sum(b * 31 ** (n - 1 - i) for i, b in enumerate(signed))) & M32
+
+
+def ref_crc(data: bytes) -> int:
+    return binascii.crc32(data) & M32
+
+
+_C1, _C2 = 0xCC9E2D51, 0x1B873593
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & M32
+
+
+def _mix_k(k: int) -> int:
+    return (_rotl((k * _C1) & M32, 15) * _C2) & M32
+
+
+def _fmix(h: int) -> int:
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & M32
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & M32
+    return h ^ (h >> 16)
+
+
+def ref_murmur3(data: bytes, seed: int = 0) -> int:
+    """MurmurHash3_x86_32, transcribed from Austin Appleby's reference C++ (unsigned result)."""
+    h = seed & M32
+    nblocks = len(data) // 4
+    for i in range(nblocks):
+        h ^= _mix_k(int.from_bytes(data[4 * i : 4 * i + 4], "little"))
+        h = (_rotl(h, 13) * 5 + 0xE6546B64) & M32
+    tail = data[4 * nblocks :]
+    if tail:
+        h ^= _mix_k(int.from_bytes(tail, "little"))
+    return _fmix(h ^ len(data))
+
+
+REF_HASHES = {HashFunction.JDK: ref_jdk, HashFunction.CRC: ref_crc, HashFunction.MURMUR3: ref_murmur3}
+
+
+def ref_top_level(hash_value: int, nlevels: int) -> int:
+    """The highest level holding an element: level l >= 1 iff hash & (16**l - 1) == 0."""
+    top = 0
+    for level in range(1, nlevels):
+        if hash_value & ((1 << (4 * level)) - 1):
+            break
+        top = level
+    return top
+
+
+# -- elements with a chosen hash, to reach high levels ----------------------------------------
+
+
+def _jdk_element(target: int, prefix: bytes) -> bytes:
+    """``prefix`` (whose JDK hash is exactly 0) followed by the balanced base-31 digits of ``target``.
+
+    Arrays.hashCode(p + y) = hash(p) * 31^|y| + sum(y_j * 31^(|y|-1-j)), so with hash(p) == 0 the
+    hash is the digits' value; balanced digits lie in -15..15, valid signed bytes.
+    """
+    digits = []
+    while target:
+        d = target % 31
+        if d > 15:
+            d -= 31
+        digits.append(d)
+        target = (target - d) // 31
+    return prefix + bytes(d & 0xFF for d in reversed(digits))
+
+
+def _crc_element(target: int) -> bytes:
+    """The 4-byte input whose CRC-32 is ``target``: CRC-32 is affine over GF(2), bijective on 4 bytes."""
+    base = binascii.crc32(bytes(4))
+    basis: dict[int, tuple[int, int]] = {}  # highest bit -> (vector, combination of input bits)
+    for bit in range(32):
+        vector, combo = binascii.crc32((1 << bit).to_bytes(4, "little")) ^ base, 1 << bit
+        while vector:
+            high = vector.bit_length() - 1
+            if high not in basis:
+                basis[high] = (vector, combo)
+                break
+            vector, combo = vector ^ basis[high][0], combo ^ basis[high][1]
+    wanted, combo = target ^ base, 0
+    while wanted:
+        vector, bits = basis[wanted.bit_length() - 1]
+        wanted, combo = wanted ^ vector, combo ^ bits
+    return combo.to_bytes(4, "little")
+
+
+def _murmur3_element(target: int) -> bytes:
+    """The 4-byte input whose MurmurHash3_x86_32 (seed 0) is ``target``: every step is invertible."""
+    h = target
+    h ^= h >> 16
+    h = (h * pow(0xC2B2AE35, -1, 1 << 32)) & M32
+    h ^= (h >> 13) ^ (h >> 26)
+    h = (h * pow(0x85EBCA6B, -1, 1 << 32)) & M32
+    h ^= h >> 16
+    h ^= 4  # the length
+    h = ((h - 0xE6546B64) * pow(5, -1, 1 << 32)) & M32
+    k = _rotl(h, 32 - 13)
+    k = _rotl((k * pow(_C2, -1, 1 << 32)) & M32, 32 - 15)
+    k = (k * pow(_C1, -1, 1 << 32)) & M32
+    return k.to_bytes(4, "little")
+
+
+TALL_TARGETS = [0] + [(k << (4 * level)) & M32 for level in range(1, 8) for k in (1, 3, 10)]
+_JDK_ZERO_PREFIXES = [b"\xe1", b"\xe1\x00", b"\xe2\xe1"]  # 31-31 = 0; (31-31)*31+0 = 0; (31-30)*31-31 = 0
+
+
+@functools.cache
+def tall_elements(hash_function: HashFunction) -> tuple[bytes, ...]:
+    """Elements whose hash is each of TALL_TARGETS: promoted to every level 1..7, and to all levels."""
+    out = []
+    for i, target in enumerate(TALL_TARGETS):
+        if hash_function is HashFunction.JDK:
+            element = _jdk_element(target, _JDK_ZERO_PREFIXES[i % len(_JDK_ZERO_PREFIXES)])
+        elif hash_function is HashFunction.CRC:
+            element = _crc_element(target)
+        else:
+            element = _murmur3_element(target)
+        assert REF_HASHES[hash_function](element) == target, (hash_function, target, element)
+        out.append(element)
+    assert len(set(out)) == len(out)
+    return tuple(out)
+
+
+# -- the layout, built from the rules ---------------------------------------------------------
+
+
+def expected_layout(prefix: bytes, nlevels: int, elements, hash_function: HashFunction) -> list[tuple[bytes, bytes]]:
+    """Every key/value an initialized set holding ``elements`` must store, in key order.
+
+    Per level: a sentinel (level, b"") and a node (level, e) for each element promoted that far;
+    a node's value is the int64 little-endian number of elements in [node, next node on its level).
+    """
+    elements = sorted(elements)
+    ref_hash = REF_HASHES[hash_function]
+    tops = {e: ref_top_level(ref_hash(e), nlevels) for e in elements}
+    rows = []
+    for level in range(nlevels):
+        nodes = [b""] + [e for e in elements if tops[e] >= level]
+        for i, node in enumerate(nodes):
+            start = bisect.bisect_left(elements, node)
+            stop = bisect.bisect_left(elements, nodes[i + 1]) if i + 1 < len(nodes) else len(elements)
+            count = (0 if node == b"" else 1) if level == 0 else stop - start
+            rows.append((prefix + fdb.tuple.pack((level, node)), struct.pack("<q", count)))
+    return sorted(rows)
+
+
+def stored(db: Database, prefix: bytes) -> list[tuple[bytes, bytes]]:
+    return db.read(lambda tr: tr.get_range_startswith(prefix))
+
+
+def _one(count: int) -> bytes:
+    return count.to_bytes(8, "little")
+
+
+# -- 1. hashes and exact bytes ----------------------------------------------------------------
+
+
+def test_jdk_hash_vectors():
+    vectors = {
+        b"": 1,  # Arrays.hashCode of an empty array
+        b"\x00": 31,
+        fdb.tuple.pack((20,)): 1632,  # b"\x15\x14": 31 * (31 + 21) + 20
+        fdb.tuple.pack((180,)): 1536,  # b"\x15\xb4": 31 * 52 - 76 (0xb4 is -76 as a Java byte)
+        b"hello": 127791473,  # "hello".hashCode() = 99162322, plus 31**5 = 28629151
+        b"\x80": (31 - 128) & M32,  # 0xffffff9f: signed, not 31 + 128
+        b"\xff": 30,
+        b"\xff\xff": 929,  # 30 * 31 - 1
+        b"\xe1": 0,
+        b"\xe1\x00": 0,  # (31 - 31) * 31 + 0
+        b"e\x04": 4096,  # (31 + 101) * 31 + 4
+        b"a": 128,
+    }
+    for data, expected in vectors.items():
+        assert ref_jdk(data) == expected, data
+        assert HashFunction.JDK(data) & M32 == expected, data
+    assert fdb.tuple.pack((20,)) == b"\x15\x14"
+    assert ref_top_level(1632, 6) == 1  # 1632 = 0x660: low 4 bits clear, low 8 bits not
+    assert ref_top_level(1536, 6) == 2  # 0x600
+    assert ref_top_level(4096, 6) == 3  # 0x1000
+    assert ref_top_level(0, 6) == 5
+
+
+def test_crc_hash_vectors():
+    vectors = {
+        b"": 0,
+        b"a": 0xE8B7BE43,
+        b"123456789": 0xCBF43926,  # the CRC-32 check value
+        b"hello": 0x3610A686,
+        b"The quick brown fox jumps over the lazy dog": 0x414FA339,
+    }
+    for data, expected in vectors.items():
+        assert ref_crc(data) == expected, data
+        assert HashFunction.CRC(data) & M32 == expected, data
+
+
+def test_murmur3_reference_matches_published_vectors():
+    vectors = [
+        (b"", 0, 0),
+        (b"", 1, 0x514E28B7),
+        (b"", 0xFFFFFFFF, 0x81F16F39),
+        (b"\x00\x00\x00\x00", 0, 0x2362F9DE),
+        (b"aaaa", 0x9747B28C, 0x5A97808A),
+        (b"a", 0x9747B28C, 0x7FA09EA6),
+        (b"ab", 0x9747B28C, 0x74875592),
+        (b"abc", 0x9747B28C, 0xC84A62DD),
+        (b"abcd", 0x9747B28C, 0xF0478627),
+        (b"Hello, world!", 0x9747B28C, 0x24884CBA),
+        (b"The quick brown fox jumps over the lazy dog", 0x9747B28C, 0x2FA826CD),
+    ]
+    for data, seed, expected in vectors:
+        assert ref_murmur3(data, seed) == expected, (data, seed)
+
+
+def test_murmur3_hash_vectors():
+    vectors = {
+        b"": 0,
+        b"\x00\x00\x00\x00": 0x2362F9DE,
+        b"abc": 0xB3DD93FA,
+        b"foo": -156908512 & M32,  # mmh3's documented example, signed
+        b"The quick brown fox jumps over the lazy dog": 0x2E4FF723,
+    }
+    for data, expected in vectors.items():
+        assert ref_murmur3(data) == expected, data
+        assert HashFunction.MURMUR3(data) & M32 == expected, data
+
+
+@pytest.mark.parametrize("hash_function", list(HashFunction))
+def test_hashes_match_references_on_random_inputs(hash_function):
+    rng = random.Random(20240611)
+    ref = REF_HASHES[hash_function]
+    for _ in range(2000):
+        data = rng.randbytes(rng.randrange(0, 40))
+        assert hash_function(data) & M32 == ref(data), data
+
+
+def _jdk_sample_layout(p: bytes) -> list[tuple[bytes, bytes]]:
+    """By hand: nlevels 3, JDK, elements with hashes 1632 (level 1), 1536 (level 2), 0 (all), others level 0.
+
+    Element order: \\x15\\x14 < \\x15\\xb4 < b < \\xe1\\x00 < \\xff.
+    """
+    return [
+        (p + b"\x14\x01\x00", _one(0)),  # (0, b"") sentinel
+        (p + b"\x14\x01\x15\x14\x00", _one(1)),
+        (p + b"\x14\x01\x15\xb4\x00", _one(1)),
+        (p + b"\x14\x01b\x00", _one(1)),
+        (p + b"\x14\x01\xe1\x00\xff\x00", _one(1)),  # the 0x00 byte is escaped as 00 ff
+        (p + b"\x14\x01\xff\x00", _one(1)),
+        (p + b"\x15\x01\x01\x00", _one(0)),  # (1, b""): nothing before \x15\x14
+        (p + b"\x15\x01\x01\x15\x14\x00", _one(1)),  # [\x15\x14, \x15\xb4)
+        (p + b"\x15\x01\x01\x15\xb4\x00", _one(2)),  # \x15\xb4, b
+        (p + b"\x15\x01\x01\xe1\x00\xff\x00", _one(2)),  # \xe1\x00, \xff
+        (p + b"\x15\x02\x01\x00", _one(1)),  # (2, b""): \x15\x14
+        (p + b"\x15\x02\x01\x15\xb4\x00", _one(2)),
+        (p + b"\x15\x02\x01\xe1\x00\xff\x00", _one(2)),
+    ]
+
+
+JDK_SAMPLE = [b"\x15\x14", b"\x15\xb4", b"b", b"\xe1\x00", b"\xff"]
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        JDK_SAMPLE,
+        JDK_SAMPLE[::-1],
+        [b"b", b"\xff", b"\x15\x14", b"\xe1\x00", b"\x15\xb4"],  # promoted nodes split existing spans
+    ],
+)
+def test_exact_bytes_jdk_by_hand(db, prefix, order):
+    rs = RankedSet(prefix, 3, HashFunction.JDK)
+    for element in order:
+        assert db.run(rs.add, element) is True
+    assert stored(db, prefix) == _jdk_sample_layout(prefix)
+    assert stored(db, prefix) == expected_layout(prefix, 3, JDK_SAMPLE, HashFunction.JDK)
+
+    # Removing the level-2 node merges its spans into its predecessors'.
+    assert db.run(rs.remove, b"\x15\xb4") is True
+    p = prefix
+    assert stored(db, prefix) == [
+        (p + b"\x14\x01\x00", _one(0)),
+        (p + b"\x14\x01\x15\x14\x00", _one(1)),
+        (p + b"\x14\x01b\x00", _one(1)),
+        (p + b"\x14\x01\xe1\x00\xff\x00", _one(1)),
+        (p + b"\x14\x01\xff\x00", _one(1)),
+        (p + b"\x15\x01\x01\x00", _one(0)),
+        (p + b"\x15\x01\x01\x15\x14\x00", _one(2)),
+        (p + b"\x15\x01\x01\xe1\x00\xff\x00", _one(2)),
+        (p + b"\x15\x02\x01\x00", _one(2)),
+        (p + b"\x15\x02\x01\xe1\x00\xff\x00", _one(2)),
+    ]
+
+
+def test_pack_20_is_promoted_to_level_1_only(db, prefix):
+    rs = RankedSet(prefix, 4, HashFunction.JDK)
+    element = fdb.tuple.pack((20,))
+    db.run(rs.add, element)
+    p = prefix
+    assert stored(db, prefix) == [
+        (p + b"\x14\x01\x00", _one(0)),
+        (p + b"\x14\x01\x15\x14\x00", _one(1)),
+        (p + b"\x15\x01\x01\x00", _one(0)),
+        (p + b"\x15\x01\x01\x15\x14\x00", _one(1)),
+        (p + b"\x15\x02\x01\x00", _one(1)),
+        (p + b"\x15\x03\x01\x00", _one(1)),
+    ]
+
+
+@pytest.mark.parametrize("nlevels", [4, 8])
+@pytest.mark.parametrize("hash_function", list(HashFunction))
+def test_exact_bytes_with_elements_at_every_level(db, prefix, hash_function, nlevels):
+    chosen = [*tall_elements(hash_function), b"\x01", b"\x7f\x80", fdb.tuple.pack((20,)), b"zz"]
+    rng = random.Random(7)
+    rng.shuffle(chosen)
+    rs = RankedSet(prefix, nlevels, hash_function)
+    for element in chosen:
+        assert db.run(rs.add, element) is True
+    layout = expected_layout(prefix, nlevels, chosen, hash_function)
+    assert stored(db, prefix) == layout
+    nodes = [fdb.tuple.unpack(key[len(prefix) :]) for key, _ in layout]
+    assert {level for level, element in nodes if element} == set(range(nlevels))  # every level has elements
+    assert db.read(rs.check_consistency) == []
+    for element in chosen[::2]:
+        assert db.run(rs.remove, element) is True
+    assert stored(db, prefix) == expected_layout(prefix, nlevels, chosen[1::2], hash_function)
+    assert db.read(rs.check_consistency) == []
+
+
+# -- 2. stateful test against a sorted list ---------------------------------------------------
+
+ALPHABET = [0x00, 0x01, 0x02, 0x14, 0x15, 0x61, 0x80, 0xB4, 0xE1, 0xFE, 0xFF]
+SHORT_ELEMENTS = st.lists(st.sampled_from(ALPHABET), min_size=1, max_size=3).map(bytes)
+PACKED_ELEMENTS = st.integers(0, 400).map(lambda i: fdb.tuple.pack((i,)))
+FIXED_PROBES = [b"\x00", b"\x00\x00", b"\x01", b"\x15\x14", b"a", b"\x80", b"\xe1", b"\xff", b"\xff\xff\xff"]
+
+
+def _run_machine(db: Database, prefix: bytes, hash_function: HashFunction, nlevels: int) -> None:
+    elements = st.one_of(SHORT_ELEMENTS, PACKED_ELEMENTS, st.sampled_from(tall_elements(hash_function)))
+    bounds = st.one_of(st.none(), st.just(b""), elements)
+    counter = itertools.count()
+
+    class RankedSetMachine(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.prefix = prefix + next(counter).to_bytes(4, "big")
+            self.rs = RankedSet(self.prefix, nlevels, hash_function)
+            self.model: list[bytes] = []
+            self.initialized = False
+
+        def teardown(self) -> None:
+            db.run(lambda tr: tr.clear_range_startswith(self.prefix))
+
+        @initialize(pre_init=st.booleans())
+        def start(self, pre_init: bool) -> None:
+            if pre_init:
+                db.run(self.rs.init)
+                self.initialized = True
+
+        def _apply(self, is_add: bool, element: bytes) -> bool:
+            """The model's answer to one operation, applied to the model."""
+            i = bisect.bisect_left(self.model, element)
+            present = i < len(self.model) and self.model[i] == element
+            if is_add:
+                self.initialized = True
+                if not present:
+                    self.model.insert(i, element)
+                return not present
+            if present:
+                del self.model[i]
+            return present
+
+        @rule(element=elements)
+        def add(self, element: bytes) -> None:
+            result = db.run(self.rs.add, element)
+            assert result is self._apply(True, element)
+
+        @rule(element=elements)
+        def remove(self, element: bytes) -> None:
+            result = db.run(self.rs.remove, element)
+            assert result is self._apply(False, element)
+
+        @precondition(lambda self: self.model)
+        @rule(data=st.data())
+        def remove_present(self, data) -> None:
+            element = data.draw(st.sampled_from(self.model))
+            assert db.run(self.rs.remove, element) is True
+            self._apply(False, element)
+
+        @rule(ops=st.lists(st.tuples(st.booleans(), elements), min_size=1, max_size=6))
+        def batch(self, ops) -> None:
+            """Several changes in one transaction (reads must see the transaction's own atomic adds)."""
+            results = db.run(lambda tr: [(self.rs.add if a else self.rs.remove)(tr, e) for a, e in ops])
+            assert results == [self._apply(a, e) for a, e in ops]
+
+        @rule(begin=bounds, end=bounds, limit=st.integers(0, 4), reverse=st.booleans())
+        def check_range(self, begin, end, limit, reverse) -> None:
+            got = db.read(self.rs.range, begin, end, limit, reverse)
+            selected = [e for e in self.model if (begin is None or e >= begin) and (end is None or e < end)]
+            if reverse:
+                selected.reverse()
+            assert got == (selected[:limit] if limit else selected)
+
+        @rule(element=elements)
+        def probe(self, element: bytes) -> None:
+            position = bisect.bisect_left(self.model, element)
+            present = element in self.model
+            got = db.read(
+                lambda tr: (
+                    self.rs.contains(tr, element),
+                    self.rs.rank(tr, element),
+                    self.rs.rank(tr, element, null_if_missing=False),
+                )
+            )
+            assert got == (present, position if present else None, position)
+
+        @invariant()
+        def matches_model(self) -> None:
+            rs, model = self.rs, self.model
+            absent = [p for p in FIXED_PROBES + [e + b"\x00" for e in model] if p not in model]
+
+            def read(tr):
+                return {
+                    "size": rs.size(tr),
+                    "contains": [rs.contains(tr, e) for e in model],
+                    "rank": [rs.rank(tr, e) for e in model],
+                    "rank_or_position": [rs.rank(tr, e, null_if_missing=False) for e in model],
+                    "absent_contains": [rs.contains(tr, p) for p in absent],
+                    "absent_rank": [rs.rank(tr, p) for p in absent],
+                    "absent_position": [rs.rank(tr, p, null_if_missing=False) for p in absent],
+                    "nth": [rs.get_nth(tr, n) for n in range(-1, len(model) + 1)],
+                    "range": rs.range(tr),
+                    "reverse": rs.range(tr, reverse=True),
+                    "init_needed": rs.init_needed(tr),
+                    "problems": rs.check_consistency(tr) if self.initialized else [],
+                    "stored": tr.get_range_startswith(self.prefix),
+                }
+
+            got = db.read(read)
+            assert got == {
+                "size": len(model),
+                "contains": [True] * len(model),
+                "rank": list(range(len(model))),
+                "rank_or_position": list(range(len(model))),
+                "absent_contains": [False] * len(absent),
+                "absent_rank": [None] * len(absent),
+                "absent_position": [bisect.bisect_left(model, p) for p in absent],
+                "nth": [None, *model, None],
+                "range": model,
+                "reverse": model[::-1],
+                "init_needed": not self.initialized,
+                "problems": [],
+                "stored": expected_layout(self.prefix, nlevels, model, hash_function) if self.initialized else [],
+            }
+
+    on_fdb = db.url.startswith("fdb")
+    run_state_machine_as_test(
+        RankedSetMachine,
+        settings=settings(
+            max_examples=8 if on_fdb else 40,
+            stateful_step_count=40,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        ),
+    )
+
+
+@pytest.mark.parametrize("nlevels", [2, 3, 6])
+@pytest.mark.parametrize("hash_function", list(HashFunction))
+def test_against_sorted_list_model(db, prefix, hash_function, nlevels):
+    _run_machine(db, prefix, hash_function, nlevels)
+
+
+@pytest.mark.parametrize("hash_function", list(HashFunction))
+def test_many_elements(db, prefix, hash_function):
+    """~5,000 elements, default 6 levels, with elements reaching every level."""
+    rng = random.Random(5000)
+    numbers = list(range(5000))
+    rng.shuffle(numbers)
+    chosen = [fdb.tuple.pack((i,)) for i in numbers] + list(tall_elements(hash_function))
+    rng.shuffle(chosen)
+    rs = RankedSet(prefix, 6, hash_function)
+
+    def add_all(tr, batch):
+        return [rs.add(tr, e) for e in batch]
+
+    def remove_all(tr, batch):
+        return [rs.remove(tr, e) for e in batch]
+
+    for start in range(0, len(chosen), 500):
+        assert all(db.run(add_all, chosen[start : start + 500]))
+
+    def verify(model: list[bytes]) -> None:
+        sample = model[::53] + model[-3:]
+
+        def read(tr):
+            return (
+                rs.size(tr),
+                [rs.rank(tr, e) for e in sample],
+                [rs.rank(tr, e + b"\x00", null_if_missing=False) for e in sample],
+                [rs.get_nth(tr, model.index(e)) for e in sample],
+                rs.get_nth(tr, len(model)),
+                rs.check_consistency(tr),
+            )
+
+        size, ranks, positions, nths, past_end, problems = db.read(read)
+        assert problems == []
+        assert size == len(model)
+        assert ranks == [model.index(e) for e in sample]
+        assert positions == [model.index(e) + 1 for e in sample]
+        assert nths == sample
+        assert past_end is None
+        assert stored(db, prefix) == expected_layout(prefix, 6, model, hash_function)
+
+    model = sorted(chosen)
+    verify(model)
+    gone = chosen[::3]
+    for start in range(0, len(gone), 500):
+        assert all(db.run(remove_all, gone[start : start + 500]))
+    verify(sorted(set(chosen) - set(gone)))
+
+
+# -- 3. corruption is detected ----------------------------------------------------------------
+
+
+def _level_key(prefix: bytes, level: int, element: bytes) -> bytes:
+    return prefix + fdb.tuple.pack((level, element))
+
+
+@pytest.mark.parametrize(
+    ("tamper", "level"),
+    [
+        ("count_level_0", 0),
+        ("count_level_1", 1),
+        ("count_top_sentinel", 2),
+        ("delete_level_1_node", 1),
+        ("delete_level_2_node", 2),
+        ("bogus_node_present_element", 1),
+        ("bogus_node_absent_element", 2),
+        ("delete_sentinel_0", 0),
+        ("delete_sentinel_2", 2),
+    ],
+)
+def test_check_consistency_detects_corruption(db, prefix, tamper, level):
+    rs = RankedSet(prefix, 3, HashFunction.JDK)
+    for element in JDK_SAMPLE:
+        db.run(rs.add, element)
+    assert db.read(rs.check_consistency) == []
+    changes = {
+        "count_level_0": lambda tr: tr.set(_level_key(prefix, 0, b"b"), _one(2)),
+        "count_level_1": lambda tr: tr.set(_level_key(prefix, 1, b"\x15\xb4"), _one(3)),
+        "count_top_sentinel": lambda tr: tr.set(_level_key(prefix, 2, b""), _one(0)),
+        "delete_level_1_node": lambda tr: tr.clear(_level_key(prefix, 1, b"\x15\x14")),  # level 1 only
+        "delete_level_2_node": lambda tr: tr.clear(_level_key(prefix, 2, b"\x15\xb4")),
+        "bogus_node_present_element": lambda tr: tr.set(_level_key(prefix, 1, b"b"), _one(1)),
+        "bogus_node_absent_element": lambda tr: tr.set(_level_key(prefix, 2, b"c"), _one(0)),
+        "delete_sentinel_0": lambda tr: tr.clear(_level_key(prefix, 0, b"")),
+        "delete_sentinel_2": lambda tr: tr.clear(_level_key(prefix, 2, b"")),
+    }
+    db.run(changes[tamper])
+    problems = db.read(rs.check_consistency)
+    assert problems, tamper
+    assert any(p.startswith(f"level {level}:") for p in problems), problems
+    assert len(db.read(rs.check_consistency, 1)) == 1
+
+
+# -- 4. init, init_needed, clear, the never-initialized set -----------------------------------
+
+
+def test_init_and_clear(db, prefix):
+    set_prefix = prefix + b"\x02set"
+    rs = RankedSet(set_prefix, 4, HashFunction.MURMUR3)
+    neighbour = RankedSet(prefix + b"\x02ses", 4, HashFunction.MURMUR3)  # sorts just before set_prefix
+    db.run(neighbour.add, b"kept")
+    outside = [prefix + b"\x02se", prefix + b"\x02seu"]  # next to the set, not under its prefix
+
+    def write_outside(tr):
+        for key in outside:
+            tr.set(key, b"x")
+
+    db.run(write_outside)
+
+    assert db.read(rs.init_needed) is True
+    db.run(rs.init)
+    assert db.read(rs.init_needed) is False
+    sentinels = [(set_prefix + fdb.tuple.pack((level, b"")), bytes(8)) for level in range(4)]
+    assert stored(db, set_prefix) == sentinels
+    assert db.read(rs.check_consistency) == []
+    db.run(rs.init)  # a no-op on an existing set
+    for element in [b"a", b"b", *tall_elements(HashFunction.MURMUR3)]:
+        db.run(rs.add, element)
+    db.run(rs.init)
+    assert db.read(rs.size) == 2 + len(TALL_TARGETS)
+
+    db.run(rs.clear)
+    assert stored(db, set_prefix) == []
+    assert db.read(rs.init_needed) is True
+    assert db.read(lambda tr: [tr.get(key) for key in outside]) == [b"x"] * len(outside)
+    assert db.read(neighbour.range) == [b"kept"]
+    assert db.read(neighbour.check_consistency) == []
+    db.run(neighbour.clear)
+    assert stored(db, prefix + b"\x02ses") == []
+
+
+@pytest.mark.parametrize("nlevels", [2, 6])
+def test_never_initialized_set_is_empty(db, prefix, nlevels):
+    rs = RankedSet(prefix, nlevels)
+
+    def read(tr):
+        return (
+            rs.init_needed(tr),
+            rs.size(tr),
+            [rs.rank(tr, e, null_if_missing=False) for e in (b"\x00", b"a", b"\xff\xff")],
+            rs.rank(tr, b"a"),
+            rs.contains(tr, b"a"),
+            [rs.get_nth(tr, n) for n in (-1, 0, 1)],
+            rs.range(tr),
+        )
+
+    assert db.read(read) == (True, 0, [0, 0, 0], None, False, [None, None, None], [])
+    assert db.run(rs.remove, b"a") is False
+    assert stored(db, prefix) == []
+    problems = db.read(rs.check_consistency)
+    assert any(p.startswith("level 0:") for p in problems)
+    # The first add creates the set.
+    assert db.run(rs.add, b"a") is True
+    assert stored(db, prefix) == expected_layout(prefix, nlevels, [b"a"], HashFunction.JDK)
+
+
+# -- 5. invalid arguments ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("nlevels", [-1, 0, 1, 9, 16])
+def test_invalid_nlevels(nlevels):
+    with pytest.raises(ValueError):
+        RankedSet(b"R", nlevels)
+
+
+def test_valid_nlevels_bounds():
+    assert RankedSet(b"R", 2).nlevels == 2
+    assert RankedSet(b"R", 8).nlevels == 8
+
+
+def test_empty_element_is_rejected(db, prefix):
+    rs = RankedSet(prefix, 3)
+    for operation in (rs.add, rs.remove, rs.contains, rs.rank):
+        with pytest.raises(ValueError):
+            db.run(operation, b"")
+    assert stored(db, prefix) == []
+    db.run(rs.add, b"x")
+    before = stored(db, prefix)
+    with pytest.raises(ValueError):
+        db.run(lambda tr: (rs.add(tr, b"y"), rs.add(tr, b"")))  # the failed transaction keeps nothing
+    assert stored(db, prefix) == before
+
+
+# -- 6. concurrent writers --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("hash_function", list(HashFunction))
+def test_concurrent_adds(db, prefix, hash_function):
+    rs = RankedSet(prefix, 3, hash_function)
+    db.run(rs.init)
+    threads_count, per_thread = 6, 40
+    per_worker = [[fdb.tuple.pack((i, w)) for i in range(per_thread)] for w in range(threads_count)]
+    per_worker[0] += list(tall_elements(hash_function))
+    barrier = threading.Barrier(threads_count)
+    errors: list[BaseException] = []
+
+    def work(mine: list[bytes]) -> None:
+        try:
+            barrier.wait()
+            for element in mine:
+                db.run(rs.add, element)
+            for element in mine[::4]:
+                db.run(rs.remove, element)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(mine,)) for mine in per_worker]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    model = sorted(e for mine in per_worker for i, e in enumerate(mine) if i % 4)
+    assert db.read(rs.check_consistency) == []
+    assert db.read(rs.size) == len(model)
+    assert db.read(rs.range) == model
+    assert stored(db, prefix) == expected_layout(prefix, 3, model, hash_function)
