@@ -311,10 +311,7 @@ class RankedSet:
 
     def size(self, tr: ReadView) -> int:
         top = self.nlevels - 1
-        return sum(
-            _decode_count(value)
-            for _, value in tr.get_range(self._level_sentinels[top], self._level_ends[top])
-        )
+        return sum(_decode_count(value) for _, value in tr.get_range(self._level_sentinels[top], self._level_ends[top]))
 
     def range(
         self,

@@ -30,7 +30,7 @@ from hypothesis.stateful import (
 )
 
 from fdb_leaderboard.rankedset import HashFunction, RankedSet
-from fdb_leaderboard.store import Database
+from fdb_leaderboard.store import Database, ReadView
 
 M32 = 0xFFFF_FFFF
 
@@ -516,6 +516,29 @@ def test_against_sorted_list_model(db, prefix, hash_function, nlevels):
     _run_machine(db, prefix, hash_function, nlevels)
 
 
+class CountingReads(ReadView):
+    """A read view counting the keys it returns."""
+
+    def __init__(self, tr: ReadView) -> None:
+        self.tr = tr
+        self.keys = 0
+
+    def get(self, key):
+        self.keys += 1
+        return self.tr.get(key)
+
+    def get_range(self, begin, end, limit=0, reverse=False):
+        rows = self.tr.get_range(begin, end, limit, reverse)
+        self.keys += len(rows)
+        return rows
+
+    @classmethod
+    def most(cls, tr: ReadView, fn, *args) -> int:
+        counting = cls(tr)
+        fn(counting, *args)
+        return counting.keys
+
+
 @pytest.mark.parametrize("hash_function", list(HashFunction))
 def test_many_elements(db, prefix, hash_function):
     """~5,000 elements, default 6 levels, with elements reaching every level."""
@@ -532,36 +555,37 @@ def test_many_elements(db, prefix, hash_function):
     def remove_all(tr, batch):
         return [rs.remove(tr, e) for e in batch]
 
-    for start in range(0, len(chosen), 500):
-        assert all(db.run(add_all, chosen[start : start + 500]))
+    batch = 100  # small transactions, well inside FoundationDB's 5 second limit
+    for start in range(0, len(chosen), batch):
+        assert all(db.run(add_all, chosen[start : start + batch]))
+
+    top_level = prefix + fdb.tuple.pack((5,))
 
     def verify(model: list[bytes]) -> None:
         sample = model[::53] + model[-3:]
+        indexes = [model.index(e) for e in sample]
+        layout = expected_layout(prefix, 6, model, hash_function)
+        top_nodes = sum(key.startswith(top_level) for key, _ in layout)
 
-        def read(tr):
-            return (
-                rs.size(tr),
-                [rs.rank(tr, e) for e in sample],
-                [rs.rank(tr, e + b"\x00", null_if_missing=False) for e in sample],
-                [rs.get_nth(tr, model.index(e)) for e in sample],
-                rs.get_nth(tr, len(model)),
-                rs.check_consistency(tr),
-            )
-
-        size, ranks, positions, nths, past_end, problems = db.read(read)
-        assert problems == []
-        assert size == len(model)
-        assert ranks == [model.index(e) for e in sample]
-        assert positions == [model.index(e) + 1 for e in sample]
-        assert nths == sample
-        assert past_end is None
-        assert stored(db, prefix) == expected_layout(prefix, 6, model, hash_function)
+        assert db.read(rs.check_consistency) == []
+        assert stored(db, prefix) == layout
+        assert db.read(rs.size) == len(model)
+        assert db.read(lambda tr: [rs.rank(tr, e) for e in sample]) == indexes
+        assert db.read(lambda tr: [rs.rank(tr, e + b"\x00", null_if_missing=False) for e in sample]) == [
+            i + 1 for i in indexes
+        ]
+        assert db.read(lambda tr: [rs.get_nth(tr, i) for i in indexes]) == sample
+        assert db.read(rs.get_nth, len(model)) is None
+        # The walks stay narrow: size reads the top level only, rank and get_nth a few spans per level.
+        assert db.read(CountingReads.most, rs.size) <= top_nodes
+        assert db.read(lambda tr: max(CountingReads.most(tr, rs.rank, e) for e in sample)) < 600
+        assert db.read(lambda tr: max(CountingReads.most(tr, rs.get_nth, i) for i in indexes)) < 600
 
     model = sorted(chosen)
     verify(model)
     gone = chosen[::3]
-    for start in range(0, len(gone), 500):
-        assert all(db.run(remove_all, gone[start : start + 500]))
+    for start in range(0, len(gone), batch):
+        assert all(db.run(remove_all, gone[start : start + batch]))
     verify(sorted(set(chosen) - set(gone)))
 
 
@@ -579,6 +603,8 @@ def _level_key(prefix: bytes, level: int, element: bytes) -> bytes:
         ("count_level_1", 1),
         ("count_top_sentinel", 2),
         ("delete_level_1_node", 1),
+        ("promoted_against_hash", 1),  # counts consistent, only the level rule is broken
+        ("demoted_against_hash", 1),
         ("delete_level_2_node", 2),
         ("bogus_node_present_element", 1),
         ("bogus_node_absent_element", 2),
@@ -597,6 +623,14 @@ def test_check_consistency_detects_corruption(db, prefix, tamper, level):
         "count_top_sentinel": lambda tr: tr.set(_level_key(prefix, 2, b""), _one(0)),
         "delete_level_1_node": lambda tr: tr.clear(_level_key(prefix, 1, b"\x15\x14")),  # level 1 only
         "delete_level_2_node": lambda tr: tr.clear(_level_key(prefix, 2, b"\x15\xb4")),
+        "promoted_against_hash": lambda tr: (
+            tr.set(_level_key(prefix, 1, b"b"), _one(1)),
+            tr.set(_level_key(prefix, 1, b"\x15\xb4"), _one(1)),
+        ),
+        "demoted_against_hash": lambda tr: (
+            tr.clear(_level_key(prefix, 1, b"\x15\x14")),
+            tr.set(_level_key(prefix, 1, b""), _one(1)),
+        ),
         "bogus_node_present_element": lambda tr: tr.set(_level_key(prefix, 1, b"b"), _one(1)),
         "bogus_node_absent_element": lambda tr: tr.set(_level_key(prefix, 2, b"c"), _one(0)),
         "delete_sentinel_0": lambda tr: tr.clear(_level_key(prefix, 0, b"")),

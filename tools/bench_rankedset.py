@@ -5,8 +5,8 @@ Everything is measured in one run, on one ranked set of N elements in one LMDB
 environment (a temporary directory unless ``--dir`` is given):
 
 1. **Load.**  N random elements (tuple-packed ``(score, timestamp_ns, player_id)``,
-   16-19 bytes, log-normal scores) are added in transactions of ``--load-batch``
-   elements; reported as elements/s.  durable=false.
+   15-19 bytes, mostly 17-18, log-normal scores) are added in random order in
+   transactions of ``--load-batch`` elements; reported as elements/s.  durable=false.
 
 2. **Ranked-set operations** (add, remove, rank, get_nth, contains), each measured twice:
 
@@ -15,12 +15,13 @@ environment (a temporary directory unless ``--dir`` is given):
    - *many ops/txn*: ``--batch`` operations per transaction, so the per-transaction cost
      (begin, commit, the store's group-commit bookkeeping) is amortized; ops/s and us/op.
 
-   The difference of the two per-op costs is the per-transaction overhead.  rank, remove
-   and contains use random elements present in the set (remove never picks the same one
-   twice), add uses new elements, get_nth uses random ranks in ``[0, size)``.
+   The difference of the two per-op costs (means, so sensitive to stalls on a busy
+   machine) is the per-transaction overhead.  rank, remove and contains use random
+   elements present in the set (remove never picks the same one twice), add uses new
+   elements, get_nth uses random ranks in ``[0, size)``.
 
 3. **Raw store operations** on the same data: random level-0 node keys of the set (about
-   25 bytes, 8-byte values), through the store layer (``LmdbTransaction.get`` / ``set`` /
+   38 bytes, 8-byte values), through the store layer (``LmdbTransaction.get`` / ``set`` /
    ``clear`` / ``add`` / ``get_range``) and directly through py-lmdb (``Transaction.get`` /
    ``put`` / ``delete``, a cursor for ranges), ``--raw-batch`` operations per transaction,
    begin and commit included.  ``put`` rewrites a key with the value it already holds,
@@ -43,6 +44,9 @@ environment (a temporary directory unless ``--dir`` is given):
    1-key and 16-key measurements).  A ratio near 1 means the operation costs what its store
    accesses cost; the excess is Python work in the ranked set itself.  Given once against
    the store-layer costs and once against py-lmdb (where atomic add is costed as get + put).
+   The raw write costs come from random level-0 keys, each usually on a page the
+   transaction has not yet copied; a ranked-set add or remove writes mostly to the few
+   upper-level pages, shared by the whole batch, so its ratio can fall below 1.
 
 6. **Durable commits** (``--durable-ops``, 0 to skip): the database is reopened with
    durable=true and single-op add, remove and one-put transactions are timed, each
@@ -1080,21 +1084,40 @@ def report(fig: dict[str, Any]) -> Iterator[str]:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Benchmark the ranked set and the raw store on the embedded LMDB backend.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--elements", type=int, default=1_000_000, help="elements loaded into the set")
+    parser.add_argument(
+        "--elements", type=int, default=1_000_000, help="elements loaded into the set (default: %(default)s)"
+    )
     parser.add_argument("--dir", help="store directory (must be empty or absent; default: a temporary directory)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    parser.add_argument("--hash", choices=[h.name for h in HashFunction], default="MURMUR3", help="level hash")
-    parser.add_argument("--levels", type=int, default=6, help="skip-list levels")
-    parser.add_argument("--ops", type=int, default=5000, help="operations per ranked-set phase")
-    parser.add_argument("--batch", type=int, default=100, help="ranked-set operations per transaction (batched)")
-    parser.add_argument("--load-batch", type=int, default=2000, help="elements per load transaction")
-    parser.add_argument("--raw-ops", type=int, default=50_000, help="raw store operations per kind and round")
-    parser.add_argument("--raw-batch", type=int, default=1000, help="raw store operations per transaction")
-    parser.add_argument("--durable-ops", type=int, default=1000, help="durable single-op txns of each kind (0: skip)")
+    parser.add_argument(
+        "--hash", choices=[h.name for h in HashFunction], default="MURMUR3", help="level hash (default: %(default)s)"
+    )
+    parser.add_argument("--levels", type=int, default=6, help="skip-list levels (default: %(default)s)")
+    parser.add_argument("--ops", type=int, default=5000, help="operations per ranked-set phase (default: %(default)s)")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=100,
+        help="ranked-set operations per transaction in the batched mode (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--load-batch", type=int, default=2000, help="elements per load transaction (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--raw-ops", type=int, default=50_000, help="raw store operations per kind and round (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--raw-batch", type=int, default=1000, help="raw store operations per transaction (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--durable-ops",
+        type=int,
+        default=1000,
+        help="durable single-op txns of each kind (0: skip) (default: %(default)s)",
+    )
     parser.add_argument("--check", action="store_true", help="check the whole set's consistency at the end")
-    parser.add_argument("--seed", type=int, default=1, help="random seed")
+    parser.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
     args = parser.parse_args(argv)
     for name in ("elements", "ops", "batch", "load_batch", "raw_ops", "raw_batch"):

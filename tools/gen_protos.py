@@ -22,12 +22,12 @@ def proto_files() -> list[str]:
 
 def generate() -> None:
     include = pathlib.Path(protoc.__file__).parent / "_proto"
-    args = ["protoc", f"-I{PROTOS}", f"-I{include}", f"--python_out={ROOT}", f"--pyi_out={ROOT}"]
-    services = [name for name in proto_files() if name.endswith("service.proto")]
-    if services:
-        args.append(f"--grpc_python_out={ROOT}")
-    if protoc.main([*args, *proto_files()]) != 0:
+    common = ["protoc", f"-I{PROTOS}", f"-I{include}"]
+    if protoc.main([*common, f"--python_out={ROOT}", f"--pyi_out={ROOT}", *proto_files()]) != 0:
         sys.exit("protoc failed")
+    services = [name for name in proto_files() if name.endswith("service.proto")]
+    if services and protoc.main([*common, f"--grpc_python_out={ROOT}", *services]) != 0:
+        sys.exit("protoc failed on the services")
 
 
 if __name__ == "__main__":

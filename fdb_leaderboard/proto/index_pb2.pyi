@@ -1,11 +1,9 @@
-from collections.abc import Iterable as _Iterable
-from collections.abc import Mapping as _Mapping
-from typing import ClassVar as _ClassVar
-
-from google.protobuf import descriptor as _descriptor
-from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -43,7 +41,7 @@ class IndexOptions(_message.Message):
     context_size: int
     high_score_first: bool
     trimmed_before: int
-    def __init__(self, aggregation: Aggregation | str | None = ..., hash_function: RankHash | str | None = ..., count_duplicates: bool | None = ..., group_size: int | None = ..., context_size: int | None = ..., high_score_first: bool | None = ..., trimmed_before: int | None = ...) -> None: ...
+    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., trimmed_before: _Optional[int] = ...) -> None: ...
 
 class WindowState(_message.Message):
     __slots__ = ("lb_key", "group", "element", "ts", "seq", "total")
@@ -59,7 +57,7 @@ class WindowState(_message.Message):
     ts: int
     seq: int
     total: int
-    def __init__(self, lb_key: int | None = ..., group: bytes | None = ..., element: bytes | None = ..., ts: int | None = ..., seq: int | None = ..., total: int | None = ...) -> None: ...
+    def __init__(self, lb_key: _Optional[int] = ..., group: _Optional[bytes] = ..., element: _Optional[bytes] = ..., ts: _Optional[int] = ..., seq: _Optional[int] = ..., total: _Optional[int] = ...) -> None: ...
 
 class CarriedTotal(_message.Message):
     __slots__ = ("group", "total", "ts", "seq", "context")
@@ -73,7 +71,7 @@ class CarriedTotal(_message.Message):
     ts: int
     seq: int
     context: bytes
-    def __init__(self, group: bytes | None = ..., total: int | None = ..., ts: int | None = ..., seq: int | None = ..., context: bytes | None = ...) -> None: ...
+    def __init__(self, group: _Optional[bytes] = ..., total: _Optional[int] = ..., ts: _Optional[int] = ..., seq: _Optional[int] = ..., context: _Optional[bytes] = ...) -> None: ...
 
 class RecordHead(_message.Message):
     __slots__ = ("next_seq", "windows", "carried")
@@ -83,4 +81,37 @@ class RecordHead(_message.Message):
     next_seq: int
     windows: _containers.RepeatedCompositeFieldContainer[WindowState]
     carried: _containers.RepeatedCompositeFieldContainer[CarriedTotal]
-    def __init__(self, next_seq: int | None = ..., windows: _Iterable[WindowState | _Mapping] | None = ..., carried: _Iterable[CarriedTotal | _Mapping] | None = ...) -> None: ...
+    def __init__(self, next_seq: _Optional[int] = ..., windows: _Optional[_Iterable[_Union[WindowState, _Mapping]]] = ..., carried: _Optional[_Iterable[_Union[CarriedTotal, _Mapping]]] = ...) -> None: ...
+
+class MaintenancePolicy(_message.Message):
+    __slots__ = ("windows", "horizon", "certain_within", "retain")
+    class Regular(_message.Message):
+        __slots__ = ("type", "base", "increment", "duration")
+        TYPE_FIELD_NUMBER: _ClassVar[int]
+        BASE_FIELD_NUMBER: _ClassVar[int]
+        INCREMENT_FIELD_NUMBER: _ClassVar[int]
+        DURATION_FIELD_NUMBER: _ClassVar[int]
+        type: int
+        base: int
+        increment: int
+        duration: int
+        def __init__(self, type: _Optional[int] = ..., base: _Optional[int] = ..., increment: _Optional[int] = ..., duration: _Optional[int] = ...) -> None: ...
+    WINDOWS_FIELD_NUMBER: _ClassVar[int]
+    HORIZON_FIELD_NUMBER: _ClassVar[int]
+    CERTAIN_WITHIN_FIELD_NUMBER: _ClassVar[int]
+    RETAIN_FIELD_NUMBER: _ClassVar[int]
+    windows: _containers.RepeatedCompositeFieldContainer[MaintenancePolicy.Regular]
+    horizon: int
+    certain_within: int
+    retain: int
+    def __init__(self, windows: _Optional[_Iterable[_Union[MaintenancePolicy.Regular, _Mapping]]] = ..., horizon: _Optional[int] = ..., certain_within: _Optional[int] = ..., retain: _Optional[int] = ...) -> None: ...
+
+class CatalogEntry(_message.Message):
+    __slots__ = ("prefix", "options", "maintenance")
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    MAINTENANCE_FIELD_NUMBER: _ClassVar[int]
+    prefix: bytes
+    options: IndexOptions
+    maintenance: MaintenancePolicy
+    def __init__(self, prefix: _Optional[bytes] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ...) -> None: ...

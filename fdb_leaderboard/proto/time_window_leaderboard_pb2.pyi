@@ -1,10 +1,8 @@
-from collections.abc import Iterable as _Iterable
-from collections.abc import Mapping as _Mapping
-from typing import ClassVar as _ClassVar
-
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from google.protobuf.internal import containers as _containers
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -18,13 +16,13 @@ class TimeWindowLeaderboardDirectory(_message.Message):
     high_score_first: bool
     next_key: int
     leaderboards: _containers.RepeatedCompositeFieldContainer[TimeWindowLeaderboard]
-    def __init__(self, update_timestamp: int | None = ..., high_score_first: bool | None = ..., next_key: int | None = ..., leaderboards: _Iterable[TimeWindowLeaderboard | _Mapping] | None = ...) -> None: ...
+    def __init__(self, update_timestamp: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., next_key: _Optional[int] = ..., leaderboards: _Optional[_Iterable[_Union[TimeWindowLeaderboard, _Mapping]]] = ...) -> None: ...
 
 class TimeWindowLeaderboardSubDirectory(_message.Message):
     __slots__ = ("high_score_first",)
     HIGH_SCORE_FIRST_FIELD_NUMBER: _ClassVar[int]
     high_score_first: bool
-    def __init__(self, high_score_first: bool | None = ...) -> None: ...
+    def __init__(self, high_score_first: _Optional[bool] = ...) -> None: ...
 
 class TimeWindowLeaderboard(_message.Message):
     __slots__ = ("type", "start_timestamp", "end_timestamp", "subspace_key", "nlevels", "filling")
@@ -40,4 +38,4 @@ class TimeWindowLeaderboard(_message.Message):
     subspace_key: bytes
     nlevels: int
     filling: bool
-    def __init__(self, type: int | None = ..., start_timestamp: int | None = ..., end_timestamp: int | None = ..., subspace_key: bytes | None = ..., nlevels: int | None = ..., filling: bool | None = ...) -> None: ...
+    def __init__(self, type: _Optional[int] = ..., start_timestamp: _Optional[int] = ..., end_timestamp: _Optional[int] = ..., subspace_key: _Optional[bytes] = ..., nlevels: _Optional[int] = ..., filling: _Optional[bool] = ...) -> None: ...

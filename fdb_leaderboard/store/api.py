@@ -51,6 +51,10 @@ class TransactionTimedOut(StoreError):
     """A transaction ran longer than FoundationDB's 5 seconds (error 1007 there)."""
 
 
+class InvertedRange(StoreError):
+    """A range operation's begin is after its end (FoundationDB error 2005)."""
+
+
 class ReadOnlyTransaction(StoreError):
     """A write was attempted in a transaction opened with ``Database.read``."""
 

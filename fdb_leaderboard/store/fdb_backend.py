@@ -18,11 +18,13 @@ from typing import Any, TypeVar
 
 from .api import (
     Database,
+    InvertedRange,
     KeyTooLarge,
     KeyValue,
     RangeRequest,
     ReadOnlyTransaction,
     ReadView,
+    StoreError,
     StoreUnavailable,
     Transaction,
     TransactionTimedOut,
@@ -39,6 +41,7 @@ _LIMIT_ERRORS = {
     2101: TransactionTooLarge,
     2102: KeyTooLarge,
     2103: ValueTooLarge,
+    2005: InvertedRange,
     1007: TransactionTimedOut,
 }
 
@@ -160,6 +163,8 @@ class FdbDatabase(Database):
             raise StoreUnavailable(f"cannot open FoundationDB cluster {cluster_file or '(default)'}: {exc}") from exc
 
     def _transact(self, writable: bool, fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
+        if self._db is None:
+            raise StoreError(f"database {self.url} is closed")
         tr = self._db.create_transaction()
         while True:
             try:

@@ -1,0 +1,73 @@
+"""Calendar periods as explicit windows: days in a time zone, ISO weeks, months.
+
+Regular specs (base + i * increment) cannot express local days across a daylight-saving
+change or months of different lengths; these helpers turn such periods into explicit
+``(type, start, end)`` windows in a timebase of seconds or milliseconds since the epoch.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from .errors import InvalidArgument
+
+PERIODS = ("daily", "iso-weekly", "monthly")
+TIMEBASES = {"seconds": 1, "milliseconds": 1000}
+
+
+def _zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidArgument(f"unknown time zone {name!r}") from None
+
+
+def _period_start(day: dt.date, period: str) -> dt.date:
+    if period == "daily":
+        return day
+    if period == "iso-weekly":
+        return day - dt.timedelta(days=day.weekday())  # Monday
+    return day.replace(day=1)
+
+
+def _next_start(day: dt.date, period: str) -> dt.date:
+    if period == "daily":
+        return day + dt.timedelta(days=1)
+    if period == "iso-weekly":
+        return day + dt.timedelta(days=7)
+    return (day.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+
+
+def calendar_windows(
+    window_type: int,
+    period: str,
+    timezone: str,
+    first_day: dt.date,
+    count: int,
+    timebase: str = "seconds",
+) -> list[tuple[int, int, int]]:
+    """``count`` consecutive periods starting with the one containing ``first_day``.
+
+    Each window runs from local midnight at the period's start to local midnight at the
+    next period's start, so a local day across a DST change lasts 23 or 25 hours.
+    """
+    if period not in PERIODS:
+        raise InvalidArgument(f"calendar period must be one of {', '.join(PERIODS)}, not {period!r}")
+    if timebase not in TIMEBASES:
+        raise InvalidArgument(f"timebase must be one of {', '.join(TIMEBASES)}, not {timebase!r}")
+    if not 0 <= count <= 2_500:
+        raise InvalidArgument(f"count must be between 0 and 2500, not {count}")
+    zone = _zone(timezone)
+    scale = TIMEBASES[timebase]
+
+    def instant(day: dt.date) -> int:
+        return int(dt.datetime.combine(day, dt.time(), tzinfo=zone).timestamp()) * scale
+
+    out = []
+    day = _period_start(first_day, period)
+    for _ in range(count):
+        following = _next_start(day, period)
+        out.append((window_type, instant(day), instant(following)))
+        day = following
+    return out

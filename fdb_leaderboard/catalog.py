@@ -1,0 +1,105 @@
+"""Named indexes in one store: the catalog a server uses to address several indexes.
+
+``ROOT + ("catalog", name)`` holds a ``CatalogEntry``: the index's key prefix, its options
+(a copy of what the index itself stores at ``S + (0,)``) and its maintenance policy.
+Prefixes are ``ROOT + ("index", n)`` with ``n`` from a counter, so renaming or dropping never
+collides with a later index.
+"""
+
+from __future__ import annotations
+
+import re
+
+import fdb.tuple
+
+from .errors import AlreadyExists, InvalidArgument, NotFound
+from .index import IndexSettings, LeaderboardIndex
+from .proto import index_pb2
+from .store.api import Database, Transaction, strinc
+
+ROOT = fdb.tuple.pack(("fdb-leaderboard",))
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
+
+
+def check_name(name: object) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise InvalidArgument(
+            f"index name {name!r} is invalid: use 1-100 letters, digits, '_', '.' or '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+class Catalog:
+    """The indexes of one store, by name.  Opened indexes are kept (they hold no data)."""
+
+    def __init__(self, db: Database, root: bytes = ROOT) -> None:
+        self.db = db
+        self.root = root
+        self._open: dict[str, tuple[bytes, LeaderboardIndex]] = {}
+
+    def _key(self, name: str) -> bytes:
+        return self.root + fdb.tuple.pack(("catalog", name))
+
+    def create(
+        self,
+        name: str,
+        settings: IndexSettings,
+        maintenance: index_pb2.MaintenancePolicy | None = None,
+    ) -> tuple[LeaderboardIndex, bool]:
+        """Create the index ``name``; returns (index, created).  Same options: not an error."""
+        check_name(name)
+        options = settings.to_proto()
+
+        def create(tr: Transaction) -> tuple[bytes, bool]:
+            stored = tr.get(self._key(name))
+            if stored is not None:
+                entry = index_pb2.CatalogEntry.FromString(stored)
+                if IndexSettings.from_proto(entry.options) != settings:
+                    raise AlreadyExists(f"index {name!r} exists with other options")
+                return entry.prefix, False
+            counter_key = self.root + fdb.tuple.pack(("next_index",))
+            number = int.from_bytes(tr.get(counter_key) or b"\x00" * 8, "little")
+            tr.set(counter_key, (number + 1).to_bytes(8, "little"))
+            prefix = self.root + fdb.tuple.pack(("index", number))
+            entry = index_pb2.CatalogEntry(prefix=prefix, options=options, maintenance=maintenance)
+            tr.set(self._key(name), entry.SerializeToString())
+            tr.set(prefix + fdb.tuple.pack((0,)), options.SerializeToString())
+            return prefix, True
+
+        prefix, created = self.db.run(create)
+        index = LeaderboardIndex(self.db, prefix, settings)
+        self._open[name] = (prefix, index)
+        return index, created
+
+    def entry(self, name: str) -> index_pb2.CatalogEntry:
+        stored = self.db.read(lambda tr: tr.get(self._key(check_name(name))))
+        if stored is None:
+            raise NotFound(f"no index named {name!r}")
+        return index_pb2.CatalogEntry.FromString(stored)
+
+    def get(self, name: str) -> LeaderboardIndex:
+        """The index ``name`` (NotFound if it does not exist)."""
+        cached = self._open.get(name)
+        if cached is not None:
+            return cached[1]
+        entry = self.entry(name)
+        index = LeaderboardIndex(self.db, entry.prefix, IndexSettings.from_proto(entry.options))
+        self._open[name] = (entry.prefix, index)
+        return index
+
+    def list(self) -> list[tuple[str, index_pb2.CatalogEntry]]:
+        begin = self.root + fdb.tuple.pack(("catalog",))
+        rows = self.db.read(lambda tr: tr.get_range(begin, strinc(begin)))
+        return [(fdb.tuple.unpack(key[len(self.root) :])[1], index_pb2.CatalogEntry.FromString(v)) for key, v in rows]
+
+    def set_maintenance(self, name: str, maintenance: index_pb2.MaintenancePolicy) -> None:
+        def update(tr: Transaction) -> None:
+            stored = tr.get(self._key(check_name(name)))
+            if stored is None:
+                raise NotFound(f"no index named {name!r}")
+            entry = index_pb2.CatalogEntry.FromString(stored)
+            entry.maintenance.CopyFrom(maintenance)
+            tr.set(self._key(name), entry.SerializeToString())
+
+        self.db.run(update)

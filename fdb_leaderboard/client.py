@@ -1,0 +1,338 @@
+"""A small Python client for the gRPC service, taking and returning plain Python values.
+
+    with LeaderboardClient("127.0.0.1:50051") as lb:
+        lb.create_index("game")
+        lb.update_windows("game", specs=[(1, 0, 86_400, 86_400, 7)])
+        lb.add_score("game", ("alice",), 1200, timestamp=1_700_000_000)
+        lb.top("game", 10)
+
+Errors arrive as ``grpc.RpcError`` with the server's status code and message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import grpc
+
+from . import convert
+from .proto import service_pb2 as pb
+from .proto import service_pb2_grpc as pb_grpc
+from .scans import RankedEntry
+
+MODES = {"ORDINAL": pb.ORDINAL, "COMPETITION": pb.COMPETITION}
+
+
+def _window(window_type: int, timestamp: int | None) -> pb.WindowSelector:
+    selector = pb.WindowSelector(type=window_type)
+    if timestamp is not None:
+        selector.timestamp = timestamp
+    return selector
+
+
+def _entry(message: pb.RankedEntry) -> RankedEntry:
+    return RankedEntry(
+        pk=convert.items_to_tuple(message.pk),
+        score=convert.score_to_python(message.score),
+        timestamp=message.timestamp,
+        context=convert.items_to_tuple(message.context),
+        group=convert.items_to_tuple(message.group),
+        rank=message.rank if message.HasField("rank") else None,
+    )
+
+
+def _pb_entry(score: int | float, timestamp: int, context: Sequence = (), group: Sequence = ()) -> pb.Entry:
+    return pb.Entry(
+        score=convert.python_to_score(score),
+        timestamp=timestamp,
+        context=convert.tuple_to_items(tuple(context)),
+        group=convert.tuple_to_items(tuple(group)),
+    )
+
+
+class LeaderboardClient:
+    def __init__(self, address: str, timeout: float = 30.0) -> None:
+        self.channel = grpc.insecure_channel(address)
+        self.stub = pb_grpc.LeaderboardStub(self.channel)
+        self.timeout = timeout
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> LeaderboardClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: str, request: Any) -> Any:
+        return getattr(self.stub, method)(request, timeout=self.timeout)
+
+    # -- admin ----------------------------------------------------------------------------
+
+    def create_index(
+        self,
+        name: str,
+        aggregation: str = "BEST",
+        hash_function: str = "MURMUR3",
+        group_size: int = 0,
+        context_size: int = 0,
+        high_score_first: bool = False,
+        reference_layout: bool = False,
+        count_duplicates: bool = False,
+        maintenance: pb.MaintenancePolicy | None = None,
+    ) -> bool:
+        options = pb.IndexOptions(
+            aggregation=pb.Aggregation.Value(aggregation),
+            hash_function=pb.RankHash.Value(hash_function),
+            group_size=group_size,
+            context_size=context_size,
+            high_score_first=high_score_first,
+            count_duplicates=count_duplicates,
+        )
+        request = pb.CreateIndexRequest(
+            name=name, options=options, reference_layout=reference_layout, maintenance=maintenance
+        )
+        return self._call("CreateIndex", request).created
+
+    def list_indexes(self) -> list[pb.IndexInfo]:
+        return list(self._call("ListIndexes", pb.ListIndexesRequest()).indexes)
+
+    def set_maintenance(self, index: str, policy: pb.MaintenancePolicy) -> None:
+        self._call("SetMaintenancePolicy", pb.SetMaintenancePolicyRequest(index=index, maintenance=policy))
+
+    def update_windows(
+        self,
+        index: str,
+        specs: Sequence[tuple[int, int, int, int, int]] = (),
+        windows: Sequence[tuple[int, int, int]] = (),
+        high_score_first: bool = False,
+        all_time: bool = True,
+        delete_before: int | None = None,
+        update_timestamp: int = 0,
+        nlevels: int = 0,
+        rebuild: str = "IF_OVERLAPPING_CHANGED",
+    ) -> pb.UpdateWindowsResponse:
+        request = pb.UpdateWindowsRequest(
+            index=index,
+            update_timestamp=update_timestamp,
+            high_score_first=high_score_first,
+            all_time=all_time,
+            specs=[pb.WindowSpec(type=t, base=b, increment=i, duration=d, count=c) for t, b, i, d, c in specs],
+            windows=[pb.ExplicitWindow(type=t, start=s, end=e) for t, s, e in windows],
+            nlevels=nlevels,
+            rebuild=pb.Rebuild.Value(rebuild),
+        )
+        if delete_before is not None:
+            request.delete_before = delete_before
+        return self._call("UpdateWindows", request)
+
+    def list_windows(self, index: str) -> pb.ListWindowsResponse:
+        return self._call("ListWindows", pb.ListWindowsRequest(index=index))
+
+    def save_sub_directory(self, index: str, group: Sequence, high_score_first: bool) -> None:
+        request = pb.SaveSubDirectoryRequest(
+            index=index, group=convert.tuple_to_items(tuple(group)), high_score_first=high_score_first
+        )
+        self._call("SaveSubDirectory", request)
+
+    def sub_directories(self, index: str) -> dict[tuple, bool]:
+        response = self._call("ListSubDirectories", pb.ListSubDirectoriesRequest(index=index))
+        return {convert.items_to_tuple(s.group): s.high_score_first for s in response.sub_directories}
+
+    def expire(self, index: str, before: int) -> list[pb.Window]:
+        return list(self._call("Expire", pb.ExpireRequest(index=index, before=before)).deleted)
+
+    def fill(self, index: str, max_records: int = 0, max_batches: int = 0) -> pb.FillResponse:
+        return self._call("Fill", pb.FillRequest(index=index, max_records=max_records, max_batches=max_batches))
+
+    def trim(self, index: str, before: int) -> int:
+        return self._call("Trim", pb.TrimRequest(index=index, before=before)).entries_removed
+
+    def keep_ahead(self, index: str, now: int) -> list[pb.Window]:
+        return list(self._call("KeepAhead", pb.KeepAheadRequest(index=index, now=now)).added)
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def add_score(
+        self, index: str, pk: Sequence, score: int | float, timestamp: int, context: Sequence = (), group: Sequence = ()
+    ) -> int:
+        request = pb.AddScoreRequest(
+            index=index, pk=convert.tuple_to_items(tuple(pk)), entry=_pb_entry(score, timestamp, context, group)
+        )
+        return self._call("AddScore", request).windows_changed
+
+    def save_record(self, index: str, pk: Sequence, entries: Sequence[tuple]) -> int:
+        request = pb.SaveRecordRequest(
+            index=index, pk=convert.tuple_to_items(tuple(pk)), entries=[_pb_entry(*e) for e in entries]
+        )
+        return self._call("SaveRecord", request).windows_changed
+
+    def delete_record(self, index: str, pk: Sequence) -> bool:
+        return self._call(
+            "DeleteRecord", pb.DeleteRecordRequest(index=index, pk=convert.tuple_to_items(tuple(pk)))
+        ).existed
+
+    def write_batch(
+        self, index: str, records: Sequence[tuple[Sequence, Sequence[tuple]]], replace: bool = True
+    ) -> None:
+        request = pb.WriteBatchRequest(
+            index=index,
+            replace=replace,
+            records=[
+                pb.RecordEntries(pk=convert.tuple_to_items(tuple(pk)), entries=[_pb_entry(*e) for e in entries])
+                for pk, entries in records
+            ],
+        )
+        self._call("WriteBatch", request)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def _rank_request(
+        self, index: str, pk: Sequence, window_type: int, timestamp: int | None, group: Sequence, mode: str
+    ) -> pb.RankRequest:
+        return pb.RankRequest(
+            index=index,
+            pk=convert.tuple_to_items(tuple(pk)),
+            window=_window(window_type, timestamp),
+            group=convert.tuple_to_items(tuple(group)),
+            mode=MODES[mode],
+        )
+
+    def rank(
+        self,
+        index: str,
+        pk: Sequence,
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Sequence = (),
+        mode: str = "ORDINAL",
+    ) -> int | None:
+        response = self._call("GetRank", self._rank_request(index, pk, window_type, timestamp, group, mode))
+        return response.rank if response.HasField("rank") else None
+
+    def rank_and_entry(
+        self,
+        index: str,
+        pk: Sequence,
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Sequence = (),
+        mode: str = "ORDINAL",
+    ) -> RankedEntry | None:
+        response = self._call("GetRankAndEntry", self._rank_request(index, pk, window_type, timestamp, group, mode))
+        return _entry(response.entry) if response.HasField("entry") else None
+
+    def around(
+        self,
+        index: str,
+        pk: Sequence,
+        above: int,
+        below: int,
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Sequence = (),
+        mode: str = "ORDINAL",
+        if_absent: str = "EMPTY",
+    ) -> list[RankedEntry]:
+        request = pb.AroundMeRequest(
+            index=index,
+            pk=convert.tuple_to_items(tuple(pk)),
+            window=_window(window_type, timestamp),
+            group=convert.tuple_to_items(tuple(group)),
+            mode=MODES[mode],
+            above=above,
+            below=below,
+            if_absent=pb.IfAbsent.Value(if_absent),
+        )
+        return [_entry(e) for e in self._call("AroundMe", request).entries]
+
+    def top(
+        self,
+        index: str,
+        n: int,
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Sequence = (),
+        mode: str = "ORDINAL",
+    ) -> list[RankedEntry]:
+        request = pb.TopRequest(
+            index=index,
+            window=_window(window_type, timestamp),
+            group=convert.tuple_to_items(tuple(group)),
+            mode=MODES[mode],
+            n=n,
+        )
+        return [_entry(e) for e in self._call("Top", request).entries]
+
+    def count(self, index: str, window_type: int = 0, timestamp: int | None = None, group: Sequence = ()) -> int:
+        request = pb.CountRequest(
+            index=index, window=_window(window_type, timestamp), group=convert.tuple_to_items(tuple(group))
+        )
+        return self._call("Count", request).count
+
+    def score_for_rank(
+        self, index: str, rank: int, window_type: int = 0, timestamp: int | None = None, group: Sequence = ()
+    ) -> int | float | None:
+        request = pb.ScoreForRankRequest(
+            index=index, window=_window(window_type, timestamp), group=convert.tuple_to_items(tuple(group)), rank=rank
+        )
+        response = self._call("ScoreForRank", request)
+        return convert.score_to_python(response.score) if response.HasField("score") else None
+
+    def rank_for_score(
+        self, index: str, score: int | float, window_type: int = 0, timestamp: int | None = None, group: Sequence = ()
+    ) -> int:
+        request = pb.RankForScoreRequest(
+            index=index,
+            window=_window(window_type, timestamp),
+            group=convert.tuple_to_items(tuple(group)),
+            score=convert.python_to_score(score),
+        )
+        return self._call("RankForScore", request).rank
+
+    def scan(
+        self,
+        index: str,
+        scan_type: str = "BY_RANK",
+        *,
+        low: int | float | None = None,
+        high: int | float | None = None,
+        low_exclusive: bool = False,
+        high_exclusive: bool = False,
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Sequence = (),
+        reverse: bool = False,
+        limit: int = 0,
+        continuation: bytes = b"",
+        mode: str = "ORDINAL",
+    ) -> tuple[list[RankedEntry], bytes]:
+        request = pb.ScanRequest(
+            index=index,
+            type=pb.ScanType.Value(scan_type),
+            window=_window(window_type, timestamp),
+            group=convert.tuple_to_items(tuple(group)),
+            low_exclusive=low_exclusive,
+            high_exclusive=high_exclusive,
+            reverse=reverse,
+            limit=limit,
+            continuation=continuation,
+            mode=MODES[mode],
+        )
+        if low is not None:
+            request.low.CopyFrom(convert.python_to_score(low))
+        if high is not None:
+            request.high.CopyFrom(convert.python_to_score(high))
+        response = self._call("Scan", request)
+        return [_entry(e) for e in response.entries], response.continuation
+
+    def scan_all(self, index: str, scan_type: str = "BY_RANK", page: int = 100, **kwargs: Any) -> Iterator[RankedEntry]:
+        """Every entry of a scan, following continuations page by page."""
+        continuation = b""
+        while True:
+            entries, continuation = self.scan(index, scan_type, limit=page, continuation=continuation, **kwargs)
+            yield from entries
+            if not continuation:
+                return

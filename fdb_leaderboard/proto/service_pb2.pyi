@@ -1,0 +1,628 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Aggregation(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    BEST: _ClassVar[Aggregation]
+    SUM: _ClassVar[Aggregation]
+    LATEST: _ClassVar[Aggregation]
+
+class RankHash(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MURMUR3: _ClassVar[RankHash]
+    JDK: _ClassVar[RankHash]
+    CRC: _ClassVar[RankHash]
+
+class RankMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ORDINAL: _ClassVar[RankMode]
+    COMPETITION: _ClassVar[RankMode]
+
+class IfAbsent(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    EMPTY: _ClassVar[IfAbsent]
+    TOP: _ClassVar[IfAbsent]
+    BOTTOM: _ClassVar[IfAbsent]
+
+class ScanType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    BY_VALUE: _ClassVar[ScanType]
+    BY_RANK: _ClassVar[ScanType]
+    BY_TIME_WINDOW: _ClassVar[ScanType]
+
+class Rebuild(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    IF_OVERLAPPING_CHANGED: _ClassVar[Rebuild]
+    NEVER: _ClassVar[Rebuild]
+    ALWAYS: _ClassVar[Rebuild]
+BEST: Aggregation
+SUM: Aggregation
+LATEST: Aggregation
+MURMUR3: RankHash
+JDK: RankHash
+CRC: RankHash
+ORDINAL: RankMode
+COMPETITION: RankMode
+EMPTY: IfAbsent
+TOP: IfAbsent
+BOTTOM: IfAbsent
+BY_VALUE: ScanType
+BY_RANK: ScanType
+BY_TIME_WINDOW: ScanType
+IF_OVERLAPPING_CHANGED: Rebuild
+NEVER: Rebuild
+ALWAYS: Rebuild
+
+class Item(_message.Message):
+    __slots__ = ("int", "string", "bytes", "double", "bool", "null")
+    INT_FIELD_NUMBER: _ClassVar[int]
+    STRING_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    DOUBLE_FIELD_NUMBER: _ClassVar[int]
+    BOOL_FIELD_NUMBER: _ClassVar[int]
+    NULL_FIELD_NUMBER: _ClassVar[int]
+    int: int
+    string: str
+    bytes: bytes
+    double: float
+    bool: bool
+    null: bool
+    def __init__(self, int: _Optional[int] = ..., string: _Optional[str] = ..., bytes: _Optional[bytes] = ..., double: _Optional[float] = ..., bool: _Optional[bool] = ..., null: _Optional[bool] = ...) -> None: ...
+
+class Score(_message.Message):
+    __slots__ = ("int", "double")
+    INT_FIELD_NUMBER: _ClassVar[int]
+    DOUBLE_FIELD_NUMBER: _ClassVar[int]
+    int: int
+    double: float
+    def __init__(self, int: _Optional[int] = ..., double: _Optional[float] = ...) -> None: ...
+
+class Entry(_message.Message):
+    __slots__ = ("score", "timestamp", "context", "group")
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    score: Score
+    timestamp: int
+    context: _containers.RepeatedCompositeFieldContainer[Item]
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    def __init__(self, score: _Optional[_Union[Score, _Mapping]] = ..., timestamp: _Optional[int] = ..., context: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ...) -> None: ...
+
+class IndexOptions(_message.Message):
+    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first")
+    AGGREGATION_FIELD_NUMBER: _ClassVar[int]
+    HASH_FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    COUNT_DUPLICATES_FIELD_NUMBER: _ClassVar[int]
+    GROUP_SIZE_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_SIZE_FIELD_NUMBER: _ClassVar[int]
+    HIGH_SCORE_FIRST_FIELD_NUMBER: _ClassVar[int]
+    aggregation: Aggregation
+    hash_function: RankHash
+    count_duplicates: bool
+    group_size: int
+    context_size: int
+    high_score_first: bool
+    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ...) -> None: ...
+
+class RegularWindows(_message.Message):
+    __slots__ = ("type", "base", "increment", "duration")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    BASE_FIELD_NUMBER: _ClassVar[int]
+    INCREMENT_FIELD_NUMBER: _ClassVar[int]
+    DURATION_FIELD_NUMBER: _ClassVar[int]
+    type: int
+    base: int
+    increment: int
+    duration: int
+    def __init__(self, type: _Optional[int] = ..., base: _Optional[int] = ..., increment: _Optional[int] = ..., duration: _Optional[int] = ...) -> None: ...
+
+class MaintenancePolicy(_message.Message):
+    __slots__ = ("windows", "horizon", "certain_within", "retain")
+    WINDOWS_FIELD_NUMBER: _ClassVar[int]
+    HORIZON_FIELD_NUMBER: _ClassVar[int]
+    CERTAIN_WITHIN_FIELD_NUMBER: _ClassVar[int]
+    RETAIN_FIELD_NUMBER: _ClassVar[int]
+    windows: _containers.RepeatedCompositeFieldContainer[RegularWindows]
+    horizon: int
+    certain_within: int
+    retain: int
+    def __init__(self, windows: _Optional[_Iterable[_Union[RegularWindows, _Mapping]]] = ..., horizon: _Optional[int] = ..., certain_within: _Optional[int] = ..., retain: _Optional[int] = ...) -> None: ...
+
+class WindowSelector(_message.Message):
+    __slots__ = ("type", "timestamp")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    type: int
+    timestamp: int
+    def __init__(self, type: _Optional[int] = ..., timestamp: _Optional[int] = ...) -> None: ...
+
+class RankedEntry(_message.Message):
+    __slots__ = ("pk", "score", "timestamp", "context", "group", "rank")
+    PK_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    score: Score
+    timestamp: int
+    context: _containers.RepeatedCompositeFieldContainer[Item]
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    rank: int
+    def __init__(self, pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., score: _Optional[_Union[Score, _Mapping]] = ..., timestamp: _Optional[int] = ..., context: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., rank: _Optional[int] = ...) -> None: ...
+
+class Window(_message.Message):
+    __slots__ = ("type", "start", "end", "key", "nlevels", "filling")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    NLEVELS_FIELD_NUMBER: _ClassVar[int]
+    FILLING_FIELD_NUMBER: _ClassVar[int]
+    type: int
+    start: int
+    end: int
+    key: int
+    nlevels: int
+    filling: bool
+    def __init__(self, type: _Optional[int] = ..., start: _Optional[int] = ..., end: _Optional[int] = ..., key: _Optional[int] = ..., nlevels: _Optional[int] = ..., filling: _Optional[bool] = ...) -> None: ...
+
+class CreateIndexRequest(_message.Message):
+    __slots__ = ("name", "options", "reference_layout", "maintenance")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    REFERENCE_LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    MAINTENANCE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    options: IndexOptions
+    reference_layout: bool
+    maintenance: MaintenancePolicy
+    def __init__(self, name: _Optional[str] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., reference_layout: _Optional[bool] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ...) -> None: ...
+
+class CreateIndexResponse(_message.Message):
+    __slots__ = ("created",)
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    created: bool
+    def __init__(self, created: _Optional[bool] = ...) -> None: ...
+
+class ListIndexesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class IndexInfo(_message.Message):
+    __slots__ = ("name", "options", "maintenance")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    MAINTENANCE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    options: IndexOptions
+    maintenance: MaintenancePolicy
+    def __init__(self, name: _Optional[str] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ...) -> None: ...
+
+class ListIndexesResponse(_message.Message):
+    __slots__ = ("indexes",)
+    INDEXES_FIELD_NUMBER: _ClassVar[int]
+    indexes: _containers.RepeatedCompositeFieldContainer[IndexInfo]
+    def __init__(self, indexes: _Optional[_Iterable[_Union[IndexInfo, _Mapping]]] = ...) -> None: ...
+
+class SetMaintenancePolicyRequest(_message.Message):
+    __slots__ = ("index", "maintenance")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    MAINTENANCE_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    maintenance: MaintenancePolicy
+    def __init__(self, index: _Optional[str] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ...) -> None: ...
+
+class SetMaintenancePolicyResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WindowSpec(_message.Message):
+    __slots__ = ("type", "base", "increment", "duration", "count")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    BASE_FIELD_NUMBER: _ClassVar[int]
+    INCREMENT_FIELD_NUMBER: _ClassVar[int]
+    DURATION_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    type: int
+    base: int
+    increment: int
+    duration: int
+    count: int
+    def __init__(self, type: _Optional[int] = ..., base: _Optional[int] = ..., increment: _Optional[int] = ..., duration: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
+
+class ExplicitWindow(_message.Message):
+    __slots__ = ("type", "start", "end")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    type: int
+    start: int
+    end: int
+    def __init__(self, type: _Optional[int] = ..., start: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
+
+class UpdateWindowsRequest(_message.Message):
+    __slots__ = ("index", "update_timestamp", "high_score_first", "delete_before", "all_time", "specs", "windows", "nlevels", "rebuild")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    HIGH_SCORE_FIRST_FIELD_NUMBER: _ClassVar[int]
+    DELETE_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    ALL_TIME_FIELD_NUMBER: _ClassVar[int]
+    SPECS_FIELD_NUMBER: _ClassVar[int]
+    WINDOWS_FIELD_NUMBER: _ClassVar[int]
+    NLEVELS_FIELD_NUMBER: _ClassVar[int]
+    REBUILD_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    update_timestamp: int
+    high_score_first: bool
+    delete_before: int
+    all_time: bool
+    specs: _containers.RepeatedCompositeFieldContainer[WindowSpec]
+    windows: _containers.RepeatedCompositeFieldContainer[ExplicitWindow]
+    nlevels: int
+    rebuild: Rebuild
+    def __init__(self, index: _Optional[str] = ..., update_timestamp: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., delete_before: _Optional[int] = ..., all_time: _Optional[bool] = ..., specs: _Optional[_Iterable[_Union[WindowSpec, _Mapping]]] = ..., windows: _Optional[_Iterable[_Union[ExplicitWindow, _Mapping]]] = ..., nlevels: _Optional[int] = ..., rebuild: _Optional[_Union[Rebuild, str]] = ...) -> None: ...
+
+class UpdateWindowsResponse(_message.Message):
+    __slots__ = ("changed", "added", "deleted", "filling")
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    ADDED_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    FILLING_FIELD_NUMBER: _ClassVar[int]
+    changed: bool
+    added: _containers.RepeatedCompositeFieldContainer[Window]
+    deleted: _containers.RepeatedCompositeFieldContainer[Window]
+    filling: _containers.RepeatedCompositeFieldContainer[Window]
+    def __init__(self, changed: _Optional[bool] = ..., added: _Optional[_Iterable[_Union[Window, _Mapping]]] = ..., deleted: _Optional[_Iterable[_Union[Window, _Mapping]]] = ..., filling: _Optional[_Iterable[_Union[Window, _Mapping]]] = ...) -> None: ...
+
+class ListWindowsRequest(_message.Message):
+    __slots__ = ("index",)
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    def __init__(self, index: _Optional[str] = ...) -> None: ...
+
+class ListWindowsResponse(_message.Message):
+    __slots__ = ("exists", "update_timestamp", "high_score_first", "windows", "latest_timestamp", "trimmed_before")
+    EXISTS_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    HIGH_SCORE_FIRST_FIELD_NUMBER: _ClassVar[int]
+    WINDOWS_FIELD_NUMBER: _ClassVar[int]
+    LATEST_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    TRIMMED_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    exists: bool
+    update_timestamp: int
+    high_score_first: bool
+    windows: _containers.RepeatedCompositeFieldContainer[Window]
+    latest_timestamp: int
+    trimmed_before: int
+    def __init__(self, exists: _Optional[bool] = ..., update_timestamp: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., windows: _Optional[_Iterable[_Union[Window, _Mapping]]] = ..., latest_timestamp: _Optional[int] = ..., trimmed_before: _Optional[int] = ...) -> None: ...
+
+class SaveSubDirectoryRequest(_message.Message):
+    __slots__ = ("index", "group", "high_score_first")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    HIGH_SCORE_FIRST_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    high_score_first: bool
+    def __init__(self, index: _Optional[str] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., high_score_first: _Optional[bool] = ...) -> None: ...
+
+class SaveSubDirectoryResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListSubDirectoriesRequest(_message.Message):
+    __slots__ = ("index",)
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    def __init__(self, index: _Optional[str] = ...) -> None: ...
+
+class SubDirectory(_message.Message):
+    __slots__ = ("group", "high_score_first")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    HIGH_SCORE_FIRST_FIELD_NUMBER: _ClassVar[int]
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    high_score_first: bool
+    def __init__(self, group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., high_score_first: _Optional[bool] = ...) -> None: ...
+
+class ListSubDirectoriesResponse(_message.Message):
+    __slots__ = ("sub_directories",)
+    SUB_DIRECTORIES_FIELD_NUMBER: _ClassVar[int]
+    sub_directories: _containers.RepeatedCompositeFieldContainer[SubDirectory]
+    def __init__(self, sub_directories: _Optional[_Iterable[_Union[SubDirectory, _Mapping]]] = ...) -> None: ...
+
+class ExpireRequest(_message.Message):
+    __slots__ = ("index", "before")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    before: int
+    def __init__(self, index: _Optional[str] = ..., before: _Optional[int] = ...) -> None: ...
+
+class ExpireResponse(_message.Message):
+    __slots__ = ("deleted",)
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    deleted: _containers.RepeatedCompositeFieldContainer[Window]
+    def __init__(self, deleted: _Optional[_Iterable[_Union[Window, _Mapping]]] = ...) -> None: ...
+
+class FillRequest(_message.Message):
+    __slots__ = ("index", "max_records", "max_batches")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    MAX_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    max_records: int
+    max_batches: int
+    def __init__(self, index: _Optional[str] = ..., max_records: _Optional[int] = ..., max_batches: _Optional[int] = ...) -> None: ...
+
+class FillResponse(_message.Message):
+    __slots__ = ("done", "records_processed", "filling")
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_PROCESSED_FIELD_NUMBER: _ClassVar[int]
+    FILLING_FIELD_NUMBER: _ClassVar[int]
+    done: bool
+    records_processed: int
+    filling: _containers.RepeatedCompositeFieldContainer[Window]
+    def __init__(self, done: _Optional[bool] = ..., records_processed: _Optional[int] = ..., filling: _Optional[_Iterable[_Union[Window, _Mapping]]] = ...) -> None: ...
+
+class TrimRequest(_message.Message):
+    __slots__ = ("index", "before")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    before: int
+    def __init__(self, index: _Optional[str] = ..., before: _Optional[int] = ...) -> None: ...
+
+class TrimResponse(_message.Message):
+    __slots__ = ("entries_removed",)
+    ENTRIES_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    entries_removed: int
+    def __init__(self, entries_removed: _Optional[int] = ...) -> None: ...
+
+class KeepAheadRequest(_message.Message):
+    __slots__ = ("index", "now")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    NOW_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    now: int
+    def __init__(self, index: _Optional[str] = ..., now: _Optional[int] = ...) -> None: ...
+
+class KeepAheadResponse(_message.Message):
+    __slots__ = ("added",)
+    ADDED_FIELD_NUMBER: _ClassVar[int]
+    added: _containers.RepeatedCompositeFieldContainer[Window]
+    def __init__(self, added: _Optional[_Iterable[_Union[Window, _Mapping]]] = ...) -> None: ...
+
+class AddScoreRequest(_message.Message):
+    __slots__ = ("index", "pk", "entry")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PK_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    entry: Entry
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., entry: _Optional[_Union[Entry, _Mapping]] = ...) -> None: ...
+
+class AddScoreResponse(_message.Message):
+    __slots__ = ("windows_changed",)
+    WINDOWS_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    windows_changed: int
+    def __init__(self, windows_changed: _Optional[int] = ...) -> None: ...
+
+class AddEntriesRequest(_message.Message):
+    __slots__ = ("index", "pk", "entries")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PK_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    entries: _containers.RepeatedCompositeFieldContainer[Entry]
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ...) -> None: ...
+
+class SaveRecordRequest(_message.Message):
+    __slots__ = ("index", "pk", "entries")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PK_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    entries: _containers.RepeatedCompositeFieldContainer[Entry]
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ...) -> None: ...
+
+class WriteResponse(_message.Message):
+    __slots__ = ("windows_changed",)
+    WINDOWS_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    windows_changed: int
+    def __init__(self, windows_changed: _Optional[int] = ...) -> None: ...
+
+class DeleteRecordRequest(_message.Message):
+    __slots__ = ("index", "pk")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PK_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ...) -> None: ...
+
+class DeleteRecordResponse(_message.Message):
+    __slots__ = ("existed",)
+    EXISTED_FIELD_NUMBER: _ClassVar[int]
+    existed: bool
+    def __init__(self, existed: _Optional[bool] = ...) -> None: ...
+
+class RecordEntries(_message.Message):
+    __slots__ = ("pk", "entries")
+    PK_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    entries: _containers.RepeatedCompositeFieldContainer[Entry]
+    def __init__(self, pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ...) -> None: ...
+
+class WriteBatchRequest(_message.Message):
+    __slots__ = ("index", "records", "replace")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    records: _containers.RepeatedCompositeFieldContainer[RecordEntries]
+    replace: bool
+    def __init__(self, index: _Optional[str] = ..., records: _Optional[_Iterable[_Union[RecordEntries, _Mapping]]] = ..., replace: _Optional[bool] = ...) -> None: ...
+
+class WriteBatchResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RankRequest(_message.Message):
+    __slots__ = ("index", "pk", "window", "group", "mode")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PK_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    window: WindowSelector
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    mode: RankMode
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., mode: _Optional[_Union[RankMode, str]] = ...) -> None: ...
+
+class RankResponse(_message.Message):
+    __slots__ = ("rank",)
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    rank: int
+    def __init__(self, rank: _Optional[int] = ...) -> None: ...
+
+class RankAndEntryResponse(_message.Message):
+    __slots__ = ("entry",)
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    entry: RankedEntry
+    def __init__(self, entry: _Optional[_Union[RankedEntry, _Mapping]] = ...) -> None: ...
+
+class AroundMeRequest(_message.Message):
+    __slots__ = ("index", "pk", "window", "group", "mode", "above", "below", "if_absent")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PK_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    ABOVE_FIELD_NUMBER: _ClassVar[int]
+    BELOW_FIELD_NUMBER: _ClassVar[int]
+    IF_ABSENT_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    window: WindowSelector
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    mode: RankMode
+    above: int
+    below: int
+    if_absent: IfAbsent
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., mode: _Optional[_Union[RankMode, str]] = ..., above: _Optional[int] = ..., below: _Optional[int] = ..., if_absent: _Optional[_Union[IfAbsent, str]] = ...) -> None: ...
+
+class TopRequest(_message.Message):
+    __slots__ = ("index", "window", "group", "mode", "n")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    N_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    window: WindowSelector
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    mode: RankMode
+    n: int
+    def __init__(self, index: _Optional[str] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., mode: _Optional[_Union[RankMode, str]] = ..., n: _Optional[int] = ...) -> None: ...
+
+class EntriesResponse(_message.Message):
+    __slots__ = ("entries",)
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[RankedEntry]
+    def __init__(self, entries: _Optional[_Iterable[_Union[RankedEntry, _Mapping]]] = ...) -> None: ...
+
+class CountRequest(_message.Message):
+    __slots__ = ("index", "window", "group")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    window: WindowSelector
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    def __init__(self, index: _Optional[str] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ...) -> None: ...
+
+class CountResponse(_message.Message):
+    __slots__ = ("count",)
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    def __init__(self, count: _Optional[int] = ...) -> None: ...
+
+class ScoreForRankRequest(_message.Message):
+    __slots__ = ("index", "window", "group", "rank")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    window: WindowSelector
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    rank: int
+    def __init__(self, index: _Optional[str] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., rank: _Optional[int] = ...) -> None: ...
+
+class ScoreForRankResponse(_message.Message):
+    __slots__ = ("score",)
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    score: Score
+    def __init__(self, score: _Optional[_Union[Score, _Mapping]] = ...) -> None: ...
+
+class RankForScoreRequest(_message.Message):
+    __slots__ = ("index", "window", "group", "score")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    window: WindowSelector
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    score: Score
+    def __init__(self, index: _Optional[str] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., score: _Optional[_Union[Score, _Mapping]] = ...) -> None: ...
+
+class ScanRequest(_message.Message):
+    __slots__ = ("index", "type", "window", "group", "low", "high", "low_exclusive", "high_exclusive", "reverse", "limit", "continuation", "mode")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    LOW_FIELD_NUMBER: _ClassVar[int]
+    HIGH_FIELD_NUMBER: _ClassVar[int]
+    LOW_EXCLUSIVE_FIELD_NUMBER: _ClassVar[int]
+    HIGH_EXCLUSIVE_FIELD_NUMBER: _ClassVar[int]
+    REVERSE_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    type: ScanType
+    window: WindowSelector
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    low: Score
+    high: Score
+    low_exclusive: bool
+    high_exclusive: bool
+    reverse: bool
+    limit: int
+    continuation: bytes
+    mode: RankMode
+    def __init__(self, index: _Optional[str] = ..., type: _Optional[_Union[ScanType, str]] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., low: _Optional[_Union[Score, _Mapping]] = ..., high: _Optional[_Union[Score, _Mapping]] = ..., low_exclusive: _Optional[bool] = ..., high_exclusive: _Optional[bool] = ..., reverse: _Optional[bool] = ..., limit: _Optional[int] = ..., continuation: _Optional[bytes] = ..., mode: _Optional[_Union[RankMode, str]] = ...) -> None: ...
+
+class ScanResponse(_message.Message):
+    __slots__ = ("entries", "continuation")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[RankedEntry]
+    continuation: bytes
+    def __init__(self, entries: _Optional[_Iterable[_Union[RankedEntry, _Mapping]]] = ..., continuation: _Optional[bytes] = ...) -> None: ...

@@ -1,0 +1,340 @@
+"""A brute-force, in-memory model of the leaderboard index: the oracle of the index tests.
+
+Written from ``../shared/design/semantics.md`` and the test brief, never from the index's
+code: it keeps every entry of every record and recomputes each window's board from scratch
+by sorting lists.  Only ``fdb.tuple.pack`` is borrowed, to order primary keys as their
+packed bytes.
+
+Ranks are 0-based; lower elements rank better.  An element is ``(stored score, ts,
+context...)`` where the stored score is ``-score`` for a high-score-first group.  Scores,
+timestamps and context items must be ints (or ASCII strings) so that Python's tuple order is
+the tuple layer's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import fdb.tuple
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+ALL_TIME = (0, INT64_MIN, INT64_MAX)
+
+
+class ModelNotFound(Exception):
+    """No (ready or filling) window answers the read: the index raises WindowNotFound."""
+
+
+class ModelNotReady(Exception):
+    """The window a read resolves to is being filled: the index raises WindowNotReady."""
+
+
+class ModelPrecondition(Exception):
+    """The index must refuse the operation with FailedPrecondition (and change nothing)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class MEntry:
+    group: tuple
+    score: int
+    ts: int
+    context: tuple
+    seq: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One record's value on one board (window and group)."""
+
+    element: tuple
+    pk_bytes: bytes
+    pk: tuple
+    score: int
+    ts: int
+    context: tuple
+    group: tuple
+
+    @property
+    def stored(self) -> int:
+        return self.element[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class Listed:
+    """What a read returns for one record: compared with the index's RankedEntry fields."""
+
+    pk: tuple
+    score: int
+    timestamp: int
+    context: tuple
+    group: tuple
+    rank: int | None
+
+
+class Model:
+    def __init__(self, aggregation: str, high_score_first: bool = False, group_size: int = 0) -> None:
+        assert aggregation in ("BEST", "SUM", "LATEST")
+        self.aggregation = aggregation
+        self.default_hsf = high_score_first
+        self.group_size = group_size
+        self.records: dict[tuple, list[MEntry]] = {}
+        self.next_seq: dict[tuple, int] = {}
+        self.windows: dict[tuple[int, int, int], bool] | None = None  # window -> filling; None: no directory
+        self.directory_hsf: bool | None = None
+        self.sub_hsf: dict[tuple, bool] = {}
+        self.latest: int | None = None  # the latest timestamp ever written
+        self.trimmed_before: int | None = None
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def _note(self, ts: int) -> None:
+        self.latest = ts if self.latest is None else max(self.latest, ts)
+
+    def add(self, pk: tuple, entries: list[tuple]) -> None:
+        """``entries`` are (group, score, ts, context)."""
+        existing = self.records.setdefault(pk, [])
+        seq = self.next_seq.get(pk, 0)
+        for group, score, ts, context in entries:
+            existing.append(MEntry(tuple(group), score, ts, tuple(context), seq))
+            seq += 1
+            self._note(ts)
+        self.next_seq[pk] = seq
+
+    def save(self, pk: tuple, entries: list[tuple]) -> None:
+        self.records[pk] = []
+        self.next_seq[pk] = 0
+        self.add(pk, entries)
+
+    def delete(self, pk: tuple) -> bool:
+        self.next_seq.pop(pk, None)
+        return self.records.pop(pk, None) is not None
+
+    # -- windows -----------------------------------------------------------------------------
+
+    def hsf(self) -> bool:
+        return self.directory_hsf if self.directory_hsf is not None else self.default_hsf
+
+    def group_hsf(self, group: tuple) -> bool:
+        return self.sub_hsf.get(tuple(group), self.hsf())
+
+    def update_windows(
+        self,
+        high_score_first: bool,
+        windows: list[tuple[int, int, int]],
+        all_time: bool = True,
+        delete_before: int | None = None,
+        rebuild: str = "IF_OVERLAPPING_CHANGED",
+    ) -> tuple[list, list, list]:
+        """Returns (added, deleted, filling) windows, or raises ModelPrecondition."""
+        rebuild_all = rebuild == "ALWAYS"
+        old = dict(self.windows) if self.windows is not None else {}
+        flipped = self.windows is not None and self.directory_hsf != high_score_first
+        if flipped:
+            if rebuild == "NEVER":
+                raise ModelPrecondition("changing high_score_first needs a rebuild")
+            rebuild_all = True
+        kept = {}
+        deleted = []
+        for window, filling in old.items():
+            if delete_before is not None and window[0] != 0 and window[2] <= delete_before:
+                deleted.append(window)
+            else:
+                kept[window] = filling
+        added = []
+        wanted = ([ALL_TIME] if all_time else []) + list(windows)
+        for window in wanted:
+            if window not in kept and window not in added:
+                added.append(window)
+        refill = added + ([w for w in kept] if rebuild_all else [])
+        filling = []
+        for window in refill:
+            exact = window not in added and not (flipped and self.aggregation == "BEST")
+            if not exact and self.trimmed_before is not None and window[1] < self.trimmed_before:
+                raise ModelPrecondition(f"{window} starts before the trim horizon")
+            if self.latest is None or window[1] > self.latest:
+                continue
+            if rebuild == "NEVER":
+                raise ModelPrecondition(f"{window} overlaps stored data")
+            filling.append(window)
+        for window in added:
+            kept[window] = False
+        for window in filling:
+            kept[window] = True
+        self.windows = kept
+        self.directory_hsf = high_score_first
+        return added, deleted, [w for w, f in kept.items() if f]
+
+    def expire(self, before: int) -> list:
+        if self.windows is None:
+            return []
+        gone = [w for w in self.windows if w[0] != 0 and w[2] <= before]
+        for window in gone:
+            del self.windows[window]
+        return gone
+
+    def filling(self) -> list:
+        return [w for w, f in (self.windows or {}).items() if f]
+
+    def finish_fill(self) -> None:
+        if self.windows is not None:
+            self.windows = {w: False for w in self.windows}
+
+    def trim(self, before: int) -> None:
+        """Trimming never changes a result: it only forbids windows starting before ``before``."""
+        if self.filling():
+            raise ModelPrecondition("trim while windows are filling")
+        self.trimmed_before = before if self.trimmed_before is None else max(self.trimmed_before, before)
+
+    def has_values(self, group: tuple) -> bool:
+        """Whether ``group`` has a value in some window of the directory (ready ones only)."""
+        for window, filling in (self.windows or {}).items():
+            if not filling and self.board(window, group):
+                return True
+        return False
+
+    # -- boards ------------------------------------------------------------------------------
+
+    def resolve(self, window_type: int, ts: int | None) -> tuple[int, int, int]:
+        """The window a read of ``window_type`` at ``ts`` uses: the oldest containing ``ts``."""
+        ts = 0 if ts is None else ts
+        candidates = [w for w in (self.windows or {}) if w[0] == window_type and w[1] <= ts < w[2]]
+        if not candidates:
+            raise ModelNotFound(f"no window of type {window_type} at {ts}")
+        window = min(candidates, key=lambda w: (w[1], -w[2]))
+        if self.windows[window]:
+            raise ModelNotReady(f"{window} is filling")
+        return window
+
+    def value(self, window: tuple, group: tuple, pk: tuple) -> Row | None:
+        _, start, end = window
+        group = tuple(group)
+        inside = [e for e in self.records.get(pk, []) if e.group == group and start <= e.ts < end]
+        if not inside:
+            return None
+        sign = -1 if self.group_hsf(group) else 1
+        if self.aggregation == "BEST":
+            best = min(inside, key=lambda e: (sign * e.score, e.ts, *e.context))
+            score, ts, context = best.score, best.ts, best.context
+        elif self.aggregation == "LATEST":
+            latest = max(inside, key=lambda e: (e.ts, e.seq))
+            score, ts, context = latest.score, latest.ts, latest.context
+        else:
+            latest = max(inside, key=lambda e: (e.ts, e.seq))
+            score, ts, context = sum(e.score for e in inside), latest.ts, latest.context
+        return Row((sign * score, ts, *context), fdb.tuple.pack(pk), pk, score, ts, context, group)
+
+    def board(self, window: tuple, group: tuple) -> list[Row]:
+        rows = [self.value(window, group, pk) for pk in self.records]
+        return sorted((row for row in rows if row is not None), key=lambda row: (row.element, row.pk_bytes))
+
+    @staticmethod
+    def ordinal(rows: list[Row], row: Row) -> int:
+        return sum(1 for other in rows if other.element < row.element)
+
+    @staticmethod
+    def competition(rows: list[Row], row: Row) -> int:
+        return sum(1 for other in rows if other.stored < row.stored)
+
+    def listed(self, rows: list[Row], row: Row, mode: str | None) -> Listed:
+        if mode is None:
+            rank = None
+        elif mode == "ORDINAL":
+            rank = self.ordinal(rows, row)
+        else:
+            rank = self.competition(rows, row)
+        return Listed(row.pk, row.score, row.ts, row.context, row.group, rank)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def _board_at(self, window_type: int, ts: int | None, group: tuple) -> list[Row]:
+        return self.board(self.resolve(window_type, ts), group)
+
+    def rank(self, pk: tuple, window_type: int, ts: int | None, group: tuple, mode: str) -> int | None:
+        entry = self.rank_and_entry(pk, window_type, ts, group, mode)
+        return None if entry is None else entry.rank
+
+    def rank_and_entry(self, pk: tuple, window_type: int, ts: int | None, group: tuple, mode: str) -> Listed | None:
+        rows = self._board_at(window_type, ts, group)
+        for row in rows:
+            if row.pk == pk:
+                return self.listed(rows, row, mode)
+        return None
+
+    def top(self, n: int, window_type: int, ts: int | None, group: tuple, mode: str) -> list[Listed]:
+        rows = self._board_at(window_type, ts, group)
+        return [self.listed(rows, row, mode) for row in rows[:n]]
+
+    def count(self, window_type: int, ts: int | None, group: tuple) -> int:
+        return len(self._board_at(window_type, ts, group))
+
+    def around(
+        self, pk: tuple, above: int, below: int, window_type: int, ts: int | None, group: tuple, mode: str,
+        if_absent: str = "EMPTY",
+    ) -> list[Listed]:
+        rows = self._board_at(window_type, ts, group)
+        span = above + below + 1
+        positions = [i for i, row in enumerate(rows) if row.pk == pk]
+        if not positions:
+            if if_absent == "TOP":
+                start = 0
+            elif if_absent == "BOTTOM":
+                start = max(0, len(rows) - span)
+            else:
+                return []
+        else:
+            start = max(0, min(positions[0] - above, len(rows) - span))
+        return [self.listed(rows, row, mode) for row in rows[start : start + span]]
+
+    def score_for_rank(self, rank: int, window_type: int, ts: int | None, group: tuple) -> int | None:
+        rows = self._board_at(window_type, ts, group)
+        return rows[rank].score if rank < len(rows) else None
+
+    def rank_for_score(self, score: int, window_type: int, ts: int | None, group: tuple) -> int:
+        rows = self._board_at(window_type, ts, group)
+        stored = -score if self.group_hsf(group) else score
+        return sum(1 for row in rows if row.stored < stored)
+
+    def scan_by_value(
+        self,
+        group: tuple,
+        low: int | None = None,
+        high: int | None = None,
+        low_inclusive: bool = True,
+        high_inclusive: bool = True,
+        reverse: bool = False,
+    ) -> list[Listed]:
+        """All-time records by natural score, ascending unless ``reverse``.
+
+        The index reads its stored keys forward (low score first) or, for a high-score-first
+        group, backward: records with equal scores come out in element-then-pk order, or in
+        the reverse of it for a high-score-first group.
+        """
+        rows = self._board_at(0, None, group)
+        if self.group_hsf(group):
+            rows = rows[::-1]
+
+        def inside(row: Row) -> bool:
+            if low is not None and (row.score < low or (row.score == low and not low_inclusive)):
+                return False
+            return high is None or not (row.score > high or (row.score == high and not high_inclusive))
+
+        out = [self.listed(rows, row, None) for row in rows if inside(row)]
+        return out[::-1] if reverse else out
+
+    def scan_by_rank(
+        self,
+        window_type: int,
+        ts: int | None,
+        group: tuple,
+        low: int | None = None,
+        high: int | None = None,
+        low_inclusive: bool = True,
+        high_inclusive: bool = True,
+        mode: str = "ORDINAL",
+    ) -> list[Listed]:
+        """The records at positions ``low .. high`` (bounds inclusive or not; None: open)."""
+        rows = self._board_at(window_type, ts, group)
+        first = 0 if low is None else low + (0 if low_inclusive else 1)
+        last = len(rows) - 1 if high is None else high - (0 if high_inclusive else 1)
+        return [self.listed(rows, rows[i], mode) for i in range(first, min(last, len(rows) - 1) + 1)]
