@@ -268,6 +268,22 @@ def fill(ctx: click.Context, name: str, batch: int) -> None:
 
 
 @main.command()
+@click.argument("name")
+@click.option("--max-problems", default=100, show_default=True)
+@click.pass_context
+@_fail_on_rpc_error
+def verify(ctx: click.Context, name: str, max_problems: int) -> None:
+    """Recompute every window from the records and compare with the B-tree and ranked sets."""
+    with _client(ctx) as client:
+        problems = client.verify(name, max_problems)
+    for problem in problems:
+        click.echo(problem)
+    if problems:
+        raise click.ClickException(f"{len(problems)} problem(s) found in {name}")
+    click.echo(f"{name}: every window matches the records")
+
+
+@main.command()
 @click.option("--every", default="60s", show_default=True, help="Interval between passes (e.g. 30s, 5m).")
 @click.option("--once", is_flag=True, help="Run one pass and exit.")
 @click.option("--now", type=int, default=None, help="Use this time instead of the clock (testing).")

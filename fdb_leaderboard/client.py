@@ -153,6 +153,10 @@ class LeaderboardClient:
     def keep_ahead(self, index: str, now: int) -> list[pb.Window]:
         return list(self._call("KeepAhead", pb.KeepAheadRequest(index=index, now=now)).added)
 
+    def verify(self, index: str, max_problems: int = 0) -> list[str]:
+        """Problems the server's consistency check finds in the index (empty: sound)."""
+        return list(self._call("Verify", pb.VerifyRequest(index=index, max_problems=max_problems)).problems)
+
     # -- writes ---------------------------------------------------------------------------
 
     def add_score(

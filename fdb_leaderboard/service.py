@@ -22,6 +22,7 @@ from grpc_reflection.v1alpha import reflection
 
 from . import convert
 from .catalog import Catalog
+from .checker import check_index
 from .directory import Rebuild, WindowSpec, WindowUpdate
 from .errors import AlreadyExists, FailedPrecondition, InvalidArgument, LeaderboardError, NotFound
 from .index import IndexSettings, LeaderboardIndex
@@ -286,6 +287,11 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             policy.certain_within,
         )
         return pb.KeepAheadResponse(added=[convert.window_to_proto(w) for w in added])
+
+    @_rpc
+    def Verify(self, request: pb.VerifyRequest, context: grpc.ServicerContext) -> pb.VerifyResponse:
+        problems = check_index(self._index(request.index), request.max_problems or 100)
+        return pb.VerifyResponse(problems=problems)
 
     # -- writes ---------------------------------------------------------------------------
 

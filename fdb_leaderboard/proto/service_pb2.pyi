@@ -401,6 +401,20 @@ class KeepAheadResponse(_message.Message):
     added: _containers.RepeatedCompositeFieldContainer[Window]
     def __init__(self, added: _Optional[_Iterable[_Union[Window, _Mapping]]] = ...) -> None: ...
 
+class VerifyRequest(_message.Message):
+    __slots__ = ("index", "max_problems")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    MAX_PROBLEMS_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    max_problems: int
+    def __init__(self, index: _Optional[str] = ..., max_problems: _Optional[int] = ...) -> None: ...
+
+class VerifyResponse(_message.Message):
+    __slots__ = ("problems",)
+    PROBLEMS_FIELD_NUMBER: _ClassVar[int]
+    problems: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, problems: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class AddScoreRequest(_message.Message):
     __slots__ = ("index", "pk", "entry")
     INDEX_FIELD_NUMBER: _ClassVar[int]

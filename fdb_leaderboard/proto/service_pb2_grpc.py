@@ -89,6 +89,11 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.KeepAheadRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.KeepAheadResponse.FromString,
                 _registered_method=True)
+        self.Verify = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/Verify',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.VerifyRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.VerifyResponse.FromString,
+                _registered_method=True)
         self.AddScore = channel.unary_unary(
                 '/fdb_leaderboard.v1.Leaderboard/AddScore',
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.AddScoreRequest.SerializeToString,
@@ -221,6 +226,12 @@ class LeaderboardServicer:
         raise NotImplementedError('Method not implemented!')
 
     def KeepAhead(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Verify(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -363,6 +374,11 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     servicer.KeepAhead,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.KeepAheadRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.KeepAheadResponse.SerializeToString,
+            ),
+            'Verify': grpc.unary_unary_rpc_method_handler(
+                    servicer.Verify,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.VerifyRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.VerifyResponse.SerializeToString,
             ),
             'AddScore': grpc.unary_unary_rpc_method_handler(
                     servicer.AddScore,
@@ -727,6 +743,33 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/KeepAhead',
             fdb__leaderboard_dot_proto_dot_service__pb2.KeepAheadRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.KeepAheadResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Verify(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/Verify',
+            fdb__leaderboard_dot_proto_dot_service__pb2.VerifyRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.VerifyResponse.FromString,
             options,
             channel_credentials,
             insecure,
