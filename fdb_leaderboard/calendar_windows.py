@@ -16,7 +16,8 @@ PERIODS = ("daily", "iso-weekly", "monthly")
 TIMEBASES = {"seconds": 1, "milliseconds": 1000}
 
 
-def _zone(name: str) -> ZoneInfo:
+def zone_info(name: str) -> ZoneInfo:
+    """The time zone ``name``, or InvalidArgument naming it."""
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
@@ -58,7 +59,7 @@ def calendar_windows(
         raise InvalidArgument(f"timebase must be one of {', '.join(TIMEBASES)}, not {timebase!r}")
     if not 0 <= count <= 2_500:
         raise InvalidArgument(f"count must be between 0 and 2500, not {count}")
-    zone = _zone(timezone)
+    zone = zone_info(timezone)
     scale = TIMEBASES[timebase]
 
     def instant(day: dt.date) -> int:

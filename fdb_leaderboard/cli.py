@@ -311,6 +311,11 @@ def maintenance_pass(client: LeaderboardClient, now: int) -> list[str]:
                 added = client.keep_ahead(info.name, now)
                 if added:
                     report.append(f"{info.name}: added {len(added)} window(s)")
+                # A window added over stored scores (e.g. today's, when the job was not running)
+                # is not served until filled; this also resumes a fill an earlier pass left.
+                if any(window.filling for window in client.list_windows(info.name).windows):
+                    step = client.fill(info.name)
+                    report.append(f"{info.name}: filled windows from {step.records_processed} record(s)")
             if policy.retain:
                 gone = client.expire(info.name, now - policy.retain)
                 if gone:

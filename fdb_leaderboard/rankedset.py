@@ -45,6 +45,7 @@ _SENTINEL = b"\x01\x00"  # tuple encoding of the empty byte string
 _ONE = (1).to_bytes(8, "little")
 _MINUS_ONE = (-1 & 0xFFFF_FFFF_FFFF_FFFF).to_bytes(8, "little")
 _ZERO = bytes(8)
+_NTH_PAGE = 12
 
 
 class HashFunction(enum.Enum):
@@ -273,6 +274,7 @@ class RankedSet:
             return None
         rank = 0
         start = _SENTINEL
+        from_bytes = int.from_bytes
         for level in range(self.nlevels - 1, 0, -1):
             prefix = levels[level]
             nodes = tr.get_range(prefix + start, prefix + suffix)
@@ -281,10 +283,10 @@ class RankedSet:
                     return 0  # the set was never initialized: it is empty
                 raise CorruptRankedSet(f"level {level} of the ranked set at {self.prefix!r} lacks node {start!r}")
             for _, value in nodes[:-1]:
-                rank += _decode_count(value)
+                rank += from_bytes(value, "little", signed=True)
             start = nodes[-1][0][len(prefix) :]  # descend from the last node before the element
         for _, value in tr.get_range(levels[0] + start, levels[0] + suffix):
-            rank += _decode_count(value)
+            rank += from_bytes(value, "little", signed=True)
         return rank
 
     def get_nth(self, tr: ReadView, n: int) -> bytes | None:
@@ -294,19 +296,28 @@ class RankedSet:
         levels = self._levels
         start = _SENTINEL
         stop: bytes | None = None  # the next node on the level above bounds the scan below
+        from_bytes = int.from_bytes
         for level in range(self.nlevels - 1, -1, -1):
             prefix = levels[level]
-            nodes = tr.get_range(prefix + start, prefix + stop if stop is not None else self._level_ends[level])
-            for i, (key, value) in enumerate(nodes):
-                count = _decode_count(value)
-                if n < count:
-                    start = key[len(prefix) :]
-                    if i + 1 < len(nodes):
-                        stop = nodes[i + 1][0][len(prefix) :]
-                    break
-                n -= count
-            else:
-                return None
+            begin = prefix + start
+            end = prefix + stop if stop is not None else self._level_ends[level]
+            found = False
+            while not found:
+                # A span holds about 16 nodes and the walk stops halfway on average: read in pages.
+                nodes = tr.get_range(begin, end, _NTH_PAGE)
+                for i, (key, value) in enumerate(nodes):
+                    count = from_bytes(value, "little", signed=True)
+                    if n < count:
+                        start = key[len(prefix) :]
+                        if i + 1 < len(nodes):
+                            stop = nodes[i + 1][0][len(prefix) :]
+                        found = True
+                        break
+                    n -= count
+                else:
+                    if len(nodes) < _NTH_PAGE:
+                        return None  # past the last element
+                    begin = nodes[-1][0] + b"\x00"
         return _element(start)
 
     def size(self, tr: ReadView) -> int:
@@ -354,8 +365,8 @@ class RankedSet:
             return len(problems) >= max_problems
 
         for level in range(self.nlevels):
-            if tr.get(self._level_sentinels[level]) is None:
-                report(f"level {level}: sentinel missing")
+            if tr.get(self._level_sentinels[level]) is None and report(f"level {level}: sentinel missing"):
+                return problems
         if problems:
             return problems
         for suffix, count in self._nodes(tr, 0):
@@ -396,6 +407,8 @@ class RankedSet:
                 if report(f"level {level}: node {_element(following[0])!r} is missing from level {level - 1}"):
                     return problems
                 following = next(upper, None)
-            if span != total:
-                report(f"level {level}: node {_element(current)!r} counts {total}, the level below sums to {span}")
+            if span != total and report(
+                f"level {level}: node {_element(current)!r} counts {total}, the level below sums to {span}"
+            ):
+                return problems
         return problems

@@ -90,7 +90,11 @@ def _window_ref(selector: pb.WindowSelector) -> WindowRef:
 
 
 def _rank_mode(mode: int) -> RankMode:
-    return RankMode.COMPETITION if mode == pb.COMPETITION else RankMode.ORDINAL
+    if mode == pb.ORDINAL:
+        return RankMode.ORDINAL
+    if mode == pb.COMPETITION:
+        return RankMode.COMPETITION
+    raise InvalidArgument(f"unknown rank mode {mode}: use ORDINAL (0) or COMPETITION (1)")
 
 
 def settings_from_proto(options: pb.IndexOptions, reference_layout: bool) -> IndexSettings:

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from .calendar_windows import calendar_windows
+from .calendar_windows import calendar_windows, zone_info
 from .directory import Rebuild, WindowSpec, WindowUpdate
 from .errors import InvalidArgument
 
@@ -46,52 +46,76 @@ _KNOWN = {
 }
 
 
+_ENTRY_KEYS = {
+    "specs": {"type", "base", "increment", "duration", "count"},
+    "windows": {"type", "start", "end"},
+    "calendar": {"type", "period", "timezone", "start", "count"},
+}
+
+
+def _entries(document: dict[str, Any], section: str) -> list[dict[str, Any]]:
+    """The mappings listed under ``section``, each with only the keys it may hold."""
+    entries = document.get(section) or []
+    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+        raise InvalidArgument(f"{section} must be a list of mappings")
+    for entry in entries:
+        unknown = set(entry) - _ENTRY_KEYS[section]
+        if unknown:
+            raise InvalidArgument(f"unknown key(s) in a {section} entry: {', '.join(sorted(map(str, unknown)))}")
+    return entries
+
+
 def parse_window_update(document: dict[str, Any], now: dt.datetime | None = None) -> WindowUpdate:
     if not isinstance(document, dict):
         raise InvalidArgument("a window-update file must hold a mapping")
     unknown = set(document) - _KNOWN
     if unknown:
-        raise InvalidArgument(f"unknown key(s) in window-update file: {', '.join(sorted(unknown))}")
+        raise InvalidArgument(f"unknown key(s) in window-update file: {', '.join(sorted(map(str, unknown)))}")
     if "high_score_first" not in document:
         raise InvalidArgument("a window-update file must say high_score_first: true or false")
+    for flag in ("high_score_first", "all_time"):
+        if flag in document and not isinstance(document[flag], bool):
+            raise InvalidArgument(f"{flag} must be true or false, not {document[flag]!r}")
     now = now or dt.datetime.now(dt.UTC)
     timebase = document.get("timebase", "seconds")
     scale = {"seconds": 1, "milliseconds": 1000}.get(timebase)
     if scale is None:
         raise InvalidArgument(f"timebase must be seconds or milliseconds, not {timebase!r}")
+    rebuild_name = document.get("rebuild", "IF_OVERLAPPING_CHANGED")
+    if not isinstance(rebuild_name, str) or rebuild_name not in Rebuild.__members__:
+        raise InvalidArgument(f"rebuild must be one of {', '.join(Rebuild.__members__)}, not {rebuild_name!r}")
     try:
         specs = [
             WindowSpec(s["type"], s["base"], s["increment"], s["duration"], s["count"])
-            for s in document.get("specs", [])
+            for s in _entries(document, "specs")
         ]
-        windows = [(w["type"], w["start"], w["end"]) for w in document.get("windows", [])]
-        for period in document.get("calendar", []):
+        windows = [(w["type"], w["start"], w["end"]) for w in _entries(document, "windows")]
+        for period in _entries(document, "calendar"):
             zone = period.get("timezone", "UTC")
             start = period.get("start", "today")
             if start in ("today", None):
-                from zoneinfo import ZoneInfo
-
-                first = now.astimezone(ZoneInfo(zone)).date()
+                first = now.astimezone(zone_info(zone)).date()
             elif isinstance(start, dt.date):
                 first = start
             else:
                 first = dt.date.fromisoformat(str(start))
             windows.extend(calendar_windows(period["type"], period["period"], zone, first, period["count"], timebase))
-        rebuild = Rebuild[document.get("rebuild", "IF_OVERLAPPING_CHANGED")]
+        update = WindowUpdate(
+            update_timestamp=document.get("update_timestamp", int(now.timestamp() * scale)),
+            high_score_first=document["high_score_first"],
+            delete_before=document.get("delete_before"),
+            all_time=document.get("all_time", True),
+            specs=specs,
+            windows=windows,
+            nlevels=document.get("nlevels", 6),
+            rebuild=Rebuild[rebuild_name],
+        )
+        update.requested_windows()  # types, ranges and counts, checked before anything is sent
     except KeyError as exc:
         raise InvalidArgument(f"window-update file: missing or unknown {exc}") from None
     except (TypeError, ValueError) as exc:
         raise InvalidArgument(f"window-update file: {exc}") from None
-    return WindowUpdate(
-        update_timestamp=int(document.get("update_timestamp", now.timestamp() * scale)),
-        high_score_first=bool(document["high_score_first"]),
-        delete_before=document.get("delete_before"),
-        all_time=bool(document.get("all_time", True)),
-        specs=specs,
-        windows=windows,
-        nlevels=document.get("nlevels", 6),
-        rebuild=rebuild,
-    )
+    return update
 
 
 def load_window_update(path: str | pathlib.Path, now: dt.datetime | None = None) -> WindowUpdate:

@@ -1,0 +1,1278 @@
+"""The gRPC service end to end: a real server on a local port, the Python client and raw stubs.
+
+Every RPC is called at least once and its answer compared with values worked out by hand
+on small data.  Every documented status code is provoked with the message checked for
+the problem it names, and a rejected request must leave everything stored as it was
+(windows, sub-directories, every window's board and count, the index list).  Standard
+health checking and reflection, graceful shutdown with writes in flight, concurrent
+writers and the embedded store's group commit are exercised too.  The server must never
+answer UNKNOWN or INTERNAL here: an autouse fixture fails any test that makes the
+service log an unexpected exception.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from fdb_leaderboard.client import LeaderboardClient
+from fdb_leaderboard.proto import service_pb2 as pb
+from fdb_leaderboard.service import SERVICE_NAME, Server
+
+DAY = 86_400
+Code = grpc.StatusCode
+
+
+# -- fixtures and helpers ----------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def no_unexpected_server_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """The service logs (and answers INTERNAL) only for exceptions it did not expect."""
+    caplog.set_level(logging.ERROR, logger="fdb_leaderboard.service")
+    yield
+    unexpected = [r for r in caplog.records if r.name == "fdb_leaderboard.service" and r.levelno >= logging.ERROR]
+    assert not unexpected, [r.getMessage() for r in unexpected]
+
+
+def start_server(path: Any, durable: bool = False) -> Server:
+    return Server(f"lmdb:{path}?durable={'true' if durable else 'false'}", "127.0.0.1:0").start()
+
+
+@pytest.fixture
+def server(tmp_path) -> Iterator[Server]:
+    running = start_server(tmp_path / "s")
+    yield running
+    running.stop(grace=1)
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[LeaderboardClient]:
+    with LeaderboardClient(server.address, timeout=20) as lb:
+        yield lb
+
+
+def rpc_error(code: grpc.StatusCode, call: Callable[[], Any], *needles: str) -> str:
+    """Run ``call``; it must fail with ``code`` and a message holding every needle."""
+    with pytest.raises(grpc.RpcError) as caught:
+        call()
+    error = caught.value
+    assert error.code() == code, f"expected {code.name}, got {error.code().name}: {error.details()}"
+    details = error.details()
+    for needle in needles:
+        assert needle in details, f"{needle!r} not in {details!r}"
+    return details
+
+
+def board(lb: LeaderboardClient, index: str, window_type: int = 0, ts: int | None = None, **kwargs: Any) -> list:
+    """A window's whole board as (first pk element, score, timestamp, rank)."""
+    return [(e.pk[0], e.score, e.timestamp, e.rank) for e in lb.top(index, 1000, window_type, ts, **kwargs)]
+
+
+def rows(entries: list) -> list:
+    return [(e.pk[0], e.score, e.timestamp, e.rank) for e in entries]
+
+
+def names(entries: list) -> list:
+    return [e.pk[0] for e in entries]
+
+
+def snapshot(lb: LeaderboardClient, indexes: dict[str, list[tuple]]) -> dict:
+    """Everything a client can see of ``indexes`` ({name: [groups]}), to compare before/after."""
+    seen: dict[Any, Any] = {
+        "indexes": [info.SerializeToString(deterministic=True) for info in lb.list_indexes()],
+    }
+    for name, groups in indexes.items():
+        listing = lb.list_windows(name)
+        seen[name] = listing.SerializeToString(deterministic=True)
+        seen[name, "subs"] = lb.sub_directories(name)
+        for window in listing.windows:
+            if window.filling:
+                continue
+            ts = None if window.type == 0 else window.start
+            for group in groups:
+                key = (name, window.key, group)
+                seen[key] = (
+                    rows(lb.top(name, 1000, window.type, ts, group)),
+                    lb.count(name, window.type, ts, group),
+                )
+    return seen
+
+
+def populate_game(lb: LeaderboardClient, name: str = "game") -> None:
+    """A high-score-first BEST index: all-time plus daily windows for days 0, 1 and 2.
+
+    all-time: alice 400@90001, bob 300@2000, eve 300@2500, carol 100@3000, frank 100@3000, dave 50@90000
+    day 0:    bob 300@2000, eve 300@2500, alice 100@1000, carol 100@3000, frank 100@3000
+    day 1:    alice 400@90001, dave 50@90000
+    """
+    assert lb.create_index(name, high_score_first=True) is True
+    lb.update_windows(name, specs=[(1, 0, DAY, DAY, 3)], high_score_first=True)
+    assert lb.add_score(name, ("alice",), 100, 1000) == 2
+    assert lb.add_score(name, ("bob",), 300, 2000) == 2
+    assert lb.add_score(name, ("eve",), 300, 2500) == 2
+    assert lb.add_score(name, ("carol",), 100, 3000) == 2
+    request = pb.AddEntriesRequest(
+        index=name,
+        pk=[pb.Item(string="frank")],
+        entries=[
+            pb.Entry(score=pb.Score(int=100), timestamp=3000),
+            pb.Entry(score=pb.Score(int=20), timestamp=4000),
+        ],
+    )
+    assert lb.stub.AddEntries(request).windows_changed == 2
+    assert lb.add_score(name, ("dave",), 50, 90_000) == 2
+    assert lb.add_score(name, ("alice",), 400, 90_001) == 2
+    assert lb.add_score(name, ("alice",), 50, 1500) == 0  # worse than alice's best everywhere
+
+
+ALL_TIME_BOARD = [
+    ("alice", 400, 90_001, 0),
+    ("bob", 300, 2000, 1),
+    ("eve", 300, 2500, 2),
+    ("carol", 100, 3000, 3),
+    ("frank", 100, 3000, 3),  # same (score, timestamp, context) as carol: same ORDINAL rank
+    ("dave", 50, 90_000, 5),
+]
+DAY0_BOARD = [
+    ("bob", 300, 2000, 0),
+    ("eve", 300, 2500, 1),
+    ("alice", 100, 1000, 2),
+    ("carol", 100, 3000, 3),
+    ("frank", 100, 3000, 3),
+]
+DAY1_BOARD = [("alice", 400, 90_001, 0), ("dave", 50, 90_000, 1)]
+
+
+# -- admin RPCs ---------------------------------------------------------------------------------
+
+
+def test_create_and_list_indexes(client: LeaderboardClient) -> None:
+    assert client.create_index("game", high_score_first=True) is True
+    assert client.create_index("game", high_score_first=True) is False  # same options: not an error
+    policy = pb.MaintenancePolicy(
+        windows=[pb.RegularWindows(type=1, base=0, increment=DAY, duration=DAY)],
+        horizon=2 * DAY,
+        certain_within=DAY,
+        retain=3 * DAY,
+    )
+    assert client.create_index(
+        "points", aggregation="SUM", group_size=1, context_size=1, hash_function="CRC", maintenance=policy
+    )
+    assert client.create_index("ref", reference_layout=True, aggregation="LATEST")
+    listed = {info.name: info for info in client.list_indexes()}
+    assert sorted(listed) == ["game", "points", "ref"]
+    game = listed["game"].options
+    assert (game.aggregation, game.hash_function, game.high_score_first) == (pb.BEST, pb.MURMUR3, True)
+    assert game.count_duplicates  # exact record counts unless the reference layout is asked for
+    points = listed["points"]
+    assert (points.options.aggregation, points.options.hash_function) == (pb.SUM, pb.CRC)
+    assert (points.options.group_size, points.options.context_size) == (1, 1)
+    assert points.maintenance == policy
+    ref = listed["ref"].options
+    assert (ref.aggregation, ref.hash_function, ref.count_duplicates) == (pb.LATEST, pb.JDK, False)
+    assert listed["game"].maintenance == pb.MaintenancePolicy()
+
+    client.set_maintenance("game", policy)
+    assert {i.name: i.maintenance for i in client.list_indexes()}["game"] == policy
+    client.set_maintenance("game", pb.MaintenancePolicy())
+    assert {i.name: i.maintenance for i in client.list_indexes()}["game"] == pb.MaintenancePolicy()
+
+
+def test_update_and_list_windows(client: LeaderboardClient) -> None:
+    client.create_index("game", high_score_first=True)
+    before = client.list_windows("game")
+    assert not before.exists and not before.windows and not before.HasField("latest_timestamp")
+
+    result = client.update_windows(
+        "game",
+        specs=[(1, 0, DAY, DAY, 3)],
+        windows=[(9, 100, 500)],
+        high_score_first=True,
+        update_timestamp=42,
+        nlevels=4,
+    )
+    assert result.changed
+    added = [(w.type, w.start, w.end, w.key, w.nlevels) for w in result.added]
+    assert added == [
+        (0, -(2**63), 2**63 - 1, 0, 4),
+        (1, 0, DAY, 1, 4),
+        (1, DAY, 2 * DAY, 2, 4),
+        (1, 2 * DAY, 3 * DAY, 3, 4),
+        (9, 100, 500, 4, 4),
+    ]
+    assert not result.deleted and not result.filling
+
+    listing = client.list_windows("game")
+    assert listing.exists and listing.high_score_first and listing.update_timestamp == 42
+    assert [(w.type, w.start, w.end, w.key, w.filling) for w in listing.windows] == [
+        (0, -(2**63), 2**63 - 1, 0, False),
+        (1, 0, DAY, 1, False),
+        (1, DAY, 2 * DAY, 2, False),
+        (1, 2 * DAY, 3 * DAY, 3, False),
+        (9, 100, 500, 4, False),
+    ]
+
+    # The same update again changes nothing; delete_before drops windows that ended by then.
+    again = client.update_windows("game", specs=[(1, 0, DAY, DAY, 3)], high_score_first=True, update_timestamp=42)
+    assert not again.changed and not again.added
+    client.add_score("game", ("alice",), 7, 1000)
+    dropped = client.update_windows("game", high_score_first=True, delete_before=DAY, update_timestamp=43)
+    assert [(w.type, w.start, w.end) for w in dropped.deleted] == [(1, 0, DAY), (9, 100, 500)]
+    listing = client.list_windows("game")
+    assert [w.key for w in listing.windows] == [0, 2, 3]
+    assert listing.latest_timestamp == 1000 and listing.update_timestamp == 43
+    assert board(client, "game") == [("alice", 7, 1000, 0)]
+
+
+def test_sub_directories(client: LeaderboardClient) -> None:
+    client.create_index("games", group_size=1, high_score_first=True)
+    client.update_windows("games", high_score_first=True)
+    assert client.sub_directories("games") == {}
+    client.save_sub_directory("games", ("golf",), False)
+    client.save_sub_directory("games", ("chess",), True)
+    assert client.sub_directories("games") == {("golf",): False, ("chess",): True}
+    # golf is low-score-first, chess inherits nothing special: high-score-first.
+    for pk, score, game in [("ann", 72, "golf"), ("ben", 68, "golf"), ("ann", 1500, "chess"), ("ben", 1700, "chess")]:
+        client.add_score("games", (pk,), score, 10, group=(game,))
+    assert board(client, "games", group=("golf",)) == [("ben", 68, 10, 0), ("ann", 72, 10, 1)]
+    assert board(client, "games", group=("chess",)) == [("ben", 1700, 10, 0), ("ann", 1500, 10, 1)]
+    # Saving the same direction again is allowed after scores; flipping is not (see the error tests).
+    client.save_sub_directory("games", ("golf",), False)
+    assert client.sub_directories("games") == {("golf",): False, ("chess",): True}
+
+
+def test_keep_ahead_expire_trim_fill_verify(client: LeaderboardClient) -> None:
+    policy = pb.MaintenancePolicy(
+        windows=[pb.RegularWindows(type=1, base=0, increment=DAY, duration=DAY)],
+        horizon=2 * DAY,
+        certain_within=DAY,
+        retain=3 * DAY,
+    )
+    client.create_index("game", high_score_first=True, maintenance=policy)
+    client.update_windows("game", high_score_first=True)
+    # At a midnight: today's window and tomorrow's (within certain_within) are certain; the one
+    # starting exactly at the horizon has probability 0.
+    added = client.keep_ahead("game", 10 * DAY)
+    assert [(w.type, w.start, w.end) for w in added] == [(1, 10 * DAY, 11 * DAY), (1, 11 * DAY, 12 * DAY)]
+    assert client.keep_ahead("game", 10 * DAY) == []  # idempotent
+    # Half a day later tomorrow's is certain; the day after has probability 1/2: never tomorrow's twice.
+    later = client.keep_ahead("game", 10 * DAY + DAY // 2)
+    assert {(w.start, w.end) for w in later} <= {(12 * DAY, 13 * DAY)}
+
+    client.add_score("game", ("alice",), 5, 10 * DAY + 1)
+    client.add_score("game", ("alice",), 3, 10 * DAY + 2)  # not alice's best anywhere: trimmable
+    client.add_score("game", ("bob",), 9, 11 * DAY + 1)
+    client.add_score("game", ("alice",), 8, 11 * DAY + 2)
+    assert board(client, "game", 1, 10 * DAY) == [("alice", 5, 10 * DAY + 1, 0)]
+    assert board(client, "game", 1, 11 * DAY) == [("bob", 9, 11 * DAY + 1, 0), ("alice", 8, 11 * DAY + 2, 1)]
+
+    # Trim: alice's 3 is nobody's value; her 5 is day 10's value and stays.
+    assert client.trim("game", 11 * DAY) == 1
+    assert client.list_windows("game").trimmed_before == 11 * DAY
+    assert client.verify("game") == []
+    # Expire day 10; its value entry (alice's 5) can now be trimmed too.
+    gone = client.expire("game", 11 * DAY)
+    assert [(w.type, w.start, w.end) for w in gone] == [(1, 10 * DAY, 11 * DAY)]
+    assert client.expire("game", 11 * DAY) == []
+    rpc_error(Code.NOT_FOUND, lambda: client.top("game", 5, 1, 10 * DAY), "no window of type 1", str(10 * DAY))
+    assert client.trim("game", 11 * DAY) == 1
+    assert board(client, "game") == [("bob", 9, 11 * DAY + 1, 0), ("alice", 8, 11 * DAY + 2, 1)]
+    assert client.verify("game") == []
+
+    # Fill: a new window over stored scores fills from the records, then serves.
+    result = client.update_windows("game", windows=[(5, 11 * DAY, 12 * DAY)], high_score_first=True)
+    assert [(w.type, w.filling) for w in result.filling] == [(5, True)]
+    rpc_error(Code.FAILED_PRECONDITION, lambda: client.count("game", 5, 11 * DAY), "still being filled")
+    step = client.fill("game", max_records=1, max_batches=1)
+    assert not step.done and step.records_processed == 1 and [w.type for w in step.filling] == [5]
+    step = client.fill("game")
+    assert step.done and step.records_processed == 1 and not step.filling
+    assert client.fill("game").done
+    assert board(client, "game", 5, 11 * DAY) == [("bob", 9, 11 * DAY + 1, 0), ("alice", 8, 11 * DAY + 2, 1)]
+    assert client.verify("game") == []
+    assert client.verify("game", max_problems=1) == []
+
+
+# -- writes and reads ---------------------------------------------------------------------------
+
+
+def test_reads_on_hand_computed_boards(client: LeaderboardClient) -> None:
+    populate_game(client)
+    assert board(client, "game") == ALL_TIME_BOARD
+    assert board(client, "game", 1, 1000) == DAY0_BOARD
+    assert board(client, "game", 1, DAY + 5) == DAY1_BOARD
+    assert board(client, "game", 1, 2 * DAY) == []
+    assert rows(client.top("game", 2)) == ALL_TIME_BOARD[:2]
+    assert client.top("game", 0) == []
+    competition = [(pk, score, ts, rank) for pk, score, ts, rank in board(client, "game", mode="COMPETITION")]
+    assert [r[3] for r in competition] == [0, 1, 1, 3, 3, 5]
+    assert [r[3] for r in board(client, "game", 1, 1000, mode="COMPETITION")] == [0, 0, 2, 2, 2]
+
+    assert [client.count("game", *w) for w in [(0, None), (1, 0), (1, DAY), (1, 3 * DAY - 1)]] == [6, 5, 2, 0]
+
+    ranks = {pk: client.rank("game", (pk,)) for pk in ["alice", "bob", "eve", "carol", "frank", "dave", "zed"]}
+    assert ranks == {"alice": 0, "bob": 1, "eve": 2, "carol": 3, "frank": 3, "dave": 5, "zed": None}
+    assert client.rank("game", ("eve",), mode="COMPETITION") == 1
+    assert client.rank("game", ("alice",), 1, 1000) == 2
+    assert client.rank("game", ("alice",), 1, 1000, mode="COMPETITION") == 2
+    assert client.rank("game", ("carol",), 1, 0, mode="COMPETITION") == 2
+    assert client.rank("game", ("bob",), 1, DAY) is None  # bob has no score on day 1
+
+    entry = client.rank_and_entry("game", ("frank",))
+    assert (entry.pk, entry.score, entry.timestamp, entry.rank) == (("frank",), 100, 3000, 3)
+    entry = client.rank_and_entry("game", ("alice",), 1, 500, mode="COMPETITION")
+    assert (entry.pk, entry.score, entry.timestamp, entry.rank) == (("alice",), 100, 1000, 2)
+    assert client.rank_and_entry("game", ("zed",)) is None
+
+    assert names(client.around("game", ("eve",), 1, 1)) == ["bob", "eve", "carol"]
+    assert rows(client.around("game", ("alice",), 2, 1)) == ALL_TIME_BOARD[:4]  # shifted down at the top
+    assert rows(client.around("game", ("dave",), 1, 2)) == ALL_TIME_BOARD[2:]  # shifted up at the bottom
+    assert names(client.around("game", ("frank",), 0, 0)) == ["frank"]
+    assert client.around("game", ("zed",), 1, 1) == []
+    assert names(client.around("game", ("zed",), 1, 1, if_absent="TOP")) == ["alice", "bob", "eve"]
+    assert names(client.around("game", ("zed",), 1, 1, if_absent="BOTTOM")) == ["carol", "frank", "dave"]
+    assert [e.rank for e in client.around("game", ("bob",), 1, 1, 1, 1000, mode="COMPETITION")] == [0, 0, 2]
+    assert names(client.around("game", ("dave",), 5, 5, 1, DAY)) == ["alice", "dave"]
+
+    assert [client.score_for_rank("game", r) for r in range(7)] == [400, 300, 300, 100, 100, 50, None]
+    assert client.score_for_rank("game", 2, 1, 1000) == 100
+    assert client.score_for_rank("game", 2**63) is None
+    assert [client.rank_for_score("game", s) for s in [1000, 400, 350, 300, 100, 99, 0]] == [0, 0, 1, 1, 3, 5, 6]
+    assert client.rank_for_score("game", 200, 1, 1000) == 2
+    assert client.verify("game") == []
+
+
+def test_record_writes(client: LeaderboardClient) -> None:
+    populate_game(client)
+    # SaveRecord replaces every entry of the record.
+    assert client.save_record("game", ("frank",), [(250, 5000)]) == 2
+    assert names(client.top("game", 10)) == ["alice", "bob", "eve", "frank", "carol", "dave"]
+    assert board(client, "game", 1, 0)[2] == ("frank", 250, 5000, 2)
+    # Changed: all-time (moved), day 0 (removed), day 1 and day 2 (added).
+    assert client.save_record("game", ("frank",), [(60, DAY + 7), (70, 2 * DAY + 7)]) == 4
+    assert names(client.top("game", 10, 1, 0)) == ["bob", "eve", "alice", "carol"]
+    assert board(client, "game", 1, DAY) == [DAY1_BOARD[0], ("frank", 60, DAY + 7, 1), ("dave", 50, 90_000, 2)]
+    assert board(client, "game", 1, 2 * DAY) == [("frank", 70, 2 * DAY + 7, 0)]
+    assert client.save_record("game", ("frank",), []) == 3  # gone from every window, record kept empty
+    assert client.rank("game", ("frank",)) is None and client.count("game") == 5
+
+    # DeleteRecord: existed or not.
+    assert client.delete_record("game", ("carol",)) is True
+    assert client.delete_record("game", ("carol",)) is False
+    assert client.delete_record("game", ("nobody",)) is False
+    assert names(client.top("game", 10)) == ["alice", "bob", "eve", "dave"]
+    assert names(client.top("game", 10, 1, 0)) == ["bob", "eve", "alice"]
+
+    # WriteBatch: add (replace=False) keeps earlier entries, replace=True drops them.
+    client.write_batch("game", [(("gina",), [(500, DAY + 9)]), (("dave",), [(60, 100)])], replace=False)
+    assert board(client, "game") == [
+        ("gina", 500, DAY + 9, 0),
+        ("alice", 400, 90_001, 1),
+        ("bob", 300, 2000, 2),
+        ("eve", 300, 2500, 3),
+        ("dave", 60, 100, 4),
+    ]
+    assert board(client, "game", 1, DAY) == [
+        ("gina", 500, DAY + 9, 0),
+        ("alice", 400, 90_001, 1),
+        ("dave", 50, 90_000, 2),
+    ]
+    client.write_batch("game", [(("gina",), [(10, 10)]), (("dave",), [(55, 90_500)])], replace=True)
+    assert board(client, "game") == [
+        ("alice", 400, 90_001, 0),
+        ("bob", 300, 2000, 1),
+        ("eve", 300, 2500, 2),
+        ("dave", 55, 90_500, 3),
+        ("gina", 10, 10, 4),
+    ]
+    assert board(client, "game", 1, DAY) == [("alice", 400, 90_001, 0), ("dave", 55, 90_500, 1)]
+    assert names(client.top("game", 10, 1, 0)) == ["bob", "eve", "alice", "gina"]
+    assert client.verify("game") == []
+
+
+def test_sum_latest_groups_contexts_and_item_types(client: LeaderboardClient) -> None:
+    client.create_index("points", aggregation="SUM", group_size=1, context_size=1, high_score_first=True)
+    client.update_windows("points", specs=[(1, 0, DAY, DAY, 2)], high_score_first=True)
+    pk_a = (1, "a", b"\x00\xff", 2.5, True, None)  # every Item kind in one key
+    pk_b = (2,)
+    client.add_score("points", pk_a, 10, 100, context=("lvl1",), group=("g",))
+    client.add_score("points", pk_b, 25, 150, context=("lvl2",), group=("g",))
+    client.add_score("points", pk_a, 15, DAY + 1, context=("lvl3",), group=("g",))
+    client.add_score("points", pk_b, 1, 160, context=("x",), group=("h",))
+    top = client.top("points", 10, group=("g",))
+    assert [(e.pk, e.score, e.timestamp, e.context, e.group, e.rank) for e in top] == [
+        (pk_b, 25, 150, ("lvl2",), ("g",), 0),  # the same total, reached earlier, ranks first
+        (pk_a, 25, DAY + 1, ("lvl3",), ("g",), 1),  # SUM: 10 + 15, reached at DAY + 1 with context lvl3
+    ]
+    assert [e.rank for e in client.top("points", 10, group=("g",), mode="COMPETITION")] == [0, 0]
+    assert rows(client.top("points", 10, 1, 0, group=("g",))) == [(2, 25, 150, 0), (1, 10, 100, 1)]
+    assert client.count("points", group=("h",)) == 1
+    assert client.rank_and_entry("points", pk_a, group=("g",)).pk == pk_a
+
+    client.create_index("latest", aggregation="LATEST")
+    client.update_windows("latest")
+    client.add_score("latest", ("x",), 5, 100)
+    client.add_score("latest", ("x",), 1, 300)
+    client.add_score("latest", ("x",), 9, 200)  # older: not the latest
+    client.add_score("latest", ("y",), 2.5, 50)  # a double score
+    assert board(client, "latest") == [("x", 1, 300, 0), ("y", 2.5, 50, 1)]  # low score first
+    assert client.score_for_rank("latest", 1) == 2.5
+    assert client.verify("points") == [] and client.verify("latest") == []
+
+
+# -- scans ------------------------------------------------------------------------------------
+
+
+def scan_pages(lb: LeaderboardClient, index: str, scan_type: str, limit: int, **kwargs: Any) -> list[list]:
+    pages = []
+    continuation = b""
+    while True:
+        entries, continuation = lb.scan(index, scan_type, limit=limit, continuation=continuation, **kwargs)
+        assert len(entries) <= limit
+        pages.append(rows(entries))
+        if not continuation:
+            return pages
+        assert len(pages) < 50
+
+
+def test_scan_by_value(client: LeaderboardClient) -> None:
+    populate_game(client)
+    # Natural (ascending) score order even though the index is high-score-first; no ranks.
+    natural = [("dave", 50), ("frank", 100), ("carol", 100), ("eve", 300), ("bob", 300), ("alice", 400)]
+    entries, continuation = client.scan("game", "BY_VALUE")
+    assert [(e.pk[0], e.score) for e in entries] == natural and continuation == b""
+    assert all(e.rank is None for e in entries)
+    entries, _ = client.scan("game", "BY_VALUE", reverse=True)
+    assert [(e.pk[0], e.score) for e in entries] == natural[::-1]
+    assert names(client.scan("game", "BY_VALUE", low=100, high=300)[0]) == ["frank", "carol", "eve", "bob"]
+    assert names(client.scan("game", "BY_VALUE", low=100, high=300, low_exclusive=True)[0]) == ["eve", "bob"]
+    assert names(client.scan("game", "BY_VALUE", low=100, high=300, high_exclusive=True)[0]) == ["frank", "carol"]
+    assert names(client.scan("game", "BY_VALUE", low=301)[0]) == ["alice"]
+    assert client.scan("game", "BY_VALUE", low=300, high=100)[0] == []
+
+    pages = scan_pages(client, "game", "BY_VALUE", 2)
+    assert [[r[0] for r in page] for page in pages if page] == [["dave", "frank"], ["carol", "eve"], ["bob", "alice"]]
+    pages = scan_pages(client, "game", "BY_VALUE", 4, reverse=True, low=60)
+    assert [r[0] for page in pages for r in page] == ["alice", "bob", "eve", "carol", "frank"]
+    pages = scan_pages(client, "game", "BY_VALUE", 1, low=100, high=300, high_exclusive=True)
+    assert [r[0] for page in pages for r in page] == ["frank", "carol"]
+
+    # A low-score-first index scans in stored order.
+    client.create_index("golf")
+    client.update_windows("golf")
+    for pk, score in [("a", 70), ("b", 68), ("c", 75)]:
+        client.add_score("golf", (pk,), score, 1)
+    assert names(client.scan("golf", "BY_VALUE", high=70)[0]) == ["b", "a"]
+    assert [r[0] for p in scan_pages(client, "golf", "BY_VALUE", 2, reverse=True) for r in p] == ["c", "a", "b"]
+
+
+def test_scan_by_rank_and_by_time_window(client: LeaderboardClient) -> None:
+    populate_game(client)
+    pages = scan_pages(client, "game", "BY_RANK", 2)
+    assert pages == [ALL_TIME_BOARD[0:2], ALL_TIME_BOARD[2:4], ALL_TIME_BOARD[4:6]]
+    assert client.scan("game", "BY_RANK")[0] == client.top("game", 100)
+    assert rows(client.scan("game", "BY_RANK", low=1, high=4)[0]) == ALL_TIME_BOARD[1:5]
+    exclusive = client.scan("game", "BY_RANK", low=1, high=4, low_exclusive=True, high_exclusive=True)[0]
+    assert rows(exclusive) == ALL_TIME_BOARD[2:4]
+    assert client.scan("game", "BY_RANK", low=6)[0] == []
+    competition = client.scan("game", "BY_RANK", low=1, high=4, mode="COMPETITION")[0]
+    assert [(e.pk[0], e.rank) for e in competition] == [("bob", 1), ("eve", 1), ("carol", 3), ("frank", 3)]
+    pages = scan_pages(client, "game", "BY_RANK", 3, low=2)
+    assert pages == [ALL_TIME_BOARD[2:5], ALL_TIME_BOARD[5:6]]
+
+    pages = scan_pages(client, "game", "BY_TIME_WINDOW", 2, window_type=1, timestamp=1000)
+    assert pages == [DAY0_BOARD[0:2], DAY0_BOARD[2:4], DAY0_BOARD[4:5]]
+    pages = scan_pages(client, "game", "BY_TIME_WINDOW", 2, window_type=1, timestamp=DAY, mode="COMPETITION")
+    assert pages == [DAY1_BOARD]
+    entries, _ = client.scan("game", "BY_TIME_WINDOW", window_type=1, timestamp=0, low=1, high=2, mode="COMPETITION")
+    assert [(e.pk[0], e.rank) for e in entries] == [("eve", 0), ("alice", 2)]
+    # The all-time window through BY_TIME_WINDOW: type 0 with a timestamp.
+    assert rows(client.scan("game", "BY_TIME_WINDOW", window_type=0, timestamp=5)[0]) == ALL_TIME_BOARD
+
+    # Continuations survive writes between pages (positions move, the scan keeps going).
+    first, continuation = client.scan("game", "BY_RANK", limit=3)
+    client.add_score("game", ("zed",), 1, 7)
+    rest, continuation = client.scan("game", "BY_RANK", limit=10, continuation=continuation)
+    assert names(first) == ["alice", "bob", "eve"] and names(rest) == ["carol", "frank", "dave", "zed"]
+    assert continuation == b""
+
+
+# -- errors: a rejected request changes nothing -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def populated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, LeaderboardClient, dict]]:
+    """One server with a few indexes for the error cases (each must leave it unchanged)."""
+    running = start_server(tmp_path_factory.mktemp("errors") / "s")
+    lb = LeaderboardClient(running.address, timeout=20)
+    populate_game(lb)
+    populate_game(lb, "other")
+    lb.create_index("points", aggregation="SUM")
+    lb.update_windows("points")
+    lb.add_score("points", ("a",), 5, 10)
+    lb.create_index("grouped", group_size=1, context_size=1, high_score_first=True)
+    lb.update_windows("grouped", specs=[(1, 0, DAY, DAY, 2)], high_score_first=True)
+    lb.add_score("grouped", ("a",), 5, 10, context=("c",), group=("g",))
+    lb.add_score("grouped", ("b",), 7, 20, context=("c",), group=("h",))
+    lb.create_index("bare")  # no window update yet
+    lb.add_score("bare", ("a",), 1, 1)  # entries are kept even without windows
+    token_game = lb.scan("game", "BY_RANK", limit=2)[1]
+    token_value = lb.scan("game", "BY_VALUE", limit=2)[1]
+    token_day = lb.scan("game", "BY_TIME_WINDOW", window_type=1, timestamp=0, limit=2)[1]
+    assert token_game and token_value and token_day
+    tokens = {"rank": token_game, "value": token_value, "day": token_day}
+    yield running, lb, tokens
+    lb.close()
+    running.stop(grace=1)
+
+
+WATCHED = {
+    "game": [()],
+    "other": [()],
+    "points": [()],
+    "grouped": [("g",), ("h",)],
+    "bare": [],
+}
+
+
+def _entry(score: pb.Score | None = None, ts: int = 10, context=(), group=()) -> pb.Entry:
+    entry = pb.Entry(timestamp=ts, context=list(context), group=list(group))
+    if score is not None:
+        entry.score.CopyFrom(score)
+    return entry
+
+
+S = pb.Item(string="pk")
+INT = pb.Score(int=5)
+
+
+def _invalid_argument_cases(tokens: dict) -> list[tuple[str, str, Any, tuple[str, ...]]]:
+    nan, inf = float("nan"), float("inf")
+    return [
+        # malformed primary keys
+        (
+            "AddScore",
+            "empty pk",
+            pb.AddScoreRequest(index="game", entry=_entry(INT)),
+            ("primary key must not be empty",),
+        ),
+        (
+            "AddScore",
+            "item without value",
+            pb.AddScoreRequest(index="game", pk=[pb.Item()], entry=_entry(INT)),
+            ("Item has no value",),
+        ),
+        (
+            "AddScore",
+            "NaN pk item",
+            pb.AddScoreRequest(index="game", pk=[pb.Item(double=nan)], entry=_entry(INT)),
+            ("NaN and infinities",),
+        ),
+        (
+            "AddScore",
+            "pk too large",
+            pb.AddScoreRequest(index="game", pk=[pb.Item(string="x" * 300)], entry=_entry(INT)),
+            ("primary key packs to", "200"),
+        ),
+        ("GetRank", "empty pk read", pb.RankRequest(index="game"), ("primary key must not be empty",)),
+        ("DeleteRecord", "empty pk delete", pb.DeleteRecordRequest(index="game"), ("primary key must not be empty",)),
+        # scores
+        ("AddScore", "no entry", pb.AddScoreRequest(index="game", pk=[S]), ("needs an entry",)),
+        ("AddScore", "score not set", pb.AddScoreRequest(index="game", pk=[S], entry=_entry()), ("no score",)),
+        (
+            "AddScore",
+            "empty score",
+            pb.AddScoreRequest(index="game", pk=[S], entry=_entry(pb.Score())),
+            ("score is not set",),
+        ),
+        (
+            "AddScore",
+            "NaN score",
+            pb.AddScoreRequest(index="game", pk=[S], entry=_entry(pb.Score(double=nan))),
+            ("not finite",),
+        ),
+        (
+            "AddScore",
+            "inf score",
+            pb.AddScoreRequest(index="game", pk=[S], entry=_entry(pb.Score(double=inf))),
+            ("not finite",),
+        ),
+        (
+            "AddScore",
+            "-inf score",
+            pb.AddScoreRequest(index="game", pk=[S], entry=_entry(pb.Score(double=-inf))),
+            ("not finite",),
+        ),
+        (
+            "AddScore",
+            "double in SUM",
+            pb.AddScoreRequest(index="points", pk=[S], entry=_entry(pb.Score(double=1.5))),
+            ("SUM index takes integer scores",),
+        ),
+        (
+            "AddScore",
+            "SUM overflow",
+            pb.AddScoreRequest(index="points", pk=[pb.Item(string="a")], entry=_entry(pb.Score(int=2**63 - 1))),
+            ("int64 range",),
+        ),
+        (
+            "RankForScore",
+            "NaN probe",
+            pb.RankForScoreRequest(index="game", score=pb.Score(double=nan)),
+            ("not finite",),
+        ),
+        ("RankForScore", "probe not set", pb.RankForScoreRequest(index="game"), ("score is not set",)),
+        (
+            "Scan",
+            "NaN bound",
+            pb.ScanRequest(index="game", type=pb.BY_VALUE, low=pb.Score(double=nan)),
+            ("not finite",),
+        ),
+        # partially valid writes: the valid part must not land either
+        (
+            "AddEntries",
+            "second entry bad",
+            pb.AddEntriesRequest(index="game", pk=[S], entries=[_entry(INT), _entry(pb.Score(double=nan))]),
+            ("not finite",),
+        ),
+        (
+            "SaveRecord",
+            "save with bad entry",
+            pb.SaveRecordRequest(index="game", pk=[pb.Item(string="alice")], entries=[_entry(INT), _entry()]),
+            ("no score",),
+        ),
+        (
+            "WriteBatch",
+            "second record bad",
+            pb.WriteBatchRequest(
+                index="game",
+                replace=True,
+                records=[
+                    pb.RecordEntries(pk=[pb.Item(string="bob")], entries=[_entry(pb.Score(int=10**6))]),
+                    pb.RecordEntries(pk=[], entries=[_entry(INT)]),
+                ],
+            ),
+            ("primary key must not be empty",),
+        ),
+        (
+            "WriteBatch",
+            "second record bad (add)",
+            pb.WriteBatchRequest(
+                index="game",
+                replace=False,
+                records=[
+                    pb.RecordEntries(pk=[pb.Item(string="new")], entries=[_entry(INT)]),
+                    pb.RecordEntries(pk=[S], entries=[_entry(pb.Score(double=inf))]),
+                ],
+            ),
+            ("not finite",),
+        ),
+        # windows
+        (
+            "UpdateWindows",
+            "empty window",
+            pb.UpdateWindowsRequest(
+                index="game", high_score_first=True, windows=[pb.ExplicitWindow(type=2, start=9, end=9)]
+            ),
+            ("must end after it starts",),
+        ),
+        (
+            "UpdateWindows",
+            "inverted window",
+            pb.UpdateWindowsRequest(
+                index="game",
+                high_score_first=True,
+                specs=[pb.WindowSpec(type=3, base=0, increment=1, duration=1, count=2)],
+                windows=[pb.ExplicitWindow(type=2, start=100, end=50)],
+            ),
+            ("must end after it starts",),
+        ),
+        (
+            "UpdateWindows",
+            "zero duration",
+            pb.UpdateWindowsRequest(
+                index="game",
+                high_score_first=True,
+                specs=[pb.WindowSpec(type=3, base=0, increment=1, duration=0, count=2)],
+            ),
+            ("duration must be positive",),
+        ),
+        (
+            "UpdateWindows",
+            "too many windows",
+            pb.UpdateWindowsRequest(
+                index="game",
+                high_score_first=True,
+                specs=[pb.WindowSpec(type=3, base=0, increment=1, duration=1, count=100_000)],
+            ),
+            ("at most 2500",),
+        ),
+        (
+            "UpdateWindows",
+            "explicit all-time type",
+            pb.UpdateWindowsRequest(
+                index="game", high_score_first=True, windows=[pb.ExplicitWindow(type=0, start=1, end=2)]
+            ),
+            ("window type must be between 1",),
+        ),
+        (
+            "UpdateWindows",
+            "bad nlevels",
+            pb.UpdateWindowsRequest(index="game", high_score_first=True, nlevels=12),
+            ("nlevels must be an integer between 2 and 8",),
+        ),
+        (
+            "Top",
+            "type without timestamp",
+            pb.TopRequest(index="game", n=5, window=pb.WindowSelector(type=1)),
+            ("needs a timestamp",),
+        ),
+        # ranks and rank ranges
+        (
+            "Scan",
+            "inverted rank range",
+            pb.ScanRequest(index="game", type=pb.BY_RANK, low=pb.Score(int=3), high=pb.Score(int=1)),
+            ("rank range is inverted",),
+        ),
+        (
+            "Scan",
+            "negative rank bound",
+            pb.ScanRequest(index="game", type=pb.BY_RANK, low=pb.Score(int=-1)),
+            ("must not be negative",),
+        ),
+        (
+            "Scan",
+            "negative high rank",
+            pb.ScanRequest(
+                index="game",
+                type=pb.BY_TIME_WINDOW,
+                window=pb.WindowSelector(type=1, timestamp=0),
+                high=pb.Score(int=-2),
+            ),
+            ("must not be negative",),
+        ),
+        (
+            "Scan",
+            "double rank bound",
+            pb.ScanRequest(index="game", type=pb.BY_RANK, high=pb.Score(double=2.0)),
+            ("rank bounds must be integers",),
+        ),
+        (
+            "SetMaintenancePolicy",
+            "negative horizon",
+            pb.SetMaintenancePolicyRequest(index="game", maintenance=pb.MaintenancePolicy(horizon=-1)),
+            ("must not be negative",),
+        ),
+        (
+            "SetMaintenancePolicy",
+            "negative retain",
+            pb.SetMaintenancePolicyRequest(index="game", maintenance=pb.MaintenancePolicy(retain=-5)),
+            ("must not be negative",),
+        ),
+        (
+            "SetMaintenancePolicy",
+            "maintained all-time",
+            pb.SetMaintenancePolicyRequest(
+                index="game",
+                maintenance=pb.MaintenancePolicy(windows=[pb.RegularWindows(type=0, increment=1, duration=1)]),
+            ),
+            ("type >= 1",),
+        ),
+        (
+            "SetMaintenancePolicy",
+            "negative increment",
+            pb.SetMaintenancePolicyRequest(
+                index="game",
+                maintenance=pb.MaintenancePolicy(windows=[pb.RegularWindows(type=1, increment=-DAY, duration=DAY)]),
+            ),
+            ("positive increment",),
+        ),
+        # groups and contexts
+        (
+            "Top",
+            "group on ungrouped index",
+            pb.TopRequest(index="game", n=5, group=[pb.Item(string="g")]),
+            ("groups by 0 element(s)",),
+        ),
+        ("Top", "empty group", pb.TopRequest(index="grouped", n=5), ("groups by 1 element(s)",)),
+        (
+            "Count",
+            "two-element group",
+            pb.CountRequest(index="grouped", group=[pb.Item(int=1), pb.Item(int=2)]),
+            ("groups by 1 element(s)",),
+        ),
+        (
+            "AddScore",
+            "write without group",
+            pb.AddScoreRequest(index="grouped", pk=[S], entry=_entry(INT, context=[pb.Item(string="c")])),
+            ("groups by 1 element(s)",),
+        ),
+        (
+            "AddScore",
+            "write without context",
+            pb.AddScoreRequest(index="grouped", pk=[S], entry=_entry(INT, group=[pb.Item(string="g")])),
+            ("takes 1 context element(s)",),
+        ),
+        (
+            "SaveSubDirectory",
+            "sub-directory without group",
+            pb.SaveSubDirectoryRequest(index="grouped"),
+            ("sub-directory needs a group of 1",),
+        ),
+        (
+            "SaveSubDirectory",
+            "sub-directory on ungrouped",
+            pb.SaveSubDirectoryRequest(index="game"),
+            ("sub-directory needs a group of 0",),
+        ),
+        # continuations and scans
+        (
+            "Scan",
+            "garbage continuation",
+            pb.ScanRequest(index="game", type=pb.BY_RANK, continuation=b"garbage"),
+            ("continuation is malformed",),
+        ),
+        (
+            "Scan",
+            "foreign tuple continuation",
+            pb.ScanRequest(index="game", type=pb.BY_RANK, continuation=b"\x01abc\x00"),
+            ("does not belong to this index",),
+        ),
+        (
+            "Scan",
+            "continuation of another index",
+            pb.ScanRequest(index="other", type=pb.BY_RANK, continuation=tokens["rank"]),
+            ("does not belong to this index",),
+        ),
+        (
+            "Scan",
+            "rank continuation in a value scan",
+            pb.ScanRequest(index="game", type=pb.BY_VALUE, continuation=tokens["rank"]),
+            ("another window or kind of scan",),
+        ),
+        (
+            "Scan",
+            "value continuation in a rank scan",
+            pb.ScanRequest(index="game", type=pb.BY_RANK, continuation=tokens["value"]),
+            ("another window or kind of scan",),
+        ),
+        (
+            "Scan",
+            "daily continuation in an all-time scan",
+            pb.ScanRequest(index="game", type=pb.BY_RANK, continuation=tokens["day"]),
+            ("another window or kind of scan",),
+        ),
+        (
+            "Scan",
+            "BY_TIME_WINDOW without timestamp",
+            pb.ScanRequest(index="game", type=pb.BY_TIME_WINDOW, window=pb.WindowSelector(type=1)),
+            ("BY_TIME_WINDOW scan needs",),
+        ),
+        # unknown enum values sent as raw ints
+        ("Top", "unknown rank mode", pb.TopRequest(index="game", n=5, mode=7), ("unknown rank mode 7",)),
+        ("GetRank", "unknown rank mode (rank)", pb.RankRequest(index="game", pk=[S], mode=7), ("unknown rank mode",)),
+        (
+            "Scan",
+            "unknown rank mode (scan)",
+            pb.ScanRequest(index="game", type=pb.BY_RANK, mode=9),
+            ("unknown rank mode",),
+        ),
+        (
+            "AroundMe",
+            "unknown rank mode (around)",
+            pb.AroundMeRequest(index="game", pk=[S], mode=3),
+            ("unknown rank mode",),
+        ),
+        ("AroundMe", "unknown if_absent", pb.AroundMeRequest(index="game", pk=[S], if_absent=7), ("IfAbsent", "7")),
+        ("Scan", "unknown scan type", pb.ScanRequest(index="game", type=7), ("ScanType", "7")),
+        (
+            "UpdateWindows",
+            "unknown rebuild",
+            pb.UpdateWindowsRequest(index="game", high_score_first=True, rebuild=7),
+            ("Rebuild", "7"),
+        ),
+        (
+            "CreateIndex",
+            "unknown aggregation",
+            pb.CreateIndexRequest(name="new", options=pb.IndexOptions(aggregation=7)),
+            ("Aggregation", "7"),
+        ),
+        (
+            "CreateIndex",
+            "unknown hash",
+            pb.CreateIndexRequest(name="new", options=pb.IndexOptions(hash_function=7)),
+            ("RankHash", "7"),
+        ),
+        # index names and options
+        (
+            "CreateIndex",
+            "bad index name",
+            pb.CreateIndexRequest(name="no spaces"),
+            ("index name 'no spaces' is invalid",),
+        ),
+        ("CreateIndex", "empty index name", pb.CreateIndexRequest(name=""), ("index name '' is invalid",)),
+        (
+            "CreateIndex",
+            "group size too large",
+            pb.CreateIndexRequest(name="new", options=pb.IndexOptions(group_size=9)),
+            ("group_size must be",),
+        ),
+        (
+            "CreateIndex",
+            "bad policy",
+            pb.CreateIndexRequest(name="new", maintenance=pb.MaintenancePolicy(certain_within=-1)),
+            ("must not be negative",),
+        ),
+        ("ListWindows", "bad name on read", pb.ListWindowsRequest(index="a/b"), ("is invalid",)),
+    ]
+
+
+def _call(lb: LeaderboardClient, method: str, request: Any) -> Any:
+    return getattr(lb.stub, method)(request, timeout=20)
+
+
+def test_invalid_argument_changes_nothing(populated) -> None:
+    _, lb, tokens = populated
+    cases = _invalid_argument_cases(tokens)
+    methods = {method for method, *_ in cases}
+    assert len(methods) >= 15
+    before = snapshot(lb, WATCHED)
+    for method, label, request, needles in cases:
+        try:
+            rpc_error(Code.INVALID_ARGUMENT, lambda m=method, r=request: _call(lb, m, r), *needles)
+        except AssertionError as exc:
+            raise AssertionError(f"{method} / {label}: {exc}") from None
+        assert snapshot(lb, WATCHED) == before, f"{method} / {label} changed the store"
+    for name in ("game", "other", "points", "grouped"):
+        assert lb.verify(name) == []
+
+
+def test_not_found_changes_nothing(populated) -> None:
+    _, lb, _ = populated
+    before = snapshot(lb, WATCHED)
+    unknown = [
+        ("Top", pb.TopRequest(index="nope", n=3)),
+        ("Count", pb.CountRequest(index="nope")),
+        ("GetRank", pb.RankRequest(index="nope", pk=[S])),
+        ("GetRankAndEntry", pb.RankRequest(index="nope", pk=[S])),
+        ("AroundMe", pb.AroundMeRequest(index="nope", pk=[S])),
+        ("ScoreForRank", pb.ScoreForRankRequest(index="nope")),
+        ("RankForScore", pb.RankForScoreRequest(index="nope", score=INT)),
+        ("Scan", pb.ScanRequest(index="nope")),
+        ("AddScore", pb.AddScoreRequest(index="nope", pk=[S], entry=_entry(INT))),
+        ("AddEntries", pb.AddEntriesRequest(index="nope", pk=[S], entries=[_entry(INT)])),
+        ("SaveRecord", pb.SaveRecordRequest(index="nope", pk=[S])),
+        ("DeleteRecord", pb.DeleteRecordRequest(index="nope", pk=[S])),
+        ("WriteBatch", pb.WriteBatchRequest(index="nope")),
+        ("UpdateWindows", pb.UpdateWindowsRequest(index="nope")),
+        ("ListWindows", pb.ListWindowsRequest(index="nope")),
+        ("SaveSubDirectory", pb.SaveSubDirectoryRequest(index="nope", group=[S])),
+        ("ListSubDirectories", pb.ListSubDirectoriesRequest(index="nope")),
+        ("Expire", pb.ExpireRequest(index="nope", before=10)),
+        ("Fill", pb.FillRequest(index="nope")),
+        ("Trim", pb.TrimRequest(index="nope", before=10)),
+        ("KeepAhead", pb.KeepAheadRequest(index="nope", now=10)),
+        ("Verify", pb.VerifyRequest(index="nope")),
+        ("SetMaintenancePolicy", pb.SetMaintenancePolicyRequest(index="nope")),
+    ]
+    assert len({m for m, _ in unknown}) == len(pb.DESCRIPTOR.services_by_name["Leaderboard"].methods) - 2
+    for method, request in unknown:
+        rpc_error(Code.NOT_FOUND, lambda m=method, r=request: _call(lb, m, r), "no index named 'nope'")
+
+    windows = [
+        (
+            "Top",
+            pb.TopRequest(index="game", n=3, window=pb.WindowSelector(type=1, timestamp=3 * DAY)),
+            "no window of type 1 contains timestamp 259200",
+        ),
+        (
+            "Count",
+            pb.CountRequest(index="game", window=pb.WindowSelector(type=1, timestamp=-1)),
+            "no window of type 1 contains timestamp -1",
+        ),
+        (
+            "GetRank",
+            pb.RankRequest(index="game", pk=[S], window=pb.WindowSelector(type=8, timestamp=5)),
+            "no window of type 8",
+        ),
+        (
+            "Scan",
+            pb.ScanRequest(index="game", type=pb.BY_TIME_WINDOW, window=pb.WindowSelector(type=2, timestamp=5)),
+            "no window of type 2",
+        ),
+        (
+            "ScoreForRank",
+            pb.ScoreForRankRequest(index="game", window=pb.WindowSelector(type=1, timestamp=10 * DAY)),
+            "no window of type 1",
+        ),
+        ("Top", pb.TopRequest(index="bare", n=3), "no all-time window"),
+        ("Scan", pb.ScanRequest(index="bare", type=pb.BY_VALUE), "no all-time window"),
+    ]
+    for method, request, needle in windows:
+        rpc_error(Code.NOT_FOUND, lambda m=method, r=request: _call(lb, m, r), needle)
+    assert snapshot(lb, WATCHED) == before
+
+
+def test_failed_precondition_and_already_exists_change_nothing(populated) -> None:
+    _, lb, _ = populated
+    before = snapshot(lb, WATCHED)
+    # rebuild=NEVER refuses a window over stored scores, and a direction flip.
+    rpc_error(
+        Code.FAILED_PRECONDITION,
+        lambda: lb.update_windows("game", windows=[(4, 0, 5000)], high_score_first=True, rebuild="NEVER"),
+        "window type 4 [0, 5000)",
+        "rebuild=NEVER",
+    )
+    rpc_error(
+        Code.FAILED_PRECONDITION,
+        lambda: lb.update_windows("game", high_score_first=False, rebuild="NEVER"),
+        "changing high_score_first",
+    )
+    rpc_error(Code.FAILED_PRECONDITION, lambda: lb.keep_ahead("game", 10), "no maintenance policy")
+    rpc_error(
+        Code.FAILED_PRECONDITION,
+        lambda: lb.save_sub_directory("grouped", ("g",), False),
+        "already has scores",
+        "('g',)",
+    )
+    rpc_error(
+        Code.ALREADY_EXISTS,
+        lambda: lb.create_index("game", high_score_first=False),
+        "index 'game' exists with other options",
+    )
+    rpc_error(Code.ALREADY_EXISTS, lambda: lb.create_index("points", aggregation="BEST"), "other options")
+    assert lb.create_index("game", high_score_first=True) is False  # same options: fine
+    assert snapshot(lb, WATCHED) == before
+    # rebuild=NEVER is fine when nothing needs filling (a window after every stored score).
+    result = lb.update_windows("points", windows=[(4, 100, 200)], rebuild="NEVER")
+    assert [(w.type, w.filling) for w in result.added] == [(4, False)] and not result.filling
+    lb.update_windows("points", delete_before=200)
+
+
+def test_reading_a_window_that_is_filling(client: LeaderboardClient) -> None:
+    populate_game(client)
+    result = client.update_windows("game", windows=[(4, 0, 3000)], high_score_first=True)
+    assert [(w.type, w.start, w.end, w.filling) for w in result.filling] == [(4, 0, 3000, True)]
+    assert [w.filling for w in client.list_windows("game").windows if w.type == 4] == [True]
+    state = snapshot(client, {"game": [()]})
+    reads: list[tuple[str, Callable[[], Any]]] = [
+        ("top", lambda: client.top("game", 3, 4, 10)),
+        ("count", lambda: client.count("game", 4, 10)),
+        ("rank", lambda: client.rank("game", ("bob",), 4, 10)),
+        ("rank_and_entry", lambda: client.rank_and_entry("game", ("bob",), 4, 10)),
+        ("around", lambda: client.around("game", ("bob",), 1, 1, 4, 10)),
+        ("score_for_rank", lambda: client.score_for_rank("game", 0, 4, 10)),
+        ("rank_for_score", lambda: client.rank_for_score("game", 5, 4, 10)),
+        ("scan", lambda: client.scan("game", "BY_TIME_WINDOW", window_type=4, timestamp=10)),
+    ]
+    for _, read in reads:
+        rpc_error(Code.FAILED_PRECONDITION, read, "window type 4 [0, 3000)", "still being filled")
+    rpc_error(Code.FAILED_PRECONDITION, lambda: client.trim("game", 10), "finish the fill")
+    # Other windows keep serving, and writes keep the filling window's done part up to date.
+    assert board(client, "game") == ALL_TIME_BOARD
+    assert snapshot(client, {"game": [()]}) == state
+    client.add_score("game", ("gina",), 1, 2999)
+    assert client.fill("game").done
+    assert board(client, "game", 4, 0) == [
+        ("bob", 300, 2000, 0),
+        ("eve", 300, 2500, 1),
+        ("alice", 100, 1000, 2),
+        ("gina", 1, 2999, 3),
+    ]
+    assert client.verify("game") == []
+
+
+# -- health, reflection ------------------------------------------------------------------------
+
+
+def test_health_and_reflection(server: Server) -> None:
+    with grpc.insecure_channel(server.address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "fdb_leaderboard.v1.Leaderboard", SERVICE_NAME):
+            status = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10).status
+            assert status == health_pb2.HealthCheckResponse.SERVING
+        rpc_error(Code.NOT_FOUND, lambda: health.Check(health_pb2.HealthCheckRequest(service="nope"), timeout=10))
+
+        reflection = reflection_pb2_grpc.ServerReflectionStub(channel)
+        responses = list(
+            reflection.ServerReflectionInfo(
+                iter(
+                    [
+                        reflection_pb2.ServerReflectionRequest(list_services=""),
+                        reflection_pb2.ServerReflectionRequest(file_containing_symbol="fdb_leaderboard.v1.Leaderboard"),
+                    ]
+                ),
+                timeout=10,
+            )
+        )
+        listed = {s.name for s in responses[0].list_services_response.service}
+        assert "fdb_leaderboard.v1.Leaderboard" in listed
+        assert "grpc.health.v1.Health" in listed
+        files = responses[1].file_descriptor_response.file_descriptor_proto
+        assert files and not responses[1].HasField("error_response")
+
+
+# -- shutdown, concurrency, group commit -----------------------------------------------------------
+
+
+def test_graceful_shutdown_keeps_every_acknowledged_write(tmp_path) -> None:
+    path = tmp_path / "s"
+    running = start_server(path)
+    lb = LeaderboardClient(running.address, timeout=20)
+    lb.create_index("game", aggregation="SUM")
+    lb.update_windows("game")
+
+    # One call is certainly in flight when stop() starts: its handler is held for a moment.
+    index = running.catalog.get("game")
+    real_write_batch = index.write_batch
+    handler_started = threading.Event()
+
+    def slow_write_batch(*args: Any, **kwargs: Any) -> None:
+        handler_started.set()
+        time.sleep(0.4)
+        real_write_batch(*args, **kwargs)
+
+    index.write_batch = slow_write_batch  # type: ignore[method-assign]
+    slow_result: list[Any] = []
+
+    def slow_call() -> None:
+        try:
+            lb.write_batch("game", [(("slow", i), [(7, i)]) for i in range(50)])
+            slow_result.append("OK")
+        except grpc.RpcError as exc:  # pragma: no cover - reported below
+            slow_result.append(exc.code())
+
+    calls: list[tuple[float, tuple, grpc.StatusCode | None]] = []  # start time, pk, error code
+    lock = threading.Lock()
+    stop_writing = threading.Event()
+
+    def writer(worker: int) -> None:
+        with LeaderboardClient(running.address, timeout=20) as own:
+            for j in range(100_000):
+                if stop_writing.is_set():
+                    return
+                pk = (f"w{worker}", j)
+                began = time.monotonic()
+                code = None
+                try:
+                    own.add_score("game", pk, j + 1, j)
+                except grpc.RpcError as exc:
+                    code = exc.code()
+                with lock:
+                    calls.append((began, pk, code))
+                if code == Code.UNAVAILABLE:
+                    return
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 20
+    while len(calls) < 60 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    slow = threading.Thread(target=slow_call)
+    slow.start()
+    assert handler_started.wait(10)
+    stop_began = time.monotonic()
+    running.stop(grace=5)
+    stop_ended = time.monotonic()
+    stop_writing.set()
+    for thread in [*threads, slow]:
+        thread.join(timeout=20)
+    assert not any(thread.is_alive() for thread in [*threads, slow])
+
+    assert slow_result == ["OK"]  # the in-flight call finished before the store closed
+    assert stop_ended - stop_began >= 0.2
+    acknowledged = [pk for _, pk, code in calls if code is None]
+    assert len(acknowledged) >= 60
+    # A call racing stop() may be CANCELLED (gRPC drops calls not yet handed to a handler);
+    # every call begun once stop() returned is UNAVAILABLE.
+    assert {code for _, _, code in calls} <= {None, Code.UNAVAILABLE, Code.CANCELLED}
+    assert all(code == Code.UNAVAILABLE for began, _, code in calls if began > stop_ended)
+    assert all(began < stop_ended for began, _, code in calls if code == Code.CANCELLED)
+    rpc_error(Code.UNAVAILABLE, lambda: lb.add_score("game", ("late",), 1, 1))
+    rpc_error(Code.UNAVAILABLE, lambda: lb.top("game", 1))
+    lb.close()
+    running.stop(grace=1)  # stopping twice is harmless
+
+    reopened = start_server(path)
+    try:
+        with LeaderboardClient(reopened.address) as again:
+            stored = {e.pk: e.score for e in again.scan_all("game", "BY_RANK", page=500)}
+            for pk in acknowledged:
+                assert stored.get(pk) == pk[1] + 1, pk
+            assert all(stored.get(("slow", i)) == 7 for i in range(50))
+            assert ("late",) not in stored
+            assert again.count("game") == len(stored) >= len(acknowledged) + 50
+            assert again.verify("game") == []
+    finally:
+        reopened.stop(grace=1)
+
+
+def _hammer(address: str, index: str, threads: int = 8, per_thread: int = 100) -> None:
+    """Each thread: even calls add 1 point to a shared record, odd ones j points to its own."""
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            with LeaderboardClient(address, timeout=30) as lb:
+                for j in range(per_thread):
+                    if j % 2 == 0:
+                        lb.add_score(index, ("shared", j % 4), 1, worker * 1000 + j)
+                    else:
+                        lb.add_score(index, ("own", worker, j % 5), j, worker * 1000 + j)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    pool = [threading.Thread(target=work, args=(w,)) for w in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    assert not errors, errors
+
+
+def _check_hammered(lb: LeaderboardClient, index: str, threads: int = 8, per_thread: int = 100) -> None:
+    expected: dict[tuple, int] = {}
+    for worker in range(threads):
+        for j in range(per_thread):
+            pk = ("shared", j % 4) if j % 2 == 0 else ("own", worker, j % 5)
+            expected[pk] = expected.get(pk, 0) + (1 if j % 2 == 0 else j)
+    stored = {e.pk: e.score for e in lb.scan_all(index, "BY_RANK", page=17)}
+    assert stored == expected
+    assert lb.count(index) == len(expected)
+    assert [e.rank for e in lb.top(index, 100)] == list(range(len(expected)))
+    assert lb.verify(index) == []
+
+
+def test_concurrent_writers_all_land(client: LeaderboardClient, server: Server) -> None:
+    client.create_index("points", aggregation="SUM", high_score_first=True)
+    client.update_windows("points", high_score_first=True)
+    _hammer(server.address, "points")
+    _check_hammered(client, "points")
+
+
+def test_group_commit_with_a_durable_store(tmp_path) -> None:
+    running = start_server(tmp_path / "durable", durable=True)
+    try:
+        assert running.db.durable
+        with LeaderboardClient(running.address) as lb:
+            lb.create_index("points", aggregation="SUM", high_score_first=True)
+            lb.update_windows("points", high_score_first=True)
+            commits_before = running.db.commits
+            writes = 8 * 100
+            _hammer(running.address, "points")
+            commits = running.db.commits - commits_before
+            print(f"\ngroup commit: {writes} durable writes in {commits} commits (ratio {commits / writes:.2f})")
+            assert 0 < commits <= writes
+            _check_hammered(lb, "points")
+    finally:
+        running.stop(grace=1)
