@@ -176,17 +176,24 @@ def expected_layout(prefix: bytes, nlevels: int, elements, hash_function: HashFu
 
     Per level: a sentinel (level, b"") and a node (level, e) for each element promoted that far;
     a node's value is the int64 little-endian number of elements in [node, next node on its level).
+    ``elements`` may map each element to its multiplicity (sets counting duplicates): level 0
+    then holds the multiplicity and the spans above count every occurrence.
     """
-    elements = sorted(elements)
+    multiplicity = dict(elements) if isinstance(elements, dict) else dict.fromkeys(elements, 1)
+    distinct = sorted(multiplicity)
+    before = list(itertools.accumulate((multiplicity[e] for e in distinct), initial=0))  # occurrences before i
     ref_hash = REF_HASHES[hash_function]
-    tops = {e: ref_top_level(ref_hash(e), nlevels) for e in elements}
+    tops = {e: ref_top_level(ref_hash(e), nlevels) for e in distinct}
     rows = []
     for level in range(nlevels):
-        nodes = [b""] + [e for e in elements if tops[e] >= level]
+        nodes = [b""] + [e for e in distinct if tops[e] >= level]
         for i, node in enumerate(nodes):
-            start = bisect.bisect_left(elements, node)
-            stop = bisect.bisect_left(elements, nodes[i + 1]) if i + 1 < len(nodes) else len(elements)
-            count = (0 if node == b"" else 1) if level == 0 else stop - start
+            if level == 0:
+                count = multiplicity.get(node, 0)
+            else:
+                start = bisect.bisect_left(distinct, node)
+                stop = bisect.bisect_left(distinct, nodes[i + 1]) if i + 1 < len(nodes) else len(distinct)
+                count = before[stop] - before[start]
             rows.append((prefix + fdb.tuple.pack((level, node)), struct.pack("<q", count)))
     return sorted(rows)
 
@@ -380,17 +387,22 @@ PACKED_ELEMENTS = st.integers(0, 400).map(lambda i: fdb.tuple.pack((i,)))
 FIXED_PROBES = [b"\x00", b"\x00\x00", b"\x01", b"\x15\x14", b"a", b"\x80", b"\xe1", b"\xff", b"\xff\xff\xff"]
 
 
-def _run_machine(db: Database, prefix: bytes, hash_function: HashFunction, nlevels: int) -> None:
+def _run_machine(
+    db: Database, prefix: bytes, hash_function: HashFunction, nlevels: int, count_duplicates: bool = False
+) -> None:
     elements = st.one_of(SHORT_ELEMENTS, PACKED_ELEMENTS, st.sampled_from(tall_elements(hash_function)))
     bounds = st.one_of(st.none(), st.just(b""), elements)
     counter = itertools.count()
 
     class RankedSetMachine(RuleBasedStateMachine):
+        """The model: ``distinct`` sorted elements and their multiplicities (always 1 without duplicates)."""
+
         def __init__(self) -> None:
             super().__init__()
             self.prefix = prefix + next(counter).to_bytes(4, "big")
-            self.rs = RankedSet(self.prefix, nlevels, hash_function)
-            self.model: list[bytes] = []
+            self.rs = RankedSet(self.prefix, nlevels, hash_function, count_duplicates=count_duplicates)
+            self.distinct: list[bytes] = []
+            self.multiplicity: dict[bytes, int] = {}
             self.initialized = False
 
         def teardown(self) -> None:
@@ -404,16 +416,27 @@ def _run_machine(db: Database, prefix: bytes, hash_function: HashFunction, nleve
 
         def _apply(self, is_add: bool, element: bytes) -> bool:
             """The model's answer to one operation, applied to the model."""
-            i = bisect.bisect_left(self.model, element)
-            present = i < len(self.model) and self.model[i] == element
+            present = element in self.multiplicity
             if is_add:
                 self.initialized = True
                 if not present:
-                    self.model.insert(i, element)
-                return not present
+                    bisect.insort(self.distinct, element)
+                    self.multiplicity[element] = 1
+                    return True
+                if count_duplicates:
+                    self.multiplicity[element] += 1
+                    return True
+                return False
             if present:
-                del self.model[i]
+                self.multiplicity[element] -= 1
+                if not self.multiplicity[element]:
+                    del self.multiplicity[element]
+                    self.distinct.remove(element)
             return present
+
+        def _position(self, element: bytes) -> int:
+            """Occurrences of elements before ``element``."""
+            return sum(self.multiplicity[e] for e in self.distinct[: bisect.bisect_left(self.distinct, element)])
 
         @rule(element=elements)
         def add(self, element: bytes) -> None:
@@ -425,12 +448,13 @@ def _run_machine(db: Database, prefix: bytes, hash_function: HashFunction, nleve
             result = db.run(self.rs.remove, element)
             assert result is self._apply(False, element)
 
-        @precondition(lambda self: self.model)
-        @rule(data=st.data())
-        def remove_present(self, data) -> None:
-            element = data.draw(st.sampled_from(self.model))
-            assert db.run(self.rs.remove, element) is True
-            self._apply(False, element)
+        @precondition(lambda self: self.distinct)
+        @rule(data=st.data(), add=st.booleans())
+        def repeat_present(self, data, add: bool) -> None:
+            """Add again (a duplicate) or remove an element known to be present."""
+            element = data.draw(st.sampled_from(self.distinct))
+            result = db.run(self.rs.add if add else self.rs.remove, element)
+            assert result is self._apply(add, element)
 
         @rule(ops=st.lists(st.tuples(st.booleans(), elements), min_size=1, max_size=6))
         def batch(self, ops) -> None:
@@ -441,15 +465,15 @@ def _run_machine(db: Database, prefix: bytes, hash_function: HashFunction, nleve
         @rule(begin=bounds, end=bounds, limit=st.integers(0, 4), reverse=st.booleans())
         def check_range(self, begin, end, limit, reverse) -> None:
             got = db.read(self.rs.range, begin, end, limit, reverse)
-            selected = [e for e in self.model if (begin is None or e >= begin) and (end is None or e < end)]
+            selected = [e for e in self.distinct if (begin is None or e >= begin) and (end is None or e < end)]
             if reverse:
                 selected.reverse()
             assert got == (selected[:limit] if limit else selected)
 
         @rule(element=elements)
         def probe(self, element: bytes) -> None:
-            position = bisect.bisect_left(self.model, element)
-            present = element in self.model
+            present = element in self.multiplicity
+            position = self._position(element)
             got = db.read(
                 lambda tr: (
                     self.rs.contains(tr, element),
@@ -461,19 +485,20 @@ def _run_machine(db: Database, prefix: bytes, hash_function: HashFunction, nleve
 
         @invariant()
         def matches_model(self) -> None:
-            rs, model = self.rs, self.model
-            absent = [p for p in FIXED_PROBES + [e + b"\x00" for e in model] if p not in model]
+            rs, distinct = self.rs, self.distinct
+            occurrences = [e for e in distinct for _ in range(self.multiplicity[e])]
+            absent = [p for p in FIXED_PROBES + [e + b"\x00" for e in distinct] if p not in self.multiplicity]
 
             def read(tr):
                 return {
                     "size": rs.size(tr),
-                    "contains": [rs.contains(tr, e) for e in model],
-                    "rank": [rs.rank(tr, e) for e in model],
-                    "rank_or_position": [rs.rank(tr, e, null_if_missing=False) for e in model],
+                    "contains": [rs.contains(tr, e) for e in distinct],
+                    "rank": [rs.rank(tr, e) for e in distinct],
+                    "rank_or_position": [rs.rank(tr, e, null_if_missing=False) for e in distinct],
                     "absent_contains": [rs.contains(tr, p) for p in absent],
                     "absent_rank": [rs.rank(tr, p) for p in absent],
                     "absent_position": [rs.rank(tr, p, null_if_missing=False) for p in absent],
-                    "nth": [rs.get_nth(tr, n) for n in range(-1, len(model) + 1)],
+                    "nth": [rs.get_nth(tr, n) for n in range(-1, len(occurrences) + 1)],
                     "range": rs.range(tr),
                     "reverse": rs.range(tr, reverse=True),
                     "init_needed": rs.init_needed(tr),
@@ -482,20 +507,23 @@ def _run_machine(db: Database, prefix: bytes, hash_function: HashFunction, nleve
                 }
 
             got = db.read(read)
+            ranks = [self._position(e) for e in distinct]
             assert got == {
-                "size": len(model),
-                "contains": [True] * len(model),
-                "rank": list(range(len(model))),
-                "rank_or_position": list(range(len(model))),
+                "size": len(occurrences),
+                "contains": [True] * len(distinct),
+                "rank": ranks,
+                "rank_or_position": ranks,
                 "absent_contains": [False] * len(absent),
                 "absent_rank": [None] * len(absent),
-                "absent_position": [bisect.bisect_left(model, p) for p in absent],
-                "nth": [None, *model, None],
-                "range": model,
-                "reverse": model[::-1],
+                "absent_position": [self._position(p) for p in absent],
+                "nth": [None, *occurrences, None],
+                "range": distinct,
+                "reverse": distinct[::-1],
                 "init_needed": not self.initialized,
                 "problems": [],
-                "stored": expected_layout(self.prefix, nlevels, model, hash_function) if self.initialized else [],
+                "stored": (
+                    expected_layout(self.prefix, nlevels, self.multiplicity, hash_function) if self.initialized else []
+                ),
             }
 
     on_fdb = db.url.startswith("fdb")
@@ -514,6 +542,11 @@ def _run_machine(db: Database, prefix: bytes, hash_function: HashFunction, nleve
 @pytest.mark.parametrize("hash_function", list(HashFunction))
 def test_against_sorted_list_model(db, prefix, hash_function, nlevels):
     _run_machine(db, prefix, hash_function, nlevels)
+
+
+@pytest.mark.parametrize(("hash_function", "nlevels"), [(HashFunction.JDK, 3), (HashFunction.MURMUR3, 6)])
+def test_counting_duplicates_against_multiset_model(db, prefix, hash_function, nlevels):
+    _run_machine(db, prefix, hash_function, nlevels, count_duplicates=True)
 
 
 class CountingReads(ReadView):
@@ -641,6 +674,27 @@ def test_check_consistency_detects_corruption(db, prefix, tamper, level):
     assert problems, tamper
     assert any(p.startswith(f"level {level}:") for p in problems), problems
     assert len(db.read(rs.check_consistency, 1)) == 1
+
+
+def test_check_consistency_stops_at_max_problems(db, prefix):
+    rs = RankedSet(prefix, 4, HashFunction.JDK)
+    assert len(db.read(rs.check_consistency)) == 4  # never initialized: every sentinel is missing
+    for limit in (1, 2, 3):
+        assert db.read(rs.check_consistency, limit) == db.read(rs.check_consistency)[:limit]
+    for element in JDK_SAMPLE:
+        db.run(rs.add, element)
+
+    def corrupt(tr):
+        for level in range(1, 4):
+            tr.set(_level_key(prefix, level, b""), _one(7))  # every level's last span check fails too
+        tr.set(_level_key(prefix, 0, b"b"), _one(5))
+
+    db.run(corrupt)
+    everything = db.read(rs.check_consistency)
+    assert len(everything) >= 4
+    assert {p.split(":")[0] for p in everything} >= {"level 0", "level 1", "level 2", "level 3"}
+    for limit in range(1, len(everything) + 1):
+        assert db.read(rs.check_consistency, limit) == everything[:limit]
 
 
 # -- 4. init, init_needed, clear, the never-initialized set -----------------------------------
