@@ -146,9 +146,14 @@ def check_operations(ops: Operations, max_problems: int = 100) -> list[str]:
         for key, _ in _pages(tr, secondary, strinc(secondary)):
             items = fdb.tuple.unpack(key[len(secondary) :])
             group_bytes = fdb.tuple.pack(tuple(items[:g]))
-            if items[g] == 0 and items[g + 1] and group_bytes not in elements and problems.add(
-                f"{window.describe()}: the ranked set of group {tuple(items[:g])} holds "
-                f"{fdb.tuple.unpack(items[g + 1])} but the B-tree has no entry in that group"
+            if (
+                items[g] == 0
+                and items[g + 1]
+                and group_bytes not in elements
+                and problems.add(
+                    f"{window.describe()}: the ranked set of group {tuple(items[:g])} holds "
+                    f"{fdb.tuple.unpack(items[g + 1])} but the B-tree has no entry in that group"
+                )
             ):
                 return problems
         for group_bytes in elements:

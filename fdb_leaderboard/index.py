@@ -25,6 +25,7 @@ from .directory import (
     ALL_TIME,
     INT64_MAX,
     INT64_MIN,
+    MAX_WINDOWS,
     Directory,
     Rebuild,
     Window,
@@ -212,6 +213,8 @@ class Operations:
         score = check_score(entry.score)
         self.index.aggregation.check_score(score)
         ts = check_timestamp(entry.timestamp)
+        if ts == INT64_MAX:
+            raise InvalidArgument(f"timestamp {ts} is the all-time window's exclusive end: no window can hold it")
         context = check_items(entry.context, "context")
         group = check_items(entry.group, "group")
         if len(group) != settings.group_size:
@@ -279,7 +282,7 @@ class Operations:
         pk, pk_nested, pk_flat = self._pk(pk)
         entries = [self._check_entry(entry, pk_flat) for entry in entries]
         old = self.read_head(pk_nested)
-        self.tr.clear_range_startswith(self.layout.entries_prefix(pk_nested))
+        self.tr.clear_range(*self.layout.entries_range(pk_nested))
         values: list[tuple[bytes, Value]] = []
         for seq, entry in enumerate(entries):
             group_bytes = fdb.tuple.pack(entry.group)
@@ -306,7 +309,7 @@ class Operations:
             if window is not None and self.maintains(window, pk_nested):
                 self.index_remove(window, state.group, state.element, pk_flat)
         self.tr.clear(self.layout.head_key(pk_nested))
-        self.tr.clear_range_startswith(self.layout.entries_prefix(pk_nested))
+        self.tr.clear_range(*self.layout.entries_range(pk_nested))
         return True
 
     def _replace_states(
@@ -381,9 +384,12 @@ class Operations:
         self, pk_nested: bytes, start: int = INT64_MIN, end: int | None = None
     ) -> list[tuple[int, int, Any]]:
         """A record's entries with ``start <= ts < end`` as (ts, seq, (group, score, context))."""
-        prefix = self.layout.entries_prefix(pk_nested)
-        low = prefix + fdb.tuple.pack((start,))
-        high = prefix + fdb.tuple.pack((end,)) if end is not None and end <= INT64_MAX else strinc(prefix)
+        low, high = self.layout.entries_range(pk_nested)
+        prefix = low[:-1]
+        if start > INT64_MIN:
+            low = prefix + fdb.tuple.pack((start,))
+        if end is not None and end <= INT64_MAX:
+            high = prefix + fdb.tuple.pack((end,))
         out = []
         for key, value in self.tr.get_range(low, high):
             ts, seq = fdb.tuple.unpack(key[len(prefix) :])
@@ -439,7 +445,8 @@ class Operations:
         directory = self.directory()
         if directory is not None:
             for window in directory.windows:
-                prefix = self.layout.window_secondary(window.key_bytes) + group_bytes
+                # Primary entries, not ranked-set nodes: an emptied group keeps its sentinels.
+                prefix = self.layout.window_primary(window.key_bytes) + group_bytes
                 if self.tr.get_range(prefix, strinc(prefix), 1):
                     current = self.high_score_first(group_bytes)
                     if current == high_score_first:
@@ -572,6 +579,8 @@ class Operations:
 
     def fill_step(self, max_records: int, max_entries: int) -> FillProgress:
         """Fill every window being filled from the next records; one bounded transaction."""
+        _check_batch(max_records, "max_records")
+        _check_batch(max_entries, "max_entries")
         directory = self.directory()
         filling = directory.filling() if directory is not None else []
         if not filling:
@@ -641,6 +650,7 @@ class Operations:
 
     def trim_step(self, before: int, cursor: bytes | None, max_records: int) -> tuple[int, bytes | None]:
         """Trim the records after ``cursor``; returns (entries removed, next cursor or None)."""
+        _check_batch(max_records, "max_records")
         directory = self.directory()
         if directory is not None and directory.filling():
             raise FailedPrecondition("windows are being filled from the records: finish the fill before trimming")
@@ -699,6 +709,12 @@ class Operations:
             context = fdb.tuple.unpack(carried.context) if carried.context else ()
             out[carried.group] = Value(carried.total, carried.ts, carried.seq, tuple(context), b"")
         return out
+
+
+def _check_batch(size: object, name: str) -> int:
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise InvalidArgument(f"{name} must be a positive integer, not {size!r}")
+    return size
 
 
 def _state(key: tuple[int, bytes], value: Value) -> index_pb2.WindowState:
@@ -801,7 +817,7 @@ class LeaderboardIndex:
 
     def add_score(self, pk: object, score: int | float, timestamp: int, context: tuple = (), group: tuple = ()) -> int:
         """Add one entry to a record; returns the number of window values that changed."""
-        return self.run(lambda ops: ops.add_entries(pk, [Entry(score, timestamp, tuple(context), tuple(group))]))
+        return self.run(lambda ops: ops.add_entries(pk, [Entry(score, timestamp, context, group)]))
 
     def add_entries(self, pk: object, entries: Sequence[Entry]) -> int:
         return self.run(lambda ops: ops.add_entries(pk, entries))
@@ -1019,15 +1035,30 @@ class LeaderboardIndex:
                 return removed
 
 
+def check_plan_size(horizon: int, types: Sequence[tuple[int, int, int, int]]) -> None:
+    """Refuse a keep-ahead plan that could need more windows than one update may add."""
+    if horizon < 0:
+        raise InvalidArgument(f"horizon must not be negative, not {horizon}")
+    planned = 0
+    for window_type, _base, increment, duration in types:
+        check_window_type(window_type)
+        if increment <= 0 or duration <= 0:
+            raise InvalidArgument(f"window type {window_type}: increment and duration must be positive")
+        planned += (horizon + duration) // increment + 1
+    if planned > MAX_WINDOWS:
+        raise InvalidArgument(
+            f"keeping windows ahead would need up to {planned} windows, more than the {MAX_WINDOWS} one window "
+            "update may add: use a shorter horizon or fewer, longer-spaced windows"
+        )
+
+
 def plan_ahead(
     now: int, types: Sequence[tuple[int, int, int, int]], horizon: int, certain_within: int, rng: random.Random
 ) -> list[tuple[int, int, int]]:
     """The regular windows :meth:`LeaderboardIndex.keep_ahead` chooses to add now."""
+    check_plan_size(horizon, types)
     wanted = []
     for window_type, base, increment, duration in types:
-        check_window_type(window_type)
-        if increment <= 0 or duration <= 0:
-            raise InvalidArgument(f"window type {window_type}: increment and duration must be positive")
         first = (now - duration - base) // increment + 1  # the first window still open at `now`
         i = max(first, 0) if base <= now else 0
         while True:

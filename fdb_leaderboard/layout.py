@@ -3,7 +3,7 @@
 | key | value |
 |---|---|
 | ``S + (0,)`` | ``IndexOptions`` protobuf (ours) |
-| ``S + (1, pk)`` | ``RecordHead`` protobuf: per window and group, the record's indexed value |
+| ``S + (1, pk)`` | ``RecordHead`` protobuf: per window and group, the record's indexed value (pk nested) |
 | ``P = S + (2,)`` raw | int64 LE, atomic MAX of ``ts - INT64_MIN``: the latest timestamp ever indexed |
 | ``P + (lb_key, group..., stored score, ts, context..., pk...)`` | ``b""``: the primary B-tree |
 | ``X = S + (3,)`` raw | ``TimeWindowLeaderboardDirectory`` protobuf |
@@ -43,8 +43,15 @@ class IndexLayout:
         """``pk_nested`` is ``pack((pk,))``: the pk as one nested-tuple item (prefix-free)."""
         return self.records + pk_nested
 
-    def entries_prefix(self, pk_nested: bytes) -> bytes:
-        return self.entries + pk_nested
+    def entries_range(self, pk_nested: bytes) -> tuple[bytes, bytes]:
+        """Every entry key of one record, and nothing of another.
+
+        ``pack((pk,))`` is not prefix-free: a nested ``None`` encodes as ``00 ff``, so
+        ``(("a",),)`` is a prefix of ``(("a", None),)``.  An entry key continues the record's
+        prefix with an int64 timestamp (type codes 0x0c..0x1c), another record's with 0xff.
+        """
+        prefix = self.entries + pk_nested
+        return prefix + b"\x0c", prefix + b"\x1d"
 
     def entry_key(self, pk_nested: bytes, ts: int, seq: int) -> bytes:
         return self.entries + pk_nested + fdb.tuple.pack((ts, seq))

@@ -27,7 +27,7 @@ import fdb.tuple
 from .directory import ALL_TIME, Window, check_window_type
 from .errors import InvalidArgument, WindowNotFound, WindowNotReady
 from .store.api import strinc
-from .values import check_items, check_score, negate
+from .values import check_items, check_score, check_timestamp, negate
 
 if TYPE_CHECKING:
     from .index import LeaderboardIndex, Operations
@@ -90,14 +90,13 @@ class Reader:
     # -- resolving ----------------------------------------------------------------------
 
     def window(self, ref: WindowRef) -> Window:
-        window_type = check_window_type(ref.type, allow_all_time=True) if not isinstance(ref.type, bool) else None
-        if window_type is None:
-            raise InvalidArgument("window type must be an integer")
+        try:
+            window_type = check_window_type(ref.type, allow_all_time=True)
+        except (TypeError, ValueError) as exc:  # a bad type is the caller's error, like every other
+            raise InvalidArgument(str(exc)) from None
         if window_type != ALL_TIME and ref.timestamp is None:
             raise InvalidArgument(f"window type {window_type} needs a timestamp to choose the window")
-        ts = 0 if ref.timestamp is None else ref.timestamp
-        if isinstance(ts, bool) or not isinstance(ts, int):
-            raise InvalidArgument(f"timestamp must be an integer, not {type(ts).__name__}")
+        ts = 0 if ref.timestamp is None else check_timestamp(ref.timestamp)
         directory = self.ops.directory()
         window = directory.oldest(window_type, ts) if directory is not None else None
         if window is None:
@@ -299,8 +298,13 @@ class Reader:
         continuation: bytes | None = None,
         mode: RankMode = RankMode.ORDINAL,
     ) -> ScanPage:
-        """One page of a scan.  BY_VALUE bounds are scores (None: unbounded), in natural
-        order whatever high_score_first says; BY_RANK and BY_TIME_WINDOW bounds are ranks."""
+        """One page of a scan.
+
+        BY_VALUE bounds are scores (None: unbounded) and the scan runs in natural score order
+        (ascending forward) whatever high_score_first says.  As in the reference, a
+        high-score-first group is read backwards in stored order, so records tied on score
+        come out latest timestamp first.  BY_RANK and BY_TIME_WINDOW bounds are ranks.
+        """
         _check_rank(limit, "limit")
         if scan_type is ScanType.BY_VALUE:
             return self._scan_by_value(low, high, low_inclusive, high_inclusive, group, reverse, limit, continuation)

@@ -25,7 +25,7 @@ from .catalog import Catalog
 from .checker import check_index
 from .directory import Rebuild, WindowSpec, WindowUpdate
 from .errors import AlreadyExists, FailedPrecondition, InvalidArgument, LeaderboardError, NotFound
-from .index import IndexSettings, LeaderboardIndex
+from .index import IndexSettings, LeaderboardIndex, check_plan_size
 from .proto import index_pb2
 from .proto import service_pb2 as pb
 from .proto import service_pb2_grpc as pb_grpc
@@ -138,6 +138,7 @@ def maintenance_from_proto(policy: pb.MaintenancePolicy) -> index_pb2.Maintenanc
         out.windows.add(type=regular.type, base=regular.base, increment=regular.increment, duration=regular.duration)
     if policy.horizon < 0 or policy.retain < 0 or policy.certain_within < 0:
         raise InvalidArgument("horizon, certain_within and retain must not be negative")
+    check_plan_size(out.horizon, [(w.type, w.base, w.increment, w.duration) for w in out.windows])
     return out
 
 

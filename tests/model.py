@@ -85,6 +85,7 @@ class Model:
         self.sub_hsf: dict[tuple, bool] = {}
         self.latest: int | None = None  # the latest timestamp ever written
         self.trimmed_before: int | None = None
+        self._boards: dict[tuple, list[Row]] = {}  # cache, emptied by every change
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -93,6 +94,7 @@ class Model:
 
     def add(self, pk: tuple, entries: list[tuple]) -> None:
         """``entries`` are (group, score, ts, context)."""
+        self._boards.clear()
         existing = self.records.setdefault(pk, [])
         seq = self.next_seq.get(pk, 0)
         for group, score, ts, context in entries:
@@ -107,6 +109,7 @@ class Model:
         self.add(pk, entries)
 
     def delete(self, pk: tuple) -> bool:
+        self._boards.clear()
         self.next_seq.pop(pk, None)
         return self.records.pop(pk, None) is not None
 
@@ -157,6 +160,7 @@ class Model:
             if rebuild == "NEVER":
                 raise ModelPrecondition(f"{window} overlaps stored data")
             filling.append(window)
+        self._boards.clear()
         for window in added:
             kept[window] = False
         for window in filling:
@@ -169,6 +173,7 @@ class Model:
         if self.windows is None:
             return []
         gone = [w for w in self.windows if w[0] != 0 and w[2] <= before]
+        self._boards.clear()
         for window in gone:
             del self.windows[window]
         return gone
@@ -186,12 +191,13 @@ class Model:
             raise ModelPrecondition("trim while windows are filling")
         self.trimmed_before = before if self.trimmed_before is None else max(self.trimmed_before, before)
 
+    def save_sub_directory(self, group: tuple, high_score_first: bool) -> None:
+        self._boards.clear()
+        self.sub_hsf[tuple(group)] = high_score_first
+
     def has_values(self, group: tuple) -> bool:
         """Whether ``group`` has a value in some window of the directory (ready ones only)."""
-        for window, filling in (self.windows or {}).items():
-            if not filling and self.board(window, group):
-                return True
-        return False
+        return any(not filling and self.board(window, group) for window, filling in (self.windows or {}).items())
 
     # -- boards ------------------------------------------------------------------------------
 
@@ -225,8 +231,13 @@ class Model:
         return Row((sign * score, ts, *context), fdb.tuple.pack(pk), pk, score, ts, context, group)
 
     def board(self, window: tuple, group: tuple) -> list[Row]:
-        rows = [self.value(window, group, pk) for pk in self.records]
-        return sorted((row for row in rows if row is not None), key=lambda row: (row.element, row.pk_bytes))
+        """Every record's value in ``window`` and ``group``, best first (ties: packed pk)."""
+        key = (window, tuple(group))
+        if key not in self._boards:
+            rows = [self.value(window, group, pk) for pk in self.records]
+            rows = [row for row in rows if row is not None]
+            self._boards[key] = sorted(rows, key=lambda row: (row.element, row.pk_bytes))
+        return self._boards[key]
 
     @staticmethod
     def ordinal(rows: list[Row], row: Row) -> int:
@@ -269,7 +280,14 @@ class Model:
         return len(self._board_at(window_type, ts, group))
 
     def around(
-        self, pk: tuple, above: int, below: int, window_type: int, ts: int | None, group: tuple, mode: str,
+        self,
+        pk: tuple,
+        above: int,
+        below: int,
+        window_type: int,
+        ts: int | None,
+        group: tuple,
+        mode: str,
         if_absent: str = "EMPTY",
     ) -> list[Listed]:
         rows = self._board_at(window_type, ts, group)

@@ -1,0 +1,233 @@
+"""Bodies of the processes the reliability tests start (not a test module).
+
+- :func:`writer_process` and :func:`maintenance_process` run under ``multiprocessing`` with
+  the 'spawn' start method (an LMDB environment must never cross a fork), for
+  ``test_concurrency.py``.
+- ``python reliability_workers.py crash STORE LOG SEED`` is the child that
+  ``test_crash.py`` SIGKILLs at a random moment.
+
+Every writer logs a submission only after ``add_score``/``add_entries`` returned: those are
+the acknowledged writes the tests then look for.  Each entry carries a unique operation id
+as its context (the indexes here have ``context_size=1``), so the stored entries can be
+matched one for one with the log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import threading
+import traceback
+from typing import Any
+
+from fdb_leaderboard.directory import Rebuild, WindowUpdate
+from fdb_leaderboard.errors import FailedPrecondition
+from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
+from fdb_leaderboard.store import open_database
+
+PREFIX = b"\x15\x42"
+SETTINGS = IndexSettings(aggregation="SUM", context_size=1)
+
+# -- the concurrency scenario ------------------------------------------------------------------
+
+SHARED_PKS = [f"p{i}" for i in range(12)]  # every writer hits these: maximum contention
+TRIM_PKS = [f"t{i}" for i in range(3)]  # written only before TRIM_BEFORE, which trim folds away
+TRIM_BEFORE = 1_000
+TS_END = 20_000  # writers' timestamps are in [0, TS_END); type 1 windows cover [1000, 20000)
+
+
+def open_index(path: str, durable: bool) -> tuple[Any, LeaderboardIndex]:
+    db = open_database(f"lmdb:{path}?durable={'true' if durable else 'false'}")
+    return db, LeaderboardIndex.open(db, PREFIX)
+
+
+def write_loop(index: LeaderboardIndex, name: str, seed: int, stop: Any, out_path: str) -> None:
+    """Submit scores until ``stop`` is set; append each acknowledged one to ``out_path``.
+
+    Lines are JSON: ``["ack", pk, score, ts, op_id]`` or ``["error", text]``.
+    """
+    rng = random.Random(seed)
+    n = 0
+    with open(out_path, "a", encoding="utf-8") as out:
+        while not stop.is_set():
+            try:
+                if rng.random() < 0.85:
+                    pk = rng.choice(SHARED_PKS)
+                    ts = rng.randrange(TRIM_BEFORE, TS_END)
+                    score = rng.randrange(1, 1000)
+                    op = f"{name}:{n}"
+                    index.add_score((pk,), score, ts, context=(op,))
+                    out.write(json.dumps(["ack", pk, score, ts, op]) + "\n")
+                    n += 1
+                elif rng.random() < 0.5:
+                    pk = rng.choice(TRIM_PKS)
+                    ts = rng.randrange(0, TRIM_BEFORE)
+                    score = rng.randrange(1, 1000)
+                    op = f"{name}:{n}"
+                    index.add_score((pk,), score, ts, context=(op,))
+                    out.write(json.dumps(["ack", pk, score, ts, op]) + "\n")
+                    n += 1
+                else:  # several entries of one record in one transaction
+                    pk = rng.choice(SHARED_PKS)
+                    batch = []
+                    for _ in range(rng.randrange(2, 5)):
+                        batch.append((rng.randrange(1, 1000), rng.randrange(TRIM_BEFORE, TS_END), f"{name}:{n}"))
+                        n += 1
+                    index.add_entries((pk,), [Entry(score, ts, (op,)) for score, ts, op in batch])
+                    for score, ts, op in batch:
+                        out.write(json.dumps(["ack", pk, score, ts, op]) + "\n")
+            except Exception:
+                out.write(json.dumps(["error", traceback.format_exc()]) + "\n")
+                out.flush()
+                return
+        out.flush()
+
+
+def maintenance_loop(index: LeaderboardIndex, name: str, seed: int, stop: Any, out_path: str) -> None:
+    """Window updates that need fills, fill steps, expiry and trims until ``stop`` is set.
+
+    Lines: ``["op", kind]`` per operation done, ``["refused", kind, message]`` for the
+    documented refusals (trimming while a fill runs), ``["error", text]`` otherwise.
+    """
+    rng = random.Random(seed)
+    expire_before = TRIM_BEFORE
+    with open(out_path, "a", encoding="utf-8") as out:
+        while not stop.is_set():
+            choice = rng.random()
+            try:
+                if choice < 0.12:
+                    # A new window over data already stored: it must be filled while writes go on.
+                    window_type = rng.choice((2, 3))
+                    start = rng.randrange(TRIM_BEFORE, TS_END - 100)
+                    end = start + rng.randrange(100, 8000)
+                    result = index.update_windows(WindowUpdate(windows=[(window_type, start, end)]))
+                    out.write(json.dumps(["op", "window-filling" if result.filling else "window"]) + "\n")
+                elif choice < 0.14:
+                    index.update_windows(WindowUpdate(rebuild=Rebuild.ALWAYS))  # refill every window
+                    out.write(json.dumps(["op", "rebuild-all"]) + "\n")
+                elif choice < 0.20:
+                    expire_before = min(expire_before + rng.randrange(100, 800), 8_000)
+                    gone = index.expire(expire_before)
+                    out.write(json.dumps(["op", f"expire{len(gone)}"]) + "\n")
+                elif choice < 0.26:
+                    try:
+                        removed = index.trim(TRIM_BEFORE, max_records=4)
+                        out.write(json.dumps(["op", f"trim{removed}"]) + "\n")
+                    except FailedPrecondition as exc:  # documented: no trim while windows fill
+                        out.write(json.dumps(["refused", "trim", str(exc)]) + "\n")
+                else:
+                    step = index.fill_step(max_records=rng.randrange(1, 6))
+                    out.write(json.dumps(["op", "fill-done" if step.done else "fill-step"]) + "\n")
+            except Exception:
+                out.write(json.dumps(["error", traceback.format_exc()]) + "\n")
+                out.flush()
+                return
+        out.flush()
+
+
+def _wait_for_start(ready: Any, start: Any) -> None:
+    ready.put(os.getpid())
+    if not start.wait(60):
+        raise RuntimeError("the test never gave the start signal")
+
+
+def writer_process(path: str, out_dir: str, name: str, seed: int, threads: int, ready: Any, start: Any, stop: Any):
+    """A process of ``threads`` writer threads on its own LMDB environment."""
+    db, index = open_index(path, durable=False)
+    try:
+        _wait_for_start(ready, start)
+        workers = [
+            threading.Thread(
+                target=write_loop,
+                args=(index, f"{name}.{t}", seed * 100 + t, stop, os.path.join(out_dir, f"{name}.{t}.jsonl")),
+            )
+            for t in range(threads)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    finally:
+        db.close()
+
+
+def maintenance_process(path: str, out_dir: str, name: str, seed: int, ready: Any, start: Any, stop: Any) -> None:
+    db, index = open_index(path, durable=False)
+    try:
+        _wait_for_start(ready, start)
+        maintenance_loop(index, name, seed, stop, os.path.join(out_dir, f"{name}.jsonl"))
+    finally:
+        db.close()
+
+
+# -- the crash child ---------------------------------------------------------------------------
+
+CRASH_PKS = [f"r{i:03d}" for i in range(300)]
+CRASH_TS_END = 100_000
+
+
+def crash_child(store: str, log_path: str, seed: int) -> None:
+    """Durable writes, window updates, fill steps and expiry until killed.
+
+    Before each write, an ``I`` line (intent) is written to the log (flushed, so it survives
+    SIGKILL); after the write returns, ``A`` lines (acknowledged), fsynced.  Other lines:
+    ``W`` window added (and whether it is filling), ``F`` fill step (``F done`` when a fill
+    completes), ``E`` expiry.
+    """
+    rng = random.Random(seed)
+    db = open_database(f"lmdb:{store}")  # the default: durable
+    assert db.durable
+    index = LeaderboardIndex.open(db, PREFIX)
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def log(line: str, sync: bool = False) -> None:
+        os.write(fd, (line + "\n").encode())
+        if sync:
+            os.fsync(fd)
+
+    def add_window() -> None:
+        start = rng.randrange(0, CRASH_TS_END - 1000)
+        update = WindowUpdate(windows=[(rng.choice((2, 3)), start, start + rng.randrange(500, 20_000))])
+        log(f"W {'filling' if index.update_windows(update).filling else 'complete'}")
+
+    log(f"S {seed}", sync=True)
+    print("ready", flush=True)
+    if rng.random() < 0.75:
+        add_window()  # a fill to interrupt
+    n = 0
+    while True:
+        choice = rng.random()
+        if choice < 0.78:
+            batch = []
+            for _ in range(1 if rng.random() < 0.8 else rng.randrange(2, 4)):
+                batch.append((rng.randrange(1, 10_000), rng.randrange(0, CRASH_TS_END), f"{seed}:{n}"))
+                n += 1
+            pk = rng.choice(CRASH_PKS)
+            for score, ts, op in batch:
+                log(f"I {op} {pk} {score} {ts}")
+            if len(batch) == 1:
+                score, ts, op = batch[0]
+                index.add_score((pk,), score, ts, context=(op,))
+            else:
+                index.add_entries((pk,), [Entry(score, ts, (op,)) for score, ts, op in batch])
+            for _score, _ts, op in batch:
+                log(f"A {op}")
+            os.fsync(fd)
+        elif choice < 0.785:
+            add_window()
+        elif choice < 0.795:
+            gone = index.expire(rng.randrange(0, CRASH_TS_END))
+            log(f"E {len(gone)}")
+        else:
+            step = index.fill_step(max_records=rng.randrange(2, 7))
+            if step.windows or step.records_processed:
+                log("F done" if step.done else "F step")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "crash":
+        crash_child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    else:
+        sys.exit(f"usage: {sys.argv[0]} crash STORE LOG SEED")

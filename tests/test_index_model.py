@@ -1,0 +1,557 @@
+"""The index against the brute-force model of tests/model.py, driven by random operations.
+
+A hypothesis state machine applies the same random writes (add_score, add_entries,
+save_record, delete_record, write_batch), window updates (specs, explicit windows,
+delete_before, the three rebuild policies, high_score_first flips), expiries, fills in
+small resumable steps (from this index object or a newly opened one) interleaved with
+writes (some aimed at the record where the fill stopped), trims (some followed by a full
+refill, which must rebuild the same results from what the trim kept) and sub-directory
+saves to a real LeaderboardIndex (LMDB, not durable) and to the model.  After every step
+it compares the directory and every read of every readable window and group: count, top,
+rank and rank_and_entry of each primary key and of an absent one (both rank modes),
+around (absent keys with EMPTY/TOP/BOTTOM too), score_for_rank, rank_for_score, and the
+BY_VALUE, BY_RANK and BY_TIME_WINDOW scans, unpaged and paged until exhausted.  Every
+bound combination is scanned unpaged at every step; the paged repeats, and the around()
+spans, rotate with the step number.  Reads resolving to a window still being filled must
+raise WindowNotReady, reads of no window WindowNotFound.  At the end of each example the
+fill is completed and everything is compared once more.
+
+Small domains keep ties frequent: scores 0..5, timestamps 0..30, six primary keys (one a
+two-element key whose packed bytes extend another's), windows of type 1 (width 10) and
+type 2 (width 20, some overlapping).  One run per aggregation x high_score_first x
+grouped (group_size 1 with two groups and a context element) or not.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from typing import Any, ClassVar
+
+import fdb.tuple
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+from model import ALL_TIME, Listed, Model, ModelNotFound, ModelNotReady, ModelPrecondition
+
+from fdb_leaderboard.directory import Rebuild, WindowSpec, WindowUpdate
+from fdb_leaderboard.errors import FailedPrecondition, WindowNotFound, WindowNotReady
+from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
+from fdb_leaderboard.scans import IfAbsent, RankMode, ScanType
+from fdb_leaderboard.store import Database, open_database
+
+PKS = [("a",), ("b",), ("b", 1), ("c",), ("d",), ("e",)]
+ABSENT_PK = ("zz",)
+MODES = {"ORDINAL": RankMode.ORDINAL, "COMPETITION": RankMode.COMPETITION}
+
+pks = st.sampled_from(PKS)
+# (group index, score, timestamp, context item): mapped to the machine's groups and contexts
+raw_entries = st.tuples(st.integers(0, 1), st.integers(0, 5), st.integers(0, 30), st.integers(0, 1))
+specs = st.one_of(
+    st.tuples(st.just(1), st.sampled_from([0, 10, 20, 30]), st.just(10), st.just(10), st.integers(1, 3)),
+    st.tuples(st.just(2), st.sampled_from([0, 10, 20]), st.sampled_from([10, 20]), st.just(20), st.integers(1, 2)),
+)
+explicit_windows = st.sampled_from(
+    [
+        (1, 5, 15),
+        (2, 0, 20),
+        (2, 25, 45),
+        (1, 30, 40),
+        (2, -20, 0),
+        (1, 0, 10),
+        (1, 12, 13),
+        (1, 0, 20),
+        (2, 0, 30),
+        (1, 10, 15),
+    ]
+)
+rebuilds = st.sampled_from(["IF_OVERLAPPING_CHANGED", "IF_OVERLAPPING_CHANGED", "NEVER", "ALWAYS"])
+
+# BY_VALUE bounds: (low, high, low_inclusive, high_inclusive)
+VALUE_BOUNDS = [
+    (None, None, True, True),
+    (1, 4, True, True),
+    (1, 4, False, False),
+    (2, 2, True, True),
+    (2, 2, False, True),
+    (None, 3, True, False),
+    (3, None, False, True),
+    (0, 5, False, True),
+]
+# BY_RANK / BY_TIME_WINDOW bounds (ranks); "last" stands for the board's last position
+RANK_BOUNDS = [
+    (None, None, True, True),
+    (0, 2, True, True),
+    (1, 3, False, False),
+    (2, 2, True, True),
+    ("last", "last", True, True),
+    (1, None, True, True),
+    (None, 1, True, False),
+    (3, 10, True, True),
+    (0, 0, False, True),
+]
+AROUND = [(0, 0), (1, 1), (2, 0), (0, 2), (3, 3), (1, 0), (0, 5)]
+
+
+def listed(entry: Any) -> Listed | None:
+    if entry is None:
+        return None
+    return Listed(tuple(entry.pk), entry.score, entry.timestamp, tuple(entry.context), tuple(entry.group), entry.rank)
+
+
+def expand(spec: tuple[int, int, int, int, int]) -> list[tuple[int, int, int]]:
+    window_type, base, increment, duration, count = spec
+    return [(window_type, base + i * increment, base + i * increment + duration) for i in range(count)]
+
+
+class IndexMachine(RuleBasedStateMachine):
+    db: ClassVar[Database]
+    aggregation: ClassVar[str]
+    high_score_first: ClassVar[bool]
+    grouped: ClassVar[bool]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.groups = [(1,), (2,)] if self.grouped else [()]
+        self.prefix = b"\x15\x7e" + uuid.uuid4().bytes[:8].replace(b"\xff", b"\xfe")
+        self.settings = IndexSettings(
+            aggregation=self.aggregation,
+            high_score_first=self.high_score_first,
+            group_size=1 if self.grouped else 0,
+            context_size=1 if self.grouped else 0,
+        )
+        self.index = LeaderboardIndex.create(self.db, self.prefix, self.settings)
+        self.model = Model(self.aggregation, self.high_score_first, self.settings.group_size)
+        self.steps = 0
+        self.cursors: list[tuple] = []  # where the last fill step stopped
+
+    def teardown(self) -> None:
+        try:
+            # However the example ended, finishing the fill must give the model's result.
+            self.index.fill(max_records=2)
+            self.model.finish_fill()
+            self.check_everything()
+        finally:
+            self.db.run(lambda tr: tr.clear_range_startswith(self.prefix))
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def entry(self, raw: tuple[int, int, int, int]) -> tuple[tuple, int, int, tuple]:
+        group_index, score, ts, context = raw
+        group = self.groups[group_index % len(self.groups)]
+        return group, score, ts, (context,) if self.grouped else ()
+
+    def entries(self, raws: list) -> list[tuple]:
+        return [self.entry(raw) for raw in raws]
+
+    @staticmethod
+    def to_entries(entries: list[tuple]) -> list[Entry]:
+        return [Entry(score, ts, context, group) for group, score, ts, context in entries]
+
+    # -- writes -----------------------------------------------------------------------------
+
+    @initialize(
+        start=st.sampled_from(["none", "before", "after", "after"]),
+        records=st.lists(st.tuples(pks, st.lists(raw_entries, min_size=1, max_size=3)), max_size=6),
+        all_time_only=st.booleans(),
+    )
+    def start(self, start: str, records: list, all_time_only: bool) -> None:
+        """Some records, and a directory created before them, after them (so its windows
+        must be filled), or not at all (writes are then only stored)."""
+        windows = [] if all_time_only else [*expand((1, 0, 10, 10, 3)), *expand((2, 0, 20, 20, 1))]
+        hsf = self.model.hsf()
+        if start == "before":
+            self.index.update_windows(WindowUpdate(high_score_first=hsf, windows=windows, nlevels=3))
+            self.model.update_windows(hsf, windows)
+        for pk, raws in records:
+            entries = self.entries(raws)
+            self.index.add_entries(pk, self.to_entries(entries))
+            self.model.add(pk, entries)
+        if start == "after":
+            self.index.update_windows(WindowUpdate(high_score_first=hsf, windows=windows, nlevels=3))
+            self.model.update_windows(hsf, windows)
+
+    @rule(pk=pks, raw=raw_entries)
+    def add_score(self, pk: tuple, raw: tuple) -> None:
+        group, score, ts, context = self.entry(raw)
+        self.index.add_score(pk, score, ts, context=context, group=group)
+        self.model.add(pk, [(group, score, ts, context)])
+
+    @rule(pk=pks, raws=st.lists(raw_entries, min_size=1, max_size=3))
+    def add_entries(self, pk: tuple, raws: list) -> None:
+        entries = self.entries(raws)
+        self.index.add_entries(pk, self.to_entries(entries))
+        self.model.add(pk, entries)
+
+    @rule(pk=pks, raws=st.lists(raw_entries, max_size=4))
+    def save_record(self, pk: tuple, raws: list) -> None:
+        entries = self.entries(raws)
+        self.index.save_record(pk, self.to_entries(entries))
+        self.model.save(pk, entries)
+
+    @rule(pk=pks)
+    def delete_record(self, pk: tuple) -> None:
+        assert self.index.delete_record(pk) == self.model.delete(pk)
+
+    @rule(
+        batch=st.lists(st.tuples(pks, st.lists(raw_entries, max_size=3)), min_size=1, max_size=3),
+        replace=st.booleans(),
+    )
+    def write_batch(self, batch: list, replace: bool) -> None:
+        records = [(pk, self.entries(raws)) for pk, raws in batch]
+        self.index.write_batch([(pk, self.to_entries(entries)) for pk, entries in records], replace=replace)
+        for pk, entries in records:
+            if replace:
+                self.model.save(pk, entries)
+            else:
+                self.model.add(pk, entries)
+
+    # -- windows ----------------------------------------------------------------------------
+
+    @rule(
+        spec_list=st.lists(specs, max_size=2),
+        explicit=st.lists(explicit_windows, max_size=2),
+        all_time=st.sampled_from([True, True, True, False]),
+        delete_before=st.sampled_from([None, None, None, 0, 10, 20, 30]),
+        rebuild=rebuilds,
+        flip=st.sampled_from([False, False, False, False, True]),
+        nlevels=st.integers(2, 4),
+    )
+    def update_windows(
+        self,
+        spec_list: list,
+        explicit: list,
+        all_time: bool,
+        delete_before: int | None,
+        rebuild: str,
+        flip: bool,
+        nlevels: int,
+    ) -> None:
+        self.apply_update(spec_list, explicit, all_time, delete_before, rebuild, flip, nlevels)
+
+    @rule(
+        spec_list=st.lists(specs, max_size=1),
+        explicit=st.lists(explicit_windows, min_size=1, max_size=2),
+        rebuild=st.sampled_from(
+            ["IF_OVERLAPPING_CHANGED", "IF_OVERLAPPING_CHANGED", "IF_OVERLAPPING_CHANGED", "ALWAYS"]
+        ),
+    )
+    def add_windows(self, spec_list: list, explicit: list, rebuild: str) -> None:
+        """Windows added (mostly overlapping stored scores, so they are filled)."""
+        self.apply_update(spec_list, explicit, True, None, rebuild, False, 3)
+
+    @rule(flip=st.sampled_from([False, False, True]))
+    def rebuild(self, flip: bool) -> None:
+        """Refill every window (after a trim too: its kept entries must suffice)."""
+        self.apply_update([], [], self.model.windows is None or ALL_TIME in self.model.windows, None, "ALWAYS", flip, 3)
+
+    def apply_update(
+        self,
+        spec_list: list,
+        explicit: list,
+        all_time: bool,
+        delete_before: int | None,
+        rebuild: str,
+        flip: bool,
+        nlevels: int,
+    ) -> None:
+        hsf = self.model.hsf() != flip
+        windows = [window for spec in spec_list for window in expand(spec)] + list(explicit)
+        update = WindowUpdate(
+            high_score_first=hsf,
+            delete_before=delete_before,
+            all_time=all_time,
+            specs=[WindowSpec(*spec) for spec in spec_list],
+            windows=list(explicit),
+            nlevels=nlevels,
+            rebuild=Rebuild(rebuild),
+        )
+        try:
+            added, deleted, filling = self.model.update_windows(hsf, windows, all_time, delete_before, rebuild)
+        except ModelPrecondition:
+            with pytest.raises(FailedPrecondition):
+                self.index.update_windows(update)
+            return
+        result = self.index.update_windows(update)
+        assert [(w.type, w.start, w.end) for w in result.added] == added
+        assert sorted((w.type, w.start, w.end) for w in result.deleted) == sorted(deleted)
+        assert sorted((w.type, w.start, w.end) for w in result.filling) == sorted(filling)
+
+    @rule(before=st.sampled_from([0, 10, 20, 30, 40, 50]))
+    def expire(self, before: int) -> None:
+        gone = self.index.expire(before)
+        assert sorted((w.type, w.start, w.end) for w in gone) == sorted(self.model.expire(before))
+
+    @rule(max_records=st.integers(1, 2), fresh=st.booleans())
+    def fill_step(self, max_records: int, fresh: bool) -> None:
+        """One bounded fill batch, from this index object or a newly opened one."""
+        index = LeaderboardIndex.open(self.db, self.prefix) if fresh else self.index
+        progress = index.fill_step(max_records=max_records)
+        assert progress.records_processed <= max_records
+        assert sorted((w.type, w.start, w.end) for w, _ in progress.windows) == sorted(self.model.filling())
+        if progress.done:
+            self.model.finish_fill()
+        self.cursors = [fdb.tuple.unpack(last)[0] for _, last in progress.windows if last is not None]
+
+    @rule(max_records=st.integers(1, 2))
+    def another_fill_step(self, max_records: int) -> None:
+        self.fill_step(max_records, False)
+
+    @precondition(lambda self: self.cursors and self.model.filling())
+    @rule(
+        which=st.integers(0, 3),
+        offset=st.sampled_from([0, 0, 1, -1]),
+        kind=st.sampled_from(["add", "save", "delete"]),
+        raws=st.lists(raw_entries, min_size=1, max_size=2),
+    )
+    def write_near_fill_cursor(self, which: int, offset: int, kind: str, raws: list) -> None:
+        """Write the record a fill stopped at, or a neighbour: the edge of what writes maintain."""
+        cursor = self.cursors[which % len(self.cursors)]
+        ordered = sorted(PKS, key=lambda pk: fdb.tuple.pack((pk,)))
+        position = ordered.index(cursor) if cursor in ordered else 0
+        pk = ordered[min(max(position + offset, 0), len(ordered) - 1)]
+        if kind == "delete":
+            assert self.index.delete_record(pk) == self.model.delete(pk)
+            return
+        entries = self.entries(raws)
+        if kind == "add":
+            self.index.add_entries(pk, self.to_entries(entries))
+            self.model.add(pk, entries)
+        else:
+            self.index.save_record(pk, self.to_entries(entries))
+            self.model.save(pk, entries)
+
+    @rule()
+    def fill(self) -> None:
+        self.index.fill(max_records=2)
+        self.model.finish_fill()
+
+    @rule(
+        before=st.sampled_from([5, 10, 15, 20, 25]),
+        fill_first=st.sampled_from([True, True, False]),
+        then_rebuild=st.booleans(),
+    )
+    def trim(self, before: int, fill_first: bool, then_rebuild: bool) -> None:
+        """Trim (refused while windows fill); maybe refill every window at once afterwards:
+        what trim kept must give the same results."""
+        if fill_first:
+            self.fill()
+        try:
+            self.model.trim(before)
+        except ModelPrecondition:
+            with pytest.raises(FailedPrecondition):
+                self.index.trim(before, max_records=2)
+            return
+        self.index.trim(before, max_records=2)
+        if then_rebuild and self.model.windows is not None:
+            self.rebuild(False)
+            self.fill()
+
+    @precondition(lambda self: self.grouped)
+    @rule(group_index=st.integers(0, 1), hsf=st.booleans())
+    def save_sub_directory(self, group_index: int, hsf: bool) -> None:
+        group = self.groups[group_index]
+        if self.model.windows is None or self.model.group_hsf(group) == hsf:
+            outcome = "ok"
+        elif self.model.has_values(group):
+            outcome = "refused"
+        else:
+            # No scores in any ready window: the index may still hold the group's (empty)
+            # ranked sets, or scores in a window being filled, and then refuses.
+            outcome = "either"
+        try:
+            self.index.save_sub_directory(group, hsf)
+        except FailedPrecondition:
+            assert outcome != "ok"
+            return
+        assert outcome != "refused"
+        self.model.save_sub_directory(group, hsf)
+
+    # -- comparing everything -----------------------------------------------------------------
+
+    @invariant()
+    def everything_matches(self) -> None:
+        self.steps += 1
+        self.check_everything()
+
+    def check_everything(self) -> None:
+        directory = self.index.directory()
+        if self.model.windows is None:
+            assert directory is None
+        else:
+            assert directory is not None
+            assert {(w.type, w.start, w.end): w.filling for w in directory.windows} == self.model.windows
+            assert directory.high_score_first == self.model.directory_hsf
+        assert self.index.sub_directories() == self.model.sub_hsf
+        boards: dict[tuple, tuple[int, int | None]] = {}
+        probes: list[tuple[int, int | None]] = [(0, None)]
+        timestamps = {-1, 0, 15, 30}
+        for window in self.model.windows or {}:
+            if window != ALL_TIME:
+                timestamps.update((window[1] - 1, window[1], window[2] - 1, window[2]))
+        probes += [(window_type, ts) for window_type in (1, 2) for ts in sorted(timestamps)]
+        for window_type, ts in probes:
+            try:
+                window = self.model.resolve(window_type, ts)
+            except ModelNotFound:
+                self.check_refused(WindowNotFound, window_type, ts)
+            except ModelNotReady:
+                self.check_refused(WindowNotReady, window_type, ts)
+            else:
+                boards.setdefault(window, (window_type, ts))
+        for (window_type, ts), group in itertools.product(boards.values(), self.groups):
+            self.check_board(window_type, ts, group)
+
+    def check_refused(self, error: type[Exception], window_type: int, ts: int | None) -> None:
+        group = self.groups[-1]
+        where = {"window_type": window_type, "timestamp": ts, "group": group}
+        reads = [
+            lambda: self.index.count(**where),
+            lambda: self.index.top(3, **where),
+            lambda: self.index.rank(PKS[0], **where),
+            lambda: self.index.rank_and_entry(PKS[0], **where),
+            lambda: self.index.around(PKS[0], 1, 1, **where),
+            lambda: self.index.score_for_rank(0, **where),
+            lambda: self.index.rank_for_score(3, **where),
+        ]
+        if window_type == 0:
+            reads.append(lambda: self.index.scan(ScanType.BY_VALUE, group=group))
+            reads.append(lambda: self.index.scan(ScanType.BY_RANK, group=group))
+        else:
+            reads.append(
+                lambda: self.index.scan(ScanType.BY_TIME_WINDOW, window_type=window_type, timestamp=ts, group=group)
+            )
+        for read in reads:
+            with pytest.raises(error):
+                read()
+
+    def check_board(self, window_type: int, ts: int | None, group: tuple) -> None:
+        index, model = self.index, self.model
+        where = {"window_type": window_type, "timestamp": ts, "group": group}
+        size = model.count(window_type, ts, group)
+        assert index.count(**where) == size
+        for name, mode in MODES.items():
+            assert [listed(e) for e in index.top(size + 1, mode=mode, **where)] == model.top(
+                size + 1, window_type, ts, group, name
+            )
+        assert [listed(e) for e in index.top(2, **where)] == model.top(2, window_type, ts, group, "ORDINAL")
+        assert index.top(0, **where) == []
+
+        for i, pk in enumerate([*PKS, ABSENT_PK]):
+            for name, mode in MODES.items():
+                assert index.rank(pk, mode=mode, **where) == model.rank(pk, window_type, ts, group, name), (pk, name)
+            name = "ORDINAL" if i % 2 else "COMPETITION"
+            assert listed(index.rank_and_entry(pk, mode=MODES[name], **where)) == model.rank_and_entry(
+                pk, window_type, ts, group, name
+            )
+            for j in (0, 1):
+                above, below = AROUND[(i + j + self.steps) % len(AROUND)]
+                name = "ORDINAL" if (i + j) % 2 else "COMPETITION"
+                got = index.around(pk, above, below, mode=MODES[name], **where)
+                assert [listed(e) for e in got] == model.around(pk, above, below, window_type, ts, group, name), (
+                    pk,
+                    above,
+                    below,
+                    name,
+                )
+        for if_absent in ("EMPTY", "TOP", "BOTTOM"):
+            got = index.around(ABSENT_PK, 1, 1, if_absent=IfAbsent[if_absent], **where)
+            assert [listed(e) for e in got] == model.around(
+                ABSENT_PK, 1, 1, window_type, ts, group, "ORDINAL", if_absent
+            )
+        for rank in range(size + 2):
+            assert index.score_for_rank(rank, **where) == model.score_for_rank(rank, window_type, ts, group)
+        for score in range(-1, 7):
+            assert index.rank_for_score(score, **where) == model.rank_for_score(score, window_type, ts, group)
+
+        if window_type == 0:
+            self.check_value_scans(group)
+            self.check_rank_scans(ScanType.BY_RANK, 0, None, group, size)
+        else:
+            self.check_rank_scans(ScanType.BY_TIME_WINDOW, window_type, ts, group, size)
+
+    def collect(self, scan_type: ScanType, limit: int, **kwargs: Any) -> list[Listed | None]:
+        """Every page of a scan with ``limit``, following continuations until exhausted."""
+        out: list[Listed | None] = []
+        continuation = None
+        for _ in range(20):
+            page = self.index.scan(scan_type, limit=limit, continuation=continuation, **kwargs)
+            if limit:
+                assert len(page.entries) <= limit
+            else:
+                assert page.continuation is None
+            out.extend(listed(e) for e in page.entries)
+            continuation = page.continuation
+            if continuation is None:
+                return out
+        raise AssertionError(f"{scan_type} with limit {limit} did not end: {kwargs}")
+
+    def check_value_scans(self, group: tuple) -> None:
+        for i, (low, high, low_inclusive, high_inclusive) in enumerate(VALUE_BOUNDS):
+            bounds = {"low": low, "high": high, "low_inclusive": low_inclusive, "high_inclusive": high_inclusive}
+            for reverse in (False, True):
+                expected = self.model.scan_by_value(group, reverse=reverse, **bounds)
+                assert self.collect(ScanType.BY_VALUE, 0, group=group, reverse=reverse, **bounds) == expected, (
+                    bounds,
+                    reverse,
+                )
+                if (i + self.steps + reverse) % 2:
+                    limit = 1 + (i + self.steps) % 3
+                    got = self.collect(ScanType.BY_VALUE, limit, group=group, reverse=reverse, **bounds)
+                    assert got == expected, (bounds, reverse, limit)
+
+    def check_rank_scans(self, scan_type: ScanType, window_type: int, ts: int | None, group: tuple, size: int) -> None:
+        where: dict[str, Any] = {"group": group}
+        if scan_type is ScanType.BY_TIME_WINDOW:
+            where.update(window_type=window_type, timestamp=ts)
+        for i, (low, high, low_inclusive, high_inclusive) in enumerate(RANK_BOUNDS):
+            low = max(size - 1, 0) if low == "last" else low
+            high = max(size - 1, 0) if high == "last" else high
+            bounds = {"low": low, "high": high, "low_inclusive": low_inclusive, "high_inclusive": high_inclusive}
+            for name, mode in MODES.items():
+                expected = self.model.scan_by_rank(window_type, ts, group, mode=name, **bounds)
+                assert self.collect(scan_type, 0, mode=mode, **where, **bounds) == expected, (bounds, name)
+                if (i + self.steps + (name == "ORDINAL")) % 2:
+                    limit = 1 + (i + self.steps) % 3
+                    got = self.collect(scan_type, limit, mode=mode, **where, **bounds)
+                    assert got == expected, (bounds, name, limit)
+
+
+CONFIGS = [
+    (aggregation, high_score_first, grouped)
+    for aggregation in ("BEST", "SUM", "LATEST")
+    for high_score_first in (False, True)
+    for grouped in (False, True)
+]
+
+
+@pytest.mark.parametrize(("aggregation", "high_score_first", "grouped"), CONFIGS)
+def test_index_matches_model(tmp_path, aggregation: str, high_score_first: bool, grouped: bool) -> None:
+    db = open_database(f"lmdb:{tmp_path / 'store'}?durable=false")
+    try:
+        machine = type(
+            "IndexMachine_" + aggregation,
+            (IndexMachine,),
+            {"db": db, "aggregation": aggregation, "high_score_first": high_score_first, "grouped": grouped},
+        )
+        run_state_machine_as_test(
+            machine,
+            settings=settings(
+                max_examples=12,
+                stateful_step_count=25,
+                deadline=None,
+                derandomize=True,
+                database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+            ),
+        )
+    finally:
+        db.close()
