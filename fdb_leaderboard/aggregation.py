@@ -43,9 +43,6 @@ class Aggregation(abc.ABC):
     def fold(self, entries: Sequence[Value], pack: Packer, carried: Value | None = None) -> Value | None:
         """``entries`` are in (ts, seq) order; ``carried`` is a SUM index's folded past."""
 
-    def check_score(self, score: int | float) -> None:  # noqa: B027 - most aggregations take any score
-        """Raise InvalidArgument if this aggregation cannot take ``score``."""
-
 
 def _later(a: Value, b: Value) -> bool:
     return (a.ts, a.seq) > (b.ts, b.seq)
@@ -87,10 +84,6 @@ class Sum(Aggregation):
     """
 
     name = "SUM"
-
-    def check_score(self, score: int | float) -> None:
-        if not isinstance(score, int):
-            raise InvalidArgument(f"a SUM index takes integer scores, not {score!r}")
 
     def _total(self, total: int) -> int:
         if not INT64_MIN <= total <= INT64_MAX:

@@ -98,6 +98,7 @@ def index() -> None:
 @click.option("--group-size", default=0, show_default=True)
 @click.option("--context-size", default=0, show_default=True)
 @click.option("--high-score-first/--low-score-first", default=True, show_default=True)
+@click.option("--score-type", type=click.Choice(["INT", "DOUBLE"]), default="INT", show_default=True)
 @click.option("--reference-layout", is_flag=True, help="Ranked sets exactly as the Record Layer lays them out.")
 @click.pass_context
 @_fail_on_rpc_error
@@ -109,11 +110,20 @@ def index_create(
     group_size: int,
     context_size: int,
     high_score_first: bool,
+    score_type: str,
     reference_layout: bool,
 ) -> None:
+    """Create index NAME (no error if it exists with the same options)."""
     with _client(ctx) as client:
         created = client.create_index(
-            name, aggregation, hash_function, group_size, context_size, high_score_first, reference_layout
+            name,
+            aggregation,
+            hash_function,
+            group_size,
+            context_size,
+            high_score_first,
+            reference_layout,
+            score_type=score_type,
         )
     click.echo(f"index {name} {'created' if created else 'already exists with these options'}")
 

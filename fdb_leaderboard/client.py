@@ -82,6 +82,7 @@ class LeaderboardClient:
         reference_layout: bool = False,
         count_duplicates: bool = False,
         maintenance: pb.MaintenancePolicy | None = None,
+        score_type: str = "INT",
     ) -> bool:
         options = pb.IndexOptions(
             aggregation=pb.Aggregation.Value(aggregation),
@@ -90,6 +91,7 @@ class LeaderboardClient:
             context_size=context_size,
             high_score_first=high_score_first,
             count_duplicates=count_duplicates,
+            score_type=pb.ScoreType.Value(score_type),
         )
         request = pb.CreateIndexRequest(
             name=name, options=options, reference_layout=reference_layout, maintenance=maintenance

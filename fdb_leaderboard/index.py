@@ -39,7 +39,7 @@ from .layout import IndexLayout, decode_latest_timestamp, encode_latest_timestam
 from .proto import index_pb2
 from .rankedset import HashFunction, RankedSet
 from .store.api import MAX_VALUE_SIZE, Database, ReadView, Transaction, strinc
-from .values import check_items, check_pk, check_score, check_timestamp, negate
+from .values import SCORE_TYPES, check_items, check_pk, check_timestamp, negate, normalize_score
 
 T = TypeVar("T")
 
@@ -57,10 +57,15 @@ class IndexSettings:
     group_size: int = 0
     context_size: int = 0
     high_score_first: bool = False
+    score_type: str = "INT"
 
     def __post_init__(self) -> None:
         if self.aggregation not in AGGREGATIONS:
             raise InvalidArgument(f"aggregation must be one of {sorted(AGGREGATIONS)}, not {self.aggregation!r}")
+        if self.score_type not in SCORE_TYPES:
+            raise InvalidArgument(f"score_type must be one of {', '.join(SCORE_TYPES)}, not {self.score_type!r}")
+        if self.aggregation == "SUM" and self.score_type != "INT":
+            raise InvalidArgument("a SUM index adds scores exactly: it needs score_type INT")
         if not isinstance(self.hash_function, HashFunction):
             raise InvalidArgument(f"hash_function must be a HashFunction, not {self.hash_function!r}")
         for name in ("group_size", "context_size"):
@@ -76,6 +81,7 @@ class IndexSettings:
             group_size=self.group_size,
             context_size=self.context_size,
             high_score_first=self.high_score_first,
+            score_type=index_pb2.ScoreType.Value(self.score_type),
         )
         if trimmed_before is not None:
             message.trimmed_before = trimmed_before
@@ -90,6 +96,7 @@ class IndexSettings:
             group_size=message.group_size,
             context_size=message.context_size,
             high_score_first=message.high_score_first,
+            score_type=index_pb2.ScoreType.Name(message.score_type),
         )
 
 
@@ -210,8 +217,7 @@ class Operations:
         if not isinstance(entry, Entry):
             raise InvalidArgument(f"expected an Entry, not {type(entry).__name__}")
         settings = self.index.settings
-        score = check_score(entry.score)
-        self.index.aggregation.check_score(score)
+        score = normalize_score(entry.score, settings.score_type)
         ts = check_timestamp(entry.timestamp)
         if ts == INT64_MAX:
             raise InvalidArgument(f"timestamp {ts} is the all-time window's exclusive end: no window can hold it")

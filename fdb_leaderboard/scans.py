@@ -27,7 +27,7 @@ import fdb.tuple
 from .directory import ALL_TIME, Window, check_window_type
 from .errors import InvalidArgument, WindowNotFound, WindowNotReady
 from .store.api import strinc
-from .values import check_items, check_score, check_timestamp, negate
+from .values import check_items, check_timestamp, negate, normalize_score
 
 if TYPE_CHECKING:
     from .index import LeaderboardIndex, Operations
@@ -170,8 +170,11 @@ class Reader:
         window = self.window(ref)
         return self.index.ranked_set(window, self.group_bytes(group)).size(self.tr)
 
+    def _score(self, score: object) -> int | float:
+        return normalize_score(score, self.index.settings.score_type)
+
     def _stored_score(self, score: object, group_bytes: bytes) -> int | float:
-        score = check_score(score)
+        score = self._score(score)
         return negate(score) if self.ops.high_score_first(group_bytes) else score
 
     def rank_for_score(self, score: object, ref: WindowRef, group: object = ()) -> int:
@@ -357,15 +360,15 @@ class Reader:
         # Natural bounds become stored bounds; high_score_first negates, swapping the ends.
         if hsf:
             low, high, low_inclusive, high_inclusive = (
-                None if high is None else negate(check_score(high)),
-                None if low is None else negate(check_score(low)),
+                None if high is None else negate(self._score(high)),
+                None if low is None else negate(self._score(low)),
                 high_inclusive,
                 low_inclusive,
             )
             reverse = not reverse
         else:
-            low = None if low is None else check_score(low)
-            high = None if high is None else check_score(high)
+            low = None if low is None else self._score(low)
+            high = None if high is None else self._score(high)
         begin = prefix if low is None else prefix + fdb.tuple.pack((low,))
         if low is not None and not low_inclusive:
             begin = strinc(begin)

@@ -101,6 +101,7 @@ def settings_from_proto(options: pb.IndexOptions, reference_layout: bool) -> Ind
     try:
         hash_name = pb.RankHash.Name(options.hash_function)
         aggregation = pb.Aggregation.Name(options.aggregation)
+        score_type = pb.ScoreType.Name(options.score_type)
     except ValueError as exc:
         raise InvalidArgument(f"unknown enum value: {exc}") from None
     if reference_layout and options.hash_function == pb.MURMUR3:
@@ -112,6 +113,7 @@ def settings_from_proto(options: pb.IndexOptions, reference_layout: bool) -> Ind
         group_size=options.group_size,
         context_size=options.context_size,
         high_score_first=options.high_score_first,
+        score_type=score_type,
     )
 
 
@@ -123,6 +125,7 @@ def settings_to_proto(settings: IndexSettings) -> pb.IndexOptions:
         group_size=settings.group_size,
         context_size=settings.context_size,
         high_score_first=settings.high_score_first,
+        score_type=pb.ScoreType.Value(settings.score_type),
     )
 
 

@@ -45,6 +45,23 @@ def check_score(score: object) -> int | float:
     return score
 
 
+SCORE_TYPES = ("INT", "DOUBLE")
+
+
+def normalize_score(score: object, score_type: str) -> int | float:
+    """``score`` as the index stores it: an int64 for INT indexes, a finite float for DOUBLE.
+
+    One type per index keeps scores in numeric order: the tuple layer sorts every integer
+    before every float.
+    """
+    score = check_score(score)
+    if score_type == "DOUBLE":
+        return float(score)
+    if isinstance(score, float):
+        raise InvalidArgument(f"this index takes integer scores, not {score!r} (create it with score type DOUBLE)")
+    return score
+
+
 def check_timestamp(ts: object) -> int:
     try:
         return check_int64(ts, "timestamp")

@@ -943,3 +943,21 @@ def test_reference_bytes(db: Database, prefix: bytes) -> None:
     assert get(node) == one
     assert index.count(1, 0, ("g",)) == 1
     assert get(X) == directory  # writes never touch the directory
+
+
+def test_score_types_keep_numeric_order(db: Database, prefix: bytes) -> None:
+    """The tuple layer sorts every int before every float, so an index holds one score type."""
+    ints = make(db, prefix + b"i")
+    ints.update_windows(WindowUpdate())
+    with pytest.raises(InvalidArgument, match="integer scores"):
+        ints.add_score(("a",), 1.5, 10)
+    with pytest.raises(InvalidArgument, match="integer scores"):
+        ints.rank_for_score(2.5)
+    doubles = make(db, prefix + b"d", score_type="DOUBLE")
+    doubles.update_windows(WindowUpdate())
+    for pk, score in [("a", 100), ("b", 1.5), ("c", 2), ("d", -0.25)]:
+        doubles.add_score((pk,), score, 10)
+    assert [(e.pk[0], e.score) for e in doubles.top(10)] == [("d", -0.25), ("b", 1.5), ("c", 2.0), ("a", 100.0)]
+    assert doubles.rank_for_score(1.75) == 2 and doubles.rank_for_score(2) == 2
+    with pytest.raises(InvalidArgument, match="SUM"):
+        IndexSettings(aggregation="SUM", score_type="DOUBLE")

@@ -13,6 +13,11 @@ class Aggregation(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SUM: _ClassVar[Aggregation]
     LATEST: _ClassVar[Aggregation]
 
+class ScoreType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    INT: _ClassVar[ScoreType]
+    DOUBLE: _ClassVar[ScoreType]
+
 class RankHash(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     MURMUR3: _ClassVar[RankHash]
@@ -21,12 +26,14 @@ class RankHash(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
 BEST: Aggregation
 SUM: Aggregation
 LATEST: Aggregation
+INT: ScoreType
+DOUBLE: ScoreType
 MURMUR3: RankHash
 JDK: RankHash
 CRC: RankHash
 
 class IndexOptions(_message.Message):
-    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "trimmed_before")
+    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "trimmed_before", "score_type")
     AGGREGATION_FIELD_NUMBER: _ClassVar[int]
     HASH_FUNCTION_FIELD_NUMBER: _ClassVar[int]
     COUNT_DUPLICATES_FIELD_NUMBER: _ClassVar[int]
@@ -34,6 +41,7 @@ class IndexOptions(_message.Message):
     CONTEXT_SIZE_FIELD_NUMBER: _ClassVar[int]
     HIGH_SCORE_FIRST_FIELD_NUMBER: _ClassVar[int]
     TRIMMED_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    SCORE_TYPE_FIELD_NUMBER: _ClassVar[int]
     aggregation: Aggregation
     hash_function: RankHash
     count_duplicates: bool
@@ -41,7 +49,8 @@ class IndexOptions(_message.Message):
     context_size: int
     high_score_first: bool
     trimmed_before: int
-    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., trimmed_before: _Optional[int] = ...) -> None: ...
+    score_type: ScoreType
+    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., trimmed_before: _Optional[int] = ..., score_type: _Optional[_Union[ScoreType, str]] = ...) -> None: ...
 
 class WindowState(_message.Message):
     __slots__ = ("lb_key", "group", "element", "ts", "seq", "total")

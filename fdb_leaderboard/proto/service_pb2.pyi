@@ -19,6 +19,11 @@ class RankHash(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     JDK: _ClassVar[RankHash]
     CRC: _ClassVar[RankHash]
 
+class ScoreType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    INT: _ClassVar[ScoreType]
+    DOUBLE: _ClassVar[ScoreType]
+
 class RankMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ORDINAL: _ClassVar[RankMode]
@@ -47,6 +52,8 @@ LATEST: Aggregation
 MURMUR3: RankHash
 JDK: RankHash
 CRC: RankHash
+INT: ScoreType
+DOUBLE: ScoreType
 ORDINAL: RankMode
 COMPETITION: RankMode
 EMPTY: IfAbsent
@@ -96,20 +103,22 @@ class Entry(_message.Message):
     def __init__(self, score: _Optional[_Union[Score, _Mapping]] = ..., timestamp: _Optional[int] = ..., context: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ...) -> None: ...
 
 class IndexOptions(_message.Message):
-    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first")
+    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "score_type")
     AGGREGATION_FIELD_NUMBER: _ClassVar[int]
     HASH_FUNCTION_FIELD_NUMBER: _ClassVar[int]
     COUNT_DUPLICATES_FIELD_NUMBER: _ClassVar[int]
     GROUP_SIZE_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_SIZE_FIELD_NUMBER: _ClassVar[int]
     HIGH_SCORE_FIRST_FIELD_NUMBER: _ClassVar[int]
+    SCORE_TYPE_FIELD_NUMBER: _ClassVar[int]
     aggregation: Aggregation
     hash_function: RankHash
     count_duplicates: bool
     group_size: int
     context_size: int
     high_score_first: bool
-    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ...) -> None: ...
+    score_type: ScoreType
+    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., score_type: _Optional[_Union[ScoreType, str]] = ...) -> None: ...
 
 class RegularWindows(_message.Message):
     __slots__ = ("type", "base", "increment", "duration")
