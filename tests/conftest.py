@@ -6,12 +6,15 @@ native client library loads; otherwise its tests are skipped with the reason.
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
+from fdb_leaderboard.client import LeaderboardClient
+from fdb_leaderboard.service import Server
 from fdb_leaderboard.store import Database, StoreUnavailable, open_database
 
 BACKENDS = ["lmdb", "fdb"]
@@ -66,6 +69,33 @@ def prefix(db: Database) -> Iterator[bytes]:
     private = b"\x15\x7f" + uuid.uuid4().bytes[:6].replace(b"\xff", b"\xfe")
     yield private
     db.run(lambda tr: tr.clear_range_startswith(private))
+
+
+def start_server(path: object, durable: bool = False) -> Server:
+    """A gRPC server on a free local port over an embedded store at ``path``."""
+    return Server(f"lmdb:{path}?durable={'true' if durable else 'false'}", "127.0.0.1:0").start()
+
+
+@pytest.fixture
+def server(tmp_path) -> Iterator[Server]:
+    running = start_server(tmp_path / "s")
+    yield running
+    running.stop(grace=1)
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[LeaderboardClient]:
+    with LeaderboardClient(server.address, timeout=20) as lb:
+        yield lb
+
+
+@pytest.fixture
+def no_unexpected_server_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """The service logs (and answers INTERNAL) only for exceptions it did not expect: none may occur."""
+    caplog.set_level(logging.ERROR, logger="fdb_leaderboard.service")
+    yield
+    unexpected = [r for r in caplog.records if r.name == "fdb_leaderboard.service" and r.levelno >= logging.ERROR]
+    assert not unexpected, [r.getMessage() for r in unexpected]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import collections
 import functools
-import logging
 import math
 import subprocess
 import sys
@@ -599,22 +598,6 @@ def draw_request(draw: Callable, tokens: list[bytes]) -> tuple[str, Any]:
 
 
 GRPC_ALLOWED = {Code.INVALID_ARGUMENT, Code.NOT_FOUND, Code.FAILED_PRECONDITION}
-
-
-@pytest.fixture
-def no_unexpected_server_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
-    """The service logs (and answers INTERNAL) only for exceptions it did not expect."""
-    caplog.set_level(logging.ERROR, logger="fdb_leaderboard.service")
-    yield
-    unexpected = [r for r in caplog.records if r.name == "fdb_leaderboard.service" and r.levelno >= logging.ERROR]
-    assert not unexpected, [r.getMessage() for r in unexpected]
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    running = Server(f"lmdb:{tmp_path / 's'}?durable=false", "127.0.0.1:0").start()
-    yield running
-    running.stop(grace=1)
 
 
 def populate(lb: LeaderboardClient) -> list[bytes]:

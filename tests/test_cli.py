@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -37,26 +36,7 @@ NOV_1 = 1_793_487_600  # 2026-11-01 00:00 +01:00
 JAN_1_2026_UTC = 1_767_225_600
 
 
-@pytest.fixture(autouse=True)
-def no_unexpected_server_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
-    caplog.set_level(logging.ERROR, logger="fdb_leaderboard.service")
-    yield
-    unexpected = [r for r in caplog.records if r.name == "fdb_leaderboard.service" and r.levelno >= logging.ERROR]
-    assert not unexpected, [r.getMessage() for r in unexpected]
-
-
-@pytest.fixture
-def server(tmp_path) -> Iterator[Server]:
-    running = Server(f"lmdb:{tmp_path}/s?durable=false", "127.0.0.1:0").start()
-    yield running
-    running.stop(grace=1)
-
-
-@pytest.fixture
-def client(server: Server) -> Iterator[LeaderboardClient]:
-    with LeaderboardClient(server.address, timeout=20) as lb:
-        yield lb
-
+pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 
 Cli = Callable[..., Result]
 

@@ -12,7 +12,6 @@ service log an unexpected exception.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +19,7 @@ from typing import Any
 
 import grpc
 import pytest
+from conftest import start_server
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
@@ -34,30 +34,7 @@ Code = grpc.StatusCode
 # -- fixtures and helpers ----------------------------------------------------------------------
 
 
-@pytest.fixture(autouse=True)
-def no_unexpected_server_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
-    """The service logs (and answers INTERNAL) only for exceptions it did not expect."""
-    caplog.set_level(logging.ERROR, logger="fdb_leaderboard.service")
-    yield
-    unexpected = [r for r in caplog.records if r.name == "fdb_leaderboard.service" and r.levelno >= logging.ERROR]
-    assert not unexpected, [r.getMessage() for r in unexpected]
-
-
-def start_server(path: Any, durable: bool = False) -> Server:
-    return Server(f"lmdb:{path}?durable={'true' if durable else 'false'}", "127.0.0.1:0").start()
-
-
-@pytest.fixture
-def server(tmp_path) -> Iterator[Server]:
-    running = start_server(tmp_path / "s")
-    yield running
-    running.stop(grace=1)
-
-
-@pytest.fixture
-def client(server: Server) -> Iterator[LeaderboardClient]:
-    with LeaderboardClient(server.address, timeout=20) as lb:
-        yield lb
+pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 
 
 def rpc_error(code: grpc.StatusCode, call: Callable[[], Any], *needles: str) -> str:
