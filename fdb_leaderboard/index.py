@@ -202,10 +202,6 @@ class Operations:
         raw = self.tr.get(self.layout.head_key(pk_nested))
         return index_pb2.RecordHead.FromString(raw) if raw is not None else None
 
-    def _entry_value(self, entry: Entry, seq: int, group_bytes: bytes) -> Value:
-        element = self.packer(group_bytes)(entry.score, entry.timestamp, entry.context)
-        return Value(entry.score, entry.timestamp, seq, entry.context, element)
-
     def _state_value(self, state: index_pb2.WindowState) -> Value:
         """A stored window state as a Value (score and context decoded only for SUM)."""
         if self.index.aggregation.name != "SUM":
@@ -213,7 +209,8 @@ class Operations:
         context = fdb.tuple.unpack(state.element)[2:]
         return Value(state.total, state.ts, state.seq, context, state.element)
 
-    def _check_entry(self, entry: Entry, pk_flat: bytes) -> Entry:
+    def _check_entry(self, entry: Entry, pk_flat: bytes) -> tuple[Entry, bytes, bytes]:
+        """The validated entry, its packed group and its ranked-set element."""
         if not isinstance(entry, Entry):
             raise InvalidArgument(f"expected an Entry, not {type(entry).__name__}")
         settings = self.index.settings
@@ -227,20 +224,21 @@ class Operations:
             raise InvalidArgument(f"this index groups by {settings.group_size} element(s); got group {group!r}")
         if len(context) != settings.context_size:
             raise InvalidArgument(f"this index takes {settings.context_size} context element(s); got {context!r}")
-        # The longest key this entry produces, with the widest window key and a negated score.
-        element = fdb.tuple.pack((negate(score) if isinstance(score, int) else score, ts, *context))
         group_bytes = fdb.tuple.pack(group)
+        element = self.packer(group_bytes)(score, ts, context)
+        # The longest key this entry can produce: the widest window key, one more byte in case the
+        # score is negated later (a direction change), every element byte escaped in a node key.
         widest = 6
         longest = max(
             len(self.layout.primary) + widest + len(group_bytes) + len(element) + 1 + len(pk_flat),
-            len(self.layout.secondary) + widest + len(group_bytes) + 4 + 2 * len(element),
+            len(self.layout.secondary) + widest + len(group_bytes) + 4 + 2 * (len(element) + 1),
         )
         if longest > MAX_INDEX_KEY:
             raise InvalidArgument(
                 f"primary key, group and context are too large: they make a {longest}-byte index key, "
                 f"more than the {MAX_INDEX_KEY} allowed"
             )
-        return Entry(score, ts, context, group)
+        return Entry(score, ts, context, group), group_bytes, element
 
     def _pk(self, pk: object) -> tuple[tuple, bytes, bytes]:
         pk = check_pk(pk)
@@ -259,14 +257,13 @@ class Operations:
         states = {(state.lb_key, state.group): state for state in head.windows}
         current: dict[tuple[int, bytes], Value] = {}
         seq = head.next_seq
-        for entry in entries:
-            group_bytes = fdb.tuple.pack(entry.group)
+        for entry, group_bytes, element in entries:
             self.tr.set(
                 self.layout.entry_key(pk_nested, entry.timestamp, seq),
                 fdb.tuple.pack((entry.group, entry.score, entry.context)),
             )
             if directory is not None:
-                value = self._entry_value(entry, seq, group_bytes)
+                value = Value(entry.score, entry.timestamp, seq, entry.context, element)
                 for window in directory.containing(entry.timestamp):
                     if not self.maintains(window, pk_nested):
                         continue
@@ -280,7 +277,7 @@ class Operations:
             seq += 1
         head.next_seq = seq
         self._apply(head, states, current, pk_nested, pk_flat, directory)
-        self._note_timestamps(entry.timestamp for entry in entries)
+        self._note_timestamps(entry.timestamp for entry, _, _ in entries)
         return len(current)
 
     def save_record(self, pk: object, entries: Iterable[Entry]) -> int:
@@ -290,18 +287,18 @@ class Operations:
         old = self.read_head(pk_nested)
         self.tr.clear_range(*self.layout.entries_range(pk_nested))
         values: list[tuple[bytes, Value]] = []
-        for seq, entry in enumerate(entries):
-            group_bytes = fdb.tuple.pack(entry.group)
+        for seq, (entry, group_bytes, element) in enumerate(entries):
             self.tr.set(
                 self.layout.entry_key(pk_nested, entry.timestamp, seq),
                 fdb.tuple.pack((entry.group, entry.score, entry.context)),
             )
-            values.append((group_bytes, self._entry_value(entry, seq, group_bytes)))
+            values.append((group_bytes, Value(entry.score, entry.timestamp, seq, entry.context, element)))
         directory = self.directory()
         computed = self._fold(values, directory, pk_nested, carried={}) if directory is not None else {}
         head = index_pb2.RecordHead(next_seq=len(entries))
         states = {(state.lb_key, state.group): state for state in old.windows} if old else {}
-        return self._replace_states(head, states, computed, pk_nested, pk_flat, directory, entries)
+        self._note_timestamps(entry.timestamp for entry, _, _ in entries)
+        return self._replace_states(head, states, computed, pk_nested, pk_flat, directory)
 
     def delete_record(self, pk: object) -> bool:
         """Remove a record and its value from every window; False if there was none."""
@@ -326,7 +323,6 @@ class Operations:
         pk_nested: bytes,
         pk_flat: bytes,
         directory: Directory | None,
-        entries: Sequence[Entry],
     ) -> int:
         """Make the record's window values exactly ``computed`` (a full recomputation)."""
         changed = 0
@@ -345,7 +341,6 @@ class Operations:
                 changed += 1
             head.windows.append(_state(key, value))
         self.tr.set(self.layout.head_key(pk_nested), _head_bytes(head))
-        self._note_timestamps(entry.timestamp for entry in entries)
         return changed
 
     def _apply(
