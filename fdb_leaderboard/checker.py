@@ -18,8 +18,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterator
 
-import fdb.tuple
-
+from . import tuplecodec as tuples
 from .aggregation import Value
 from .directory import MAX_LEVELS, MIN_LEVELS, Directory, sub_directory_from_bytes
 from .index import LeaderboardIndex, Operations
@@ -97,11 +96,11 @@ def check_operations(ops: Operations, max_problems: int = 100) -> list[str]:
     # Records: recompute each value from the entries and compare with the head and the B-tree.
     for key, raw in _pages(tr, layout.records, strinc(layout.records)):
         pk_nested = key[len(layout.records) :]
-        pk_flat = fdb.tuple.pack(fdb.tuple.unpack(pk_nested)[0])
+        pk_flat = tuples.pack(tuples.unpack(pk_nested)[0])
         head = index_pb2.RecordHead.FromString(raw)
         values = []
         for ts, seq, (group, score, context) in ops.read_entries(pk_nested):
-            group_bytes = fdb.tuple.pack(group)
+            group_bytes = tuples.pack(group)
             element = ops.packer(group_bytes)(score, ts, tuple(context))
             values.append((group_bytes, Value(score, ts, seq, tuple(context), element)))
         expected = ops._fold(values, directory, pk_nested, ops._carried(head), only=complete)
@@ -109,10 +108,10 @@ def check_operations(ops: Operations, max_problems: int = 100) -> list[str]:
         for state_key in expected.keys() | stored.keys():
             want = expected.get(state_key)
             have = stored.get(state_key)
-            where = f"record {fdb.tuple.unpack(pk_nested)[0]!r} in window key {state_key[0]}"
+            where = f"record {tuples.unpack(pk_nested)[0]!r} in window key {state_key[0]}"
             if want is None or have is None or want.element != have:
-                shown = None if want is None else fdb.tuple.unpack(want.element)
-                found = None if have is None else fdb.tuple.unpack(have)
+                shown = None if want is None else tuples.unpack(want.element)
+                found = None if have is None else tuples.unpack(have)
                 if problems.add(f"{where}: value should be {shown}, the record's head says {found}"):
                     return problems
             if want is not None:
@@ -131,28 +130,28 @@ def check_operations(ops: Operations, max_problems: int = 100) -> list[str]:
         found: collections.Counter[tuple[int, bytes]] = collections.Counter()
         elements: dict[bytes, collections.Counter[bytes]] = collections.defaultdict(collections.Counter)
         for key, _ in _pages(tr, prefix, strinc(prefix)):
-            items = fdb.tuple.unpack(key[len(prefix) :])
-            group_bytes = fdb.tuple.pack(tuple(items[:g]))
-            element = fdb.tuple.pack(tuple(items[g : g + 2 + c]))
+            items = tuples.unpack(key[len(prefix) :])
+            group_bytes = tuples.pack(tuple(items[:g]))
+            element = tuples.pack(tuple(items[g : g + 2 + c]))
             found[(window.lb_key, group_bytes)] += 1
             elements[group_bytes][element] += 1
         for state_key in found.keys() | {k for k in expected_counts if k[0] == window.lb_key}:
             if found[state_key] != expected_counts[state_key] and problems.add(
-                f"{window.describe()}, group {fdb.tuple.unpack(state_key[1])}: the primary B-tree holds "
+                f"{window.describe()}, group {tuples.unpack(state_key[1])}: the primary B-tree holds "
                 f"{found[state_key]} entries, the records give {expected_counts[state_key]}"
             ):
                 return problems
         secondary = layout.window_secondary(window.key_bytes)
         for key, _ in _pages(tr, secondary, strinc(secondary)):
-            items = fdb.tuple.unpack(key[len(secondary) :])
-            group_bytes = fdb.tuple.pack(tuple(items[:g]))
+            items = tuples.unpack(key[len(secondary) :])
+            group_bytes = tuples.pack(tuple(items[:g]))
             if (
                 items[g] == 0
                 and items[g + 1]
                 and group_bytes not in elements
                 and problems.add(
                     f"{window.describe()}: the ranked set of group {tuple(items[:g])} holds "
-                    f"{fdb.tuple.unpack(items[g + 1])} but the B-tree has no entry in that group"
+                    f"{tuples.unpack(items[g + 1])} but the B-tree has no entry in that group"
                 )
             ):
                 return problems
@@ -162,17 +161,17 @@ def check_operations(ops: Operations, max_problems: int = 100) -> list[str]:
             stored_elements = ranked.range(tr)
             for element in stored_elements:
                 if element not in elements[group_bytes] and problems.add(
-                    f"{window.describe()}: ranked set holds {fdb.tuple.unpack(element)} that no record has"
+                    f"{window.describe()}: ranked set holds {tuples.unpack(element)} that no record has"
                 ):
                     return problems
             for element, count in elements[group_bytes].items():
                 want = count if settings.count_duplicates else 1
                 if in_set[element] != want and problems.add(
-                    f"{window.describe()}: ranked set counts {fdb.tuple.unpack(element)} {in_set[element]} "
+                    f"{window.describe()}: ranked set counts {tuples.unpack(element)} {in_set[element]} "
                     f"time(s), the B-tree {count}"
                 ):
                     return problems
             for message in ranked.check_consistency(tr, max_problems):
-                if problems.add(f"{window.describe()}, group {fdb.tuple.unpack(group_bytes)}: {message}"):
+                if problems.add(f"{window.describe()}, group {tuples.unpack(group_bytes)}: {message}"):
                     return problems
     return problems

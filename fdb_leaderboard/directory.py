@@ -17,10 +17,10 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import enum
+import functools
 from collections.abc import Iterable, Sequence
 
-import fdb.tuple
-
+from . import tuplecodec as tuples
 from .proto import time_window_leaderboard_pb2 as pb
 from .rankedset import DEFAULT_LEVELS, MAX_LEVELS, MIN_LEVELS
 
@@ -58,10 +58,10 @@ class Window:
     nlevels: int = DEFAULT_LEVELS
     filling: bool = False
 
-    @property
+    @functools.cached_property
     def key_bytes(self) -> bytes:
         """``pack((lb_key,))``: the window's subspace key under the primary and secondary spaces."""
-        return fdb.tuple.pack((self.lb_key,))
+        return tuples.pack((self.lb_key,))
 
     def contains(self, ts: int) -> bool:
         return self.start <= ts < self.end
@@ -240,7 +240,7 @@ class Directory:
         message = pb.TimeWindowLeaderboardDirectory.FromString(data)
         windows = []
         for entry in message.leaderboards:
-            key = fdb.tuple.unpack(entry.subspace_key)
+            key = tuples.unpack(entry.subspace_key)
             if len(key) != 1 or not isinstance(key[0], int):
                 raise ValueError(f"window subspace key {entry.subspace_key!r} is not a packed integer")
             windows.append(

@@ -18,8 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-import fdb.tuple
-
+from . import tuplecodec as tuples
 from .aggregation import AGGREGATIONS, Aggregation, Value
 from .directory import (
     ALL_TIME,
@@ -174,8 +173,8 @@ class Operations:
 
     def packer(self, group_bytes: bytes) -> Callable[[int | float, int, tuple], bytes]:
         if self.high_score_first(group_bytes):
-            return lambda score, ts, context: fdb.tuple.pack((negate(score), ts, *context))
-        return lambda score, ts, context: fdb.tuple.pack((score, ts, *context))
+            return lambda score, ts, context: tuples.pack((negate(score), ts, *context))
+        return lambda score, ts, context: tuples.pack((score, ts, *context))
 
     # -- one window's index entries ------------------------------------------------------
 
@@ -206,7 +205,7 @@ class Operations:
         """A stored window state as a Value (score and context decoded only for SUM)."""
         if self.index.aggregation.name != "SUM":
             return Value(0, state.ts, state.seq, (), state.element)
-        context = fdb.tuple.unpack(state.element)[2:]
+        context = tuples.unpack(state.element)[2:]
         return Value(state.total, state.ts, state.seq, context, state.element)
 
     def _check_entry(self, entry: Entry, pk_flat: bytes) -> tuple[Entry, bytes, bytes]:
@@ -224,7 +223,7 @@ class Operations:
             raise InvalidArgument(f"this index groups by {settings.group_size} element(s); got group {group!r}")
         if len(context) != settings.context_size:
             raise InvalidArgument(f"this index takes {settings.context_size} context element(s); got {context!r}")
-        group_bytes = fdb.tuple.pack(group)
+        group_bytes = tuples.pack(group)
         element = self.packer(group_bytes)(score, ts, context)
         # The longest key this entry can produce: the widest window key, one more byte in case the
         # score is negated later (a direction change), every element byte escaped in a node key.
@@ -242,10 +241,10 @@ class Operations:
 
     def _pk(self, pk: object) -> tuple[tuple, bytes, bytes]:
         pk = check_pk(pk)
-        pk_flat = fdb.tuple.pack(pk)
+        pk_flat = tuples.pack(pk)
         if len(pk_flat) > 200:
             raise InvalidArgument(f"primary key packs to {len(pk_flat)} bytes; at most 200 are allowed")
-        return pk, fdb.tuple.pack((pk,)), pk_flat
+        return pk, tuples.pack((pk,)), pk_flat
 
     def add_entries(self, pk: object, entries: Iterable[Entry]) -> int:
         """Add entries to a record (created if new); returns how many window values changed."""
@@ -260,7 +259,7 @@ class Operations:
         for entry, group_bytes, element in entries:
             self.tr.set(
                 self.layout.entry_key(pk_nested, entry.timestamp, seq),
-                fdb.tuple.pack((entry.group, entry.score, entry.context)),
+                tuples.pack((entry.group, entry.score, entry.context)),
             )
             if directory is not None:
                 value = Value(entry.score, entry.timestamp, seq, entry.context, element)
@@ -290,7 +289,7 @@ class Operations:
         for seq, (entry, group_bytes, element) in enumerate(entries):
             self.tr.set(
                 self.layout.entry_key(pk_nested, entry.timestamp, seq),
-                fdb.tuple.pack((entry.group, entry.score, entry.context)),
+                tuples.pack((entry.group, entry.score, entry.context)),
             )
             values.append((group_bytes, Value(entry.score, entry.timestamp, seq, entry.context, element)))
         directory = self.directory()
@@ -388,13 +387,13 @@ class Operations:
         low, high = self.layout.entries_range(pk_nested)
         prefix = low[:-1]
         if start > INT64_MIN:
-            low = prefix + fdb.tuple.pack((start,))
+            low = prefix + tuples.pack((start,))
         if end is not None and end <= INT64_MAX:
-            high = prefix + fdb.tuple.pack((end,))
+            high = prefix + tuples.pack((end,))
         out = []
         for key, value in self.tr.get_range(low, high):
-            ts, seq = fdb.tuple.unpack(key[len(prefix) :])
-            out.append((ts, seq, fdb.tuple.unpack(value)))
+            ts, seq = tuples.unpack(key[len(prefix) :])
+            out.append((ts, seq, tuples.unpack(value)))
         return out
 
     def _fold(
@@ -442,7 +441,7 @@ class Operations:
             raise InvalidArgument(
                 f"a sub-directory needs a group of {self.index.settings.group_size} element(s), not {group!r}"
             )
-        group_bytes = fdb.tuple.pack(group)
+        group_bytes = tuples.pack(group)
         directory = self.directory()
         if directory is not None:
             for window in directory.windows:
@@ -463,7 +462,7 @@ class Operations:
         begin, end = self.layout.sub_directories_range()
         out = {}
         for key, value in self.tr.get_range(begin, end):
-            out[fdb.tuple.unpack(key[len(self.layout.secondary) :])[1:]] = sub_directory_from_bytes(value)
+            out[tuples.unpack(key[len(self.layout.secondary) :])[1:]] = sub_directory_from_bytes(value)
         return out
 
     # -- windows -----------------------------------------------------------------------------
@@ -627,13 +626,13 @@ class Operations:
     ) -> int:
         if not windows:
             return 0
-        pk_flat = fdb.tuple.pack(fdb.tuple.unpack(pk_nested)[0])
+        pk_flat = tuples.pack(tuples.unpack(pk_nested)[0])
         start = min(window.start for window in windows)
         end = max(window.end for window in windows)
         rows = self.read_entries(pk_nested, start, end)
         values = []
         for ts, seq, (group, score, context) in rows:
-            group_bytes = fdb.tuple.pack(group)
+            group_bytes = tuples.pack(group)
             values.append(
                 (group_bytes, Value(score, ts, seq, tuple(context), self.packer(group_bytes)(score, ts, context)))
             )
@@ -685,13 +684,13 @@ class Operations:
                 if any(window.type != ALL_TIME for window in windows):
                     continue
                 if any(window.type == ALL_TIME for window in windows):
-                    group_bytes = fdb.tuple.pack(group)
+                    group_bytes = tuples.pack(group)
                     fold = carried.get(group_bytes)
                     if fold is None:
                         fold = carried[group_bytes] = index_pb2.CarriedTotal(group=group_bytes, ts=ts, seq=seq)
                     fold.total += score
                     if (ts, seq) >= (fold.ts, fold.seq):  # entries come in (ts, seq) order
-                        fold.ts, fold.seq, fold.context = ts, seq, fdb.tuple.pack(tuple(context))
+                        fold.ts, fold.seq, fold.context = ts, seq, tuples.pack(tuple(context))
             elif (ts, seq) in needed:
                 continue
             self.tr.clear(self.layout.entry_key(pk_nested, ts, seq))
@@ -707,7 +706,7 @@ class Operations:
     def _carried(self, head: index_pb2.RecordHead) -> dict[bytes, Value]:
         out = {}
         for carried in head.carried:
-            context = fdb.tuple.unpack(carried.context) if carried.context else ()
+            context = tuples.unpack(carried.context) if carried.context else ()
             out[carried.group] = Value(carried.total, carried.ts, carried.seq, tuple(context), b"")
         return out
 

@@ -17,8 +17,7 @@
 
 from __future__ import annotations
 
-import fdb.tuple
-
+from . import tuplecodec as tuples
 from .store.api import strinc
 
 INT64_MIN = -(1 << 63)
@@ -31,12 +30,12 @@ class IndexLayout:
 
     def __init__(self, prefix: bytes) -> None:
         self.prefix = prefix
-        self.options_key = prefix + fdb.tuple.pack((0,))
-        self.records = prefix + fdb.tuple.pack((1,))
-        self.primary = prefix + fdb.tuple.pack((2,))
-        self.secondary = prefix + fdb.tuple.pack((3,))
-        self.cursors = prefix + fdb.tuple.pack((4,))
-        self.entries = prefix + fdb.tuple.pack((5,))
+        self.options_key = prefix + tuples.pack((0,))
+        self.records = prefix + tuples.pack((1,))
+        self.primary = prefix + tuples.pack((2,))
+        self.secondary = prefix + tuples.pack((3,))
+        self.cursors = prefix + tuples.pack((4,))
+        self.entries = prefix + tuples.pack((5,))
 
     # records
     def head_key(self, pk_nested: bytes) -> bytes:
@@ -54,7 +53,7 @@ class IndexLayout:
         return prefix + b"\x0c", prefix + b"\x1d"
 
     def entry_key(self, pk_nested: bytes, ts: int, seq: int) -> bytes:
-        return self.entries + pk_nested + fdb.tuple.pack((ts, seq))
+        return self.entries + pk_nested + tuples.pack((ts, seq))
 
     # windows
     @property
@@ -78,7 +77,7 @@ class IndexLayout:
         return self.secondary + lb_key_bytes
 
     def cursor_key(self, lb_key: int) -> bytes:
-        return self.cursors + fdb.tuple.pack((lb_key,))
+        return self.cursors + tuples.pack((lb_key,))
 
     def window_ranges(self, lb_key_bytes: bytes) -> list[tuple[bytes, bytes]]:
         """Every key range holding a window's data (primary entries and ranked sets)."""

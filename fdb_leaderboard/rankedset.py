@@ -177,14 +177,16 @@ class RankedSet:
         if not any(found):
             return None
         keys = []
+        conflicts = tr.declares_conflicts
         for level, rows in enumerate(found, start=1):
             if not rows:
                 raise CorruptRankedSet(f"level {level} of the ranked set at {self.prefix!r} has no sentinel")
             key = rows[0][0]
-            node = levels[level] + suffix
-            if key != node:
-                tr.add_read_conflict_range(key + b"\x00", node)
-            tr.add_read_conflict_key(levels[0] + key[len(levels[level]) :])
+            if conflicts:
+                node = levels[level] + suffix
+                if key != node:
+                    tr.add_read_conflict_range(key + b"\x00", node)
+                tr.add_read_conflict_key(levels[0] + key[len(levels[level]) :])
             keys.append(key)
         return keys
 

@@ -20,10 +20,9 @@ import dataclasses
 import enum
 import hashlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NamedTuple
 
-import fdb.tuple
-
+from . import tuplecodec as tuples
 from .directory import ALL_TIME, Window, check_window_type
 from .errors import InvalidArgument, WindowNotFound, WindowNotReady
 from .store.api import strinc
@@ -62,6 +61,13 @@ class RankedEntry:
     context: tuple = ()
     group: tuple = ()
     rank: int | None = None
+
+
+class _Row(NamedTuple):
+    key: bytes
+    entry: RankedEntry
+    element: bytes  # the ranked-set element: (stored score, ts, context...) packed
+    stored: object  # the stored score (negated when high scores come first)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,21 +118,26 @@ class Reader:
         size = self.index.settings.group_size
         if len(group) != size:
             raise InvalidArgument(f"this index groups by {size} element(s); got group {group!r}")
-        return fdb.tuple.pack(group)
+        return tuples.pack(group)
 
-    def _decode(self, window: Window, key: bytes, group_bytes: bytes) -> RankedEntry:
+    def _row(self, window: Window, key: bytes, group_bytes: bytes) -> _Row:
+        """A primary B-tree key as an entry, with its ranked-set element and stored score."""
         settings = self.index.settings
-        items = fdb.tuple.unpack(key[len(self.layout.primary) + len(window.key_bytes) :])
+        base = len(self.layout.primary) + len(window.key_bytes)
+        items, offsets = tuples.unpack_with_offsets(key[base:])
         g, c = settings.group_size, settings.context_size
         stored = items[g]
-        score = negate(stored) if self.ops.high_score_first(group_bytes) else stored
-        return RankedEntry(
+        entry = RankedEntry(
             pk=tuple(items[g + 2 + c :]),
-            score=score,
+            score=negate(stored) if self.ops.high_score_first(group_bytes) else stored,
             timestamp=items[g + 1],
             context=tuple(items[g + 2 : g + 2 + c]),
             group=tuple(items[:g]),
         )
+        return _Row(key, entry, key[base + offsets[g] : base + offsets[g + 2 + c]], stored)
+
+    def _decode(self, window: Window, key: bytes, group_bytes: bytes) -> RankedEntry:
+        return self._row(window, key, group_bytes).entry
 
     def _head_state(self, pk: object, window: Window, group_bytes: bytes) -> tuple[bytes, bytes] | None:
         """The record's element in the window, and its flat pk bytes; None if absent."""
@@ -144,7 +155,7 @@ class Reader:
     def _rank_of(self, window: Window, group_bytes: bytes, element: bytes, mode: RankMode) -> int:
         ranked = self.index.ranked_set(window, group_bytes)
         if mode is RankMode.COMPETITION:
-            return ranked.rank(self.tr, fdb.tuple.pack((fdb.tuple.unpack(element)[0],)), null_if_missing=False)
+            return ranked.rank(self.tr, tuples.pack((tuples.unpack(element)[0],)), null_if_missing=False)
         return ranked.rank(self.tr, element)  # type: ignore[return-value]
 
     def rank(self, pk: object, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL) -> int | None:
@@ -181,7 +192,7 @@ class Reader:
         """The rank a new record with ``score`` would have: how many records score better."""
         window = self.window(ref)
         group_bytes = self.group_bytes(group)
-        probe = fdb.tuple.pack((self._stored_score(score, group_bytes),))
+        probe = tuples.pack((self._stored_score(score, group_bytes),))
         return self.index.ranked_set(window, group_bytes).rank(self.tr, probe, null_if_missing=False)  # type: ignore[return-value]
 
     def score_for_rank(self, rank: int, ref: WindowRef, group: object = ()) -> int | float | None:
@@ -192,54 +203,89 @@ class Reader:
         element = self.index.ranked_set(window, group_bytes).get_nth(self.tr, rank)
         if element is None:
             return None
-        stored = fdb.tuple.unpack(element)[0]
+        stored = tuples.unpack(element)[0]
         return negate(stored) if self.ops.high_score_first(group_bytes) else stored
 
     # -- listings by position -------------------------------------------------------------
+
+    def _with_ranks(
+        self,
+        window: Window,
+        group_bytes: bytes,
+        rows: Sequence[_Row],
+        first_position: int,
+        before: _Row | None,
+        mode: RankMode,
+    ) -> list[RankedEntry]:
+        """Rank consecutive B-tree rows: the first at ``first_position`` (a record position when
+        duplicates are counted, else a distinct-key rank), ``before`` the row just before it
+        (None at the top).  Ranks follow from positions and ties with the previous row; the
+        ranked set is asked only when the first row ties with ``before``."""
+        ranked = self.index.ranked_set(window, group_bytes)
+        by_record = ranked.count_duplicates
+        out: list[RankedEntry] = []
+        ordinal = competition = 0
+        previous = before
+        for i, row in enumerate(rows):
+            position = first_position + i
+            if previous is None:
+                ordinal = competition = position
+            elif i == 0:
+                ordinal = (
+                    position
+                    if row.element != previous.element
+                    else self._rank_of(window, group_bytes, row.element, RankMode.ORDINAL)
+                )
+                if not by_record:
+                    ordinal = first_position
+                competition = (
+                    position
+                    if by_record and row.stored != previous.stored
+                    else self._rank_of(window, group_bytes, row.element, RankMode.COMPETITION)
+                )
+            else:
+                if row.element != previous.element:
+                    ordinal = position if by_record else ordinal + 1
+                if row.stored != previous.stored:
+                    competition = (
+                        position if by_record else self._rank_of(window, group_bytes, row.element, RankMode.COMPETITION)
+                    )
+            previous = row
+            out.append(dataclasses.replace(row.entry, rank=ordinal if mode is RankMode.ORDINAL else competition))
+        return out
+
+    def _before(self, window: Window, group_bytes: bytes, key: bytes) -> _Row | None:
+        """The B-tree row just before ``key`` in the same window and group."""
+        group_prefix = self.layout.primary + window.key_bytes + group_bytes
+        rows = self.tr.get_range(group_prefix, key, 1, True)
+        return self._row(window, rows[0][0], group_bytes) if rows else None
 
     def _by_position(
         self, window: Window, group_bytes: bytes, start: int, count: int, mode: RankMode
     ) -> list[RankedEntry]:
         """The records at positions ``start .. start+count-1`` with their ranks."""
         ranked = self.index.ranked_set(window, group_bytes)
+        group_prefix = self.layout.primary + window.key_bytes + group_bytes
+        if start == 0 and ranked.count_duplicates:  # the top: the B-tree's first rows
+            keys = self.tr.get_range(group_prefix, strinc(group_prefix), count) if count > 0 else []
+            return self._with_ranks(
+                window, group_bytes, [self._row(window, k, group_bytes) for k, _ in keys], 0, None, mode
+            )
         element = ranked.get_nth(self.tr, start) if count > 0 else None
         if element is None:
             return []
-        first = ranked.rank(self.tr, element) or 0
-        group_prefix = self.layout.primary + window.key_bytes + group_bytes
         if ranked.count_duplicates:  # positions are records: skip those of the key before `start`
-            skip = start - first
-            rows = self.tr.get_range(group_prefix + element, strinc(group_prefix), skip + count)[skip:]
-        else:  # positions are distinct keys, as in the reference: every record of `count` keys
-            last = ranked.get_nth(self.tr, start + count - 1)
-            end = strinc(group_prefix + last) if last is not None else strinc(group_prefix)
-            rows = self.tr.get_range(group_prefix + element, end)
-        out: list[RankedEntry] = []
-        previous: tuple[bytes, Any, int, int] | None = None  # element, stored score, ordinal, competition
-        for i, (key, _) in enumerate(rows):
-            entry = self._decode(window, key, group_bytes)
-            element_here = key[len(group_prefix) : len(key) - _pk_length(entry.pk)]
-            stored = fdb.tuple.unpack(element_here)[0]
-            if previous is None:
-                ordinal = first
-                competition = self._rank_of(window, group_bytes, element_here, RankMode.COMPETITION)
-            else:
-                same_key = element_here == previous[0]
-                if same_key:
-                    ordinal = previous[2]
-                elif ranked.count_duplicates:
-                    ordinal = start + i
-                else:
-                    ordinal = previous[2] + 1
-                if stored == previous[1]:
-                    competition = previous[3]
-                elif ranked.count_duplicates:
-                    competition = start + i
-                else:
-                    competition = self._rank_of(window, group_bytes, element_here, RankMode.COMPETITION)
-            previous = (element_here, stored, ordinal, competition)
-            out.append(dataclasses.replace(entry, rank=ordinal if mode is RankMode.ORDINAL else competition))
-        return out
+            skip = start - (ranked.rank(self.tr, element) or 0)
+            keys = self.tr.get_range(group_prefix + element, strinc(group_prefix), skip + count)
+            rows = [self._row(window, k, group_bytes) for k, _ in keys]
+            before = rows[skip - 1] if skip else self._before(window, group_bytes, keys[0][0]) if keys else None
+            return self._with_ranks(window, group_bytes, rows[skip:], start, before, mode)
+        # Positions are distinct keys, as in the reference: every record of `count` keys.
+        last = ranked.get_nth(self.tr, start + count - 1)
+        end = strinc(group_prefix + last) if last is not None else strinc(group_prefix)
+        rows = [self._row(window, k, group_bytes) for k, _ in self.tr.get_range(group_prefix + element, end)]
+        before = self._before(window, group_bytes, rows[0].key) if rows and start else None
+        return self._with_ranks(window, group_bytes, rows, start, before, mode)
 
     def top(self, n: int, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL) -> list[RankedEntry]:
         _check_rank(n, "n")
@@ -277,11 +323,25 @@ class Reader:
             return []
         element, pk_flat = found
         position = ranked.rank(self.tr, element) or 0
-        if ranked.count_duplicates:  # records sharing the key sort by pk: count those before this one
-            group_prefix = self.layout.primary + window.key_bytes + group_bytes + element
-            position += len(self.tr.get_range(group_prefix, group_prefix + pk_flat))
+        if not ranked.count_duplicates:
+            start = max(0, min(position - above, size - span))
+            return self._by_position(window, group_bytes, start, span, mode)
+        # The B-tree is in rank order: read the neighbours on either side of the record's key.
+        group_prefix = self.layout.primary + window.key_bytes + group_bytes
+        key = group_prefix + element + pk_flat
+        position += len(self.tr.get_range(group_prefix + element, key))  # records sharing the key sort by pk
         start = max(0, min(position - above, size - span))
-        return self._by_position(window, group_bytes, start, span, mode)
+        wanted_before = position - start
+        before = [
+            self._row(window, k, group_bytes) for k, _ in self.tr.get_range(group_prefix, key, wanted_before + 1, True)
+        ]
+        after = [
+            self._row(window, k, group_bytes)
+            for k, _ in self.tr.get_range(key, strinc(group_prefix), span - wanted_before)
+        ]
+        rows = before[:wanted_before][::-1] + after
+        previous = before[wanted_before] if len(before) > wanted_before else None
+        return self._with_ranks(window, group_bytes, rows, position - min(wanted_before, len(before)), previous, mode)
 
     # -- scans ----------------------------------------------------------------------------
 
@@ -322,7 +382,7 @@ class Reader:
         return self._scan_by_rank(ref, low, high, low_inclusive, high_inclusive, group, limit, continuation, mode)
 
     def _continuation(self, window: Window, kind: str, payload: tuple) -> bytes:
-        return fdb.tuple.pack((b"FLB1", self._index_tag(), window.lb_key, kind, *payload))
+        return tuples.pack((b"FLB1", self._index_tag(), window.lb_key, kind, *payload))
 
     def _index_tag(self) -> bytes:
         return hashlib.blake2b(self.index.prefix, digest_size=8).digest()
@@ -333,7 +393,7 @@ class Reader:
         if not isinstance(token, bytes):
             raise InvalidArgument("continuation must be bytes")
         try:
-            items = fdb.tuple.unpack(token)
+            items = tuples.unpack(token)
         except Exception:
             raise InvalidArgument("continuation is malformed") from None
         if len(items) < 4 or items[0] != b"FLB1" or items[1] != self._index_tag():
@@ -369,10 +429,10 @@ class Reader:
         else:
             low = None if low is None else self._score(low)
             high = None if high is None else self._score(high)
-        begin = prefix if low is None else prefix + fdb.tuple.pack((low,))
+        begin = prefix if low is None else prefix + tuples.pack((low,))
         if low is not None and not low_inclusive:
             begin = strinc(begin)
-        end = strinc(prefix) if high is None else prefix + fdb.tuple.pack((high,))
+        end = strinc(prefix) if high is None else prefix + tuples.pack((high,))
         if high is not None and high_inclusive:
             end = strinc(end)
         resumed = self._resume(continuation, window, "value")
@@ -430,7 +490,3 @@ def _check_rank(value: object, name: str) -> int:
     if value < 0:
         raise InvalidArgument(f"{name} must not be negative, not {value}")
     return value
-
-
-def _pk_length(pk: Sequence[object]) -> int:
-    return len(fdb.tuple.pack(tuple(pk)))

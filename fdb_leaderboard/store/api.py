@@ -131,6 +131,9 @@ class ReadView(abc.ABC):
 class Transaction(ReadView):
     """One transaction: reads see its own writes; nothing is visible to others until commit."""
 
+    # Whether read conflict ranges matter here (FoundationDB); callers may skip declaring them.
+    declares_conflicts = True
+
     @property
     @abc.abstractmethod
     def snapshot(self) -> ReadView:
