@@ -64,10 +64,19 @@ class RankedEntry:
 
 
 class _Row(NamedTuple):
+    """A primary B-tree key, decoded."""
+
     key: bytes
-    entry: RankedEntry
     element: bytes  # the ranked-set element: (stored score, ts, context...) packed
     stored: object  # the stored score (negated when high scores come first)
+    pk: tuple
+    score: int | float
+    timestamp: int
+    context: tuple
+    group: tuple
+
+    def entry(self, rank: int | None = None) -> RankedEntry:
+        return RankedEntry(self.pk, self.score, self.timestamp, self.context, self.group, rank)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,17 +136,19 @@ class Reader:
         items, offsets = tuples.unpack_with_offsets(key[base:])
         g, c = settings.group_size, settings.context_size
         stored = items[g]
-        entry = RankedEntry(
-            pk=tuple(items[g + 2 + c :]),
-            score=negate(stored) if self.ops.high_score_first(group_bytes) else stored,
-            timestamp=items[g + 1],
-            context=tuple(items[g + 2 : g + 2 + c]),
-            group=tuple(items[:g]),
+        return _Row(
+            key,
+            key[base + offsets[g] : base + offsets[g + 2 + c]],
+            stored,
+            items[g + 2 + c :],
+            negate(stored) if self.ops.high_score_first(group_bytes) else stored,
+            items[g + 1],
+            items[g + 2 : g + 2 + c],
+            items[:g],
         )
-        return _Row(key, entry, key[base + offsets[g] : base + offsets[g + 2 + c]], stored)
 
     def _decode(self, window: Window, key: bytes, group_bytes: bytes) -> RankedEntry:
-        return self._row(window, key, group_bytes).entry
+        return self._row(window, key, group_bytes).entry()
 
     def _head_state(self, pk: object, window: Window, group_bytes: bytes) -> tuple[bytes, bytes] | None:
         """The record's element in the window, and its flat pk bytes; None if absent."""
@@ -251,7 +262,7 @@ class Reader:
                         position if by_record else self._rank_of(window, group_bytes, row.element, RankMode.COMPETITION)
                     )
             previous = row
-            out.append(dataclasses.replace(row.entry, rank=ordinal if mode is RankMode.ORDINAL else competition))
+            out.append(row.entry(ordinal if mode is RankMode.ORDINAL else competition))
         return out
 
     def _before(self, window: Window, group_bytes: bytes, key: bytes) -> _Row | None:
