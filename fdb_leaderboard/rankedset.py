@@ -171,17 +171,16 @@ class RankedSet:
         """
         levels = self._levels
         tail = b"\x00" if or_equal else b""
-        found = tr.snapshot.get_ranges(
-            [(self._level_sentinels[level], levels[level] + suffix + tail, 1, True) for level in range(1, self.nlevels)]
+        found = tr.snapshot.last_keys(
+            [(self._level_sentinels[level], levels[level] + suffix + tail) for level in range(1, self.nlevels)]
         )
         if not any(found):
             return None
         keys = []
         conflicts = tr.declares_conflicts
-        for level, rows in enumerate(found, start=1):
-            if not rows:
+        for level, key in enumerate(found, start=1):
+            if key is None:
                 raise CorruptRankedSet(f"level {level} of the ranked set at {self.prefix!r} has no sentinel")
-            key = rows[0][0]
             if conflicts:
                 node = levels[level] + suffix
                 if key != node:

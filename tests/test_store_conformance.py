@@ -398,6 +398,7 @@ def test_generated_range_reads_match_model(db: Database, prefix: bytes, data: st
             "gets": [tr.get(key) for key in lookups],
             "get_many": tr.get_many(lookups),
             "snapshot get_many": tr.snapshot.get_many(lookups),
+            "last_keys": tr.snapshot.last_keys([(begin, end) for begin, end, _, _ in queries]),
         }
 
     got = db.read(reads)
@@ -411,6 +412,9 @@ def test_generated_range_reads_match_model(db: Database, prefix: bytes, data: st
         "gets": expected_values,
         "get_many": expected_values,
         "snapshot get_many": expected_values,
+        "last_keys": [
+            rows[0][0] if (rows := model_range(model, begin, end, 1, True)) else None for begin, end, _, _ in queries
+        ],
     }
 
 

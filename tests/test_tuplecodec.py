@@ -50,6 +50,7 @@ def test_fallbacks_decode_what_the_fast_path_cannot() -> None:
 def test_offsets_slice_each_item(items: tuple) -> None:
     packed = fdb.tuple.pack(items)
     decoded, offsets = tuplecodec.unpack_with_offsets(packed)
+    assert decoded == fdb.tuple.unpack(packed)
     assert offsets[0] == 0 and offsets[-1] == len(packed) and len(offsets) == len(items) + 1
     for i, item in enumerate(items):
         assert packed[offsets[i] : offsets[i + 1]] == fdb.tuple.pack((item,))

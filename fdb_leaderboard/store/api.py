@@ -123,6 +123,12 @@ class ReadView(abc.ABC):
         """Several range reads, issued concurrently where the backend can."""
         return [self.get_range(*request) for request in requests]
 
+    def last_keys(self, requests: Sequence[tuple[bytes, bytes]]) -> list[bytes | None]:
+        """For each ``(begin, end)``, the last key in ``[begin, end)`` or None; concurrently
+        where the backend can.  (A reverse range read of one key, without its value.)"""
+        found = self.get_ranges([(begin, end, 1, True) for begin, end in requests])
+        return [rows[0][0] if rows else None for rows in found]
+
     def get_range_startswith(self, prefix: bytes, limit: int = 0, reverse: bool = False) -> list[KeyValue]:
         """Pairs whose key starts with ``prefix``."""
         return self.get_range(prefix, strinc(prefix), limit, reverse)

@@ -26,7 +26,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import lmdb
@@ -154,6 +154,15 @@ class LmdbTransaction(Transaction):
                 out.append(item)
                 if len(out) == limit:
                     break
+        return out
+
+    def last_keys(self, requests: Sequence[tuple[bytes, bytes]]) -> list[bytes | None]:
+        cursor = self._cursor
+        out: list[bytes | None] = []
+        for begin, end in requests:
+            moved = cursor.prev() if _seek(cursor, end) else cursor.last()
+            key = cursor.key() if moved else b""
+            out.append(key if moved and begin <= key < end else None)
         return out
 
     # -- writes --------------------------------------------------------------------------
