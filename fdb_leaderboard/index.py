@@ -201,6 +201,13 @@ class Operations:
         raw = self.tr.get(self.layout.head_key(pk_nested))
         return index_pb2.RecordHead.FromString(raw) if raw is not None else None
 
+    def _state(self, key: tuple[int, bytes], value: Value) -> index_pb2.WindowState:
+        """A window value as stored in the record's head (the total only where it is the value)."""
+        state = index_pb2.WindowState(lb_key=key[0], group=key[1], element=value.element, ts=value.ts, seq=value.seq)
+        if self.index.aggregation.name == "SUM":
+            state.total = value.score  # type: ignore[assignment]
+        return state
+
     def _state_value(self, state: index_pb2.WindowState) -> Value:
         """A stored window state as a Value (score and context decoded only for SUM)."""
         if self.index.aggregation.name != "SUM":
@@ -338,7 +345,7 @@ class Operations:
             if old is None or old.element != value.element:
                 self.index_add(directory.by_key(key[0]), key[1], value.element, pk_flat)  # type: ignore[union-attr,arg-type]
                 changed += 1
-            head.windows.append(_state(key, value))
+            head.windows.append(self._state(key, value))
         self.tr.set(self.layout.head_key(pk_nested), _head_bytes(head))
         return changed
 
@@ -357,11 +364,11 @@ class Operations:
             old = states.get(key)
             if old is not None:
                 if old.element == value.element:
-                    old.CopyFrom(_state(key, value))
+                    old.CopyFrom(self._state(key, value))
                     continue
                 self.index_remove(window, key[1], old.element, pk_flat)
             self.index_add(window, key[1], value.element, pk_flat)
-            states[key] = _state(key, value)
+            states[key] = self._state(key, value)
         live = [
             state
             for key, state in states.items()
@@ -642,7 +649,7 @@ class Operations:
         keep = [state for state in head.windows if state.lb_key not in filled]
         for key, value in computed.items():
             self.index_add(directory.by_key(key[0]), key[1], value.element, pk_flat)  # type: ignore[arg-type]
-            keep.append(_state(key, value))
+            keep.append(self._state(key, value))
         del head.windows[:]
         head.windows.extend(keep)
         self.tr.set(self.layout.head_key(pk_nested), _head_bytes(head))
@@ -715,13 +722,6 @@ def _check_batch(size: object, name: str) -> int:
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise InvalidArgument(f"{name} must be a positive integer, not {size!r}")
     return size
-
-
-def _state(key: tuple[int, bytes], value: Value) -> index_pb2.WindowState:
-    total = value.score if isinstance(value.score, int) else 0
-    return index_pb2.WindowState(
-        lb_key=key[0], group=key[1], element=value.element, ts=value.ts, seq=value.seq, total=total
-    )
 
 
 def _head_bytes(head: index_pb2.RecordHead) -> bytes:
