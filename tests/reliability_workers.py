@@ -38,9 +38,9 @@ TRIM_BEFORE = 1_000
 TS_END = 20_000  # writers' timestamps are in [0, TS_END); type 1 windows cover [1000, 20000)
 
 
-def open_index(path: str, durable: bool) -> tuple[Any, LeaderboardIndex]:
-    db = open_database(f"lmdb:{path}?durable={'true' if durable else 'false'}")
-    return db, LeaderboardIndex.open(db, PREFIX)
+def open_index(url: str, prefix: bytes = PREFIX) -> tuple[Any, LeaderboardIndex]:
+    db = open_database(url)
+    return db, LeaderboardIndex.open(db, prefix)
 
 
 def write_loop(index: LeaderboardIndex, name: str, seed: int, stop: Any, out_path: str) -> None:
@@ -133,9 +133,11 @@ def _wait_for_start(ready: Any, start: Any) -> None:
         raise RuntimeError("the test never gave the start signal")
 
 
-def writer_process(path: str, out_dir: str, name: str, seed: int, threads: int, ready: Any, start: Any, stop: Any):
-    """A process of ``threads`` writer threads on its own LMDB environment."""
-    db, index = open_index(path, durable=False)
+def writer_process(
+    url: str, prefix: bytes, out_dir: str, name: str, seed: int, threads: int, ready: Any, start: Any, stop: Any
+):
+    """A process of ``threads`` writer threads with its own connection to the store."""
+    db, index = open_index(url, prefix)
     try:
         _wait_for_start(ready, start)
         workers = [
@@ -153,8 +155,10 @@ def writer_process(path: str, out_dir: str, name: str, seed: int, threads: int, 
         db.close()
 
 
-def maintenance_process(path: str, out_dir: str, name: str, seed: int, ready: Any, start: Any, stop: Any) -> None:
-    db, index = open_index(path, durable=False)
+def maintenance_process(
+    url: str, prefix: bytes, out_dir: str, name: str, seed: int, ready: Any, start: Any, stop: Any
+) -> None:
+    db, index = open_index(url, prefix)
     try:
         _wait_for_start(ready, start)
         maintenance_loop(index, name, seed, stop, os.path.join(out_dir, f"{name}.jsonl"))

@@ -39,7 +39,7 @@ from fdb_leaderboard.checker import check_index
 from fdb_leaderboard.directory import ALL_TIME, WindowSpec, WindowUpdate
 from fdb_leaderboard.errors import WindowNotReady
 from fdb_leaderboard.index import LeaderboardIndex
-from fdb_leaderboard.store import open_database
+from fdb_leaderboard.store import Database
 
 WRITE_SECONDS = 6.0
 PROCESS_WRITERS = 2  # processes
@@ -63,12 +63,15 @@ def head_totals(index: LeaderboardIndex, pk: str) -> dict[int, int]:
 
 
 @pytest.mark.slow
-def test_threads_and_processes_write_while_windows_fill_expire_and_trim(tmp_path: Path) -> None:
-    path = str(tmp_path / "store")
+def test_threads_and_processes_write_while_windows_fill_expire_and_trim(
+    db: Database, store_url: str, prefix: bytes, tmp_path: Path
+) -> None:
+    """On FoundationDB (when available) the same run exercises conflicts and their retries."""
+    url = store_url  # durable: group commit shares the fsyncs of concurrent writers
+    prefix = prefix + PREFIX
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    db = open_database(f"lmdb:{path}?durable=false")
-    index = LeaderboardIndex.create(db, PREFIX, SETTINGS)
+    index = LeaderboardIndex.create(db, prefix, SETTINGS)
     index.update_windows(WindowUpdate(specs=[WindowSpec(1, TRIM_BEFORE, 1000, 1000, 19)]))
 
     context = multiprocessing.get_context("spawn")  # an LMDB environment must not cross a fork
@@ -76,12 +79,14 @@ def test_threads_and_processes_write_while_windows_fill_expire_and_trim(tmp_path
     processes = [
         context.Process(
             target=writer_process,
-            args=(path, str(out_dir), f"proc{i}", 10 + i, THREADS_PER_PROCESS, ready, start, stop),
+            args=(url, prefix, str(out_dir), f"proc{i}", 10 + i, THREADS_PER_PROCESS, ready, start, stop),
         )
         for i in range(PROCESS_WRITERS)
     ]
     processes.append(
-        context.Process(target=maintenance_process, args=(path, str(out_dir), "maint-proc", 7, ready, start, stop))
+        context.Process(
+            target=maintenance_process, args=(url, prefix, str(out_dir), "maint-proc", 7, ready, start, stop)
+        )
     )
     for process in processes:
         process.start()
@@ -200,4 +205,3 @@ def test_threads_and_processes_write_while_windows_fill_expire_and_trim(tmp_path
         f"\nconcurrency: {len(acked)} acknowledged submissions, {checks[0]} concurrent consistency checks, "
         f"maintenance {dict(operations)}"
     )
-    db.close()
