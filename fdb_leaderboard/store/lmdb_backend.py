@@ -54,6 +54,7 @@ T = TypeVar("T")
 
 DEFAULT_MAP_SIZE = 1 << 40  # address space only; the file grows as data is written
 DEFAULT_TRANSACTION_SECONDS = 5.0
+_MAX_BATCH = 64  # logical transactions sharing one commit
 
 
 class _Env:
@@ -320,13 +321,25 @@ class LmdbDatabase(Database):
             raise pending.error
         return pending.result
 
-    def _run_batch(self) -> None:
+    def _take(self) -> list[_Pending]:
         with self._queue_lock:
+            if not self.group_commit:
+                return [self._queue.popleft()] if self._queue else []
             batch = list(self._queue)
             self._queue.clear()
-            if not self.group_commit and len(batch) > 1:
-                self._queue.extend(batch[1:])
-                batch = batch[:1]
+            return batch
+
+    def _run_batch(self) -> None:
+        """Run queued functions in one write transaction and commit once.
+
+        Callers wake from the previous fsync one at a time (each needs the GIL to queue its next
+        call), so the leader does not commit as soon as its first functions ran: it yields the
+        GIL and takes what queued meanwhile, until a round finds nothing new (or the batch is
+        full), and only then pays the fsync.
+        """
+        batch = self._take()
+        if not batch:
+            return
         try:
             txn = self._env.begin(write=True)
         except BaseException as exc:
@@ -334,11 +347,22 @@ class LmdbDatabase(Database):
                 pending.error, pending.done = exc, True
             raise
         try:
-            if len(batch) == 1:
+            if len(batch) == 1:  # a lone caller pays no nesting; if it fails, abort and stop here
                 self._execute(batch[0], txn, nested=False)
+                if batch[0].error is not None:
+                    txn.abort()
+                    return
             else:
                 for pending in batch:
                     self._execute(pending, txn, nested=True)
+            while self.group_commit and self.durable and len(batch) < _MAX_BATCH:
+                time.sleep(0)  # let woken callers queue their next call
+                more = self._take()
+                if not more:
+                    break
+                for pending in more:
+                    self._execute(pending, txn, nested=True)
+                batch.extend(more)
             if all(p.error is not None for p in batch):
                 txn.abort()
             else:
