@@ -241,19 +241,15 @@ class Reader:
             position = first_position + i
             if previous is None:
                 ordinal = competition = position
-            elif i == 0:
-                ordinal = (
-                    position
-                    if row.element != previous.element
-                    else self._rank_of(window, group_bytes, row.element, RankMode.ORDINAL)
-                )
-                if not by_record:
-                    ordinal = first_position
+            elif i == 0 and by_record:  # positions tell, unless the row ties with the one before
+                tied_key, tied_score = row.element == previous.element, row.stored == previous.stored
+                ordinal = self._rank_of(window, group_bytes, row.element, RankMode.ORDINAL) if tied_key else position
                 competition = (
-                    position
-                    if by_record and row.stored != previous.stored
-                    else self._rank_of(window, group_bytes, row.element, RankMode.COMPETITION)
+                    self._rank_of(window, group_bytes, row.element, RankMode.COMPETITION) if tied_score else position
                 )
+            elif i == 0:
+                ordinal = first_position
+                competition = self._rank_of(window, group_bytes, row.element, RankMode.COMPETITION)
             else:
                 if row.element != previous.element:
                     ordinal = position if by_record else ordinal + 1

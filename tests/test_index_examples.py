@@ -961,3 +961,22 @@ def test_score_types_keep_numeric_order(db: Database, prefix: bytes) -> None:
     assert doubles.rank_for_score(1.75) == 2 and doubles.rank_for_score(2) == 2
     with pytest.raises(InvalidArgument, match="SUM"):
         IndexSettings(aggregation="SUM", score_type="DOUBLE")
+
+
+def test_reference_layout_ranks_distinct_score_keys(db: Database, prefix: bytes) -> None:
+    """Without duplicate counting (the Record Layer's layout) records with identical
+    (score, timestamp, context) share one ranked-set element: ranks and counts are over keys."""
+    index = make(db, prefix, hash_function=HashFunction.JDK, count_duplicates=False)
+    index.update_windows(WindowUpdate())
+    for pk, score, ts in [("a", 5, 1), ("b", 5, 1), ("c", 3, 2), ("d", 7, 0)]:
+        index.add_score((pk,), score, ts)
+    board = [("c", 0), ("a", 1), ("b", 1), ("d", 2)]
+    assert index.count() == 3
+    assert [(e.pk[0], e.rank) for e in index.top(2)] == board[:3]  # two keys: every record of each
+    assert [(e.pk[0], e.rank) for e in index.top(9, mode=COMPETITION)] == board
+    assert [(e.pk[0], e.rank) for e in index.around(("d",), 1, 0)] == board[1:]
+    assert [index.rank((pk,)) for pk in "abcd"] == [1, 1, 0, 2]
+    index.delete_record(("a",))  # b still holds the shared element
+    assert index.count() == 3 and index.rank(("b",)) == 1
+    index.delete_record(("b",))
+    assert index.count() == 2 and index.rank(("d",)) == 1
