@@ -408,9 +408,14 @@ class LmdbDatabase(Database):
                 self._shared.release()
 
     def disk_usage(self) -> int:
-        """Bytes of the LMDB data file in use (pages actually allocated)."""
+        """Bytes of the LMDB data file up to its last page (free pages kept for reuse included)."""
         info = self._env.info()
         return (info["last_pgno"] + 1) * self._env.stat()["psize"]
+
+    def tree_bytes(self) -> int:
+        """Bytes of the pages that hold data (branch, leaf and overflow pages): the live B-tree."""
+        stat = self._env.stat()
+        return (stat["branch_pages"] + stat["leaf_pages"] + stat["overflow_pages"]) * stat["psize"]
 
 
 def open_lmdb(path: str, options: dict[str, str]) -> LmdbDatabase:
