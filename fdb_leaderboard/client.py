@@ -152,8 +152,12 @@ class LeaderboardClient:
     def trim(self, index: str, before: int) -> int:
         return self._call("Trim", pb.TrimRequest(index=index, before=before)).entries_removed
 
-    def keep_ahead(self, index: str, now: int) -> list[pb.Window]:
-        return list(self._call("KeepAhead", pb.KeepAheadRequest(index=index, now=now)).added)
+    def keep_ahead(self, index: str, now: int | None = None) -> list[pb.Window]:
+        """Add the windows the index's policy needs soon (``now`` default: the server's clock)."""
+        request = pb.KeepAheadRequest(index=index)
+        if now is not None:
+            request.now = now
+        return list(self._call("KeepAhead", request).added)
 
     def verify(self, index: str, max_problems: int = 0) -> list[str]:
         """Problems the server's consistency check finds in the index (empty: sound)."""

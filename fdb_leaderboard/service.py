@@ -12,6 +12,7 @@ import functools
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable
 from concurrent import futures
 from typing import Any
@@ -288,8 +289,9 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         policy = self.catalog.entry(request.index).maintenance
         if not policy.windows:
             raise FailedPrecondition(f"index {request.index!r} has no maintenance policy with regular windows")
+        now = request.now if request.HasField("now") else int(time.time())
         added = self._index(request.index).keep_ahead(
-            request.now,
+            now,
             [(w.type, w.base, w.increment, w.duration) for w in policy.windows],
             policy.horizon,
             policy.certain_within,
