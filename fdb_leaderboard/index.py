@@ -37,6 +37,7 @@ from .errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from .layout import IndexLayout, decode_latest_timestamp, encode_latest_timestamp
 from .proto import index_pb2
 from .rankedset import HashFunction, RankedSet
+from .scans import IfAbsent, RankedEntry, RankMode, Reader, ScanPage, ScanType, WindowRef
 from .store.api import MAX_VALUE_SIZE, Database, ReadView, Transaction, strinc
 from .values import SCORE_TYPES, check_items, check_pk, check_timestamp, negate, normalize_score
 
@@ -500,11 +501,13 @@ class Operations:
                 windows.append(window)
         next_key = old.next_key
         added: list[Window] = []
+        present = {(w.type, w.start, w.end) for w in windows}
 
         def add(window_type: int, start: int, end: int) -> None:
             nonlocal next_key
-            if any(w.type == window_type and w.start == start and w.end == end for w in windows):
+            if (window_type, start, end) in present:
                 return
+            present.add((window_type, start, end))
             window = Window(window_type, start, end, next_key, update.nlevels)
             next_key += 1
             windows.append(window)
@@ -941,33 +944,40 @@ class LeaderboardIndex:
 
     # -- reads (see scans.py for the semantics) -------------------------------------------
 
-    def _reader(self, fn: Callable[[Any], T]) -> T:
-        from .scans import Reader
-
+    def _reader(self, fn: Callable[[Reader], T]) -> T:
         return self.read(lambda ops: fn(Reader(ops)))
 
     def rank(
-        self, pk: object, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = (), mode: Any = None
+        self,
+        pk: object,
+        window_type: int = ALL_TIME,
+        timestamp: int | None = None,
+        group: tuple = (),
+        mode: RankMode | None = None,
     ) -> int | None:
         """The record's 0-based rank in the window, or None if it has no value there."""
-        from .scans import RankMode, WindowRef
-
         return self._reader(lambda r: r.rank(pk, WindowRef(window_type, timestamp), group, mode or RankMode.ORDINAL))
 
     def rank_and_entry(
-        self, pk: object, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = (), mode: Any = None
-    ) -> Any:
-        from .scans import RankMode, WindowRef
-
+        self,
+        pk: object,
+        window_type: int = ALL_TIME,
+        timestamp: int | None = None,
+        group: tuple = (),
+        mode: RankMode | None = None,
+    ) -> RankedEntry | None:
         return self._reader(
             lambda r: r.rank_and_entry(pk, WindowRef(window_type, timestamp), group, mode or RankMode.ORDINAL)
         )
 
     def top(
-        self, n: int, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = (), mode: Any = None
-    ) -> list[Any]:
-        from .scans import RankMode, WindowRef
-
+        self,
+        n: int,
+        window_type: int = ALL_TIME,
+        timestamp: int | None = None,
+        group: tuple = (),
+        mode: RankMode | None = None,
+    ) -> list[RankedEntry]:
         return self._reader(lambda r: r.top(n, WindowRef(window_type, timestamp), group, mode or RankMode.ORDINAL))
 
     def around(
@@ -978,11 +988,9 @@ class LeaderboardIndex:
         window_type: int = ALL_TIME,
         timestamp: int | None = None,
         group: tuple = (),
-        mode: Any = None,
-        if_absent: Any = None,
-    ) -> list[Any]:
-        from .scans import IfAbsent, RankMode, WindowRef
-
+        mode: RankMode | None = None,
+        if_absent: IfAbsent | None = None,
+    ) -> list[RankedEntry]:
         return self._reader(
             lambda r: r.around(
                 pk,
@@ -996,25 +1004,19 @@ class LeaderboardIndex:
         )
 
     def count(self, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()) -> int:
-        from .scans import WindowRef
-
         return self._reader(lambda r: r.count(WindowRef(window_type, timestamp), group))
 
     def score_for_rank(
         self, rank: int, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
     ) -> int | float | None:
-        from .scans import WindowRef
-
         return self._reader(lambda r: r.score_for_rank(rank, WindowRef(window_type, timestamp), group))
 
     def rank_for_score(
         self, score: int | float, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
     ) -> int:
-        from .scans import WindowRef
-
         return self._reader(lambda r: r.rank_for_score(score, WindowRef(window_type, timestamp), group))
 
-    def scan(self, scan_type: Any, **kwargs: Any) -> Any:
+    def scan(self, scan_type: ScanType, **kwargs: Any) -> ScanPage:
         """One page of a BY_VALUE, BY_RANK or BY_TIME_WINDOW scan (see ``Reader.scan``)."""
         return self._reader(lambda r: r.scan(scan_type, **kwargs))
 
