@@ -283,9 +283,8 @@ class Operations:
                         current[key] = after
             seq += 1
         head.next_seq = seq
-        self._apply(head, states, current, pk_nested, pk_flat, directory)
         self._note_timestamps(entry.timestamp for entry, _, _ in entries)
-        return len(current)
+        return self._apply(head, states, current, (), pk_nested, pk_flat, directory)
 
     def save_record(self, pk: object, entries: Iterable[Entry]) -> int:
         """Replace all of a record's entries; returns how many window values changed."""
@@ -301,11 +300,20 @@ class Operations:
             )
             values.append((group_bytes, Value(entry.score, entry.timestamp, seq, entry.context, element)))
         directory = self.directory()
+        head = old or index_pb2.RecordHead()
+        head.next_seq = len(entries)
+        del head.carried[:]  # the record starts over: nothing folded by a trim remains
+        states = {(state.lb_key, state.group): state for state in head.windows}
         computed = self._fold(values, directory, pk_nested, carried={}) if directory is not None else {}
-        head = index_pb2.RecordHead(next_seq=len(entries))
-        states = {(state.lb_key, state.group): state for state in old.windows} if old else {}
+        gone = [
+            key
+            for key in states
+            if key not in computed
+            and (window := directory.by_key(key[0]) if directory is not None else None) is not None
+            and self.maintains(window, pk_nested)
+        ]
         self._note_timestamps(entry.timestamp for entry, _, _ in entries)
-        return self._replace_states(head, states, computed, pk_nested, pk_flat, directory)
+        return self._apply(head, states, computed, gone, pk_nested, pk_flat, directory)
 
     def delete_record(self, pk: object) -> bool:
         """Remove a record and its value from every window; False if there was none."""
@@ -322,62 +330,41 @@ class Operations:
         self.tr.clear_range(*self.layout.entries_range(pk_nested))
         return True
 
-    def _replace_states(
-        self,
-        head: index_pb2.RecordHead,
-        states: dict[tuple[int, bytes], index_pb2.WindowState],
-        computed: dict[tuple[int, bytes], Value],
-        pk_nested: bytes,
-        pk_flat: bytes,
-        directory: Directory | None,
-    ) -> int:
-        """Make the record's window values exactly ``computed`` (a full recomputation)."""
-        changed = 0
-        for key, state in states.items():
-            window = directory.by_key(key[0]) if directory is not None else None
-            if window is None or not self.maintains(window, pk_nested):
-                continue
-            new = computed.get(key)
-            if new is None or new.element != state.element:
-                self.index_remove(window, key[1], state.element, pk_flat)
-                changed += new is None
-        for key, value in computed.items():
-            old = states.get(key)
-            if old is None or old.element != value.element:
-                self.index_add(directory.by_key(key[0]), key[1], value.element, pk_flat)  # type: ignore[union-attr,arg-type]
-                changed += 1
-            head.windows.append(self._state(key, value))
-        self.tr.set(self.layout.head_key(pk_nested), _head_bytes(head))
-        return changed
-
     def _apply(
         self,
         head: index_pb2.RecordHead,
         states: dict[tuple[int, bytes], index_pb2.WindowState],
         changes: dict[tuple[int, bytes], Value],
+        gone: Sequence[tuple[int, bytes]],
         pk_nested: bytes,
         pk_flat: bytes,
         directory: Directory | None,
-    ) -> None:
-        """Move the changed window values in the index and write the new head."""
+    ) -> int:
+        """Move the record's changed window values in the index and write its head.
+
+        ``changes`` maps (window key, group) to the new value, ``gone`` lists those whose value
+        disappears.  Returns how many values were added, moved or removed.
+        """
+        changed = 0
+        for key in gone:
+            self.index_remove(directory.by_key(key[0]), key[1], states.pop(key).element, pk_flat)  # type: ignore[union-attr,arg-type]
+            changed += 1
         for key, value in changes.items():
             window = directory.by_key(key[0])  # type: ignore[union-attr]
             old = states.get(key)
+            if old is not None and old.element == value.element:
+                old.CopyFrom(self._state(key, value))
+                continue
             if old is not None:
-                if old.element == value.element:
-                    old.CopyFrom(self._state(key, value))
-                    continue
-                self.index_remove(window, key[1], old.element, pk_flat)
-            self.index_add(window, key[1], value.element, pk_flat)
+                self.index_remove(window, key[1], old.element, pk_flat)  # type: ignore[arg-type]
+            self.index_add(window, key[1], value.element, pk_flat)  # type: ignore[arg-type]
             states[key] = self._state(key, value)
-        live = [
-            state
-            for key, state in states.items()
-            if directory is not None and directory.by_key(key[0]) is not None  # drop deleted windows
-        ]
+            changed += 1
         del head.windows[:]
-        head.windows.extend(live)
+        if directory is not None:  # values of deleted windows go
+            head.windows.extend(state for key, state in states.items() if directory.by_key(key[0]) is not None)
         self.tr.set(self.layout.head_key(pk_nested), _head_bytes(head))
+        return changed
 
     def _note_timestamps(self, timestamps: Iterable[int]) -> None:
         latest = max(timestamps, default=None)
