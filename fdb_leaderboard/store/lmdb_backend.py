@@ -300,7 +300,8 @@ class LmdbDatabase(Database):
         self._env = self._shared.env
         self._queue: deque[_Pending] = deque()
         self._queue_lock = threading.Lock()
-        self._leader_lock = threading.Lock()
+        self._turn = threading.Condition()  # guards _leading: one leader runs batches at a time
+        self._leading = False
         self._closed = False
         self.commits = 0  # durable commits made, for measuring group commit
 
@@ -312,11 +313,21 @@ class LmdbDatabase(Database):
         pending = _Pending(fn, args, kwargs)
         with self._queue_lock:
             self._queue.append(pending)
-        with self._leader_lock:
-            # Without group commit a batch is only the queue's head, which need not be ours
-            # (the lock is not FIFO): keep leading until our own function has run.
-            while not pending.done:
+        while True:
+            with self._turn:
+                # Callers whose work a leader already committed return without queueing for
+                # the leadership; one caller still waiting becomes the next leader.
+                while self._leading and not pending.done:
+                    self._turn.wait()
+                if pending.done:
+                    break
+                self._leading = True
+            try:
                 self._run_batch()
+            finally:
+                with self._turn:
+                    self._leading = False
+                    self._turn.notify_all()
         if pending.error is not None:
             raise pending.error
         return pending.result
@@ -402,10 +413,20 @@ class LmdbDatabase(Database):
             raise StoreError(f"database {self.url} is closed")
 
     def close(self) -> None:
-        with self._leader_lock:
-            if not self._closed:
-                self._closed = True
-                self._shared.release()
+        """Close after the running batch; calls still queued fail with StoreError."""
+        with self._turn:
+            while self._leading and not self._closed:
+                self._turn.wait()
+            if self._closed:
+                return
+            self._closed = True
+            self._leading = True  # no batch may start on a closed environment
+            with self._queue_lock:
+                for pending in self._queue:
+                    pending.error, pending.done = StoreError(f"database {self.url} was closed"), True
+                self._queue.clear()
+            self._shared.release()
+            self._turn.notify_all()
 
     def disk_usage(self) -> int:
         """Bytes of the LMDB data file up to its last page (free pages kept for reuse included)."""
