@@ -196,6 +196,18 @@ class Operations:
                 return
         ranked.remove(self.tr, element)
 
+    def index_move(self, window: Window, group_bytes: bytes, old: bytes, new: bytes, pk_flat: bytes) -> None:
+        """A record's value in a window changes from element ``old`` to ``new``."""
+        self.tr.clear(self._primary_key(window, group_bytes, old, pk_flat))
+        self.tr.set(self._primary_key(window, group_bytes, new, pk_flat), b"")
+        ranked = self.index.ranked_set(window, group_bytes)
+        if not ranked.count_duplicates:
+            shared = self.layout.primary + window.key_bytes + group_bytes + old
+            if self.tr.get_range(shared, strinc(shared), 1):  # another record keeps `old`
+                ranked.add(self.tr, new)
+                return
+        ranked.move(self.tr, old, new)
+
     # -- records ---------------------------------------------------------------------------
 
     def read_head(self, pk_nested: bytes) -> index_pb2.RecordHead | None:
@@ -356,8 +368,9 @@ class Operations:
                 old.CopyFrom(self._state(key, value))
                 continue
             if old is not None:
-                self.index_remove(window, key[1], old.element, pk_flat)  # type: ignore[arg-type]
-            self.index_add(window, key[1], value.element, pk_flat)  # type: ignore[arg-type]
+                self.index_move(window, key[1], old.element, value.element, pk_flat)  # type: ignore[arg-type]
+            else:
+                self.index_add(window, key[1], value.element, pk_flat)  # type: ignore[arg-type]
             states[key] = self._state(key, value)
             changed += 1
         del head.windows[:]

@@ -254,6 +254,40 @@ class RankedSet:
                 tr.clear(levels[level] + suffix)
         return True
 
+    def move(self, tr: Transaction, old: bytes, new: bytes) -> None:
+        """Replace one occurrence of ``old`` (which must be present) by ``new``.
+
+        Equivalent to ``remove(old)`` then ``add(new)``.  In the common case, where neither is
+        a node above level 0 (``old`` found so by reading, not by hash), no node changes above
+        level 0 and each upper level only moves one count between predecessors: when both have
+        the same predecessor (most upper levels), nothing is written there at all.
+        """
+        old_suffix, new_suffix = self._check_element(old), self._check_element(new)
+        levels = self._levels
+        counts = tr.get_many([levels[0] + old_suffix, levels[0] + new_suffix, levels[1] + old_suffix])
+        simple = (
+            counts[0] is not None
+            and _decode_count(counts[0]) == 1
+            and counts[1] is None
+            and counts[2] is None
+            and self._hash(new) & _LEVEL_MASKS[1] != 0
+        )
+        if not simple:
+            if not self.remove(tr, old):
+                raise CorruptRankedSet(f"cannot move {old!r}: the ranked set at {self.prefix!r} lacks it")
+            self.add(tr, new)  # False when a shared element is already there: nothing to do
+            return
+        before_old = self._predecessors(tr, old_suffix)
+        before_new = self._predecessors(tr, new_suffix)
+        if before_old is None or before_new is None:
+            raise CorruptRankedSet(f"the ranked set at {self.prefix!r} holds {old!r} but has no sentinels")
+        tr.clear(levels[0] + old_suffix)
+        tr.set(levels[0] + new_suffix, _ONE)
+        for losing, gaining in zip(before_old, before_new, strict=True):
+            if losing != gaining:
+                tr.add(losing, _MINUS_ONE)
+                tr.add(gaining, _ONE)
+
     # -- reads ---------------------------------------------------------------------------
 
     def contains(self, tr: ReadView, element: bytes) -> bool:

@@ -456,6 +456,17 @@ def _run_machine(
             result = db.run(self.rs.add if add else self.rs.remove, element)
             assert result is self._apply(add, element)
 
+        @precondition(lambda self: self.distinct)
+        @rule(data=st.data(), new=elements)
+        def move(self, data, new: bytes) -> None:
+            """Move one occurrence of a present element to another (a score that changed)."""
+            old = data.draw(st.sampled_from(self.distinct))
+            if old == new:
+                return  # not a move the index makes: it moves a record's value only when it changes
+            db.run(self.rs.move, old, new)
+            self._apply(False, old)
+            self._apply(True, new)
+
         @rule(ops=st.lists(st.tuples(st.booleans(), elements), min_size=1, max_size=6))
         def batch(self, ops) -> None:
             """Several changes in one transaction (reads must see the transaction's own atomic adds)."""
