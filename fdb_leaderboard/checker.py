@@ -16,14 +16,13 @@ are read in key order, in pages.
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterator
 
 from . import tuplecodec as tuples
 from .aggregation import Value
 from .directory import MAX_LEVELS, MIN_LEVELS, Directory, sub_directory_from_bytes
 from .index import LeaderboardIndex, Operations
 from .proto import index_pb2
-from .store.api import ReadView, strinc
+from .store.api import strinc
 
 
 class _Problems(list):
@@ -35,15 +34,6 @@ class _Problems(list):
         """Record a problem; True when the limit is reached and checking should stop."""
         self.append(message)
         return len(self) >= self.limit
-
-
-def _pages(tr: ReadView, begin: bytes, end: bytes, page: int = 2000) -> Iterator[tuple[bytes, bytes]]:
-    while True:
-        rows = tr.get_range(begin, end, page)
-        yield from rows
-        if len(rows) < page:
-            return
-        begin = rows[-1][0] + b"\x00"
 
 
 def check_directory(directory: Directory) -> list[str]:
@@ -94,7 +84,7 @@ def check_operations(ops: Operations, max_problems: int = 100) -> list[str]:
     expected_counts: collections.Counter[tuple[int, bytes]] = collections.Counter()
 
     # Records: recompute each value from the entries and compare with the head and the B-tree.
-    for key, raw in _pages(tr, layout.records, strinc(layout.records)):
+    for key, raw in tr.iter_range(layout.records, strinc(layout.records)):
         pk_nested = key[len(layout.records) :]
         pk_flat = tuples.pack(tuples.unpack(pk_nested)[0])
         head = index_pb2.RecordHead.FromString(raw)
@@ -129,7 +119,7 @@ def check_operations(ops: Operations, max_problems: int = 100) -> list[str]:
         prefix = layout.primary + window.key_bytes
         found: collections.Counter[tuple[int, bytes]] = collections.Counter()
         elements: dict[bytes, collections.Counter[bytes]] = collections.defaultdict(collections.Counter)
-        for key, _ in _pages(tr, prefix, strinc(prefix)):
+        for key, _ in tr.iter_range(prefix, strinc(prefix)):
             items = tuples.unpack(key[len(prefix) :])
             group_bytes = tuples.pack(tuple(items[:g]))
             element = tuples.pack(tuple(items[g : g + 2 + c]))
@@ -142,7 +132,7 @@ def check_operations(ops: Operations, max_problems: int = 100) -> list[str]:
             ):
                 return problems
         secondary = layout.window_secondary(window.key_bytes)
-        for key, _ in _pages(tr, secondary, strinc(secondary)):
+        for key, _ in tr.iter_range(secondary, strinc(secondary)):
             items = tuples.unpack(key[len(secondary) :])
             group_bytes = tuples.pack(tuple(items[:g]))
             if (

@@ -39,7 +39,7 @@ from .proto import index_pb2
 from .rankedset import HashFunction, RankedSet
 from .scans import IfAbsent, RankedEntry, RankMode, Reader, ScanPage, ScanType, WindowRef
 from .store.api import MAX_VALUE_SIZE, Database, ReadView, Transaction, strinc
-from .values import SCORE_TYPES, check_items, check_pk, check_timestamp, negate, normalize_score
+from .values import SCORE_TYPES, check_at_least, check_items, check_pk, check_timestamp, negate, normalize_score
 
 T = TypeVar("T")
 
@@ -139,6 +139,7 @@ class Operations:
         self.layout = index.layout
         self._directory: Directory | bool | None = False  # False: not read yet
         self._hsf: dict[bytes, bool] = {}
+        self._packers: dict[bytes, Callable[[int | float, int, tuple], bytes]] = {}
         self._cursors: dict[int, bytes | None] = {}
 
     # -- reading the index's state -------------------------------------------------------
@@ -173,9 +174,15 @@ class Operations:
         return cursor is not None and pk_nested <= cursor
 
     def packer(self, group_bytes: bytes) -> Callable[[int | float, int, tuple], bytes]:
-        if self.high_score_first(group_bytes):
-            return lambda score, ts, context: tuples.pack((negate(score), ts, *context))
-        return lambda score, ts, context: tuples.pack((score, ts, *context))
+        """The group's element packer (its score direction read once per transaction)."""
+        pack = self._packers.get(group_bytes)
+        if pack is None:
+            if self.high_score_first(group_bytes):
+                pack = lambda score, ts, context: tuples.pack((negate(score), ts, *context))  # noqa: E731
+            else:
+                pack = lambda score, ts, context: tuples.pack((score, ts, *context))  # noqa: E731
+            self._packers[group_bytes] = pack
+        return pack
 
     # -- one window's index entries ------------------------------------------------------
 
@@ -465,6 +472,7 @@ class Operations:
                     )
         self.tr.set(self.layout.sub_directory_key(group_bytes), sub_directory_bytes(high_score_first))
         self._hsf[group_bytes] = high_score_first
+        self._packers.pop(group_bytes, None)
 
     def sub_directories(self) -> dict[tuple, bool]:
         begin, end = self.layout.sub_directories_range()
@@ -589,8 +597,8 @@ class Operations:
 
     def fill_step(self, max_records: int, max_entries: int) -> FillProgress:
         """Fill every window being filled from the next records; one bounded transaction."""
-        _check_batch(max_records, "max_records")
-        _check_batch(max_entries, "max_entries")
+        check_at_least(max_records, 1, "max_records")
+        check_at_least(max_entries, 1, "max_entries")
         directory = self.directory()
         filling = directory.filling() if directory is not None else []
         if not filling:
@@ -660,7 +668,7 @@ class Operations:
 
     def trim_step(self, before: int, cursor: bytes | None, max_records: int) -> tuple[int, bytes | None]:
         """Trim the records after ``cursor``; returns (entries removed, next cursor or None)."""
-        _check_batch(max_records, "max_records")
+        check_at_least(max_records, 1, "max_records")
         directory = self.directory()
         if directory is not None and directory.filling():
             raise FailedPrecondition("windows are being filled from the records: finish the fill before trimming")
@@ -719,12 +727,6 @@ class Operations:
             context = tuples.unpack(carried.context) if carried.context else ()
             out[carried.group] = Value(carried.total, carried.ts, carried.seq, tuple(context), b"")
         return out
-
-
-def _check_batch(size: object, name: str) -> int:
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise InvalidArgument(f"{name} must be a positive integer, not {size!r}")
-    return size
 
 
 def _head_bytes(head: index_pb2.RecordHead) -> bytes:

@@ -375,17 +375,11 @@ class RankedSet:
 
     # -- checking ------------------------------------------------------------------------
 
-    def _nodes(self, tr: ReadView, level: int, page: int = 1000) -> Iterator[tuple[bytes, int]]:
+    def _nodes(self, tr: ReadView, level: int) -> Iterator[tuple[bytes, int]]:
         """Every node of ``level`` as (suffix, count), read in pages."""
         prefix = self._levels[level]
-        begin, end = self._level_sentinels[level], self._level_ends[level]
-        while True:
-            rows = tr.get_range(begin, end, page)
-            for key, value in rows:
-                yield key[len(prefix) :], _decode_count(value)
-            if len(rows) < page:
-                return
-            begin = rows[-1][0] + b"\x00"
+        for key, value in tr.iter_range(self._level_sentinels[level], self._level_ends[level]):
+            yield key[len(prefix) :], _decode_count(value)
 
     def check_consistency(self, tr: ReadView, max_problems: int = 100) -> list[str]:
         """Problems found in the stored structure; an empty list means it is consistent.

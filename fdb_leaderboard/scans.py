@@ -26,7 +26,7 @@ from . import tuplecodec as tuples
 from .directory import ALL_TIME, Window, check_window_type
 from .errors import InvalidArgument, WindowNotFound, WindowNotReady
 from .store.api import strinc
-from .values import check_items, check_timestamp, negate, normalize_score
+from .values import check_at_least, check_items, check_timestamp, negate, normalize_score
 
 if TYPE_CHECKING:
     from .index import LeaderboardIndex, Operations
@@ -208,7 +208,7 @@ class Reader:
 
     def score_for_rank(self, rank: int, ref: WindowRef, group: object = ()) -> int | float | None:
         """The score of the record at ``rank`` (ORDINAL position), or None past the end."""
-        _check_rank(rank, "rank")
+        check_at_least(rank, 0, "rank")
         window = self.window(ref)
         group_bytes = self.group_bytes(group)
         element = self.index.ranked_set(window, group_bytes).get_nth(self.tr, rank)
@@ -295,7 +295,7 @@ class Reader:
         return self._with_ranks(window, group_bytes, rows, start, before, mode)
 
     def top(self, n: int, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL) -> list[RankedEntry]:
-        _check_rank(n, "n")
+        check_at_least(n, 0, "n")
         window = self.window(ref)
         return self._by_position(window, self.group_bytes(group), 0, n, mode)
 
@@ -314,8 +314,8 @@ class Reader:
         Near either end the window shifts so that it still holds ``above + below + 1``
         records when the leaderboard has that many.
         """
-        _check_rank(above, "above")
-        _check_rank(below, "below")
+        check_at_least(above, 0, "above")
+        check_at_least(below, 0, "below")
         window = self.window(ref)
         group_bytes = self.group_bytes(group)
         ranked = self.index.ranked_set(window, group_bytes)
@@ -375,7 +375,7 @@ class Reader:
         high-score-first group is read backwards in stored order, so records tied on score
         come out latest timestamp first.  BY_RANK and BY_TIME_WINDOW bounds are ranks.
         """
-        _check_rank(limit, "limit")
+        check_at_least(limit, 0, "limit")
         if scan_type is ScanType.BY_VALUE:
             return self._scan_by_value(low, high, low_inclusive, high_inclusive, group, reverse, limit, continuation)
         if scan_type is ScanType.BY_RANK:
@@ -470,11 +470,11 @@ class Reader:
     ) -> ScanPage:
         window = self.window(ref)
         group_bytes = self.group_bytes(group)
-        first = 0 if low is None else _check_rank(low, "low rank") + (0 if low_inclusive else 1)
+        first = 0 if low is None else check_at_least(low, 0, "low rank") + (0 if low_inclusive else 1)
         size = self.index.ranked_set(window, group_bytes).size(self.tr)
-        last = (
-            size - 1 if high is None else min(_check_rank(high, "high rank") - (0 if high_inclusive else 1), size - 1)
-        )
+        last = size - 1
+        if high is not None:
+            last = min(check_at_least(high, 0, "high rank") - (0 if high_inclusive else 1), last)
         if low is not None and high is not None and high < low:
             raise InvalidArgument(f"rank range is inverted: low {low} > high {high}")
         resumed = self._resume(continuation, window, "rank")
@@ -489,11 +489,3 @@ class Reader:
         if limit and count == limit and next_first <= last:
             token = self._continuation(window, "rank", (next_first,))
         return ScanPage(entries, token)
-
-
-def _check_rank(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidArgument(f"{name} must be an integer, not {type(value).__name__}")
-    if value < 0:
-        raise InvalidArgument(f"{name} must not be negative, not {value}")
-    return value

@@ -62,6 +62,16 @@ def normalize_score(score: object, score_type: str) -> int | float:
     return score
 
 
+def check_at_least(value: object, minimum: int, name: str) -> int:
+    """``value`` as an integer of at least ``minimum`` (counts, ranks, batch sizes)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument(f"{name} must be an integer, not {type(value).__name__}")
+    if value < minimum:
+        bound = {0: "must not be negative", 1: "must be positive"}.get(minimum, f"must be at least {minimum}")
+        raise InvalidArgument(f"{name} {bound}, not {value}")
+    return value
+
+
 def check_timestamp(ts: object) -> int:
     try:
         return check_int64(ts, "timestamp")

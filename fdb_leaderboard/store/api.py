@@ -17,7 +17,7 @@ transaction) so code that would fail on FoundationDB fails on the embedded store
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -128,6 +128,15 @@ class ReadView(abc.ABC):
         where the backend can.  (A reverse range read of one key, without its value.)"""
         found = self.get_ranges([(begin, end, 1, True) for begin, end in requests])
         return [rows[0][0] if rows else None for rows in found]
+
+    def iter_range(self, begin: bytes, end: bytes, page: int = 1000) -> Iterator[KeyValue]:
+        """Every pair in ``[begin, end)``, read ``page`` at a time (for long scans)."""
+        while True:
+            rows = self.get_range(begin, end, page)
+            yield from rows
+            if len(rows) < page:
+                return
+            begin = rows[-1][0] + b"\x00"
 
     def get_range_startswith(self, prefix: bytes, limit: int = 0, reverse: bool = False) -> list[KeyValue]:
         """Pairs whose key starts with ``prefix``."""
