@@ -268,10 +268,14 @@ def trim(ctx: click.Context, name: str, before: int) -> None:
 @_fail_on_rpc_error
 def fill(ctx: click.Context, name: str, batch: int) -> None:
     """Fill new windows from stored records, batch by batch (interrupt and rerun to resume)."""
+    ranked = 0
     with _client(ctx) as client, tqdm(unit=" records", desc=f"filling {name}") as bar:
         while True:
             step = client.fill(name, max_records=batch, max_batches=1)
             bar.update(step.records_processed)
+            if step.entries_ranked:  # phase 2: ranked sets built from the primary B-trees
+                ranked += step.entries_ranked
+                bar.set_postfix(entries_ranked=ranked)
             if step.done:
                 break
     click.echo("every window is complete")

@@ -120,11 +120,17 @@ class WindowUpdateResult:
 
 @dataclasses.dataclass(frozen=True)
 class FillProgress:
-    """Where filling stands: windows still filling and the record key reached by each."""
+    """Where filling stands after one step.
+
+    ``windows`` lists the windows being filled at the start of the step, each with the record
+    key its first phase reached (None once every record is in its primary B-tree);
+    ``entries_ranked`` counts the primary entries the second phase put into ranked sets.
+    """
 
     done: bool
     records_processed: int
     windows: tuple[tuple[Window, bytes | None], ...]
+    entries_ranked: int = 0
 
 
 # -- per-transaction state -------------------------------------------------------------------
@@ -161,17 +167,39 @@ class Operations:
             self._hsf[group_bytes] = hsf
         return hsf
 
-    def cursor(self, window: Window) -> bytes | None:
+    def cursor(self, window: Window) -> index_pb2.FillCursor | None:
+        """Where the fill of ``window`` stands; None before its first fill step."""
         if window.lb_key not in self._cursors:
-            self._cursors[window.lb_key] = self.tr.get(self.layout.cursor_key(window.lb_key))
+            raw = self.tr.get(self.layout.cursor_key(window.lb_key))
+            self._cursors[window.lb_key] = index_pb2.FillCursor.FromString(raw) if raw is not None else None
         return self._cursors[window.lb_key]
 
+    def _save_cursor(self, window: Window, cursor: index_pb2.FillCursor) -> None:
+        self.tr.set(self.layout.cursor_key(window.lb_key), cursor.SerializeToString())
+        self._cursors[window.lb_key] = cursor
+
     def maintains(self, window: Window, pk_nested: bytes) -> bool:
-        """Whether writes to this record must keep ``window`` up to date now."""
+        """Whether writes to this record must keep ``window``'s value (head and primary B-tree) now."""
         if not window.filling:
             return True
         cursor = self.cursor(window)
-        return cursor is not None and pk_nested <= cursor
+        if cursor is None:
+            return False
+        return cursor.records_done or (bool(cursor.records_through) and pk_nested <= cursor.records_through)
+
+    def rank_limit(self, window: Window) -> bytes | None:
+        """The last primary key (after the window's prefix) whose element the ranked set holds.
+
+        None when it holds every element (the window is complete); ``b""`` when none yet.
+        """
+        if not window.filling:
+            return None
+        cursor = self.cursor(window)
+        return cursor.ranked_through if cursor is not None and cursor.records_done else b""
+
+    def _ranked(self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes) -> bool:
+        limit = self.rank_limit(window)
+        return limit is None or (limit != b"" and group_bytes + element + pk_flat <= limit)
 
     def packer(self, group_bytes: bytes) -> Callable[[int | float, int, tuple], bytes]:
         """The group's element packer (its score direction read once per transaction)."""
@@ -191,29 +219,42 @@ class Operations:
 
     def index_add(self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes) -> None:
         self.tr.set(self._primary_key(window, group_bytes, element, pk_flat), b"")
-        self.index.ranked_set(window, group_bytes).add(self.tr, element)
+        if self._ranked(window, group_bytes, element, pk_flat):
+            self.index.ranked_set(window, group_bytes).add(self.tr, element)
+
+    def _shared(self, window: Window, group_bytes: bytes, element: bytes) -> bool:
+        """Whether another ranked record holds ``element`` (for sets that keep one per element)."""
+        shared = self.layout.primary + window.key_bytes + group_bytes + element
+        end = strinc(shared)
+        limit = self.rank_limit(window)
+        if limit is not None:  # while the set is built, only records up to the limit are in it
+            end = min(end, self.layout.primary + window.key_bytes + limit + b"\x00")
+        return bool(self.tr.get_range(shared, end, 1))
 
     def index_remove(self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes) -> None:
         self.tr.clear(self._primary_key(window, group_bytes, element, pk_flat))
+        if not self._ranked(window, group_bytes, element, pk_flat):
+            return
         ranked = self.index.ranked_set(window, group_bytes)
-        if not ranked.count_duplicates:
-            # Records with identical score keys share one element: keep it while one remains.
-            shared = self.layout.primary + window.key_bytes + group_bytes + element
-            if self.tr.get_range(shared, strinc(shared), 1):
-                return
-        ranked.remove(self.tr, element)
+        # Records with identical score keys share one element: keep it while one remains.
+        if ranked.count_duplicates or not self._shared(window, group_bytes, element):
+            ranked.remove(self.tr, element)
 
     def index_move(self, window: Window, group_bytes: bytes, old: bytes, new: bytes, pk_flat: bytes) -> None:
         """A record's value in a window changes from element ``old`` to ``new``."""
         self.tr.clear(self._primary_key(window, group_bytes, old, pk_flat))
         self.tr.set(self._primary_key(window, group_bytes, new, pk_flat), b"")
+        ranked_old = self._ranked(window, group_bytes, old, pk_flat)
+        ranked_new = self._ranked(window, group_bytes, new, pk_flat)
         ranked = self.index.ranked_set(window, group_bytes)
-        if not ranked.count_duplicates:
-            shared = self.layout.primary + window.key_bytes + group_bytes + old
-            if self.tr.get_range(shared, strinc(shared), 1):  # another record keeps `old`
-                ranked.add(self.tr, new)
-                return
-        ranked.move(self.tr, old, new)
+        if ranked_old and not ranked.count_duplicates and self._shared(window, group_bytes, old):
+            ranked_old = False  # another record keeps `old`
+        if ranked_old and ranked_new:
+            ranked.move(self.tr, old, new)
+        elif ranked_old:
+            ranked.remove(self.tr, old)
+        elif ranked_new:
+            ranked.add(self.tr, new)
 
     # -- records ---------------------------------------------------------------------------
 
@@ -569,6 +610,7 @@ class Operations:
         for begin, end in self.layout.window_ranges(window.key_bytes):
             self.tr.clear_range(begin, end)
         self.tr.clear(self.layout.cursor_key(window.lb_key))
+        self._cursors.pop(window.lb_key, None)
 
     def _save_directory(self, directory: Directory) -> None:
         data = directory.to_bytes()
@@ -579,6 +621,32 @@ class Operations:
             )
         self.tr.set(self.layout.directory_key, data)
         self._directory = directory
+
+    def defer_ranks_of_empty_windows(self) -> tuple[Window, ...]:
+        """Mark complete windows holding no value as filling with every record done (phase 2).
+
+        Writes then keep their primary B-trees for every record and leave their ranked sets
+        to be built in key order by the fill.  Returns the windows marked.
+        """
+        directory = self.directory()
+        if directory is None:
+            return ()
+        empty = []
+        for window in directory.windows:
+            prefix = self.layout.window_primary(window.key_bytes)
+            if not window.filling and not self.tr.get_range(prefix, strinc(prefix), 1):
+                empty.append(window)
+        if not empty:
+            return ()
+        marked = {window.lb_key for window in empty}
+        for window in empty:
+            self._save_cursor(window, index_pb2.FillCursor(records_done=True))
+        self._save_directory(
+            directory.replace(
+                windows=[dataclasses.replace(w, filling=True) if w.lb_key in marked else w for w in directory.windows]
+            )
+        )
+        return tuple(empty)
 
     def expire(self, before: int) -> tuple[Window, ...]:
         """Delete every window (but all-time) that ends at or before ``before``, with its data."""
@@ -596,48 +664,108 @@ class Operations:
         return tuple(gone)
 
     def fill_step(self, max_records: int, max_entries: int) -> FillProgress:
-        """Fill every window being filled from the next records; one bounded transaction."""
+        """Fill the windows being filled a bounded amount; one transaction.
+
+        Phase 1 puts the values of up to ``max_records`` records (at most about ``max_entries``
+        entries read) into the primary B-tree of every window still in it.  Once every record
+        is done, phase 2 builds each window's ranked sets from its primary B-tree in key order,
+        up to the rest of ``max_entries`` primary entries per step; the window is then complete.
+        """
         check_at_least(max_records, 1, "max_records")
         check_at_least(max_entries, 1, "max_entries")
         directory = self.directory()
         filling = directory.filling() if directory is not None else []
         if not filling:
             return FillProgress(True, 0, ())
-        cursors = {window.lb_key: self.cursor(window) for window in filling}
-        begin_cursor = min((c for c in cursors.values() if c is not None), default=None)
-        if any(c is None for c in cursors.values()):
-            begin_cursor = None
+        cursors = {window.lb_key: self.cursor(window) or index_pb2.FillCursor() for window in filling}
+        loading = [window for window in filling if not cursors[window.lb_key].records_done]
+        processed = entries_read = 0
+        reached: bytes | None = None
+        if loading:
+            processed, entries_read, reached = self._fill_records(loading, cursors, max_records, max_entries)
+            for window in loading:
+                cursor = cursors[window.lb_key]
+                if reached is None:
+                    cursor.records_done = True
+                elif not cursor.records_through or reached > cursor.records_through:
+                    cursor.records_through = reached
+                self._save_cursor(window, cursor)
+        budget = max_entries - entries_read
+        ranked = 0
+        complete = set()
+        if reached is None:
+            for window in filling:
+                if budget <= 0:
+                    break
+                count, finished = self._rank_from_primary(window, cursors[window.lb_key], budget)
+                ranked += count
+                budget -= count
+                if finished:
+                    complete.add(window.lb_key)
+                    self.tr.clear(self.layout.cursor_key(window.lb_key))
+                    self._cursors.pop(window.lb_key, None)
+        if complete:
+            self._save_directory(
+                directory.replace(  # type: ignore[union-attr]
+                    windows=[
+                        dataclasses.replace(w, filling=False) if w.lb_key in complete else w
+                        for w in directory.windows  # type: ignore[union-attr]
+                    ]
+                )
+            )
+        windows = tuple((window, None if cursors[window.lb_key].records_done else reached) for window in filling)
+        return FillProgress(len(complete) == len(filling), processed, windows, ranked)
+
+    def _fill_records(
+        self, windows: Sequence[Window], cursors: dict[int, index_pb2.FillCursor], max_records: int, max_entries: int
+    ) -> tuple[int, int, bytes | None]:
+        """Phase 1 for ``windows``: (records processed, entries read, last record key or None if all done)."""
+        directory = self.directory()
+        positions = [cursors[window.lb_key].records_through for window in windows]
+        begin_cursor = min(positions) if all(positions) else None
         records = self.layout.records
         begin = records + begin_cursor + b"\x00" if begin_cursor is not None else records
         rows = self.tr.get_range(begin, strinc(records), max_records)
-        entries_read = 0
-        processed = 0
+        entries_read = processed = 0
         last: bytes | None = None
         for key, raw in rows:
             pk_nested = key[len(records) :]
-            pending = [w for w in filling if cursors[w.lb_key] is None or pk_nested > cursors[w.lb_key]]
-            entries_read += self._fill_record(pk_nested, index_pb2.RecordHead.FromString(raw), pending, directory)
+            pending = [w for w, at in zip(windows, positions, strict=True) if not at or pk_nested > at]
+            head = index_pb2.RecordHead.FromString(raw)
+            entries_read += self._fill_record(pk_nested, head, pending, directory)  # type: ignore[arg-type]
             processed += 1
             last = pk_nested
             if entries_read >= max_entries:
                 break
-        done = processed == len(rows) and len(rows) < max_records
-        if done:
-            for window in filling:
-                self.tr.clear(self.layout.cursor_key(window.lb_key))
-            complete = {window.lb_key for window in filling}
-            self._save_directory(
-                directory.replace(  # type: ignore[union-attr]
-                    windows=[
-                        dataclasses.replace(w, filling=False) if w.lb_key in complete else w for w in directory.windows
-                    ]  # type: ignore[union-attr]
-                )
-            )
-        elif last is not None:
-            for window in filling:
-                if cursors[window.lb_key] is None or last > cursors[window.lb_key]:
-                    self.tr.set(self.layout.cursor_key(window.lb_key), last)
-        return FillProgress(done, processed, tuple((w, None if done else last) for w in filling))
+        if processed == len(rows) and len(rows) < max_records:
+            return processed, entries_read, None
+        return processed, entries_read, last
+
+    def _rank_from_primary(self, window: Window, cursor: index_pb2.FillCursor, budget: int) -> tuple[int, bool]:
+        """Phase 2: append up to ``budget`` primary entries to the ranked sets; (entries, finished)."""
+        prefix = self.layout.window_primary(window.key_bytes)
+        begin = prefix + cursor.ranked_through + b"\x00" if cursor.ranked_through else prefix
+        rows = self.tr.get_range(begin, strinc(prefix), budget)
+        settings = self.index.settings
+        element_end = settings.group_size + 2 + settings.context_size  # items before the pk
+        runs: dict[bytes, list[tuple[bytes, int]]] = {}
+        for key, _ in rows:
+            _, offsets = tuples.unpack_with_offsets(key[len(prefix) :])
+            group_end, pk_start = offsets[settings.group_size], offsets[element_end]
+            group_bytes = key[len(prefix) : len(prefix) + group_end]
+            element = key[len(prefix) + group_end : len(prefix) + pk_start]
+            run = runs.setdefault(group_bytes, [])
+            if run and run[-1][0] == element:
+                run[-1] = (element, run[-1][1] + 1)
+            else:
+                run.append((element, 1))
+        for group_bytes, run in runs.items():
+            self.index.ranked_set(window, group_bytes).append(self.tr, run)
+        finished = len(rows) < budget
+        if not finished:
+            cursor.ranked_through = rows[-1][0][len(prefix) :]
+            self._save_cursor(window, cursor)
+        return len(rows), finished
 
     def _fill_record(
         self, pk_nested: bytes, head: index_pb2.RecordHead, windows: Sequence[Window], directory: Directory
@@ -850,8 +978,20 @@ class LeaderboardIndex:
         records: Iterable[tuple[object, Sequence[Entry]]],
         batch_size: int = 500,
         progress: Callable[[int], None] | None = None,
+        defer_ranks: bool = True,
     ) -> int:
-        """Save records in transactions of ``batch_size``; returns how many were written."""
+        """Save records in transactions of ``batch_size``; returns how many were written.
+
+        With ``defer_ranks``, windows that hold no value when the load starts are built the way
+        a fill builds a new window: the load writes their primary B-trees only, and their ranked
+        sets are then built in key order (appending, about one write per entry instead of a
+        skip-list insert per entry).  Until that ends those windows raise WindowNotReady on
+        reads, as filling windows do; if the load stops midway, ``fill()`` finishes them.
+        Windows holding values are kept up to date entry by entry, as by any write.
+        """
+        check_at_least(batch_size, 1, "batch_size")
+        if defer_ranks:
+            self.run(lambda ops: ops.defer_ranks_of_empty_windows())
         batch: list[tuple[object, Sequence[Entry]]] = []
         written = 0
         for record in records:
@@ -867,6 +1007,8 @@ class LeaderboardIndex:
             written += len(batch)
             if progress:
                 progress(written)
+        if defer_ranks:
+            self.fill(max_records=batch_size)
         return written
 
     # -- windows -------------------------------------------------------------------------------

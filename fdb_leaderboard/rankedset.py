@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import enum
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import fdb.tuple
 import mmh3
@@ -226,6 +226,62 @@ class RankedSet:
             tr.set(predecessor, _encode_count(kept))
             tr.set(levels[level] + suffix, _encode_count(old_count - kept + 1))
         return True
+
+    def append(self, tr: Transaction, elements: Iterable[tuple[bytes, int]]) -> int:
+        """Add ``(element, occurrences)`` pairs in ascending order, none below the set's last element.
+
+        This builds a set in key order (a rebuild from a sorted source, in bounded batches):
+        nothing before the last element can change, so each level only grows at its end.  It
+        reads the last node of each level once, writes each new level-0 node once and each
+        level's last node's count once per call: O(k + L) writes for k elements, where ``add``
+        needs O(k L) reads and writes.  An element equal to the last one only adds occurrences
+        (with ``count_duplicates``; else it is skipped).  Returns the occurrences added.
+        Raises ValueError, before writing anything, if the elements are not ascending.
+        """
+        levels = self._levels
+        lasts = tr.last_keys([(self._level_sentinels[level], self._level_ends[level]) for level in range(self.nlevels)])
+        new_set = lasts[0] is None
+        if new_set:
+            lasts = list(self._level_sentinels)
+        elif None in lasts:
+            raise CorruptRankedSet(f"the ranked set at {self.prefix!r} lacks a sentinel above level 0")
+        # Per level: the last node's key, whether this call created it, and occurrences added to it.
+        last = list(lasts)
+        created = [False] * self.nlevels
+        pending = [0] * self.nlevels
+        writes: list[tuple[int, bytes, int, bool]] = []  # (level, key, count, created)
+        previous = last[0][len(levels[0]) :]
+        added = 0
+        for element, occurrences in elements:
+            suffix = self._check_element(element)
+            if suffix < previous:
+                raise ValueError(f"append needs ascending elements at or after the last one: {element!r} is not")
+            if suffix == previous:
+                if not self.count_duplicates:
+                    continue
+            else:
+                element_hash = self._hash(element)
+                previous = suffix
+                for level in range(self.nlevels):
+                    if level and element_hash & _LEVEL_MASKS[level]:
+                        break
+                    writes.append((level, last[level], pending[level], created[level]))
+                    last[level], created[level], pending[level] = levels[level] + suffix, True, 0
+            count = occurrences if self.count_duplicates else 1
+            if count < 1:
+                raise ValueError(f"occurrences must be at least 1, not {occurrences!r}")
+            for level in range(self.nlevels):
+                pending[level] += count
+            added += count
+        writes.extend((level, last[level], pending[level], created[level]) for level in range(self.nlevels))
+        if new_set:
+            self.init(tr)
+        for _, key, count, new in writes:
+            if new:
+                tr.set(key, _encode_count(count))
+            elif count:
+                tr.add(key, _encode_count(count))
+        return added
 
     def remove(self, tr: Transaction, element: bytes) -> bool:
         """Delete one occurrence of ``element``; False if it was absent.  Ignores the hash."""

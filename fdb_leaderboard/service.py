@@ -266,18 +266,22 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     def Fill(self, request: pb.FillRequest, context: grpc.ServicerContext) -> pb.FillResponse:
         index = self._index(request.index)
         max_records = request.max_records or 200
-        processed = 0
+        processed = ranked = 0
         batches = 0
         while True:
             step = index.fill_step(max_records)
             processed += step.records_processed
+            ranked += step.entries_ranked
             batches += 1
             if step.done or (request.max_batches and batches >= request.max_batches) or not context.is_active():
                 break
         directory = index.directory()
         filling = directory.filling() if directory is not None else []
         return pb.FillResponse(
-            done=step.done, records_processed=processed, filling=[convert.window_to_proto(w) for w in filling]
+            done=step.done,
+            records_processed=processed,
+            entries_ranked=ranked,
+            filling=[convert.window_to_proto(w) for w in filling],
         )
 
     @_rpc

@@ -181,6 +181,17 @@ class Model:
     def filling(self) -> list:
         return [w for w, f in (self.windows or {}).items() if f]
 
+    def defer_empty_windows(self) -> list:
+        """Complete windows no entry falls in become filling (``bulk_load``'s deferred ranks)."""
+        marked = []
+        for window, filling in (self.windows or {}).items():
+            _, start, end = window
+            if not filling and not any(start <= e.ts < end for entries in self.records.values() for e in entries):
+                marked.append(window)
+        for window in marked:
+            self.windows[window] = True
+        return marked
+
     def finish_fill(self) -> None:
         if self.windows is not None:
             self.windows = {w: False for w in self.windows}

@@ -40,6 +40,13 @@ CYCLES = 12
 WORKER = reliability_workers.__file__
 
 
+def fill_position(cursor):
+    """A fill cursor as an ordered position: records phase, then ranked-set phase (None: not begun)."""
+    if cursor is None:
+        return None
+    return (cursor.records_done, cursor.records_through, cursor.ranked_through)
+
+
 def stored_entries(index: LeaderboardIndex) -> dict[str, list[tuple[int, int, str]]]:
     """Every record's entries as (score, ts, operation id)."""
     out = {}
@@ -154,7 +161,7 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path) -
 
             directory = index.directory()
             filling = directory.filling() if directory is not None else []
-            cursors = index.read(lambda ops, ws=filling: {w.lb_key: ops.cursor(w) for w in ws})
+            cursors = index.read(lambda ops, ws=filling: {w.lb_key: fill_position(ops.cursor(w)) for w in ws})
             for key, before in left_for_child.items():  # a fill the last child was to resume
                 if directory is None or directory.by_key(key) is None:
                     continue  # expired meanwhile
@@ -171,7 +178,7 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path) -
                 else:
                     step = index.fill_step(max_records=2)
                     if not step.done:
-                        after = index.read(lambda ops, ws=filling: {w.lb_key: ops.cursor(w) for w in ws})
+                        after = index.read(lambda ops, ws=filling: {w.lb_key: fill_position(ops.cursor(w)) for w in ws})
                         # No cursor moves back, and the one furthest behind moves forward.
                         for key, before in cursors.items():
                             assert after[key] is not None and (before is None or after[key] >= before)

@@ -290,12 +290,17 @@ class IndexMachine(RuleBasedStateMachine):
         gone = self.index.expire(before)
         assert sorted((w.type, w.start, w.end) for w in gone) == sorted(self.model.expire(before))
 
-    @rule(max_records=st.integers(1, 2), fresh=st.booleans())
-    def fill_step(self, max_records: int, fresh: bool) -> None:
-        """One bounded fill batch, from this index object or a newly opened one."""
+    @rule(max_records=st.integers(1, 2), fresh=st.booleans(), max_entries=st.sampled_from([1, 2, 3, 20_000]))
+    def fill_step(self, max_records: int, fresh: bool, max_entries: int = 20_000) -> None:
+        """One bounded fill batch, from this index object or a newly opened one.
+
+        Small ``max_entries`` stop both phases early: record by record into the primary
+        B-trees, then a few entries at a time into the ranked sets, with writes in between.
+        """
         index = LeaderboardIndex.open(self.db, self.prefix) if fresh else self.index
-        progress = index.fill_step(max_records=max_records)
+        progress = index.fill_step(max_records=max_records, max_entries=max_entries)
         assert progress.records_processed <= max_records
+        assert progress.entries_ranked <= max_entries
         assert sorted((w.type, w.start, w.end) for w, _ in progress.windows) == sorted(self.model.filling())
         if progress.done:
             self.model.finish_fill()
@@ -328,6 +333,12 @@ class IndexMachine(RuleBasedStateMachine):
         else:
             self.index.save_record(pk, self.to_entries(entries))
             self.model.save(pk, entries)
+
+    @rule()
+    def defer_ranks(self) -> None:
+        """What ``bulk_load`` does first: empty windows build their ranked sets after the writes."""
+        marked = self.index.run(lambda ops: ops.defer_ranks_of_empty_windows())
+        assert sorted((w.type, w.start, w.end) for w in marked) == sorted(self.model.defer_empty_windows())
 
     @rule()
     def fill(self) -> None:
@@ -553,5 +564,106 @@ def test_index_matches_model(tmp_path, aggregation: str, high_score_first: bool,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
             ),
         )
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize(
+    ("aggregation", "count_duplicates", "seed"),
+    [
+        ("BEST", True, 1),
+        ("SUM", True, 3),
+        *(("BEST", False, seed) for seed in range(10, 16)),
+        ("LATEST", False, 4),
+        ("SUM", False, 6),
+    ],
+)
+def test_fill_phases_with_writes_in_between(tmp_path, aggregation: str, count_duplicates: bool, seed: int) -> None:
+    """Writes land between fill steps of both phases (records into the primary B-tree, then the
+    ranked sets built from it a few entries at a time); afterwards every rank matches the model
+    and the checker finds the skip lists exact.  Scores come from a small range: many ties."""
+    import random
+
+    from fdb_leaderboard.checker import check_index
+
+    rng = random.Random(seed)
+    db = open_database(f"lmdb:{tmp_path / 'store'}?durable=false")
+    try:
+        settings_ = IndexSettings(aggregation=aggregation, count_duplicates=count_duplicates)
+        index = LeaderboardIndex.create(db, b"fill", settings_)
+        model = Model(aggregation)
+        pks = [(i,) for i in range(12)]
+        index.update_windows(WindowUpdate(windows=[(1, 100, 200)]))
+        model.update_windows(False, [(1, 100, 200)])
+
+        def write(max_ts: int = 300) -> None:
+            pk = rng.choice(pks)
+            raws = [((), rng.randrange(5), rng.randrange(0, max_ts, 25), ()) for _ in range(rng.randrange(1, 3))]
+            action = rng.choice(["add", "add", "save", "delete"])
+            if action == "delete":
+                assert index.delete_record(pk) == model.delete(pk)
+            elif action == "add":
+                index.add_entries(pk, [Entry(score, ts) for _, score, ts, _ in raws])
+                model.add(pk, raws)
+            else:
+                index.save_record(pk, [Entry(score, ts) for _, score, ts, _ in raws])
+                model.save(pk, raws)
+
+        for _ in range(40):
+            write(max_ts=200)  # window 3 stays empty until its ranks are deferred
+        # A new window over stored entries fills in two phases; an empty one defers its ranks.
+        update = WindowUpdate(windows=[(1, 100, 200), (2, 0, 100), (3, 200, 300)])
+        index.update_windows(update)
+        model.update_windows(False, [(1, 100, 200), (2, 0, 100), (3, 200, 300)])
+        marked = index.run(lambda ops: ops.defer_ranks_of_empty_windows())
+        assert sorted((w.type, w.start, w.end) for w in marked) == sorted(model.defer_empty_windows())
+        assert {(w.type, w.start) for w in marked} == {(3, 200)}
+        phases_seen = set()
+        for _ in range(400):
+            if rng.random() < 0.5:
+                write()
+                continue
+            step = index.fill_step(max_records=rng.randrange(1, 4), max_entries=rng.randrange(1, 5))
+            phases_seen.add("ranks" if step.entries_ranked else "records" if step.records_processed else "idle")
+            if step.done:
+                break
+        assert {"records", "ranks"} <= phases_seen
+        index.fill(max_records=3, max_entries=4)
+        model.finish_fill()
+        assert check_index(index) == []
+        for window_type, ts in [(0, None), (1, 150), (2, 50), (3, 250)]:
+            rows = model.board(model.resolve(window_type, ts), ())
+            for pk in pks:
+                expected = model.rank(pk, window_type, ts, (), "ORDINAL")
+                if expected is not None and not count_duplicates:  # equal elements count once
+                    mine = next(row.element for row in rows if row.pk == pk)
+                    expected = len({row.element for row in rows if row.element < mine})
+                assert index.rank(pk, window_type, ts) == expected, (window_type, pk)
+    finally:
+        db.close()
+
+
+def test_shared_element_across_the_rank_cursor(tmp_path) -> None:
+    """Without duplicate counting, records a and b share one element.  Once the ranked set is
+    built through a only, a leaving that element must remove it (b is not ranked yet), and b
+    leaving it later touches nothing ranked: the finished set holds no stale element."""
+    from fdb_leaderboard.checker import check_index
+
+    db = open_database(f"lmdb:{tmp_path / 'store'}?durable=false")
+    try:
+        index = LeaderboardIndex.create(db, b"shared", IndexSettings(count_duplicates=False))
+        index.update_windows(WindowUpdate())
+        for pk in ("a", "b"):
+            index.add_score((pk,), 5, 10)
+        index.update_windows(WindowUpdate(windows=[(1, 0, 100)]))  # overlaps both: filling
+        step = index.fill_step(max_records=5, max_entries=2)
+        assert (step.records_processed, step.entries_ranked, step.done) == (2, 0, False)
+        step = index.fill_step(max_records=5, max_entries=1)
+        assert (step.entries_ranked, step.done) == (1, False)  # through ("a",) only
+        index.save_record(("a",), [Entry(7, 10)])
+        index.delete_record(("b",))
+        index.fill()
+        assert check_index(index) == []
+        assert index.count(1, 50) == 1 and index.rank(("a",), 1, 50) == 0
     finally:
         db.close()

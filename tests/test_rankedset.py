@@ -633,6 +633,53 @@ def test_many_elements(db, prefix, hash_function):
     verify(sorted(set(chosen) - set(gone)))
 
 
+@pytest.mark.parametrize("count_duplicates", [False, True])
+@pytest.mark.parametrize(("hash_function", "nlevels"), [(HashFunction.JDK, 3), (HashFunction.MURMUR3, 6)])
+def test_append_builds_the_same_set_as_add(db, prefix, hash_function, nlevels, count_duplicates):
+    """Appending sorted batches (the rebuild path) stores exactly the layout the rules give, and
+    the set keeps working with add/remove afterwards."""
+    rng = random.Random(77)
+    pool = [fdb.tuple.pack((rng.randrange(3000),)) for _ in range(1500)] + list(tall_elements(hash_function))
+    occurrences: dict[bytes, int] = {}
+    for element in pool:  # the random draws repeat some elements
+        occurrences[element] = occurrences.get(element, 0) + 1
+    ordered = sorted(occurrences)
+    model = {e: (c if count_duplicates else 1) for e, c in occurrences.items()}
+    rs = RankedSet(prefix, nlevels, hash_function, count_duplicates)
+    start = 0
+    while start < len(ordered):
+        size = rng.choice([1, 2, 7, 64, 300])
+        pairs = [(e, occurrences[e]) for e in ordered[start : start + size]]
+        if start and rng.random() < 0.5:  # a batch may begin with the previous batch's last element
+            pairs.insert(0, (ordered[start - 1], 2))
+            if count_duplicates:
+                model[ordered[start - 1]] += 2
+        db.run(rs.append, pairs)
+        start += size
+    assert db.read(rs.check_consistency) == []
+    assert stored(db, prefix) == expected_layout(prefix, nlevels, model, hash_function)
+    late = fdb.tuple.pack((5000,))
+    db.run(rs.add, late)
+    db.run(rs.remove, ordered[0])
+    model[ordered[0]] -= 1
+    model[late] = 1
+    model = {e: c for e, c in model.items() if c}
+    assert db.read(rs.check_consistency) == []
+    assert stored(db, prefix) == expected_layout(prefix, nlevels, model, hash_function)
+    assert db.read(rs.rank, late) == sum(c for e, c in model.items() if e < late)
+
+
+def test_append_refuses_descending_elements_and_writes_nothing(db, prefix):
+    rs = RankedSet(prefix, 3, HashFunction.MURMUR3)
+    db.run(rs.append, [(b"b", 1), (b"d", 1)])
+    before = stored(db, prefix)
+    with pytest.raises(ValueError, match="ascending"):
+        db.run(rs.append, [(b"e", 1), (b"c", 1)])
+    with pytest.raises(ValueError, match="ascending"):
+        db.run(rs.append, [(b"a", 1)])
+    assert stored(db, prefix) == before
+
+
 # -- 3. corruption is detected ----------------------------------------------------------------
 
 

@@ -92,6 +92,16 @@ class RecordHead(_message.Message):
     carried: _containers.RepeatedCompositeFieldContainer[CarriedTotal]
     def __init__(self, next_seq: _Optional[int] = ..., windows: _Optional[_Iterable[_Union[WindowState, _Mapping]]] = ..., carried: _Optional[_Iterable[_Union[CarriedTotal, _Mapping]]] = ...) -> None: ...
 
+class FillCursor(_message.Message):
+    __slots__ = ("records_through", "records_done", "ranked_through")
+    RECORDS_THROUGH_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_DONE_FIELD_NUMBER: _ClassVar[int]
+    RANKED_THROUGH_FIELD_NUMBER: _ClassVar[int]
+    records_through: bytes
+    records_done: bool
+    ranked_through: bytes
+    def __init__(self, records_through: _Optional[bytes] = ..., records_done: _Optional[bool] = ..., ranked_through: _Optional[bytes] = ...) -> None: ...
+
 class MaintenancePolicy(_message.Message):
     __slots__ = ("windows", "horizon", "certain_within", "retain")
     class Regular(_message.Message):

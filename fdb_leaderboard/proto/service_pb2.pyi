@@ -373,14 +373,16 @@ class FillRequest(_message.Message):
     def __init__(self, index: _Optional[str] = ..., max_records: _Optional[int] = ..., max_batches: _Optional[int] = ...) -> None: ...
 
 class FillResponse(_message.Message):
-    __slots__ = ("done", "records_processed", "filling")
+    __slots__ = ("done", "records_processed", "filling", "entries_ranked")
     DONE_FIELD_NUMBER: _ClassVar[int]
     RECORDS_PROCESSED_FIELD_NUMBER: _ClassVar[int]
     FILLING_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_RANKED_FIELD_NUMBER: _ClassVar[int]
     done: bool
     records_processed: int
     filling: _containers.RepeatedCompositeFieldContainer[Window]
-    def __init__(self, done: _Optional[bool] = ..., records_processed: _Optional[int] = ..., filling: _Optional[_Iterable[_Union[Window, _Mapping]]] = ...) -> None: ...
+    entries_ranked: int
+    def __init__(self, done: _Optional[bool] = ..., records_processed: _Optional[int] = ..., filling: _Optional[_Iterable[_Union[Window, _Mapping]]] = ..., entries_ranked: _Optional[int] = ...) -> None: ...
 
 class TrimRequest(_message.Message):
     __slots__ = ("index", "before")
