@@ -9,7 +9,7 @@
 | ``X = S + (3,)`` raw | ``TimeWindowLeaderboardDirectory`` protobuf |
 | ``X + (None, group...)`` | ``TimeWindowLeaderboardSubDirectory`` protobuf |
 | ``X + (lb_key, group..., level, element)`` | ranked-set node counts |
-| ``S + (4, lb_key)`` | fill cursor of a window being filled: the last record key done |
+| ``S + (4, lb_key)`` | ``FillCursor`` protobuf of a window being filled: how far each fill phase got |
 | ``S + (5, pk, ts, seq)`` | one entry of a record: ``(group, score, context)`` packed |
 
 ``P`` and ``X`` hold exactly what the Record Layer's index holds for the same options.
