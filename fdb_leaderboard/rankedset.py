@@ -239,17 +239,16 @@ class RankedSet:
         Raises ValueError, before writing anything, if the elements are not ascending.
         """
         levels = self._levels
-        lasts = tr.last_keys([(self._level_sentinels[level], self._level_ends[level]) for level in range(self.nlevels)])
-        new_set = lasts[0] is None
-        if new_set:
-            lasts = list(self._level_sentinels)
-        elif None in lasts:
-            raise CorruptRankedSet(f"the ranked set at {self.prefix!r} lacks a sentinel above level 0")
         # Per level: the last node's key, whether this call created it, and occurrences added to it.
-        last = list(lasts)
+        last = tr.last_keys([(self._level_sentinels[level], self._level_ends[level]) for level in range(self.nlevels)])
+        new_set = last[0] is None
+        if new_set:
+            last = list(self._level_sentinels)
+        elif None in last:
+            raise CorruptRankedSet(f"the ranked set at {self.prefix!r} lacks a sentinel above level 0")
         created = [False] * self.nlevels
         pending = [0] * self.nlevels
-        writes: list[tuple[int, bytes, int, bool]] = []  # (level, key, count, created)
+        writes: list[tuple[bytes, int, bool]] = []  # (node key, count, created)
         previous = last[0][len(levels[0]) :]
         added = 0
         for element, occurrences in elements:
@@ -265,7 +264,7 @@ class RankedSet:
                 for level in range(self.nlevels):
                     if level and element_hash & _LEVEL_MASKS[level]:
                         break
-                    writes.append((level, last[level], pending[level], created[level]))
+                    writes.append((last[level], pending[level], created[level]))  # type: ignore[arg-type]
                     last[level], created[level], pending[level] = levels[level] + suffix, True, 0
             count = occurrences if self.count_duplicates else 1
             if count < 1:
@@ -273,10 +272,10 @@ class RankedSet:
             for level in range(self.nlevels):
                 pending[level] += count
             added += count
-        writes.extend((level, last[level], pending[level], created[level]) for level in range(self.nlevels))
+        writes.extend(zip(last, pending, created, strict=True))  # type: ignore[arg-type]
         if new_set:
             self.init(tr)
-        for _, key, count, new in writes:
+        for key, count, new in writes:
             if new:
                 tr.set(key, _encode_count(count))
             elif count:

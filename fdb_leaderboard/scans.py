@@ -164,10 +164,12 @@ class Reader:
     # -- ranks --------------------------------------------------------------------------
 
     def _rank_of(self, window: Window, group_bytes: bytes, element: bytes, mode: RankMode) -> int:
+        """The rank of ``element``, which a record head or a B-tree row of this transaction holds:
+        its presence in the set is known, so the walk skips the level-0 membership read."""
         ranked = self.index.ranked_set(window, group_bytes)
         if mode is RankMode.COMPETITION:
-            return ranked.rank(self.tr, tuples.pack((tuples.unpack(element)[0],)), null_if_missing=False)
-        return ranked.rank(self.tr, element)  # type: ignore[return-value]
+            element = tuples.pack((tuples.unpack(element)[0],))
+        return ranked.rank(self.tr, element, null_if_missing=False)  # type: ignore[return-value]
 
     def rank(self, pk: object, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL) -> int | None:
         window = self.window(ref)

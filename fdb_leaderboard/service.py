@@ -347,28 +347,21 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     # -- reads ----------------------------------------------------------------------------
 
+    @staticmethod
+    def _rank_arguments(request: pb.RankRequest) -> tuple[tuple, int, int | None, tuple, RankMode]:
+        """A RankRequest as the index's (pk, window type, timestamp, group, mode)."""
+        ref = _window_ref(request.window)
+        group = convert.items_to_tuple(request.group)
+        return convert.items_to_tuple(request.pk), ref.type, ref.timestamp, group, _rank_mode(request.mode)
+
     @_rpc
     def GetRank(self, request: pb.RankRequest, context: grpc.ServicerContext) -> pb.RankResponse:
-        ref = _window_ref(request.window)
-        rank = self._index(request.index).rank(
-            convert.items_to_tuple(request.pk),
-            ref.type,
-            ref.timestamp,
-            convert.items_to_tuple(request.group),
-            _rank_mode(request.mode),
-        )
+        rank = self._index(request.index).rank(*self._rank_arguments(request))
         return pb.RankResponse(rank=rank) if rank is not None else pb.RankResponse()
 
     @_rpc
     def GetRankAndEntry(self, request: pb.RankRequest, context: grpc.ServicerContext) -> pb.RankAndEntryResponse:
-        ref = _window_ref(request.window)
-        entry = self._index(request.index).rank_and_entry(
-            convert.items_to_tuple(request.pk),
-            ref.type,
-            ref.timestamp,
-            convert.items_to_tuple(request.group),
-            _rank_mode(request.mode),
-        )
+        entry = self._index(request.index).rank_and_entry(*self._rank_arguments(request))
         if entry is None:
             return pb.RankAndEntryResponse()
         return pb.RankAndEntryResponse(entry=convert.ranked_entry_to_proto(entry))
