@@ -13,7 +13,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from .client import LeaderboardClient
 from .proto import service_pb2 as pb
+from .records_file import Record, RecordsFileError, read_records
 
 DEFAULT_SERVER = os.environ.get("FDB_LEADERBOARD_SERVER", "127.0.0.1:50051")
 DEFAULT_STORE = "lmdb:./data"
@@ -279,6 +280,41 @@ def fill(ctx: click.Context, name: str, batch: int) -> None:
             if step.done:
                 break
     click.echo("every window is complete")
+
+
+@main.command()
+@click.argument("name")
+@click.argument("source", type=click.File("r"))
+@click.option("--batch", default=500, show_default=True, help="Records per transaction.")
+@click.option(
+    "--rank-as-loaded",
+    is_flag=True,
+    help="Keep every ranked set current record by record, instead of building those of empty windows at the end.",
+)
+@click.pass_context
+@_fail_on_rpc_error
+def load(ctx: click.Context, name: str, source: Any, batch: int, rank_as_loaded: bool) -> None:
+    """Load records from a JSON-lines file (- for stdin); each line replaces one record.
+
+    A line looks like {"pk": ["alice"], "entries": [{"score": 1200, "timestamp": 1763900000}]};
+    entries may add "context" and "group" lists.  Rerunning a load is harmless.
+    """
+    bad_line: RecordsFileError | None = None
+
+    def records() -> Iterator[Record]:
+        nonlocal bad_line
+        try:
+            yield from read_records(source)
+        except RecordsFileError as exc:  # end the stream: what came before is loaded
+            bad_line = exc
+
+    with _client(ctx) as client, tqdm(unit=" records", desc=f"loading {name}") as bar:
+        written = client.bulk_load(
+            name, records(), batch, rank_as_loaded, progress=lambda sent: bar.update(sent - bar.n)
+        )
+    if bad_line is not None:
+        raise click.ClickException(f"{source.name}: {bad_line}; the {written} records before it were loaded")
+    click.echo(f"loaded {written} records into {name}")
 
 
 @main.command()

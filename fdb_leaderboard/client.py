@@ -11,7 +11,7 @@ Errors arrive as ``grpc.RpcError`` with the server's status code and message.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import grpc
@@ -21,6 +21,8 @@ from .proto import service_pb2 as pb
 from .proto import service_pb2_grpc as pb_grpc
 from .scans import RankedEntry
 
+_MESSAGE_RECORDS = 500  # a BulkLoad message carries up to this many records
+_MESSAGE_BYTES = 1 << 20  # or about this many bytes (gRPC refuses messages over 4 MB)
 MODES = {"ORDINAL": pb.ORDINAL, "COMPETITION": pb.COMPETITION}
 
 
@@ -196,6 +198,43 @@ class LeaderboardClient:
             ],
         )
         self._call("WriteBatch", request)
+
+    def bulk_load(
+        self,
+        index: str,
+        records: Iterable[tuple[Sequence, Sequence[tuple]]],
+        batch_size: int = 500,
+        rank_as_loaded: bool = False,
+        progress: Callable[[int], None] | None = None,
+        timeout: float | None = None,
+    ) -> int:
+        """Stream ``(pk, entries)`` records to the server's BulkLoad; returns how many it saved.
+
+        Each record replaces that record's entries.  ``progress`` gets the count of records sent
+        so far.  No timeout by default: a load takes as long as its data.
+        """
+
+        def requests() -> Iterator[pb.BulkLoadRequest]:
+            message = pb.BulkLoadRequest(index=index, batch_size=batch_size, rank_as_loaded=rank_as_loaded)
+            sent = size = 0
+            for pk, entries in records:
+                record = pb.RecordEntries(
+                    pk=convert.tuple_to_items(tuple(pk)), entries=[_pb_entry(*e) for e in entries]
+                )
+                message.records.append(record)
+                size += record.ByteSize()
+                if len(message.records) == _MESSAGE_RECORDS or size >= _MESSAGE_BYTES:
+                    yield message
+                    sent += len(message.records)
+                    if progress:
+                        progress(sent)
+                    message, size = pb.BulkLoadRequest(), 0
+            if message.records or message.index:  # the first message names the index even with no records
+                yield message
+                if progress and message.records:
+                    progress(sent + len(message.records))
+
+        return self.stub.BulkLoad(requests(), timeout=timeout).records_written
 
     # -- reads ----------------------------------------------------------------------------
 

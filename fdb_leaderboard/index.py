@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from . import tuplecodec as tuples
@@ -867,6 +867,18 @@ def _head_bytes(head: index_pb2.RecordHead) -> bytes:
     return data
 
 
+def _batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of ``size`` (the last may be shorter; none is empty)."""
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
 class LeaderboardIndex:
     """A time-windowed leaderboard index under key prefix ``prefix`` of store ``db``."""
 
@@ -982,32 +994,32 @@ class LeaderboardIndex:
     ) -> int:
         """Save records in transactions of ``batch_size``; returns how many were written.
 
-        With ``defer_ranks``, windows that hold no value when the load starts are built the way
-        a fill builds a new window: the load writes their primary B-trees only, and their ranked
-        sets are then built in key order (appending, about one write per entry instead of a
-        skip-list insert per entry).  Until that ends those windows raise WindowNotReady on
-        reads, as filling windows do; if the load stops midway, ``fill()`` finishes them.
-        Windows holding values are kept up to date entry by entry, as by any write.
+        With ``defer_ranks``, windows that hold no value when the first transaction starts are
+        built the way a fill builds a new window: the load writes their primary B-trees only,
+        and their ranked sets are then built in key order (appending, about one write per
+        entry instead of a skip-list insert per entry).  Until that ends those windows raise
+        WindowNotReady on reads, as filling windows do.  If a record is refused (or the store
+        fails), the transactions before it stay saved and those windows are still built before
+        the error is raised; if the process dies midway, ``fill()`` finishes them.  Windows
+        holding values are kept up to date entry by entry, as by any write.
         """
         check_at_least(batch_size, 1, "batch_size")
-        if defer_ranks:
-            self.run(lambda ops: ops.defer_ranks_of_empty_windows())
-        batch: list[tuple[object, Sequence[Entry]]] = []
+        deferred = False
         written = 0
-        for record in records:
-            batch.append(record)
-            if len(batch) >= batch_size:
+        try:
+            for batch in _batches(records, batch_size):
+                if defer_ranks and not deferred:
+                    self.run(lambda ops: ops.defer_ranks_of_empty_windows())
+                    deferred = True
                 self.write_batch(batch)
                 written += len(batch)
-                batch = []
                 if progress:
                     progress(written)
-        if batch:
-            self.write_batch(batch)
-            written += len(batch)
-            if progress:
-                progress(written)
-        if defer_ranks:
+        except Exception:
+            if deferred:
+                self.fill(max_records=batch_size)
+            raise
+        if deferred:
             self.fill(max_records=batch_size)
         return written
 

@@ -13,7 +13,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from typing import Any
 
@@ -25,7 +25,7 @@ from . import convert
 from .catalog import Catalog
 from .checker import check_index
 from .directory import Rebuild, WindowSpec, WindowUpdate
-from .errors import AlreadyExists, FailedPrecondition, InvalidArgument, LeaderboardError, NotFound
+from .errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from .index import IndexSettings, LeaderboardIndex, check_plan_size
 from .proto import index_pb2
 from .proto import service_pb2 as pb
@@ -59,25 +59,21 @@ STATUS_BY_ERROR: list[tuple[type[BaseException], grpc.StatusCode]] = [
 ]
 
 
+KNOWN_ERRORS = tuple(error_type for error_type, _ in STATUS_BY_ERROR)
+MALFORMED_VALUE_ERRORS = (TypeError, ValueError, OverflowError)  # raised by libraries on malformed values
+
+
 def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def handle(self: LeaderboardService, request: Any, context: grpc.ServicerContext) -> Any:
         try:
             return method(self, request, context)
-        except (
-            LeaderboardError,
-            KeyTooLarge,
-            ValueTooLarge,
-            TransactionTooLarge,
-            TransactionTimedOut,
-            StoreUnavailable,
-            CorruptRankedSet,
-        ) as exc:
+        except KNOWN_ERRORS as exc:
             for error_type, code in STATUS_BY_ERROR:
                 if isinstance(exc, error_type):
                     context.abort(code, str(exc))
             raise  # pragma: no cover - every LeaderboardError subclass is mapped above
-        except (TypeError, ValueError, OverflowError) as exc:  # malformed values caught by a library
+        except MALFORMED_VALUE_ERRORS as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except Exception:
             log.exception("%s failed", method.__name__)
@@ -344,6 +340,38 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         ]
         self._index(request.index).write_batch(records, replace=request.replace)
         return pb.WriteBatchResponse()
+
+    @_rpc
+    def BulkLoad(self, requests: Iterator[pb.BulkLoadRequest], context: grpc.ServicerContext) -> pb.BulkLoadResponse:
+        first = next(requests, None)
+        if first is None or not first.index:
+            raise InvalidArgument("BulkLoad's first message must name the index")
+        index = self._index(first.index)
+
+        def records() -> Iterator[tuple[tuple, list]]:
+            message: pb.BulkLoadRequest | None = first
+            while message is not None:
+                if message.index and message.index != first.index:
+                    raise InvalidArgument(
+                        f"BulkLoad loads index {first.index!r}; a later message names {message.index!r}"
+                    )
+                for record in message.records:
+                    yield convert.items_to_tuple(record.pk), [convert.entry_to_python(e) for e in record.entries]
+                message = next(requests, None)
+
+        written = 0
+
+        def progress(done: int) -> None:
+            nonlocal written
+            written = done
+
+        try:
+            index.bulk_load(records(), first.batch_size or 500, progress, defer_ranks=not first.rank_as_loaded)
+        except (*KNOWN_ERRORS, *MALFORMED_VALUE_ERRORS) as exc:
+            if not written:
+                raise
+            raise type(exc)(f"{exc}; the {written} records before it were saved") from exc
+        return pb.BulkLoadResponse(records_written=written)
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import random
 from collections.abc import Callable
 from zoneinfo import ZoneInfo
 
@@ -21,6 +22,7 @@ from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.directory import Rebuild, WindowSpec, WindowUpdate
 from fdb_leaderboard.errors import InvalidArgument
 from fdb_leaderboard.proto import service_pb2 as pb
+from fdb_leaderboard.records_file import RecordsFileError, read_records
 from fdb_leaderboard.service import Server
 from fdb_leaderboard.spec_file import load_window_update, parse_window_update
 
@@ -45,8 +47,8 @@ Cli = Callable[..., Result]
 def cli(server: Server) -> Cli:
     runner = CliRunner()
 
-    def invoke(*args: str, code: int = 0) -> Result:
-        result = runner.invoke(main, ["--server", server.address, *map(str, args)], catch_exceptions=False)
+    def invoke(*args: str, code: int = 0, input: str | None = None) -> Result:
+        result = runner.invoke(main, ["--server", server.address, *map(str, args)], input, catch_exceptions=False)
         assert result.exit_code == code, f"exit {result.exit_code} != {code}:\n{result.output}"
         return result
 
@@ -558,3 +560,77 @@ def test_load_window_update_files(tmp_path) -> None:
         load_window_update(write(tmp_path / "bad.json", "high_score_first: true"), NOW)
     with pytest.raises(InvalidArgument, match="not valid YAML"):
         load_window_update(write(tmp_path / "bad.yaml", "a: [1"), NOW)
+
+
+# -- loading records ------------------------------------------------------------------------------
+
+
+def test_load_records_from_json_lines(cli: Cli, client: LeaderboardClient, tmp_path) -> None:
+    cli("index", "create", "game", "--high-score-first")
+    cli("windows", "apply", "game", write(tmp_path / "w.yaml", "high_score_first: true\n"))
+    rng = random.Random(3)
+    best: dict[str, int] = {}
+    lines = []
+    pool = rng.sample(range(10**6), 4000)  # distinct scores: the board's order is by score alone
+    for i in range(1234):
+        pk = f"p{i}"
+        scores = [pool.pop() for _ in range(rng.randint(1, 3))]
+        best[pk] = max(scores)
+        lines.append(json.dumps({"pk": [pk], "entries": [{"score": s, "timestamp": 100 + s} for s in scores]}))
+    lines.insert(7, "")  # blank lines are skipped
+    result = cli("load", "game", write(tmp_path / "r.jsonl", "\n".join(lines) + "\n"), "--batch", "200")
+    assert "loaded 1234 records into game" in result.output
+    expected = sorted(best.items(), key=lambda kv: -kv[1])
+    assert [(e.pk[0], e.score, e.rank) for e in client.top("game", 5000)] == [
+        (pk, score, rank) for rank, (pk, score) in enumerate(expected)
+    ]
+    # From stdin, with a scalar pk: a record seen again is replaced.
+    again = '{"pk": "p0", "entries": [{"score": 2000000, "timestamp": 5}]}\n'
+    assert "loaded 1 records" in cli("load", "game", "-", input=again).output
+    assert client.rank_and_entry("game", ("p0",)).score == 2_000_000
+    assert client.verify("game") == []
+
+
+def test_load_stops_at_a_bad_line_and_keeps_what_came_before(cli: Cli, client: LeaderboardClient, tmp_path) -> None:
+    cli("index", "create", "game")
+    cli("windows", "apply", "game", write(tmp_path / "w.yaml", "high_score_first: false\n"))
+    good = [json.dumps({"pk": [f"p{i}"], "entries": [{"score": i, "timestamp": 1}]}) for i in range(700)]
+    path = write(tmp_path / "r.jsonl", "\n".join([*good, '{"pk": ["x"], "entries": [{"score": "high"}]}', good[0]]))
+    result = cli("load", "game", path, code=1)
+    assert "line 701: an entry needs score and timestamp; the 700 records before it were loaded" in result.output
+    assert client.count("game") == 700 and client.verify("game") == []
+    # A record the server refuses (a group on an index without groups) ends the load the same way.
+    refused = write(tmp_path / "g.jsonl", '{"pk": ["y"], "entries": [{"score": 1, "timestamp": 1, "group": ["eu"]}]}\n')
+    assert "INVALID_ARGUMENT" in cli("load", "game", refused, code=1).output
+    assert "NOT_FOUND" in cli("load", "nope", path, code=1).output
+    assert client.count("game") == 700
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{", "not JSON"),
+        ("[1, 2]", 'an object with "pk" and "entries"'),
+        ('{"pk": ["a"], "score": 1}', "unknown record field(s) ['score']"),
+        ('{"pk": [{"a": 1}], "entries": []}', "pk holds a dict"),
+        ('{"pk": ["a"], "entries": {}}', "entries must be a list"),
+        ('{"pk": ["a"], "entries": [[1, 2]]}', "an entry must be an object"),
+        ('{"pk": ["a"], "entries": [{"score": 1, "timestamp": 2, "rank": 3}]}', "unknown entry field(s) ['rank']"),
+        ('{"pk": ["a"], "entries": [{"score": true, "timestamp": 2}]}', "score must be a number"),
+        ('{"pk": ["a"], "entries": [{"score": 1, "timestamp": 2.5}]}', "timestamp must be an integer"),
+        ('{"pk": ["a"], "entries": [{"score": 1, "timestamp": 2, "group": "eu"}]}', "group must be a list"),
+    ],
+)
+def test_records_file_errors(line: str, message: str) -> None:
+    with pytest.raises(RecordsFileError) as caught:
+        list(read_records(['{"pk": ["ok"], "entries": []}', "", line]))
+    assert caught.value.line == 3
+    assert str(caught.value).startswith("line 3: ") and message in str(caught.value)
+
+
+def test_records_file_values() -> None:
+    lines = [
+        '{"pk": ["bob", 7], "entries": [{"score": 90.5, "timestamp": 3, "context": ["l3"], "group": ["eu", null]}]}',
+        '{"pk": 5}',
+    ]
+    assert list(read_records(lines)) == [(("bob", 7), [(90.5, 3, ("l3",), ("eu", None))]), ((5,), [])]

@@ -403,6 +403,26 @@ def test_save_delete_and_batches(low_first: LeaderboardIndex) -> None:
     assert index.score_for_rank(9) == 104
 
 
+def test_bulk_load_refusing_a_record_keeps_earlier_batches_and_builds_the_windows(db: Database, prefix: bytes) -> None:
+    index = make(db, prefix)
+    index.update_windows(WindowUpdate(specs=[WindowSpec(1, 0, 100, 100, 2)]))
+    records: list = [((f"p{i:02d}",), [Entry(i % 7, 10 + i)]) for i in range(25)]
+    records[21] = (("bad",), [Entry(1, 1, group=("g",))])  # this index has no groups
+    seen: list[int] = []
+    with pytest.raises(InvalidArgument, match="groups by 0"):
+        index.bulk_load(records, batch_size=10, progress=seen.append)
+    assert seen == [10, 20]
+    # Built before the error: every window answers, holding exactly the first 20 records.
+    assert not any(window.filling for window in index.directory().windows)
+    expected = sorted((i % 7, 10 + i, f"p{i:02d}") for i in range(20))  # low score first, then earliest
+    assert rows(index.top(100)) == [(pk, score, ts, rank) for rank, (score, ts, pk) in enumerate(expected)]
+    assert index.count(1, 0) == 20 and index.count(1, 100) == 0
+    # A load refused in its first batch changes nothing.
+    with pytest.raises(InvalidArgument):
+        index.bulk_load([records[21]])
+    assert index.count() == 20 and not any(window.filling for window in index.directory().windows)
+
+
 def test_primary_keys_of_several_elements(db: Database, prefix: bytes) -> None:
     """Primary keys whose packed bytes extend each other sort by those bytes."""
     index = make(db, prefix)

@@ -12,6 +12,7 @@ service log an unexpected exception.
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -376,6 +377,106 @@ def test_record_writes(client: LeaderboardClient) -> None:
     assert client.verify("game") == []
 
 
+def expected_boards(records: dict[str, list[tuple[int, int]]], days: int) -> dict[int | None, list]:
+    """Brute force: each window's board (pk, score, timestamp, rank) of BEST, high score first.
+
+    Scores are distinct, so the order is by score alone and ranks are positions.  Key None is
+    the all-time window, d the daily window starting at d * DAY.
+    """
+    boards: dict[int | None, list] = {}
+    for day in [None, *range(days)]:
+        best = []
+        for pk, entries in records.items():
+            inside = [(score, ts) for score, ts in entries if day is None or day * DAY <= ts < (day + 1) * DAY]
+            if inside:
+                score, ts = max(inside)
+                best.append((pk, score, ts))
+        best.sort(key=lambda row: -row[1])
+        boards[day] = [(pk, score, ts, rank) for rank, (pk, score, ts) in enumerate(best)]
+    return boards
+
+
+def full_board(lb: LeaderboardClient, index: str, day: int | None) -> list:
+    """A window's whole board, as ``board`` gives it, for the all-time window (None) or a day."""
+    window = (0, None) if day is None else (1, day * DAY)
+    return [(e.pk[0], e.score, e.timestamp, e.rank) for e in lb.top(index, 5000, *window)]
+
+
+def loadable(records: dict[str, list[tuple[int, int]]]) -> list[tuple[tuple, list[tuple[int, int]]]]:
+    return [((pk,), entries) for pk, entries in records.items()]
+
+
+def random_records(rng: random.Random, names: range, scores: list[int], days: int) -> dict[str, list[tuple[int, int]]]:
+    """Records named p<i> with 1-3 entries each, every score distinct, timestamps over ``days`` days."""
+    out = {}
+    for i in names:
+        out[f"p{i:05d}"] = [(scores.pop(), rng.randrange(days * DAY)) for _ in range(rng.randint(1, 3))]
+    return out
+
+
+def test_bulk_load_streams_records_in_batches(client: LeaderboardClient) -> None:
+    rng = random.Random(5)
+    days = 3
+    scores = rng.sample(range(1_000_000), 4000)
+    client.create_index("loaded", high_score_first=True)
+    client.update_windows("loaded", specs=[(1, 0, DAY, DAY, days)], high_score_first=True)
+    # First load: every window is empty, so each gets its ranked set built after the records.
+    first = random_records(rng, range(0, 1200), scores, days)
+    sent: list[int] = []
+    written = client.bulk_load("loaded", loadable(first), batch_size=150, progress=sent.append)
+    assert written == 1200
+    assert sent == [500, 1000, 1200]  # three messages
+    assert not any(window.filling for window in client.list_windows("loaded").windows)
+    for day, expected in expected_boards(first, days).items():
+        assert full_board(client, "loaded", day) == expected
+    # Second load over filled windows (kept entry by entry): new records, and records replaced.
+    second = random_records(rng, range(1000, 1500), scores, days)
+    assert client.bulk_load("loaded", loadable(second), batch_size=64) == 500
+    merged = {**first, **second}
+    for day, expected in expected_boards(merged, days).items():
+        assert full_board(client, "loaded", day) == expected
+        assert client.count("loaded", *((0, None) if day is None else (1, day * DAY))) == len(expected)
+    # Ranks as loaded (no deferred build) give the same boards.
+    client.create_index("direct", high_score_first=True)
+    client.update_windows("direct", specs=[(1, 0, DAY, DAY, days)], high_score_first=True)
+    assert client.bulk_load("direct", loadable(merged), batch_size=300, rank_as_loaded=True) == 1500
+    for day in [None, *range(days)]:
+        assert full_board(client, "direct", day) == full_board(client, "loaded", day)
+    assert client.verify("loaded") == [] and client.verify("direct") == []
+    assert client.bulk_load("loaded", []) == 0  # an empty load is a no-op
+
+
+def test_bulk_load_errors(client: LeaderboardClient) -> None:
+    client.create_index("loaded", high_score_first=True)
+    client.update_windows("loaded", specs=[(1, 0, DAY, DAY, 2)], high_score_first=True)
+    rpc_error(Code.INVALID_ARGUMENT, lambda: client.stub.BulkLoad(iter([])), "first message must name the index")
+    rpc_error(
+        Code.INVALID_ARGUMENT,
+        lambda: client.stub.BulkLoad(iter([pb.BulkLoadRequest(records=[pb.RecordEntries()])])),
+        "first message must name the index",
+    )
+    rpc_error(Code.NOT_FOUND, lambda: client.bulk_load("nope", [(("a",), [(1, 1)])]), "nope")
+    other = [pb.BulkLoadRequest(index="loaded"), pb.BulkLoadRequest(index="other")]
+    rpc_error(Code.INVALID_ARGUMENT, lambda: client.stub.BulkLoad(iter(other)), "'loaded'", "'other'")
+    assert client.count("loaded") == 0
+    # A bad record (a group on an index without groups) after 2 transactions of 100: those stay.
+    records: list[tuple[tuple, list[tuple]]] = [((f"p{i}",), [(i, i)]) for i in range(250)]
+    records[230] = (("bad",), [(1, 1, (), ("g",))])
+    rpc_error(
+        Code.INVALID_ARGUMENT,
+        lambda: client.bulk_load("loaded", records, batch_size=100),
+        "groups by 0 element",
+        "the 200 records before it were saved",
+    )
+    assert not any(w.filling for w in client.list_windows("loaded").windows)  # built before the error
+    assert board(client, "loaded")[:2] == [("p199", 199, 199, 0), ("p198", 198, 198, 1)]
+    assert client.count("loaded") == 200 and client.verify("loaded") == []
+    # Failing in the first transaction saves nothing and says nothing about earlier records.
+    details = rpc_error(Code.INVALID_ARGUMENT, lambda: client.bulk_load("loaded", [records[230]]), "groups by")
+    assert "saved" not in details
+    assert client.count("loaded") == 200
+
+
 def test_sum_latest_groups_contexts_and_item_types(client: LeaderboardClient) -> None:
     client.create_index("points", aggregation="SUM", group_size=1, context_size=1, high_score_first=True)
     client.update_windows("points", specs=[(1, 0, DAY, DAY, 2)], high_score_first=True)
@@ -653,6 +754,24 @@ def _invalid_argument_cases(tokens: dict) -> list[tuple[str, str, Any, tuple[str
             ),
             ("not finite",),
         ),
+        (
+            "BulkLoad",
+            "second record bad",
+            pb.BulkLoadRequest(
+                index="game",
+                records=[
+                    pb.RecordEntries(pk=[pb.Item(string="bob")], entries=[_entry(pb.Score(int=10**6))]),
+                    pb.RecordEntries(pk=[], entries=[_entry(INT)]),
+                ],
+            ),
+            ("primary key must not be empty",),
+        ),
+        (
+            "BulkLoad",
+            "first message without the index",
+            pb.BulkLoadRequest(records=[pb.RecordEntries(pk=[S], entries=[_entry(INT)])]),
+            ("first message must name the index",),
+        ),
         # windows
         (
             "UpdateWindows",
@@ -914,6 +1033,8 @@ def _invalid_argument_cases(tokens: dict) -> list[tuple[str, str, Any, tuple[str
 
 
 def _call(lb: LeaderboardClient, method: str, request: Any) -> Any:
+    if method == "BulkLoad":  # client streaming: the request is its first (here only) message
+        request = iter([request])
     return getattr(lb.stub, method)(request, timeout=20)
 
 
@@ -950,6 +1071,7 @@ def test_not_found_changes_nothing(populated) -> None:
         ("SaveRecord", pb.SaveRecordRequest(index="nope", pk=[S])),
         ("DeleteRecord", pb.DeleteRecordRequest(index="nope", pk=[S])),
         ("WriteBatch", pb.WriteBatchRequest(index="nope")),
+        ("BulkLoad", pb.BulkLoadRequest(index="nope", records=[pb.RecordEntries(pk=[S])])),
         ("UpdateWindows", pb.UpdateWindowsRequest(index="nope")),
         ("ListWindows", pb.ListWindowsRequest(index="nope")),
         ("SaveSubDirectory", pb.SaveSubDirectoryRequest(index="nope", group=[S])),

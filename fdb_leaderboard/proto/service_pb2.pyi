@@ -504,6 +504,24 @@ class WriteBatchResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class BulkLoadRequest(_message.Message):
+    __slots__ = ("index", "records", "batch_size", "rank_as_loaded")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    RANK_AS_LOADED_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    records: _containers.RepeatedCompositeFieldContainer[RecordEntries]
+    batch_size: int
+    rank_as_loaded: bool
+    def __init__(self, index: _Optional[str] = ..., records: _Optional[_Iterable[_Union[RecordEntries, _Mapping]]] = ..., batch_size: _Optional[int] = ..., rank_as_loaded: _Optional[bool] = ...) -> None: ...
+
+class BulkLoadResponse(_message.Message):
+    __slots__ = ("records_written",)
+    RECORDS_WRITTEN_FIELD_NUMBER: _ClassVar[int]
+    records_written: int
+    def __init__(self, records_written: _Optional[int] = ...) -> None: ...
+
 class RankRequest(_message.Message):
     __slots__ = ("index", "pk", "window", "group", "mode")
     INDEX_FIELD_NUMBER: _ClassVar[int]

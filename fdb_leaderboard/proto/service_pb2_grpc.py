@@ -119,6 +119,11 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.WriteBatchRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.WriteBatchResponse.FromString,
                 _registered_method=True)
+        self.BulkLoad = channel.stream_unary(
+                '/fdb_leaderboard.v1.Leaderboard/BulkLoad',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.BulkLoadRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.BulkLoadResponse.FromString,
+                _registered_method=True)
         self.GetRank = channel.unary_unary(
                 '/fdb_leaderboard.v1.Leaderboard/GetRank',
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankRequest.SerializeToString,
@@ -268,6 +273,12 @@ class LeaderboardServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def BulkLoad(self, request_iterator, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetRank(self, request, context):
         """reads
         """
@@ -404,6 +415,11 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     servicer.WriteBatch,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.WriteBatchRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.WriteBatchResponse.SerializeToString,
+            ),
+            'BulkLoad': grpc.stream_unary_rpc_method_handler(
+                    servicer.BulkLoad,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.BulkLoadRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.BulkLoadResponse.SerializeToString,
             ),
             'GetRank': grpc.unary_unary_rpc_method_handler(
                     servicer.GetRank,
@@ -905,6 +921,33 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/WriteBatch',
             fdb__leaderboard_dot_proto_dot_service__pb2.WriteBatchRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.WriteBatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BulkLoad(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/BulkLoad',
+            fdb__leaderboard_dot_proto_dot_service__pb2.BulkLoadRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.BulkLoadResponse.FromString,
             options,
             channel_credentials,
             insecure,
