@@ -211,13 +211,23 @@ class LeaderboardClient:
         """Stream ``(pk, entries)`` records to the server's BulkLoad; returns how many it saved.
 
         Each record replaces that record's entries.  ``progress`` gets the count of records sent
-        so far.  No timeout by default: a load takes as long as its data.
+        so far.  If iterating ``records`` raises, the stream ends there: the server saves what
+        came before, then that exception is raised here (with a note of how many were saved).
+        No timeout by default: a load takes as long as its data.
         """
+        failure: Exception | None = None
+
+        def source() -> Iterator[tuple[Sequence, Sequence[tuple]]]:
+            nonlocal failure
+            try:
+                yield from records
+            except Exception as exc:
+                failure = exc
 
         def requests() -> Iterator[pb.BulkLoadRequest]:
             message = pb.BulkLoadRequest(index=index, batch_size=batch_size, rank_as_loaded=rank_as_loaded)
             sent = size = 0
-            for pk, entries in records:
+            for pk, entries in source():
                 record = pb.RecordEntries(
                     pk=convert.tuple_to_items(tuple(pk)), entries=[_pb_entry(*e) for e in entries]
                 )
@@ -234,7 +244,11 @@ class LeaderboardClient:
                 if progress and message.records:
                     progress(sent + len(message.records))
 
-        return self.stub.BulkLoad(requests(), timeout=timeout).records_written
+        written = self.stub.BulkLoad(requests(), timeout=timeout).records_written
+        if failure is not None:
+            failure.add_note(f"BulkLoad saved the {written} records before it")
+            raise failure
+        return written
 
     # -- reads ----------------------------------------------------------------------------
 

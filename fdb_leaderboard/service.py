@@ -59,8 +59,24 @@ STATUS_BY_ERROR: list[tuple[type[BaseException], grpc.StatusCode]] = [
 ]
 
 
-KNOWN_ERRORS = tuple(error_type for error_type, _ in STATUS_BY_ERROR)
-MALFORMED_VALUE_ERRORS = (TypeError, ValueError, OverflowError)  # raised by libraries on malformed values
+class _Answer(Exception):
+    """Raised by a handler to answer with ``code`` and this message."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def status_of(exc: BaseException) -> grpc.StatusCode | None:
+    """The status code answering ``exc``, or None for an unexpected error (INTERNAL)."""
+    if isinstance(exc, _Answer):
+        return exc.code
+    for error_type, code in STATUS_BY_ERROR:
+        if isinstance(exc, error_type):
+            return code
+    if isinstance(exc, (TypeError, ValueError, OverflowError)):  # malformed values caught by a library
+        return grpc.StatusCode.INVALID_ARGUMENT
+    return None
 
 
 def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -68,16 +84,12 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
     def handle(self: LeaderboardService, request: Any, context: grpc.ServicerContext) -> Any:
         try:
             return method(self, request, context)
-        except KNOWN_ERRORS as exc:
-            for error_type, code in STATUS_BY_ERROR:
-                if isinstance(exc, error_type):
-                    context.abort(code, str(exc))
-            raise  # pragma: no cover - every LeaderboardError subclass is mapped above
-        except MALFORMED_VALUE_ERRORS as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        except Exception:
-            log.exception("%s failed", method.__name__)
-            context.abort(grpc.StatusCode.INTERNAL, f"{method.__name__} failed unexpectedly; see the server log")
+        except Exception as exc:
+            code, message = status_of(exc), str(exc)
+            if code is None:
+                log.exception("%s failed", method.__name__)
+                code, message = grpc.StatusCode.INTERNAL, f"{method.__name__} failed unexpectedly; see the server log"
+            context.abort(code, message)
 
     return handle
 
@@ -367,10 +379,14 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
         try:
             index.bulk_load(records(), first.batch_size or 500, progress, defer_ranks=not first.rank_as_loaded)
-        except (*KNOWN_ERRORS, *MALFORMED_VALUE_ERRORS) as exc:
-            if not written:
+        except grpc.RpcError:  # the client went away mid-stream; what it sent before is saved
+            log.info("BulkLoad of %r cancelled by the client after %d records", first.index, written)
+            raise _Answer(grpc.StatusCode.CANCELLED, f"cancelled after {written} records") from None
+        except Exception as exc:
+            code = status_of(exc)
+            if code is None or not written:
                 raise
-            raise type(exc)(f"{exc}; the {written} records before it were saved") from exc
+            raise _Answer(code, f"{exc}; the {written} records before it were saved") from exc
         return pb.BulkLoadResponse(records_written=written)
 
     # -- reads ----------------------------------------------------------------------------

@@ -12,6 +12,7 @@ service log an unexpected exception.
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -475,6 +476,56 @@ def test_bulk_load_errors(client: LeaderboardClient) -> None:
     details = rpc_error(Code.INVALID_ARGUMENT, lambda: client.bulk_load("loaded", [records[230]]), "groups by")
     assert "saved" not in details
     assert client.count("loaded") == 200
+
+
+def test_bulk_load_whose_source_fails_saves_what_came_before(client: LeaderboardClient) -> None:
+    client.create_index("loaded", high_score_first=True)
+    client.update_windows("loaded", specs=[(1, 0, DAY, DAY, 2)], high_score_first=True)
+
+    def records() -> Iterator[tuple[tuple, list[tuple[int, int]]]]:
+        for i in range(1234):
+            yield (f"p{i:04d}",), [(i, i)]
+        raise OSError("the client's data source failed")
+
+    with pytest.raises(OSError, match="data source failed") as caught:
+        client.bulk_load("loaded", records(), batch_size=100)
+    assert caught.value.__notes__ == ["BulkLoad saved the 1234 records before it"]
+    assert [e.pk[0] for e in client.top("loaded", 2000)] == [f"p{i:04d}" for i in reversed(range(1234))]
+    assert not any(w.filling for w in client.list_windows("loaded").windows)
+    assert client.verify("loaded") == []
+
+
+def test_bulk_load_cancelled_midway_keeps_whole_transactions(client: LeaderboardClient, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="fdb_leaderboard.service")
+    client.create_index("loaded", high_score_first=True)
+    client.update_windows("loaded", specs=[(1, 0, DAY, DAY, 2)], high_score_first=True)
+    more = threading.Event()
+
+    def requests() -> Iterator[pb.BulkLoadRequest]:
+        # Ranks as loaded: the windows stay readable, so the test can watch the count grow.
+        yield pb.BulkLoadRequest(index="loaded", batch_size=100, rank_as_loaded=True)
+        for start in range(0, 1000, 250):
+            yield pb.BulkLoadRequest(
+                records=[
+                    pb.RecordEntries(pk=[pb.Item(string=f"p{i:04d}")], entries=[_entry(pb.Score(int=i), ts=i)])
+                    for i in range(start, start + 250)
+                ]
+            )
+        more.wait(20)  # the stream stays open until the test cancels it
+
+    call = client.stub.BulkLoad.future(requests())
+    deadline = time.monotonic() + 20
+    while client.count("loaded") != 1000 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert call.cancel() and call.cancelled()
+    more.set()
+    message = "BulkLoad of 'loaded' cancelled by the client after 1000 records"
+    while message not in caplog.messages and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert message in caplog.messages
+    assert client.count("loaded") == 1000  # the 10 transactions committed before the cancel stay
+    assert [e.pk[0] for e in client.top("loaded", 3)] == ["p0999", "p0998", "p0997"]
+    assert client.verify("loaded") == []
 
 
 def test_sum_latest_groups_contexts_and_item_types(client: LeaderboardClient) -> None:
