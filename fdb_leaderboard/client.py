@@ -211,34 +211,31 @@ class LeaderboardClient:
         """Stream ``(pk, entries)`` records to the server's BulkLoad; returns how many it saved.
 
         Each record replaces that record's entries.  ``progress`` gets the count of records sent
-        so far.  If iterating ``records`` raises, the stream ends there: the server saves what
-        came before, then that exception is raised here (with a note of how many were saved).
+        so far.  If iterating or converting ``records`` raises, the stream ends there: the server
+        saves what came before, then that exception is raised here (noting how many were saved).
         No timeout by default: a load takes as long as its data.
         """
         failure: Exception | None = None
 
-        def source() -> Iterator[tuple[Sequence, Sequence[tuple]]]:
-            nonlocal failure
-            try:
-                yield from records
-            except Exception as exc:
-                failure = exc
-
         def requests() -> Iterator[pb.BulkLoadRequest]:
+            nonlocal failure
             message = pb.BulkLoadRequest(index=index, batch_size=batch_size, rank_as_loaded=rank_as_loaded)
             sent = size = 0
-            for pk, entries in source():
-                record = pb.RecordEntries(
-                    pk=convert.tuple_to_items(tuple(pk)), entries=[_pb_entry(*e) for e in entries]
-                )
-                message.records.append(record)
-                size += record.ByteSize()
-                if len(message.records) == _MESSAGE_RECORDS or size >= _MESSAGE_BYTES:
-                    yield message
-                    sent += len(message.records)
-                    if progress:
-                        progress(sent)
-                    message, size = pb.BulkLoadRequest(), 0
+            try:
+                for pk, entries in records:
+                    record = pb.RecordEntries(
+                        pk=convert.tuple_to_items(tuple(pk)), entries=[_pb_entry(*e) for e in entries]
+                    )
+                    message.records.append(record)
+                    size += record.ByteSize()
+                    if len(message.records) == _MESSAGE_RECORDS or size >= _MESSAGE_BYTES:
+                        yield message
+                        sent += len(message.records)
+                        if progress:
+                            progress(sent)
+                        message, size = pb.BulkLoadRequest(), 0
+            except Exception as exc:  # end the stream here; grpc would only say "Exception iterating requests"
+                failure = exc
             if message.records or message.index:  # the first message names the index even with no records
                 yield message
                 if progress and message.records:

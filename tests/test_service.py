@@ -492,7 +492,12 @@ def test_bulk_load_whose_source_fails_saves_what_came_before(client: Leaderboard
     assert caught.value.__notes__ == ["BulkLoad saved the 1234 records before it"]
     assert [e.pk[0] for e in client.top("loaded", 2000)] == [f"p{i:04d}" for i in reversed(range(1234))]
     assert not any(w.filling for w in client.list_windows("loaded").windows)
-    assert client.verify("loaded") == []
+    # A record the client cannot convert ends the stream the same way.
+    bad = [(("q",), [(5, 5)]), (("r",), [("five", 5)])]
+    with pytest.raises(TypeError) as caught:
+        client.bulk_load("loaded", bad)
+    assert caught.value.__notes__ == ["BulkLoad saved the 1 records before it"]
+    assert client.count("loaded") == 1235 and client.verify("loaded") == []
 
 
 def test_bulk_load_cancelled_midway_keeps_whole_transactions(client: LeaderboardClient, caplog) -> None:
