@@ -622,6 +622,11 @@ class Operations:
         self.tr.set(self.layout.directory_key, data)
         self._directory = directory
 
+    def _save_filling(self, directory: Directory, lb_keys: set[int], filling: bool) -> None:
+        """Save ``directory`` with the windows of ``lb_keys`` marked filling (or complete)."""
+        windows = [dataclasses.replace(w, filling=filling) if w.lb_key in lb_keys else w for w in directory.windows]
+        self._save_directory(directory.replace(windows=windows))
+
     def defer_ranks_of_empty_windows(self) -> tuple[Window, ...]:
         """Mark complete windows holding no value as filling with every record done (phase 2).
 
@@ -638,14 +643,9 @@ class Operations:
                 empty.append(window)
         if not empty:
             return ()
-        marked = {window.lb_key for window in empty}
         for window in empty:
             self._save_cursor(window, index_pb2.FillCursor(records_done=True))
-        self._save_directory(
-            directory.replace(
-                windows=[dataclasses.replace(w, filling=True) if w.lb_key in marked else w for w in directory.windows]
-            )
-        )
+        self._save_filling(directory, {window.lb_key for window in empty}, True)
         return tuple(empty)
 
     def expire(self, before: int) -> tuple[Window, ...]:
@@ -705,14 +705,7 @@ class Operations:
                     self.tr.clear(self.layout.cursor_key(window.lb_key))
                     self._cursors.pop(window.lb_key, None)
         if complete:
-            self._save_directory(
-                directory.replace(  # type: ignore[union-attr]
-                    windows=[
-                        dataclasses.replace(w, filling=False) if w.lb_key in complete else w
-                        for w in directory.windows  # type: ignore[union-attr]
-                    ]
-                )
-            )
+            self._save_filling(directory, complete, False)  # type: ignore[arg-type]
         windows = tuple((window, None if cursors[window.lb_key].records_done else reached) for window in filling)
         return FillProgress(len(complete) == len(filling), processed, windows, ranked)
 

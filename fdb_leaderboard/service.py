@@ -94,6 +94,11 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
     return handle
 
 
+def _record(record: pb.RecordEntries) -> tuple[tuple, list]:
+    """A record of a batch or load as the index's (pk, entries)."""
+    return convert.items_to_tuple(record.pk), [convert.entry_to_python(e) for e in record.entries]
+
+
 def _window_ref(selector: pb.WindowSelector) -> WindowRef:
     return WindowRef(selector.type, selector.timestamp if selector.HasField("timestamp") else None)
 
@@ -346,10 +351,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def WriteBatch(self, request: pb.WriteBatchRequest, context: grpc.ServicerContext) -> pb.WriteBatchResponse:
-        records = [
-            (convert.items_to_tuple(record.pk), [convert.entry_to_python(e) for e in record.entries])
-            for record in request.records
-        ]
+        records = [_record(record) for record in request.records]
         self._index(request.index).write_batch(records, replace=request.replace)
         return pb.WriteBatchResponse()
 
@@ -367,8 +369,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
                     raise InvalidArgument(
                         f"BulkLoad loads index {first.index!r}; a later message names {message.index!r}"
                     )
-                for record in message.records:
-                    yield convert.items_to_tuple(record.pk), [convert.entry_to_python(e) for e in record.entries]
+                yield from map(_record, message.records)
                 message = next(requests, None)
 
         written = 0

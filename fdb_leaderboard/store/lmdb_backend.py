@@ -233,16 +233,7 @@ class LmdbTransaction(Transaction):
         self._txn.put(key, op(self._txn.get(key), param))
 
     def add(self, key: bytes, param: bytes) -> None:
-        if len(param) != 8:
-            self._mutate(key, param, apply_add)
-            return
-        # The ranked set's counters: an inlined apply_add for 8-byte operands.
-        self._check_write(key, 8)
-        old = self._txn.get(key)
-        total = int.from_bytes(param, "little")
-        if old:
-            total += int.from_bytes(old[:8], "little")
-        self._txn.put(key, (total & 0xFFFF_FFFF_FFFF_FFFF).to_bytes(8, "little"))
+        self._mutate(key, param, apply_add)
 
     def max(self, key: bytes, param: bytes) -> None:
         self._mutate(key, param, apply_max)
