@@ -264,7 +264,7 @@ class Operations:
 
     def _state(self, key: tuple[int, bytes], value: Value) -> index_pb2.WindowState:
         """A window value as stored in the record's head (the total only where it is the value)."""
-        state = index_pb2.WindowState(lb_key=key[0], group=key[1], element=value.element, ts=value.ts, seq=value.seq)
+        state = index_pb2.WindowState(lb_key=key[0], group=key[1], element=value.element, seq=value.seq)
         if self.index.aggregation.name == "SUM":
             state.total = value.score  # type: ignore[assignment]
         return state
@@ -272,9 +272,9 @@ class Operations:
     def _state_value(self, state: index_pb2.WindowState) -> Value:
         """A stored window state as a Value (score and context decoded only for SUM)."""
         if self.index.aggregation.name != "SUM":
-            return Value(0, state.ts, state.seq, (), state.element)
-        context = tuples.unpack(state.element)[2:]
-        return Value(state.total, state.ts, state.seq, context, state.element)
+            return Value(0, _element_timestamp(state.element), state.seq, (), state.element)
+        _, ts, *context = tuples.unpack(state.element)
+        return Value(state.total, ts, state.seq, tuple(context), state.element)
 
     def _check_entry(self, entry: Entry, pk_flat: bytes) -> tuple[Entry, bytes, bytes]:
         """The validated entry, its packed group and its ranked-set element."""
@@ -814,7 +814,7 @@ class Operations:
         if self.index.aggregation.name == "SUM":
             needed: set[tuple[int, int]] = set()
         else:
-            needed = {(state.ts, state.seq) for state in live}
+            needed = {(_element_timestamp(state.element), state.seq) for state in live}
         carried = {c.group: c for c in head.carried}
         removed = 0
         for ts, seq, (group, score, context) in self.read_entries(pk_nested, INT64_MIN, before):
@@ -848,6 +848,11 @@ class Operations:
             context = tuples.unpack(carried.context) if carried.context else ()
             out[carried.group] = Value(carried.total, carried.ts, carried.seq, tuple(context), b"")
         return out
+
+
+def _element_timestamp(element: bytes) -> int:
+    """The timestamp a ranked-set element holds: (stored score, timestamp, context...)."""
+    return tuples.unpack_first(element, 2)[1]
 
 
 def _head_bytes(head: index_pb2.RecordHead) -> bytes:

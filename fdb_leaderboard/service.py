@@ -388,6 +388,10 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             if code is None or not written:
                 raise
             raise _Answer(code, f"{exc}; the {written} records before it were saved") from exc
+        # grpcio may report a cancel that comes while the handler waits for a message as the
+        # stream's normal end (the cancel flag can follow the empty read): this line then stands
+        # for both.
+        log.info("BulkLoad of %r ended after %d records", first.index, written)
         return pb.BulkLoadResponse(records_written=written)
 
     # -- reads ----------------------------------------------------------------------------

@@ -141,6 +141,19 @@ def unpack(data: bytes) -> tuple:
     return unpack_with_offsets(data)[0]
 
 
+def unpack_first(data: bytes, count: int) -> tuple:
+    """The first ``count`` items of ``data``, without decoding the rest."""
+    items = []
+    pos = 0
+    try:
+        while pos < len(data) and len(items) < count:
+            item, pos = _decode(data, pos, False)
+            items.append(item)
+    except _Unsupported:
+        return tuple(fdb.tuple.unpack(data)[:count])
+    return tuple(items)
+
+
 def unpack_with_offsets(data: bytes) -> tuple[tuple, list[int]]:
     """The items of ``data`` and where each starts (plus ``len(data)``), so a run of items
     can be sliced out as bytes without packing it again."""

@@ -524,10 +524,11 @@ def test_bulk_load_cancelled_midway_keeps_whole_transactions(client: Leaderboard
         time.sleep(0.05)
     assert call.cancel() and call.cancelled()
     more.set()
-    message = "BulkLoad of 'loaded' cancelled by the client after 1000 records"
-    while message not in caplog.messages and time.monotonic() < deadline:
+    # grpcio reports the cancel either as an error or, racing with it, as the end of the stream.
+    messages = {f"BulkLoad of 'loaded' {how} 1000 records" for how in ("cancelled by the client after", "ended after")}
+    while not messages & set(caplog.messages) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert message in caplog.messages
+    assert len(messages & set(caplog.messages)) == 1, caplog.messages
     assert client.count("loaded") == 1000  # the 10 transactions committed before the cancel stay
     assert [e.pk[0] for e in client.top("loaded", 3)] == ["p0999", "p0998", "p0997"]
     assert client.verify("loaded") == []
