@@ -351,7 +351,8 @@ class Operations:
         pk, pk_nested, pk_flat = self._pk(pk)
         entries = [self._check_entry(entry, pk_flat) for entry in entries]
         old = self.read_head(pk_nested)
-        self.tr.clear_range(*self.layout.entries_range(pk_nested))
+        if old is not None:  # a record without a head has no entries
+            self.tr.clear_range(*self.layout.entries_range(pk_nested))
         values: list[tuple[bytes, Value]] = []
         for seq, (entry, group_bytes, element) in enumerate(entries):
             self.tr.set(
@@ -742,9 +743,10 @@ class Operations:
         settings = self.index.settings
         element_end = settings.group_size + 2 + settings.context_size  # items before the pk
         runs: dict[bytes, list[tuple[bytes, int]]] = {}
+        group_size = settings.group_size
         for key, _ in rows:
-            _, offsets = tuples.unpack_with_offsets(key[len(prefix) :])
-            group_end, pk_start = offsets[settings.group_size], offsets[element_end]
+            ends = tuples.item_ends(key[len(prefix) :], element_end)
+            group_end, pk_start = ends[group_size - 1] if group_size else 0, ends[-1]
             group_bytes = key[len(prefix) : len(prefix) + group_end]
             element = key[len(prefix) + group_end : len(prefix) + pk_start]
             run = runs.setdefault(group_bytes, [])

@@ -141,6 +141,26 @@ def unpack(data: bytes) -> tuple:
     return unpack_with_offsets(data)[0]
 
 
+def item_ends(data: bytes, count: int) -> list[int]:
+    """Where each of the first ``count`` items of ``data`` ends, found without decoding them."""
+    ends = []
+    pos = 0
+    while len(ends) < count:
+        code = data[pos]
+        if 0x0C <= code <= 0x1C:
+            pos += 1 + abs(code - 0x14)
+        elif code == 0x01 or code == 0x02:
+            pos = _end_of_string(data, pos + 1) + 1
+        elif code == 0x21:
+            pos += 9
+        elif code == 0x00 or code == 0x26 or code == 0x27:
+            pos += 1
+        else:  # nested tuples and the types fdb.tuple handles
+            return unpack_with_offsets(data)[1][1 : count + 1]
+        ends.append(pos)
+    return ends
+
+
 def unpack_first(data: bytes, count: int) -> tuple:
     """The first ``count`` items of ``data``, without decoding the rest."""
     items = []

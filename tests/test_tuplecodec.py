@@ -54,3 +54,11 @@ def test_offsets_slice_each_item(items: tuple) -> None:
     assert offsets[0] == 0 and offsets[-1] == len(packed) and len(offsets) == len(items) + 1
     for i, item in enumerate(items):
         assert packed[offsets[i] : offsets[i + 1]] == fdb.tuple.pack((item,))
+
+
+@given(st.lists(values, max_size=6).map(tuple), st.integers(0, 6))
+def test_item_ends_and_first_items(items: tuple, count: int) -> None:
+    count = min(count, len(items))
+    packed = fdb.tuple.pack(items)
+    assert tuplecodec.item_ends(packed, count) == [len(fdb.tuple.pack(items[: i + 1])) for i in range(count)]
+    assert tuplecodec.unpack_first(packed, count) == items[:count]
