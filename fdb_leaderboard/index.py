@@ -740,10 +740,9 @@ class Operations:
         prefix = self.layout.window_primary(window.key_bytes)
         begin = prefix + cursor.ranked_through + b"\x00" if cursor.ranked_through else prefix
         rows = self.tr.get_range(begin, strinc(prefix), budget)
-        settings = self.index.settings
-        element_end = settings.group_size + 2 + settings.context_size  # items before the pk
+        group_size = self.index.settings.group_size
+        element_end = group_size + 2 + self.index.settings.context_size  # items before the pk
         runs: dict[bytes, list[tuple[bytes, int]]] = {}
-        group_size = settings.group_size
         for key, _ in rows:
             ends = tuples.item_ends(key[len(prefix) :], element_end)
             group_end, pk_start = ends[group_size - 1] if group_size else 0, ends[-1]
