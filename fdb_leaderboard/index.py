@@ -178,6 +178,10 @@ class Operations:
         self.tr.set(self.layout.cursor_key(window.lb_key), cursor.SerializeToString())
         self._cursors[window.lb_key] = cursor
 
+    def _clear_cursor(self, window: Window) -> None:
+        self.tr.clear(self.layout.cursor_key(window.lb_key))
+        self._cursors.pop(window.lb_key, None)
+
     def maintains(self, window: Window, pk_nested: bytes) -> bool:
         """Whether writes to this record must keep ``window``'s value (head and primary B-tree) now."""
         if not window.filling:
@@ -610,8 +614,7 @@ class Operations:
     def _clear_window(self, window: Window) -> None:
         for begin, end in self.layout.window_ranges(window.key_bytes):
             self.tr.clear_range(begin, end)
-        self.tr.clear(self.layout.cursor_key(window.lb_key))
-        self._cursors.pop(window.lb_key, None)
+        self._clear_cursor(window)
 
     def _save_directory(self, directory: Directory) -> None:
         data = directory.to_bytes()
@@ -703,8 +706,7 @@ class Operations:
                 budget -= count
                 if finished:
                     complete.add(window.lb_key)
-                    self.tr.clear(self.layout.cursor_key(window.lb_key))
-                    self._cursors.pop(window.lb_key, None)
+                    self._clear_cursor(window)
         if complete:
             self._save_filling(directory, complete, False)  # type: ignore[arg-type]
         windows = tuple((window, None if cursors[window.lb_key].records_done else reached) for window in filling)
@@ -853,7 +855,7 @@ class Operations:
 
 def _element_timestamp(element: bytes) -> int:
     """The timestamp a ranked-set element holds: (stored score, timestamp, context...)."""
-    return tuples.unpack_first(element, 2)[1]
+    return tuples.unpack_with_offsets(element, 2)[0][1]
 
 
 def _head_bytes(head: index_pb2.RecordHead) -> bytes:
@@ -1014,12 +1016,9 @@ class LeaderboardIndex:
                 written += len(batch)
                 if progress:
                     progress(written)
-        except Exception:
+        finally:  # also after a refused record: the deferred windows must not stay filling
             if deferred:
                 self.fill(max_records=batch_size)
-            raise
-        if deferred:
-            self.fill(max_records=batch_size)
         return written
 
     # -- windows -------------------------------------------------------------------------------

@@ -156,37 +156,24 @@ def item_ends(data: bytes, count: int) -> list[int]:
         elif code == 0x00 or code == 0x26 or code == 0x27:
             pos += 1
         else:  # nested tuples and the types fdb.tuple handles
-            return unpack_with_offsets(data)[1][1 : count + 1]
+            return unpack_with_offsets(data, count)[1][1:]
         ends.append(pos)
     return ends
 
 
-def unpack_first(data: bytes, count: int) -> tuple:
-    """The first ``count`` items of ``data``, without decoding the rest."""
-    items = []
-    pos = 0
-    try:
-        while pos < len(data) and len(items) < count:
-            item, pos = _decode(data, pos, False)
-            items.append(item)
-    except _Unsupported:
-        return tuple(fdb.tuple.unpack(data)[:count])
-    return tuple(items)
-
-
-def unpack_with_offsets(data: bytes) -> tuple[tuple, list[int]]:
-    """The items of ``data`` and where each starts (plus ``len(data)``), so a run of items
-    can be sliced out as bytes without packing it again."""
+def unpack_with_offsets(data: bytes, count: int | None = None) -> tuple[tuple, list[int]]:
+    """The items of ``data`` (only the first ``count`` if given) and where each starts (plus
+    where the last ends), so a run of items can be sliced out as bytes without packing it again."""
     items = []
     offsets = [0]
     pos = 0
     try:
-        while pos < len(data):
+        while pos < len(data) and (count is None or len(items) < count):
             item, pos = _decode(data, pos, False)
             items.append(item)
             offsets.append(pos)
     except _Unsupported:
-        items = list(fdb.tuple.unpack(data))
+        items = list(fdb.tuple.unpack(data))[:count]
         offsets = [0]
         for item in items:
             offsets.append(offsets[-1] + len(fdb.tuple.pack((item,))))

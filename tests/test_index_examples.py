@@ -14,17 +14,13 @@ import math
 
 import fdb.tuple
 import pytest
-from google.protobuf.unknown_fields import UnknownFieldSet
 
-from fdb_leaderboard.checker import check_index
 from fdb_leaderboard.directory import INT64_MAX, INT64_MIN, Rebuild, WindowSpec, WindowUpdate
 from fdb_leaderboard.errors import FailedPrecondition, InvalidArgument, WindowNotFound, WindowNotReady
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
-from fdb_leaderboard.proto import index_pb2
 from fdb_leaderboard.rankedset import HashFunction
 from fdb_leaderboard.scans import IfAbsent, RankMode, ScanType
 from fdb_leaderboard.store import Database
-from fdb_leaderboard.store.api import strinc
 
 ORDINAL, COMPETITION = RankMode.ORDINAL, RankMode.COMPETITION
 WINDOWS = WindowUpdate(specs=[WindowSpec(1, 0, 10, 10, 2)], windows=[(2, 0, 20)])  # with the all-time window
@@ -590,52 +586,6 @@ def test_trim(db: Database, prefix: bytes) -> None:
     index.add_score(("a",), 10, 40)
     assert index.rank_and_entry(("a",)).score == 25
     assert index.rank_and_entry(("a",), 1, 15).score == 2
-
-
-def _head_as_first_written(raw: bytes) -> bytes:
-    """A record head as stores written before WindowState dropped field 4 (the chosen entry's
-    timestamp, which the element holds too): every window state carries it again."""
-
-    def varint(n: int) -> bytes:
-        out = bytearray()
-        while n > 0x7F:
-            out.append(n & 0x7F | 0x80)
-            n >>= 7
-        return bytes(out) + bytes([n])
-
-    head = index_pb2.RecordHead.FromString(raw)
-    out = index_pb2.RecordHead(next_seq=head.next_seq, carried=head.carried).SerializeToString()
-    for state in head.windows:
-        ts = fdb.tuple.unpack(state.element)[1]
-        body = state.SerializeToString() + b"\x20" + varint(ts << 1 if ts >= 0 else (-ts << 1) - 1)  # sint64
-        out += b"\x12" + varint(len(body)) + body
-    return out
-
-
-@pytest.mark.parametrize("aggregation", ["BEST", "LATEST", "SUM"])
-def test_heads_written_with_timestamps_are_still_read(db: Database, prefix: bytes, aggregation: str) -> None:
-    old, new = (make(db, prefix + bytes([n]), aggregation=aggregation) for n in range(2))
-    heads = old.layout.records
-
-    def rewrite_heads(tr) -> None:
-        for key, raw in tr.get_range(heads, strinc(heads)):
-            tr.set(key, _head_as_first_written(raw))
-
-    for index in (old, new):
-        index.update_windows(WINDOWS)
-        load(index)
-    db.run(rewrite_heads)
-    sample = db.read(lambda tr: tr.get(old.layout.head_key(fdb.tuple.pack((("a",),)))))
-    assert [field.field_number for field in UnknownFieldSet(index_pb2.RecordHead.FromString(sample).windows[0])] == [4]
-    for index in (old, new):  # later, earlier, better and worse entries, a trim, a deletion
-        index.add_entries(("a",), [Entry(1, 2), Entry(3, 4), Entry(0, 11), Entry(8, 14)])
-        index.add_score(("c",), 1, 16)
-        index.add_score(("d",), 9, 0)
-        index.trim(12, max_records=2)
-        index.delete_record(("f",))
-    for key in [(0, None), (1, 5), (1, 15), (2, 0)]:
-        assert rows(old.top(10, **where(key))) == rows(new.top(10, **where(key))), key
-    assert check_index(old) == [] and check_index(new) == []
 
 
 # -- errors ----------------------------------------------------------------------------------------

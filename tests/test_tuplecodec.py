@@ -61,4 +61,5 @@ def test_item_ends_and_first_items(items: tuple, count: int) -> None:
     count = min(count, len(items))
     packed = fdb.tuple.pack(items)
     assert tuplecodec.item_ends(packed, count) == [len(fdb.tuple.pack(items[: i + 1])) for i in range(count)]
-    assert tuplecodec.unpack_first(packed, count) == items[:count]
+    decoded, offsets = tuplecodec.unpack_with_offsets(packed, count)
+    assert decoded == items[:count] and offsets == [0, *tuplecodec.item_ends(packed, count)]

@@ -16,6 +16,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench import markdown
+from bench_rankedset import table
+
 TARGET = 1.5
 
 
@@ -70,16 +73,7 @@ def main() -> None:
         "p50 / p99 us (large)",
         "large / small",
     ]
-    table = rows(small, large)
-    if args.markdown:
-        print("| " + " | ".join(headers) + " |")
-        print("|" + "|".join("---" for _ in headers) + "|")
-        for row in table:
-            print("| " + " | ".join(row) + " |")
-        return
-    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *table, strict=False)]
-    for row in [headers, ["-" * w for w in widths], *table]:
-        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)))
+    print((markdown if args.markdown else table)(headers, rows(small, large)))
 
 
 if __name__ == "__main__":
