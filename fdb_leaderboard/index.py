@@ -16,7 +16,7 @@ import dataclasses
 import random
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from . import tuplecodec as tuples
 from .aggregation import AGGREGATIONS, Aggregation, Value
@@ -110,6 +110,17 @@ class Entry:
     group: tuple = ()
 
 
+class _CheckedEntry(NamedTuple):
+    """An entry after validation, with what indexing it needs (a tuple: built per entry written)."""
+
+    score: int | float
+    timestamp: int
+    context: tuple
+    group: tuple
+    group_bytes: bytes
+    element: bytes
+
+
 @dataclasses.dataclass(frozen=True)
 class WindowUpdateResult:
     changed: bool
@@ -147,6 +158,7 @@ class Operations:
         self._hsf: dict[bytes, bool] = {}
         self._packers: dict[bytes, Callable[[int | float, int, tuple], bytes]] = {}
         self._cursors: dict[int, bytes | None] = {}
+        self._latest_noted: int | None = None  # the largest timestamp this transaction MAXed in
 
     # -- reading the index's state -------------------------------------------------------
 
@@ -202,6 +214,8 @@ class Operations:
         return cursor.ranked_through if cursor is not None and cursor.records_done else b""
 
     def _ranked(self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes) -> bool:
+        if not window.filling:
+            return True
         limit = self.rank_limit(window)
         return limit is None or (limit != b"" and group_bytes + element + pk_flat <= limit)
 
@@ -280,8 +294,8 @@ class Operations:
         _, ts, *context = tuples.unpack(state.element)
         return Value(state.total, ts, state.seq, tuple(context), state.element)
 
-    def _check_entry(self, entry: Entry, pk_flat: bytes) -> tuple[Entry, bytes, bytes]:
-        """The validated entry, its packed group and its ranked-set element."""
+    def _check_entry(self, entry: Entry, pk_flat: bytes) -> _CheckedEntry:
+        """The validated entry with its packed group and its ranked-set element."""
         if not isinstance(entry, Entry):
             raise InvalidArgument(f"expected an Entry, not {type(entry).__name__}")
         settings = self.index.settings
@@ -309,14 +323,14 @@ class Operations:
                 f"primary key, group and context are too large: they make a {longest}-byte index key, "
                 f"more than the {MAX_INDEX_KEY} allowed"
             )
-        return Entry(score, ts, context, group), group_bytes, element
+        return _CheckedEntry(score, ts, context, group, group_bytes, element)
 
     def _pk(self, pk: object) -> tuple[tuple, bytes, bytes]:
         pk = check_pk(pk)
         pk_flat = tuples.pack(pk)
         if len(pk_flat) > 200:
             raise InvalidArgument(f"primary key packs to {len(pk_flat)} bytes; at most 200 are allowed")
-        return pk, tuples.pack((pk,)), pk_flat
+        return pk, tuples.pack_nested(pk, pk_flat), pk_flat
 
     def add_entries(self, pk: object, entries: Iterable[Entry]) -> int:
         """Add entries to a record (created if new); returns how many window values changed."""
@@ -328,13 +342,14 @@ class Operations:
         states = {(state.lb_key, state.group): state for state in head.windows}
         current: dict[tuple[int, bytes], Value] = {}
         seq = head.next_seq
-        for entry, group_bytes, element in entries:
+        for entry in entries:
             self.tr.set(
                 self.layout.entry_key(pk_nested, entry.timestamp, seq),
                 tuples.pack((entry.group, entry.score, entry.context)),
             )
             if directory is not None:
-                value = Value(entry.score, entry.timestamp, seq, entry.context, element)
+                group_bytes = entry.group_bytes
+                value = Value(entry.score, entry.timestamp, seq, entry.context, entry.element)
                 for window in directory.containing(entry.timestamp):
                     if not self.maintains(window, pk_nested):
                         continue
@@ -347,7 +362,7 @@ class Operations:
                         current[key] = after
             seq += 1
         head.next_seq = seq
-        self._note_timestamps(entry.timestamp for entry, _, _ in entries)
+        self._note_timestamps(entry.timestamp for entry in entries)
         return self._apply(head, states, current, (), pk_nested, pk_flat, directory)
 
     def save_record(self, pk: object, entries: Iterable[Entry]) -> int:
@@ -358,12 +373,12 @@ class Operations:
         if old is not None:  # a record without a head has no entries
             self.tr.clear_range(*self.layout.entries_range(pk_nested))
         values: list[tuple[bytes, Value]] = []
-        for seq, (entry, group_bytes, element) in enumerate(entries):
+        for seq, entry in enumerate(entries):
             self.tr.set(
                 self.layout.entry_key(pk_nested, entry.timestamp, seq),
                 tuples.pack((entry.group, entry.score, entry.context)),
             )
-            values.append((group_bytes, Value(entry.score, entry.timestamp, seq, entry.context, element)))
+            values.append((entry.group_bytes, Value(entry.score, entry.timestamp, seq, entry.context, entry.element)))
         directory = self.directory()
         head = old or index_pb2.RecordHead()
         head.next_seq = len(entries)
@@ -377,7 +392,7 @@ class Operations:
             and (window := directory.by_key(key[0]) if directory is not None else None) is not None
             and self.maintains(window, pk_nested)
         ]
-        self._note_timestamps(entry.timestamp for entry, _, _ in entries)
+        self._note_timestamps(entry.timestamp for entry in entries)
         return self._apply(head, states, computed, gone, pk_nested, pk_flat, directory)
 
     def delete_record(self, pk: object) -> bool:
@@ -434,8 +449,11 @@ class Operations:
 
     def _note_timestamps(self, timestamps: Iterable[int]) -> None:
         latest = max(timestamps, default=None)
-        if latest is not None:
+        # A MAX at or below one this transaction already made changes nothing: skip it (a batch
+        # of records then makes a few MAX writes, not one per record).
+        if latest is not None and (self._latest_noted is None or latest > self._latest_noted):
             self.tr.max(self.layout.latest_timestamp_key, encode_latest_timestamp(latest))
+            self._latest_noted = latest
 
     def latest_timestamp(self) -> int | None:
         raw = self.tr.get(self.layout.latest_timestamp_key)
@@ -488,7 +506,8 @@ class Operations:
         for (lb_key, group_bytes), bucket in buckets.items():
             window = directory.by_key(lb_key)
             extra = carried.get(group_bytes) if window is not None and window.type == ALL_TIME else None
-            bucket.sort(key=lambda value: (value.ts, value.seq))
+            if len(bucket) > 1:
+                bucket.sort(key=lambda value: (value.ts, value.seq))
             value = aggregation.fold(bucket, self.packer(group_bytes), extra)
             if value is not None:
                 out[(lb_key, group_bytes)] = value

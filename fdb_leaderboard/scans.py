@@ -233,34 +233,34 @@ class Reader:
         """Rank consecutive B-tree rows: the first at ``first_position`` (a record position when
         duplicates are counted, else a distinct-key rank), ``before`` the row just before it
         (None at the top).  Ranks follow from positions and ties with the previous row; the
-        ranked set is asked only when the first row ties with ``before``."""
-        ranked = self.index.ranked_set(window, group_bytes)
-        by_record = ranked.count_duplicates
+        ranked set is asked only when the first row ties with ``before`` (and, without counted
+        duplicates, for each new score of a COMPETITION listing).  Only ``mode``'s rank is
+        computed: a tie in the other mode's sense costs nothing."""
+        by_record = self.index.ranked_set(window, group_bytes).count_duplicates
+        ordinal = mode is RankMode.ORDINAL
         out: list[RankedEntry] = []
-        ordinal = competition = 0
+        rank = 0
         previous = before
         for i, row in enumerate(rows):
             position = first_position + i
+            tied = previous is not None and (
+                row.element == previous.element if ordinal else row.stored == previous.stored
+            )
             if previous is None:
-                ordinal = competition = position
+                rank = position
             elif i == 0 and by_record:  # positions tell, unless the row ties with the one before
-                tied_key, tied_score = row.element == previous.element, row.stored == previous.stored
-                ordinal = self._rank_of(window, group_bytes, row.element, RankMode.ORDINAL) if tied_key else position
-                competition = (
-                    self._rank_of(window, group_bytes, row.element, RankMode.COMPETITION) if tied_score else position
-                )
-            elif i == 0:
-                ordinal = first_position
-                competition = self._rank_of(window, group_bytes, row.element, RankMode.COMPETITION)
-            else:
-                if row.element != previous.element:
-                    ordinal = position if by_record else ordinal + 1
-                if row.stored != previous.stored:
-                    competition = (
-                        position if by_record else self._rank_of(window, group_bytes, row.element, RankMode.COMPETITION)
-                    )
+                rank = self._rank_of(window, group_bytes, row.element, mode) if tied else position
+            elif i == 0 and ordinal:
+                rank = position  # a distinct-key rank
+            elif i == 0 or not tied:
+                if by_record:
+                    rank = position
+                elif ordinal:
+                    rank += 1
+                else:
+                    rank = self._rank_of(window, group_bytes, row.element, mode)
             previous = row
-            out.append(row.entry(ordinal if mode is RankMode.ORDINAL else competition))
+            out.append(row.entry(rank))
         return out
 
     def _before(self, window: Window, group_bytes: bytes, key: bytes) -> _Row | None:

@@ -87,6 +87,17 @@ def pack(items: tuple) -> bytes:
     return b"".join(parts)
 
 
+def pack_nested(items: tuple, packed: bytes) -> bytes:
+    """``pack((items,))``, ``items`` as one nested-tuple item, given ``packed = pack(items)``.
+
+    Nesting changes only how a top-level None encodes (``00 ff`` instead of ``00``), so
+    without one it is ``packed`` between ``05`` and ``00``: no second encoding pass.
+    """
+    if None in items:
+        return pack((items,))
+    return b"\x05" + packed + b"\x00"
+
+
 class _Unsupported(Exception):
     pass
 

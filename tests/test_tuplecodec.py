@@ -35,6 +35,12 @@ def test_pack_and_unpack_match_the_tuple_layer(items: tuple) -> None:
     assert tuplecodec.unpack(packed) == fdb.tuple.unpack(packed)
 
 
+@settings(max_examples=300)
+@given(st.lists(values, max_size=6).map(tuple))
+def test_pack_nested_matches_packing_the_tuple_as_one_item(items: tuple) -> None:
+    assert tuplecodec.pack_nested(items, fdb.tuple.pack(items)) == fdb.tuple.pack((items,))
+
+
 @given(st.lists(st.tuples(st.integers(-(1 << 63), (1 << 63) - 1), st.text(max_size=3)), min_size=2, max_size=2))
 def test_order_of_packed_keys_is_the_order_of_values(pairs: list[tuple[int, str]]) -> None:
     a, b = (tuplecodec.pack(pair) for pair in pairs)

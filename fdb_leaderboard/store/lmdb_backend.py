@@ -198,7 +198,12 @@ class LmdbTransaction(Transaction):
     def set(self, key: bytes, value: bytes) -> None:
         if len(value) > MAX_VALUE_SIZE:
             raise ValueTooLarge(f"value of {len(value)} bytes exceeds FoundationDB's limit of {MAX_VALUE_SIZE}")
-        self._check_write(key, len(value))
+        # The checks of _check_write, inlined for the common case: set is the hottest write.
+        size = len(key) + len(value)
+        if not key or len(key) > _LMDB_MAX_KEY or not self._writable or self._written + size > MAX_TRANSACTION_BYTES:
+            self._check_write(key, len(value))  # raises the precise error
+        else:
+            self._written += size
         self._txn.put(key, value)
 
     def clear(self, key: bytes) -> None:
