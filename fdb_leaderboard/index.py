@@ -214,8 +214,6 @@ class Operations:
         return cursor.ranked_through if cursor is not None and cursor.records_done else b""
 
     def _ranked(self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes) -> bool:
-        if not window.filling:
-            return True
         limit = self.rank_limit(window)
         return limit is None or (limit != b"" and group_bytes + element + pk_flat <= limit)
 
@@ -506,8 +504,7 @@ class Operations:
         for (lb_key, group_bytes), bucket in buckets.items():
             window = directory.by_key(lb_key)
             extra = carried.get(group_bytes) if window is not None and window.type == ALL_TIME else None
-            if len(bucket) > 1:
-                bucket.sort(key=lambda value: (value.ts, value.seq))
+            bucket.sort(key=lambda value: (value.ts, value.seq))
             value = aggregation.fold(bucket, self.packer(group_bytes), extra)
             if value is not None:
                 out[(lb_key, group_bytes)] = value

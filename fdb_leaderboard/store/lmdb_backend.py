@@ -169,6 +169,10 @@ class LmdbTransaction(Transaction):
     # -- writes --------------------------------------------------------------------------
 
     def _check_write(self, key: bytes, size: int) -> None:
+        total = len(key) + size
+        if 0 < len(key) <= _LMDB_MAX_KEY and self._writable and self._written + total <= MAX_TRANSACTION_BYTES:
+            self._written += total  # the common case in one test: every write comes through here
+            return
         if not key:
             raise KeyTooLarge("the embedded (LMDB) store cannot hold the empty key")
         if len(key) > _LMDB_MAX_KEY:
@@ -198,12 +202,7 @@ class LmdbTransaction(Transaction):
     def set(self, key: bytes, value: bytes) -> None:
         if len(value) > MAX_VALUE_SIZE:
             raise ValueTooLarge(f"value of {len(value)} bytes exceeds FoundationDB's limit of {MAX_VALUE_SIZE}")
-        # The checks of _check_write, inlined for the common case: set is the hottest write.
-        size = len(key) + len(value)
-        if not key or len(key) > _LMDB_MAX_KEY or not self._writable or self._written + size > MAX_TRANSACTION_BYTES:
-            self._check_write(key, len(value))  # raises the precise error
-        else:
-            self._written += size
+        self._check_write(key, len(value))
         self._txn.put(key, value)
 
     def clear(self, key: bytes) -> None:
