@@ -33,17 +33,6 @@ def _window(window_type: int, timestamp: int | None) -> pb.WindowSelector:
     return selector
 
 
-def _entry(message: pb.RankedEntry) -> RankedEntry:
-    return RankedEntry(
-        pk=convert.items_to_tuple(message.pk),
-        score=convert.score_to_python(message.score),
-        timestamp=message.timestamp,
-        context=convert.items_to_tuple(message.context),
-        group=convert.items_to_tuple(message.group),
-        rank=message.rank if message.HasField("rank") else None,
-    )
-
-
 def _pb_entry(score: int | float, timestamp: int, context: Sequence = (), group: Sequence = ()) -> pb.Entry:
     return pb.Entry(
         score=convert.python_to_score(score),
@@ -282,7 +271,7 @@ class LeaderboardClient:
         mode: str = "ORDINAL",
     ) -> RankedEntry | None:
         response = self._call("GetRankAndEntry", self._rank_request(index, pk, window_type, timestamp, group, mode))
-        return _entry(response.entry) if response.HasField("entry") else None
+        return convert.ranked_entry_from_proto(response.entry) if response.HasField("entry") else None
 
     def around(
         self,
@@ -306,7 +295,7 @@ class LeaderboardClient:
             below=below,
             if_absent=pb.IfAbsent.Value(if_absent),
         )
-        return [_entry(e) for e in self._call("AroundMe", request).entries]
+        return [convert.ranked_entry_from_proto(e) for e in self._call("AroundMe", request).entries]
 
     def top(
         self,
@@ -324,7 +313,7 @@ class LeaderboardClient:
             mode=MODES[mode],
             n=n,
         )
-        return [_entry(e) for e in self._call("Top", request).entries]
+        return [convert.ranked_entry_from_proto(e) for e in self._call("Top", request).entries]
 
     def count(self, index: str, window_type: int = 0, timestamp: int | None = None, group: Sequence = ()) -> int:
         request = pb.CountRequest(
@@ -386,7 +375,7 @@ class LeaderboardClient:
         if high is not None:
             request.high.CopyFrom(convert.python_to_score(high))
         response = self._call("Scan", request)
-        return [_entry(e) for e in response.entries], response.continuation
+        return [convert.ranked_entry_from_proto(e) for e in response.entries], response.continuation
 
     def scan_all(self, index: str, scan_type: str = "BY_RANK", page: int = 100, **kwargs: Any) -> Iterator[RankedEntry]:
         """Every entry of a scan, following continuations page by page."""

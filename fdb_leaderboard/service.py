@@ -413,7 +413,9 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         entry = self._index(request.index).rank_and_entry(*self._rank_arguments(request))
         if entry is None:
             return pb.RankAndEntryResponse()
-        return pb.RankAndEntryResponse(entry=convert.ranked_entry_to_proto(entry))
+        response = pb.RankAndEntryResponse()
+        convert.fill_ranked_entry(response.entry, entry)
+        return response
 
     @_rpc
     def AroundMe(self, request: pb.AroundMeRequest, context: grpc.ServicerContext) -> pb.EntriesResponse:
@@ -429,7 +431,9 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             _rank_mode(request.mode),
             if_absent,
         )
-        return pb.EntriesResponse(entries=[convert.ranked_entry_to_proto(e) for e in entries])
+        response = pb.EntriesResponse()
+        convert.add_ranked_entries(response.entries, entries)
+        return response
 
     @_rpc
     def Top(self, request: pb.TopRequest, context: grpc.ServicerContext) -> pb.EntriesResponse:
@@ -437,7 +441,9 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         entries = self._index(request.index).top(
             request.n, ref.type, ref.timestamp, convert.items_to_tuple(request.group), _rank_mode(request.mode)
         )
-        return pb.EntriesResponse(entries=[convert.ranked_entry_to_proto(e) for e in entries])
+        response = pb.EntriesResponse()
+        convert.add_ranked_entries(response.entries, entries)
+        return response
 
     @_rpc
     def Count(self, request: pb.CountRequest, context: grpc.ServicerContext) -> pb.CountResponse:
@@ -486,9 +492,9 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             continuation=request.continuation or None,
             mode=_rank_mode(request.mode),
         )
-        return pb.ScanResponse(
-            entries=[convert.ranked_entry_to_proto(e) for e in page.entries], continuation=page.continuation or b""
-        )
+        response = pb.ScanResponse(continuation=page.continuation or b"")
+        convert.add_ranked_entries(response.entries, page.entries)
+        return response
 
 
 class Server:

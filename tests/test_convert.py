@@ -1,0 +1,56 @@
+"""gRPC message conversions: ranked entries survive the wire with every item keeping its type."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fdb_leaderboard import convert
+from fdb_leaderboard.errors import InvalidArgument
+from fdb_leaderboard.proto import service_pb2 as pb
+from fdb_leaderboard.scans import RankedEntry
+
+int64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
+items = st.lists(
+    st.one_of(int64, st.floats(allow_nan=False), st.text(), st.binary(), st.booleans(), st.none()), max_size=4
+).map(tuple)
+entries = st.builds(
+    RankedEntry,
+    pk=items.filter(bool),
+    score=st.one_of(int64, st.floats(allow_nan=False)),
+    timestamp=int64,
+    context=items,
+    group=items,
+    rank=st.one_of(st.none(), st.integers(min_value=0, max_value=(1 << 63) - 1)),
+)
+
+
+def typed(entry: RankedEntry) -> tuple:
+    """The entry with each value's type beside it (True == 1, so equality alone would miss a bool sent as an int)."""
+    return tuple(
+        tuple((type(v), v) for v in field) if isinstance(field, tuple) else (type(field), field)
+        for field in (entry.pk, entry.score, entry.timestamp, entry.context, entry.group, entry.rank)
+    )
+
+
+@settings(max_examples=300)
+@given(st.lists(entries, max_size=5))
+def test_ranked_entries_round_trip_through_the_wire(sent: list[RankedEntry]) -> None:
+    response = pb.EntriesResponse()
+    convert.add_ranked_entries(response.entries, sent)
+    for message, entry in zip(response.entries, sent, strict=True):  # each item as the one-item converter makes it
+        assert list(message.pk) == convert.tuple_to_items(entry.pk)
+        assert list(message.context) == convert.tuple_to_items(entry.context)
+        assert list(message.group) == convert.tuple_to_items(entry.group)
+        assert message.score == convert.python_to_score(entry.score)
+    received = [
+        convert.ranked_entry_from_proto(m) for m in pb.EntriesResponse.FromString(response.SerializeToString()).entries
+    ]
+    assert [typed(e) for e in received] == [typed(e) for e in sent]
+
+
+def test_an_item_of_an_unsupported_type_is_refused() -> None:
+    response = pb.EntriesResponse()
+    with pytest.raises(InvalidArgument, match="cannot send a list as a key item"):
+        convert.add_ranked_entries(response.entries, [RankedEntry((1, [2]), 5, 6)])
