@@ -278,13 +278,6 @@ class Operations:
         raw = self.tr.get(self.layout.head_key(pk_nested))
         return index_pb2.RecordHead.FromString(raw) if raw is not None else None
 
-    def _state(self, key: tuple[int, bytes], value: Value) -> index_pb2.WindowState:
-        """A window value as stored in the record's head (the total only where it is the value)."""
-        state = index_pb2.WindowState(lb_key=key[0], group=key[1], element=value.element, seq=value.seq)
-        if self.index.aggregation.name == "SUM":
-            state.total = value.score  # type: ignore[assignment]
-        return state
-
     def _state_value(self, state: index_pb2.WindowState) -> Value:
         """A stored window state as a Value (score and context decoded only for SUM)."""
         if self.index.aggregation.name != "SUM":
@@ -428,22 +421,41 @@ class Operations:
             self.index_remove(directory.by_key(key[0]), key[1], states.pop(key).element, pk_flat)  # type: ignore[union-attr,arg-type]
             changed += 1
         for key, value in changes.items():
-            window = directory.by_key(key[0])  # type: ignore[union-attr]
             old = states.get(key)
-            if old is not None and old.element == value.element:
-                old.CopyFrom(self._state(key, value))
-                continue
-            if old is not None:
-                self.index_move(window, key[1], old.element, value.element, pk_flat)  # type: ignore[arg-type]
-            else:
-                self.index_add(window, key[1], value.element, pk_flat)  # type: ignore[arg-type]
-            states[key] = self._state(key, value)
-            changed += 1
-        del head.windows[:]
-        if directory is not None:  # values of deleted windows go
-            head.windows.extend(state for key, state in states.items() if directory.by_key(key[0]) is not None)
-        self.tr.set(self.layout.head_key(pk_nested), _head_bytes(head))
+            if old is None:
+                self.index_add(directory.by_key(key[0]), key[1], value.element, pk_flat)  # type: ignore[union-attr,arg-type]
+                changed += 1
+            elif old.element != value.element:
+                self.index_move(directory.by_key(key[0]), key[1], old.element, value.element, pk_flat)  # type: ignore[union-attr,arg-type]
+                changed += 1
+        kept = [  # values of deleted windows go; changed ones are written anew
+            state
+            for key, state in states.items()
+            if key not in changes and directory is not None and directory.by_key(key[0]) is not None
+        ]
+        self._write_head(head, kept, changes, pk_nested)
         return changed
+
+    def _write_head(
+        self,
+        head: index_pb2.RecordHead,
+        kept: Sequence[index_pb2.WindowState],
+        values: dict[tuple[int, bytes], Value],
+        pk_nested: bytes,
+    ) -> None:
+        """Write ``head`` with the window states ``kept`` (taken from it) and those of ``values``."""
+        del head.windows[:]
+        head.windows.extend(kept)
+        # New states are filled in the messages the field adds: building each WindowState apart
+        # and copying it in took 1.3-1.8x as long (four states, head serialized included).
+        add = head.windows.add
+        if self.index.aggregation.name == "SUM":
+            for (lb_key, group), value in values.items():
+                add(lb_key=lb_key, group=group, element=value.element, seq=value.seq, total=value.score)  # type: ignore[arg-type]
+        else:
+            for (lb_key, group), value in values.items():
+                add(lb_key=lb_key, group=group, element=value.element, seq=value.seq)
+        self.tr.set(self.layout.head_key(pk_nested), _head_bytes(head))
 
     def _note_timestamps(self, timestamps: Iterable[int]) -> None:
         latest = max(timestamps, default=None)
@@ -797,13 +809,9 @@ class Operations:
         carried = self._carried(head)
         computed = self._fold(values, directory, pk_nested, carried, only=windows)
         filled = {window.lb_key for window in windows}
-        keep = [state for state in head.windows if state.lb_key not in filled]
         for key, value in computed.items():
             self.index_add(directory.by_key(key[0]), key[1], value.element, pk_flat)  # type: ignore[arg-type]
-            keep.append(self._state(key, value))
-        del head.windows[:]
-        head.windows.extend(keep)
-        self.tr.set(self.layout.head_key(pk_nested), _head_bytes(head))
+        self._write_head(head, [state for state in head.windows if state.lb_key not in filled], computed, pk_nested)
         return len(rows)
 
     def trim_step(self, before: int, cursor: bytes | None, max_records: int) -> tuple[int, bytes | None]:
