@@ -25,28 +25,30 @@ def items_to_tuple(items: Sequence[pb.Item]) -> tuple:
     return tuple([item_to_python(item) for item in items]) if items else ()
 
 
-def python_to_item(value: object) -> pb.Item:
+# The Item field of each Python type; bool first, since a bool is also an int.
+_ITEM_FIELDS = {bool: "bool", int: "int", float: "double", str: "string", bytes: "bytes"}
+
+
+def _item_field(value: object) -> tuple[str, object]:
+    """The Item field holding ``value``, and what to set it to."""
+    field = _ITEM_FIELDS.get(type(value))  # exact types: one lookup for almost every value
+    if field is not None:
+        return field, value
     if value is None:
-        return pb.Item(null=True)
-    if isinstance(value, bool):
-        return pb.Item(bool=value)
-    if isinstance(value, int):
-        return pb.Item(int=value)
-    if isinstance(value, float):
-        return pb.Item(double=value)
-    if isinstance(value, str):
-        return pb.Item(string=value)
-    if isinstance(value, bytes):
-        return pb.Item(bytes=value)
+        return "null", True
+    for kind, field in _ITEM_FIELDS.items():  # subclasses (an IntEnum, a str subclass...)
+        if isinstance(value, kind):
+            return field, value
     raise InvalidArgument(f"cannot send a {type(value).__name__} as a key item")
+
+
+def python_to_item(value: object) -> pb.Item:
+    field, set_to = _item_field(value)
+    return pb.Item(**{field: set_to})
 
 
 def tuple_to_items(values: Sequence[object]) -> list[pb.Item]:
     return [python_to_item(value) for value in values]
-
-
-# The Item field of each Python type, exact types only (bool is an int with a field of its own).
-_ITEM_FIELDS = {int: "int", float: "double", str: "string", bytes: "bytes", bool: "bool"}
 
 
 def add_items(out: Any, values: Sequence[object]) -> None:
@@ -55,11 +57,8 @@ def add_items(out: Any, values: Sequence[object]) -> None:
     Filling messages the field adds costs about a third of building each Item and copying it in.
     """
     for value in values:
-        field = _ITEM_FIELDS.get(type(value))
-        if field is not None:
-            setattr(out.add(), field, value)
-        else:
-            out.append(python_to_item(value))
+        field, set_to = _item_field(value)
+        setattr(out.add(), field, set_to)
 
 
 def score_to_python(score: pb.Score, name: str = "score") -> int | float:
@@ -69,8 +68,12 @@ def score_to_python(score: pb.Score, name: str = "score") -> int | float:
     return getattr(score, kind)
 
 
+def _score_field(value: int | float) -> str:
+    return "int" if isinstance(value, int) else "double"
+
+
 def python_to_score(value: int | float) -> pb.Score:
-    return pb.Score(int=value) if isinstance(value, int) else pb.Score(double=value)
+    return pb.Score(**{_score_field(value): value})
 
 
 def entry_to_python(entry: pb.Entry) -> Entry:
@@ -87,10 +90,7 @@ def entry_to_python(entry: pb.Entry) -> Entry:
 def fill_ranked_entry(message: pb.RankedEntry, entry: RankedEntry) -> None:
     """Set the empty ``message`` (usually one a repeated field just added) to ``entry``."""
     add_items(message.pk, entry.pk)
-    if isinstance(entry.score, int):
-        message.score.int = entry.score
-    else:
-        message.score.double = entry.score
+    setattr(message.score, _score_field(entry.score), entry.score)
     message.timestamp = entry.timestamp
     add_items(message.context, entry.context)
     add_items(message.group, entry.group)
