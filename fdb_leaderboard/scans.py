@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from . import tuplecodec as tuples
@@ -129,26 +129,31 @@ class Reader:
             raise InvalidArgument(f"this index groups by {size} element(s); got group {group!r}")
         return tuples.pack(group)
 
-    def _row(self, window: Window, key: bytes, group_bytes: bytes) -> _Row:
-        """A primary B-tree key as an entry, with its ranked-set element and stored score."""
+    def _rows(self, window: Window, group_bytes: bytes) -> Callable[[bytes], _Row]:
+        """The decoder of one group's primary B-tree keys in ``window``: everything a key's
+        layout depends on is looked up once per listing, not once per row."""
         settings = self.index.settings
         base = len(self.layout.primary) + len(window.key_bytes)
-        items, offsets = tuples.unpack_with_offsets(key[base:])
-        g, c = settings.group_size, settings.context_size
-        stored = items[g]
-        return _Row(
-            key,
-            key[base + offsets[g] : base + offsets[g + 2 + c]],
-            stored,
-            items[g + 2 + c :],
-            negate(stored) if self.ops.high_score_first(group_bytes) else stored,
-            items[g + 1],
-            items[g + 2 : g + 2 + c],
-            items[:g],
-        )
+        score_at = settings.group_size
+        pk_at = score_at + 2 + settings.context_size
+        high_first = self.ops.high_score_first(group_bytes)
+        unpack = tuples.unpack_with_offsets
 
-    def _decode(self, window: Window, key: bytes, group_bytes: bytes) -> RankedEntry:
-        return self._row(window, key, group_bytes).entry()
+        def decode(key: bytes) -> _Row:
+            items, offsets = unpack(key[base:])
+            stored = items[score_at]
+            return _Row(
+                key,
+                key[base + offsets[score_at] : base + offsets[pk_at]],
+                stored,
+                items[pk_at:],
+                negate(stored) if high_first else stored,
+                items[score_at + 1],
+                items[score_at + 2 : pk_at],
+                items[:score_at],
+            )
+
+        return decode
 
     def _head_state(self, pk: object, window: Window, group_bytes: bytes) -> tuple[bytes, bytes] | None:
         """The record's element in the window, and its flat pk bytes; None if absent."""
@@ -187,8 +192,7 @@ class Reader:
             return None
         element, pk_flat = found
         key = self.layout.primary + window.key_bytes + group_bytes + element + pk_flat
-        entry = self._decode(window, key, group_bytes)
-        return dataclasses.replace(entry, rank=self._rank_of(window, group_bytes, element, mode))
+        return self._rows(window, group_bytes)(key).entry(self._rank_of(window, group_bytes, element, mode))
 
     def count(self, ref: WindowRef, group: object = ()) -> int:
         window = self.window(ref)
@@ -267,7 +271,7 @@ class Reader:
         """The B-tree row just before ``key`` in the same window and group."""
         group_prefix = self.layout.primary + window.key_bytes + group_bytes
         rows = self.tr.get_range(group_prefix, key, 1, True)
-        return self._row(window, rows[0][0], group_bytes) if rows else None
+        return self._rows(window, group_bytes)(rows[0][0]) if rows else None
 
     def _by_position(
         self, window: Window, group_bytes: bytes, start: int, count: int, mode: RankMode
@@ -275,24 +279,23 @@ class Reader:
         """The records at positions ``start .. start+count-1`` with their ranks."""
         ranked = self.index.ranked_set(window, group_bytes)
         group_prefix = self.layout.primary + window.key_bytes + group_bytes
+        decode = self._rows(window, group_bytes)
         if start == 0 and ranked.count_duplicates:  # the top: the B-tree's first rows
             keys = self.tr.get_range(group_prefix, strinc(group_prefix), count) if count > 0 else []
-            return self._with_ranks(
-                window, group_bytes, [self._row(window, k, group_bytes) for k, _ in keys], 0, None, mode
-            )
+            return self._with_ranks(window, group_bytes, [decode(k) for k, _ in keys], 0, None, mode)
         element = ranked.get_nth(self.tr, start) if count > 0 else None
         if element is None:
             return []
         if ranked.count_duplicates:  # positions are records: skip those of the key before `start`
             skip = start - (ranked.rank(self.tr, element) or 0)
             keys = self.tr.get_range(group_prefix + element, strinc(group_prefix), skip + count)
-            rows = [self._row(window, k, group_bytes) for k, _ in keys]
+            rows = [decode(k) for k, _ in keys]
             before = rows[skip - 1] if skip else self._before(window, group_bytes, keys[0][0]) if keys else None
             return self._with_ranks(window, group_bytes, rows[skip:], start, before, mode)
         # Positions are distinct keys, as in the reference: every record of `count` keys.
         last = ranked.get_nth(self.tr, start + count - 1)
         end = strinc(group_prefix + last) if last is not None else strinc(group_prefix)
-        rows = [self._row(window, k, group_bytes) for k, _ in self.tr.get_range(group_prefix + element, end)]
+        rows = [decode(k) for k, _ in self.tr.get_range(group_prefix + element, end)]
         before = self._before(window, group_bytes, rows[0].key) if rows and start else None
         return self._with_ranks(window, group_bytes, rows, start, before, mode)
 
@@ -341,13 +344,9 @@ class Reader:
         position += len(self.tr.get_range(group_prefix + element, key))  # records sharing the key sort by pk
         start = max(0, min(position - above, size - span))
         wanted_before = position - start
-        before = [
-            self._row(window, k, group_bytes) for k, _ in self.tr.get_range(group_prefix, key, wanted_before + 1, True)
-        ]
-        after = [
-            self._row(window, k, group_bytes)
-            for k, _ in self.tr.get_range(key, strinc(group_prefix), span - wanted_before)
-        ]
+        decode = self._rows(window, group_bytes)
+        before = [decode(k) for k, _ in self.tr.get_range(group_prefix, key, wanted_before + 1, True)]
+        after = [decode(k) for k, _ in self.tr.get_range(key, strinc(group_prefix), span - wanted_before)]
         rows = before[:wanted_before][::-1] + after
         previous = before[wanted_before] if len(before) > wanted_before else None
         return self._with_ranks(window, group_bytes, rows, position - min(wanted_before, len(before)), previous, mode)
@@ -452,7 +451,8 @@ class Reader:
             else:
                 begin = max(begin, last + b"\x00")
         rows = self.tr.get_range(begin, end, limit, reverse) if begin < end else []
-        entries = [self._decode(window, key, group_bytes) for key, _ in rows]
+        decode = self._rows(window, group_bytes)
+        entries = [decode(key).entry() for key, _ in rows]
         token = None
         if limit and len(rows) == limit:
             token = self._continuation(window, "value", (rows[-1][0][len(prefix) :],))

@@ -1072,6 +1072,25 @@ def hammer(database: LmdbDatabase, threads_n: int, per_thread: int) -> dict[tupl
     return results
 
 
+def test_lmdb_atomic_op_that_changes_nothing_writes_no_page(lmdb_db: LmdbDatabase) -> None:
+    """LMDB commits without a new transaction id when no page is dirty: a MAX below the stored
+    value, a MIN above it or an ADD of zero must leave the file untouched, not rewrite it."""
+    key = b"\x15\x7fatomic"
+    lmdb_db.run(lambda tr: tr.set(key, encode_int64(50)))
+
+    def txnid() -> int:
+        return lmdb_db._env.info()["last_txnid"]
+
+    before = txnid()
+    lmdb_db.run(lambda tr: (tr.max(key, encode_int64(7)), tr.min(key, encode_int64(90)), tr.add(key, bytes(8))))
+    assert txnid() == before
+    assert lmdb_db.read(lambda tr: tr.get(key)) == encode_int64(50)
+    lmdb_db.run(lambda tr: tr.max(key, encode_int64(51)))
+    assert txnid() == before + 1
+    lmdb_db.run(lambda tr: tr.add(b"\x15\x7fabsent", bytes(8)))  # an absent key is created, as in FDB
+    assert lmdb_db.read(lambda tr: tr.get(b"\x15\x7fabsent")) == bytes(8)
+
+
 def test_lmdb_group_commit_under_load(lmdb_db: LmdbDatabase) -> None:
     assert lmdb_db.durable and lmdb_db.group_commit
     results = hammer(lmdb_db, 8, 50)

@@ -234,7 +234,10 @@ class LmdbTransaction(Transaction):
         if len(param) > MAX_VALUE_SIZE:
             raise ValueTooLarge(f"operand of {len(param)} bytes exceeds FoundationDB's limit of {MAX_VALUE_SIZE}")
         self._check_write(key, len(param))
-        self._txn.put(key, op(self._txn.get(key), param))
+        old = self._txn.get(key)
+        new = op(old, param)
+        if new != old:  # rewriting an equal value would still copy its page and the path to it
+            self._txn.put(key, new)
 
     def add(self, key: bytes, param: bytes) -> None:
         self._mutate(key, param, apply_add)
