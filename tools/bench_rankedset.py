@@ -95,7 +95,6 @@ SET_PREFIX = fdb.tuple.pack(("bench_rankedset",))
 LEVEL0_PREFIX = SET_PREFIX + fdb.tuple.pack((0,))
 LEVEL0_END = strinc(LEVEL0_PREFIX)
 ONE = (1).to_bytes(8, "little")  # the value of every level-0 node
-ZERO = bytes(8)
 BASE_TS_NS = 1_763_000_000 * 10**9  # fixed, so a seed always yields the same elements
 TS_SPAN_NS = 30 * 86_400 * 10**9
 RS_OPS = ("add", "remove", "rank", "get_nth", "contains")
@@ -369,9 +368,11 @@ def _api_clear(tr: Transaction, keys: Sequence[bytes]) -> int:
 
 
 def _api_add(tr: Transaction, keys: Sequence[bytes]) -> int:
+    """Adds one to each count, as a ranked-set update does (an add of zero changes nothing, and
+    the embedded store then writes nothing); the round's clear and put-back restore the ones."""
     add = tr.add
     for key in keys:
-        add(key, ZERO)
+        add(key, ONE)
     return len(keys)
 
 
