@@ -267,11 +267,10 @@ class Reader:
             out.append(row.entry(rank))
         return out
 
-    def _before(self, window: Window, group_bytes: bytes, key: bytes) -> _Row | None:
-        """The B-tree row just before ``key`` in the same window and group."""
-        group_prefix = self.layout.primary + window.key_bytes + group_bytes
+    def _before(self, group_prefix: bytes, key: bytes, decode: Callable[[bytes], _Row]) -> _Row | None:
+        """The B-tree row just before ``key`` under ``group_prefix`` (one window and group)."""
         rows = self.tr.get_range(group_prefix, key, 1, True)
-        return self._rows(window, group_bytes)(rows[0][0]) if rows else None
+        return decode(rows[0][0]) if rows else None
 
     def _by_position(
         self, window: Window, group_bytes: bytes, start: int, count: int, mode: RankMode
@@ -290,13 +289,13 @@ class Reader:
             skip = start - (ranked.rank(self.tr, element) or 0)
             keys = self.tr.get_range(group_prefix + element, strinc(group_prefix), skip + count)
             rows = [decode(k) for k, _ in keys]
-            before = rows[skip - 1] if skip else self._before(window, group_bytes, keys[0][0]) if keys else None
+            before = rows[skip - 1] if skip else self._before(group_prefix, keys[0][0], decode) if keys else None
             return self._with_ranks(window, group_bytes, rows[skip:], start, before, mode)
         # Positions are distinct keys, as in the reference: every record of `count` keys.
         last = ranked.get_nth(self.tr, start + count - 1)
         end = strinc(group_prefix + last) if last is not None else strinc(group_prefix)
         rows = [decode(k) for k, _ in self.tr.get_range(group_prefix + element, end)]
-        before = self._before(window, group_bytes, rows[0].key) if rows and start else None
+        before = self._before(group_prefix, rows[0].key, decode) if rows and start else None
         return self._with_ranks(window, group_bytes, rows, start, before, mode)
 
     def top(self, n: int, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL) -> list[RankedEntry]:

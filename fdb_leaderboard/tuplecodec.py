@@ -113,15 +113,8 @@ def _end_of_string(data: bytes, pos: int) -> int:
 
 
 def _decode(data: bytes, pos: int, nested: bool) -> tuple[object, int]:
+    """One item that is not an integer (``_items`` decodes those) at ``pos``: (item, end)."""
     code = data[pos]
-    if 0x0C <= code <= 0x1C:
-        if code == 0x14:
-            return 0, pos + 1
-        if code > 0x14:
-            n = code - 0x14
-            return int.from_bytes(data[pos + 1 : pos + 1 + n], "big"), pos + 1 + n
-        n = 0x14 - code
-        return int.from_bytes(data[pos + 1 : pos + 1 + n], "big") - (1 << (8 * n)) + 1, pos + 1 + n
     if code == 0x02 or code == 0x01:
         end = _end_of_string(data, pos + 1)
         raw = data[pos + 1 : end].replace(b"\x00\xff", b"\x00")
@@ -137,14 +130,39 @@ def _decode(data: bytes, pos: int, nested: bool) -> tuple[object, int]:
     if code == 0x26 or code == 0x27:
         return code == 0x27, pos + 1
     if code == 0x05:
-        items = []
-        pos += 1
-        while True:
-            if data[pos] == 0x00 and not (pos + 1 < len(data) and data[pos + 1] == 0xFF):
-                return tuple(items), pos + 1
-            item, pos = _decode(data, pos, True)
-            items.append(item)
+        items, end = _items(data, pos + 1, len(data), [], nested=True)
+        return tuple(items), end
     raise _Unsupported
+
+
+def _items(data: bytes, pos: int, wanted: int, offsets: list[int], nested: bool) -> tuple[list, int]:
+    """Items from ``pos`` on, with where each ends appended to ``offsets``: up to ``wanted`` of
+    them, or, ``nested``, those of a nested tuple through its terminating 00.  Returns (items,
+    end).  Integers are decoded here rather than in ``_decode``: index keys are mostly scores,
+    timestamps and numeric pks, and a call per item costs a third of a key's decoding."""
+    items: list[object] = []
+    size = len(data)
+    from_bytes = int.from_bytes
+    while pos < size and len(items) < wanted:
+        code = data[pos]
+        if 0x14 < code <= 0x1C:
+            end = pos + 1 + code - 0x14
+            item: object = from_bytes(data[pos + 1 : end], "big")
+        elif 0x0C <= code < 0x14:
+            end = pos + 1 + 0x14 - code
+            item = from_bytes(data[pos + 1 : end], "big") - (1 << (8 * (end - pos - 1))) + 1
+        elif code == 0x14:
+            end, item = pos + 1, 0
+        elif nested and code == 0x00 and not (pos + 1 < size and data[pos + 1] == 0xFF):
+            return items, pos + 1
+        else:
+            item, end = _decode(data, pos, nested)
+        items.append(item)
+        pos = end
+        offsets.append(pos)
+    if nested:
+        raise ValueError("a nested tuple has no terminating byte")
+    return items, pos
 
 
 def unpack(data: bytes) -> tuple:
@@ -175,31 +193,9 @@ def item_ends(data: bytes, count: int) -> list[int]:
 def unpack_with_offsets(data: bytes, count: int | None = None) -> tuple[tuple, list[int]]:
     """The items of ``data`` (only the first ``count`` if given) and where each starts (plus
     where the last ends), so a run of items can be sliced out as bytes without packing it again."""
-    items: list[object] = []
     offsets = [0]
-    pos = 0
-    size = len(data)
-    wanted = size if count is None else count  # never more items than bytes
-    from_bytes = int.from_bytes
     try:
-        while pos < size and len(items) < wanted:
-            code = data[pos]
-            # Integers inline: index keys are mostly scores, timestamps and numeric pks, and
-            # a call to _decode per item costs a third of a key's decoding.
-            if 0x14 < code <= 0x1C:
-                end = pos + 1 + code - 0x14
-                items.append(from_bytes(data[pos + 1 : end], "big"))
-            elif 0x0C <= code < 0x14:
-                end = pos + 1 + 0x14 - code
-                items.append(from_bytes(data[pos + 1 : end], "big") - (1 << (8 * (end - pos - 1))) + 1)
-            elif code == 0x14:
-                end = pos + 1
-                items.append(0)
-            else:
-                item, end = _decode(data, pos, False)
-                items.append(item)
-            pos = end
-            offsets.append(pos)
+        items, _ = _items(data, 0, len(data) if count is None else count, offsets, nested=False)
     except _Unsupported:
         items = list(fdb.tuple.unpack(data))[:count]
         offsets = [0]
