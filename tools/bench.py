@@ -19,7 +19,10 @@ time):
    through gRPC.  One caller, then ``--threads`` (8) concurrent callers (threads in this
    process, one index / one client each).  Our store is durable (every commit fsynced;
    concurrent callers share commits through the store's group commit).  An extra
-   in-process row with durable=false (taken right after the load) shows the CPU cost.
+   in-process row with durable=false (taken right after the load) shows the CPU cost.  The
+   in-process durable rows note what their commits handed to the OS (``/proc/self/io``
+   ``wchar``): KiB per submission and 4-KiB pages per commit (``tools/bench_floor.py``
+   prices an fdatasync of that many pages on this disk).
 2. *Rank* of a random record in the current daily window (records with a value there)
    and in the all-time window (any record): ``index.rank`` / ``GetRank``.
 3. *Top 10* of the current ISO-weekly window: ``index.top`` / ``Top``.
