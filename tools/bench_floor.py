@@ -14,10 +14,11 @@ With the clients on the same machine, (client + server CPU per call) x calls/s c
 the number of cores, whatever a handler does: that caps every gRPC figure of the benchmark.
 
 **A durable write of k pages.**  In a scratch file of ``--file-mib`` MiB under ``--dir`` (put
-it on the file system that holds the store), each of ``--rounds`` rounds writes k 4-KiB pages
-with ``pwrite`` and then calls ``fdatasync``, the pages either scattered (a random sample of
-the file's pages, in file order) or contiguous (a run at a random place), for k in
-``--pages``.  One more row appends a 200-byte record to a log file and ``fdatasync``s it, as
+it on the file system that holds the store; it is dropped from the page cache once written, so
+later writes cache single pages), each of ``--rounds`` rounds (proportionally fewer above 30
+pages, at least 10) writes k 4-KiB pages with ``pwrite`` and then calls ``fdatasync``, the pages
+either scattered (a random sample of the file's pages, in file order) or contiguous (a run at a
+random place), for k in ``--pages``.  One more row appends a 200-byte record to a log file and ``fdatasync``s it, as
 Redis's ``appendfsync always`` does for each write.  A durable LMDB commit writes every page
 it changed, wherever the B-tree keeps it, then syncs: ``tools/bench.py`` notes how many pages
 its durable submissions wrote per commit, and this table prices such a commit on this disk.
