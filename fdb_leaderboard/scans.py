@@ -129,7 +129,7 @@ class Reader:
             raise InvalidArgument(f"this index groups by {size} element(s); got group {group!r}")
         return tuples.pack(group)
 
-    def _rows(self, window: Window, group_bytes: bytes) -> Callable[[bytes], _Row]:
+    def _row_decoder(self, window: Window, group_bytes: bytes) -> Callable[[bytes], _Row]:
         """The decoder of one group's primary B-tree keys in ``window``: everything a key's
         layout depends on is looked up once per listing, not once per row."""
         settings = self.index.settings
@@ -192,7 +192,7 @@ class Reader:
             return None
         element, pk_flat = found
         key = self.layout.primary + window.key_bytes + group_bytes + element + pk_flat
-        return self._rows(window, group_bytes)(key).entry(self._rank_of(window, group_bytes, element, mode))
+        return self._row_decoder(window, group_bytes)(key).entry(self._rank_of(window, group_bytes, element, mode))
 
     def count(self, ref: WindowRef, group: object = ()) -> int:
         window = self.window(ref)
@@ -278,7 +278,7 @@ class Reader:
         """The records at positions ``start .. start+count-1`` with their ranks."""
         ranked = self.index.ranked_set(window, group_bytes)
         group_prefix = self.layout.primary + window.key_bytes + group_bytes
-        decode = self._rows(window, group_bytes)
+        decode = self._row_decoder(window, group_bytes)
         if start == 0 and ranked.count_duplicates:  # the top: the B-tree's first rows
             keys = self.tr.get_range(group_prefix, strinc(group_prefix), count) if count > 0 else []
             return self._with_ranks(window, group_bytes, [decode(k) for k, _ in keys], 0, None, mode)
@@ -343,7 +343,7 @@ class Reader:
         position += len(self.tr.get_range(group_prefix + element, key))  # records sharing the key sort by pk
         start = max(0, min(position - above, size - span))
         wanted_before = position - start
-        decode = self._rows(window, group_bytes)
+        decode = self._row_decoder(window, group_bytes)
         before = [decode(k) for k, _ in self.tr.get_range(group_prefix, key, wanted_before + 1, True)]
         after = [decode(k) for k, _ in self.tr.get_range(key, strinc(group_prefix), span - wanted_before)]
         rows = before[:wanted_before][::-1] + after
@@ -450,7 +450,7 @@ class Reader:
             else:
                 begin = max(begin, last + b"\x00")
         rows = self.tr.get_range(begin, end, limit, reverse) if begin < end else []
-        decode = self._rows(window, group_bytes)
+        decode = self._row_decoder(window, group_bytes)
         entries = [decode(key).entry() for key, _ in rows]
         token = None
         if limit and len(rows) == limit:

@@ -36,7 +36,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -110,23 +109,10 @@ def grpc_floor(calls: int, threads: int) -> dict[str, dict[str, Any]]:
 # -- durable writes ---------------------------------------------------------------------------
 
 
-def _sync_rounds(fd: int, rounds: int, write: Callable[[], Callable[[], object]]) -> Sample:
-    """``rounds`` times: ``write()`` picks what to write and returns the writer; time it and an fdatasync."""
-    latencies = []
-    clock = time.perf_counter_ns
-    start = clock()
-    for _ in range(rounds):
-        writer = write()
-        t0 = clock()
-        writer()
-        os.fdatasync(fd)
-        latencies.append(clock() - t0)
-    return Sample(rounds, (clock() - start) / 1e9, latencies)
-
-
-def _write_pages(fd: int, pages: Iterable[int], data: bytes) -> None:
+def _write_and_sync(fd: int, pages: Iterable[int], data: bytes) -> None:
     for page in pages:
         os.pwrite(fd, data, page * PAGE)
+    os.fdatasync(fd)
 
 
 def _row(sample: Sample) -> dict[str, Any]:
@@ -159,25 +145,20 @@ def disk_floor(directory: str, file_mib: int, rounds: int, page_counts: Sequence
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             for k in page_counts:
                 n = max(10, rounds * 30 // max(30, k))  # fewer rounds for the slow, large writes
-
-                def scattered(k: int = k) -> Callable[[], object]:
-                    return partial(_write_pages, fd, sorted(rng.sample(range(total), k)), data)
-
-                def contiguous(k: int = k) -> Callable[[], object]:
-                    first = rng.randrange(total - k)
-                    return partial(_write_pages, fd, range(first, first + k), data)
-
+                scattered = [sorted(rng.sample(range(total), k)) for _ in range(n)]
+                contiguous = [range(first, first + k) for first in (rng.randrange(total - k) for _ in range(n))]
                 out[f"{k} page" + ("s" if k > 1 else "")] = {
                     "pages": k,
-                    "scattered": _row(_sync_rounds(fd, n, scattered)),
-                    "contiguous": _row(_sync_rounds(fd, n, contiguous)),
+                    "scattered": _row(time_each(lambda pages: _write_and_sync(fd, pages, data), scattered)[0]),
+                    "contiguous": _row(time_each(lambda pages: _write_and_sync(fd, pages, data), contiguous)[0]),
                 }
         finally:
             os.close(fd)
         log_fd = os.open(os.path.join(scratch, "log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             record = rng.randbytes(LOG_RECORD)
-            out["append"] = _row(_sync_rounds(log_fd, rounds, lambda: partial(os.write, log_fd, record)))
+            appended = time_each(lambda _: (os.write(log_fd, record), os.fdatasync(log_fd)), range(rounds))[0]
+            out["append"] = _row(appended)
         finally:
             os.close(log_fd)
     return out
