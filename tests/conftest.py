@@ -17,7 +17,7 @@ from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.service import Server
 from fdb_leaderboard.store import Database, StoreUnavailable, open_database
 
-BACKENDS = ["lmdb", "fdb"]
+BACKENDS = ["lmdb", "lmdb-redo-log", "fdb"]
 
 
 def fdb_unavailable_reason() -> str | None:
@@ -51,6 +51,8 @@ def store_url(request: pytest.FixtureRequest, tmp_path) -> str:
     backend = getattr(request, "param", "lmdb")
     if backend == "lmdb":
         return f"lmdb:{tmp_path / 'store'}"
+    if backend == "lmdb-redo-log":  # checkpoints every 50 ms, so they run among the test's commits
+        return f"lmdb:{tmp_path / 'store'}?redo_log=true&checkpoint_seconds=0.05"
     _skip_fdb_if_unavailable()
     return f"fdb:{os.environ['FDB_CLUSTER_FILE']}"
 

@@ -172,8 +172,10 @@ CRASH_PKS = [f"r{i:03d}" for i in range(300)]
 CRASH_TS_END = 100_000
 
 
-def crash_child(store: str, log_path: str, seed: int) -> None:
+def crash_child(store: str, log_path: str, seed: int, options: str = "") -> None:
     """Durable writes, window updates, fill steps and expiry until killed.
+
+    ``options`` are store URL options (``?redo_log=true`` for commits made durable by the log).
 
     Before each write, an ``I`` line (intent) is written to the log (flushed, so it survives
     SIGKILL); after the write returns, ``A`` lines (acknowledged), fsynced.  Other lines:
@@ -181,7 +183,7 @@ def crash_child(store: str, log_path: str, seed: int) -> None:
     completes), ``E`` expiry.
     """
     rng = random.Random(seed)
-    db = open_database(f"lmdb:{store}")  # the default: durable
+    db = open_database(f"lmdb:{store}{options}")  # by default durable: every commit fsynced
     assert db.durable
     index = LeaderboardIndex.open(db, PREFIX)
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -231,7 +233,7 @@ def crash_child(store: str, log_path: str, seed: int) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "crash":
-        crash_child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    if len(sys.argv) in (5, 6) and sys.argv[1] == "crash":
+        crash_child(sys.argv[2], sys.argv[3], int(sys.argv[4]), *sys.argv[5:])
     else:
-        sys.exit(f"usage: {sys.argv[0]} crash STORE LOG SEED")
+        sys.exit(f"usage: {sys.argv[0]} crash STORE LOG SEED [URL_OPTIONS]")

@@ -1,8 +1,10 @@
 """Crashes: a writer process SIGKILLed at random moments loses no acknowledged write.
 
-The child (``reliability_workers.py crash``) opens the store with the default settings
-(durable: every commit fsynced), then submits scores, adds windows over stored data (so
-they must be filled), runs fill steps and expires windows, logging each submission's
+The child (``reliability_workers.py crash``) opens the store durable, either with the default
+settings (every commit fsynced) or with the redo log (every commit's writes logged and synced,
+the data file synced by checkpoints; the parent's reopen then recovers from the log), then
+submits scores, adds windows over stored data (so they must be filled), runs fill steps and
+expires windows, logging each submission's
 intent before the call and its acknowledgement (fsynced) after it returns.  The parent
 kills it 0.2-1.5 s after it is ready, reopens the store and checks:
 
@@ -87,7 +89,9 @@ def wait_ready(child: subprocess.Popen, timeout: float = 60) -> None:
 
 
 @pytest.mark.slow
-def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path) -> None:
+@pytest.mark.parametrize("child_options", ["", "?redo_log=true&checkpoint_seconds=0.2"], ids=["synced", "redo-log"])
+def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path, child_options: str) -> None:
+    """With the redo log, the parent's plain reopen (and each next child) recovers from the log."""
     store = tmp_path / "store"
     log_path = tmp_path / "ops.log"
     rng = random.Random(20240611)
@@ -108,7 +112,7 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path) -
     left_for_child: dict[int, bytes | None] = {}
     for cycle in range(CYCLES):
         child = subprocess.Popen(
-            [sys.executable, WORKER, "crash", str(store), str(log_path), str(1000 + cycle)],
+            [sys.executable, WORKER, "crash", str(store), str(log_path), str(1000 + cycle), child_options],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

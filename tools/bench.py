@@ -179,7 +179,9 @@ class Data:
     """Everything the workloads use, drawn once from the seed (shared by every aggregation)."""
 
     records: list[tuple[int, int]]  # (score, ts) of player i
-    submissions: dict[str, list[Submission]]  # S0 (durable=false), S1, S2 (in-process), S3, S4 (gRPC), count
+    # S0 (durable=false), S1, S2 (in-process), S3, S4 (gRPC), count; with the redo log: L1, L2
+    # (in-process), L3, L4 (gRPC)
+    submissions: dict[str, list[Submission]]
     rank_day_pks: list[int]  # records with a value in the current daily window
     rank_all_pks: list[int]
     around_pks: list[int]
@@ -187,6 +189,7 @@ class Data:
 
 
 SUBMISSION_SETS = ("S0", "S1", "S2", "S3", "S4", "count")
+REDO_LOG_SETS = ("L1", "L2", "L3", "L4")  # drawn after everything else, so the rest stays as before
 
 
 def draw_score(rng: random.Random) -> int:
@@ -210,7 +213,7 @@ def make_data(records: int, ops: int, seed: int) -> Data:
             out.append(Submission(rng.randrange(records), draw_score(rng), ts))
         return out
 
-    return Data(
+    data = Data(
         records=rows,
         submissions={name: submissions(COUNT_OPS if name == "count" else ops) for name in SUBMISSION_SETS},
         rank_day_pks=rng.choices(today, k=ops),
@@ -218,6 +221,8 @@ def make_data(records: int, ops: int, seed: int) -> Data:
         around_pks=[rng.randrange(records) for _ in range(ops)],
         today=len(today),
     )
+    data.submissions.update((name, submissions(ops)) for name in REDO_LOG_SETS)
+    return data
 
 
 def bench_windows() -> list[tuple[int, int, int]]:
@@ -341,6 +346,28 @@ class BatchClock:
 
     def sample(self, done: int) -> Sample:
         return Sample(done, (time.perf_counter_ns() - self.start) / 1e9, self.latencies)
+
+
+class RedoLogMeter:
+    """What redo-log commits cost on disk: log bytes, checkpoints, growth of the data file."""
+
+    def __init__(self, db: LmdbDatabase) -> None:
+        self.commits = db.commits
+        self.checkpoints = db._shared.log.checkpoints
+        self.logged = db._shared.log.logged_bytes
+        self.file = db.disk_usage()
+
+    def note(self, db: LmdbDatabase, submissions: int) -> str:
+        log_ = db._shared.log
+        commits = max(1, db.commits - self.commits)
+        logged = (log_.logged_bytes - self.logged) / submissions
+        checkpoints = log_.checkpoints - self.checkpoints
+        grown = (db.disk_usage() - self.file) / 2**20
+        return (
+            f"{submissions / commits:.2f} submissions per commit; {logged:,.0f} bytes logged (and synced) per "
+            f"submission; {checkpoints} checkpoints synced the data file; it grew {grown:,.1f} MiB (no page is "
+            "reused until the next checkpoint)"
+        )
 
 
 def expect(what: str, got: int, wanted: int) -> None:
@@ -733,11 +760,13 @@ WORKLOADS: list[tuple[str, str]] = [
     ("load", "5. bulk load, records/s (latency per batch of {load_batch})"),
     ("fill", "6. fill a new 31-day window, records/s (latency per batch of 200)"),
 ]
-SYSTEM_ORDER = ("ours_nondurable", "ours", "ours_grpc", "redis", "redis_aof")
+SYSTEM_ORDER = ("ours_nondurable", "ours", "ours_log", "ours_grpc", "ours_grpc_log", "redis", "redis_aof")
 SYSTEM_LABELS = {
     "ours_nondurable": "ours in-process, durable=false",
     "ours": "ours in-process, durable",
+    "ours_log": "ours in-process, durable by redo log",
     "ours_grpc": "ours via gRPC, durable",
+    "ours_grpc_log": "ours via gRPC, durable by redo log",
     "redis": "Redis, no persistence",
     "redis_aof": "Redis, AOF fsync always",
 }
@@ -825,6 +854,8 @@ class Run:
                 self.ours_grpc_reads_and_submissions(server.address)
                 self.ours_fill()
                 self.ours_grpc_fill_and_load(server.address)
+            with ServerProcess(self.url + "&redo_log=true") as server:
+                self.grpc_submissions(server.address, "ours_grpc_log", "L3", "L4")
         else:
             self.ours_fill()
 
@@ -867,6 +898,26 @@ class Run:
                 "day_count": index.count(DAILY, NOW),
                 "week_top_scores": [e.score for e in index.top(TOP_N, WEEKLY, NOW)],
             }
+        finally:
+            db.close()
+        self.ours_redo_log()
+
+    def ours_redo_log(self) -> None:
+        """The durable submissions again, on the store opened with the redo log (fresh scores)."""
+        args, data = self.args, self.data
+        db = LmdbDatabase(self.path, redo_log=True)
+        try:
+            index = Catalog(db).get(INDEX_NAME)
+            log(f"  submissions in-process, durable by redo log: 1 caller, then {args.threads} threads")
+            for workload, name, threads in (("submit_1", "L1", 1), ("submit_n", "L2", args.threads)):
+                before = RedoLogMeter(db)
+                calls = [lambda s: index.add_score((s.pk,), s.score, s.ts)] * threads
+                if threads == 1:
+                    sample, _ = time_each(calls[0], data.submissions[name])
+                else:
+                    sample, _ = time_concurrent(calls, data.submissions[name])
+                note = before.note(db, len(data.submissions[name]))
+                self.results[workload]["ours_log"] = Measured(SYSTEM_LABELS["ours_log"], sample, note)
         finally:
             db.close()
 
@@ -912,14 +963,21 @@ class Run:
                 sample, out = time_each(call, items)
                 expect(f"gRPC {name}", sum(map(ok, out)), len(items))
                 self.results[name]["ours_grpc"] = Measured(SYSTEM_LABELS["ours_grpc"], sample)
-            log(f"  gRPC submissions: 1 client, then {args.threads} concurrent clients")
-            sample, _ = time_each(lambda s: lb.add_score(INDEX_NAME, (s.pk,), s.score, s.ts), data.submissions["S3"])
-            self.results["submit_1"]["ours_grpc"] = Measured(SYSTEM_LABELS["ours_grpc"], sample)
+        self.grpc_submissions(address, "ours_grpc", "S3", "S4")
+
+    def grpc_submissions(self, address: str, system: str, one: str, many: str) -> None:
+        """Submissions through the server at ``address``: 1 client, then ``--threads`` clients."""
+        from fdb_leaderboard.client import LeaderboardClient
+
+        args, data = self.args, self.data
+        log(f"  gRPC submissions ({SYSTEM_LABELS[system]}): 1 client, then {args.threads} concurrent clients")
         clients = [LeaderboardClient(address) for _ in range(args.threads)]
         try:
             calls = [lambda s, c=c: c.add_score(INDEX_NAME, (s.pk,), s.score, s.ts) for c in clients]
-            sample, _ = time_concurrent(calls, data.submissions["S4"])
-            self.results["submit_n"]["ours_grpc"] = Measured(SYSTEM_LABELS["ours_grpc"], sample)
+            sample, _ = time_each(calls[0], data.submissions[one])
+            self.results["submit_1"][system] = Measured(SYSTEM_LABELS[system], sample)
+            sample, _ = time_concurrent(calls, data.submissions[many])
+            self.results["submit_n"][system] = Measured(SYSTEM_LABELS[system], sample)
         finally:
             for client in clients:
                 client.close()

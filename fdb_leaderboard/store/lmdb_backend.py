@@ -16,6 +16,11 @@ write survives power loss.  ``durable=False`` skips the fsync: a process crash l
 nothing, but an operating-system crash or power loss may lose recent commits and, on a
 file system that reorders writes, damage the database.
 
+**Redo log.**  ``redo_log=True`` (URL option ``redo_log=true``) makes a commit durable by
+appending its writes to a log and syncing that, instead of syncing the B-tree pages it changed
+(see ``redo_log.py``, which explains why that survives an operating-system crash).  Such a
+session needs the store to itself: other processes cannot open it meanwhile.
+
 **Limits.**  FoundationDB's value and transaction-size limits are enforced.  LMDB's own
 key limit (511 bytes) is stricter than FoundationDB's 10,000 and is reported as such.
 """
@@ -26,11 +31,12 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import lmdb
 
+from . import redo_log as redo
 from .api import (
     MAX_KEY_SIZE,
     MAX_TRANSACTION_BYTES,
@@ -63,33 +69,56 @@ class _Env:
     registry: dict[str, _Env] = {}
     registry_lock = threading.Lock()
 
-    def __init__(self, path: str, durable: bool, map_size: int) -> None:
+    def __init__(self, path: str, durable: bool, map_size: int, redo_log: bool, checkpoint_seconds: float) -> None:
         os.makedirs(path, exist_ok=True)
         self.path = path
         self.durable = durable
-        self.env = lmdb.open(
-            path,
-            map_size=map_size,
-            sync=durable,
-            metasync=durable,
-            max_readers=1024,
-            max_dbs=0,
-            readahead=False,
-        )
-        self.env.reader_check()  # drop reader slots left by killed processes
+        self.redo_log = redo_log
+        self.lock = redo.StoreLock(path)
+        try:
+            exclusive = self.lock.try_exclusive()
+            if not exclusive and redo_log:
+                raise StoreError(f"{path} is open in another process; a redo-log session needs the store to itself")
+            if not exclusive:
+                self.lock.shared(path)
+
+            def open_env() -> lmdb.Environment:
+                return lmdb.open(
+                    path,
+                    map_size=map_size,
+                    sync=durable and not redo_log,
+                    metasync=durable and not redo_log,
+                    max_readers=1024,
+                    max_dbs=0,
+                    readahead=False,
+                )
+
+            # Only an opener holding the store alone may repair what a crashed redo-log session left.
+            self.env = redo.recover(path, open_env, _apply_writes)[0] if exclusive else open_env()
+            try:
+                if exclusive and not redo_log:
+                    self.lock.shared(path)
+                self.env.reader_check()  # drop reader slots left by killed processes
+                self.log = redo.RedoLog(path, self.env, checkpoint_seconds) if redo_log else None
+            except BaseException:
+                self.env.close()
+                raise
+        except BaseException:
+            self.lock.close()
+            raise
         self.users = 0
 
     @classmethod
-    def acquire(cls, path: str, durable: bool, map_size: int) -> _Env:
+    def acquire(cls, path: str, durable: bool, map_size: int, redo_log: bool, checkpoint_seconds: float) -> _Env:
         path = os.path.realpath(path)
         with cls.registry_lock:
             shared = cls.registry.get(path)
             if shared is None:
-                shared = cls.registry[path] = cls(path, durable, map_size)
-            elif shared.durable != durable:
+                shared = cls.registry[path] = cls(path, durable, map_size, redo_log, checkpoint_seconds)
+            elif (shared.durable, shared.redo_log) != (durable, redo_log):
                 raise StoreError(
-                    f"{path} is already open in this process with durable={shared.durable}; "
-                    "one process must open it with one durability setting"
+                    f"{path} is already open in this process with durable={shared.durable}, "
+                    f"redo_log={shared.redo_log}; one process must open it with one durability setting"
                 )
             shared.users += 1
             return shared
@@ -99,7 +128,34 @@ class _Env:
             self.users -= 1
             if self.users == 0:
                 del self.registry[self.path]
-                self.env.close()
+                try:
+                    if self.log is not None:
+                        self.log.close()
+                finally:
+                    self.env.close()
+                    self.lock.close()
+
+
+def _apply_writes(txn: lmdb.Transaction, writes: Iterable[redo.Write]) -> None:
+    """Make a logged write set again (recovery); the log holds only writes that were allowed."""
+    cursor = txn.cursor()
+    for kind, a, b in writes:
+        if kind == redo.SET:
+            txn.put(a, b)
+        elif kind == redo.CLEAR:
+            txn.delete(a)
+        else:
+            _clear_range(cursor, a, b)
+
+
+def _clear_range(cursor: lmdb.Cursor, begin: bytes, end: bytes) -> None:
+    if begin >= end or not _seek(cursor, begin):
+        return
+    while cursor.key() < end:
+        if not cursor.delete():  # deletes and moves to the next key
+            break
+        if not cursor.key():  # past the last key
+            break
 
 
 class LmdbTransaction(Transaction):
@@ -107,14 +163,17 @@ class LmdbTransaction(Transaction):
 
     declares_conflicts = False  # writers are serialized: conflict ranges would be dead work
 
-    __slots__ = ("_txn", "_cursor", "_writable", "_written", "_deadline")
+    __slots__ = ("_txn", "_cursor", "_writable", "_written", "_deadline", "_log")
 
-    def __init__(self, txn: lmdb.Transaction, writable: bool, deadline: float) -> None:
+    def __init__(
+        self, txn: lmdb.Transaction, writable: bool, deadline: float, log: list[redo.Write] | None = None
+    ) -> None:
         self._txn = txn
         self._cursor = txn.cursor()
         self._writable = writable
         self._written = 0
         self._deadline = deadline
+        self._log = log  # the writes made, for the redo log (None: not logged)
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -204,6 +263,8 @@ class LmdbTransaction(Transaction):
             raise ValueTooLarge(f"value of {len(value)} bytes exceeds FoundationDB's limit of {MAX_VALUE_SIZE}")
         self._check_write(key, len(value))
         self._txn.put(key, value)
+        if self._log is not None:
+            self._log.append((redo.SET, key, value))
 
     def clear(self, key: bytes) -> None:
         if not key or len(key) > _LMDB_MAX_KEY:
@@ -212,21 +273,17 @@ class LmdbTransaction(Transaction):
             self._account(0)
             return
         self._check_write(key, 0)
-        self._txn.delete(key)
+        if self._txn.delete(key) and self._log is not None:
+            self._log.append((redo.CLEAR, key, b""))
 
     def clear_range(self, begin: bytes, end: bytes) -> None:
         if begin > end:
             raise InvertedRange(f"clear_range begin {begin!r} is after end {end!r}")
         self._account(len(begin) + len(end))
-        cursor = self._cursor
-        if begin == end or not _seek(cursor, begin):
-            return
         started = time.monotonic()
-        while cursor.key() < end:
-            if not cursor.delete():  # deletes and moves to the next key
-                break
-            if not cursor.key():  # past the last key
-                break
+        _clear_range(self._cursor, begin, end)
+        if self._log is not None:
+            self._log.append((redo.CLEAR_RANGE, begin, end))
         # FoundationDB clears a range in constant time; don't charge LMDB's per-key work.
         self._deadline += time.monotonic() - started
 
@@ -238,6 +295,8 @@ class LmdbTransaction(Transaction):
         new = op(old, param)
         if new != old:  # rewriting an equal value would still copy its page and the path to it
             self._txn.put(key, new)
+            if self._log is not None:
+                self._log.append((redo.SET, key, new))
 
     def add(self, key: bytes, param: bytes) -> None:
         self._mutate(key, param, apply_add)
@@ -288,14 +347,21 @@ class LmdbDatabase(Database):
         group_commit: bool = True,
         map_size: int = DEFAULT_MAP_SIZE,
         transaction_seconds: float = DEFAULT_TRANSACTION_SECONDS,
+        redo_log: bool = False,
+        checkpoint_seconds: float = redo.DEFAULT_CHECKPOINT_SECONDS,
     ) -> None:
+        if redo_log and not durable:
+            raise ValueError("redo_log=True makes commits durable through a log: it cannot go with durable=False")
+        if not checkpoint_seconds > 0:
+            raise ValueError(f"checkpoint_seconds must be positive, not {checkpoint_seconds}")
         self.path = path
         self.url = f"lmdb:{path}"
         self.durable = durable
         self.group_commit = group_commit
         self._transaction_seconds = transaction_seconds if transaction_seconds > 0 else float("inf")
-        self._shared = _Env.acquire(path, durable, map_size)
+        self._shared = _Env.acquire(path, durable, map_size, redo_log, checkpoint_seconds)
         self._env = self._shared.env
+        self._log = self._shared.log
         self._queue: deque[_Pending] = deque()
         self._queue_lock = threading.Lock()
         self._turn = threading.Condition()  # guards _leading: one leader runs batches at a time
@@ -355,26 +421,29 @@ class LmdbDatabase(Database):
             for pending in batch:
                 pending.error, pending.done = exc, True
             raise
+        writes: list[redo.Write] | None = [] if self._log is not None else None
         try:
             if len(batch) == 1:  # a lone caller pays no nesting; if it fails, abort and stop here
-                self._execute(batch[0], txn, nested=False)
+                self._execute(batch[0], txn, False, writes)
                 if batch[0].error is not None:
                     txn.abort()
                     return
             else:
                 for pending in batch:
-                    self._execute(pending, txn, nested=True)
+                    self._execute(pending, txn, True, writes)
             while self.group_commit and self.durable and len(batch) < _MAX_BATCH:
                 time.sleep(0)  # let woken callers queue their next call
                 more = self._take()
                 if not more:
                     break
                 for pending in more:
-                    self._execute(pending, txn, nested=True)
+                    self._execute(pending, txn, True, writes)
                 batch.extend(more)
             if all(p.error is not None for p in batch):
                 txn.abort()
             else:
+                if writes:  # logged and synced before LMDB commits: no reader sees a write a crash could undo
+                    self._log.append(txn.id(), writes)  # type: ignore[union-attr]
                 txn.commit()
                 self.commits += 1
         except BaseException as exc:  # commit failed: nothing in the batch was kept
@@ -386,10 +455,15 @@ class LmdbDatabase(Database):
             for pending in batch:
                 pending.done = True
 
-    def _execute(self, pending: _Pending, parent: lmdb.Transaction, nested: bool) -> None:
+    def _execute(
+        self, pending: _Pending, parent: lmdb.Transaction, nested: bool, writes: list[redo.Write] | None
+    ) -> None:
+        """Run one function; a nested transaction's writes join ``writes`` only if it succeeds."""
         txn = self._env.begin(write=True, parent=parent) if nested else parent
+        own = [] if nested and writes is not None else writes
         try:
-            pending.result = pending.fn(LmdbTransaction(txn, True, self._deadline()), *pending.args, **pending.kwargs)
+            tr = LmdbTransaction(txn, True, self._deadline(), own)
+            pending.result = pending.fn(tr, *pending.args, **pending.kwargs)
         except BaseException as exc:
             pending.error = exc
             if nested:
@@ -397,6 +471,8 @@ class LmdbDatabase(Database):
             return
         if nested:
             txn.commit()
+            if own is not None and writes is not None:
+                writes.extend(own)
 
     def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         self._check_open()
@@ -438,8 +514,9 @@ class LmdbDatabase(Database):
 
 
 def open_lmdb(path: str, options: dict[str, str]) -> LmdbDatabase:
-    """Open from URL options: durable, group_commit (booleans), map_size, transaction_seconds."""
-    known = {"durable", "group_commit", "map_size", "transaction_seconds"}
+    """Open from URL options: durable, group_commit, redo_log (booleans), map_size,
+    transaction_seconds, checkpoint_seconds."""
+    known = {"durable", "group_commit", "redo_log", "map_size", "transaction_seconds", "checkpoint_seconds"}
     unknown = set(options) - known
     if unknown:
         raise ValueError(f"unknown lmdb option(s) {sorted(unknown)}; known: {sorted(known)}")
@@ -449,6 +526,8 @@ def open_lmdb(path: str, options: dict[str, str]) -> LmdbDatabase:
         group_commit=_boolean(options.get("group_commit", "true"), "group_commit"),
         map_size=int(options.get("map_size", DEFAULT_MAP_SIZE)),
         transaction_seconds=float(options.get("transaction_seconds", DEFAULT_TRANSACTION_SECONDS)),
+        redo_log=_boolean(options.get("redo_log", "false"), "redo_log"),
+        checkpoint_seconds=float(options.get("checkpoint_seconds", redo.DEFAULT_CHECKPOINT_SECONDS)),
     )
 
 
