@@ -22,7 +22,11 @@ time):
    in-process row with durable=false (taken right after the load) shows the CPU cost.  The
    in-process durable rows note what their commits handed to the OS (``/proc/self/io``
    ``wchar``): KiB per submission and 4-KiB pages per commit (``tools/bench_floor.py``
-   prices an fdatasync of that many pages on this disk).
+   prices an fdatasync of that many pages on this disk).  Then the same rows again, with
+   fresh submissions, on the store opened with the redo log (``redo_log=true``: each commit's
+   writes appended to a log and synced, the data file synced by checkpoints about once a
+   second), in-process and through a second server on that URL; the in-process rows note the
+   bytes logged per submission, the checkpoints and how much the data file grew.
 2. *Rank* of a random record in the current daily window (records with a value there)
    and in the all-time window (any record): ``index.rank`` / ``GetRank``.
 3. *Top 10* of the current ISO-weekly window: ``index.top`` / ``Top``.
@@ -355,6 +359,8 @@ class RedoLogMeter:
         self.commits = db.commits
         self.checkpoints = db._shared.log.checkpoints
         self.logged = db._shared.log.logged_bytes
+        self.append_seconds = db._shared.log.append_seconds
+        self.sync_seconds = db._shared.log.checkpoint_sync_seconds
         self.file = db.disk_usage()
 
     def note(self, db: LmdbDatabase, submissions: int) -> str:
@@ -362,11 +368,13 @@ class RedoLogMeter:
         commits = max(1, db.commits - self.commits)
         logged = (log_.logged_bytes - self.logged) / submissions
         checkpoints = log_.checkpoints - self.checkpoints
+        append_ms = (log_.append_seconds - self.append_seconds) / commits * 1e3
+        sync_s = log_.checkpoint_sync_seconds - self.sync_seconds
         grown = (db.disk_usage() - self.file) / 2**20
         return (
-            f"{submissions / commits:.2f} submissions per commit; {logged:,.0f} bytes logged (and synced) per "
-            f"submission; {checkpoints} checkpoints synced the data file; it grew {grown:,.1f} MiB (no page is "
-            "reused until the next checkpoint)"
+            f"{submissions / commits:.2f} submissions per commit; {logged:,.0f} bytes logged per submission, "
+            f"{append_ms:.2f} ms per commit to write and sync them; {checkpoints} checkpoints spent {sync_s:.2f} s "
+            f"syncing the data file, which grew {grown:,.1f} MiB (no page is reused until the next checkpoint)"
         )
 
 

@@ -5,7 +5,9 @@
 - ``lmdb:PATH`` (or ``lmdb:///abs/path``): the embedded store in directory PATH, created if
   missing.  Options as a query string: ``durable`` (default true: fsync every commit),
   ``group_commit`` (default true), ``map_size`` (bytes of address space),
-  ``transaction_seconds`` (default 5, FoundationDB's limit; 0 disables).
+  ``transaction_seconds`` (default 5, FoundationDB's limit; 0 disables), ``redo_log``
+  (default false: commits made durable by a synced log instead, see ``redo_log.py``) and
+  ``checkpoint_seconds`` (default 1: how often the redo log's checkpoints sync the data file).
 - ``fdb:`` (default cluster file) or ``fdb:CLUSTER_FILE``: FoundationDB through the
   official bindings.  Option ``api_version`` (default: the installed binding's latest).
 """

@@ -312,6 +312,8 @@ class RedoLog:
         self.failed: BaseException | None = None
         self.checkpoints = 0
         self.logged_bytes = 0  # appended by this session, for measurements
+        self.append_seconds = 0.0  # spent writing and syncing the log
+        self.checkpoint_sync_seconds = 0.0  # spent syncing the data file
         self._segment_number = 0
         self._segment_fd = -1
         self._segment_size = 0
@@ -333,14 +335,18 @@ class RedoLog:
         payload = encode_writes(writes)
         record = _RECORD.pack(len(payload), zlib.crc32(payload, zlib.crc32(struct.pack("<Q", txnid))), txnid) + payload
         size = self._segment_size
+        started = time.perf_counter()
         try:
-            os.write(self._segment_fd, record)
+            written = 0
+            while written < len(record):  # a regular file takes it whole unless the disk is full
+                written += os.write(self._segment_fd, record[written:])
             os.fdatasync(self._segment_fd)
         except OSError as exc:
             self._undo_append(size, exc)
             raise RedoLogError(f"could not write the redo log of {self.path}: {exc}") from exc
         self._segment_size = size + len(record)
         self.logged_bytes += len(record)
+        self.append_seconds += time.perf_counter() - started
         if self._segment_size >= self.checkpoint_bytes:
             self._wake.set()
 
@@ -385,8 +391,14 @@ class RedoLog:
                 writer.abort()
             if previous_fd >= 0:
                 os.close(previous_fd)
-            os.fdatasync(self.data_fd)  # every page of snapshot txnid, and its meta page
-            Checkpoint(txnid, self._segment_number, metas).save(self.path)
+            try:
+                started = time.perf_counter()
+                os.fdatasync(self.data_fd)  # every page of snapshot txnid, and its meta page
+                self.checkpoint_sync_seconds += time.perf_counter() - started
+                Checkpoint(txnid, self._segment_number, metas).save(self.path)
+            except BaseException:
+                pin.abort()  # the previous checkpoint, its pin and its log segments still hold
+                raise
             for number, segment in _segments(self.path):
                 if number < self._segment_number:
                     os.unlink(segment)
