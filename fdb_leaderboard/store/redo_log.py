@@ -3,7 +3,7 @@
 LMDB makes a commit durable by writing every page the transaction changed (leaves and the
 branch pages above them, scattered over the file) and fsyncing them: about 54 scattered pages
 for one score at 1,000,000 records, 1.5-3 ms on the disk measured in docs/benchmarks.md.  In
-redo-log mode a commit instead appends its write set (the keys it set and cleared, about 2 KiB
+redo-log mode a commit instead appends its write set (the keys it set and cleared, 1-1.5 KB
 for one score) to a log and fdatasyncs that, then commits to LMDB without syncing
 (``MDB_NOSYNC``).  A checkpoint thread syncs the data file about once a second.
 
