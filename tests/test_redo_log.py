@@ -26,7 +26,7 @@ import pytest
 from fdb_leaderboard.store import StoreError, open_database
 from fdb_leaderboard.store.api import encode_int64
 from fdb_leaderboard.store.lmdb_backend import LmdbDatabase
-from fdb_leaderboard.store.redo_log import CHECKPOINT_FILE, Checkpoint, RedoLogError, read_records
+from fdb_leaderboard.store.redo_log import CHECKPOINT_FILE, Checkpoint, RedoLogError, StoreLock, read_records
 
 PAGE = 4096
 THREADS = 4
@@ -185,6 +185,25 @@ def test_a_redo_log_session_has_the_store_to_itself(tmp_path: Path) -> None:
             message = pool.apply(_try_open, (f"lmdb:{store}?redo_log=true",))
         assert "needs the store to itself" in message
         assert plain.read(lambda tr: tr.get(b"k")) == b"v"
+
+
+def test_openers_take_their_locks_one_at_a_time(tmp_path: Path) -> None:
+    # An opener that found the store free turns its exclusive lock into a shared one, and flock
+    # may drop the lock in between: a redo-log session must not slip into that gap.
+    store = tmp_path / "store"
+    open_database(f"lmdb:{store}").close()
+    opened = threading.Event()
+
+    def open_and_close() -> None:
+        open_database(f"lmdb:{store}?redo_log=true").close()
+        opened.set()
+
+    with StoreLock(str(store)).gate():  # as if another process were between its two lock modes
+        opener = threading.Thread(target=open_and_close)
+        opener.start()
+        assert not opened.wait(0.5), "an opener went past the gate another opener holds"
+    assert opened.wait(30), "the opener did not go on once the gate was free"
+    opener.join()
 
 
 def _try_open(url: str) -> str:

@@ -75,34 +75,35 @@ class _Env:
         self.durable = durable
         self.redo_log = redo_log
         self.lock = redo.StoreLock(path)
+
+        def open_env() -> lmdb.Environment:
+            return lmdb.open(
+                path,
+                map_size=map_size,
+                sync=durable and not redo_log,
+                metasync=durable and not redo_log,
+                max_readers=1024,
+                max_dbs=0,
+                readahead=False,
+            )
+
         try:
-            exclusive = self.lock.try_exclusive()
-            if not exclusive and redo_log:
-                raise StoreError(f"{path} is open in another process; a redo-log session needs the store to itself")
-            if not exclusive:
-                self.lock.shared(path)
-
-            def open_env() -> lmdb.Environment:
-                return lmdb.open(
-                    path,
-                    map_size=map_size,
-                    sync=durable and not redo_log,
-                    metasync=durable and not redo_log,
-                    max_readers=1024,
-                    max_dbs=0,
-                    readahead=False,
-                )
-
-            # Only an opener holding the store alone may repair what a crashed redo-log session left.
-            self.env = redo.recover(path, open_env, _apply_writes)[0] if exclusive else open_env()
-            try:
-                if exclusive and not redo_log:
-                    self.lock.shared(path)
-                self.env.reader_check()  # drop reader slots left by killed processes
-                self.log = redo.RedoLog(path, self.env, checkpoint_seconds) if redo_log else None
-            except BaseException:
-                self.env.close()
-                raise
+            with self.lock.gate():
+                exclusive = self.lock.try_exclusive()
+                if not exclusive and redo_log:
+                    raise StoreError(f"{path} is open in another process; a redo-log session needs the store to itself")
+                if not exclusive:
+                    self.lock.shared()
+                # Only an opener holding the store alone may repair what a crashed redo-log session left.
+                self.env = redo.recover(path, open_env, _apply_writes)[0] if exclusive else open_env()
+                try:
+                    if exclusive and not redo_log:
+                        self.lock.shared()
+                    self.env.reader_check()  # drop reader slots left by killed processes
+                    self.log = redo.RedoLog(path, self.env, checkpoint_seconds) if redo_log else None
+                except BaseException:
+                    self.env.close()
+                    raise
         except BaseException:
             self.lock.close()
             raise

@@ -28,6 +28,7 @@ Files in the store directory:
 | file | content |
 |---|---|
 | ``redo.lock`` | ``flock``: exclusive for a redo-log session, shared for other openers |
+| ``redo.gate`` | ``flock`` held while one opener takes its lock (and recovers, if it must) |
 | ``redo.checkpoint`` | txn id ``C``, the first log segment still needed, both meta pages, CRC |
 | ``redo.<n>.log`` | records ``(length, crc32, txn id, write set)`` appended in commit order |
 
@@ -67,6 +68,7 @@ _META_MAGIC_OFFSET = 16  # after the page header
 _META_TXNID_OFFSET = 144
 
 LOCK_FILE = "redo.lock"
+GATE_FILE = "redo.gate"
 CHECKPOINT_FILE = "redo.checkpoint"
 DEFAULT_CHECKPOINT_SECONDS = 1.0
 DEFAULT_CHECKPOINT_BYTES = 64 << 20  # a segment this long triggers a checkpoint early
@@ -189,39 +191,59 @@ class Checkpoint:
 
 
 class StoreLock:
-    """The ``flock`` that keeps a redo-log session alone with its store."""
+    """The ``flock`` that keeps a redo-log session alone with its store.
+
+    Openers decide, recover and turn an exclusive lock into a shared one inside ``gate()``, one
+    at a time: ``flock`` may drop a lock before granting its new mode, and another opener must
+    not take the store alone in between.
+    """
 
     def __init__(self, path: str) -> None:
+        self.path = path
         self.fd = os.open(os.path.join(path, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
 
-    def try_exclusive(self) -> bool:
-        return self._try(fcntl.LOCK_EX)
-
-    def shared(self, redo_log_path: str, wait_seconds: float = 5.0) -> None:
-        """Take the shared lock, waiting out another opener's brief recovery check."""
-        deadline = time.monotonic() + wait_seconds
-        while not self._try(fcntl.LOCK_SH):
-            if time.monotonic() > deadline:
-                raise StoreError(
-                    f"{redo_log_path} is open in redo-log mode by another process (or being recovered after "
-                    "one crashed), which needs it alone; reach the store through that process (its gRPC "
-                    "service) or close it first"
-                )
-            time.sleep(0.01)
-
-    def _try(self, operation: int) -> bool:
+    @contextlib.contextmanager
+    def gate(self, wait_seconds: float = 60.0) -> Iterator[None]:
+        """Hold the store's opening gate (an ``flock`` on its own file) for the block."""
+        fd = os.open(os.path.join(self.path, GATE_FILE), os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(self.fd, operation | fcntl.LOCK_NB)
-            return True
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                return False
-            raise
+            deadline = time.monotonic() + wait_seconds
+            while not _try_flock(fd, fcntl.LOCK_EX):
+                if time.monotonic() > deadline:
+                    raise StoreError(
+                        f"{self.path} has been opening in another process for {wait_seconds:g} s (recovering "
+                        "after a crash, or stuck); try again once it is open"
+                    )
+                time.sleep(0.01)
+            yield
+        finally:
+            os.close(fd)  # releases the gate
+
+    def try_exclusive(self) -> bool:
+        return _try_flock(self.fd, fcntl.LOCK_EX)
+
+    def shared(self) -> None:
+        """Take the shared lock; inside the gate only a redo-log session can hold it exclusively."""
+        if not _try_flock(self.fd, fcntl.LOCK_SH):
+            raise StoreError(
+                f"{self.path} is open in redo-log mode by another process, which needs it alone; reach the "
+                "store through that process (its gRPC service) or close it first"
+            )
 
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)  # releases the lock
             self.fd = -1
+
+
+def _try_flock(fd: int, operation: int) -> bool:
+    try:
+        fcntl.flock(fd, operation | fcntl.LOCK_NB)
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EACCES):
+            return False
+        raise
 
 
 def recover(
