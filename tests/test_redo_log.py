@@ -75,7 +75,7 @@ def _refused(tr, key: bytes) -> None:
 def write_then_die(path: str, seed: int, checkpoint_midway: bool, out: str) -> None:
     """The child: write, keep the checkpoint's image of the data file, record the truth, die."""
     db = LmdbDatabase(path, redo_log=True, checkpoint_seconds=3600)
-    log = db._shared.log  # the checkpoints are driven by hand here
+    log = db.redo_log  # the checkpoints are driven by hand here
     data_file = os.path.join(path, "data.mdb")
     snapshot = Path(data_file).read_bytes()  # opening checkpointed and synced: the disk holds this
     model: dict[bytes, bytes] = {}

@@ -26,7 +26,8 @@ time):
    fresh submissions, on the store opened with the redo log (``redo_log=true``: each commit's
    writes appended to a log and synced, the data file synced by checkpoints about once a
    second), in-process and through a second server on that URL; the in-process rows note the
-   bytes logged per submission, the checkpoints and how much the data file grew.
+   bytes logged per submission, the time spent writing and syncing them per commit, the
+   checkpoints' data-file syncs and how much the data file grew.
 2. *Rank* of a random record in the current daily window (records with a value there)
    and in the all-time window (any record): ``index.rank`` / ``GetRank``.
 3. *Top 10* of the current ISO-weekly window: ``index.top`` / ``Top``.
@@ -357,14 +358,14 @@ class RedoLogMeter:
 
     def __init__(self, db: LmdbDatabase) -> None:
         self.commits = db.commits
-        self.checkpoints = db._shared.log.checkpoints
-        self.logged = db._shared.log.logged_bytes
-        self.append_seconds = db._shared.log.append_seconds
-        self.sync_seconds = db._shared.log.checkpoint_sync_seconds
+        self.checkpoints = db.redo_log.checkpoints
+        self.logged = db.redo_log.logged_bytes
+        self.append_seconds = db.redo_log.append_seconds
+        self.sync_seconds = db.redo_log.checkpoint_sync_seconds
         self.file = db.disk_usage()
 
     def note(self, db: LmdbDatabase, submissions: int) -> str:
-        log_ = db._shared.log
+        log_ = db.redo_log
         commits = max(1, db.commits - self.commits)
         logged = (log_.logged_bytes - self.logged) / submissions
         checkpoints = log_.checkpoints - self.checkpoints
@@ -850,7 +851,7 @@ class Run:
             db.run(lambda tr: tr.clear_range(scratch.prefix, strinc(scratch.prefix)))
             log(f"  submissions, 1 caller, durable=false ({args.ops:,})")
             with profiled(args.profile, "in-process submissions, durable=false"):
-                sample, _ = time_each(lambda s: index.add_score((s.pk,), s.score, s.ts), data.submissions["S0"])
+                sample = time_submissions(index, data.submissions["S0"])
             self.results["submit_1"]["ours_nondurable"] = Measured(SYSTEM_LABELS["ours_nondurable"], sample)
             log("  raw store (bench_rankedset's rounds, durable=false)")
             self.raw = measure_raw_store(db, args.seed)
@@ -886,13 +887,12 @@ class Run:
             log(f"  submissions in-process, durable: 1 caller, then {args.threads} threads")
             commits, written = db.commits, bytes_written()
             with profiled(args.profile, "in-process submissions, durable"):
-                sample, _ = time_each(lambda s: index.add_score((s.pk,), s.score, s.ts), data.submissions["S1"])
+                sample = time_submissions(index, data.submissions["S1"])
             self.results["submit_1"]["ours"] = Measured(
                 SYSTEM_LABELS["ours"], sample, written_note(written, db.commits - commits, len(data.submissions["S1"]))
             )
             commits, written = db.commits, bytes_written()
-            calls = [lambda s: index.add_score((s.pk,), s.score, s.ts)] * args.threads
-            sample, _ = time_concurrent(calls, data.submissions["S2"])
+            sample = time_submissions(index, data.submissions["S2"], args.threads)
             count = len(data.submissions["S2"])
             per_commit = count / max(1, db.commits - commits)
             self.results["submit_n"]["ours"] = Measured(
@@ -919,11 +919,7 @@ class Run:
             log(f"  submissions in-process, durable by redo log: 1 caller, then {args.threads} threads")
             for workload, name, threads in (("submit_1", "L1", 1), ("submit_n", "L2", args.threads)):
                 before = RedoLogMeter(db)
-                calls = [lambda s: index.add_score((s.pk,), s.score, s.ts)] * threads
-                if threads == 1:
-                    sample, _ = time_each(calls[0], data.submissions[name])
-                else:
-                    sample, _ = time_concurrent(calls, data.submissions[name])
+                sample = time_submissions(index, data.submissions[name], threads)
                 note = before.note(db, len(data.submissions[name]))
                 self.results[workload]["ours_log"] = Measured(SYSTEM_LABELS["ours_log"], sample, note)
         finally:
@@ -1112,6 +1108,12 @@ class Run:
                 row["measured_over_store"] = m.sample.us_per_op / store_us
             model[op] = row
         return model
+
+
+def time_submissions(index: LeaderboardIndex, submissions: Sequence[Submission], threads: int = 1) -> Sample:
+    """In-process ``add_score`` of each submission, by one caller or ``threads`` concurrent ones."""
+    calls = [lambda s: index.add_score((s.pk,), s.score, s.ts)] * threads
+    return time_each(calls[0], submissions)[0] if threads == 1 else time_concurrent(calls, submissions)[0]
 
 
 def _submit_all(index: LeaderboardIndex, submissions: Sequence[Submission]) -> int:

@@ -90,9 +90,11 @@ class _Env:
         try:
             with self.lock.gate():
                 exclusive = self.lock.try_exclusive()
-                if not exclusive and redo_log:
-                    raise StoreError(f"{path} is open in another process; a redo-log session needs the store to itself")
                 if not exclusive:
+                    if redo_log:
+                        raise StoreError(
+                            f"{path} is open in another process; a redo-log session needs the store to itself"
+                        )
                     self.lock.shared()
                 # Only an opener holding the store alone may repair what a crashed redo-log session left.
                 self.env = redo.recover(path, open_env, _apply_writes)[0] if exclusive else open_env()
@@ -362,7 +364,7 @@ class LmdbDatabase(Database):
         self._transaction_seconds = transaction_seconds if transaction_seconds > 0 else float("inf")
         self._shared = _Env.acquire(path, durable, map_size, redo_log, checkpoint_seconds)
         self._env = self._shared.env
-        self._log = self._shared.log
+        self.redo_log = self._shared.log  # the session's RedoLog (its counters), or None
         self._queue: deque[_Pending] = deque()
         self._queue_lock = threading.Lock()
         self._turn = threading.Condition()  # guards _leading: one leader runs batches at a time
@@ -422,7 +424,7 @@ class LmdbDatabase(Database):
             for pending in batch:
                 pending.error, pending.done = exc, True
             raise
-        writes: list[redo.Write] | None = [] if self._log is not None else None
+        writes: list[redo.Write] | None = [] if self.redo_log is not None else None
         try:
             if len(batch) == 1:  # a lone caller pays no nesting; if it fails, abort and stop here
                 self._execute(batch[0], txn, False, writes)
@@ -444,7 +446,7 @@ class LmdbDatabase(Database):
                 txn.abort()
             else:
                 if writes:  # logged and synced before LMDB commits: no reader sees a write a crash could undo
-                    self._log.append(txn.id(), writes)  # type: ignore[union-attr]
+                    self.redo_log.append(txn.id(), writes)  # type: ignore[union-attr]
                 txn.commit()
                 self.commits += 1
         except BaseException as exc:  # commit failed: nothing in the batch was kept
@@ -472,8 +474,8 @@ class LmdbDatabase(Database):
             return
         if nested:
             txn.commit()
-            if own is not None and writes is not None:
-                writes.extend(own)
+            if writes is not None:
+                writes.extend(own)  # type: ignore[arg-type]
 
     def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         self._check_open()

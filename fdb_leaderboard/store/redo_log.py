@@ -94,6 +94,11 @@ def decode_writes(payload: bytes) -> Iterator[Write]:
         position += b_length
 
 
+def _record_crc(txnid: int, payload: bytes) -> int:
+    """A record's checksum covers its transaction id, so a record cannot pass for another's."""
+    return zlib.crc32(payload, zlib.crc32(struct.pack("<Q", txnid)))
+
+
 def meta_txnid(page: bytes) -> int | None:
     """The transaction id an LMDB meta page names, or None if it is not a meta page."""
     if len(page) < _META_TXNID_OFFSET + 8:
@@ -135,7 +140,7 @@ def read_records(data: bytes) -> tuple[list[tuple[int, bytes]], int]:
         length, crc, txnid = _RECORD.unpack_from(data, position)
         start = position + _RECORD.size
         payload = data[start : start + length]
-        if len(payload) < length or zlib.crc32(payload, zlib.crc32(struct.pack("<Q", txnid))) != crc:
+        if len(payload) < length or _record_crc(txnid, payload) != crc:
             break
         records.append((txnid, payload))
         position = start + length
@@ -355,7 +360,7 @@ class RedoLog:
         if self.failed is not None:
             raise RedoLogError(f"the redo log of {self.path} failed earlier; reopen the store") from self.failed
         payload = encode_writes(writes)
-        record = _RECORD.pack(len(payload), zlib.crc32(payload, zlib.crc32(struct.pack("<Q", txnid))), txnid) + payload
+        record = _RECORD.pack(len(payload), _record_crc(txnid, payload), txnid) + payload
         size = self._segment_size
         started = time.perf_counter()
         try:
