@@ -516,8 +516,11 @@ class Operations:
         for (lb_key, group_bytes), bucket in buckets.items():
             window = directory.by_key(lb_key)
             extra = carried.get(group_bytes) if window is not None and window.type == ALL_TIME else None
-            bucket.sort(key=lambda value: (value.ts, value.seq))
-            value = aggregation.fold(bucket, self.packer(group_bytes), extra)
+            if len(bucket) == 1 and extra is None:
+                value = bucket[0]  # every aggregation folds one entry to itself (loads take this way)
+            else:
+                bucket.sort(key=lambda value: (value.ts, value.seq))
+                value = aggregation.fold(bucket, self.packer(group_bytes), extra)
             if value is not None:
                 out[(lb_key, group_bytes)] = value
         return out

@@ -56,7 +56,9 @@ def normalize_score(score: object, score_type: str) -> int | float:
     """
     score = check_score(score)
     if score_type == "DOUBLE":
-        return float(score)
+        # + 0.0 turns -0.0 into 0.0: the tuple layer would sort it before 0.0, so equal
+        # scores would rank by sign instead of by who reached them first.
+        return float(score) + 0.0
     if isinstance(score, float):
         raise InvalidArgument(f"this index takes integer scores, not {score!r} (create it with score type DOUBLE)")
     return score

@@ -983,6 +983,21 @@ def test_score_types_keep_numeric_order(db: Database, prefix: bytes) -> None:
         IndexSettings(aggregation="SUM", score_type="DOUBLE")
 
 
+@pytest.mark.parametrize("high_first", [True, False])
+def test_negative_zero_ties_with_zero(db: Database, prefix: bytes, high_first: bool) -> None:
+    """-0.0 is stored as 0.0: the tuple layer orders the two apart, which would rank equal
+    scores by sign instead of by who reached them first."""
+    index = make(db, prefix, score_type="DOUBLE", high_score_first=high_first)
+    index.update_windows(WindowUpdate(high_score_first=high_first))
+    index.add_score(("late",), -0.0, 20)
+    index.save_record(("early",), [Entry(0.0, 10)])
+    index.add_score(("best",), 1.0 if high_first else -1.0, 30)
+    listed = index.top(3)
+    assert [(e.pk[0], e.rank) for e in listed] == [("best", 0), ("early", 1), ("late", 2)]
+    assert [math.copysign(1, e.score) for e in listed[1:]] == [1, 1]
+    assert index.rank_for_score(-0.0) == index.rank_for_score(0.0) == 1
+
+
 def test_reference_layout_ranks_distinct_score_keys(db: Database, prefix: bytes) -> None:
     """Without duplicate counting (the Record Layer's layout) records with identical
     (score, timestamp, context) share one ranked-set element: ranks and counts are over keys."""

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import fdb.tuple
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -42,7 +42,8 @@ from hypothesis.stateful import (
 )
 from model import ALL_TIME, Listed, Model, ModelNotFound, ModelNotReady, ModelPrecondition
 
-from fdb_leaderboard.directory import Rebuild, WindowSpec, WindowUpdate
+from fdb_leaderboard.aggregation import AGGREGATIONS, Value
+from fdb_leaderboard.directory import INT64_MAX, INT64_MIN, Rebuild, WindowSpec, WindowUpdate
 from fdb_leaderboard.errors import FailedPrecondition, WindowNotFound, WindowNotReady
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
 from fdb_leaderboard.scans import IfAbsent, RankMode, ScanType
@@ -667,3 +668,24 @@ def test_shared_element_across_the_rank_cursor(tmp_path) -> None:
         assert index.count(1, 50) == 1 and index.rank(("a",), 1, 50) == 0
     finally:
         db.close()
+
+
+@given(
+    score=st.integers(min_value=INT64_MIN, max_value=INT64_MAX),
+    ts=st.integers(min_value=INT64_MIN, max_value=INT64_MAX - 1),
+    seq=st.integers(min_value=0, max_value=1000),
+    context=st.tuples() | st.tuples(st.text(max_size=3)),
+    high_first=st.booleans(),
+)
+def test_every_aggregation_folds_one_entry_to_itself(
+    score: int, ts: int, seq: int, context: tuple, high_first: bool
+) -> None:
+    """Saves and fills take a lone entry as the window's value without folding: true only
+    while every aggregation's fold of one entry is that entry."""
+
+    def pack(score: int | float, ts: int, context: tuple) -> bytes:
+        return fdb.tuple.pack((-score if high_first else score, ts, *context))
+
+    value = Value(score, ts, seq, context, pack(score, ts, context))
+    for aggregation in AGGREGATIONS.values():
+        assert aggregation.fold([value], pack) == value, aggregation.name

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The floors under ``tools/bench.py``'s figures: what this machine charges before our code runs.
 
-Two measurements that involve none of fdb-leaderboard's own work, so the benchmark's figures
-can be read against them:
+Three measurements that involve none of fdb-leaderboard's own work (the third borrows only its
+key layout and tuple codec), so the benchmark's figures can be read against them:
 
 **A gRPC call that does nothing.**  The product's ``Server``, started as ``tools/bench.py``
 starts it (its own process, an empty embedded store), answers the standard
@@ -23,7 +23,18 @@ Redis's ``appendfsync always`` does for each write.  A durable LMDB commit write
 it changed, wherever the B-tree keeps it, then syncs: ``tools/bench.py`` notes how many pages
 its durable submissions wrote per commit, and this table prices such a commit on this disk.
 
-    python tools/bench_floor.py [--calls 3000] [--threads 8] [--dir DIR] [--json PATH] [--markdown]
+**A bulk load's bare writes.**  The keys and values a load into an empty index stores for
+each of ``--load-records`` records of ``tools/bench.py``'s data (one score, 4 windows), built
+with the index's own layout and tuple codec and written straight through py-lmdb without a
+sync, as ``tools/bench.py`` loads (durable=false): phase 1, in transactions of 500 records,
+puts the record head (its 4 window states), the entry and the 4 primary B-tree keys with one
+``putmulti`` each; phase 2 puts each window's level-0 ranked-set nodes in key order (sorted in
+memory: no read-back, no upper levels) in transactions of 20,000.  No validation, folding,
+checks of what is stored, or per-call Python of the index: a lower bound on what a load
+written in Python costs here, read against the 20 us per record of 50,000 records/s.
+
+    python tools/bench_floor.py [--calls 3000] [--threads 8] [--dir DIR] [--load-records N]
+                                [--json PATH] [--markdown]
 """
 
 from __future__ import annotations
@@ -40,13 +51,21 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from bench import ServerProcess, environment, markdown, time_concurrent
+import lmdb
+from bench import ServerProcess, bench_directory, environment, make_data, markdown, time_concurrent
 from bench_rankedset import Sample, table, time_each
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from fdb_leaderboard import tuplecodec as tuples
+from fdb_leaderboard.layout import IndexLayout
+from fdb_leaderboard.proto import index_pb2
+from fdb_leaderboard.rankedset import _suffix
 
 PAGE = 4096
 LOG_RECORD = 200
 WARM_UP_CALLS = 200
+LOAD_BATCH = 500  # records per transaction, as tools/bench.py loads
+NODE_BATCH = 20_000  # ranked-set nodes per transaction, as a fill step appends them
 
 
 # -- gRPC ---------------------------------------------------------------------------------------
@@ -164,6 +183,78 @@ def disk_floor(directory: str, file_mib: int, rounds: int, page_counts: Sequence
     return out
 
 
+# -- bulk load ----------------------------------------------------------------------------------
+
+
+def _record_writes(
+    layout: IndexLayout, directory: Any, pk: int, score: int, ts: int, nodes: dict[bytes, list[bytes]]
+) -> list[tuple[bytes, bytes]]:
+    """A new record's keys and values (head, entry, primary keys); its level-0 node keys join ``nodes``."""
+    pk_flat = tuples.pack((pk,))
+    pk_nested = tuples.pack_nested((pk,), pk_flat)
+    element = tuples.pack((-score, ts))  # high score first, no context
+    head = index_pb2.RecordHead(next_seq=1)
+    out = []
+    for window in directory.containing(ts):
+        head.windows.add(lb_key=window.lb_key, group=b"", element=element, seq=0)
+        out.append((layout.primary + window.key_bytes + element + pk_flat, b""))
+        nodes[window.key_bytes].append(element)
+    out.append((layout.head_key(pk_nested), head.SerializeToString()))
+    out.append((layout.entry_key(pk_nested, ts, 0), tuples.pack(((), score, ()))))
+    return out
+
+
+def load_floor(directory: str, records: int, seed: int) -> dict[str, Any]:
+    """Per record: building its writes alone, phase 1 with the writes, phase 2 (ranked-set nodes)."""
+    rows = make_data(records, 1, seed).records
+    windows = bench_directory()
+    layout = IndexLayout(tuples.pack(("floor",)))
+    numbered = list(enumerate(rows))
+    batches = [numbered[i : i + LOAD_BATCH] for i in range(0, records, LOAD_BATCH)]
+    one = (1).to_bytes(8, "little")
+
+    def phase1(env: lmdb.Environment | None) -> tuple[float, dict[bytes, list[bytes]]]:
+        nodes: dict[bytes, list[bytes]] = {w.key_bytes: [] for w in windows.windows}
+        started = time.perf_counter()
+        for batch in batches:
+            writes = [kv for pk, (score, ts) in batch for kv in _record_writes(layout, windows, pk, score, ts, nodes)]
+            if env is not None:
+                with env.begin(write=True) as txn:
+                    txn.cursor().putmulti(writes)
+        return time.perf_counter() - started, nodes
+
+    def phase2(env: lmdb.Environment, nodes: dict[bytes, list[bytes]]) -> float:
+        started = time.perf_counter()
+        for key_bytes, elements in nodes.items():
+            level0 = layout.secondary + key_bytes + tuples.pack((0,))
+            keys = sorted(level0 + _suffix(element) for element in set(elements))
+            for i in range(0, len(keys), NODE_BATCH):
+                with env.begin(write=True) as txn:  # in key order, though not at the file's end: no MDB_APPEND
+                    txn.cursor().putmulti([(key, one) for key in keys[i : i + NODE_BATCH]])
+        return time.perf_counter() - started
+
+    build_only, _ = phase1(None)
+    with tempfile.TemporaryDirectory(prefix="bench-floor-", dir=directory) as scratch:
+        env = lmdb.open(scratch, map_size=1 << 40, sync=False, metasync=False)
+        try:
+            written, nodes = phase1(env)
+            ranked = phase2(env, nodes)
+            keys = env.stat()["entries"]
+        finally:
+            env.close()
+    per = 1e6 / records
+    total = written + ranked
+    return {
+        "records": records,
+        "store_keys": keys,
+        "build_us": round(build_only * per, 2),
+        "phase1_us": round(written * per, 2),
+        "phase2_us": round(ranked * per, 2),
+        "total_us": round(total * per, 2),
+        "records_per_s": round(records / total),
+    }
+
+
 # -- report ---------------------------------------------------------------------------------------
 
 
@@ -200,11 +291,24 @@ def tables(fig: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
             [f"append {LOG_RECORD} bytes to a log (Redis AOF)", f"{append['p50_ms']:.2f} / {append['p90_ms']:.2f}", ""]
         )
         out.append((f"A durable write ({fig['config']['file_mib']:,} MiB file)", headers, rows))
+    if fig.get("load"):
+        load = fig["load"]
+        headers = ["a load's bare writes, per record", "us", "records/s"]
+        rows = [
+            ["build the keys and values (no store)", f"{load['build_us']:.1f}", f"{1e6 / load['build_us']:,.0f}"],
+            ["phase 1: build and put head, entry, 4 primary keys", f"{load['phase1_us']:.1f}", ""],
+            ["phase 2: put level-0 ranked-set nodes in key order", f"{load['phase2_us']:.1f}", ""],
+            ["both phases", f"{load['total_us']:.1f}", f"{load['records_per_s']:,}"],
+        ]
+        caption = f"A bulk load's bare writes ({load['records']:,} records, {load['store_keys']:,} keys)"
+        out.append((caption, headers, rows))
     return out
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="What a do-nothing gRPC call and a durable page write cost here.")
+    parser = argparse.ArgumentParser(
+        description="What a do-nothing gRPC call, a durable page write and a load's bare writes cost here."
+    )
     parser.add_argument("--calls", type=int, default=3000, help="gRPC calls per run (default: %(default)s)")
     parser.add_argument("--threads", type=int, default=8, help="concurrent gRPC callers (default: %(default)s)")
     parser.add_argument(
@@ -220,8 +324,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--pages", default="1,8,30,114,500", help="comma-separated page counts k (default: %(default)s)"
     )
+    parser.add_argument(
+        "--load-records", type=int, default=1_000_000, help="records of the load floor (default: %(default)s)"
+    )
     parser.add_argument("--no-grpc", dest="grpc", action="store_false", help="skip the gRPC floor")
     parser.add_argument("--no-disk", dest="disk", action="store_false", help="skip the durable-write floor")
+    parser.add_argument("--no-load", dest="load", action="store_false", help="skip the bulk-load floor")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
@@ -230,7 +338,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.pages = [int(k) for k in args.pages.split(",")]
     except ValueError:
         parser.error(f"--pages must be comma-separated integers, not {args.pages!r}")
-    for name in ("calls", "threads", "file_mib", "rounds"):
+    for name in ("calls", "threads", "file_mib", "rounds", "load_records"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if any(k < 1 for k in args.pages):
@@ -249,6 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         fig["grpc"] = grpc_floor(args.calls, args.threads)
     if args.disk:
         fig["disk"] = disk_floor(args.dir, args.file_mib, args.rounds, args.pages, args.seed)
+    if args.load:
+        fig["load"] = load_floor(args.dir, args.load_records, args.seed)
     for caption, headers, rows in tables(fig):
         print(f"\n{caption}:\n")
         print(markdown(headers, rows) if args.markdown else table(headers, rows))
