@@ -37,8 +37,9 @@ time):
    ``--load-batch`` records, on the store opened with durable=false (then reopened with
    durable=true for everything else); through gRPC, one ``BulkLoad`` stream (the client's
    ``bulk_load``: messages of 500 records, transactions of ``--load-batch``, ranked sets
-   built at the end) into a second, empty index of the server's durable store.  records/s;
-   latency per batch in-process (the gRPC load is one call: throughput only).
+   built at the end) into a second, empty index of the server's durable store, then into a
+   third through the server on the redo-log URL.  records/s; latency per batch in-process
+   (the gRPC load is one call: throughput only).
 6. *Fill* of a new window over the loaded data: ``update_windows`` adds a 31-day window
    (a new type) covering every stored entry, then ``index.fill()`` fills it in batches of
    200 records (durable store); through gRPC, another new window, filled by ``Fill`` RPCs of
@@ -49,8 +50,9 @@ runs start ``Server`` (the product's gRPC server, its own durable LMDB store) in
 separate process on a free local port, over the same store directory, and call it with
 ``LeaderboardClient``.  Each client thread has its own client (channel), though gRPC may
 share one connection between them.  The order is: load, raw store rounds, durable=false
-submissions, (reopen durable) operation counts, reads, submissions, gRPC reads and
-submissions, in-process fill, gRPC fill, gRPC load.
+submissions, (reopen durable) operation counts, reads, submissions, (reopen with the redo
+log) submissions, gRPC reads and submissions, in-process fill, gRPC fill, gRPC load, then
+through the server on the redo-log URL gRPC submissions and a gRPC load.
 
 **Redis** (skipped, with a message, when ``redis-server`` or the ``redis`` package is
 missing, or with ``--no-redis``): Debian's ``redis-server`` started by the benchmark on a
@@ -864,7 +866,7 @@ class Run:
                 self.ours_fill()
                 self.ours_grpc_fill_and_load(server.address)
             with ServerProcess(self.url + "&redo_log=true") as server:
-                self.grpc_submissions(server.address, "ours_grpc_log", "L3", "L4")
+                self.ours_grpc_redo_log(server.address)
         else:
             self.ours_fill()
 
@@ -969,6 +971,14 @@ class Run:
                 self.results[name]["ours_grpc"] = Measured(SYSTEM_LABELS["ours_grpc"], sample)
         self.grpc_submissions(address, "ours_grpc", "S3", "S4")
 
+    def ours_grpc_redo_log(self, address: str) -> None:
+        """Submissions and a load through the server on the redo-log URL."""
+        from fdb_leaderboard.client import LeaderboardClient
+
+        self.grpc_submissions(address, "ours_grpc_log", "L3", "L4")
+        with LeaderboardClient(address, timeout=120) as lb:
+            self.grpc_load(lb, "ours_grpc_log", GRPC_LOAD_INDEX + "-log")
+
     def grpc_submissions(self, address: str, system: str, one: str, many: str) -> None:
         """Submissions through the server at ``address``: 1 client, then ``--threads`` clients."""
         from fdb_leaderboard.client import LeaderboardClient
@@ -1014,7 +1024,7 @@ class Run:
     def ours_grpc_fill_and_load(self, address: str) -> None:
         from fdb_leaderboard.client import LeaderboardClient
 
-        args, data = self.args, self.data
+        data = self.data
         total = len(data.records)
         with LeaderboardClient(address, timeout=120) as lb:
             log(f"  gRPC fill: a new window over {total:,} records, Fill RPCs of one {FILL_BATCH}-record batch")
@@ -1033,19 +1043,25 @@ class Run:
             self.results["fill"]["ours_grpc"] = Measured(
                 SYSTEM_LABELS["ours_grpc"] + ", Fill RPCs", clock.sample(total)
             )
-            log(f"  gRPC load: {total:,} records into a new index, BulkLoad stream, transactions of {args.load_batch}")
-            lb.create_index(GRPC_LOAD_INDEX, aggregation=self.aggregation, high_score_first=True)
-            lb.update_windows(GRPC_LOAD_INDEX, windows=self.windows, high_score_first=True)
-            started = time.perf_counter()
-            records = (((pk,), [record]) for pk, record in enumerate(data.records))
-            sent = BatchClock("load (gRPC, records sent)", total)
-            written = lb.bulk_load(GRPC_LOAD_INDEX, records, args.load_batch, progress=sent.tick)
-            expect("gRPC load", written, total)
-            # One call: its latency is the whole load, so only the throughput is reported.
-            self.results["load"]["ours_grpc"] = Measured(
-                SYSTEM_LABELS["ours_grpc"] + ", one BulkLoad stream", Sample(total, time.perf_counter() - started)
-            )
-            expect("gRPC-loaded index size", lb.count(GRPC_LOAD_INDEX), total)
+            self.grpc_load(lb, "ours_grpc", GRPC_LOAD_INDEX)
+
+    def grpc_load(self, lb: Any, system: str, name: str) -> None:
+        """The N records into a new index ``name`` through client ``lb``: one BulkLoad stream."""
+        args, data = self.args, self.data
+        total = len(data.records)
+        log(f"  gRPC load ({SYSTEM_LABELS[system]}): {total:,} records into a new index, BulkLoad stream")
+        lb.create_index(name, aggregation=self.aggregation, high_score_first=True)
+        lb.update_windows(name, windows=self.windows, high_score_first=True)
+        started = time.perf_counter()
+        records = (((pk,), [record]) for pk, record in enumerate(data.records))
+        sent = BatchClock(f"load ({system}, records sent)", total)
+        written = lb.bulk_load(name, records, args.load_batch, progress=sent.tick)
+        expect("gRPC load", written, total)
+        # One call: its latency is the whole load, so only the throughput is reported.
+        self.results["load"][system] = Measured(
+            SYSTEM_LABELS[system] + ", one BulkLoad stream", Sample(total, time.perf_counter() - started)
+        )
+        expect("gRPC-loaded index size", lb.count(name), total)
 
     # -- Redis and the comparison
 
