@@ -233,3 +233,41 @@ def test_a_damaged_checkpoint_is_refused_not_guessed(tmp_path: Path) -> None:
     (store / CHECKPOINT_FILE).write_bytes(bytes(raw))  # as if a crash left this session's checkpoint
     with pytest.raises(RedoLogError, match="fails its checksum"):
         open_database(f"lmdb:{store}")
+
+
+def _live_readers(db: LmdbDatabase) -> list[str]:
+    """LMDB's reader table rows of open read transactions (pins among them)."""
+    return [line.split()[-1] for line in db._env.readers().splitlines()[1:] if line.split()[-1] != "-"]
+
+
+def test_a_checkpoint_whose_sync_fails_keeps_the_previous_one(tmp_path: Path, monkeypatch) -> None:
+    store = tmp_path / "store"
+    db = LmdbDatabase(str(store), redo_log=True, checkpoint_seconds=3600)  # checkpoints by hand
+    log = db.redo_log
+    db.run(lambda tr: tr.set(b"a", b"1"))
+    assert log.checkpoint()
+    saved = (store / CHECKPOINT_FILE).read_bytes()
+    pins = _live_readers(db)
+    db.run(lambda tr: tr.set(b"b", b"2"))
+    segments = sorted(p.name for p in store.glob("redo.*.log"))
+    sync = os.fdatasync
+
+    def failing_data_sync(fd: int) -> None:
+        if fd == log.data_fd:
+            raise OSError(5, "injected I/O error")
+        sync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", failing_data_sync)
+    with pytest.raises(OSError, match="injected") as failure:
+        log.checkpoint()
+    monkeypatch.setattr(os, "fdatasync", sync)
+    assert (store / CHECKPOINT_FILE).read_bytes() == saved
+    # The new pin is released at once, not when the error's traceback (kept here) is collected.
+    assert failure.traceback and _live_readers(db) == pins
+    assert set(segments) <= {p.name for p in store.glob("redo.*.log")}  # still needed by the old checkpoint
+    db.run(lambda tr: tr.set(b"c", b"3"))  # the session goes on
+    assert log.checkpoint()
+    assert sorted(p.name for p in store.glob("redo.*.log")) == [max(p.name for p in store.glob("redo.*.log"))]
+    db.close()
+    with LmdbDatabase(str(store)) as reopened:
+        assert reopened.read(lambda tr: [tr.get(k) for k in (b"a", b"b", b"c")]) == [b"1", b"2", b"3"]

@@ -89,13 +89,7 @@ class _Env:
 
         try:
             with self.lock.gate():
-                exclusive = self.lock.try_exclusive()
-                if not exclusive:
-                    if redo_log:
-                        raise StoreError(
-                            f"{path} is open in another process; a redo-log session needs the store to itself"
-                        )
-                    self.lock.shared()
+                exclusive = self.lock.take(alone=redo_log)
                 # Only an opener holding the store alone may repair what a crashed redo-log session left.
                 self.env = redo.recover(path, open_env, _apply_writes)[0] if exclusive else open_env()
                 try:

@@ -224,8 +224,17 @@ class StoreLock:
         finally:
             os.close(fd)  # releases the gate
 
-    def try_exclusive(self) -> bool:
-        return _try_flock(self.fd, fcntl.LOCK_EX)
+    def take(self, alone: bool) -> bool:
+        """Inside the gate: hold the store exclusively if no one else has it (True), else share it.
+
+        ``alone`` (a redo-log session) refuses to share.
+        """
+        if _try_flock(self.fd, fcntl.LOCK_EX):
+            return True
+        if alone:
+            raise StoreError(f"{self.path} is open in another process; a redo-log session needs the store to itself")
+        self.shared()
+        return False
 
     def shared(self) -> None:
         """Take the shared lock; inside the gate only a redo-log session can hold it exclusively."""
@@ -395,36 +404,34 @@ class RedoLog:
         the data file's sync runs while they go on (their pages are not part of the snapshot).
         """
         with self._lock:
-            writer = self.env.begin(write=True)  # holds commits back while the snapshot is chosen
             pin = None
             try:
-                txnid = writer.id() - 1
-                if txnid == self._checkpointed_txnid:
-                    return False
-                pin = self.env.begin()
-                metas = os.pread(self.data_fd, 2 * self.page_size, 0)
-                named = sorted(meta_txnid(metas[i * self.page_size : (i + 1) * self.page_size]) or 0 for i in (0, 1))
-                if pin.id() != txnid or named[1] != txnid:
-                    raise RedoLogError(
-                        f"LMDB's meta pages name transactions {named}, not {txnid}: unexpected data file layout"
-                    )
-                previous_fd = self._segment_fd
-                self._open_segment(self._segment_number + 1)
-            except BaseException:
-                if pin is not None:
-                    pin.abort()
-                raise
-            finally:
-                writer.abort()
-            if previous_fd >= 0:
-                os.close(previous_fd)
-            try:
+                writer = self.env.begin(write=True)  # holds commits back while the snapshot is chosen
+                try:
+                    txnid = writer.id() - 1
+                    if txnid == self._checkpointed_txnid:
+                        return False
+                    pin = self.env.begin()
+                    metas = os.pread(self.data_fd, 2 * self.page_size, 0)
+                    pages = (metas[i * self.page_size : (i + 1) * self.page_size] for i in (0, 1))
+                    named = sorted(meta_txnid(page) or 0 for page in pages)
+                    if pin.id() != txnid or named[1] != txnid:
+                        raise RedoLogError(
+                            f"LMDB's meta pages name transactions {named}, not {txnid}: unexpected data file layout"
+                        )
+                    previous_fd = self._segment_fd
+                    self._open_segment(self._segment_number + 1)
+                finally:
+                    writer.abort()
+                if previous_fd >= 0:
+                    os.close(previous_fd)
                 started = time.perf_counter()
                 os.fdatasync(self.data_fd)  # every page of snapshot txnid, and its meta page
                 self.checkpoint_sync_seconds += time.perf_counter() - started
                 Checkpoint(txnid, self._segment_number, metas).save(self.path)
             except BaseException:
-                pin.abort()  # the previous checkpoint, its pin and its log segments still hold
+                if pin is not None:
+                    pin.abort()  # the previous checkpoint, its pin and its log segments still hold
                 raise
             for number, segment in _segments(self.path):
                 if number < self._segment_number:
