@@ -21,12 +21,20 @@ import shutil
 import threading
 from pathlib import Path
 
+import lmdb
 import pytest
 
 from fdb_leaderboard.store import StoreError, open_database
 from fdb_leaderboard.store.api import encode_int64
 from fdb_leaderboard.store.lmdb_backend import LmdbDatabase
-from fdb_leaderboard.store.redo_log import CHECKPOINT_FILE, Checkpoint, RedoLogError, StoreLock, read_records
+from fdb_leaderboard.store.redo_log import (
+    CHECKPOINT_FILE,
+    Checkpoint,
+    RedoLog,
+    RedoLogError,
+    StoreLock,
+    read_records,
+)
 
 PAGE = 4096
 THREADS = 4
@@ -271,3 +279,40 @@ def test_a_checkpoint_whose_sync_fails_keeps_the_previous_one(tmp_path: Path, mo
     db.close()
     with LmdbDatabase(str(store)) as reopened:
         assert reopened.read(lambda tr: [tr.get(k) for k in (b"a", b"b", b"c")]) == [b"1", b"2", b"3"]
+
+
+class _CommitFails:
+    """A write transaction whose LMDB commit fails (and, as LMDB's does, aborts it)."""
+
+    def __init__(self, txn) -> None:
+        self.txn = txn
+
+    def id(self) -> int:
+        return self.txn.id()
+
+    def commit(self) -> None:
+        self.txn.abort()
+        raise lmdb.DiskError("injected commit failure")
+
+
+def test_a_commit_that_fails_after_its_record_was_logged_is_never_replayed(tmp_path: Path, monkeypatch) -> None:
+    store, crashed = tmp_path / "store", tmp_path / "crashed"
+    db = LmdbDatabase(str(store), redo_log=True, checkpoint_seconds=3600)  # no checkpoint after the first
+    db.run(lambda tr: tr.set(b"a", b"1"))
+    logged = db.redo_log.logged_bytes
+    commit = RedoLog.commit
+    monkeypatch.setattr(RedoLog, "commit", lambda log, txn, writes: commit(log, _CommitFails(txn), writes))
+    with pytest.raises(lmdb.DiskError, match="injected"):
+        db.run(lambda tr: tr.set(b"phantom", b"told it failed"))
+    monkeypatch.undo()
+    assert db.redo_log.logged_bytes == logged and db.redo_log.failed is None
+    db.run(lambda tr: tr.set(b"b", b"2"))  # LMDB gives it the failed commit's transaction id
+    (segment,) = store.glob("redo.*.log")
+    txnids = [txnid for txnid, _ in read_records(segment.read_bytes())[0]]
+    assert len(txnids) == 2 and len(set(txnids)) == 2
+    crashed.mkdir()  # what a crash now leaves: the log replays onto the checkpoint's snapshot
+    for name in ("data.mdb", CHECKPOINT_FILE, segment.name):
+        shutil.copy(store / name, crashed / name)
+    db.close()
+    with LmdbDatabase(str(crashed)) as recovered:
+        assert recovered.read(lambda tr: tr.get_range(b"\x00", b"\xff")) == [(b"a", b"1"), (b"b", b"2")]

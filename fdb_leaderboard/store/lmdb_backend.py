@@ -440,8 +440,9 @@ class LmdbDatabase(Database):
                 txn.abort()
             else:
                 if writes:  # logged and synced before LMDB commits: no reader sees a write a crash could undo
-                    self.redo_log.append(txn.id(), writes)  # type: ignore[union-attr]
-                txn.commit()
+                    self.redo_log.commit(txn, writes)  # type: ignore[union-attr]
+                else:
+                    txn.commit()
                 self.commits += 1
         except BaseException as exc:  # commit failed: nothing in the batch was kept
             txn.abort()

@@ -328,8 +328,9 @@ def finish(path: str) -> None:
 class RedoLog:
     """The log of one redo-log session, its checkpoints and the snapshot they pin.
 
-    ``append`` runs inside LMDB's write transaction (so appends are in commit order);
-    ``checkpoint`` takes the write lock itself for the moment it needs commits to stop.
+    ``commit`` logs a write transaction's writes and then commits it, while the transaction
+    holds LMDB's write lock (so records are in commit order); ``checkpoint`` takes the write
+    lock itself for the moment it needs commits to stop.
     """
 
     def __init__(
@@ -364,6 +365,22 @@ class RedoLog:
 
     # -- appends -----------------------------------------------------------------------------
 
+    def commit(self, txn: Any, writes: Sequence[Write]) -> None:
+        """Log the write transaction ``txn``'s writes durably, then commit it to LMDB.
+
+        A commit that fails after its record was synced takes the record back: LMDB gives its
+        transaction id to the next write transaction, and a replay must not apply writes whose
+        caller was told they failed.
+        """
+        size = self._segment_size
+        self.append(txn.id(), writes)
+        try:
+            txn.commit()
+        except BaseException as exc:
+            self.logged_bytes -= self._segment_size - size
+            self._undo_append(size, exc)
+            raise
+
     def append(self, txnid: int, writes: Sequence[Write]) -> None:
         """Log one commit's writes durably; the caller commits to LMDB only after this returns."""
         if self.failed is not None:
@@ -386,12 +403,16 @@ class RedoLog:
         if self._segment_size >= self.checkpoint_bytes:
             self._wake.set()
 
-    def _undo_append(self, size: int, error: OSError) -> None:
-        """Cut a failed append off the log; if even that fails, refuse every later write."""
+    def _undo_append(self, size: int, error: BaseException) -> None:
+        """Cut the log back to ``size`` bytes; if even that fails, refuse every later write.
+
+        (A record left behind that way is dropped by a clean close; only a crash replays it.)
+        """
         try:
             os.ftruncate(self._segment_fd, size)
             os.lseek(self._segment_fd, size, os.SEEK_SET)
             os.fdatasync(self._segment_fd)
+            self._segment_size = size
         except OSError:
             self.failed = error
 
