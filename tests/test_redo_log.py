@@ -310,9 +310,79 @@ def test_a_commit_that_fails_after_its_record_was_logged_is_never_replayed(tmp_p
     (segment,) = store.glob("redo.*.log")
     txnids = [txnid for txnid, _ in read_records(segment.read_bytes())[0]]
     assert len(txnids) == 2 and len(set(txnids)) == 2
-    crashed.mkdir()  # what a crash now leaves: the log replays onto the checkpoint's snapshot
-    for name in ("data.mdb", CHECKPOINT_FILE, segment.name):
-        shutil.copy(store / name, crashed / name)
+    _copy_as_a_crash_leaves_it(store, crashed)
     db.close()
     with LmdbDatabase(str(crashed)) as recovered:
         assert recovered.read(lambda tr: tr.get_range(b"\x00", b"\xff")) == [(b"a", b"1"), (b"b", b"2")]
+
+
+def _copy_as_a_crash_leaves_it(store: Path, crashed: Path) -> None:
+    """The data file, checkpoint and log of an open session: recovery replays the log onto them."""
+    crashed.mkdir()
+    for name in ["data.mdb", CHECKPOINT_FILE, *(p.name for p in store.glob("redo.*.log"))]:
+        shutil.copy(store / name, crashed / name)
+
+
+def _interrupt_the_next_log_sync(monkeypatch, log: RedoLog) -> None:
+    """Ctrl-C during the log's fdatasync: Python raises KeyboardInterrupt once the call returns."""
+    sync = os.fdatasync
+
+    def sync_then_interrupt(fd: int) -> None:
+        sync(fd)
+        if fd == log._segment_fd:
+            monkeypatch.setattr(os, "fdatasync", sync)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fdatasync", sync_then_interrupt)
+
+
+def test_a_commit_interrupted_while_its_record_syncs_is_never_replayed(tmp_path: Path, monkeypatch) -> None:
+    store, crashed = tmp_path / "store", tmp_path / "crashed"
+    db = LmdbDatabase(str(store), redo_log=True, checkpoint_seconds=3600)
+    db.run(lambda tr: tr.set(b"a", b"1"))
+    _interrupt_the_next_log_sync(monkeypatch, db.redo_log)
+    with pytest.raises(KeyboardInterrupt):
+        db.run(lambda tr: tr.set(b"interrupted", b"x" * 1000))
+    assert db.read(lambda tr: tr.get(b"interrupted")) is None
+    db.run(lambda tr: tr.set(b"b", b"2"))  # acknowledged, with the interrupted commit's txn id
+    commit = RedoLog.commit
+    monkeypatch.setattr(RedoLog, "commit", lambda log, txn, writes: commit(log, _CommitFails(txn), writes))
+    with pytest.raises(lmdb.DiskError):  # its record is cut off again: b's must stay whole
+        db.run(lambda tr: tr.set(b"failed", b"v"))
+    monkeypatch.undo()
+    _copy_as_a_crash_leaves_it(store, crashed)
+    db.close()
+    with LmdbDatabase(str(crashed)) as recovered:
+        assert recovered.read(lambda tr: tr.get_range(b"\x00", b"\xff")) == [(b"a", b"1"), (b"b", b"2")]
+
+
+class _InterruptedAfterCommit(_CommitFails):
+    """Ctrl-C during LMDB's commit: the commit completes, then Python raises KeyboardInterrupt."""
+
+    def commit(self) -> None:
+        self.txn.commit()
+        raise KeyboardInterrupt
+
+
+def test_an_interrupt_after_the_lmdb_commit_keeps_the_record(tmp_path: Path, monkeypatch) -> None:
+    store, crashed = tmp_path / "store", tmp_path / "crashed"
+    db = LmdbDatabase(str(store), redo_log=True, checkpoint_seconds=3600)
+    commit = RedoLog.commit
+    monkeypatch.setattr(RedoLog, "commit", lambda log, txn, writes: commit(log, _InterruptedAfterCommit(txn), writes))
+    with pytest.raises(KeyboardInterrupt):
+        db.run(lambda tr: tr.set(b"k", b"committed"))
+    monkeypatch.undo()
+    assert db.read(lambda tr: tr.get(b"k")) == b"committed"  # readers see it: a crash must keep it
+    _copy_as_a_crash_leaves_it(store, crashed)
+    db.close()
+    with LmdbDatabase(str(crashed)) as recovered:
+        assert recovered.read(lambda tr: tr.get(b"k")) == b"committed"
+
+
+def test_a_range_clear_with_bounds_longer_than_any_key_is_logged(tmp_path: Path) -> None:
+    # The record format holds bounds of up to 65,535 bytes; FoundationDB accepts longer ones.
+    begin = b"p" + bytes(70_000)
+    with LmdbDatabase(str(tmp_path / "store"), redo_log=True) as db:
+        db.run(lambda tr: [tr.set(key, b"v") for key in (b"p", b"p\x00\x01", b"q", b"q\x00\x02")])
+        db.run(lambda tr: tr.clear_range(begin, b"q\x00\x01" + bytes(70_000)))
+        assert db.read(lambda tr: tr.get_range(b"\x00", b"\xff")) == [(b"p", b"v"), (b"q\x00\x02", b"v")]

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import fdb.tuple
+import lmdb
 import pytest
 from fdb.subspace_impl import Subspace
 from hypothesis import HealthCheck, given, settings
@@ -44,7 +45,7 @@ from fdb_leaderboard.store import (
     strinc,
 )
 from fdb_leaderboard.store.api import apply_add, apply_max, apply_min
-from fdb_leaderboard.store.lmdb_backend import LmdbDatabase
+from fdb_leaderboard.store.lmdb_backend import LmdbDatabase, _Pending
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -1142,6 +1143,68 @@ def test_lmdb_without_group_commit_one_commit_per_transaction(lmdb_dir: Path) ->
         )
         assert (follow, errors) == ({i: i for i in range(4)}, {})
         assert database.commits == 400 + 1 + 4
+
+
+class _BeginFails:
+    """An LMDB environment whose next write transaction cannot begin (say MapResizedError)."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+
+    def begin(self, **kwargs: Any) -> Any:
+        if kwargs.get("write"):
+            self.begin = self.env.begin  # once
+            raise lmdb.MapResizedError("injected: the write transaction cannot begin")
+        return self.env.begin(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env, name)
+
+
+def test_lmdb_a_leader_failing_for_another_callers_batch_withdraws_its_own_call(lmdb_dir: Path) -> None:
+    # Without group commit a leader runs the oldest queued call, here another caller's.  When
+    # that batch cannot begin, the leader is told so, and its own call must not run later.
+    with open_lmdb(lmdb_dir, "group_commit=false&durable=false") as database:
+        assert isinstance(database, LmdbDatabase)
+        queued_earlier = _Pending(lambda tr: tr.set(b"earlier", b"v"), (), {})
+        database._queue.append(queued_earlier)  # a caller that queued and waits for its turn
+        database._env = _BeginFails(database._env)
+        with pytest.raises(lmdb.MapResizedError, match="injected"):
+            database.run(lambda tr: tr.set(b"mine", b"v"))
+        assert queued_earlier.done and isinstance(queued_earlier.error, lmdb.MapResizedError)
+        database.run(lambda tr: tr.set(b"later", b"v"))
+        assert database.read(lambda tr: tr.get_range(b"\x00", b"\xff")) == [(b"later", b"v")]
+
+
+def test_lmdb_run_racing_close_fails_instead_of_waiting_forever(lmdb_dir: Path, monkeypatch) -> None:
+    database = LmdbDatabase(str(lmdb_dir))
+    check = database._check_open
+    closing: list[threading.Thread] = []
+
+    def check_then_close_meanwhile() -> None:
+        check()  # passes: the store is open
+        closer = threading.Thread(target=database.close)
+        closer.start()
+        closer.join(0.3)  # close() runs now, before the call is queued, unless run() holds it off
+        closing.append(closer)
+
+    monkeypatch.setattr(database, "_check_open", check_then_close_meanwhile)
+    outcome: list[BaseException | None] = []
+
+    def caller() -> None:
+        try:
+            database.run(lambda tr: tr.set(b"k", b"v"))
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=caller, daemon=True)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive(), "run() racing close() never returned"
+    assert isinstance(outcome[0], StoreError) and "closed" in str(outcome[0])
+    closing[0].join(10)
+    assert not closing[0].is_alive()
 
 
 # -- URLs ---------------------------------------------------------------------------------------

@@ -277,6 +277,9 @@ class LmdbTransaction(Transaction):
         if begin > end:
             raise InvertedRange(f"clear_range begin {begin!r} is after end {end!r}")
         self._account(len(begin) + len(end))
+        # No stored key is longer than LMDB's limit, so cut bounds select the same keys (and
+        # fit the redo log's records).
+        begin, end = begin[: _LMDB_MAX_KEY + 1], end[: _LMDB_MAX_KEY + 1]
         started = time.monotonic()
         _clear_range(self._cursor, begin, end)
         if self._log is not None:
@@ -370,25 +373,34 @@ class LmdbDatabase(Database):
         return time.monotonic() + self._transaction_seconds
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        self._check_open()
         pending = _Pending(fn, args, kwargs)
-        with self._queue_lock:
+        with self._queue_lock:  # close() fails what is queued under this lock, after marking closed
+            self._check_open()
             self._queue.append(pending)
-        while True:
-            with self._turn:
-                # Callers whose work a leader already committed return without queueing for
-                # the leadership; one caller still waiting becomes the next leader.
-                while self._leading and not pending.done:
-                    self._turn.wait()
-                if pending.done:
-                    break
-                self._leading = True
-            try:
-                self._run_batch()
-            finally:
+        try:
+            while True:
                 with self._turn:
-                    self._leading = False
-                    self._turn.notify_all()
+                    # Callers whose work a leader already committed return without queueing for
+                    # the leadership; one caller still waiting becomes the next leader.
+                    while self._leading and not pending.done:
+                        self._turn.wait()
+                    if pending.done:
+                        break
+                    self._leading = True
+                try:
+                    self._run_batch()
+                finally:
+                    with self._turn:
+                        self._leading = False
+                        self._turn.notify_all()
+        except BaseException as exc:
+            # This caller gets an error (its batch's, or an interrupt): a call of its own still
+            # queued must not run later.  One a leader already took is running or ran.
+            with self._queue_lock:
+                if not pending.done and pending in self._queue:
+                    self._queue.remove(pending)
+                    pending.error, pending.done = exc, True
+            raise
         if pending.error is not None:
             raise pending.error
         return pending.result
@@ -419,6 +431,7 @@ class LmdbDatabase(Database):
                 pending.error, pending.done = exc, True
             raise
         writes: list[redo.Write] | None = [] if self.redo_log is not None else None
+        txnid = txn.id()
         try:
             if len(batch) == 1:  # a lone caller pays no nesting; if it fails, abort and stop here
                 self._execute(batch[0], txn, False, writes)
@@ -444,8 +457,10 @@ class LmdbDatabase(Database):
                 else:
                     txn.commit()
                 self.commits += 1
-        except BaseException as exc:  # commit failed: nothing in the batch was kept
-            txn.abort()
+        except BaseException as exc:
+            if self.committed(txnid):  # an interrupt after the commit: every result stands
+                raise
+            txn.abort()  # nothing in the batch was kept
             for pending in batch:
                 if pending.error is None:
                     pending.error = exc
@@ -471,6 +486,10 @@ class LmdbDatabase(Database):
             txn.commit()
             if writes is not None:
                 writes.extend(own)  # type: ignore[arg-type]
+
+    def committed(self, txnid: int) -> bool:
+        """Whether write transaction ``txnid`` committed (an interrupt may follow a commit)."""
+        return self._env.info()["last_txnid"] >= txnid
 
     def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         self._check_open()

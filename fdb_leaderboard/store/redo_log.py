@@ -372,13 +372,14 @@ class RedoLog:
         transaction id to the next write transaction, and a replay must not apply writes whose
         caller was told they failed.
         """
-        size = self._segment_size
-        self.append(txn.id(), writes)
+        size, txnid = self._segment_size, txn.id()
+        self.append(txnid, writes)
         try:
             txn.commit()
         except BaseException as exc:
-            self.logged_bytes -= self._segment_size - size
-            self._undo_append(size, exc)
+            if self.env.info()["last_txnid"] < txnid:  # not an interrupt after the commit
+                self.logged_bytes -= self._segment_size - size
+                self._undo_append(size, exc)
             raise
 
     def append(self, txnid: int, writes: Sequence[Write]) -> None:
@@ -394,9 +395,11 @@ class RedoLog:
             while written < len(record):  # a regular file takes it whole unless the disk is full
                 written += os.write(self._segment_fd, record[written:])
             os.fdatasync(self._segment_fd)
-        except OSError as exc:
+        except BaseException as exc:  # an interrupt too: the caller is told this commit failed
             self._undo_append(size, exc)
-            raise RedoLogError(f"could not write the redo log of {self.path}: {exc}") from exc
+            if isinstance(exc, OSError):
+                raise RedoLogError(f"could not write the redo log of {self.path}: {exc}") from exc
+            raise
         self._segment_size = size + len(record)
         self.logged_bytes += len(record)
         self.append_seconds += time.perf_counter() - started
