@@ -34,7 +34,7 @@ from .directory import (
     sub_directory_from_bytes,
 )
 from .errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
-from .layout import IndexLayout, decode_latest_timestamp, encode_latest_timestamp
+from .layout import IndexLayout, decode_latest_timestamp, encode_latest_timestamp, extensions_end
 from .proto import index_pb2
 from .rankedset import HashFunction, RankedSet
 from .scans import IfAbsent, RankedEntry, RankMode, Reader, ScanPage, ScanType, WindowRef
@@ -241,7 +241,7 @@ class Operations:
     def _shared(self, window: Window, group_bytes: bytes, element: bytes) -> bool:
         """Whether another ranked record holds ``element`` (for sets that keep one per element)."""
         shared = self.layout.primary + window.key_bytes + group_bytes + element
-        end = strinc(shared)
+        end = extensions_end(shared)
         limit = self.rank_limit(window)
         if limit is not None:  # while the set is built, only records up to the limit are in it
             end = min(end, self.layout.primary + window.key_bytes + limit + b"\x00")
@@ -539,7 +539,7 @@ class Operations:
             for window in directory.windows:
                 # Primary entries, not ranked-set nodes: an emptied group keeps its sentinels.
                 prefix = self.layout.window_primary(window.key_bytes) + group_bytes
-                if self.tr.get_range(prefix, strinc(prefix), 1):
+                if self.tr.get_range(prefix, extensions_end(prefix), 1):
                     current = self.high_score_first(group_bytes)
                     if current == high_score_first:
                         break
@@ -810,7 +810,14 @@ class Operations:
                 (group_bytes, Value(score, ts, seq, tuple(context), self.packer(group_bytes)(score, ts, context)))
             )
         carried = self._carried(head)
-        computed = self._fold(values, directory, pk_nested, carried, only=windows)
+        try:
+            computed = self._fold(values, directory, pk_nested, carried, only=windows)
+        except InvalidArgument as exc:  # a SUM over entries whose totals in older windows fit
+            raise FailedPrecondition(
+                f"record {tuples.unpack(pk_nested)[0]!r} cannot be filled into "
+                f"{', '.join(window.describe() for window in windows)}: {exc}; delete or rewrite the "
+                "record, or remove the window"
+            ) from exc
         filled = {window.lb_key for window in windows}
         for key, value in computed.items():
             self.index_add(directory.by_key(key[0]), key[1], value.element, pk_flat)  # type: ignore[arg-type]
@@ -846,7 +853,8 @@ class Operations:
         else:
             needed = {(_element_timestamp(state.element), state.seq) for state in live}
         carried = {c.group: c for c in head.carried}
-        removed = 0
+        totals = {group_bytes: c.total for group_bytes, c in carried.items()}  # Python ints: no overflow midway
+        doomed = []
         for ts, seq, (group, score, context) in self.read_entries(pk_nested, INT64_MIN, before):
             if self.index.aggregation.name == "SUM":
                 windows = directory.containing(ts) if directory is not None else []
@@ -857,13 +865,19 @@ class Operations:
                     fold = carried.get(group_bytes)
                     if fold is None:
                         fold = carried[group_bytes] = index_pb2.CarriedTotal(group=group_bytes, ts=ts, seq=seq)
-                    fold.total += score
+                    totals[group_bytes] = totals.get(group_bytes, 0) + score
                     if (ts, seq) >= (fold.ts, fold.seq):  # entries come in (ts, seq) order
                         fold.ts, fold.seq, fold.context = ts, seq, tuples.pack(tuple(context))
             elif (ts, seq) in needed:
                 continue
-            self.tr.clear(self.layout.entry_key(pk_nested, ts, seq))
-            removed += 1
+            doomed.append(self.layout.entry_key(pk_nested, ts, seq))
+        if not all(INT64_MIN <= total <= INT64_MAX for total in totals.values()):
+            return 0  # a carried total must fit in int64: keep the entries it would replace
+        for group_bytes, total in totals.items():
+            carried[group_bytes].total = total
+        for key in doomed:
+            self.tr.clear(key)
+        removed = len(doomed)
         if removed or len(live) != len(head.windows):
             del head.windows[:]
             head.windows.extend(live)

@@ -86,6 +86,16 @@ class IndexLayout:
         return [(primary, strinc(primary)), (secondary, strinc(secondary))]
 
 
+def extensions_end(prefix: bytes) -> bytes:
+    """The exclusive end of the keys that continue the packed tuple ``prefix`` with more items.
+
+    ``strinc(prefix)`` would also take in a longer tuple sharing the bytes: ``("a",)`` packs
+    to ``02 61 00`` and ``("a\\x00",)`` to ``02 61 00 ff 00``.  An added item starts with a
+    type code below 0xff; such a longer tuple continues with 0xff.
+    """
+    return prefix + b"\xff"
+
+
 def encode_latest_timestamp(ts: int) -> bytes:
     """The reference's ``encodeSignedLong``: LE bytes of ``ts - INT64_MIN`` (so MAX orders signed)."""
     return (ts - INT64_MIN).to_bytes(8, "little")

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from . import tuplecodec as tuples
 from .directory import ALL_TIME, Window, check_window_type
 from .errors import InvalidArgument, WindowNotFound, WindowNotReady
+from .layout import extensions_end
 from .store.api import strinc
 from .values import check_at_least, check_items, check_timestamp, negate, normalize_score
 
@@ -280,20 +281,20 @@ class Reader:
         group_prefix = self.layout.primary + window.key_bytes + group_bytes
         decode = self._row_decoder(window, group_bytes)
         if start == 0 and ranked.count_duplicates:  # the top: the B-tree's first rows
-            keys = self.tr.get_range(group_prefix, strinc(group_prefix), count) if count > 0 else []
+            keys = self.tr.get_range(group_prefix, extensions_end(group_prefix), count) if count > 0 else []
             return self._with_ranks(window, group_bytes, [decode(k) for k, _ in keys], 0, None, mode)
         element = ranked.get_nth(self.tr, start) if count > 0 else None
         if element is None:
             return []
         if ranked.count_duplicates:  # positions are records: skip those of the key before `start`
             skip = start - (ranked.rank(self.tr, element) or 0)
-            keys = self.tr.get_range(group_prefix + element, strinc(group_prefix), skip + count)
+            keys = self.tr.get_range(group_prefix + element, extensions_end(group_prefix), skip + count)
             rows = [decode(k) for k, _ in keys]
             before = rows[skip - 1] if skip else self._before(group_prefix, keys[0][0], decode) if keys else None
             return self._with_ranks(window, group_bytes, rows[skip:], start, before, mode)
         # Positions are distinct keys, as in the reference: every record of `count` keys.
         last = ranked.get_nth(self.tr, start + count - 1)
-        end = strinc(group_prefix + last) if last is not None else strinc(group_prefix)
+        end = extensions_end(group_prefix + last if last is not None else group_prefix)
         rows = [decode(k) for k, _ in self.tr.get_range(group_prefix + element, end)]
         before = self._before(group_prefix, rows[0].key, decode) if rows and start else None
         return self._with_ranks(window, group_bytes, rows, start, before, mode)
@@ -345,7 +346,7 @@ class Reader:
         wanted_before = position - start
         decode = self._row_decoder(window, group_bytes)
         before = [decode(k) for k, _ in self.tr.get_range(group_prefix, key, wanted_before + 1, True)]
-        after = [decode(k) for k, _ in self.tr.get_range(key, strinc(group_prefix), span - wanted_before)]
+        after = [decode(k) for k, _ in self.tr.get_range(key, extensions_end(group_prefix), span - wanted_before)]
         rows = before[:wanted_before][::-1] + after
         previous = before[wanted_before] if len(before) > wanted_before else None
         return self._with_ranks(window, group_bytes, rows, position - min(wanted_before, len(before)), previous, mode)
@@ -439,7 +440,7 @@ class Reader:
         begin = prefix if low is None else prefix + tuples.pack((low,))
         if low is not None and not low_inclusive:
             begin = strinc(begin)
-        end = strinc(prefix) if high is None else prefix + tuples.pack((high,))
+        end = extensions_end(prefix) if high is None else prefix + tuples.pack((high,))
         if high is not None and high_inclusive:
             end = strinc(end)
         resumed = self._resume(continuation, window, "value")

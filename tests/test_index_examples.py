@@ -15,6 +15,7 @@ import math
 import fdb.tuple
 import pytest
 
+from fdb_leaderboard.checker import check_index
 from fdb_leaderboard.directory import INT64_MAX, INT64_MIN, Rebuild, WindowSpec, WindowUpdate
 from fdb_leaderboard.errors import FailedPrecondition, InvalidArgument, WindowNotFound, WindowNotReady
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
@@ -1015,3 +1016,74 @@ def test_reference_layout_ranks_distinct_score_keys(db: Database, prefix: bytes)
     assert index.count() == 3 and index.rank(("b",)) == 1
     index.delete_record(("b",))
     assert index.count() == 2 and index.rank(("d",)) == 1
+
+
+@pytest.mark.parametrize("member", ["a", b"a"])
+def test_a_group_is_not_mixed_with_a_longer_group_that_shares_its_bytes(
+    db: Database, prefix: bytes, member: str | bytes
+) -> None:
+    # ("a",) packs to 02 61 00, ("a\x00",) to 02 61 00 ff 00: every read of a group must end
+    # before the longer group's keys, not at strinc of its own prefix.
+    index = make(db, prefix, group_size=1)
+    index.update_windows(WindowUpdate())
+    nul = "\x00" if isinstance(member, str) else b"\x00"
+    short, longer = (member,), (member + nul,)
+    index.add_score(("p1",), 10, 1, group=short)
+    index.add_score(("p2",), 20, 2, group=longer)
+    index.add_score(("p3",), 30, 3, group=longer)
+    for group, pks in ((short, ["p1"]), (longer, ["p2", "p3"])):
+        assert index.count(group=group) == len(pks)
+        assert [e.pk[0] for e in index.top(10, group=group)] == pks
+        for scan_type in (ScanType.BY_VALUE, ScanType.BY_RANK):
+            assert [e.pk[0] for e in index.scan(scan_type, group=group).entries] == pks
+        assert [e.pk[0] for e in index.around((pks[0],), 2, 2, group=group)] == pks
+    assert [e.pk[0] for e in index.scan(ScanType.BY_RANK, low=1, group=longer).entries] == ["p3"]
+    index.save_sub_directory((member + nul + nul,), True)
+    with pytest.raises(FailedPrecondition):  # the short group has scores; the longer one doesn't count
+        index.save_sub_directory(short, True)
+    index.delete_record(("p1",))
+    index.save_sub_directory(short, True)  # now empty, whatever the longer group holds
+
+
+def test_an_element_is_not_mixed_with_a_longer_one_that_shares_its_bytes(db: Database, prefix: bytes) -> None:
+    # One ranked element per (score, timestamp, context): context "x" packs to a prefix of "x\x00".
+    index = make(db, prefix, context_size=1, count_duplicates=False)
+    index.update_windows(WindowUpdate())
+    index.add_score(("p1",), 5, 10, context=("x",))
+    index.add_score(("p2",), 5, 10, context=("x\x00",))
+    assert [(e.pk[0], e.rank) for e in index.top(1)] == [("p1", 0)]
+    index.delete_record(("p1",))  # its element must leave the ranked set: no other record holds it
+    assert check_index(index) == []
+    assert [(e.pk[0], e.rank) for e in index.top(5)] == [("p2", 0)]
+
+
+def test_sum_totals_outside_int64_in_a_later_window_or_a_trim(db: Database, prefix: bytes) -> None:
+    # Writes check the totals of the windows that exist.  A window added later can hold a part
+    # of the same entries whose total does not fit; its fill names the record.
+    index = make(db, prefix, aggregation="SUM")
+    index.update_windows(WindowUpdate())
+    big = 1 << 62
+    for score, ts in ((-big, 10), (big, 1), (big, 3)):
+        index.add_score(("p",), score, ts)
+    index.add_score(("q",), 5, 20)
+    assert index.rank_and_entry(("p",)).score == big
+    index.update_windows(WindowUpdate(windows=[(1, 0, 5)]))
+    with pytest.raises(FailedPrecondition, match=r"record \('p',\) cannot be filled into .*int64 range"):
+        index.fill()
+    with pytest.raises(WindowNotReady):
+        index.count(1, 0)
+    index.delete_record(("p",))
+    index.fill()
+    assert index.count(1, 0) == 0 and index.count() == 1
+    # A trim folds the entries before its time into a carried total.  Partial sums may leave
+    # int64 on the way (a: -2**63 - 7, then -8); a carried total that does not fit (c's 2**63 + 4)
+    # keeps its record's entries instead.
+    index.add_entries(("a",), [Entry(INT64_MIN, INT64_MIN), Entry(INT64_MAX, -21), Entry(-7, INT64_MIN)])
+    index.add_entries(("b",), [Entry(4, -30), Entry(6, 30)])
+    for score, ts in ((-10, 50), (INT64_MAX, -20), (5, -19)):  # running totals that fit
+        index.add_score(("c",), score, ts)
+    assert index.trim(-10) == 4  # a's three entries and b's first
+    assert [(e.pk[0], e.score) for e in index.top(5)] == [("a", -8), ("q", 5), ("b", 10), ("c", INT64_MAX - 5)]
+    assert check_index(index) == []
+    index.add_score(("c",), -100, 60)  # the kept entries still add up
+    assert index.rank_and_entry(("c",)).score == INT64_MAX - 105
