@@ -192,9 +192,16 @@ class Model:
             self.windows[window] = True
         return marked
 
-    def finish_fill(self) -> None:
+    def finish_fill(self, completed: set[tuple[int, int, int]] | None = None) -> None:
+        """Windows stop filling: ``completed`` ones, or all.
+
+        A fill ranks its windows one after another, so a step may complete some of them; which
+        ones is the index's choice, and a window's results are only checked once it is complete.
+        """
         if self.windows is not None:
-            self.windows = {w: False for w in self.windows}
+            self.windows = {
+                w: filling and completed is not None and w not in completed for w, filling in self.windows.items()
+            }
 
     def trim(self, before: int) -> None:
         """Trimming never changes a result: it only forbids windows starting before ``before``."""

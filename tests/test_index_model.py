@@ -305,6 +305,8 @@ class IndexMachine(RuleBasedStateMachine):
         assert sorted((w.type, w.start, w.end) for w, _ in progress.windows) == sorted(self.model.filling())
         if progress.done:
             self.model.finish_fill()
+        else:
+            self.model.finish_fill({(w.type, w.start, w.end) for w in index.directory().windows if not w.filling})
         self.cursors = [fdb.tuple.unpack(last)[0] for _, last in progress.windows if last is not None]
 
     @rule(max_records=st.integers(1, 2))
