@@ -853,7 +853,7 @@ class Operations:
         else:
             needed = {(_element_timestamp(state.element), state.seq) for state in live}
         carried = {c.group: c for c in head.carried}
-        totals = {group_bytes: c.total for group_bytes, c in carried.items()}  # Python ints: no overflow midway
+        totals: dict[bytes, int] = {}  # the carried totals as Python ints: partial sums may leave int64
         doomed = []
         for ts, seq, (group, score, context) in self.read_entries(pk_nested, INT64_MIN, before):
             if self.index.aggregation.name == "SUM":
@@ -865,7 +865,7 @@ class Operations:
                     fold = carried.get(group_bytes)
                     if fold is None:
                         fold = carried[group_bytes] = index_pb2.CarriedTotal(group=group_bytes, ts=ts, seq=seq)
-                    totals[group_bytes] = totals.get(group_bytes, 0) + score
+                    totals[group_bytes] = totals.get(group_bytes, fold.total) + score
                     if (ts, seq) >= (fold.ts, fold.seq):  # entries come in (ts, seq) order
                         fold.ts, fold.seq, fold.context = ts, seq, tuples.pack(tuple(context))
             elif (ts, seq) in needed:

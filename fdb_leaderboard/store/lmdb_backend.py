@@ -458,7 +458,7 @@ class LmdbDatabase(Database):
                     txn.commit()
                 self.commits += 1
         except BaseException as exc:
-            if self.committed(txnid):  # an interrupt after the commit: every result stands
+            if redo.committed(self._env, txnid):  # an interrupt after the commit: every result stands
                 raise
             txn.abort()  # nothing in the batch was kept
             for pending in batch:
@@ -486,10 +486,6 @@ class LmdbDatabase(Database):
             txn.commit()
             if writes is not None:
                 writes.extend(own)  # type: ignore[arg-type]
-
-    def committed(self, txnid: int) -> bool:
-        """Whether write transaction ``txnid`` committed (an interrupt may follow a commit)."""
-        return self._env.info()["last_txnid"] >= txnid
 
     def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         self._check_open()

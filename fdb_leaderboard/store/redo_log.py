@@ -108,6 +108,11 @@ def meta_txnid(page: bytes) -> int | None:
     return struct.unpack_from("<Q", page, _META_TXNID_OFFSET)[0]
 
 
+def committed(env: Any, txnid: int) -> bool:
+    """Whether LMDB committed write transaction ``txnid``: an interrupt may follow a commit."""
+    return env.info()["last_txnid"] >= txnid
+
+
 def _fsync_directory(path: str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -377,8 +382,7 @@ class RedoLog:
         try:
             txn.commit()
         except BaseException as exc:
-            if self.env.info()["last_txnid"] < txnid:  # not an interrupt after the commit
-                self.logged_bytes -= self._segment_size - size
+            if not committed(self.env, txnid):
                 self._undo_append(size, exc)
             raise
 
@@ -415,6 +419,7 @@ class RedoLog:
             os.ftruncate(self._segment_fd, size)
             os.lseek(self._segment_fd, size, os.SEEK_SET)
             os.fdatasync(self._segment_fd)
+            self.logged_bytes -= self._segment_size - size
             self._segment_size = size
         except OSError:
             self.failed = error
