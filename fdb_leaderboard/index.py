@@ -282,8 +282,9 @@ class Operations:
         """A stored window state as a Value (score and context decoded only for SUM)."""
         if self.index.aggregation.name != "SUM":
             return Value(0, _element_timestamp(state.element), state.seq, (), state.element)
-        _, ts, *context = tuples.unpack(state.element)
-        return Value(state.total, ts, state.seq, tuple(context), state.element)
+        stored, ts, *context = tuples.unpack(state.element)
+        total = negate(stored) if self.high_score_first(state.group) else stored
+        return Value(total, ts, state.seq, tuple(context), state.element)
 
     def _check_entry(self, entry: Entry, pk_flat: bytes) -> _CheckedEntry:
         """The validated entry with its packed group and its ranked-set element."""
@@ -449,12 +450,8 @@ class Operations:
         # New states are filled in the messages the field adds: building each WindowState apart
         # and copying it in took 1.3-1.8x as long (four states, head serialized included).
         add = head.windows.add
-        if self.index.aggregation.name == "SUM":
-            for (lb_key, group), value in values.items():
-                add(lb_key=lb_key, group=group, element=value.element, seq=value.seq, total=value.score)  # type: ignore[arg-type]
-        else:
-            for (lb_key, group), value in values.items():
-                add(lb_key=lb_key, group=group, element=value.element, seq=value.seq)
+        for (lb_key, group), value in values.items():
+            add(lb_key=lb_key, group=group, element=value.element, seq=value.seq)
         self.tr.set(self.layout.head_key(pk_nested), _head_bytes(head))
 
     def _note_timestamps(self, timestamps: Iterable[int]) -> None:

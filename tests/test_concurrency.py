@@ -57,9 +57,11 @@ def entries_of(index: LeaderboardIndex, pk: str) -> list[tuple[int, int, tuple]]
 
 
 def head_totals(index: LeaderboardIndex, pk: str) -> dict[int, int]:
-    """The record's SUM total per window key, from its head."""
+    """The record's SUM total per window key: the stored score of its head's element."""
     head = index.read(lambda ops: ops.read_head(fdb.tuple.pack(((pk,),))))
-    return {} if head is None else {state.lb_key: state.total for state in head.windows}
+    directory = index.directory()
+    sign = -1 if directory is not None and directory.high_score_first else 1
+    return {} if head is None else {state.lb_key: sign * fdb.tuple.unpack(state.element)[0] for state in head.windows}
 
 
 @pytest.mark.slow

@@ -1087,3 +1087,49 @@ def test_sum_totals_outside_int64_in_a_later_window_or_a_trim(db: Database, pref
     assert check_index(index) == []
     index.add_score(("c",), -100, 60)  # the kept entries still add up
     assert index.rank_and_entry(("c",)).score == INT64_MAX - 105
+
+
+def test_sum_totals_live_in_the_elements_of_both_directions(db: Database, prefix: bytes) -> None:
+    # A SUM head keeps each window's total only as its element's stored score (negated in a
+    # high-score-first group).  Heads written before carry the total as field 6 too: it is
+    # ignored (here a stale value), kept as an unknown field, and the totals stay exact.
+    from fdb_leaderboard.proto import index_pb2
+
+    index = make(db, prefix, aggregation="SUM", group_size=1)
+    index.update_windows(WindowUpdate(windows=[(1, 0, 100)]))
+    index.save_sub_directory(("hi",), True)
+    for group in (("lo",), ("hi",)):
+        index.add_entries(("min",), [Entry(INT64_MIN + 5, 1, group=group), Entry(-5, 2, group=group)])
+        index.add_entries(("max",), [Entry(INT64_MAX - 5, 1, group=group), Entry(5, 2, group=group)])
+        index.add_entries(("mid",), [Entry(7, 1, group=group), Entry(-3, 200, group=group)])
+
+    def totals(window_type: int = 0, ts: int | None = None) -> dict:
+        return {
+            (group, e.pk[0]): e.score for group in ("lo", "hi") for e in index.top(5, window_type, ts, group=(group,))
+        }
+
+    expected_all = {(g, pk): t for g in ("lo", "hi") for pk, t in (("min", INT64_MIN), ("max", INT64_MAX), ("mid", 4))}
+    assert totals() == expected_all
+    assert totals(1, 0) == {**expected_all, ("lo", "mid"): 7, ("hi", "mid"): 7}
+
+    def head(pk: str) -> index_pb2.RecordHead:
+        return index.read(lambda ops: ops.read_head(fdb.tuple.pack(((pk,),))))
+
+    for state in head("mid").windows:
+        bare = index_pb2.WindowState(lb_key=state.lb_key, group=state.group, element=state.element, seq=state.seq)
+        assert state.SerializeToString() == bare.SerializeToString()  # no separate total
+
+    # The earlier format: field 6 (sint64, zigzag 2 -> 1) appended to every state of mid's head.
+    old = head("mid")
+    stale = index_pb2.RecordHead.FromString(old.SerializeToString())
+    del stale.windows[:]
+    for state in old.windows:
+        stale.windows.add().MergeFromString(state.SerializeToString() + b"\x30\x02")
+    raw = stale.SerializeToString()
+    assert len(raw) == len(old.SerializeToString()) + 2 * len(old.windows)
+    index.run(lambda ops: ops.tr.set(ops.layout.head_key(fdb.tuple.pack((("mid",),))), raw))
+    for group in (("lo",), ("hi",)):
+        index.add_score(("mid",), 10, 3, group=group)
+    assert totals() == {**expected_all, ("lo", "mid"): 14, ("hi", "mid"): 14}
+    assert totals(1, 0) == {**expected_all, ("lo", "mid"): 17, ("hi", "mid"): 17}
+    assert check_index(index) == []

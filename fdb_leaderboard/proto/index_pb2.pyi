@@ -53,18 +53,16 @@ class IndexOptions(_message.Message):
     def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., trimmed_before: _Optional[int] = ..., score_type: _Optional[_Union[ScoreType, str]] = ...) -> None: ...
 
 class WindowState(_message.Message):
-    __slots__ = ("lb_key", "group", "element", "seq", "total")
+    __slots__ = ("lb_key", "group", "element", "seq")
     LB_KEY_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
     ELEMENT_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
-    TOTAL_FIELD_NUMBER: _ClassVar[int]
     lb_key: int
     group: bytes
     element: bytes
     seq: int
-    total: int
-    def __init__(self, lb_key: _Optional[int] = ..., group: _Optional[bytes] = ..., element: _Optional[bytes] = ..., seq: _Optional[int] = ..., total: _Optional[int] = ...) -> None: ...
+    def __init__(self, lb_key: _Optional[int] = ..., group: _Optional[bytes] = ..., element: _Optional[bytes] = ..., seq: _Optional[int] = ...) -> None: ...
 
 class CarriedTotal(_message.Message):
     __slots__ = ("group", "total", "ts", "seq", "context")
