@@ -179,6 +179,10 @@ class Operations:
             self._hsf[group_bytes] = hsf
         return hsf
 
+    def directed(self, score: int | float, group_bytes: bytes) -> int | float:
+        """``score`` as the group stores it, or a stored score back (negation undoes itself)."""
+        return negate(score) if self.high_score_first(group_bytes) else score
+
     def cursor(self, window: Window) -> index_pb2.FillCursor | None:
         """Where the fill of ``window`` stands; None before its first fill step."""
         if window.lb_key not in self._cursors:
@@ -283,8 +287,7 @@ class Operations:
         if self.index.aggregation.name != "SUM":
             return Value(0, _element_timestamp(state.element), state.seq, (), state.element)
         stored, ts, *context = tuples.unpack(state.element)
-        total = negate(stored) if self.high_score_first(state.group) else stored
-        return Value(total, ts, state.seq, tuple(context), state.element)
+        return Value(self.directed(stored, state.group), ts, state.seq, tuple(context), state.element)
 
     def _check_entry(self, entry: Entry, pk_flat: bytes) -> _CheckedEntry:
         """The validated entry with its packed group and its ranked-set element."""

@@ -203,8 +203,7 @@ class Reader:
         return normalize_score(score, self.index.settings.score_type)
 
     def _stored_score(self, score: object, group_bytes: bytes) -> int | float:
-        score = self._score(score)
-        return negate(score) if self.ops.high_score_first(group_bytes) else score
+        return self.ops.directed(self._score(score), group_bytes)
 
     def rank_for_score(self, score: object, ref: WindowRef, group: object = ()) -> int:
         """The rank a new record with ``score`` would have: how many records score better."""
@@ -221,8 +220,7 @@ class Reader:
         element = self.index.ranked_set(window, group_bytes).get_nth(self.tr, rank)
         if element is None:
             return None
-        stored = tuples.unpack(element)[0]
-        return negate(stored) if self.ops.high_score_first(group_bytes) else stored
+        return self.ops.directed(tuples.unpack(element)[0], group_bytes)
 
     # -- listings by position -------------------------------------------------------------
 
