@@ -16,10 +16,10 @@ from typing import Any
 
 import grpc
 
-from . import convert
+from . import wire
+from .index import RankedEntry
 from .proto import service_pb2 as pb
 from .proto import service_pb2_grpc as pb_grpc
-from .scans import RankedEntry
 
 _MESSAGE_RECORDS = 500  # a BulkLoad message carries up to this many records
 _MESSAGE_BYTES = 1 << 20  # or about this many bytes (gRPC refuses messages over 4 MB)
@@ -35,10 +35,10 @@ def _window(window_type: int, timestamp: int | None) -> pb.WindowSelector:
 
 def _pb_entry(score: int | float, timestamp: int, context: Sequence = (), group: Sequence = ()) -> pb.Entry:
     return pb.Entry(
-        score=convert.python_to_score(score),
+        score=wire.python_to_score(score),
         timestamp=timestamp,
-        context=convert.tuple_to_items(tuple(context)),
-        group=convert.tuple_to_items(tuple(group)),
+        context=wire.tuple_to_items(tuple(context)),
+        group=wire.tuple_to_items(tuple(group)),
     )
 
 
@@ -126,13 +126,13 @@ class LeaderboardClient:
 
     def save_sub_directory(self, index: str, group: Sequence, high_score_first: bool) -> None:
         request = pb.SaveSubDirectoryRequest(
-            index=index, group=convert.tuple_to_items(tuple(group)), high_score_first=high_score_first
+            index=index, group=wire.tuple_to_items(tuple(group)), high_score_first=high_score_first
         )
         self._call("SaveSubDirectory", request)
 
     def sub_directories(self, index: str) -> dict[tuple, bool]:
         response = self._call("ListSubDirectories", pb.ListSubDirectoriesRequest(index=index))
-        return {convert.items_to_tuple(s.group): s.high_score_first for s in response.sub_directories}
+        return {wire.items_to_tuple(s.group): s.high_score_first for s in response.sub_directories}
 
     def expire(self, index: str, before: int) -> list[pb.Window]:
         return list(self._call("Expire", pb.ExpireRequest(index=index, before=before)).deleted)
@@ -160,19 +160,19 @@ class LeaderboardClient:
         self, index: str, pk: Sequence, score: int | float, timestamp: int, context: Sequence = (), group: Sequence = ()
     ) -> int:
         request = pb.AddScoreRequest(
-            index=index, pk=convert.tuple_to_items(tuple(pk)), entry=_pb_entry(score, timestamp, context, group)
+            index=index, pk=wire.tuple_to_items(tuple(pk)), entry=_pb_entry(score, timestamp, context, group)
         )
         return self._call("AddScore", request).windows_changed
 
     def save_record(self, index: str, pk: Sequence, entries: Sequence[tuple]) -> int:
         request = pb.SaveRecordRequest(
-            index=index, pk=convert.tuple_to_items(tuple(pk)), entries=[_pb_entry(*e) for e in entries]
+            index=index, pk=wire.tuple_to_items(tuple(pk)), entries=[_pb_entry(*e) for e in entries]
         )
         return self._call("SaveRecord", request).windows_changed
 
     def delete_record(self, index: str, pk: Sequence) -> bool:
         return self._call(
-            "DeleteRecord", pb.DeleteRecordRequest(index=index, pk=convert.tuple_to_items(tuple(pk)))
+            "DeleteRecord", pb.DeleteRecordRequest(index=index, pk=wire.tuple_to_items(tuple(pk)))
         ).existed
 
     def write_batch(
@@ -182,7 +182,7 @@ class LeaderboardClient:
             index=index,
             replace=replace,
             records=[
-                pb.RecordEntries(pk=convert.tuple_to_items(tuple(pk)), entries=[_pb_entry(*e) for e in entries])
+                pb.RecordEntries(pk=wire.tuple_to_items(tuple(pk)), entries=[_pb_entry(*e) for e in entries])
                 for pk, entries in records
             ],
         )
@@ -213,7 +213,7 @@ class LeaderboardClient:
             try:
                 for pk, entries in records:
                     record = pb.RecordEntries(
-                        pk=convert.tuple_to_items(tuple(pk)), entries=[_pb_entry(*e) for e in entries]
+                        pk=wire.tuple_to_items(tuple(pk)), entries=[_pb_entry(*e) for e in entries]
                     )
                     message.records.append(record)
                     size += record.ByteSize()
@@ -243,9 +243,9 @@ class LeaderboardClient:
     ) -> pb.RankRequest:
         return pb.RankRequest(
             index=index,
-            pk=convert.tuple_to_items(tuple(pk)),
+            pk=wire.tuple_to_items(tuple(pk)),
             window=_window(window_type, timestamp),
-            group=convert.tuple_to_items(tuple(group)),
+            group=wire.tuple_to_items(tuple(group)),
             mode=MODES[mode],
         )
 
@@ -271,7 +271,7 @@ class LeaderboardClient:
         mode: str = "ORDINAL",
     ) -> RankedEntry | None:
         response = self._call("GetRankAndEntry", self._rank_request(index, pk, window_type, timestamp, group, mode))
-        return convert.ranked_entry_from_proto(response.entry) if response.HasField("entry") else None
+        return wire.ranked_entry_from_proto(response.entry) if response.HasField("entry") else None
 
     def around(
         self,
@@ -287,15 +287,15 @@ class LeaderboardClient:
     ) -> list[RankedEntry]:
         request = pb.AroundMeRequest(
             index=index,
-            pk=convert.tuple_to_items(tuple(pk)),
+            pk=wire.tuple_to_items(tuple(pk)),
             window=_window(window_type, timestamp),
-            group=convert.tuple_to_items(tuple(group)),
+            group=wire.tuple_to_items(tuple(group)),
             mode=MODES[mode],
             above=above,
             below=below,
             if_absent=pb.IfAbsent.Value(if_absent),
         )
-        return [convert.ranked_entry_from_proto(e) for e in self._call("AroundMe", request).entries]
+        return [wire.ranked_entry_from_proto(e) for e in self._call("AroundMe", request).entries]
 
     def top(
         self,
@@ -309,15 +309,15 @@ class LeaderboardClient:
         request = pb.TopRequest(
             index=index,
             window=_window(window_type, timestamp),
-            group=convert.tuple_to_items(tuple(group)),
+            group=wire.tuple_to_items(tuple(group)),
             mode=MODES[mode],
             n=n,
         )
-        return [convert.ranked_entry_from_proto(e) for e in self._call("Top", request).entries]
+        return [wire.ranked_entry_from_proto(e) for e in self._call("Top", request).entries]
 
     def count(self, index: str, window_type: int = 0, timestamp: int | None = None, group: Sequence = ()) -> int:
         request = pb.CountRequest(
-            index=index, window=_window(window_type, timestamp), group=convert.tuple_to_items(tuple(group))
+            index=index, window=_window(window_type, timestamp), group=wire.tuple_to_items(tuple(group))
         )
         return self._call("Count", request).count
 
@@ -325,10 +325,10 @@ class LeaderboardClient:
         self, index: str, rank: int, window_type: int = 0, timestamp: int | None = None, group: Sequence = ()
     ) -> int | float | None:
         request = pb.ScoreForRankRequest(
-            index=index, window=_window(window_type, timestamp), group=convert.tuple_to_items(tuple(group)), rank=rank
+            index=index, window=_window(window_type, timestamp), group=wire.tuple_to_items(tuple(group)), rank=rank
         )
         response = self._call("ScoreForRank", request)
-        return convert.score_to_python(response.score) if response.HasField("score") else None
+        return wire.score_to_python(response.score) if response.HasField("score") else None
 
     def rank_for_score(
         self, index: str, score: int | float, window_type: int = 0, timestamp: int | None = None, group: Sequence = ()
@@ -336,8 +336,8 @@ class LeaderboardClient:
         request = pb.RankForScoreRequest(
             index=index,
             window=_window(window_type, timestamp),
-            group=convert.tuple_to_items(tuple(group)),
-            score=convert.python_to_score(score),
+            group=wire.tuple_to_items(tuple(group)),
+            score=wire.python_to_score(score),
         )
         return self._call("RankForScore", request).rank
 
@@ -362,7 +362,7 @@ class LeaderboardClient:
             index=index,
             type=pb.ScanType.Value(scan_type),
             window=_window(window_type, timestamp),
-            group=convert.tuple_to_items(tuple(group)),
+            group=wire.tuple_to_items(tuple(group)),
             low_exclusive=low_exclusive,
             high_exclusive=high_exclusive,
             reverse=reverse,
@@ -371,11 +371,11 @@ class LeaderboardClient:
             mode=MODES[mode],
         )
         if low is not None:
-            request.low.CopyFrom(convert.python_to_score(low))
+            request.low.CopyFrom(wire.python_to_score(low))
         if high is not None:
-            request.high.CopyFrom(convert.python_to_score(high))
+            request.high.CopyFrom(wire.python_to_score(high))
         response = self._call("Scan", request)
-        return [convert.ranked_entry_from_proto(e) for e in response.entries], response.continuation
+        return [wire.ranked_entry_from_proto(e) for e in response.entries], response.continuation
 
     def scan_all(self, index: str, scan_type: str = "BY_RANK", page: int = 100, **kwargs: Any) -> Iterator[RankedEntry]:
         """Every entry of a scan, following continuations page by page."""

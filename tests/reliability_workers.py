@@ -22,9 +22,9 @@ import threading
 import traceback
 from typing import Any
 
-from fdb_leaderboard.directory import Rebuild, WindowUpdate
 from fdb_leaderboard.errors import FailedPrecondition
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
+from fdb_leaderboard.index.directory import Rebuild, WindowUpdate
 from fdb_leaderboard.store import open_database
 
 PREFIX = b"\x15\x42"

@@ -5,7 +5,7 @@ and bytes), NaN and infinite scores, scores and timestamps at and beyond the int
 windows that end before they start, overlapping specs, unknown window types, unknown enum
 values, timestamps far in the past and future, and continuations from other indexes,
 windows and scans or random bytes.  Every call must either succeed (and leave the index
-consistent: ``check_index`` == []) or be refused with a precise error:
+consistent: ``index.check()`` == []) or be refused with a precise error:
 
 - Python: :class:`LeaderboardError` subclasses, ``ValueError``/``TypeError`` with a message,
   or the store's ``TransactionTooLarge``;
@@ -36,13 +36,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fdb_leaderboard.checker import check_index
 from fdb_leaderboard.client import LeaderboardClient
-from fdb_leaderboard.directory import INT64_MAX, INT64_MIN, Rebuild, WindowSpec, WindowUpdate
 from fdb_leaderboard.errors import FailedPrecondition, InvalidArgument, LeaderboardError, NotFound
-from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
+from fdb_leaderboard.index import Entry, IfAbsent, IndexSettings, LeaderboardIndex, RankMode, ScanType
+from fdb_leaderboard.index.directory import INT64_MAX, INT64_MIN, Rebuild, WindowSpec, WindowUpdate
 from fdb_leaderboard.proto import service_pb2 as pb
-from fdb_leaderboard.scans import IfAbsent, RankMode, ScanType
 from fdb_leaderboard.service import Server
 from fdb_leaderboard.store import Database, TransactionTooLarge, open_database
 
@@ -322,9 +320,9 @@ def attempt(
         if op.writes:
             for name, index in indexes.items():
                 try:
-                    problems = check_index(index)
+                    problems = index.check()
                 except Exception as exc:
-                    raise AssertionError(f"check_index({name}) raised {exc!r}; last calls:\n{context}") from exc
+                    raise AssertionError(f"{name}.check() raised {exc!r}; last calls:\n{context}") from exc
                 assert problems == [], f"{name}: {problems}; last calls:\n{context}"
         else:
             assert snapshot(db) == before, f"the read {op!r} changed the store"
@@ -744,7 +742,7 @@ def test_each_kind_of_bad_python_input_gets_its_error(best: LeaderboardIndex) ->
         WindowUpdate(high_score_first=True, specs=[WindowSpec(3, 0, 100, 1000, 3), WindowSpec(3, 50, 100, 10, 2)])
     )
     ix.fill()
-    assert check_index(ix) == []
+    assert ix.check() == []
     assert [e.pk for e in ix.top(10, 3, 500)] == [("d",), ("c",), ("b",), ("a",)]
 
     for window_type in (1 << 32, -1):
@@ -786,7 +784,7 @@ def test_each_kind_of_bad_python_input_gets_its_error(best: LeaderboardIndex) ->
     # Timestamps far in the past are valid: only the all-time window holds them.
     ix.add_score(("ancient",), 5, INT64_MIN)
     assert ix.rank_and_entry(("ancient",)).timestamp == INT64_MIN
-    assert check_index(ix) == []
+    assert ix.check() == []
 
 
 def test_each_kind_of_bad_grpc_request_gets_its_code(server: Server, no_unexpected_server_errors: None) -> None:
@@ -890,7 +888,7 @@ def test_each_kind_of_bad_grpc_request_gets_its_code(server: Server, no_unexpect
         assert lb.verify("best") == [] and lb.verify("sum") == []
 
 
-# -- regressions: bugs the fuzzing found, fixed in index.py and layout.py ------------------------------------
+# -- regressions: bugs the fuzzing found, fixed in the index and its layout ------------------------------------
 
 
 def test_timestamp_int64_max_is_refused_or_ranked(best: LeaderboardIndex) -> None:
@@ -937,6 +935,6 @@ def test_a_record_does_not_own_the_entries_of_a_longer_pk_ending_in_none(best: L
     best.add_score(("a", None), 70, 400)
     best.save_record(("a",), [Entry(1, 5)])
     best.delete_record(("a",))
-    entries = best.read(lambda ops: ops.read_entries(fdb.tuple.pack((("a", None),))))
+    entries = best.read(lambda ops: ops.txn.read_entries(fdb.tuple.pack((("a", None),))))
     assert [(ts, score) for ts, _seq, (_group, score, _context) in entries] == [(400, 70)]
-    assert check_index(best) == []
+    assert best.check() == []

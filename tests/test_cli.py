@@ -18,13 +18,13 @@ import pytest
 from click.testing import CliRunner, Result
 
 from fdb_leaderboard.cli import main
+from fdb_leaderboard.cli.records_file import RecordsFileError, read_records
+from fdb_leaderboard.cli.spec_file import load_window_update, parse_window_update
 from fdb_leaderboard.client import LeaderboardClient
-from fdb_leaderboard.directory import Rebuild, WindowSpec, WindowUpdate
 from fdb_leaderboard.errors import InvalidArgument
+from fdb_leaderboard.index.directory import Rebuild, WindowSpec, WindowUpdate
 from fdb_leaderboard.proto import service_pb2 as pb
-from fdb_leaderboard.records_file import RecordsFileError, read_records
 from fdb_leaderboard.service import Server
-from fdb_leaderboard.spec_file import load_window_update, parse_window_update
 
 DAY = 86_400
 HOUR = 3_600

@@ -35,10 +35,9 @@ from reliability_workers import (
     writer_process,
 )
 
-from fdb_leaderboard.checker import check_index
-from fdb_leaderboard.directory import ALL_TIME, WindowSpec, WindowUpdate
 from fdb_leaderboard.errors import WindowNotReady
 from fdb_leaderboard.index import LeaderboardIndex
+from fdb_leaderboard.index.directory import ALL_TIME, WindowSpec, WindowUpdate
 from fdb_leaderboard.store import Database
 
 WRITE_SECONDS = 6.0
@@ -53,12 +52,12 @@ def read_log(path: Path) -> list[list]:
 
 def entries_of(index: LeaderboardIndex, pk: str) -> list[tuple[int, int, tuple]]:
     pk_nested = fdb.tuple.pack(((pk,),))
-    return index.read(lambda ops: ops.read_entries(pk_nested))
+    return index.read(lambda ops: ops.txn.read_entries(pk_nested))
 
 
 def head_totals(index: LeaderboardIndex, pk: str) -> dict[int, int]:
     """The record's SUM total per window key: the stored score of its head's element."""
-    head = index.read(lambda ops: ops.read_head(fdb.tuple.pack(((pk,),))))
+    head = index.read(lambda ops: ops.txn.read_head(fdb.tuple.pack(((pk,),))))
     directory = index.directory()
     sign = -1 if directory is not None and directory.high_score_first else 1
     return {} if head is None else {state.lb_key: sign * fdb.tuple.unpack(state.element)[0] for state in head.windows}
@@ -112,7 +111,7 @@ def test_threads_and_processes_write_while_windows_fill_expire_and_trim(
         """Every snapshot a reader sees is consistent, whatever runs concurrently."""
         while not stop.is_set():
             try:
-                problems = check_index(index)
+                problems = index.check()
                 if problems:
                     snapshot_problems.append(problems)
                     return
@@ -165,7 +164,7 @@ def test_threads_and_processes_write_while_windows_fill_expire_and_trim(
     index.fill()
     directory = index.directory()
     assert directory is not None and directory.filling() == []
-    assert check_index(index) == []
+    assert index.check() == []
 
     by_pk: dict[str, list[tuple[int, int, str]]] = collections.defaultdict(list)
     for pk, score, ts, op in acked:
@@ -192,7 +191,7 @@ def test_threads_and_processes_write_while_windows_fill_expire_and_trim(
 
     # A final trim folds every remaining entry of the trim records; totals do not move.
     index.trim(TRIM_BEFORE)
-    assert check_index(index) == []
+    assert index.check() == []
     for pk in TRIM_PKS:
         assert entries_of(index, pk) == []
         assert index.rank_and_entry((pk,)).score == sum(score for score, _, _ in by_pk[pk])

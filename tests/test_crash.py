@@ -11,7 +11,7 @@ kills it 0.2-1.5 s after it is ready, reopens the store and checks:
 - every acknowledged entry is stored exactly once, and is counted in its record's totals;
 - an unacknowledged call (the one in flight at the kill) is either entirely there or
   entirely absent, never in part; no entry exists that was not submitted;
-- the index is consistent (``check_index`` == []): no record's entries and window values
+- the index is consistent (``index.check()`` == []): no record's entries and window values
   disagree, no ranked set is half-updated;
 - a fill interrupted by the kill resumes from its stored cursor (the next step moves it
   forward) and completes; on alternate cycles the next child resumes it instead.
@@ -33,9 +33,8 @@ import pytest
 import reliability_workers
 from reliability_workers import CRASH_PKS, CRASH_TS_END, PREFIX, SETTINGS
 
-from fdb_leaderboard.checker import check_index
-from fdb_leaderboard.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.index import Entry, LeaderboardIndex
+from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.store import open_database
 
 CYCLES = 12
@@ -53,7 +52,7 @@ def stored_entries(index: LeaderboardIndex) -> dict[str, list[tuple[int, int, st
     """Every record's entries as (score, ts, operation id)."""
     out = {}
     for pk in CRASH_PKS:
-        rows = index.read(lambda ops, pk=pk: ops.read_entries(fdb.tuple.pack(((pk,),))))
+        rows = index.read(lambda ops, pk=pk: ops.txn.read_entries(fdb.tuple.pack(((pk,),))))
         out[pk] = [(score, ts, context[0]) for ts, _seq, (_group, score, context) in rows]
     return out
 
@@ -161,11 +160,11 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path, c
             for pk in CRASH_PKS:
                 assert index.rank_and_entry((pk,)).score == expected_total[pk], pk
             assert index.count() == len(CRASH_PKS)
-            assert check_index(index) == []
+            assert index.check() == []
 
             directory = index.directory()
             filling = directory.filling() if directory is not None else []
-            cursors = index.read(lambda ops, ws=filling: {w.lb_key: fill_position(ops.cursor(w)) for w in ws})
+            cursors = index.read(lambda ops, ws=filling: {w.lb_key: fill_position(ops.txn.cursor(w)) for w in ws})
             for key, before in left_for_child.items():  # a fill the last child was to resume
                 if directory is None or directory.by_key(key) is None:
                     continue  # expired meanwhile
@@ -182,7 +181,9 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path, c
                 else:
                     step = index.fill_step(max_records=2)
                     if not step.done:
-                        after = index.read(lambda ops, ws=filling: {w.lb_key: fill_position(ops.cursor(w)) for w in ws})
+                        after = index.read(
+                            lambda ops, ws=filling: {w.lb_key: fill_position(ops.txn.cursor(w)) for w in ws}
+                        )
                         # No cursor moves back, and the one furthest behind moves forward.
                         for key, before in cursors.items():
                             assert after[key] is not None and (before is None or after[key] >= before)
@@ -192,7 +193,7 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path, c
                     index.fill()
                     directory = index.directory()
                     assert directory is not None and directory.filling() == []
-                    assert check_index(index) == []
+                    assert index.check() == []
                     resumed_by_parent += 1
         finally:
             db.close()

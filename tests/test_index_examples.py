@@ -15,12 +15,10 @@ import math
 import fdb.tuple
 import pytest
 
-from fdb_leaderboard.checker import check_index
-from fdb_leaderboard.directory import INT64_MAX, INT64_MIN, Rebuild, WindowSpec, WindowUpdate
 from fdb_leaderboard.errors import FailedPrecondition, InvalidArgument, WindowNotFound, WindowNotReady
-from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
+from fdb_leaderboard.index import Entry, IfAbsent, IndexSettings, LeaderboardIndex, RankMode, ScanType
+from fdb_leaderboard.index.directory import INT64_MAX, INT64_MIN, Rebuild, WindowSpec, WindowUpdate
 from fdb_leaderboard.rankedset import HashFunction
-from fdb_leaderboard.scans import IfAbsent, RankMode, ScanType
 from fdb_leaderboard.store import Database
 
 ORDINAL, COMPETITION = RankMode.ORDINAL, RankMode.COMPETITION
@@ -1053,7 +1051,7 @@ def test_an_element_is_not_mixed_with_a_longer_one_that_shares_its_bytes(db: Dat
     index.add_score(("p2",), 5, 10, context=("x\x00",))
     assert [(e.pk[0], e.rank) for e in index.top(1)] == [("p1", 0)]
     index.delete_record(("p1",))  # its element must leave the ranked set: no other record holds it
-    assert check_index(index) == []
+    assert index.check() == []
     assert [(e.pk[0], e.rank) for e in index.top(5)] == [("p2", 0)]
 
 
@@ -1084,7 +1082,7 @@ def test_sum_totals_outside_int64_in_a_later_window_or_a_trim(db: Database, pref
         index.add_score(("c",), score, ts)
     assert index.trim(-10) == 4  # a's three entries and b's first
     assert [(e.pk[0], e.score) for e in index.top(5)] == [("a", -8), ("q", 5), ("b", 10), ("c", INT64_MAX - 5)]
-    assert check_index(index) == []
+    assert index.check() == []
     index.add_score(("c",), -100, 60)  # the kept entries still add up
     assert index.rank_and_entry(("c",)).score == INT64_MAX - 105
 
@@ -1113,7 +1111,7 @@ def test_sum_totals_live_in_the_elements_of_both_directions(db: Database, prefix
     assert totals(1, 0) == {**expected_all, ("lo", "mid"): 7, ("hi", "mid"): 7}
 
     def head(pk: str) -> index_pb2.RecordHead:
-        return index.read(lambda ops: ops.read_head(fdb.tuple.pack(((pk,),))))
+        return index.read(lambda ops: ops.txn.read_head(fdb.tuple.pack(((pk,),))))
 
     for state in head("mid").windows:
         bare = index_pb2.WindowState(lb_key=state.lb_key, group=state.group, element=state.element, seq=state.seq)
@@ -1127,9 +1125,9 @@ def test_sum_totals_live_in_the_elements_of_both_directions(db: Database, prefix
         stale.windows.add().MergeFromString(state.SerializeToString() + b"\x30\x02")
     raw = stale.SerializeToString()
     assert len(raw) == len(old.SerializeToString()) + 2 * len(old.windows)
-    index.run(lambda ops: ops.tr.set(ops.layout.head_key(fdb.tuple.pack((("mid",),))), raw))
+    index.run(lambda ops: ops.tr.set(ops.txn.layout.head_key(fdb.tuple.pack((("mid",),))), raw))
     for group in (("lo",), ("hi",)):
         index.add_score(("mid",), 10, 3, group=group)
     assert totals() == {**expected_all, ("lo", "mid"): 14, ("hi", "mid"): 14}
     assert totals(1, 0) == {**expected_all, ("lo", "mid"): 17, ("hi", "mid"): 17}
-    assert check_index(index) == []
+    assert index.check() == []

@@ -42,11 +42,10 @@ from hypothesis.stateful import (
 )
 from model import ALL_TIME, Listed, Model, ModelNotFound, ModelNotReady, ModelPrecondition
 
-from fdb_leaderboard.aggregation import AGGREGATIONS, Value
-from fdb_leaderboard.directory import INT64_MAX, INT64_MIN, Rebuild, WindowSpec, WindowUpdate
 from fdb_leaderboard.errors import FailedPrecondition, WindowNotFound, WindowNotReady
-from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
-from fdb_leaderboard.scans import IfAbsent, RankMode, ScanType
+from fdb_leaderboard.index import Entry, IfAbsent, IndexSettings, LeaderboardIndex, RankMode, ScanType
+from fdb_leaderboard.index.aggregation import AGGREGATIONS, Value
+from fdb_leaderboard.index.directory import INT64_MAX, INT64_MIN, Rebuild, WindowSpec, WindowUpdate
 from fdb_leaderboard.store import Database, open_database
 
 PKS = [("a",), ("b",), ("b", 1), ("c",), ("d",), ("e",)]
@@ -340,7 +339,7 @@ class IndexMachine(RuleBasedStateMachine):
     @rule()
     def defer_ranks(self) -> None:
         """What ``bulk_load`` does first: empty windows build their ranked sets after the writes."""
-        marked = self.index.run(lambda ops: ops.defer_ranks_of_empty_windows())
+        marked = self.index.run(lambda ops: ops.filler.defer_ranks_of_empty_windows())
         assert sorted((w.type, w.start, w.end) for w in marked) == sorted(self.model.defer_empty_windows())
 
     @rule()
@@ -587,8 +586,6 @@ def test_fill_phases_with_writes_in_between(tmp_path, aggregation: str, count_du
     and the checker finds the skip lists exact.  Scores come from a small range: many ties."""
     import random
 
-    from fdb_leaderboard.checker import check_index
-
     rng = random.Random(seed)
     db = open_database(f"lmdb:{tmp_path / 'store'}?durable=false")
     try:
@@ -618,7 +615,7 @@ def test_fill_phases_with_writes_in_between(tmp_path, aggregation: str, count_du
         update = WindowUpdate(windows=[(1, 100, 200), (2, 0, 100), (3, 200, 300)])
         index.update_windows(update)
         model.update_windows(False, [(1, 100, 200), (2, 0, 100), (3, 200, 300)])
-        marked = index.run(lambda ops: ops.defer_ranks_of_empty_windows())
+        marked = index.run(lambda ops: ops.filler.defer_ranks_of_empty_windows())
         assert sorted((w.type, w.start, w.end) for w in marked) == sorted(model.defer_empty_windows())
         assert {(w.type, w.start) for w in marked} == {(3, 200)}
         phases_seen = set()
@@ -633,7 +630,7 @@ def test_fill_phases_with_writes_in_between(tmp_path, aggregation: str, count_du
         assert {"records", "ranks"} <= phases_seen
         index.fill(max_records=3, max_entries=4)
         model.finish_fill()
-        assert check_index(index) == []
+        assert index.check() == []
         for window_type, ts in [(0, None), (1, 150), (2, 50), (3, 250)]:
             rows = model.board(model.resolve(window_type, ts), ())
             for pk in pks:
@@ -650,7 +647,6 @@ def test_shared_element_across_the_rank_cursor(tmp_path) -> None:
     """Without duplicate counting, records a and b share one element.  Once the ranked set is
     built through a only, a leaving that element must remove it (b is not ranked yet), and b
     leaving it later touches nothing ranked: the finished set holds no stale element."""
-    from fdb_leaderboard.checker import check_index
 
     db = open_database(f"lmdb:{tmp_path / 'store'}?durable=false")
     try:
@@ -666,7 +662,7 @@ def test_shared_element_across_the_rank_cursor(tmp_path) -> None:
         index.save_record(("a",), [Entry(7, 10)])
         index.delete_record(("b",))
         index.fill()
-        assert check_index(index) == []
+        assert index.check() == []
         assert index.count(1, 50) == 1 and index.rank(("a",), 1, 50) == 0
     finally:
         db.close()

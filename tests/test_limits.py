@@ -21,14 +21,12 @@ from pathlib import Path
 import grpc
 import pytest
 
-from fdb_leaderboard import cli
-from fdb_leaderboard.checker import check_index
+from fdb_leaderboard.cli import commands as cli
 from fdb_leaderboard.client import LeaderboardClient
-from fdb_leaderboard.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.errors import InvalidArgument
-from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
+from fdb_leaderboard.index import Entry, IfAbsent, IndexSettings, LeaderboardIndex, RankMode, ScanType
+from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.proto import service_pb2 as pb
-from fdb_leaderboard.scans import IfAbsent, RankMode, ScanType
 from fdb_leaderboard.service import Server
 from fdb_leaderboard.store import Database, StoreError, TransactionTooLarge, open_database, parse_url
 
@@ -91,13 +89,13 @@ def test_a_record_with_thousands_of_entries(db: Database, aggregation: str) -> N
     entries["big"] = big
 
     def verify() -> None:
-        stored = index.read(lambda ops: ops.read_entries(b"\x05\x02big\x00\x00"))
+        stored = index.read(lambda ops: ops.txn.read_entries(b"\x05\x02big\x00\x00"))
         assert sorted((score, ts) for ts, _seq, (_g, score, _c) in stored) == sorted(entries["big"])
         assert len(stored) == 3000
         check_board(index, values_by_window(entries, aggregation, -(1 << 63), 1 << 63), 0, None)
         for day in range(10):
             check_board(index, values_by_window(entries, aggregation, day * DAY, (day + 1) * DAY), 1, day * DAY)
-        assert check_index(index) == []
+        assert index.check() == []
 
     verify()
     # Replace all 3,000 entries in one transaction.
@@ -164,7 +162,7 @@ def test_a_window_with_50000_records(tmp_path: Path) -> None:
     # The checker reads everything in one transaction: give it more than FoundationDB's 5 s.
     unlimited = open_database(f"{url}&transaction_seconds=0")
     try:
-        assert check_index(LeaderboardIndex.open(unlimited, PREFIX)) == []
+        assert LeaderboardIndex.open(unlimited, PREFIX).check() == []
     finally:
         unlimited.close()
         db.close()
@@ -188,7 +186,7 @@ def test_write_batch_over_10_mb_is_refused_with_nothing_stored(tmp_path: Path) -
         # The same data split into transactions under the limit goes in.
         assert index.bulk_load(batch, batch_size=10) == 40
         assert index.count() == 41
-        assert check_index(index) == []
+        assert index.check() == []
     finally:
         db.close()
 
@@ -203,7 +201,7 @@ def test_a_record_in_too_many_windows_is_refused_with_nothing_stored(db: Databas
     assert snapshot(db) == before
     index.add_score(("a",), 5, 5000, ("x",))  # a small context keeps the head under the limit
     assert index.rank(("a",), 1, 5000) == 0
-    assert check_index(index) == []
+    assert index.check() == []
 
 
 def test_keys_over_the_index_bound_are_refused(db: Database) -> None:
@@ -216,7 +214,7 @@ def test_keys_over_the_index_bound_are_refused(db: Database) -> None:
         index.add_score(("p" * 150,), 1, 1, ("c" * 200,), ("g" * 200,))
     assert snapshot(db) == before
     index.add_score(("p" * 150,), 1, 1, ("c" * 60,), ("g" * 60,))  # long, but within 500 bytes
-    assert check_index(index) == []
+    assert index.check() == []
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import fdb.tuple
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fdb_leaderboard import tuplecodec
+from fdb_leaderboard.index import tuplecodec
 
 scalars = st.one_of(
     st.integers(min_value=-(1 << 64) + 1, max_value=(1 << 64) - 1),

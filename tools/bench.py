@@ -131,10 +131,10 @@ import bench_rankedset as rsb
 import lmdb
 from bench_rankedset import CountingTransaction, Sample, fmt_rate, table, time_each
 
-from fdb_leaderboard.calendar_windows import calendar_windows
-from fdb_leaderboard.catalog import Catalog
-from fdb_leaderboard.directory import ALL_TIME, Directory, Window, WindowUpdate
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
+from fdb_leaderboard.index.calendar import calendar_windows
+from fdb_leaderboard.index.directory import ALL_TIME, Directory, Window, WindowUpdate
+from fdb_leaderboard.service.catalog import Catalog
 from fdb_leaderboard.store.api import Database, strinc
 from fdb_leaderboard.store.lmdb_backend import LmdbDatabase
 

@@ -56,8 +56,8 @@ from bench import ServerProcess, bench_directory, environment, make_data, markdo
 from bench_rankedset import Sample, table, time_each
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from fdb_leaderboard import tuplecodec as tuples
-from fdb_leaderboard.layout import IndexLayout
+from fdb_leaderboard.index import tuplecodec as tuples
+from fdb_leaderboard.index.layout import IndexLayout
 from fdb_leaderboard.proto import index_pb2
 from fdb_leaderboard.rankedset import _suffix
 

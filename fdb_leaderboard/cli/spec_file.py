@@ -27,9 +27,9 @@ from typing import Any
 
 import yaml
 
-from .calendar_windows import calendar_windows, zone_info
-from .directory import Rebuild, WindowSpec, WindowUpdate
-from .errors import InvalidArgument
+from ..errors import InvalidArgument
+from ..index.calendar import calendar_windows, zone_info
+from ..index.directory import Rebuild, WindowSpec, WindowUpdate
 
 _KNOWN = {
     "index",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from .errors import InvalidArgument
+from ..errors import InvalidArgument
 
 PERIODS = ("daily", "iso-weekly", "monthly")
 TIMEBASES = {"seconds": 1, "milliseconds": 1000}

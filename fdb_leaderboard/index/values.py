@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
+from ..errors import InvalidArgument
 from .directory import INT64_MAX, INT64_MIN, check_int64
-from .errors import InvalidArgument
 
 _ALLOWED_ITEMS = (int, str, bytes, float, bool, type(None), tuple)
 

@@ -17,8 +17,8 @@
 
 from __future__ import annotations
 
+from ..store.api import strinc
 from . import tuplecodec as tuples
-from .store.api import strinc
 
 INT64_MIN = -(1 << 63)
 

@@ -15,10 +15,10 @@ import re
 
 import fdb.tuple
 
-from .errors import AlreadyExists, InvalidArgument, NotFound
-from .index import IndexSettings, LeaderboardIndex
-from .proto import index_pb2
-from .store.api import Database, Transaction, strinc
+from ..errors import AlreadyExists, InvalidArgument, NotFound
+from ..index import IndexSettings, LeaderboardIndex
+from ..proto import index_pb2
+from ..store.api import Database, Transaction, strinc
 
 ROOT = fdb.tuple.pack(("lb",))
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")

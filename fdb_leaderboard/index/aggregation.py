@@ -16,8 +16,8 @@ import abc
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from ..errors import InvalidArgument
 from .directory import INT64_MAX, INT64_MIN
-from .errors import InvalidArgument
 
 
 class Value(NamedTuple):

@@ -20,11 +20,12 @@ import enum
 import functools
 from collections.abc import Iterable, Sequence
 
+from ..proto import time_window_leaderboard_pb2 as pb
+from ..rankedset import DEFAULT_LEVELS, MAX_LEVELS, MIN_LEVELS
 from . import tuplecodec as tuples
-from .proto import time_window_leaderboard_pb2 as pb
-from .rankedset import DEFAULT_LEVELS, MAX_LEVELS, MIN_LEVELS
 
 ALL_TIME = 0
+MAX_DIRECTORY_BYTES = 90_000  # the directory is one value: FoundationDB allows 100,000
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 _UINT64 = (1 << 64) - 1

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fdb_leaderboard import convert
+from fdb_leaderboard import wire
 from fdb_leaderboard.errors import InvalidArgument
+from fdb_leaderboard.index import RankedEntry
 from fdb_leaderboard.proto import service_pb2 as pb
-from fdb_leaderboard.scans import RankedEntry
 
 int64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
 items = st.lists(
@@ -38,14 +38,14 @@ def typed(entry: RankedEntry) -> tuple:
 @given(st.lists(entries, max_size=5))
 def test_ranked_entries_round_trip_through_the_wire(sent: list[RankedEntry]) -> None:
     response = pb.EntriesResponse()
-    convert.add_ranked_entries(response.entries, sent)
+    wire.add_ranked_entries(response.entries, sent)
     for message, entry in zip(response.entries, sent, strict=True):  # each item as the one-item converter makes it
-        assert list(message.pk) == convert.tuple_to_items(entry.pk)
-        assert list(message.context) == convert.tuple_to_items(entry.context)
-        assert list(message.group) == convert.tuple_to_items(entry.group)
-        assert message.score == convert.python_to_score(entry.score)
+        assert list(message.pk) == wire.tuple_to_items(entry.pk)
+        assert list(message.context) == wire.tuple_to_items(entry.context)
+        assert list(message.group) == wire.tuple_to_items(entry.group)
+        assert message.score == wire.python_to_score(entry.score)
     received = [
-        convert.ranked_entry_from_proto(m) for m in pb.EntriesResponse.FromString(response.SerializeToString()).entries
+        wire.ranked_entry_from_proto(m) for m in pb.EntriesResponse.FromString(response.SerializeToString()).entries
     ]
     assert [typed(e) for e in received] == [typed(e) for e in sent]
 
@@ -53,4 +53,4 @@ def test_ranked_entries_round_trip_through_the_wire(sent: list[RankedEntry]) -> 
 def test_an_item_of_an_unsupported_type_is_refused() -> None:
     response = pb.EntriesResponse()
     with pytest.raises(InvalidArgument, match="cannot send a list as a key item"):
-        convert.add_ranked_entries(response.entries, [RankedEntry((1, [2]), 5, 6)])
+        wire.add_ranked_entries(response.entries, [RankedEntry((1, [2]), 5, 6)])

@@ -20,17 +20,15 @@ import dataclasses
 import enum
 import hashlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
+from ..errors import InvalidArgument, WindowNotFound, WindowNotReady
+from ..store.api import strinc
 from . import tuplecodec as tuples
 from .directory import ALL_TIME, Window, check_window_type
-from .errors import InvalidArgument, WindowNotFound, WindowNotReady
 from .layout import extensions_end
-from .store.api import strinc
+from .transaction import IndexTransaction
 from .values import check_at_least, check_items, check_timestamp, negate, normalize_score
-
-if TYPE_CHECKING:
-    from .index import LeaderboardIndex, Operations
 
 
 class RankMode(enum.Enum):
@@ -95,13 +93,13 @@ class WindowRef:
 
 
 class Reader:
-    """The read operations in one transaction (``ops``), for one index."""
+    """The read operations of one index inside one transaction (``txn``)."""
 
-    def __init__(self, ops: Operations) -> None:
-        self.ops = ops
-        self.index: LeaderboardIndex = ops.index
-        self.tr = ops.tr
-        self.layout = ops.layout
+    def __init__(self, txn: IndexTransaction) -> None:
+        self.txn = txn
+        self.space = txn.space
+        self.tr = txn.tr
+        self.layout = txn.layout
 
     # -- resolving ----------------------------------------------------------------------
 
@@ -113,7 +111,7 @@ class Reader:
         if window_type != ALL_TIME and ref.timestamp is None:
             raise InvalidArgument(f"window type {window_type} needs a timestamp to choose the window")
         ts = 0 if ref.timestamp is None else check_timestamp(ref.timestamp)
-        directory = self.ops.directory()
+        directory = self.txn.directory()
         window = directory.oldest(window_type, ts) if directory is not None else None
         if window is None:
             if window_type == ALL_TIME:
@@ -125,7 +123,7 @@ class Reader:
 
     def group_bytes(self, group: object) -> bytes:
         group = check_items(group, "group")
-        size = self.index.settings.group_size
+        size = self.space.settings.group_size
         if len(group) != size:
             raise InvalidArgument(f"this index groups by {size} element(s); got group {group!r}")
         return tuples.pack(group)
@@ -133,11 +131,11 @@ class Reader:
     def _row_decoder(self, window: Window, group_bytes: bytes) -> Callable[[bytes], _Row]:
         """The decoder of one group's primary B-tree keys in ``window``: everything a key's
         layout depends on is looked up once per listing, not once per row."""
-        settings = self.index.settings
+        settings = self.space.settings
         base = len(self.layout.primary) + len(window.key_bytes)
         score_at = settings.group_size
         pk_at = score_at + 2 + settings.context_size
-        high_first = self.ops.high_score_first(group_bytes)
+        high_first = self.txn.high_score_first(group_bytes)
         unpack = tuples.unpack_with_offsets
 
         def decode(key: bytes) -> _Row:
@@ -158,8 +156,8 @@ class Reader:
 
     def _head_state(self, pk: object, window: Window, group_bytes: bytes) -> tuple[bytes, bytes] | None:
         """The record's element in the window, and its flat pk bytes; None if absent."""
-        pk = self.ops._pk(pk)
-        head = self.ops.read_head(pk[1])
+        pk = self.txn.pk(pk)
+        head = self.txn.read_head(pk[1])
         if head is None:
             return None
         for state in head.windows:
@@ -172,7 +170,7 @@ class Reader:
     def _rank_of(self, window: Window, group_bytes: bytes, element: bytes, mode: RankMode) -> int:
         """The rank of ``element``, which a record head or a B-tree row of this transaction holds:
         its presence in the set is known, so the walk skips the level-0 membership read."""
-        ranked = self.index.ranked_set(window, group_bytes)
+        ranked = self.space.ranked_set(window, group_bytes)
         if mode is RankMode.COMPETITION:
             element = tuples.pack((tuples.unpack(element)[0],))
         return ranked.rank(self.tr, element, null_if_missing=False)  # type: ignore[return-value]
@@ -197,30 +195,30 @@ class Reader:
 
     def count(self, ref: WindowRef, group: object = ()) -> int:
         window = self.window(ref)
-        return self.index.ranked_set(window, self.group_bytes(group)).size(self.tr)
+        return self.space.ranked_set(window, self.group_bytes(group)).size(self.tr)
 
     def _score(self, score: object) -> int | float:
-        return normalize_score(score, self.index.settings.score_type)
+        return normalize_score(score, self.space.settings.score_type)
 
     def _stored_score(self, score: object, group_bytes: bytes) -> int | float:
-        return self.ops.directed(self._score(score), group_bytes)
+        return self.txn.directed(self._score(score), group_bytes)
 
     def rank_for_score(self, score: object, ref: WindowRef, group: object = ()) -> int:
         """The rank a new record with ``score`` would have: how many records score better."""
         window = self.window(ref)
         group_bytes = self.group_bytes(group)
         probe = tuples.pack((self._stored_score(score, group_bytes),))
-        return self.index.ranked_set(window, group_bytes).rank(self.tr, probe, null_if_missing=False)  # type: ignore[return-value]
+        return self.space.ranked_set(window, group_bytes).rank(self.tr, probe, null_if_missing=False)  # type: ignore[return-value]
 
     def score_for_rank(self, rank: int, ref: WindowRef, group: object = ()) -> int | float | None:
         """The score of the record at ``rank`` (ORDINAL position), or None past the end."""
         check_at_least(rank, 0, "rank")
         window = self.window(ref)
         group_bytes = self.group_bytes(group)
-        element = self.index.ranked_set(window, group_bytes).get_nth(self.tr, rank)
+        element = self.space.ranked_set(window, group_bytes).get_nth(self.tr, rank)
         if element is None:
             return None
-        return self.ops.directed(tuples.unpack(element)[0], group_bytes)
+        return self.txn.directed(tuples.unpack(element)[0], group_bytes)
 
     # -- listings by position -------------------------------------------------------------
 
@@ -239,7 +237,7 @@ class Reader:
         ranked set is asked only when the first row ties with ``before`` (and, without counted
         duplicates, for each new score of a COMPETITION listing).  Only ``mode``'s rank is
         computed: a tie in the other mode's sense costs nothing."""
-        by_record = self.index.ranked_set(window, group_bytes).count_duplicates
+        by_record = self.space.ranked_set(window, group_bytes).count_duplicates
         ordinal = mode is RankMode.ORDINAL
         out: list[RankedEntry] = []
         rank = 0
@@ -275,7 +273,7 @@ class Reader:
         self, window: Window, group_bytes: bytes, start: int, count: int, mode: RankMode
     ) -> list[RankedEntry]:
         """The records at positions ``start .. start+count-1`` with their ranks."""
-        ranked = self.index.ranked_set(window, group_bytes)
+        ranked = self.space.ranked_set(window, group_bytes)
         group_prefix = self.layout.primary + window.key_bytes + group_bytes
         decode = self._row_decoder(window, group_bytes)
         if start == 0 and ranked.count_duplicates:  # the top: the B-tree's first rows
@@ -321,7 +319,7 @@ class Reader:
         check_at_least(below, 0, "below")
         window = self.window(ref)
         group_bytes = self.group_bytes(group)
-        ranked = self.index.ranked_set(window, group_bytes)
+        ranked = self.space.ranked_set(window, group_bytes)
         size = ranked.size(self.tr)
         span = above + below + 1
         found = self._head_state(pk, window, group_bytes)
@@ -391,7 +389,7 @@ class Reader:
         return tuples.pack((b"FLB1", self._index_tag(), window.lb_key, kind, *payload))
 
     def _index_tag(self) -> bytes:
-        return hashlib.blake2b(self.index.prefix, digest_size=8).digest()
+        return hashlib.blake2b(self.space.prefix, digest_size=8).digest()
 
     def _resume(self, token: bytes | None, window: Window, kind: str) -> tuple | None:
         if token is None:
@@ -421,7 +419,7 @@ class Reader:
     ) -> ScanPage:
         window = self.window(WindowRef())
         group_bytes = self.group_bytes(group)
-        hsf = self.ops.high_score_first(group_bytes)
+        hsf = self.txn.high_score_first(group_bytes)
         prefix = self.layout.primary + window.key_bytes + group_bytes
         # Natural bounds become stored bounds; high_score_first negates, swapping the ends.
         if hsf:
@@ -471,7 +469,7 @@ class Reader:
         window = self.window(ref)
         group_bytes = self.group_bytes(group)
         first = 0 if low is None else check_at_least(low, 0, "low rank") + (0 if low_inclusive else 1)
-        size = self.index.ranked_set(window, group_bytes).size(self.tr)
+        size = self.space.ranked_set(window, group_bytes).size(self.tr)
         last = size - 1
         if high is not None:
             last = min(check_at_least(high, 0, "high rank") - (0 if high_inclusive else 1), last)

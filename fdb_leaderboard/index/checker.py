@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import collections
 
+from ..proto import index_pb2
+from ..store.api import strinc
 from . import tuplecodec as tuples
 from .aggregation import Value
 from .directory import MAX_LEVELS, MIN_LEVELS, Directory, sub_directory_from_bytes
-from .index import LeaderboardIndex, Operations
-from .proto import index_pb2
-from .store.api import strinc
+from .records import RecordWriter
+from .transaction import IndexTransaction
 
 
 class _Problems(list):
@@ -56,16 +57,12 @@ def check_directory(directory: Directory) -> list[str]:
     return problems
 
 
-def check_index(index: LeaderboardIndex, max_problems: int = 100) -> list[str]:
+def check_transaction(txn: IndexTransaction, writer: RecordWriter, max_problems: int = 100) -> list[str]:
     """Every inconsistency found (at most ``max_problems``); empty when the index is sound."""
-    return index.read(lambda ops: check_operations(ops, max_problems))
-
-
-def check_operations(ops: Operations, max_problems: int = 100) -> list[str]:
     problems = _Problems(max_problems)
-    tr, layout = ops.tr, ops.layout
+    tr, layout = txn.tr, txn.layout
     try:
-        directory = ops.directory()
+        directory = txn.directory()
     except Exception as exc:  # a directory that does not parse is itself the finding
         return [f"the directory does not parse: {exc}"]
     begin, end = layout.sub_directories_range()
@@ -89,11 +86,11 @@ def check_operations(ops: Operations, max_problems: int = 100) -> list[str]:
         pk_flat = tuples.pack(tuples.unpack(pk_nested)[0])
         head = index_pb2.RecordHead.FromString(raw)
         values = []
-        for ts, seq, (group, score, context) in ops.read_entries(pk_nested):
+        for ts, seq, (group, score, context) in txn.read_entries(pk_nested):
             group_bytes = tuples.pack(group)
-            element = ops.packer(group_bytes)(score, ts, tuple(context))
+            element = txn.packer(group_bytes)(score, ts, tuple(context))
             values.append((group_bytes, Value(score, ts, seq, tuple(context), element)))
-        expected = ops._fold(values, directory, pk_nested, ops._carried(head), only=complete)
+        expected = writer.fold(values, directory, pk_nested, writer.carried_totals(head), only=complete)
         stored = {(s.lb_key, s.group): s.element for s in head.windows if directory.by_key(s.lb_key) in complete}
         for state_key in expected.keys() | stored.keys():
             want = expected.get(state_key)
@@ -112,8 +109,8 @@ def check_operations(ops: Operations, max_problems: int = 100) -> list[str]:
                 expected_counts[state_key] += 1
 
     # Each complete window: the B-tree has no extra entries and the ranked sets match it.
-    index = ops.index
-    settings = index.settings
+    space = txn.space
+    settings = space.settings
     g, c = settings.group_size, settings.context_size
     for window in complete:
         prefix = layout.primary + window.key_bytes
@@ -146,7 +143,7 @@ def check_operations(ops: Operations, max_problems: int = 100) -> list[str]:
             ):
                 return problems
         for group_bytes in elements:
-            ranked = index.ranked_set(window, group_bytes)
+            ranked = space.ranked_set(window, group_bytes)
             in_set = collections.Counter({element: ranked.count(tr, element) for element in elements[group_bytes]})
             stored_elements = ranked.range(tr)
             for element in stored_elements:

@@ -1,15 +1,16 @@
-"""Conversions between the gRPC messages and the index's Python values."""
+"""How Python values travel in the gRPC messages: key items, scores, entries, ranked entries, windows.
+
+Shared by the service and the client; the client needs nothing else of the server.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .directory import Window
 from .errors import InvalidArgument
-from .index import Entry
+from .index import Entry, RankedEntry, Window
 from .proto import service_pb2 as pb
-from .scans import RankedEntry
 
 
 def item_to_python(item: pb.Item) -> object:

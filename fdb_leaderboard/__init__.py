@@ -1,0 +1,15 @@
+"""fdb-leaderboard: time-windowed leaderboards with exact ranks over a transactional key-value store.
+
+Layers, each a sub-package or module; dependencies point one way (``tests/test_layers.py``):
+
+    cli -> service -> index -> rankedset -> store
+    client -> wire -> index
+
+- :mod:`~fdb_leaderboard.store`: the transactional ordered key-value interface (FoundationDB-shaped),
+  the FoundationDB backend and the embedded LMDB backend.
+- :mod:`~fdb_leaderboard.rankedset`: the persistent skip list with counts (the Record Layer's).
+- :mod:`~fdb_leaderboard.index`: the leaderboard index (writes, windows, fills, trims, reads).
+- :mod:`~fdb_leaderboard.service`: the server (gRPC, catalog of named indexes).
+- :mod:`~fdb_leaderboard.wire`, :mod:`~fdb_leaderboard.client`: the protocol's Python values, the client.
+- :mod:`~fdb_leaderboard.cli`: the ``fdb-leaderboard`` command.
+"""

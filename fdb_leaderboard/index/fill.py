@@ -1,0 +1,217 @@
+"""Filling windows from stored records, in bounded, resumable steps; and bulk loads.
+
+A window added over scores already stored is marked filling and not served until complete.
+Phase 1 puts each record's value into the window's primary B-tree, record by record in key
+order; phase 2 builds the window's ranked sets from that B-tree in key order (appending, one
+write per entry instead of a skip-list insert per entry).  Each step is one transaction
+bounded in records and entries and saves its position in the window's fill cursor, so an
+interrupted fill resumes from any process.  A bulk load hands the ranked sets of windows that
+were empty when it started to phase 2 (:meth:`Filler.defer_ranks_of_empty_windows`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TypeVar
+
+from ..errors import FailedPrecondition, InvalidArgument
+from ..proto import index_pb2
+from ..store.api import strinc
+from . import tuplecodec as tuples
+from .aggregation import Value
+from .directory import Directory, Window
+from .records import RecordWriter
+from .transaction import IndexTransaction
+from .values import check_at_least
+from .windows import WindowEditor
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True)
+class FillProgress:
+    """Where filling stands after one step.
+
+    ``windows`` lists the windows being filled at the start of the step, each with the record
+    key its first phase reached (None once every record is in its primary B-tree);
+    ``entries_ranked`` counts the primary entries the second phase put into ranked sets.
+    """
+
+    done: bool
+    records_processed: int
+    windows: tuple[tuple[Window, bytes | None], ...]
+    entries_ranked: int = 0
+
+
+class Filler:
+    """Fill steps inside one transaction (``txn``)."""
+
+    def __init__(self, txn: IndexTransaction, writer: RecordWriter, editor: WindowEditor) -> None:
+        self.txn = txn
+        self.tr = txn.tr
+        self.layout = txn.layout
+        self.space = txn.space
+        self.settings = txn.settings
+        self.writer = writer
+        self.editor = editor
+
+    def defer_ranks_of_empty_windows(self) -> tuple[Window, ...]:
+        """Mark complete windows holding no value as filling with every record done (phase 2).
+
+        Writes then keep their primary B-trees for every record and leave their ranked sets
+        to be built in key order by the fill.  Returns the windows marked.
+        """
+        directory = self.txn.directory()
+        if directory is None:
+            return ()
+        empty = []
+        for window in directory.windows:
+            prefix = self.layout.window_primary(window.key_bytes)
+            if not window.filling and not self.tr.get_range(prefix, strinc(prefix), 1):
+                empty.append(window)
+        if not empty:
+            return ()
+        for window in empty:
+            self.txn.save_cursor(window, index_pb2.FillCursor(records_done=True))
+        self.editor.save_filling(directory, {window.lb_key for window in empty}, True)
+        return tuple(empty)
+
+    def fill_step(self, max_records: int, max_entries: int) -> FillProgress:
+        """Fill the windows being filled a bounded amount; one transaction.
+
+        Phase 1 puts the values of up to ``max_records`` records (at most about ``max_entries``
+        entries read) into the primary B-tree of every window still in it.  Once every record
+        is done, phase 2 builds each window's ranked sets from its primary B-tree in key order,
+        up to the rest of ``max_entries`` primary entries per step; the window is then complete.
+        """
+        check_at_least(max_records, 1, "max_records")
+        check_at_least(max_entries, 1, "max_entries")
+        directory = self.txn.directory()
+        filling = directory.filling() if directory is not None else []
+        if not filling:
+            return FillProgress(True, 0, ())
+        cursors = {window.lb_key: self.txn.cursor(window) or index_pb2.FillCursor() for window in filling}
+        loading = [window for window in filling if not cursors[window.lb_key].records_done]
+        processed = entries_read = 0
+        reached: bytes | None = None
+        if loading:
+            processed, entries_read, reached = self._fill_records(loading, cursors, max_records, max_entries)
+            for window in loading:
+                cursor = cursors[window.lb_key]
+                if reached is None:
+                    cursor.records_done = True
+                elif not cursor.records_through or reached > cursor.records_through:
+                    cursor.records_through = reached
+                self.txn.save_cursor(window, cursor)
+        budget = max_entries - entries_read
+        ranked = 0
+        complete = set()
+        if reached is None:
+            for window in filling:
+                if budget <= 0:
+                    break
+                count, finished = self._rank_from_primary(window, cursors[window.lb_key], budget)
+                ranked += count
+                budget -= count
+                if finished:
+                    complete.add(window.lb_key)
+                    self.txn.clear_cursor(window)
+        if complete:
+            self.editor.save_filling(directory, complete, False)  # type: ignore[arg-type]
+        windows = tuple((window, None if cursors[window.lb_key].records_done else reached) for window in filling)
+        return FillProgress(len(complete) == len(filling), processed, windows, ranked)
+
+    def _fill_records(
+        self, windows: Sequence[Window], cursors: dict[int, index_pb2.FillCursor], max_records: int, max_entries: int
+    ) -> tuple[int, int, bytes | None]:
+        """Phase 1 for ``windows``: (records processed, entries read, last record key or None if all done)."""
+        directory = self.txn.directory()
+        positions = [cursors[window.lb_key].records_through for window in windows]
+        begin_cursor = min(positions) if all(positions) else None
+        records = self.layout.records
+        begin = records + begin_cursor + b"\x00" if begin_cursor is not None else records
+        rows = self.tr.get_range(begin, strinc(records), max_records)
+        entries_read = processed = 0
+        last: bytes | None = None
+        for key, raw in rows:
+            pk_nested = key[len(records) :]
+            pending = [w for w, at in zip(windows, positions, strict=True) if not at or pk_nested > at]
+            head = index_pb2.RecordHead.FromString(raw)
+            entries_read += self._fill_record(pk_nested, head, pending, directory)  # type: ignore[arg-type]
+            processed += 1
+            last = pk_nested
+            if entries_read >= max_entries:
+                break
+        if processed == len(rows) and len(rows) < max_records:
+            return processed, entries_read, None
+        return processed, entries_read, last
+
+    def _rank_from_primary(self, window: Window, cursor: index_pb2.FillCursor, budget: int) -> tuple[int, bool]:
+        """Phase 2: append up to ``budget`` primary entries to the ranked sets; (entries, finished)."""
+        prefix = self.layout.window_primary(window.key_bytes)
+        begin = prefix + cursor.ranked_through + b"\x00" if cursor.ranked_through else prefix
+        rows = self.tr.get_range(begin, strinc(prefix), budget)
+        group_size = self.settings.group_size
+        element_end = group_size + 2 + self.settings.context_size  # items before the pk
+        runs: dict[bytes, list[tuple[bytes, int]]] = {}
+        for key, _ in rows:
+            ends = tuples.item_ends(key[len(prefix) :], element_end)
+            group_end, pk_start = ends[group_size - 1] if group_size else 0, ends[-1]
+            group_bytes = key[len(prefix) : len(prefix) + group_end]
+            element = key[len(prefix) + group_end : len(prefix) + pk_start]
+            run = runs.setdefault(group_bytes, [])
+            if run and run[-1][0] == element:
+                run[-1] = (element, run[-1][1] + 1)
+            else:
+                run.append((element, 1))
+        for group_bytes, run in runs.items():
+            self.space.ranked_set(window, group_bytes).append(self.tr, run)
+        finished = len(rows) < budget
+        if not finished:
+            cursor.ranked_through = rows[-1][0][len(prefix) :]
+            self.txn.save_cursor(window, cursor)
+        return len(rows), finished
+
+    def _fill_record(
+        self, pk_nested: bytes, head: index_pb2.RecordHead, windows: Sequence[Window], directory: Directory
+    ) -> int:
+        if not windows:
+            return 0
+        pk_flat = tuples.pack(tuples.unpack(pk_nested)[0])
+        start = min(window.start for window in windows)
+        end = max(window.end for window in windows)
+        rows = self.txn.read_entries(pk_nested, start, end)
+        values = []
+        for ts, seq, (group, score, context) in rows:
+            group_bytes = tuples.pack(group)
+            values.append(
+                (group_bytes, Value(score, ts, seq, tuple(context), self.txn.packer(group_bytes)(score, ts, context)))
+            )
+        carried = self.writer.carried_totals(head)
+        try:
+            computed = self.writer.fold(values, directory, pk_nested, carried, only=windows)
+        except InvalidArgument as exc:  # a SUM over entries whose totals in older windows fit
+            raise FailedPrecondition(
+                f"record {tuples.unpack(pk_nested)[0]!r} cannot be filled into "
+                f"{', '.join(window.describe() for window in windows)}: {exc}; delete or rewrite the "
+                "record, or remove the window"
+            ) from exc
+        filled = {window.lb_key for window in windows}
+        for key, value in computed.items():
+            self.writer.index_add(directory.by_key(key[0]), key[1], value.element, pk_flat)  # type: ignore[arg-type]
+        kept = [state for state in head.windows if state.lb_key not in filled]
+        self.writer.write_head(head, kept, computed, pk_nested)
+        return len(rows)
+
+
+def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of ``size`` (the last may be shorter; none is empty)."""
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -1,0 +1,58 @@
+"""An index's key space and settings: everything derived from them, nothing read from the store.
+
+:class:`IndexSpace` is what every concern of the index shares across transactions: the
+settings, the key layout, the aggregation, and two caches of pure derivations (ranked-set
+key prefixes, and the parse of the last directory bytes seen, reused only when the bytes
+read are the same).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from ..rankedset import RankedSet
+from .aggregation import AGGREGATIONS, Aggregation
+from .directory import Directory, Window
+from .layout import IndexLayout
+from .settings import IndexSettings
+
+_RANKED_SETS_KEPT = 4096
+
+
+class IndexSpace:
+    """The index under key prefix ``prefix`` with ``settings``.  Holds no stored data."""
+
+    def __init__(self, prefix: bytes, settings: IndexSettings) -> None:
+        self.prefix = prefix
+        self.settings = settings
+        self.layout = IndexLayout(prefix)
+        self.aggregation: Aggregation = AGGREGATIONS[settings.aggregation]
+        self._ranked_sets: OrderedDict[tuple[int, int, bytes], RankedSet] = OrderedDict()
+        self._directory_cache: tuple[bytes, Directory] | None = None
+
+    def ranked_set(self, window: Window, group_bytes: bytes) -> RankedSet:
+        """The ranked set of one window and group (key derivation only, so cached)."""
+        key = (window.lb_key, window.nlevels, group_bytes)
+        ranked = self._ranked_sets.get(key)
+        if ranked is None:
+            ranked = RankedSet(
+                self.layout.window_secondary(window.key_bytes) + group_bytes,
+                window.nlevels,
+                self.settings.hash_function,
+                self.settings.count_duplicates,
+            )
+            self._ranked_sets[key] = ranked
+            if len(self._ranked_sets) > _RANKED_SETS_KEPT:
+                self._ranked_sets.popitem(last=False)
+        return ranked
+
+    def parse_directory(self, raw: bytes | None) -> Directory | None:
+        """Parse stored directory bytes, reusing the last parse when the bytes are the same."""
+        if raw is None:
+            return None
+        cached = self._directory_cache
+        if cached is not None and cached[0] == raw:
+            return cached[1]
+        directory = Directory.from_bytes(raw)
+        self._directory_cache = (raw, directory)
+        return directory

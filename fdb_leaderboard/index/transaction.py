@@ -1,0 +1,166 @@
+"""The index as one store transaction sees it: the narrow context every concern works in.
+
+:class:`IndexTransaction` reads the index's shared state (directory, score directions,
+fill cursors, record heads and entries) at most once per transaction and keeps what it
+read for the rest of it.  Writes, window maintenance, fills, trims and reads all take one;
+none of them depends on another's class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import InvalidArgument
+from ..proto import index_pb2
+from . import tuplecodec as tuples
+from .directory import INT64_MAX, INT64_MIN, MAX_DIRECTORY_BYTES, Directory, Window, sub_directory_from_bytes
+from .layout import decode_latest_timestamp
+from .space import IndexSpace
+from .values import check_pk, negate
+
+MAX_PK_BYTES = 200
+
+Packer = Callable[[int | float, int, tuple], bytes]
+
+
+class IndexTransaction:
+    """The index ``space`` inside store transaction ``tr``."""
+
+    def __init__(self, space: IndexSpace, tr: Any) -> None:
+        self.space = space
+        self.tr = tr
+        self.layout = space.layout
+        self.settings = space.settings
+        self._directory: Directory | bool | None = False  # False: not read yet
+        self._hsf: dict[bytes, bool] = {}
+        self._packers: dict[bytes, Packer] = {}
+        self._cursors: dict[int, index_pb2.FillCursor | None] = {}
+
+    # -- the directory and score directions ------------------------------------------------
+
+    def directory(self) -> Directory | None:
+        if self._directory is False:
+            self._directory = self.space.parse_directory(self.tr.get(self.layout.directory_key))
+        return self._directory  # type: ignore[return-value]
+
+    def save_directory(self, directory: Directory) -> None:
+        data = directory.to_bytes()
+        if len(data) > MAX_DIRECTORY_BYTES:
+            raise InvalidArgument(
+                f"the directory would hold {len(directory.windows)} windows ({len(data)} bytes, more than "
+                f"{MAX_DIRECTORY_BYTES}); expire old windows first"
+            )
+        self.tr.set(self.layout.directory_key, data)
+        self._directory = directory
+
+    def default_high_score_first(self) -> bool:
+        directory = self.directory()
+        return directory.high_score_first if directory is not None else self.settings.high_score_first
+
+    def high_score_first(self, group_bytes: bytes) -> bool:
+        hsf = self._hsf.get(group_bytes)
+        if hsf is None:
+            stored = self.tr.get(self.layout.sub_directory_key(group_bytes)) if group_bytes else None
+            hsf = sub_directory_from_bytes(stored) if stored is not None else self.default_high_score_first()
+            self._hsf[group_bytes] = hsf
+        return hsf
+
+    def set_high_score_first(self, group_bytes: bytes, high_score_first: bool) -> None:
+        """Note a group's new direction (its sub-directory was just written)."""
+        self._hsf[group_bytes] = high_score_first
+        self._packers.pop(group_bytes, None)
+
+    def directed(self, score: int | float, group_bytes: bytes) -> int | float:
+        """``score`` as the group stores it, or a stored score back (negation undoes itself)."""
+        return negate(score) if self.high_score_first(group_bytes) else score
+
+    def packer(self, group_bytes: bytes) -> Packer:
+        """The group's element packer (its score direction read once per transaction)."""
+        pack = self._packers.get(group_bytes)
+        if pack is None:
+            if self.high_score_first(group_bytes):
+                pack = lambda score, ts, context: tuples.pack((negate(score), ts, *context))  # noqa: E731
+            else:
+                pack = lambda score, ts, context: tuples.pack((score, ts, *context))  # noqa: E731
+            self._packers[group_bytes] = pack
+        return pack
+
+    # -- windows being filled --------------------------------------------------------------
+
+    def cursor(self, window: Window) -> index_pb2.FillCursor | None:
+        """Where the fill of ``window`` stands; None before its first fill step."""
+        if window.lb_key not in self._cursors:
+            raw = self.tr.get(self.layout.cursor_key(window.lb_key))
+            self._cursors[window.lb_key] = index_pb2.FillCursor.FromString(raw) if raw is not None else None
+        return self._cursors[window.lb_key]
+
+    def save_cursor(self, window: Window, cursor: index_pb2.FillCursor) -> None:
+        self.tr.set(self.layout.cursor_key(window.lb_key), cursor.SerializeToString())
+        self._cursors[window.lb_key] = cursor
+
+    def clear_cursor(self, window: Window) -> None:
+        self.tr.clear(self.layout.cursor_key(window.lb_key))
+        self._cursors.pop(window.lb_key, None)
+
+    def maintains(self, window: Window, pk_nested: bytes) -> bool:
+        """Whether writes to this record must keep ``window``'s value (head and primary B-tree) now."""
+        if not window.filling:
+            return True
+        cursor = self.cursor(window)
+        if cursor is None:
+            return False
+        return cursor.records_done or (bool(cursor.records_through) and pk_nested <= cursor.records_through)
+
+    def rank_limit(self, window: Window) -> bytes | None:
+        """The last primary key (after the window's prefix) whose element the ranked set holds.
+
+        None when it holds every element (the window is complete); ``b""`` when none yet.
+        """
+        if not window.filling:
+            return None
+        cursor = self.cursor(window)
+        return cursor.ranked_through if cursor is not None and cursor.records_done else b""
+
+    # -- records -----------------------------------------------------------------------------
+
+    def pk(self, pk: object) -> tuple[tuple, bytes, bytes]:
+        """The checked primary key, packed as one nested item (``pk_nested``) and flat (``pk_flat``)."""
+        pk = check_pk(pk)
+        pk_flat = tuples.pack(pk)
+        if len(pk_flat) > MAX_PK_BYTES:
+            raise InvalidArgument(f"primary key packs to {len(pk_flat)} bytes; at most {MAX_PK_BYTES} are allowed")
+        return pk, tuples.pack_nested(pk, pk_flat), pk_flat
+
+    def read_head(self, pk_nested: bytes) -> index_pb2.RecordHead | None:
+        raw = self.tr.get(self.layout.head_key(pk_nested))
+        return index_pb2.RecordHead.FromString(raw) if raw is not None else None
+
+    def read_entries(
+        self, pk_nested: bytes, start: int = INT64_MIN, end: int | None = None
+    ) -> list[tuple[int, int, Any]]:
+        """A record's entries with ``start <= ts < end`` as (ts, seq, (group, score, context))."""
+        low, high = self.layout.entries_range(pk_nested)
+        prefix = low[:-1]
+        if start > INT64_MIN:
+            low = prefix + tuples.pack((start,))
+        if end is not None and end <= INT64_MAX:
+            high = prefix + tuples.pack((end,))
+        out = []
+        for key, value in self.tr.get_range(low, high):
+            ts, seq = tuples.unpack(key[len(prefix) :])
+            out.append((ts, seq, tuples.unpack(value)))
+        return out
+
+    # -- index-wide values ---------------------------------------------------------------------
+
+    def latest_timestamp(self) -> int | None:
+        raw = self.tr.get(self.layout.latest_timestamp_key)
+        return decode_latest_timestamp(raw) if raw is not None else None
+
+    def options(self) -> index_pb2.IndexOptions:
+        return index_pb2.IndexOptions.FromString(self.tr.get(self.layout.options_key) or b"")
+
+    def trimmed_before(self) -> int | None:
+        options = self.options()
+        return options.trimmed_before if options.HasField("trimmed_before") else None

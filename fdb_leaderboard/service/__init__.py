@@ -1,0 +1,18 @@
+"""The server: several named indexes of one store served over gRPC.
+
+| module | concern |
+|---|---|
+| ``server.py`` | :class:`Server`: the process's gRPC server, health, reflection and store lifecycle |
+| ``grpc_service.py`` | the servicer: one handler per RPC, each calling the index |
+| ``convert.py`` | requests into index arguments (settings, window updates, maintenance policies) |
+| ``status.py`` | which status code answers which error |
+| ``catalog.py`` | the named indexes of a store and their maintenance policies |
+
+Item, score and entry conversions shared with the client are in :mod:`fdb_leaderboard.wire`.
+Dependencies point down: this package uses :mod:`fdb_leaderboard.index` and the store.
+"""
+
+from .grpc_service import SERVICE_NAME, LeaderboardService
+from .server import Server
+
+__all__ = ["SERVICE_NAME", "LeaderboardService", "Server"]

@@ -1,0 +1,100 @@
+"""Conversions of the service's requests into the index's arguments, and of its settings back."""
+
+from __future__ import annotations
+
+from .. import wire
+from ..errors import InvalidArgument
+from ..index import IndexSettings, RankMode, Rebuild, WindowRef, WindowSpec, WindowUpdate, check_plan_size
+from ..proto import index_pb2
+from ..proto import service_pb2 as pb
+from ..rankedset import HashFunction
+
+
+def record_from_proto(record: pb.RecordEntries) -> tuple[tuple, list]:
+    """A record of a batch or load as the index's (pk, entries)."""
+    return wire.items_to_tuple(record.pk), [wire.entry_to_python(e) for e in record.entries]
+
+
+def window_ref(selector: pb.WindowSelector) -> WindowRef:
+    return WindowRef(selector.type, selector.timestamp if selector.HasField("timestamp") else None)
+
+
+def rank_mode(mode: int) -> RankMode:
+    if mode == pb.ORDINAL:
+        return RankMode.ORDINAL
+    if mode == pb.COMPETITION:
+        return RankMode.COMPETITION
+    raise InvalidArgument(f"unknown rank mode {mode}: use ORDINAL (0) or COMPETITION (1)")
+
+
+def settings_from_proto(options: pb.IndexOptions, reference_layout: bool) -> IndexSettings:
+    try:
+        hash_name = pb.RankHash.Name(options.hash_function)
+        aggregation = pb.Aggregation.Name(options.aggregation)
+        score_type = pb.ScoreType.Name(options.score_type)
+    except ValueError as exc:
+        raise InvalidArgument(f"unknown enum value: {exc}") from None
+    if reference_layout and options.hash_function == pb.MURMUR3:
+        hash_name = "JDK"  # the reference's default when none is given
+    return IndexSettings(
+        aggregation=aggregation,
+        hash_function=HashFunction(hash_name),
+        count_duplicates=options.count_duplicates if reference_layout else True,
+        group_size=options.group_size,
+        context_size=options.context_size,
+        high_score_first=options.high_score_first,
+        score_type=score_type,
+    )
+
+
+def settings_to_proto(settings: IndexSettings) -> pb.IndexOptions:
+    return pb.IndexOptions(
+        aggregation=pb.Aggregation.Value(settings.aggregation),
+        hash_function=pb.RankHash.Value(settings.hash_function.value),
+        count_duplicates=settings.count_duplicates,
+        group_size=settings.group_size,
+        context_size=settings.context_size,
+        high_score_first=settings.high_score_first,
+        score_type=pb.ScoreType.Value(settings.score_type),
+    )
+
+
+def maintenance_from_proto(policy: pb.MaintenancePolicy) -> index_pb2.MaintenancePolicy:
+    out = index_pb2.MaintenancePolicy(
+        horizon=policy.horizon, certain_within=policy.certain_within, retain=policy.retain
+    )
+    for regular in policy.windows:
+        if regular.increment <= 0 or regular.duration <= 0 or regular.type == 0:
+            raise InvalidArgument(
+                f"maintained window type {regular.type} needs a type >= 1 and a positive increment and duration"
+            )
+        out.windows.add(type=regular.type, base=regular.base, increment=regular.increment, duration=regular.duration)
+    if policy.horizon < 0 or policy.retain < 0 or policy.certain_within < 0:
+        raise InvalidArgument("horizon, certain_within and retain must not be negative")
+    check_plan_size(out.horizon, [(w.type, w.base, w.increment, w.duration) for w in out.windows])
+    return out
+
+
+def maintenance_to_proto(policy: index_pb2.MaintenancePolicy) -> pb.MaintenancePolicy:
+    return pb.MaintenancePolicy(
+        windows=[
+            pb.RegularWindows(type=w.type, base=w.base, increment=w.increment, duration=w.duration)
+            for w in policy.windows
+        ],
+        horizon=policy.horizon,
+        certain_within=policy.certain_within,
+        retain=policy.retain,
+    )
+
+
+def window_update_from_proto(request: pb.UpdateWindowsRequest) -> WindowUpdate:
+    return WindowUpdate(
+        update_timestamp=request.update_timestamp,
+        high_score_first=request.high_score_first,
+        delete_before=request.delete_before if request.HasField("delete_before") else None,
+        all_time=request.all_time,
+        specs=[WindowSpec(s.type, s.base, s.increment, s.duration, s.count) for s in request.specs],
+        windows=[(w.type, w.start, w.end) for w in request.windows],
+        nlevels=request.nlevels or 6,
+        rebuild=Rebuild[pb.Rebuild.Name(request.rebuild)],
+    )

@@ -1,0 +1,42 @@
+"""Which status answers which error: the index's and the store's exceptions as gRPC status codes."""
+
+from __future__ import annotations
+
+import grpc
+
+from ..errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from ..rankedset import CorruptRankedSet
+from ..store import KeyTooLarge, StoreUnavailable, TransactionTimedOut, TransactionTooLarge, ValueTooLarge
+
+STATUS_BY_ERROR: list[tuple[type[BaseException], grpc.StatusCode]] = [
+    (InvalidArgument, grpc.StatusCode.INVALID_ARGUMENT),
+    (NotFound, grpc.StatusCode.NOT_FOUND),
+    (FailedPrecondition, grpc.StatusCode.FAILED_PRECONDITION),
+    (AlreadyExists, grpc.StatusCode.ALREADY_EXISTS),
+    (KeyTooLarge, grpc.StatusCode.INVALID_ARGUMENT),
+    (ValueTooLarge, grpc.StatusCode.INVALID_ARGUMENT),
+    (TransactionTooLarge, grpc.StatusCode.INVALID_ARGUMENT),
+    (TransactionTimedOut, grpc.StatusCode.ABORTED),
+    (StoreUnavailable, grpc.StatusCode.UNAVAILABLE),
+    (CorruptRankedSet, grpc.StatusCode.DATA_LOSS),
+]
+
+
+class Answer(Exception):
+    """Raised by a handler to answer with ``code`` and this message."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def status_of(exc: BaseException) -> grpc.StatusCode | None:
+    """The status code answering ``exc``, or None for an unexpected error (INTERNAL)."""
+    if isinstance(exc, Answer):
+        return exc.code
+    for error_type, code in STATUS_BY_ERROR:
+        if isinstance(exc, error_type):
+            return code
+    if isinstance(exc, (TypeError, ValueError, OverflowError)):  # malformed values caught by a library
+        return grpc.StatusCode.INVALID_ARGUMENT
+    return None
