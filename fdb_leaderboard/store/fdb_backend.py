@@ -211,6 +211,8 @@ _CLEANUP_SECONDS = 60.0
 
 
 class FdbDatabase(Database):
+    batched_reads = True
+
     def __init__(self, cluster_file: str | None, api_version: int | None = None) -> None:
         self._fdb = load_fdb(api_version)
         self.url = f"fdb:{cluster_file or ''}"
