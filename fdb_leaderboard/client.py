@@ -11,7 +11,7 @@ Errors arrive as ``grpc.RpcError`` with the server's status code and message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import grpc
@@ -23,7 +23,7 @@ from .proto import service_pb2_grpc as pb_grpc
 
 _MESSAGE_RECORDS = 500  # a BulkLoad message carries up to this many records
 _MESSAGE_BYTES = 1 << 20  # or about this many bytes (gRPC refuses messages over 4 MB)
-MODES = {"ORDINAL": pb.ORDINAL, "COMPETITION": pb.COMPETITION}
+MODES = {"ORDINAL": pb.ORDINAL, "COMPETITION": pb.COMPETITION, "DENSE": pb.DENSE}
 
 
 def _window(window_type: int, timestamp: int | None) -> pb.WindowSelector:
@@ -74,6 +74,7 @@ class LeaderboardClient:
         count_duplicates: bool = False,
         maintenance: pb.MaintenancePolicy | None = None,
         score_type: str = "INT",
+        dense_ranks: bool = False,
     ) -> bool:
         options = pb.IndexOptions(
             aggregation=pb.Aggregation.Value(aggregation),
@@ -83,6 +84,7 @@ class LeaderboardClient:
             high_score_first=high_score_first,
             count_duplicates=count_duplicates,
             score_type=pb.ScoreType.Value(score_type),
+            dense_ranks=dense_ranks,
         )
         request = pb.CreateIndexRequest(
             name=name, options=options, reference_layout=reference_layout, maintenance=maintenance
@@ -157,12 +159,37 @@ class LeaderboardClient:
     # -- writes ---------------------------------------------------------------------------
 
     def add_score(
-        self, index: str, pk: Sequence, score: int | float, timestamp: int, context: Sequence = (), group: Sequence = ()
+        self,
+        index: str,
+        pk: Sequence,
+        score: int | float,
+        timestamp: int,
+        context: Sequence = (),
+        group: Sequence = (),
+        metadata: Mapping[str, str] | None = None,
     ) -> int:
+        """Add one entry; ``metadata`` fields are merged into the record's in the same transaction."""
         request = pb.AddScoreRequest(
-            index=index, pk=wire.tuple_to_items(tuple(pk)), entry=_pb_entry(score, timestamp, context, group)
+            index=index,
+            pk=wire.tuple_to_items(tuple(pk)),
+            entry=_pb_entry(score, timestamp, context, group),
+            metadata=metadata or {},
         )
         return self._call("AddScore", request).windows_changed
+
+    def set_metadata(
+        self, index: str, pk: Sequence, metadata: Mapping[str, str], merge: bool = False, remove: Sequence[str] = ()
+    ) -> dict[str, str]:
+        """Replace (or merge into) a record's display metadata; returns what is stored now."""
+        request = pb.SetMetadataRequest(
+            index=index, pk=wire.tuple_to_items(tuple(pk)), metadata=metadata, merge=merge, remove=list(remove)
+        )
+        return dict(self._call("SetMetadata", request).metadata)
+
+    def metadata(self, index: str, pk: Sequence) -> dict[str, str] | None:
+        """A record's display metadata ({} if none), or None if the record does not exist."""
+        response = self._call("GetMetadata", pb.MetadataRequest(index=index, pk=wire.tuple_to_items(tuple(pk))))
+        return dict(response.metadata) if response.exists else None
 
     def save_record(self, index: str, pk: Sequence, entries: Sequence[tuple]) -> int:
         request = pb.SaveRecordRequest(

@@ -97,6 +97,8 @@ def fill_ranked_entry(message: pb.RankedEntry, entry: RankedEntry) -> None:
     add_items(message.group, entry.group)
     if entry.rank is not None:
         message.rank = entry.rank
+    if entry.metadata:
+        message.metadata.update(entry.metadata)
 
 
 def add_ranked_entries(out: Any, entries: Iterable[RankedEntry]) -> None:
@@ -114,6 +116,7 @@ def ranked_entry_from_proto(message: pb.RankedEntry) -> RankedEntry:
         context=items_to_tuple(message.context),
         group=items_to_tuple(message.group),
         rank=message.rank if message.HasField("rank") else None,
+        metadata=dict(message.metadata),
     )
 
 

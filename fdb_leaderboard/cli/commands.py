@@ -99,6 +99,7 @@ def index() -> None:
 @click.option("--high-score-first/--low-score-first", default=True, show_default=True)
 @click.option("--score-type", type=click.Choice(["INT", "DOUBLE"]), default="INT", show_default=True)
 @click.option("--reference-layout", is_flag=True, help="Ranked sets exactly as the Record Layer lays them out.")
+@click.option("--dense-ranks", is_flag=True, help="Also rank each window's distinct scores (DENSE rank mode).")
 @click.pass_context
 @_fail_on_rpc_error
 def index_create(
@@ -111,6 +112,7 @@ def index_create(
     high_score_first: bool,
     score_type: str,
     reference_layout: bool,
+    dense_ranks: bool,
 ) -> None:
     """Create index NAME (no error if it exists with the same options)."""
     with _client(ctx) as client:
@@ -123,6 +125,7 @@ def index_create(
             high_score_first,
             reference_layout,
             score_type=score_type,
+            dense_ranks=dense_ranks,
         )
     click.echo(f"index {name} {'created' if created else 'already exists with these options'}")
 
@@ -139,6 +142,7 @@ def index_list(ctx: click.Context) -> None:
                 f"{info.name}: {aggregation}, hash {hash_name}, "
                 f"group size {options.group_size}, context size {options.context_size}, "
                 f"{'high' if options.high_score_first else 'low'} score first"
+                + (", dense ranks" if options.dense_ranks else "")
             )
 
 

@@ -19,7 +19,7 @@ from ..store.api import MAX_VALUE_SIZE
 from . import tuplecodec as tuples
 from .aggregation import Value
 from .directory import ALL_TIME, INT64_MAX, Directory, Window
-from .layout import encode_latest_timestamp, extensions_end
+from .layout import encode_latest_timestamp, extensions_end, score_prefix
 from .transaction import IndexTransaction
 from .values import check_items, check_timestamp, normalize_score
 
@@ -71,6 +71,8 @@ class RecordWriter:
         self.tr.set(self._primary_key(window, group_bytes, element, pk_flat), b"")
         if self._ranked(window, group_bytes, element, pk_flat):
             self.space.ranked_set(window, group_bytes).add(self.tr, element)
+            if self.settings.dense_ranks:
+                self._dense_add(window, group_bytes, element)
 
     def _shared(self, window: Window, group_bytes: bytes, element: bytes) -> bool:
         """Whether another ranked record holds ``element`` (for sets that keep one per element)."""
@@ -89,6 +91,8 @@ class RecordWriter:
         # Records with identical score keys share one element: keep it while one remains.
         if ranked.count_duplicates or not self._shared(window, group_bytes, element):
             ranked.remove(self.tr, element)
+        if self.settings.dense_ranks:
+            self._dense_remove(window, group_bytes, element)
 
     def index_move(self, window: Window, group_bytes: bytes, old: bytes, new: bytes, pk_flat: bytes) -> None:
         """A record's value in a window changes from element ``old`` to ``new``."""
@@ -96,6 +100,11 @@ class RecordWriter:
         self.tr.set(self._primary_key(window, group_bytes, new, pk_flat), b"")
         ranked_old = self._ranked(window, group_bytes, old, pk_flat)
         ranked_new = self._ranked(window, group_bytes, new, pk_flat)
+        if self.settings.dense_ranks and score_prefix(old) != score_prefix(new):
+            if ranked_old:
+                self._dense_remove(window, group_bytes, old)
+            if ranked_new:
+                self._dense_add(window, group_bytes, new)
         ranked = self.space.ranked_set(window, group_bytes)
         if ranked_old and not ranked.count_duplicates and self._shared(window, group_bytes, old):
             ranked_old = False  # another record keeps `old`
@@ -105,6 +114,20 @@ class RecordWriter:
             ranked.remove(self.tr, old)
         elif ranked_new:
             ranked.add(self.tr, new)
+
+    # -- distinct scores (dense_ranks) ------------------------------------------------------
+    # A window's dense set holds each stored score some ranked record has, once.  Adding reads
+    # one level-0 key when the score is there already; removing checks the primary B-tree for
+    # another ranked record with the score (one range read of at most one key) first.
+
+    def _dense_add(self, window: Window, group_bytes: bytes, element: bytes) -> None:
+        self.space.dense_set(window, group_bytes).add(self.tr, score_prefix(element))
+
+    def _dense_remove(self, window: Window, group_bytes: bytes, element: bytes) -> None:
+        """Call after the record's primary entry was cleared."""
+        prefix = score_prefix(element)
+        if not self._shared(window, group_bytes, prefix):
+            self.space.dense_set(window, group_bytes).remove(self.tr, prefix)
 
     # -- records ---------------------------------------------------------------------------
 
@@ -222,6 +245,7 @@ class RecordWriter:
                 self.index_remove(window, state.group, state.element, pk_flat)
         self.tr.clear(self.layout.head_key(pk_nested))
         self.tr.clear_range(*self.layout.entries_range(pk_nested))
+        self.tr.clear(self.layout.metadata_key(pk_nested))  # display data goes with the record
         return True
 
     def _apply(

@@ -46,6 +46,23 @@ class IndexSpace:
                 self._ranked_sets.popitem(last=False)
         return ranked
 
+    def dense_set(self, window: Window, group_bytes: bytes) -> RankedSet:
+        """The ranked set of one window and group's distinct stored scores (``dense_ranks``):
+        its elements are ``pack((stored score,))``, each present while some record has it."""
+        key = (-1 - window.lb_key, window.nlevels, group_bytes)  # beside the main sets in the cache
+        ranked = self._ranked_sets.get(key)
+        if ranked is None:
+            ranked = RankedSet(
+                self.layout.window_dense(window.key_bytes) + group_bytes,
+                window.nlevels,
+                self.settings.hash_function,
+                count_duplicates=False,
+            )
+            self._ranked_sets[key] = ranked
+            if len(self._ranked_sets) > _RANKED_SETS_KEPT:
+                self._ranked_sets.popitem(last=False)
+        return ranked
+
     def parse_directory(self, raw: bytes | None) -> Directory | None:
         """Parse stored directory bytes, reusing the last parse when the bytes are the same."""
         if raw is None:

@@ -28,6 +28,7 @@ class RankMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ORDINAL: _ClassVar[RankMode]
     COMPETITION: _ClassVar[RankMode]
+    DENSE: _ClassVar[RankMode]
 
 class IfAbsent(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -56,6 +57,7 @@ INT: ScoreType
 DOUBLE: ScoreType
 ORDINAL: RankMode
 COMPETITION: RankMode
+DENSE: RankMode
 EMPTY: IfAbsent
 TOP: IfAbsent
 BOTTOM: IfAbsent
@@ -103,7 +105,7 @@ class Entry(_message.Message):
     def __init__(self, score: _Optional[_Union[Score, _Mapping]] = ..., timestamp: _Optional[int] = ..., context: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ...) -> None: ...
 
 class IndexOptions(_message.Message):
-    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "score_type")
+    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "score_type", "dense_ranks")
     AGGREGATION_FIELD_NUMBER: _ClassVar[int]
     HASH_FUNCTION_FIELD_NUMBER: _ClassVar[int]
     COUNT_DUPLICATES_FIELD_NUMBER: _ClassVar[int]
@@ -111,6 +113,7 @@ class IndexOptions(_message.Message):
     CONTEXT_SIZE_FIELD_NUMBER: _ClassVar[int]
     HIGH_SCORE_FIRST_FIELD_NUMBER: _ClassVar[int]
     SCORE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DENSE_RANKS_FIELD_NUMBER: _ClassVar[int]
     aggregation: Aggregation
     hash_function: RankHash
     count_duplicates: bool
@@ -118,7 +121,8 @@ class IndexOptions(_message.Message):
     context_size: int
     high_score_first: bool
     score_type: ScoreType
-    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., score_type: _Optional[_Union[ScoreType, str]] = ...) -> None: ...
+    dense_ranks: bool
+    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., score_type: _Optional[_Union[ScoreType, str]] = ..., dense_ranks: _Optional[bool] = ...) -> None: ...
 
 class RegularWindows(_message.Message):
     __slots__ = ("type", "base", "increment", "duration")
@@ -153,20 +157,29 @@ class WindowSelector(_message.Message):
     def __init__(self, type: _Optional[int] = ..., timestamp: _Optional[int] = ...) -> None: ...
 
 class RankedEntry(_message.Message):
-    __slots__ = ("pk", "score", "timestamp", "context", "group", "rank")
+    __slots__ = ("pk", "score", "timestamp", "context", "group", "rank", "metadata")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     PK_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
     pk: _containers.RepeatedCompositeFieldContainer[Item]
     score: Score
     timestamp: int
     context: _containers.RepeatedCompositeFieldContainer[Item]
     group: _containers.RepeatedCompositeFieldContainer[Item]
     rank: int
-    def __init__(self, pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., score: _Optional[_Union[Score, _Mapping]] = ..., timestamp: _Optional[int] = ..., context: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., rank: _Optional[int] = ...) -> None: ...
+    metadata: _containers.ScalarMap[str, str]
+    def __init__(self, pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., score: _Optional[_Union[Score, _Mapping]] = ..., timestamp: _Optional[int] = ..., context: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., rank: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class Window(_message.Message):
     __slots__ = ("type", "start", "end", "key", "nlevels", "filling")
@@ -427,14 +440,23 @@ class VerifyResponse(_message.Message):
     def __init__(self, problems: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class AddScoreRequest(_message.Message):
-    __slots__ = ("index", "pk", "entry")
+    __slots__ = ("index", "pk", "entry", "metadata")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     INDEX_FIELD_NUMBER: _ClassVar[int]
     PK_FIELD_NUMBER: _ClassVar[int]
     ENTRY_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
     index: str
     pk: _containers.RepeatedCompositeFieldContainer[Item]
     entry: Entry
-    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., entry: _Optional[_Union[Entry, _Mapping]] = ...) -> None: ...
+    metadata: _containers.ScalarMap[str, str]
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., entry: _Optional[_Union[Entry, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class AddScoreResponse(_message.Message):
     __slots__ = ("windows_changed",)
@@ -521,6 +543,50 @@ class BulkLoadResponse(_message.Message):
     RECORDS_WRITTEN_FIELD_NUMBER: _ClassVar[int]
     records_written: int
     def __init__(self, records_written: _Optional[int] = ...) -> None: ...
+
+class SetMetadataRequest(_message.Message):
+    __slots__ = ("index", "pk", "metadata", "merge", "remove")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PK_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    MERGE_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    metadata: _containers.ScalarMap[str, str]
+    merge: bool
+    remove: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., merge: _Optional[bool] = ..., remove: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class MetadataRequest(_message.Message):
+    __slots__ = ("index", "pk")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PK_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ...) -> None: ...
+
+class MetadataResponse(_message.Message):
+    __slots__ = ("exists", "metadata")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    EXISTS_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    exists: bool
+    metadata: _containers.ScalarMap[str, str]
+    def __init__(self, exists: _Optional[bool] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class RankRequest(_message.Message):
     __slots__ = ("index", "pk", "window", "group", "mode")

@@ -124,6 +124,11 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.BulkLoadRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.BulkLoadResponse.FromString,
                 _registered_method=True)
+        self.SetMetadata = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/SetMetadata',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetMetadataRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.MetadataResponse.FromString,
+                _registered_method=True)
         self.GetRank = channel.unary_unary(
                 '/fdb_leaderboard.v1.Leaderboard/GetRank',
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankRequest.SerializeToString,
@@ -163,6 +168,11 @@ class LeaderboardStub:
                 '/fdb_leaderboard.v1.Leaderboard/Scan',
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScanRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScanResponse.FromString,
+                _registered_method=True)
+        self.GetMetadata = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/GetMetadata',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.MetadataRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.MetadataResponse.FromString,
                 _registered_method=True)
 
 
@@ -279,6 +289,12 @@ class LeaderboardServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetMetadata(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetRank(self, request, context):
         """reads
         """
@@ -323,6 +339,12 @@ class LeaderboardServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Scan(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetMetadata(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -421,6 +443,11 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.BulkLoadRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.BulkLoadResponse.SerializeToString,
             ),
+            'SetMetadata': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetMetadata,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetMetadataRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.MetadataResponse.SerializeToString,
+            ),
             'GetRank': grpc.unary_unary_rpc_method_handler(
                     servicer.GetRank,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankRequest.FromString,
@@ -460,6 +487,11 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     servicer.Scan,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScanRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScanResponse.SerializeToString,
+            ),
+            'GetMetadata': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMetadata,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.MetadataRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.MetadataResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -959,6 +991,33 @@ class Leaderboard:
             _registered_method=True)
 
     @staticmethod
+    def SetMetadata(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/SetMetadata',
+            fdb__leaderboard_dot_proto_dot_service__pb2.SetMetadataRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.MetadataResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def GetRank(request,
             target,
             options=(),
@@ -1164,6 +1223,33 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/Scan',
             fdb__leaderboard_dot_proto_dot_service__pb2.ScanRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.ScanResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetMetadata(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/GetMetadata',
+            fdb__leaderboard_dot_proto_dot_service__pb2.MetadataRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.MetadataResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -190,8 +190,14 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     def AddScore(self, request: pb.AddScoreRequest, context: grpc.ServicerContext) -> pb.AddScoreResponse:
         if not request.HasField("entry"):
             raise InvalidArgument("AddScore needs an entry")
-        changed = self._index(request.index).add_entries(
-            wire.items_to_tuple(request.pk), [wire.entry_to_python(request.entry)]
+        entry = wire.entry_to_python(request.entry)
+        changed = self._index(request.index).add_score(
+            wire.items_to_tuple(request.pk),
+            entry.score,
+            entry.timestamp,
+            entry.context,
+            entry.group,
+            metadata=dict(request.metadata),
         )
         return pb.AddScoreResponse(windows_changed=changed)
 
@@ -258,7 +264,19 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         log.info("BulkLoad of %r ended after %d records", first.index, written)
         return pb.BulkLoadResponse(records_written=written)
 
+    @_rpc
+    def SetMetadata(self, request: pb.SetMetadataRequest, context: grpc.ServicerContext) -> pb.MetadataResponse:
+        stored = self._index(request.index).set_metadata(
+            wire.items_to_tuple(request.pk), dict(request.metadata), request.merge, list(request.remove)
+        )
+        return pb.MetadataResponse(exists=True, metadata=stored)
+
     # -- reads ----------------------------------------------------------------------------
+
+    @_rpc
+    def GetMetadata(self, request: pb.MetadataRequest, context: grpc.ServicerContext) -> pb.MetadataResponse:
+        stored = self._index(request.index).metadata(wire.items_to_tuple(request.pk))
+        return pb.MetadataResponse(exists=stored is not None, metadata=stored or {})
 
     @staticmethod
     def _rank_arguments(request: pb.RankRequest) -> tuple[tuple, int, int | None, tuple, RankMode]:
