@@ -174,6 +174,46 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.MetadataRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.MetadataResponse.FromString,
                 _registered_method=True)
+        self.GetRanks = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/GetRanks',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RanksRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RanksResponse.FromString,
+                _registered_method=True)
+        self.FriendsBoard = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/FriendsBoard',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RanksRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.EntriesResponse.FromString,
+                _registered_method=True)
+        self.GetPage = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/GetPage',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.PageRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.PageResponse.FromString,
+                _registered_method=True)
+        self.GetPercentile = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/GetPercentile',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.PercentileRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.PercentileResponse.FromString,
+                _registered_method=True)
+        self.ScoreForPercentile = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/ScoreForPercentile',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreForPercentileRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreForRankResponse.FromString,
+                _registered_method=True)
+        self.GetMovement = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/GetMovement',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.MovementResponse.FromString,
+                _registered_method=True)
+        self.GetRankHistory = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/GetRankHistory',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankHistoryRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankHistoryResponse.FromString,
+                _registered_method=True)
+        self.ScoreTrim = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/ScoreTrim',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreTrimRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreTrimResponse.FromString,
+                _registered_method=True)
 
 
 class LeaderboardServicer:
@@ -350,6 +390,54 @@ class LeaderboardServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetRanks(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FriendsBoard(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetPage(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetPercentile(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ScoreForPercentile(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetMovement(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetRankHistory(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ScoreTrim(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeaderboardServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -492,6 +580,46 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     servicer.GetMetadata,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.MetadataRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.MetadataResponse.SerializeToString,
+            ),
+            'GetRanks': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRanks,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RanksRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RanksResponse.SerializeToString,
+            ),
+            'FriendsBoard': grpc.unary_unary_rpc_method_handler(
+                    servicer.FriendsBoard,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RanksRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.EntriesResponse.SerializeToString,
+            ),
+            'GetPage': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPage,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.PageRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.PageResponse.SerializeToString,
+            ),
+            'GetPercentile': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPercentile,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.PercentileRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.PercentileResponse.SerializeToString,
+            ),
+            'ScoreForPercentile': grpc.unary_unary_rpc_method_handler(
+                    servicer.ScoreForPercentile,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreForPercentileRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreForRankResponse.SerializeToString,
+            ),
+            'GetMovement': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMovement,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.MovementResponse.SerializeToString,
+            ),
+            'GetRankHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRankHistory,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankHistoryRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankHistoryResponse.SerializeToString,
+            ),
+            'ScoreTrim': grpc.unary_unary_rpc_method_handler(
+                    servicer.ScoreTrim,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreTrimRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreTrimResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1250,6 +1378,222 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/GetMetadata',
             fdb__leaderboard_dot_proto_dot_service__pb2.MetadataRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.MetadataResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetRanks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/GetRanks',
+            fdb__leaderboard_dot_proto_dot_service__pb2.RanksRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.RanksResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FriendsBoard(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/FriendsBoard',
+            fdb__leaderboard_dot_proto_dot_service__pb2.RanksRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.EntriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/GetPage',
+            fdb__leaderboard_dot_proto_dot_service__pb2.PageRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.PageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPercentile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/GetPercentile',
+            fdb__leaderboard_dot_proto_dot_service__pb2.PercentileRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.PercentileResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ScoreForPercentile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/ScoreForPercentile',
+            fdb__leaderboard_dot_proto_dot_service__pb2.ScoreForPercentileRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.ScoreForRankResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetMovement(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/GetMovement',
+            fdb__leaderboard_dot_proto_dot_service__pb2.RankRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.MovementResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetRankHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/GetRankHistory',
+            fdb__leaderboard_dot_proto_dot_service__pb2.RankHistoryRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.RankHistoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ScoreTrim(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/ScoreTrim',
+            fdb__leaderboard_dot_proto_dot_service__pb2.ScoreTrimRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.ScoreTrimResponse.FromString,
             options,
             channel_credentials,
             insecure,
