@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from ..client import LeaderboardClient
 from ..proto import service_pb2 as pb
+from . import players
 from .demo import demo
 from .maintenance import maintenance_pass
 from .records_file import Record, RecordsFileError, read_records
@@ -354,3 +355,5 @@ def maintain(ctx: click.Context, every: str, once: bool, now: int | None) -> Non
 
 
 main.add_command(demo)
+for command in players.COMMANDS:
+    main.add_command(command)
