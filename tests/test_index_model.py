@@ -8,9 +8,11 @@ writes (some aimed at the record where the fill stopped), trims (some followed b
 refill, which must rebuild the same results from what the trim kept) and sub-directory
 saves to a real LeaderboardIndex (LMDB, not durable) and to the model.  After every step
 it compares the directory and every read of every readable window and group: count, top,
-rank and rank_and_entry of each primary key and of an absent one (both rank modes),
+rank and rank_and_entry of each primary key and of an absent one (the three rank modes: the
+indexes keep dense ranks),
 around (absent keys with EMPTY/TOP/BOTTOM too), score_for_rank, rank_for_score, and the
-BY_VALUE, BY_RANK and BY_TIME_WINDOW scans, unpaged and paged until exhausted.  Every
+BY_VALUE, BY_RANK and BY_TIME_WINDOW scans (rank scans also reversed), unpaged and paged
+until exhausted.  Every
 bound combination is scanned unpaged at every step; the paged repeats, and the around()
 spans, rotate with the step number.  Reads resolving to a window still being filled must
 raise WindowNotReady, reads of no window WindowNotFound.  At the end of each example the
