@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from ..client import LeaderboardClient
 from ..proto import service_pb2 as pb
+from . import players
 from .demo import demo
 from .maintenance import maintenance_pass
 from .records_file import Record, RecordsFileError, read_records
@@ -115,6 +116,7 @@ def index() -> None:
 @click.option("--high-score-first/--low-score-first", default=True, show_default=True)
 @click.option("--score-type", type=click.Choice(["INT", "DOUBLE"]), default="INT", show_default=True)
 @click.option("--reference-layout", is_flag=True, help="Ranked sets exactly as the Record Layer lays them out.")
+@click.option("--dense-ranks", is_flag=True, help="Also rank each window's distinct scores (DENSE rank mode).")
 @click.pass_context
 @_fail_on_rpc_error
 def index_create(
@@ -127,6 +129,7 @@ def index_create(
     high_score_first: bool,
     score_type: str,
     reference_layout: bool,
+    dense_ranks: bool,
 ) -> None:
     """Create index NAME (no error if it exists with the same options)."""
     with _client(ctx) as client:
@@ -139,6 +142,7 @@ def index_create(
             high_score_first,
             reference_layout,
             score_type=score_type,
+            dense_ranks=dense_ranks,
         )
     click.echo(f"index {name} {'created' if created else 'already exists with these options'}")
 
@@ -155,6 +159,7 @@ def index_list(ctx: click.Context) -> None:
                 f"{info.name}: {aggregation}, hash {hash_name}, "
                 f"group size {options.group_size}, context size {options.context_size}, "
                 f"{'high' if options.high_score_first else 'low'} score first"
+                + (", dense ranks" if options.dense_ranks else "")
             )
 
 
@@ -366,3 +371,5 @@ def maintain(ctx: click.Context, every: str, once: bool, now: int | None) -> Non
 
 
 main.add_command(demo)
+for command in players.COMMANDS:
+    main.add_command(command)

@@ -7,7 +7,8 @@ It checks, in one read transaction:
 - every record's value in every complete window equals the aggregation of its entries;
 - the primary B-tree holds exactly one entry per record value, and nothing else;
 - each ranked set holds exactly the primary entries' elements, with their multiplicities,
-  and its node counts match the level below (``RankedSet.check_consistency``).
+  and its node counts match the level below (``RankedSet.check_consistency``);
+- with ``dense_ranks``, each distinct-score set holds exactly the B-tree's distinct scores.
 
 Memory is O(windows x groups) plus one record at a time; the primary B-tree and ranked sets
 are read in key order, in pages.
@@ -22,6 +23,7 @@ from ..store.api import strinc
 from . import tuplecodec as tuples
 from .aggregation import Value
 from .directory import MAX_LEVELS, MIN_LEVELS, Directory, sub_directory_from_bytes
+from .layout import score_prefix
 from .records import RecordWriter
 from .transaction import IndexTransaction
 
@@ -161,4 +163,18 @@ def check_transaction(txn: IndexTransaction, writer: RecordWriter, max_problems:
             for message in ranked.check_consistency(tr, max_problems):
                 if problems.add(f"{window.describe()}, group {tuples.unpack(group_bytes)}: {message}"):
                     return problems
+            if settings.dense_ranks:
+                dense = space.dense_set(window, group_bytes)
+                want_scores = sorted({score_prefix(element) for element in elements[group_bytes]})
+                have_scores = dense.range(tr)
+                if have_scores != want_scores and problems.add(
+                    f"{window.describe()}, group {tuples.unpack(group_bytes)}: the distinct-score set holds "
+                    f"{[tuples.unpack(s)[0] for s in have_scores]}, the B-tree has "
+                    f"{[tuples.unpack(s)[0] for s in want_scores]}"
+                ):
+                    return problems
+                for message in dense.check_consistency(tr, max_problems):
+                    where = f"{window.describe()}, group {tuples.unpack(group_bytes)}"
+                    if problems.add(f"{where}, distinct scores: {message}"):
+                        return problems
     return problems

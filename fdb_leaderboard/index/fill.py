@@ -21,6 +21,7 @@ from ..store.api import strinc
 from . import tuplecodec as tuples
 from .aggregation import Value
 from .directory import Directory, Window
+from .layout import score_prefix
 from .records import RecordWriter
 from .transaction import IndexTransaction
 from .values import check_at_least
@@ -177,6 +178,9 @@ class Filler:
                 run.append((element, 1))
         for group_bytes, run in runs.items():
             self.space.ranked_set(window, group_bytes).append(self.tr, run)
+            if self.settings.dense_ranks:  # the distinct scores, ascending as the elements are
+                scores = dict.fromkeys(score_prefix(element) for element, _ in run)
+                self.space.dense_set(window, group_bytes).append(self.tr, [(score, 1) for score in scores])
         finished = len(rows) < budget
         if not finished:
             cursor.ranked_through = rows[-1][0][len(prefix) :]

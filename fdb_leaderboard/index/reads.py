@@ -7,6 +7,10 @@ Ranks are 0-based (0 = best) and come from the window's ranked set, never from a
   ``count_duplicates`` off (the reference's layout) it counts distinct keys instead.
 - ``COMPETITION``: the number of records with a strictly better score, so equal scores
   share a rank and the next rank skips (0, 0, 2).
+- ``DENSE``: the number of distinct scores strictly better, so equal scores share a rank and
+  the next does not skip (0, 0, 1).  Only for indexes created with ``dense_ranks``, which keep
+  a second ranked set per window and group holding each distinct stored score once: a rank is
+  one walk of that set, O(log d) reads for d distinct scores.
 
 A rank read resolves its window (all-time, or the oldest window of a type containing a
 timestamp), refuses windows still being filled (:class:`WindowNotReady`), reads the record's
@@ -27,7 +31,7 @@ from ..rankedset import run_together
 from ..store.api import strinc
 from . import tuplecodec as tuples
 from .directory import ALL_TIME, Window, check_window_type
-from .layout import extensions_end
+from .layout import extensions_end, score_prefix
 from .transaction import IndexTransaction
 from .values import check_at_least, check_items, check_timestamp, negate, normalize_score
 
@@ -35,6 +39,7 @@ from .values import check_at_least, check_items, check_timestamp, negate, normal
 class RankMode(enum.Enum):
     ORDINAL = "ORDINAL"
     COMPETITION = "COMPETITION"
+    DENSE = "DENSE"
 
 
 class ScanType(enum.Enum):
@@ -53,7 +58,8 @@ class IfAbsent(enum.Enum):
 
 @dataclasses.dataclass(frozen=True)
 class RankedEntry:
-    """A record's value in a window, with its rank when the read computes one."""
+    """A record's value in a window, with its rank when the read computes one, and its display
+    metadata when the read attaches it (every listing of ``LeaderboardIndex`` does: {} if none)."""
 
     pk: tuple
     score: int | float
@@ -61,6 +67,7 @@ class RankedEntry:
     context: tuple = ()
     group: tuple = ()
     rank: int | None = None
+    metadata: dict[str, str] | None = dataclasses.field(default=None, hash=False)
 
 
 class _Row(NamedTuple):
@@ -181,6 +188,9 @@ class Reader:
     def _rank_of(self, window: Window, group_bytes: bytes, element: bytes, mode: RankMode) -> int:
         """The rank of ``element``, which a record head or a B-tree row of this transaction holds:
         its presence in the set is known, so the walk skips the level-0 membership read."""
+        if mode is RankMode.DENSE:
+            dense = self.space.dense_set(window, group_bytes)
+            return dense.rank(self.tr, score_prefix(element), null_if_missing=False)  # type: ignore[return-value]
         ranked = self.space.ranked_set(window, group_bytes)
         if mode is RankMode.COMPETITION:
             element = tuples.pack((tuples.unpack(element)[0],))
@@ -242,6 +252,8 @@ class Reader:
         ranked set is asked only when the first row ties with ``before`` (and, without counted
         duplicates, for each new score of a COMPETITION listing).  Only ``mode``'s rank is
         computed: a tie in the other mode's sense costs nothing."""
+        if mode is RankMode.DENSE:
+            return self._with_dense_ranks(window, group_bytes, rows, before)
         by_record = self.space.ranked_set(window, group_bytes).count_duplicates
         ordinal = mode is RankMode.ORDINAL
         out: list[RankedEntry] = []
@@ -265,6 +277,23 @@ class Reader:
                     rank += 1
                 else:
                     rank = self._rank_of(window, group_bytes, row.element, mode)
+            previous = row
+            out.append(row.entry(rank))
+        return out
+
+    def _with_dense_ranks(
+        self, window: Window, group_bytes: bytes, rows: Sequence[_Row], before: _Row | None
+    ) -> list[RankedEntry]:
+        """Dense ranks of consecutive rows: one walk of the distinct-score set for the first
+        row, then one more for each new score (``before`` is unused: the walk needs no tie)."""
+        out: list[RankedEntry] = []
+        rank = 0
+        previous: _Row | None = None
+        for row in rows:
+            if previous is None:
+                rank = self._rank_of(window, group_bytes, row.element, RankMode.DENSE)
+            elif row.stored != previous.stored:
+                rank += 1
             previous = row
             out.append(row.entry(rank))
         return out
@@ -381,7 +410,10 @@ class Reader:
         BY_VALUE bounds are scores (None: unbounded) and the scan runs in natural score order
         (ascending forward) whatever high_score_first says.  As in the reference, a
         high-score-first group is read backwards in stored order, so records tied on score
-        come out latest timestamp first.  BY_RANK and BY_TIME_WINDOW bounds are ranks.
+        come out latest timestamp first.  BY_RANK and BY_TIME_WINDOW bounds are positions
+        (0 = best) and ``reverse`` lists them from the last (the bottom of the board) up.  A
+        page never holds more than ``limit`` records, even where several records share one
+        position (indexes with the reference layout): the continuation then resumes inside it.
         """
         check_at_least(limit, 0, "limit")
         if scan_type is ScanType.BY_VALUE:
@@ -394,7 +426,9 @@ class Reader:
             ref = WindowRef(window_type, timestamp)
         else:
             raise InvalidArgument(f"unknown scan type {scan_type!r}")
-        return self._scan_by_rank(ref, low, high, low_inclusive, high_inclusive, group, limit, continuation, mode)
+        return self._scan_by_rank(
+            ref, low, high, low_inclusive, high_inclusive, group, limit, continuation, mode, reverse
+        )
 
     def _continuation(self, window: Window, kind: str, payload: tuple) -> bytes:
         return tuples.pack((b"FLB1", self._index_tag(), window.lb_key, kind, *payload))
@@ -475,24 +509,100 @@ class Reader:
         limit: int,
         continuation: bytes | None,
         mode: RankMode,
+        reverse: bool = False,
     ) -> ScanPage:
         window, group_bytes = self._window_and_group(ref, group)
         first = 0 if low is None else check_at_least(low, 0, "low rank") + (0 if low_inclusive else 1)
-        size = self.space.ranked_set(window, group_bytes).size(self.tr)
-        last = size - 1
+        ranked = self.space.ranked_set(window, group_bytes)
+        last = ranked.size(self.tr) - 1
         if high is not None:
             last = min(check_at_least(high, 0, "high rank") - (0 if high_inclusive else 1), last)
         if low is not None and high is not None and high < low:
             raise InvalidArgument(f"rank range is inverted: low {low} > high {high}")
-        resumed = self._resume(continuation, window, "rank")
+        kind = "rank-reverse" if reverse else "rank"
+        # A continuation holds the position to resume at and, where records share positions,
+        # how many records of it earlier pages returned (older tokens hold the position only).
+        resumed = self._resume(continuation, window, kind)
+        skip = 0
         if resumed is not None:
-            first = max(first, resumed[0])
+            at, skip = resumed[0], resumed[1] if len(resumed) > 1 else 0
+            if reverse and at < last:
+                last = at
+            elif not reverse and at > first:
+                first = at
+            elif at != (last if reverse else first):
+                skip = 0
+        if first > last:
+            return ScanPage([], None)
+        if not ranked.count_duplicates:
+            return self._rank_page_of_keys(window, group_bytes, first, last, skip, limit, mode, kind)
+        # Positions are records: a page is a run of positions.
         count = last - first + 1
         if limit:
             count = min(count, limit)
-        entries = self._by_position(window, group_bytes, first, count, mode) if count > 0 else []
-        next_first = first + count
+        start = last - count + 1 if reverse else first
+        entries = self._by_position(window, group_bytes, start, count, mode)
         token = None
-        if limit and count == limit and next_first <= last:
-            token = self._continuation(window, "rank", (next_first,))
-        return ScanPage(entries, token)
+        if limit and count == limit and (start > first if reverse else start + count <= last):
+            token = self._continuation(window, kind, (start - 1 if reverse else start + count,))
+        return ScanPage(entries[::-1] if reverse else entries, token)
+
+    def _rank_page_of_keys(
+        self,
+        window: Window,
+        group_bytes: bytes,
+        first: int,
+        last: int,
+        skip: int,
+        limit: int,
+        mode: RankMode,
+        kind: str,
+    ) -> ScanPage:
+        """A page of positions ``first .. last`` where a position is a distinct score key that
+        several records may share (the reference layout).  Reads the B-tree from the key at the
+        starting position (``last`` when reversed), leaving out the ``skip`` records of that
+        position earlier pages returned, and cuts the page at ``limit`` records (reading one more
+        to know whether the scan goes on)."""
+        reverse = kind == "rank-reverse"
+        ranked = self.space.ranked_set(window, group_bytes)
+        prefix = self.layout.primary + window.key_bytes + group_bytes
+        decode = self._row_decoder(window, group_bytes)
+        near, far = (last, first) if reverse else (first, last)
+        element = ranked.get_nth(self.tr, near)
+        if element is None:
+            return ScanPage([], None)
+        if limit:
+            bound = prefix if reverse else extensions_end(prefix)
+        else:  # every record of the range: bounded by the far position's key
+            far_element = ranked.get_nth(self.tr, far)
+            bound = prefix + far_element if reverse else extensions_end(prefix + far_element)  # type: ignore[operator]
+        begin, end = (bound, extensions_end(prefix + element)) if reverse else (prefix + element, bound)
+        rows = self.tr.get_range(begin, end, skip + limit + 1 if limit else 0, reverse)
+        step = -1 if reverse else 1
+        placed: list[tuple[int, _Row]] = []
+        position = near
+        for key, _ in rows:
+            row = decode(key)
+            if placed and row.element != placed[-1][1].element:
+                position += step
+            if (position < far) if reverse else (position > far):
+                break
+            placed.append((position, row))
+        skipped = 0
+        while skipped < min(skip, len(placed)) and placed[skipped][0] == near:
+            skipped += 1
+        page = placed[skipped : skipped + limit] if limit else placed[skipped:]
+        token = None
+        if limit and len(placed) > skipped + limit:
+            following = placed[skipped + limit][0]
+            at = page[-1][0]
+            taken = sum(1 for position, _ in placed[: skipped + limit] if position == at)
+            token = self._continuation(window, kind, (at, taken) if following == at else (following, 0))
+        if reverse:
+            page = page[::-1]
+        in_order = [row for _, row in page]
+        if not in_order:
+            return ScanPage([], token)
+        before = self._before(prefix, in_order[0].key, decode)  # None only at the top of the board
+        entries = self._with_ranks(window, group_bytes, in_order, page[0][0], before, mode)
+        return ScanPage(entries[::-1] if reverse else entries, token)

@@ -20,7 +20,7 @@ from ..store.api import MAX_VALUE_SIZE, Future, KeyValue
 from . import tuplecodec as tuples
 from .aggregation import Value
 from .directory import ALL_TIME, INT64_MAX, Directory, Window
-from .layout import encode_latest_timestamp, extensions_end
+from .layout import encode_latest_timestamp, extensions_end, score_prefix
 from .transaction import IndexTransaction
 from .values import check_items, check_timestamp, normalize_score
 
@@ -85,6 +85,8 @@ class RecordWriter:
         self.tr.set(self._primary_key(window, group_bytes, element, pk_flat), b"")
         if self._ranked(window, group_bytes, element, pk_flat):
             yield from self.space.ranked_set(window, group_bytes).add_steps(self.tr, element)
+            if self.settings.dense_ranks:
+                self._dense_add(window, group_bytes, element)
 
     def _issue_shared(self, window: Window, group_bytes: bytes, element: bytes) -> Future[list[KeyValue]]:
         """A read telling whether another ranked record holds ``element`` (for sets that keep
@@ -103,23 +105,30 @@ class RecordWriter:
         ranked = self.space.ranked_set(window, group_bytes)
         if ranked.count_duplicates:
             yield from ranked.remove_steps(self.tr, element)
-            return
-        # Records with identical score keys share one element: keep it while one remains.  The
-        # removal's reads go out with the check, and the removal stops there if it must not run.
-        shared = self._issue_shared(window, group_bytes, element)
-        removal = ranked.remove_steps(self.tr, element)
-        next(removal)  # issues its reads; an update always yields before it writes
-        yield
-        if shared.value:
-            removal.close()
         else:
-            yield from removal
+            # Records with identical score keys share one element: keep it while one remains.  The
+            # removal's reads go out with the check, and the removal stops there if it must not run.
+            shared = self._issue_shared(window, group_bytes, element)
+            removal = ranked.remove_steps(self.tr, element)
+            next(removal)  # issues its reads; an update always yields before it writes
+            yield
+            if shared.value:
+                removal.close()
+            else:
+                yield from removal
+        if self.settings.dense_ranks:
+            self._dense_remove(window, group_bytes, element)
 
     def move_steps(self, window: Window, group_bytes: bytes, old: bytes, new: bytes, pk_flat: bytes) -> Steps[None]:
         self.tr.clear(self._primary_key(window, group_bytes, old, pk_flat))
         self.tr.set(self._primary_key(window, group_bytes, new, pk_flat), b"")
         ranked_old = self._ranked(window, group_bytes, old, pk_flat)
         ranked_new = self._ranked(window, group_bytes, new, pk_flat)
+        if self.settings.dense_ranks and score_prefix(old) != score_prefix(new):
+            if ranked_old:
+                self._dense_remove(window, group_bytes, old)
+            if ranked_new:
+                self._dense_add(window, group_bytes, new)
         ranked = self.space.ranked_set(window, group_bytes)
         if ranked_old and not ranked.count_duplicates:
             # As in remove_steps: the move's reads go out with the check whether another record
@@ -139,6 +148,26 @@ class RecordWriter:
             yield from ranked.remove_steps(self.tr, old)
         elif ranked_new:
             yield from ranked.add_steps(self.tr, new)
+
+    # -- distinct scores (dense_ranks) ------------------------------------------------------
+    # A window's dense set holds each stored score some ranked record has, once.  Adding reads
+    # one level-0 key when the score is there already; removing checks the primary B-tree for
+    # another ranked record with the score (one range read of at most one key) first.  These
+    # run after the window's ranked-set steps, one read at a time: a dense index's writes cost
+    # a few read rounds more on a network store.
+
+    def _shared(self, window: Window, group_bytes: bytes, element: bytes) -> bool:
+        """Whether another ranked record holds ``element`` (or a key starting with it)."""
+        return bool(self._issue_shared(window, group_bytes, element).value)
+
+    def _dense_add(self, window: Window, group_bytes: bytes, element: bytes) -> None:
+        self.space.dense_set(window, group_bytes).add(self.tr, score_prefix(element))
+
+    def _dense_remove(self, window: Window, group_bytes: bytes, element: bytes) -> None:
+        """Call after the record's primary entry was cleared."""
+        prefix = score_prefix(element)
+        if not self._shared(window, group_bytes, prefix):
+            self.space.dense_set(window, group_bytes).remove(self.tr, prefix)
 
     # -- records ---------------------------------------------------------------------------
 
@@ -269,6 +298,7 @@ class RecordWriter:
         run_together(removals)
         self.tr.clear(self.layout.head_key(pk_nested))
         self.tr.clear_range(*self.layout.entries_range(pk_nested))
+        self.tr.clear(self.layout.metadata_key(pk_nested))  # display data goes with the record
         return True
 
     def _apply(
