@@ -272,7 +272,7 @@ class LeaderboardIndex(IndexSpace):
 
         def read(tr: Any) -> list[RankedEntry]:
             txn = IndexTransaction(self, tr)
-            return Metadata(txn).attach(fn(Reader(txn)))
+            return Metadata(txn).attach_to(lambda: fn(Reader(txn)))
 
         return self.db.read(read)
 

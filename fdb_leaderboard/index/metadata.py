@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..errors import InvalidArgument, NotFound
 from ..proto import index_pb2
+from ..store.api import strinc
 from .reads import RankedEntry
 from .transaction import IndexTransaction
 
@@ -121,6 +122,19 @@ class Metadata:
         keys = [self.layout.metadata_key(self.txn.pk(entry.pk)[1]) for entry in entries]
         found = self.tr.get_many(keys) if keys else []
         return [dataclasses.replace(entry, metadata=decode(data)) for entry, data in zip(entries, found, strict=True)]
+
+    def attach_to(self, listing: Callable[[], Sequence[RankedEntry]]) -> list[RankedEntry]:
+        """The entries of ``listing()`` with each record's metadata.
+
+        The metadata's keys come from the listing's rows, so reading them is one more round
+        trip on a network store.  A read of whether the index holds any metadata at all goes
+        out with the listing's first reads: where none is stored, that round is saved.
+        """
+        anything = self.tr.get_range_async(self.layout.metadata, strinc(self.layout.metadata), 1)
+        entries = listing()
+        if anything.value:
+            return self.attach(entries)
+        return [dataclasses.replace(entry, metadata={}) for entry in entries]
 
     def attach_one(self, entry: RankedEntry | None) -> RankedEntry | None:
         return None if entry is None else self.attach([entry])[0]

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ..errors import InvalidArgument, WindowNotFound, WindowNotReady
-from ..rankedset import run_together
+from ..rankedset import Steps, run_alone, run_together
 from ..store.api import strinc
 from . import tuplecodec as tuples
 from .directory import ALL_TIME, Window, check_window_type
@@ -188,13 +188,16 @@ class Reader:
     def _rank_of(self, window: Window, group_bytes: bytes, element: bytes, mode: RankMode) -> int:
         """The rank of ``element``, which a record head or a B-tree row of this transaction holds:
         its presence in the set is known, so the walk skips the level-0 membership read."""
+        return run_alone(self._rank_steps(window, group_bytes, element, mode))
+
+    def _rank_steps(self, window: Window, group_bytes: bytes, element: bytes, mode: RankMode) -> Steps[int]:
         if mode is RankMode.DENSE:
             dense = self.space.dense_set(window, group_bytes)
-            return dense.rank(self.tr, score_prefix(element), null_if_missing=False)  # type: ignore[return-value]
+            return (yield from dense.rank_steps(self.tr, score_prefix(element), null_if_missing=False))  # type: ignore[return-value]
         ranked = self.space.ranked_set(window, group_bytes)
         if mode is RankMode.COMPETITION:
             element = tuples.pack((tuples.unpack(element)[0],))
-        return ranked.rank(self.tr, element, null_if_missing=False)  # type: ignore[return-value]
+        return (yield from ranked.rank_steps(self.tr, element, null_if_missing=False))  # type: ignore[return-value]
 
     def rank(self, pk: object, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL) -> int | None:
         window, group_bytes, found = self._locate(pk, ref, group)
@@ -203,12 +206,20 @@ class Reader:
     def rank_and_entry(
         self, pk: object, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL
     ) -> RankedEntry | None:
+        return run_alone(self.rank_and_entry_steps(pk, ref, group, mode))
+
+    def rank_and_entry_steps(
+        self, pk: object, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL
+    ) -> Steps[RankedEntry | None]:
+        """:meth:`rank_and_entry` as steps: several records' ranks run together (``run_together``)
+        cost the rounds of one, after their heads were prefetched together."""
         window, group_bytes, found = self._locate(pk, ref, group)
         if found is None:
             return None
         element, pk_flat = found
         key = self.layout.primary + window.key_bytes + group_bytes + element + pk_flat
-        return self._row_decoder(window, group_bytes)(key).entry(self._rank_of(window, group_bytes, element, mode))
+        rank = yield from self._rank_steps(window, group_bytes, element, mode)
+        return self._row_decoder(window, group_bytes)(key).entry(rank)
 
     def count(self, ref: WindowRef, group: object = ()) -> int:
         window, group_bytes = self._window_and_group(ref, group)

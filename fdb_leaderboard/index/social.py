@@ -1,8 +1,10 @@
 """Reads of a list of records: their ranks in one call, and a board of just them (friends, clans).
 
 Both take up to :data:`MAX_RECORDS` primary keys and read, in one transaction, each record's
-value and rank in the window through :meth:`Reader.rank_and_entry` (O(log n) store reads per
-record: k log n in all, never a scan of the window).  A record with no value in the window is
+value and rank in the window through :meth:`Reader.rank_and_entry_steps` (O(log n) store reads
+per record: k log n in all, never a scan of the window).  The records' heads are read together
+and their rank walks run together, so on a network store the call costs the round trips of
+one record, not k times as many.  A record with no value in the window is
 reported as absent (None) by :meth:`ranks_of` and left out of :meth:`board_of`; a primary key
 given twice is read once.  The board is ordered as the window orders its records (best score,
 then earliest timestamp, context, primary key) and keeps each record's rank in the whole
@@ -14,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import InvalidArgument
+from ..rankedset import run_together
 from . import tuplecodec as tuples
 from .reads import RankedEntry, RankMode, Reader, WindowRef
 
@@ -32,14 +35,14 @@ def ranks_of(
     reader: Reader, pks: Sequence[object], ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL
 ) -> list[RankedEntry | None]:
     """Each record's entry with its rank, in the order given; None for a record absent from the window."""
-    found: dict[bytes, RankedEntry | None] = {}
-    out = []
-    for pk in check_pks(pks):
-        flat = reader.txn.pk(pk)[2]
-        if flat not in found:
-            found[flat] = reader.rank_and_entry(pk, ref, group, mode)
-        out.append(found[flat])
-    return out
+    pks = check_pks(pks)
+    keys = [reader.txn.pk(pk) for pk in pks]
+    # One round for every head, then the ranks walk their sets together: the rounds of one record.
+    reader.txn.prefetch(heads=[nested for _, nested, _ in keys], groups=[reader.group_bytes(group)])
+    unique = {flat: pk for pk, (_, _, flat) in zip(pks, keys, strict=True)}
+    results = run_together([reader.rank_and_entry_steps(pk, ref, group, mode) for pk in unique.values()])
+    found = dict(zip(unique, results, strict=True))
+    return [found[flat] for _, _, flat in keys]
 
 
 def board_of(
