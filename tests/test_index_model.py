@@ -589,7 +589,7 @@ def test_fill_phases_with_writes_in_between(tmp_path, aggregation: str, count_du
     rng = random.Random(seed)
     db = open_database(f"lmdb:{tmp_path / 'store'}?durable=false")
     try:
-        settings_ = IndexSettings(aggregation=aggregation, count_duplicates=count_duplicates)
+        settings_ = IndexSettings(aggregation=aggregation, count_duplicates=count_duplicates, high_score_first=False)
         index = LeaderboardIndex.create(db, b"fill", settings_)
         model = Model(aggregation)
         pks = [(i,) for i in range(12)]
@@ -650,7 +650,7 @@ def test_shared_element_across_the_rank_cursor(tmp_path) -> None:
 
     db = open_database(f"lmdb:{tmp_path / 'store'}?durable=false")
     try:
-        index = LeaderboardIndex.create(db, b"shared", IndexSettings(count_duplicates=False))
+        index = LeaderboardIndex.create(db, b"shared", IndexSettings(count_duplicates=False, high_score_first=False))
         index.update_windows(WindowUpdate())
         for pk in ("a", "b"):
             index.add_score((pk,), 5, 10)

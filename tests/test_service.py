@@ -548,7 +548,7 @@ def test_sum_latest_groups_contexts_and_item_types(client: LeaderboardClient) ->
     assert client.count("points", group=("h",)) == 1
     assert client.rank_and_entry("points", pk_a, group=("g",)).pk == pk_a
 
-    client.create_index("latest", aggregation="LATEST", score_type="DOUBLE")
+    client.create_index("latest", aggregation="LATEST", score_type="DOUBLE", high_score_first=False)
     client.update_windows("latest")
     client.add_score("latest", ("x",), 5, 100)
     client.add_score("latest", ("x",), 1, 300)

@@ -20,7 +20,7 @@ class IndexSettings:
     count_duplicates: bool = True
     group_size: int = 0
     context_size: int = 0
-    high_score_first: bool = False
+    high_score_first: bool = True
     score_type: str = "INT"
 
     def __post_init__(self) -> None:
