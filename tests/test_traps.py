@@ -13,8 +13,8 @@ import warnings
 import grpc
 import pytest
 
-from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.cli.records_file import RecordsFileError, read_records
+from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.errors import InvalidArgument, NoWindowsWarning
 from fdb_leaderboard.index import (
     Entry,
@@ -49,7 +49,7 @@ def test_update_windows_keeps_the_direction_unless_told(client: LeaderboardClien
     assert board(client, "game") == expected
 
     result = client.update_windows("game", windows=[(1, 0, DAY)])  # direction not given: kept
-    assert [w.type for w in result.added] == [1] and not result.filling or result.filling[0].type == 1
+    assert ([w.type for w in result.added] == [1] and not result.filling) or result.filling[0].type == 1
     client.fill("game")
     assert client.list_windows("game").high_score_first
     assert board(client, "game") == expected and board(client, "game", 1, 0) == expected

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import re
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -276,7 +277,27 @@ def one_line(exc: BaseException) -> str:
 
 
 class CliGroup(click.Group):
-    """The top-level group: any error a command raises ends the process with one line and exit 1."""
+    """The top-level group: any error a command raises ends the process with one line and exit 1.
+
+    Usage mistakes (a bad option value, a missing argument) are one line too, with exit 2.
+    """
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            result = super().main(*args, standalone_mode=False, **kwargs)
+        except click.UsageError as exc:
+            where = f" (see {exc.ctx.command_path} --help)" if exc.ctx is not None else ""
+            click.echo(f"Error: {one_line(exc.format_message())}{where}", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("Aborted.", err=True)
+            sys.exit(1)
+        sys.exit(result if isinstance(result, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
