@@ -428,3 +428,24 @@ def test_readme_window_update_example_applies_once(cli: Cli, client: Leaderboard
     before = client.list_windows("game").windows
     assert cli("windows", "apply", "game", path).output.splitlines()[0] == "added 0, deleted 0, filling 0"
     assert client.list_windows("game").windows == before
+
+
+def test_window_file_refuses_a_calendar_entry_its_delete_before_removes(cli: Cli, tmp_path: pathlib.Path) -> None:
+    cli("index", "create", "game")
+    spec = write_spec(
+        tmp_path,
+        f"delete_before: {OCT_26}\n"
+        "windows:\n  - {type: 2, start: 0, end: " + str(NOV_1) + "}\n"
+        "calendar:\n  - {type: 1, period: daily, timezone: Europe/Paris, start: 2026-10-24, count: 2}\n",
+    )
+    message = error_line(cli("windows", "apply", "game", spec, code=1))
+    assert "calendar entry" in message and f"every window it adds ends by delete_before {OCT_26}" in message
+    for bad, problem in [
+        (["--calendar", "daily"], "expected TYPE:PERIOD[:TIMEZONE]"),
+        (["--regular", "4:0:1h"], "expected TYPE:BASE:INCREMENT:DURATION"),
+    ]:
+        assert problem in error_line(cli("policy", "set", "game", *bad, code=2))
+    assert "unknown time zone 'Mars/Olympus'" in error_line(
+        cli("policy", "set", "game", "--calendar", "1:daily:Mars/Olympus", code=1)
+    )
+    assert "horizon: 'soon' is not a duration" in error_line(cli("policy", "set", "game", "--horizon", "soon", code=1))

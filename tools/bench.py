@@ -1054,7 +1054,7 @@ class Run:
         lb.update_windows(name, windows=self.windows, high_score_first=True)
         started = time.perf_counter()
         records = (((pk,), [record]) for pk, record in enumerate(data.records))
-        sent = BatchClock(f"load ({system}, records sent)", total)
+        sent = BatchClock(f"load ({system}, records saved)", total)
         written = lb.bulk_load(name, records, args.load_batch, progress=sent.tick)
         expect("gRPC load", written, total)
         # One call: its latency is the whole load, so only the throughput is reported.

@@ -114,6 +114,3 @@ class CalendarPeriods:
             count += 1
             start = _next_start(start, self.period)
         return calendar_windows(self.type, self.period, self.timezone, day, count, self.timebase)
-
-    def describe(self) -> str:
-        return f"type {self.type}: {self.period} in {self.timezone}"
