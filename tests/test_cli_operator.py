@@ -237,7 +237,7 @@ def test_load_names_the_refused_line_and_counts_saved_records(
         "records_saved": 250,
     }
 
-    def interrupted(self, index, records, batch_size, rank_as_loaded, progress):  # type: ignore[no-untyped-def]
+    def interrupted(self, index, records, batch_size, rank_as_loaded, progress, timeout):  # type: ignore[no-untyped-def]
         progress(100)
         raise KeyboardInterrupt
 

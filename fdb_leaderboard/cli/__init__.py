@@ -3,7 +3,7 @@
 | module | concern |
 |---|---|
 | ``commands.py`` | the group, ``serve``, index and window administration; registers the others |
-| ``common.py`` | what commands share: ``server_command`` (``--timeout``, ``--json``), keys and windows given on the command line, one-line errors |
+| ``common.py`` | shared: ``server_command`` (``--timeout``, ``--json``), keys, windows, one-line errors |
 | ``reads.py`` | ``top``, ``rank``, ``around``, ``count`` |
 | ``writes.py`` | ``add`` (a score), ``delete`` (a record) |
 | ``loading.py`` | ``load``: records files streamed to the server |

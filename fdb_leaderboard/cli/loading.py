@@ -89,7 +89,9 @@ def load(session: Session, name: str, source: Any, batch: int, rank_as_loaded: b
     total = _count_records(source)
     with tqdm(total=total, unit=" records", desc=f"saving into {name}", disable=session.json) as bar:
         try:
-            saved = session.client.bulk_load(name, lines.records(), batch, rank_as_loaded, progress=progress)
+            saved = session.client.bulk_load(
+                name, lines.records(), batch, rank_as_loaded, progress=progress, timeout=session.timeout
+            )
         except KeyboardInterrupt:
             bar.close()
             raise click.ClickException(f"interrupted: {saved} records were saved; {RERUN}") from None

@@ -332,7 +332,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
                 metadata.append(("refused-record", str(position)))
                 message = f"record {position + 1} of the load refused: {exc}"
             context.set_trailing_metadata(metadata)
-            context.abort(code, f"{message}; the {written} records before it were saved")
+            context.abort(code, f"{message}; the {written} records before it were saved" if written else message)
 
     # -- reads ----------------------------------------------------------------------------
 
