@@ -26,6 +26,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from fdb_leaderboard.client import LeaderboardClient
+from fdb_leaderboard.errors import NoWindowsWarning
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import SERVICE_NAME, Server
 
@@ -654,7 +655,8 @@ def populated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server
     lb.add_score("grouped", ("a",), 5, 10, context=("c",), group=("g",))
     lb.add_score("grouped", ("b",), 7, 20, context=("c",), group=("h",))
     lb.create_index("bare")  # no window update yet
-    lb.add_score("bare", ("a",), 1, 1)  # entries are kept even without windows
+    with pytest.warns(NoWindowsWarning):
+        lb.add_score("bare", ("a",), 1, 1)  # entries are kept even without windows, with a warning
     token_game = lb.scan("game", "BY_RANK", limit=2)[1]
     token_value = lb.scan("game", "BY_VALUE", limit=2)[1]
     token_day = lb.scan("game", "BY_TIME_WINDOW", window_type=1, timestamp=0, limit=2)[1]
