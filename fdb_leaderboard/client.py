@@ -3,7 +3,7 @@
     with LeaderboardClient("127.0.0.1:50051") as lb:
         lb.create_index("game")
         lb.update_windows("game", specs=[(1, 0, 86_400, 86_400, 7)])
-        lb.add_score("game", ("alice",), 1200, timestamp=1_700_000_000)
+        lb.add_score("game", "alice", 1200, timestamp=1_700_000_000)  # pk ("alice",)
         lb.top("game", 10)
 
 Errors arrive as ``grpc.RpcError`` with the server's status code and message.
@@ -11,12 +11,14 @@ Errors arrive as ``grpc.RpcError`` with the server's status code and message.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import grpc
 
 from . import wire
+from .errors import NoWindowsWarning
 from .index import Entry, History, Movement, Page, RankedEntry
 from .proto import service_pb2 as pb
 from .proto import service_pb2_grpc as pb_grpc
@@ -24,6 +26,9 @@ from .proto import service_pb2_grpc as pb_grpc
 _MESSAGE_RECORDS = 500  # a BulkLoad message carries up to this many records
 _MESSAGE_BYTES = 1 << 20  # or about this many bytes (gRPC refuses messages over 4 MB)
 MODES = {"ORDINAL": pb.ORDINAL, "COMPETITION": pb.COMPETITION, "DENSE": pb.DENSE}
+# A primary key, group or context: a sequence of elements, or one str, bytes or number standing
+# for a one-element key ("alice" is ("alice",)).
+Key = Sequence[object] | str | bytes | int | float
 
 
 def _window(window_type: int, timestamp: int | None) -> pb.WindowSelector:
@@ -33,12 +38,24 @@ def _window(window_type: int, timestamp: int | None) -> pb.WindowSelector:
     return selector
 
 
-def _pb_entry(score: int | float, timestamp: int, context: Sequence = (), group: Sequence = ()) -> pb.Entry:
-    return wire.entry_to_proto(Entry(score, timestamp, tuple(context), tuple(group)))
+def _pb_entry(score: int | float, timestamp: int, context: Key = (), group: Key = ()) -> pb.Entry:
+    return pb.Entry(
+        score=wire.python_to_score(score),
+        timestamp=timestamp,
+        context=wire.key_to_items(context, "context"),
+        group=wire.key_to_items(group, "group"),
+    )
+
+
+def _warned(response: pb.AddScoreResponse | pb.WriteResponse) -> int:
+    """The windows a write changed, issuing the server's warning (e.g. no windows yet) if any."""
+    if response.warning:
+        warnings.warn(response.warning, NoWindowsWarning, stacklevel=3)
+    return response.windows_changed
 
 
 class LeaderboardClient:
-    def __init__(self, address: str, timeout: float = 30.0) -> None:
+    def __init__(self, address: str, timeout: float | None = 30.0) -> None:
         self.channel = grpc.insecure_channel(address)
         self.stub = pb_grpc.LeaderboardStub(self.channel)
         self.timeout = timeout
@@ -64,7 +81,7 @@ class LeaderboardClient:
         hash_function: str = "MURMUR3",
         group_size: int = 0,
         context_size: int = 0,
-        high_score_first: bool = False,
+        high_score_first: bool = True,
         reference_layout: bool = False,
         count_duplicates: bool = False,
         maintenance: pb.MaintenancePolicy | None = None,
@@ -89,6 +106,10 @@ class LeaderboardClient:
     def list_indexes(self) -> list[pb.IndexInfo]:
         return list(self._call("ListIndexes", pb.ListIndexesRequest()).indexes)
 
+    def drop_index(self, name: str) -> None:
+        """Delete the index and all its data (NOT_FOUND if there is none)."""
+        self._call("DropIndex", pb.DropIndexRequest(index=name))
+
     def set_maintenance(self, index: str, policy: pb.MaintenancePolicy) -> None:
         self._call("SetMaintenancePolicy", pb.SetMaintenancePolicyRequest(index=index, maintenance=policy))
 
@@ -97,13 +118,18 @@ class LeaderboardClient:
         index: str,
         specs: Sequence[tuple[int, int, int, int, int]] = (),
         windows: Sequence[tuple[int, int, int]] = (),
-        high_score_first: bool = False,
+        high_score_first: bool | None = None,
         all_time: bool = True,
         delete_before: int | None = None,
         update_timestamp: int = 0,
         nlevels: int = 0,
         rebuild: str = "IF_OVERLAPPING_CHANGED",
     ) -> pb.UpdateWindowsResponse:
+        """Add (and with ``delete_before``, delete) windows; see ``WindowUpdate``.
+
+        ``high_score_first`` None keeps the index's direction; True or False changes it (every
+        window is then rebuilt).
+        """
         request = pb.UpdateWindowsRequest(
             index=index,
             update_timestamp=update_timestamp,
@@ -121,9 +147,9 @@ class LeaderboardClient:
     def list_windows(self, index: str) -> pb.ListWindowsResponse:
         return self._call("ListWindows", pb.ListWindowsRequest(index=index))
 
-    def save_sub_directory(self, index: str, group: Sequence, high_score_first: bool) -> None:
+    def save_sub_directory(self, index: str, group: Key, high_score_first: bool) -> None:
         request = pb.SaveSubDirectoryRequest(
-            index=index, group=wire.tuple_to_items(tuple(group)), high_score_first=high_score_first
+            index=index, group=wire.key_to_items(group, "group"), high_score_first=high_score_first
         )
         self._call("SaveSubDirectory", request)
 
@@ -156,55 +182,49 @@ class LeaderboardClient:
     def add_score(
         self,
         index: str,
-        pk: Sequence,
+        pk: Key,
         score: int | float,
         timestamp: int,
-        context: Sequence = (),
-        group: Sequence = (),
+        context: Key = (),
+        group: Key = (),
         metadata: Mapping[str, str] | None = None,
     ) -> int:
         """Add one entry; ``metadata`` fields are merged into the record's in the same transaction."""
         request = pb.AddScoreRequest(
             index=index,
-            pk=wire.tuple_to_items(tuple(pk)),
+            pk=wire.key_to_items(pk),
             entry=_pb_entry(score, timestamp, context, group),
             metadata=metadata or {},
         )
-        return self._call("AddScore", request).windows_changed
+        return _warned(self._call("AddScore", request))
 
     def set_metadata(
-        self, index: str, pk: Sequence, metadata: Mapping[str, str], merge: bool = False, remove: Sequence[str] = ()
+        self, index: str, pk: Key, metadata: Mapping[str, str], merge: bool = False, remove: Sequence[str] = ()
     ) -> dict[str, str]:
         """Replace (or merge into) a record's display metadata; returns what is stored now."""
         request = pb.SetMetadataRequest(
-            index=index, pk=wire.tuple_to_items(tuple(pk)), metadata=metadata, merge=merge, remove=list(remove)
+            index=index, pk=wire.key_to_items(pk), metadata=metadata, merge=merge, remove=list(remove)
         )
         return dict(self._call("SetMetadata", request).metadata)
 
-    def metadata(self, index: str, pk: Sequence) -> dict[str, str] | None:
+    def metadata(self, index: str, pk: Key) -> dict[str, str] | None:
         """A record's display metadata ({} if none), or None if the record does not exist."""
-        response = self._call("GetMetadata", pb.MetadataRequest(index=index, pk=wire.tuple_to_items(tuple(pk))))
+        response = self._call("GetMetadata", pb.MetadataRequest(index=index, pk=wire.key_to_items(pk)))
         return dict(response.metadata) if response.exists else None
 
-    def save_record(self, index: str, pk: Sequence, entries: Sequence[tuple]) -> int:
-        request = pb.SaveRecordRequest(
-            index=index, pk=wire.tuple_to_items(tuple(pk)), entries=[_pb_entry(*e) for e in entries]
-        )
-        return self._call("SaveRecord", request).windows_changed
+    def save_record(self, index: str, pk: Key, entries: Sequence[tuple]) -> int:
+        request = pb.SaveRecordRequest(index=index, pk=wire.key_to_items(pk), entries=[_pb_entry(*e) for e in entries])
+        return _warned(self._call("SaveRecord", request))
 
-    def delete_record(self, index: str, pk: Sequence) -> bool:
-        return self._call(
-            "DeleteRecord", pb.DeleteRecordRequest(index=index, pk=wire.tuple_to_items(tuple(pk)))
-        ).existed
+    def delete_record(self, index: str, pk: Key) -> bool:
+        return self._call("DeleteRecord", pb.DeleteRecordRequest(index=index, pk=wire.key_to_items(pk))).existed
 
-    def write_batch(
-        self, index: str, records: Sequence[tuple[Sequence, Sequence[tuple]]], replace: bool = True
-    ) -> None:
+    def write_batch(self, index: str, records: Sequence[tuple[Key, Sequence[tuple]]], replace: bool = True) -> None:
         request = pb.WriteBatchRequest(
             index=index,
             replace=replace,
             records=[
-                pb.RecordEntries(pk=wire.tuple_to_items(tuple(pk)), entries=[_pb_entry(*e) for e in entries])
+                pb.RecordEntries(pk=wire.key_to_items(pk), entries=[_pb_entry(*e) for e in entries])
                 for pk, entries in records
             ],
         )
@@ -213,46 +233,50 @@ class LeaderboardClient:
     def bulk_load(
         self,
         index: str,
-        records: Iterable[tuple[Sequence, Sequence[tuple]]],
+        records: Iterable[tuple[Key, Sequence[tuple]]],
         batch_size: int = 500,
         rank_as_loaded: bool = False,
         progress: Callable[[int], None] | None = None,
         timeout: float | None = None,
     ) -> int:
-        """Stream ``(pk, entries)`` records to the server's BulkLoad; returns how many it saved.
+        """Stream ``(pk, entries)`` records to the server's Load; returns how many it saved.
 
-        Each record replaces that record's entries.  ``progress`` gets the count of records sent
-        so far.  If iterating or converting ``records`` raises, the stream ends there: the server
-        saves what came before, then that exception is raised here (noting how many were saved).
-        No timeout by default: a load takes as long as its data.
+        Each record replaces that record's entries.  ``progress`` gets the count of records
+        saved so far, after each transaction the server commits.  If iterating or converting
+        ``records`` raises, the stream ends there: the server saves what came before, then that
+        exception is raised here (noting how many were saved).  A record the server refuses
+        raises ``grpc.RpcError``; :func:`load_refusal` tells which record and how many were
+        saved.  No timeout by default: a load takes as long as its data.
         """
         failure: Exception | None = None
 
         def requests() -> Iterator[pb.BulkLoadRequest]:
             nonlocal failure
             message = pb.BulkLoadRequest(index=index, batch_size=batch_size, rank_as_loaded=rank_as_loaded)
-            sent = size = 0
+            size = 0
             try:
                 for pk, entries in records:
-                    record = pb.RecordEntries(
-                        pk=wire.tuple_to_items(tuple(pk)), entries=[_pb_entry(*e) for e in entries]
-                    )
+                    record = pb.RecordEntries(pk=wire.key_to_items(pk), entries=[_pb_entry(*e) for e in entries])
                     message.records.append(record)
                     size += record.ByteSize()
                     if len(message.records) == _MESSAGE_RECORDS or size >= _MESSAGE_BYTES:
                         yield message
-                        sent += len(message.records)
-                        if progress:
-                            progress(sent)
                         message, size = pb.BulkLoadRequest(), 0
             except Exception as exc:  # end the stream here; grpc would only say "Exception iterating requests"
                 failure = exc
             if message.records or message.index:  # the first message names the index even with no records
                 yield message
-                if progress and message.records:
-                    progress(sent + len(message.records))
 
-        written = self.stub.BulkLoad(requests(), timeout=timeout).records_written
+        call = self.stub.Load(requests(), timeout=timeout)
+        written = 0
+        try:
+            for step in call:
+                written = step.records_saved
+                if progress:
+                    progress(written)
+        except KeyboardInterrupt:  # stop the server's load too: what it saved stays saved
+            call.cancel()
+            raise
         if failure is not None:
             failure.add_note(f"BulkLoad saved the {written} records before it")
             raise failure
@@ -261,23 +285,23 @@ class LeaderboardClient:
     # -- reads ----------------------------------------------------------------------------
 
     def _rank_request(
-        self, index: str, pk: Sequence, window_type: int, timestamp: int | None, group: Sequence, mode: str
+        self, index: str, pk: Key, window_type: int, timestamp: int | None, group: Key, mode: str
     ) -> pb.RankRequest:
         return pb.RankRequest(
             index=index,
-            pk=wire.tuple_to_items(tuple(pk)),
+            pk=wire.key_to_items(pk),
             window=_window(window_type, timestamp),
-            group=wire.tuple_to_items(tuple(group)),
+            group=wire.key_to_items(group, "group"),
             mode=MODES[mode],
         )
 
     def rank(
         self,
         index: str,
-        pk: Sequence,
+        pk: Key,
         window_type: int = 0,
         timestamp: int | None = None,
-        group: Sequence = (),
+        group: Key = (),
         mode: str = "ORDINAL",
     ) -> int | None:
         response = self._call("GetRank", self._rank_request(index, pk, window_type, timestamp, group, mode))
@@ -286,10 +310,10 @@ class LeaderboardClient:
     def rank_and_entry(
         self,
         index: str,
-        pk: Sequence,
+        pk: Key,
         window_type: int = 0,
         timestamp: int | None = None,
-        group: Sequence = (),
+        group: Key = (),
         mode: str = "ORDINAL",
     ) -> RankedEntry | None:
         response = self._call("GetRankAndEntry", self._rank_request(index, pk, window_type, timestamp, group, mode))
@@ -298,20 +322,20 @@ class LeaderboardClient:
     def around(
         self,
         index: str,
-        pk: Sequence,
+        pk: Key,
         above: int,
         below: int,
         window_type: int = 0,
         timestamp: int | None = None,
-        group: Sequence = (),
+        group: Key = (),
         mode: str = "ORDINAL",
         if_absent: str = "EMPTY",
     ) -> list[RankedEntry]:
         request = pb.AroundMeRequest(
             index=index,
-            pk=wire.tuple_to_items(tuple(pk)),
+            pk=wire.key_to_items(pk),
             window=_window(window_type, timestamp),
-            group=wire.tuple_to_items(tuple(group)),
+            group=wire.key_to_items(group, "group"),
             mode=MODES[mode],
             above=above,
             below=below,
@@ -325,29 +349,29 @@ class LeaderboardClient:
         n: int,
         window_type: int = 0,
         timestamp: int | None = None,
-        group: Sequence = (),
+        group: Key = (),
         mode: str = "ORDINAL",
     ) -> list[RankedEntry]:
         request = pb.TopRequest(
             index=index,
             window=_window(window_type, timestamp),
-            group=wire.tuple_to_items(tuple(group)),
+            group=wire.key_to_items(group, "group"),
             mode=MODES[mode],
             n=n,
         )
         return [wire.ranked_entry_from_proto(e) for e in self._call("Top", request).entries]
 
-    def count(self, index: str, window_type: int = 0, timestamp: int | None = None, group: Sequence = ()) -> int:
+    def count(self, index: str, window_type: int = 0, timestamp: int | None = None, group: Key = ()) -> int:
         request = pb.CountRequest(
-            index=index, window=_window(window_type, timestamp), group=wire.tuple_to_items(tuple(group))
+            index=index, window=_window(window_type, timestamp), group=wire.key_to_items(group, "group")
         )
         return self._call("Count", request).count
 
     def score_for_rank(
-        self, index: str, rank: int, window_type: int = 0, timestamp: int | None = None, group: Sequence = ()
+        self, index: str, rank: int, window_type: int = 0, timestamp: int | None = None, group: Key = ()
     ) -> int | float | None:
         request = pb.ScoreForRankRequest(
-            index=index, window=_window(window_type, timestamp), group=wire.tuple_to_items(tuple(group)), rank=rank
+            index=index, window=_window(window_type, timestamp), group=wire.key_to_items(group, "group"), rank=rank
         )
         response = self._call("ScoreForRank", request)
         return wire.score_to_python(response.score) if response.HasField("score") else None
@@ -358,7 +382,7 @@ class LeaderboardClient:
         score: int | float | tuple,
         window_type: int = 0,
         timestamp: int | None = None,
-        group: Sequence = (),
+        group: Key = (),
     ) -> int:
         """The rank a record with ``score`` would have; ``score`` may be a score key
         ``(score, timestamp, context...)`` or a prefix of one, as the Record Layer takes it."""
@@ -368,7 +392,7 @@ class LeaderboardClient:
         request = pb.RankForScoreRequest(
             index=index,
             window=_window(window_type, timestamp),
-            group=wire.tuple_to_items(tuple(group)),
+            group=wire.key_to_items(group, "group"),
             score=wire.python_to_score(key[0]),
             key_context=wire.tuple_to_items(key[2:]),
         )
@@ -385,23 +409,23 @@ class LeaderboardClient:
     # -- several records, pages, percentiles, movement -------------------------------------
 
     def _ranks_request(
-        self, index: str, pks: Sequence[Sequence], window_type: int, timestamp: int | None, group: Sequence, mode: str
+        self, index: str, pks: Sequence[Key], window_type: int, timestamp: int | None, group: Key, mode: str
     ) -> pb.RanksRequest:
         return pb.RanksRequest(
             index=index,
-            records=[pb.RecordKey(pk=wire.tuple_to_items(tuple(pk))) for pk in pks],
+            records=[pb.RecordKey(pk=wire.key_to_items(pk)) for pk in pks],
             window=_window(window_type, timestamp),
-            group=wire.tuple_to_items(tuple(group)),
+            group=wire.key_to_items(group, "group"),
             mode=MODES[mode],
         )
 
     def ranks(
         self,
         index: str,
-        pks: Sequence[Sequence],
+        pks: Sequence[Key],
         window_type: int = 0,
         timestamp: int | None = None,
-        group: Sequence = (),
+        group: Key = (),
         mode: str = "ORDINAL",
     ) -> list[RankedEntry | None]:
         """Each record's entry and rank (None: no value in the window), in the order given (up to 200)."""
@@ -411,10 +435,10 @@ class LeaderboardClient:
     def friends_board(
         self,
         index: str,
-        pks: Sequence[Sequence],
+        pks: Sequence[Key],
         window_type: int = 0,
         timestamp: int | None = None,
-        group: Sequence = (),
+        group: Key = (),
         mode: str = "ORDINAL",
     ) -> list[RankedEntry]:
         """The board of just these records, in the window's order, with their global ranks."""
@@ -428,14 +452,14 @@ class LeaderboardClient:
         size: int,
         window_type: int = 0,
         timestamp: int | None = None,
-        group: Sequence = (),
+        group: Key = (),
         mode: str = "ORDINAL",
     ) -> Page:
         """Page ``page`` (1-based) of ``size`` records, with the window's total and page count."""
         request = pb.PageRequest(
             index=index,
             window=_window(window_type, timestamp),
-            group=wire.tuple_to_items(tuple(group)),
+            group=wire.key_to_items(group, "group"),
             mode=MODES[mode],
             page=page,
             size=size,
@@ -445,31 +469,31 @@ class LeaderboardClient:
         return Page(entries, response.page, response.size, response.total, response.pages)
 
     def percentile(
-        self, index: str, pk: Sequence, window_type: int = 0, timestamp: int | None = None, group: Sequence = ()
+        self, index: str, pk: Key, window_type: int = 0, timestamp: int | None = None, group: Key = ()
     ) -> float | None:
         request = pb.PercentileRequest(
             index=index,
-            pk=wire.tuple_to_items(tuple(pk)),
+            pk=wire.key_to_items(pk),
             window=_window(window_type, timestamp),
-            group=wire.tuple_to_items(tuple(group)),
+            group=wire.key_to_items(group, "group"),
         )
         response = self._call("GetPercentile", request)
         return response.percentile if response.HasField("percentile") else None
 
     def score_for_percentile(
-        self, index: str, percentile: float, window_type: int = 0, timestamp: int | None = None, group: Sequence = ()
+        self, index: str, percentile: float, window_type: int = 0, timestamp: int | None = None, group: Key = ()
     ) -> int | float | None:
         request = pb.ScoreForPercentileRequest(
             index=index,
             window=_window(window_type, timestamp),
-            group=wire.tuple_to_items(tuple(group)),
+            group=wire.key_to_items(group, "group"),
             percentile=percentile,
         )
         response = self._call("ScoreForPercentile", request)
         return wire.score_to_python(response.score) if response.HasField("score") else None
 
     def movement(
-        self, index: str, pk: Sequence, window_type: int, timestamp: int, group: Sequence = (), mode: str = "ORDINAL"
+        self, index: str, pk: Key, window_type: int, timestamp: int, group: Key = (), mode: str = "ORDINAL"
     ) -> Movement:
         """The record's rank now and in the previous window of the type (``.change``: places gained)."""
         response = self._call("GetMovement", self._rank_request(index, pk, window_type, timestamp, group, mode))
@@ -484,20 +508,20 @@ class LeaderboardClient:
     def rank_history(
         self,
         index: str,
-        pk: Sequence,
+        pk: Key,
         window_type: int,
         until: int | None = None,
         count: int = 10,
-        group: Sequence = (),
+        group: Key = (),
         mode: str = "ORDINAL",
     ) -> History:
         """The record's rank in each of the latest ``count`` windows of the type, and the best."""
         request = pb.RankHistoryRequest(
             index=index,
-            pk=wire.tuple_to_items(tuple(pk)),
+            pk=wire.key_to_items(pk),
             window_type=window_type,
             count=count,
-            group=wire.tuple_to_items(tuple(group)),
+            group=wire.key_to_items(group, "group"),
             mode=MODES[mode],
         )
         if until is not None:
@@ -520,7 +544,7 @@ class LeaderboardClient:
         high_exclusive: bool = False,
         window_type: int = 0,
         timestamp: int | None = None,
-        group: Sequence = (),
+        group: Key = (),
         reverse: bool = False,
         limit: int = 0,
         continuation: bytes = b"",
@@ -530,7 +554,7 @@ class LeaderboardClient:
             index=index,
             type=pb.ScanType.Value(scan_type),
             window=_window(window_type, timestamp),
-            group=wire.tuple_to_items(tuple(group)),
+            group=wire.key_to_items(group, "group"),
             low_exclusive=low_exclusive,
             high_exclusive=high_exclusive,
             reverse=reverse,
@@ -553,3 +577,15 @@ class LeaderboardClient:
             yield from entries
             if not continuation:
                 return
+
+
+def load_refusal(error: grpc.RpcError) -> tuple[int | None, int | None]:
+    """For an error ending a load: (0-based position of the refused record, records saved before it).
+
+    Either is None when the server did not say (e.g. the load failed for another reason).
+    """
+    found: dict[str, int] = {}
+    for key, value in getattr(error, "trailing_metadata", lambda: None)() or ():
+        if key in ("refused-record", "records-saved"):
+            found[key] = int(value)
+    return found.get("refused-record"), found.get("records-saved")

@@ -29,3 +29,7 @@ class WindowNotReady(FailedPrecondition):
 
 class AlreadyExists(LeaderboardError):
     """An index with that name or subspace already exists with other options."""
+
+
+class NoWindowsWarning(UserWarning):
+    """A score was stored in an index with no windows: it is ranked nowhere until a window update."""

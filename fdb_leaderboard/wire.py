@@ -10,6 +10,7 @@ from typing import Any
 
 from .errors import InvalidArgument
 from .index import Entry, RankedEntry, Window
+from .index.values import as_key
 from .proto import service_pb2 as pb
 
 
@@ -50,6 +51,11 @@ def python_to_item(value: object) -> pb.Item:
 
 def tuple_to_items(values: Sequence[object]) -> list[pb.Item]:
     return [python_to_item(value) for value in values]
+
+
+def key_to_items(value: object, name: str = "primary key") -> list[pb.Item]:
+    """A key (primary key, group or context) as Items: a lone str, bytes or number is one element."""
+    return tuple_to_items(as_key(value, name))
 
 
 def add_items(out: Any, values: Sequence[object]) -> None:

@@ -34,6 +34,10 @@ class ModelPrecondition(Exception):
     """The index must refuse the operation with FailedPrecondition (and change nothing)."""
 
 
+class ModelInvalid(Exception):
+    """The index must refuse the operation with InvalidArgument (and change nothing)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class MEntry:
     group: tuple
@@ -128,8 +132,18 @@ class Model:
         all_time: bool = True,
         delete_before: int | None = None,
         rebuild: str = "IF_OVERLAPPING_CHANGED",
+        groups: list[list[tuple[int, int, int]]] | None = None,
     ) -> tuple[list, list, list]:
-        """Returns (added, deleted, filling) windows, or raises ModelPrecondition."""
+        """Returns (added, deleted, filling) windows, or raises ModelPrecondition or ModelInvalid.
+
+        ``groups`` splits ``windows`` by the spec (or explicit list) asking for them: windows
+        ending by ``delete_before`` are not added, and a group made only of them is refused.
+        """
+        if delete_before is not None:
+            for group in groups if groups is not None else [list(windows)]:
+                if group and all(window[2] <= delete_before for window in group):
+                    raise ModelInvalid(f"{group} only adds windows delete_before deletes")
+            windows = [window for window in windows if window[2] > delete_before]
         rebuild_all = rebuild == "ALWAYS"
         old = dict(self.windows) if self.windows is not None else {}
         flipped = self.windows is not None and self.directory_hsf != high_score_first

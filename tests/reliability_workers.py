@@ -28,7 +28,7 @@ from fdb_leaderboard.index.directory import Rebuild, WindowUpdate
 from fdb_leaderboard.store import open_database
 
 PREFIX = b"\x15\x42"
-SETTINGS = IndexSettings(aggregation="SUM", context_size=1)
+SETTINGS = IndexSettings(aggregation="SUM", context_size=1, high_score_first=False)
 
 # -- the concurrency scenario ------------------------------------------------------------------
 

@@ -274,8 +274,10 @@ def make_indexes(db: Database) -> dict[str, LeaderboardIndex]:
     """Three indexes with data, all-time and type 1 windows of 1000."""
     indexes = {
         "best": LeaderboardIndex.create(db, b"\x15\x10", IndexSettings(high_score_first=True)),
-        "sum": LeaderboardIndex.create(db, b"\x15\x11", IndexSettings(aggregation="SUM", group_size=1, context_size=1)),
-        "latest": LeaderboardIndex.create(db, b"\x15\x12", IndexSettings(aggregation="LATEST")),
+        "sum": LeaderboardIndex.create(
+            db, b"\x15\x11", IndexSettings(aggregation="SUM", group_size=1, context_size=1, high_score_first=False)
+        ),
+        "latest": LeaderboardIndex.create(db, b"\x15\x12", IndexSettings(aggregation="LATEST", high_score_first=False)),
     }
     for index in indexes.values():
         hsf = index.settings.high_score_first
@@ -686,7 +688,7 @@ def test_each_kind_of_bad_python_input_gets_its_error(best: LeaderboardIndex) ->
     refused(ix, InvalidArgument, "at most 200", lambda: ix.add_score(("x" * 300,), 1, 1))
     refused(ix, InvalidArgument, "at most 200", lambda: ix.add_score(tuple(range(150)), 1, 1))
     refused(ix, InvalidArgument, "NaN", lambda: ix.add_score(("a", math.nan), 1, 1))
-    refused(ix, InvalidArgument, "primary key must be a tuple", lambda: ix.add_score("a", 1, 1))
+    refused(ix, InvalidArgument, "primary key must be a tuple", lambda: ix.add_score(None, 1, 1))
     refused(ix, InvalidArgument, "holds a dict", lambda: ix.add_score(({},), 1, 1))
     refused(ix, InvalidArgument, "context", lambda: ix.add_score(("a",), 1, 1, context=("c",)))
     refused(

@@ -391,7 +391,7 @@ def test_rank_scans_both_ways_never_exceed_their_limit(
     """Twelve records on four full score keys: with the reference layout (count_duplicates off)
     a position is a key several records share, and a page must still stop at its limit and
     resume inside the position."""
-    settings = IndexSettings(count_duplicates=count_duplicates, dense_ranks=True)
+    settings = IndexSettings(count_duplicates=count_duplicates, dense_ranks=True, high_score_first=False)
     index = LeaderboardIndex.create(db, prefix, settings)
     index.update_windows(WindowUpdate(windows=[(1, 0, 100)]))
     model = Model("BEST")

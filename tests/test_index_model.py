@@ -26,8 +26,11 @@ grouped (group_size 1 with two groups and a context element) or not.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import uuid
+import warnings
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import fdb.tuple
@@ -42,9 +45,9 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-from model import ALL_TIME, Listed, Model, ModelNotFound, ModelNotReady, ModelPrecondition
+from model import ALL_TIME, Listed, Model, ModelInvalid, ModelNotFound, ModelNotReady, ModelPrecondition
 
-from fdb_leaderboard.errors import FailedPrecondition, WindowNotFound, WindowNotReady
+from fdb_leaderboard.errors import FailedPrecondition, InvalidArgument, NoWindowsWarning, WindowNotFound, WindowNotReady
 from fdb_leaderboard.index import Entry, IfAbsent, IndexSettings, LeaderboardIndex, RankMode, ScanType
 from fdb_leaderboard.index.aggregation import AGGREGATIONS, Value
 from fdb_leaderboard.index.directory import INT64_MAX, INT64_MIN, Rebuild, WindowSpec, WindowUpdate
@@ -176,7 +179,7 @@ class IndexMachine(RuleBasedStateMachine):
             self.model.update_windows(hsf, windows)
         for pk, raws in records:
             entries = self.entries(raws)
-            self.index.add_entries(pk, self.to_entries(entries))
+            self.warns_when_unranked(entries, functools.partial(self.index.add_entries, pk, self.to_entries(entries)))
             self.model.add(pk, entries)
         if start == "after":
             self.index.update_windows(WindowUpdate(high_score_first=hsf, windows=windows, nlevels=3))
@@ -185,20 +188,28 @@ class IndexMachine(RuleBasedStateMachine):
     @rule(pk=pks, raw=raw_entries)
     def add_score(self, pk: tuple, raw: tuple) -> None:
         group, score, ts, context = self.entry(raw)
-        self.index.add_score(pk, score, ts, context=context, group=group)
+        self.warns_when_unranked([raw], lambda: self.index.add_score(pk, score, ts, context=context, group=group))
         self.model.add(pk, [(group, score, ts, context)])
 
     @rule(pk=pks, raws=st.lists(raw_entries, min_size=1, max_size=3))
     def add_entries(self, pk: tuple, raws: list) -> None:
         entries = self.entries(raws)
-        self.index.add_entries(pk, self.to_entries(entries))
+        self.warns_when_unranked(entries, lambda: self.index.add_entries(pk, self.to_entries(entries)))
         self.model.add(pk, entries)
 
     @rule(pk=pks, raws=st.lists(raw_entries, max_size=4))
     def save_record(self, pk: tuple, raws: list) -> None:
         entries = self.entries(raws)
-        self.index.save_record(pk, self.to_entries(entries))
+        self.warns_when_unranked(entries, lambda: self.index.save_record(pk, self.to_entries(entries)))
         self.model.save(pk, entries)
+
+    def warns_when_unranked(self, entries: list, write: Callable[[], int]) -> None:
+        """Run ``write``: it warns exactly when it stores entries in an index with no window."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            write()
+        warned = any(issubclass(w.category, NoWindowsWarning) for w in caught)
+        assert warned == (bool(entries) and not self.model.windows), (entries, self.model.windows)
 
     @rule(pk=pks)
     def delete_record(self, pk: tuple) -> None:
@@ -277,10 +288,15 @@ class IndexMachine(RuleBasedStateMachine):
             nlevels=nlevels,
             rebuild=Rebuild(rebuild),
         )
+        groups = [expand(spec) for spec in spec_list] + [list(explicit)]
         try:
-            added, deleted, filling = self.model.update_windows(hsf, windows, all_time, delete_before, rebuild)
+            added, deleted, filling = self.model.update_windows(hsf, windows, all_time, delete_before, rebuild, groups)
         except ModelPrecondition:
             with pytest.raises(FailedPrecondition):
+                self.index.update_windows(update)
+            return
+        except ModelInvalid:
+            with pytest.raises(InvalidArgument, match="ends by delete_before"):
                 self.index.update_windows(update)
             return
         result = self.index.update_windows(update)
@@ -595,7 +611,9 @@ def test_fill_phases_with_writes_in_between(tmp_path, aggregation: str, count_du
     rng = random.Random(seed)
     db = open_database(f"lmdb:{tmp_path / 'store'}?durable=false")
     try:
-        settings_ = IndexSettings(aggregation=aggregation, count_duplicates=count_duplicates, dense_ranks=True)
+        settings_ = IndexSettings(
+            aggregation=aggregation, count_duplicates=count_duplicates, dense_ranks=True, high_score_first=False
+        )
         index = LeaderboardIndex.create(db, b"fill", settings_)
         model = Model(aggregation)
         pks = [(i,) for i in range(12)]
@@ -658,7 +676,7 @@ def test_shared_element_across_the_rank_cursor(tmp_path) -> None:
 
     db = open_database(f"lmdb:{tmp_path / 'store'}?durable=false")
     try:
-        index = LeaderboardIndex.create(db, b"shared", IndexSettings(count_duplicates=False))
+        index = LeaderboardIndex.create(db, b"shared", IndexSettings(count_duplicates=False, high_score_first=False))
         index.update_windows(WindowUpdate())
         for pk in ("a", "b"):
             index.add_score((pk,), 5, 10)

@@ -73,7 +73,7 @@ def check_board(index: LeaderboardIndex, expected: dict[str, int], window_type: 
 @pytest.mark.parametrize("aggregation", ["BEST", "SUM"])
 def test_a_record_with_thousands_of_entries(db: Database, aggregation: str) -> None:
     rng = random.Random(3)
-    index = LeaderboardIndex.create(db, PREFIX, IndexSettings(aggregation=aggregation))
+    index = LeaderboardIndex.create(db, PREFIX, IndexSettings(aggregation=aggregation, high_score_first=False))
     index.update_windows(WindowUpdate(specs=[WindowSpec(1, 0, DAY, DAY, 10)]))
     entries: dict[str, list[tuple[int, int]]] = {}
     for i in range(60):
@@ -174,7 +174,7 @@ def test_a_window_with_50000_records(tmp_path: Path) -> None:
 def test_write_batch_over_10_mb_is_refused_with_nothing_stored(tmp_path: Path) -> None:
     db = open_database(f"lmdb:{tmp_path / 'store'}?durable=false&transaction_seconds=0")
     try:
-        index = LeaderboardIndex.create(db, PREFIX, IndexSettings(context_size=1))
+        index = LeaderboardIndex.create(db, PREFIX, IndexSettings(context_size=1, high_score_first=False))
         index.update_windows(WindowUpdate(specs=[WindowSpec(1, 0, DAY, DAY, 10)]))
         index.add_score(("before",), 1, 1, ("c",))
         before = snapshot(db)
@@ -192,7 +192,7 @@ def test_write_batch_over_10_mb_is_refused_with_nothing_stored(tmp_path: Path) -
 
 
 def test_a_record_in_too_many_windows_is_refused_with_nothing_stored(db: Database) -> None:
-    index = LeaderboardIndex.create(db, PREFIX, IndexSettings(context_size=1))
+    index = LeaderboardIndex.create(db, PREFIX, IndexSettings(context_size=1, high_score_first=False))
     # 1,000 windows all containing timestamp 5000: the record's head would pass FoundationDB's 100 kB.
     index.update_windows(WindowUpdate(specs=[WindowSpec(1, 0, 1, 10**6, 1000)]))
     before = snapshot(db)
@@ -205,7 +205,7 @@ def test_a_record_in_too_many_windows_is_refused_with_nothing_stored(db: Databas
 
 
 def test_keys_over_the_index_bound_are_refused(db: Database) -> None:
-    index = LeaderboardIndex.create(db, PREFIX, IndexSettings(group_size=1, context_size=1))
+    index = LeaderboardIndex.create(db, PREFIX, IndexSettings(group_size=1, context_size=1, high_score_first=False))
     index.update_windows(WindowUpdate())
     before = snapshot(db)
     with pytest.raises(InvalidArgument, match="at most 200"):

@@ -2,12 +2,19 @@
 
 | module | concern |
 |---|---|
-| ``commands.py`` | the click commands (most talk to a running server through the client) |
+| ``commands.py`` | the group, ``serve``, index and window administration; registers the others |
+| ``common.py`` | shared: ``server_command`` (``--timeout``, ``--json``), keys, windows, one-line errors |
+| ``reads.py`` | ``top``, ``rank``, ``around``, ``count`` |
+| ``writes.py`` | ``add`` (a score), ``delete`` (a record) |
 | ``players.py`` | what players see: metadata, many ranks and friends, pages, percentiles, movement, the bottom |
-| ``maintenance.py`` | one maintenance pass over a server's indexes (``maintain``, ``demo``) |
+| ``loading.py`` | ``load``: records files streamed to the server |
+| ``maintenance.py`` | the maintenance pass, ``maintain`` (retrying when the server restarts) and ``policy`` |
 | ``demo.py`` | a server on a temporary store with simulated games |
-| ``spec_file.py`` | window-update files (YAML/JSON) into window updates |
+| ``spec_file.py`` | window-update files (YAML/JSON) into window updates and maintenance policies |
 | ``records_file.py`` | JSON-lines record files for ``load`` |
+
+A new command goes in the module of its concern (or a new one), is declared with
+``common.server_command`` and is registered in ``commands.py`` with ``main.add_command``.
 """
 
 from .commands import main

@@ -1,19 +1,51 @@
-"""One maintenance pass over every index of a server: keep windows ahead, fill, expire."""
+"""Maintenance: one pass over a server's indexes (keep windows ahead, fill, expire), the
+``maintain`` job that repeats it and survives server restarts, and ``policy`` to set what
+each index's pass does (regular windows and calendar periods kept ahead, retention).
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+import time
+
+import click
 import grpc
 
 from ..client import LeaderboardClient
+from ..index.calendar import PERIODS, TIMEBASES
+from ..proto import service_pb2 as pb
+from .common import DURATION, Session, rpc_error_message, server_command
+from .spec_file import parse_maintenance
+
+# The server is gone (restarting, or not yet up): retry the whole pass, which is idempotent.
+_SERVER_GONE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+NO_POLICY = (
+    "nothing to do: no index has a maintenance policy "
+    "(set one with `fdb-leaderboard policy set` or a window-update file's maintenance section)"
+)
 
 
-def maintenance_pass(client: LeaderboardClient, now: int) -> list[str]:
-    """One pass over every index with a policy: keep ahead, then expire.  Safe to run anywhere."""
+def _has_policy(policy: pb.MaintenancePolicy) -> bool:
+    return bool(policy.windows or policy.calendar or policy.retain)
+
+
+def maintenance_pass(client: LeaderboardClient, clock: float) -> list[str]:
+    """One pass over every index with a policy: keep ahead, fill, expire.  Safe to run anywhere.
+
+    ``clock`` is the time in seconds; each index's policy says its timebase.  Returns what was
+    done, or one "nothing to do" line.  An index's own error is reported as a line; the server
+    going away (UNAVAILABLE, DEADLINE_EXCEEDED) raises, to retry the pass.
+    """
     report = []
+    checked = 0
     for info in client.list_indexes():
         policy = info.maintenance
+        if not _has_policy(policy):
+            continue
+        checked += 1
+        now = int(clock * TIMEBASES.get(policy.timebase or "seconds", 1))
         try:
-            if policy.windows:
+            if policy.windows or policy.calendar:
                 added = client.keep_ahead(info.name, now)
                 if added:
                     report.append(f"{info.name}: added {len(added)} window(s)")
@@ -27,5 +59,171 @@ def maintenance_pass(client: LeaderboardClient, now: int) -> list[str]:
                 if gone:
                     report.append(f"{info.name}: expired {len(gone)} window(s)")
         except grpc.RpcError as exc:
+            if exc.code() in _SERVER_GONE:
+                raise
             report.append(f"{info.name}: {exc.code().name}: {exc.details()}")
+    if not report:
+        indexes = f"{checked} index{'' if checked == 1 else 'es'}"
+        report.append(f"nothing to do: {indexes} with a maintenance policy checked" if checked else NO_POLICY)
     return report
+
+
+@server_command(name="maintain")
+@click.option("--every", default="60s", type=DURATION, show_default=True, help="Interval between passes (30s, 5m...).")
+@click.option("--once", is_flag=True, help="Run one pass, say what it did, and exit.")
+@click.option("--now", type=int, default=None, help="Use this time (in seconds) instead of the clock (testing).")
+@click.option("--passes", type=int, default=0, hidden=True, help="Stop after this many passes (testing).")
+@click.option("--max-backoff", default="60s", type=DURATION, show_default=True, help="Longest wait between retries.")
+def maintain(session: Session, every: float, once: bool, now: int | None, passes: int, max_backoff: float) -> None:
+    """Keep windows ahead, fill and expire them, per each index's maintenance policy.
+
+    Without --once it runs until stopped; when the server goes away it retries with growing
+    waits (up to --max-backoff), saying so, and carries on when the server is back.
+    """
+    done = 0
+    delay = min(1.0, max_backoff)
+    down_since: float | None = None
+    while True:
+        try:
+            lines = maintenance_pass(session.client, time.time() if now is None else now)
+        except grpc.RpcError as exc:
+            if once or exc.code() not in _SERVER_GONE:
+                raise
+            if down_since is None:
+                down_since = time.monotonic()
+            session.note(f"{_stamp()}{rpc_error_message(exc, session.server, session.timeout)}")
+            session.note(f"{_stamp()}retrying in {delay:g} s")
+            time.sleep(delay)
+            delay = min(delay * 2, max_backoff)
+            continue
+        if down_since is not None:
+            session.note(f"{_stamp()}server at {session.server} is back after {time.monotonic() - down_since:.0f} s")
+            down_since, delay = None, min(1.0, max_backoff)
+        for line in lines:
+            if once or not line.startswith("nothing to do"):
+                session.emit({"line": line}, f"{'' if once else _stamp()}{line}")
+        done += 1
+        if once or (passes and done >= passes):
+            return
+        time.sleep(every)
+
+
+def _stamp() -> str:
+    return dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S ")
+
+
+# -- policies ----------------------------------------------------------------------------------------
+
+
+@click.group()
+def policy() -> None:
+    """Show and set an index's maintenance policy (what `maintain` keeps ahead and expires)."""
+
+
+def _policy_lines(name: str, policy: pb.MaintenancePolicy) -> list[str]:
+    if not _has_policy(policy):
+        return [f"{name}: no maintenance policy"]
+    unit = "ms" if policy.timebase == "milliseconds" else "s"
+    lines = [
+        f"{name}: keep windows starting within {policy.horizon} {unit} ahead "
+        f"(certain within {policy.certain_within} {unit}); "
+        + (f"expire windows ended {policy.retain} {unit} ago" if policy.retain else "keep old windows")
+    ]
+    lines.extend(
+        f"  type {w.type}: every {w.increment} {unit} from {w.base}, lasting {w.duration} {unit}"
+        for w in policy.windows
+    )
+    lines.extend(f"  type {c.type}: {c.period} in {c.timezone or 'UTC'}" for c in policy.calendar)
+    return lines
+
+
+def _policy_json(policy: pb.MaintenancePolicy) -> dict[str, object]:
+    return {
+        "horizon": policy.horizon,
+        "certain_within": policy.certain_within,
+        "retain": policy.retain,
+        "timebase": policy.timebase or "seconds",
+        "regular": [
+            {"type": w.type, "base": w.base, "increment": w.increment, "duration": w.duration} for w in policy.windows
+        ],
+        "calendar": [{"type": c.type, "period": c.period, "timezone": c.timezone or "UTC"} for c in policy.calendar],
+    }
+
+
+@server_command(policy, "show")
+@click.argument("name")
+def policy_show(session: Session, name: str) -> None:
+    """Show the maintenance policy of index NAME."""
+    found = {info.name: info.maintenance for info in session.client.list_indexes()}
+    if name not in found:
+        raise click.ClickException(f"NOT_FOUND: no index named {name!r}")
+    session.emit(_policy_json(found[name]), _policy_lines(name, found[name]))
+
+
+def _split(text: str, parts: int, what: str, example: str) -> list[str]:
+    fields = text.split(":", parts - 1)
+    if len(fields) < parts - 1 or not fields[0].isdigit():
+        raise click.BadParameter(f"{what} {text!r}: expected {example}")
+    return fields
+
+
+@server_command(policy, "set")
+@click.argument("name")
+@click.option(
+    "--calendar",
+    "calendar",
+    multiple=True,
+    metavar="TYPE:PERIOD[:TIMEZONE]",
+    help=f"Keep calendar periods of TYPE ahead ({', '.join(PERIODS)}), e.g. 1:daily:Europe/Paris.",
+)
+@click.option(
+    "--regular",
+    "regular",
+    multiple=True,
+    metavar="TYPE:BASE:INCREMENT:DURATION",
+    help="Keep fixed-length windows ahead, e.g. 4:0:1h:1h.",
+)
+@click.option("--horizon", default="2d", show_default=True, help="Add windows starting within this.")
+@click.option("--certain-within", default="1d", show_default=True, help="Always add those starting within this.")
+@click.option("--retain", default="0", show_default=True, help="Expire windows ended this long ago (0: never).")
+@click.option("--timebase", type=click.Choice(sorted(TIMEBASES)), default="seconds", show_default=True)
+def policy_set(
+    session: Session,
+    name: str,
+    calendar: tuple[str, ...],
+    regular: tuple[str, ...],
+    horizon: str,
+    certain_within: str,
+    retain: str,
+    timebase: str,
+) -> None:
+    """Set the maintenance policy of index NAME (replacing it).
+
+    Lengths are integers in the timebase or take a unit: 90s, 5m, 2h, 1d, 1w.
+    """
+    section: dict[str, object] = {"horizon": horizon, "certain_within": certain_within, "retain": retain}
+    entries = []
+    for text in calendar:
+        fields = _split(text, 3, "--calendar", "TYPE:PERIOD[:TIMEZONE] such as 1:daily:Europe/Paris")
+        entries.append(
+            {"type": int(fields[0]), "period": fields[1], "timezone": fields[2] if len(fields) > 2 else "UTC"}
+        )
+    section["calendar"] = entries
+    windows = []
+    for text in regular:
+        fields = _split(text, 4, "--regular", "TYPE:BASE:INCREMENT:DURATION such as 4:0:1h:1h")
+        if len(fields) != 4:
+            raise click.BadParameter(f"--regular {text!r}: expected TYPE:BASE:INCREMENT:DURATION such as 4:0:1h:1h")
+        windows.append({"type": int(fields[0]), "base": fields[1], "increment": fields[2], "duration": fields[3]})
+    section["regular"] = windows
+    maintenance = parse_maintenance(section, timebase)
+    session.client.set_maintenance(name, maintenance)
+    session.emit(_policy_json(maintenance), _policy_lines(name, maintenance))
+
+
+@server_command(policy, "clear")
+@click.argument("name")
+def policy_clear(session: Session, name: str) -> None:
+    """Remove the maintenance policy of index NAME (`maintain` then leaves it alone)."""
+    session.client.set_maintenance(name, pb.MaintenancePolicy())
+    session.emit({"index": name, "cleared": True}, f"{name}: no maintenance policy")

@@ -3,8 +3,8 @@
     {"pk": ["alice"], "entries": [{"score": 1200, "timestamp": 1763900000}]}
     {"pk": ["bob", 7], "entries": [{"score": 90.5, "timestamp": 1763900100, "context": ["level-3"], "group": ["eu"]}]}
 
-``pk`` is a list of strings, integers, floats, booleans or nulls (a single value stands
-for a one-element key); each entry needs ``score`` (integer or number) and ``timestamp``
+``pk`` is a list of strings, integers, floats, booleans or nulls (a single string or number
+stands for a one-element key, as in every API); each entry needs ``score`` (integer or number) and ``timestamp``
 (integer) and may add ``context`` and ``group`` lists.  Blank lines are skipped.  A line
 loads the record whole: a pk seen again replaces the record's entries.
 """
@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from typing import Any
+
+from ..index.values import as_key
 
 Record = tuple[tuple, list[tuple]]
 
@@ -64,7 +66,7 @@ def parse_record(text: str) -> Record:
     unknown = set(raw) - {"pk", "entries"}
     if unknown:
         raise ValueError(f"unknown record field(s) {sorted(unknown)}; known: ['entries', 'pk']")
-    pk = raw["pk"] if isinstance(raw["pk"], list) else [raw["pk"]]
+    pk = list(as_key(raw["pk"], "pk"))  # "alice" is ["alice"], as everywhere
     entries = raw.get("entries", [])
     if not isinstance(entries, list):
         raise ValueError("entries must be a list")

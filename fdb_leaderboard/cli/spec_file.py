@@ -1,6 +1,6 @@
 """Window-update specification files (YAML or JSON) for the admin tool.
 
-    high_score_first: true        # required: the index-wide direction
+    high_score_first: true        # optional: change the index-wide direction (absent: keep it)
     all_time: true                # keep the all-time window (default true)
     delete_before: 1762000000     # optional: drop windows that ended by then
     timebase: seconds             # or milliseconds (for calendar periods and "now")
@@ -14,8 +14,17 @@
       - {type: 1, period: daily, timezone: Europe/Paris, start: today, count: 14}
       - {type: 2, period: iso-weekly, timezone: UTC, start: 2026-11-23, count: 4}
       - {type: 3, period: monthly, timezone: UTC, count: 3}
+    maintenance:                  # optional: the policy `maintain` follows (keep ahead, expire)
+      horizon: 2d                 # add windows starting within this (default 2d)
+      certain_within: 1d          # always add those starting within this (default 1d)
+      retain: 30d                 # expire windows that ended this long ago (default: keep all)
+      calendar:                   # calendar periods kept ahead
+        - {type: 1, period: daily, timezone: Europe/Paris}
+      regular:                    # fixed-length windows kept ahead
+        - {type: 4, base: 0, increment: 1h, duration: 1h}
 
-``start`` is a date (YYYY-MM-DD), ``today`` or omitted (today in that time zone).
+``start`` is a date (YYYY-MM-DD), ``today`` or omitted (today in that time zone).  Lengths in
+``maintenance`` are integers in the timebase or take a unit (s, m, h, d, w).
 """
 
 from __future__ import annotations
@@ -28,8 +37,10 @@ from typing import Any
 import yaml
 
 from ..errors import InvalidArgument
-from ..index.calendar import calendar_windows, zone_info
+from ..index.calendar import TIMEBASES, CalendarPeriods, calendar_windows, zone_info
 from ..index.directory import Rebuild, WindowSpec, WindowUpdate
+from ..proto import service_pb2 as pb
+from .common import parse_duration
 
 _KNOWN = {
     "index",
@@ -43,6 +54,7 @@ _KNOWN = {
     "windows",
     "calendar",
     "update_timestamp",
+    "maintenance",
 }
 
 
@@ -50,16 +62,19 @@ _ENTRY_KEYS = {
     "specs": {"type", "base", "increment", "duration", "count"},
     "windows": {"type", "start", "end"},
     "calendar": {"type", "period", "timezone", "start", "count"},
+    "regular": {"type", "base", "increment", "duration"},
+    "maintenance calendar": {"type", "period", "timezone"},
 }
+_MAINTENANCE_KEYS = {"horizon", "certain_within", "retain", "calendar", "regular"}
 
 
-def _entries(document: dict[str, Any], section: str) -> list[dict[str, Any]]:
-    """The mappings listed under ``section``, each with only the keys it may hold."""
+def _entries(document: dict[str, Any], section: str, kind: str | None = None) -> list[dict[str, Any]]:
+    """The mappings listed under ``section``, each with only the keys its ``kind`` may hold."""
     entries = document.get(section) or []
     if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
         raise InvalidArgument(f"{section} must be a list of mappings")
     for entry in entries:
-        unknown = set(entry) - _ENTRY_KEYS[section]
+        unknown = set(entry) - _ENTRY_KEYS[kind or section]
         if unknown:
             raise InvalidArgument(f"unknown key(s) in a {section} entry: {', '.join(sorted(map(str, unknown)))}")
     return entries
@@ -71,8 +86,6 @@ def parse_window_update(document: dict[str, Any], now: dt.datetime | None = None
     unknown = set(document) - _KNOWN
     if unknown:
         raise InvalidArgument(f"unknown key(s) in window-update file: {', '.join(sorted(map(str, unknown)))}")
-    if "high_score_first" not in document:
-        raise InvalidArgument("a window-update file must say high_score_first: true or false")
     for flag in ("high_score_first", "all_time"):
         if flag in document and not isinstance(document[flag], bool):
             raise InvalidArgument(f"{flag} must be true or false, not {document[flag]!r}")
@@ -99,10 +112,17 @@ def parse_window_update(document: dict[str, Any], now: dt.datetime | None = None
                 first = start
             else:
                 first = dt.date.fromisoformat(str(start))
-            windows.extend(calendar_windows(period["type"], period["period"], zone, first, period["count"], timebase))
+            periods = calendar_windows(period["type"], period["period"], zone, first, period["count"], timebase)
+            delete_before = document.get("delete_before")
+            if periods and isinstance(delete_before, int) and all(end <= delete_before for _, _, end in periods):
+                raise InvalidArgument(
+                    f"calendar entry {period}: every window it adds ends by delete_before {delete_before}, "
+                    "which deletes it: move its start later or delete_before earlier"
+                )
+            windows.extend(periods)
         update = WindowUpdate(
             update_timestamp=document.get("update_timestamp", int(now.timestamp() * scale)),
-            high_score_first=document["high_score_first"],
+            high_score_first=document.get("high_score_first"),
             delete_before=document.get("delete_before"),
             all_time=document.get("all_time", True),
             specs=specs,
@@ -118,10 +138,73 @@ def parse_window_update(document: dict[str, Any], now: dt.datetime | None = None
     return update
 
 
-def load_window_update(path: str | pathlib.Path, now: dt.datetime | None = None) -> WindowUpdate:
+def length(value: object, scale: int, name: str) -> int:
+    """A length in the timebase: an integer as is, or a duration with a unit (``2d``) scaled to it."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise InvalidArgument(f"{name} must be an integer or a duration such as 2d, not {value!r}")
+    if isinstance(value, int):
+        return value
+    text = value.strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        return round(parse_duration(text) * scale)
+    except ValueError as exc:
+        raise InvalidArgument(f"{name}: {exc}") from None
+
+
+def parse_maintenance(section: object, timebase: str = "seconds") -> pb.MaintenancePolicy:
+    """A ``maintenance`` section (or the same options from the command line) as a policy."""
+    if not isinstance(section, dict):
+        raise InvalidArgument("maintenance must be a mapping")
+    unknown = set(section) - _MAINTENANCE_KEYS
+    if unknown:
+        raise InvalidArgument(f"unknown key(s) in maintenance: {', '.join(sorted(map(str, unknown)))}")
+    scale = TIMEBASES.get(timebase)
+    if scale is None:
+        raise InvalidArgument(f"timebase must be seconds or milliseconds, not {timebase!r}")
+    policy = pb.MaintenancePolicy(
+        horizon=length(section.get("horizon", "2d"), scale, "horizon"),
+        certain_within=length(section.get("certain_within", "1d"), scale, "certain_within"),
+        retain=length(section.get("retain", 0), scale, "retain"),
+        timebase="" if timebase == "seconds" else timebase,
+    )
+    try:
+        for regular in _entries(section, "regular"):
+            policy.windows.add(
+                type=regular["type"],
+                base=length(regular.get("base", 0), scale, "base"),
+                increment=length(regular["increment"], scale, "increment"),
+                duration=length(regular["duration"], scale, "duration"),
+            )
+        for periods in _entries(section, "calendar", "maintenance calendar"):
+            checked = CalendarPeriods(periods["type"], periods["period"], periods.get("timezone", "UTC"), timebase)
+            policy.calendar.add(type=checked.type, period=checked.period, timezone=checked.timezone)
+    except KeyError as exc:
+        raise InvalidArgument(f"maintenance: missing {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument(f"maintenance: {exc}") from None
+    return policy
+
+
+def _read(path: str | pathlib.Path) -> Any:
     text = pathlib.Path(path).read_text()
     try:
-        document = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
+        return json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise InvalidArgument(f"{path}: not valid {'JSON' if str(path).endswith('.json') else 'YAML'}: {exc}") from None
-    return parse_window_update(document, now)
+
+
+def load_window_update(path: str | pathlib.Path, now: dt.datetime | None = None) -> WindowUpdate:
+    return parse_window_update(_read(path), now)
+
+
+def load_window_file(
+    path: str | pathlib.Path, now: dt.datetime | None = None
+) -> tuple[WindowUpdate, pb.MaintenancePolicy | None]:
+    """A window-update file's update, and its maintenance policy if it has a ``maintenance`` section."""
+    document = _read(path)
+    update = parse_window_update(document, now)
+    if document.get("maintenance") is None:
+        return update, None
+    return update, parse_maintenance(document["maintenance"], document.get("timebase", "seconds"))

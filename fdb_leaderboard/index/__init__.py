@@ -25,6 +25,7 @@ Dependencies point down: this package uses :mod:`fdb_leaderboard.rankedset` and
 :mod:`fdb_leaderboard.store`, never the service, client or CLI.
 """
 
+from .calendar import CalendarPeriods
 from .directory import ALL_TIME, Rebuild, Window, WindowSpec, WindowUpdate
 from .fill import FillProgress
 from .leaderboard import LeaderboardIndex, Operations
@@ -37,6 +38,7 @@ from .windows import WindowUpdateResult, check_plan_size, plan_ahead
 
 __all__ = [
     "ALL_TIME",
+    "CalendarPeriods",
     "Entry",
     "FillProgress",
     "History",

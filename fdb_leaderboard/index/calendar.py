@@ -7,6 +7,7 @@ change or months of different lengths; these helpers turn such periods into expl
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -72,3 +73,44 @@ def calendar_windows(
         out.append((window_type, instant(day), instant(following)))
         day = following
     return out
+
+
+# The shortest length of each period, in seconds (a DST change shortens one by an hour): bounds
+# how many periods a horizon can hold.
+_SHORTEST = {"daily": 23 * 3600, "iso-weekly": 7 * 86400 - 3600, "monthly": 28 * 86400 - 3600}
+
+
+@dataclasses.dataclass(frozen=True)
+class CalendarPeriods:
+    """Windows of ``type`` that are calendar periods in ``timezone``, in a timebase (for keep-ahead)."""
+
+    type: int
+    period: str
+    timezone: str = "UTC"
+    timebase: str = "seconds"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.type, bool) or not isinstance(self.type, int) or not 1 <= self.type <= 0xFFFF_FFFF:
+            raise InvalidArgument(f"a calendar window type must be between 1 and 4294967295, not {self.type!r}")
+        if self.period not in PERIODS:
+            raise InvalidArgument(f"calendar period must be one of {', '.join(PERIODS)}, not {self.period!r}")
+        if self.timebase not in TIMEBASES:
+            raise InvalidArgument(f"timebase must be one of {', '.join(TIMEBASES)}, not {self.timebase!r}")
+        zone_info(self.timezone)
+
+    def shortest(self) -> int:
+        """The shortest period, in the timebase."""
+        return _SHORTEST[self.period] * TIMEBASES[self.timebase]
+
+    def between(self, begin: int, end: int) -> list[tuple[int, int, int]]:
+        """The periods from the one containing ``begin`` to the one containing ``end``, as windows."""
+        scale = TIMEBASES[self.timebase]
+        zone = zone_info(self.timezone)
+        day = dt.datetime.fromtimestamp(begin // scale, zone).date()
+        last = dt.datetime.fromtimestamp(end // scale, zone).date()
+        count = 0
+        start = _period_start(day, self.period)
+        while start <= last:  # bounded by the caller's horizon (check_plan_size)
+            count += 1
+            start = _next_start(start, self.period)
+        return calendar_windows(self.type, self.period, self.timezone, day, count, self.timebase)

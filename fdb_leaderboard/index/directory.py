@@ -279,12 +279,15 @@ class WindowUpdate:
     """A window-update specification (the reference's TimeWindowLeaderboardWindowUpdate).
 
     ``windows`` adds explicit ``(type, start, end)`` windows, for calendar periods that
-    regular specs cannot express.  Deletions run before additions; the all-time window is
-    never deleted by ``delete_before``.
+    regular specs cannot express.  ``high_score_first`` None keeps the index's direction (or,
+    before the first update, the one it was created with); True or False sets it, and a change
+    rebuilds every window.  Deletions run before additions; the all-time window is never
+    deleted by ``delete_before``, and windows ending by it are not added (applying an update
+    twice changes nothing the second time; a spec adding only such windows is refused).
     """
 
     update_timestamp: int = 0
-    high_score_first: bool = False
+    high_score_first: bool | None = None
     delete_before: int | None = None
     all_time: bool = True
     specs: Sequence[WindowSpec] = ()
@@ -300,14 +303,33 @@ class WindowUpdate:
         check_nlevels(self.nlevels)
         out: list[tuple[int, int, int]] = []
         for spec in self.specs:
-            out.extend(spec.windows())
+            out.extend(self._surviving(spec.windows(), f"spec {spec}"))
+        explicit = []
         for window_type, start, end in self.windows:
             check_window_type(window_type)
             check_int64(start, "window start")
             check_int64(end, "window end")
             if end <= start:
                 raise ValueError(f"window type {window_type} [{start}, {end}) must end after it starts")
-            out.append((window_type, start, end))
+            explicit.append((window_type, start, end))
+        out.extend(self._surviving(explicit, "the explicit windows"))
         if len(out) > MAX_WINDOWS:
             raise ValueError(f"a window update may add at most {MAX_WINDOWS} windows, not {len(out)}")
         return out
+
+    def _surviving(self, windows: list[tuple[int, int, int]], what: str) -> list[tuple[int, int, int]]:
+        """The ``windows`` that ``delete_before`` leaves; ValueError if it would remove them all.
+
+        Deletions run first, so a window ending by ``delete_before`` is not added: added, it
+        would be deleted by the same update applied again and re-added under a new key, and
+        applying one update twice must change nothing.
+        """
+        if self.delete_before is None:
+            return windows
+        kept = [window for window in windows if window[2] > self.delete_before]
+        if windows and not kept:
+            raise ValueError(
+                f"{what}: every window it adds ends by delete_before {self.delete_before}, "
+                "which deletes it: move the windows later or delete_before earlier"
+            )
+        return kept

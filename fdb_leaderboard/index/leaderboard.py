@@ -12,14 +12,16 @@ from __future__ import annotations
 import dataclasses
 import functools
 import random
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from ..errors import AlreadyExists, FailedPrecondition, NotFound
+from ..errors import AlreadyExists, FailedPrecondition, InvalidArgument, LeaderboardError, NotFound, NoWindowsWarning
 from ..proto import index_pb2
 from ..store.api import Database, Transaction
 from . import compat, pages, social
 from . import movement as moves
+from .calendar import CalendarPeriods
 from .checker import check_transaction
 from .directory import ALL_TIME, Directory, Window, WindowUpdate
 from .fill import Filler, FillProgress, batches
@@ -35,6 +37,44 @@ from .values import check_at_least, check_timestamp
 from .windows import WindowEditor, WindowUpdateResult, plan_ahead
 
 T = TypeVar("T")
+
+
+# What each scan type ignores, with the default it must keep, and the hint given when it does not.
+_UNUSED_BY_SCAN: dict[ScanType, dict[str, tuple[object, str]]] = {
+    ScanType.BY_VALUE: {
+        "window_type": (ALL_TIME, "it scans the all-time window; use BY_TIME_WINDOW for another window"),
+        "timestamp": (None, "it scans the all-time window; use BY_TIME_WINDOW for another window"),
+        "mode": (RankMode.ORDINAL, "its entries carry no rank"),
+    },
+    ScanType.BY_RANK: {
+        "window_type": (ALL_TIME, "it ranks the all-time window; use BY_TIME_WINDOW for another window"),
+        "timestamp": (None, "it ranks the all-time window; use BY_TIME_WINDOW for another window"),
+    },
+}
+
+
+def check_scan_arguments(scan_type: ScanType, arguments: dict[str, Any]) -> None:
+    """Refuse an argument ``scan_type`` would ignore (InvalidArgument naming it)."""
+    for name, (default, why) in _UNUSED_BY_SCAN.get(scan_type, {}).items():
+        value = arguments.get(name, default)
+        if value == default or (name == "mode" and value is None):  # mode None: the default
+            continue
+        shown = value.name if isinstance(value, RankMode) else repr(value)
+        raise InvalidArgument(f"a {scan_type.name} scan does not use {name} (given {shown}): {why}")
+
+
+NO_WINDOWS = (
+    "the index has no windows yet: the score is stored but ranked in no window until a window update "
+    "adds some (`fdb-leaderboard windows apply`), which fills them from the stored scores"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class WriteOutcome:
+    """What a record write did: window values changed, and a warning when it is ranked nowhere."""
+
+    windows_changed: int
+    warning: str | None = None
 
 
 class Operations:
@@ -121,37 +161,67 @@ class LeaderboardIndex(IndexSpace):
     ) -> int:
         """Add one entry to a record; returns the number of window values that changed.
 
-        ``metadata`` fields, if given, are merged into the record's metadata in the same transaction.
+        ``metadata`` fields, if given, are merged into the record's metadata in the same
+        transaction.  In an index with no windows yet the score is stored, 0 is returned and a
+        :class:`NoWindowsWarning` is issued (the first window update fills from stored scores).
         """
-
-        def add(ops: Operations) -> int:
-            changed = ops.writer.add_entries(pk, [Entry(score, timestamp, context, group)])
-            if metadata:
-                ops.metadata.merge_on_write(pk, metadata)
-            return changed
-
-        return self.run(add)
+        return _warn(self.write_record(pk, [Entry(score, timestamp, context, group)], metadata=metadata))
 
     def add_entries(self, pk: object, entries: Sequence[Entry]) -> int:
-        return self.run(lambda ops: ops.writer.add_entries(pk, entries))
+        return _warn(self.write_record(pk, entries))
 
     def save_record(self, pk: object, entries: Sequence[Entry]) -> int:
-        return self.run(lambda ops: ops.writer.save_record(pk, entries))
+        return _warn(self.write_record(pk, entries, replace=True))
+
+    def write_record(
+        self,
+        pk: object,
+        entries: Sequence[Entry],
+        replace: bool = False,
+        metadata: Mapping[str, str] | None = None,
+    ) -> WriteOutcome:
+        """Add entries to a record (or replace them), saying so when the index has no window to
+        rank them; ``metadata`` fields are merged into the record's in the same transaction."""
+
+        def write(ops: Operations) -> WriteOutcome:
+            changed = ops.writer.save_record(pk, entries) if replace else ops.writer.add_entries(pk, entries)
+            if metadata:
+                ops.metadata.merge_on_write(pk, metadata)
+            directory = ops.txn.directory()  # read by the write already: no extra read
+            if changed or not entries or (directory is not None and directory.windows):
+                return WriteOutcome(changed)
+            return WriteOutcome(changed, NO_WINDOWS)
+
+        return self.run(write)
 
     def delete_record(self, pk: object) -> bool:
         return self.run(lambda ops: ops.writer.delete_record(pk))
 
     def write_batch(self, records: Sequence[tuple[object, Sequence[Entry]]], replace: bool = True) -> None:
-        """Save (or add to, with ``replace=False``) many records in one transaction."""
+        """Save (or add to, with ``replace=False``) many records in one transaction.
+
+        A record the index refuses raises with ``record_position``: its position in ``records``.
+        """
 
         def write(ops: Operations) -> None:
             # The records' heads are read together (one round trip), not one by one.
-            ops.txn.prefetch(heads=[ops.txn.pk(pk)[1] for pk, _ in records])
-            for pk, entries in records:
-                if replace:
-                    ops.writer.save_record(pk, entries)
-                else:
-                    ops.writer.add_entries(pk, entries)
+            heads = []
+            for position, (pk, _) in enumerate(records):
+                try:
+                    heads.append(ops.txn.pk(pk)[1])
+                except LeaderboardError as exc:
+                    exc.record_position = position  # type: ignore[attr-defined]  # which record was refused
+                    raise
+            ops.txn.prefetch(heads=heads)
+            for position, (pk, entries) in enumerate(records):
+                try:
+                    if replace:
+                        ops.writer.save_record(pk, entries)
+                    else:
+                        ops.writer.add_entries(pk, entries)
+                except LeaderboardError as exc:
+                    exc.record_position = position  # type: ignore[attr-defined]  # which record was refused
+                    raise
 
         self.run(write)
 
@@ -247,16 +317,18 @@ class LeaderboardIndex(IndexSpace):
         certain_within: int = 0,
         rng: random.Random | None = None,
         nlevels: int | None = None,
+        calendar: Sequence[CalendarPeriods] = (),
     ) -> tuple[Window, ...]:
-        """Add the regular windows needed from ``now`` until ``now + horizon``.
+        """Add the regular and calendar windows needed from ``now`` until ``now + horizon``.
 
-        ``types`` lists ``(type, base, increment, duration)``.  A window that has started (or
+        ``types`` lists ``(type, base, increment, duration)``; ``calendar`` lists calendar
+        periods (local days, ISO weeks, months in a time zone).  A window that has started (or
         starts within ``certain_within``) is always added; a later one with a probability
         falling linearly to 0 at the horizon, so many servers calling this at once rarely
         all write the directory.  Returns the windows added.
         """
         rng = rng or random.Random()
-        wanted = plan_ahead(now, types, horizon, certain_within, rng)
+        wanted = plan_ahead(now, types, horizon, certain_within, rng, calendar)
         if not wanted:
             return ()
 
@@ -476,7 +548,12 @@ class LeaderboardIndex(IndexSpace):
         return self.db.read(read)
 
     def scan(self, scan_type: ScanType, **kwargs: Any) -> ScanPage:
-        """One page of a BY_VALUE, BY_RANK or BY_TIME_WINDOW scan (see ``Reader.scan``)."""
+        """One page of a BY_VALUE, BY_RANK or BY_TIME_WINDOW scan (see ``Reader.scan``).
+
+        An argument the scan type does not use is refused unless it has its default: a BY_RANK
+        scan ranks the all-time window, so ``window_type=1`` is an error, not ignored.
+        """
+        check_scan_arguments(scan_type, kwargs)
         if "mode" in kwargs:
             kwargs["mode"] = self._mode(kwargs["mode"])
 
@@ -506,3 +583,9 @@ class LeaderboardIndex(IndexSpace):
     def check(self, max_problems: int = 100) -> list[str]:
         """Every inconsistency found (at most ``max_problems``); empty when the index is sound."""
         return self.read(lambda ops: check_transaction(ops.txn, ops.writer, max_problems))
+
+
+def _warn(outcome: WriteOutcome) -> int:
+    if outcome.warning:
+        warnings.warn(outcome.warning, NoWindowsWarning, stacklevel=3)
+    return outcome.windows_changed

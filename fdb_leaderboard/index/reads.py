@@ -167,9 +167,7 @@ class Reader:
         (None if it has no value there).  The directory, the record's head and the group's
         sub-directory are read together: one round trip."""
         pk = self.txn.pk(pk)
-        group_bytes = self.group_bytes(group)
-        self.txn.prefetch(heads=[pk[1]], groups=[group_bytes])
-        window = self.window(ref)
+        window, group_bytes = self._window_and_group(ref, group, heads=[pk[1]])
         head = self.txn.read_head(pk[1])
         if head is not None:
             for state in head.windows:
@@ -177,11 +175,18 @@ class Reader:
                     return window, group_bytes, (state.element, pk[2])
         return window, group_bytes, None
 
-    def _window_and_group(self, ref: WindowRef, group: object) -> tuple[Window, bytes]:
-        """The window and the packed group, their directory and sub-directory read together."""
-        group_bytes = self.group_bytes(group)
-        self.txn.prefetch(groups=[group_bytes])
-        return self.window(ref), group_bytes
+    def _window_and_group(self, ref: WindowRef, group: object, heads: Sequence[bytes] = ()) -> tuple[Window, bytes]:
+        """The window and the packed group, their directory and sub-directory (and the record
+        ``heads``) read together.  A missing window is reported before a malformed group."""
+        try:
+            group_bytes, bad_group = self.group_bytes(group), None
+        except InvalidArgument as exc:
+            group_bytes, bad_group = b"", exc
+        self.txn.prefetch(heads=heads, groups=[group_bytes])
+        window = self.window(ref)
+        if bad_group is not None:
+            raise bad_group
+        return window, group_bytes
 
     # -- ranks --------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ class IndexSettings:
     count_duplicates: bool = True
     group_size: int = 0
     context_size: int = 0
-    high_score_first: bool = False
+    high_score_first: bool = True
     score_type: str = "INT"
     # Keep a second ranked set of each window's distinct scores, for exact DENSE ranks.
     dense_ranks: bool = False

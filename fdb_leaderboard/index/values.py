@@ -28,8 +28,26 @@ def check_items(items: object, name: str) -> tuple:
     return items
 
 
+# A lone value of these types is a one-element key: "zed" is ("zed",), never ("z", "e", "d").
+_LONE_KEY_TYPES = (str, bytes, int, float)
+
+
+def as_key(value: object, name: str) -> tuple:
+    """``value`` as a key tuple: a list or tuple as is, a lone str, bytes or number as one element.
+
+    Anything else (None, a set, a generator...) is refused rather than guessed at.
+    """
+    if isinstance(value, _LONE_KEY_TYPES):
+        return (value,)
+    if isinstance(value, list | tuple):
+        return tuple(value)
+    raise InvalidArgument(
+        f"{name} must be a tuple or list of elements, or a single str, bytes or number, not {type(value).__name__}"
+    )
+
+
 def check_pk(pk: object) -> tuple:
-    pk = check_items(pk, "primary key")
+    pk = check_items(as_key(pk, "primary key"), "primary key")
     if not pk:
         raise InvalidArgument("primary key must not be empty")
     return pk

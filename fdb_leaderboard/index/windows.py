@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from ..errors import FailedPrecondition, InvalidArgument
 from . import tuplecodec as tuples
+from .calendar import CalendarPeriods
 from .directory import (
     ALL_TIME,
     INT64_MAX,
@@ -91,12 +92,16 @@ class WindowEditor:
             raise InvalidArgument(str(exc)) from None
         if not isinstance(update.rebuild, Rebuild):
             raise InvalidArgument(f"rebuild must be a Rebuild policy, not {update.rebuild!r}")
+        if update.high_score_first is None:  # keep the index's direction
+            update = dataclasses.replace(update, high_score_first=self.txn.default_high_score_first())
+        elif not isinstance(update.high_score_first, bool):
+            raise InvalidArgument(f"high_score_first must be True, False or None, not {update.high_score_first!r}")
         old = self.txn.directory()
         rebuild_all = update.rebuild is Rebuild.ALWAYS
         changed = old is None
         if old is None:
             old = Directory(update.update_timestamp, update.high_score_first, 0, ())
-        elif old.high_score_first != bool(update.high_score_first):
+        elif old.high_score_first != update.high_score_first:
             if update.rebuild is Rebuild.NEVER:
                 raise FailedPrecondition("changing high_score_first needs a rebuild of every window (rebuild=NEVER)")
             rebuild_all = changed = True
@@ -133,7 +138,7 @@ class WindowEditor:
         filling: list[Window] = []
         # After a trim, every existing window's value entries are still stored, so refills
         # are exact, except a BEST index flipping high_score_first (other entries win then).
-        flips_best = rebuild_all and old.high_score_first != bool(update.high_score_first)
+        flips_best = rebuild_all and old.high_score_first != update.high_score_first
         flips_best = flips_best and self.space.aggregation.name == "BEST"
         for window in refill:
             inexact = window in added or flips_best
@@ -160,7 +165,7 @@ class WindowEditor:
                 window = dataclasses.replace(window, filling=True)
             final.append(window)
         changed = changed or bool(added or deleted or filling)
-        directory = Directory(update.update_timestamp, bool(update.high_score_first), next_key, final)
+        directory = Directory(update.update_timestamp, update.high_score_first, next_key, final)
         if changed:
             self.txn.save_directory(directory)
         return WindowUpdateResult(changed, tuple(added), tuple(deleted), tuple(w for w in final if w.filling))
@@ -198,7 +203,6 @@ class WindowEditor:
             return ()
         update = WindowUpdate(
             update_timestamp=now,
-            high_score_first=self.txn.default_high_score_first(),
             all_time=False,
             windows=missing,
             nlevels=nlevels,
@@ -206,7 +210,9 @@ class WindowEditor:
         return self.update_windows(update).added
 
 
-def check_plan_size(horizon: int, types: Sequence[tuple[int, int, int, int]]) -> None:
+def check_plan_size(
+    horizon: int, types: Sequence[tuple[int, int, int, int]], calendar: Sequence[CalendarPeriods] = ()
+) -> None:
     """Refuse a keep-ahead plan that could need more windows than one update may add."""
     if horizon < 0:
         raise InvalidArgument(f"horizon must not be negative, not {horizon}")
@@ -216,6 +222,8 @@ def check_plan_size(horizon: int, types: Sequence[tuple[int, int, int, int]]) ->
         if increment <= 0 or duration <= 0:
             raise InvalidArgument(f"window type {window_type}: increment and duration must be positive")
         planned += (horizon + duration) // increment + 1
+    for periods in calendar:
+        planned += horizon // periods.shortest() + 2
     if planned > MAX_WINDOWS:
         raise InvalidArgument(
             f"keeping windows ahead would need up to {planned} windows, more than the {MAX_WINDOWS} one window "
@@ -224,25 +232,32 @@ def check_plan_size(horizon: int, types: Sequence[tuple[int, int, int, int]]) ->
 
 
 def plan_ahead(
-    now: int, types: Sequence[tuple[int, int, int, int]], horizon: int, certain_within: int, rng: random.Random
+    now: int,
+    types: Sequence[tuple[int, int, int, int]],
+    horizon: int,
+    certain_within: int,
+    rng: random.Random,
+    calendar: Sequence[CalendarPeriods] = (),
 ) -> list[tuple[int, int, int]]:
-    """The regular windows :meth:`LeaderboardIndex.keep_ahead` chooses to add now."""
-    check_plan_size(horizon, types)
-    wanted = []
+    """The windows :meth:`LeaderboardIndex.keep_ahead` chooses to add now: regular ones, then calendar periods."""
+    check_plan_size(horizon, types, calendar)
+    candidates = []
     for window_type, base, increment, duration in types:
         first = (now - duration - base) // increment + 1  # the first window still open at `now`
         i = max(first, 0) if base <= now else 0
-        while True:
-            start = base + i * increment
-            if start > now + horizon:
-                break
-            if start + duration > now:
-                lead = start - now
-                if lead <= certain_within:
-                    wanted.append((window_type, start, start + duration))
-                else:
-                    chance = 1 - (lead - certain_within) / max(horizon - certain_within, 1)
-                    if rng.random() < chance:
-                        wanted.append((window_type, start, start + duration))
+        while (start := base + i * increment) <= now + horizon:
+            candidates.append((window_type, start, start + duration))
             i += 1
+    for periods in calendar:
+        candidates.extend(periods.between(now, now + horizon))
+    wanted = []
+    for window in candidates:
+        _, start, end = window
+        if end <= now or start > now + horizon:
+            continue
+        lead = start - now
+        # Certain when imminent; later, a chance falling to 0 at the horizon, so that many
+        # maintenance jobs running at once rarely all write the directory.
+        if lead <= certain_within or rng.random() < 1 - (lead - certain_within) / max(horizon - certain_within, 1):
+            wanted.append(window)
     return wanted

@@ -114,7 +114,7 @@ class FillCursor(_message.Message):
     def __init__(self, records_through: _Optional[bytes] = ..., records_done: _Optional[bool] = ..., ranked_through: _Optional[bytes] = ...) -> None: ...
 
 class MaintenancePolicy(_message.Message):
-    __slots__ = ("windows", "horizon", "certain_within", "retain")
+    __slots__ = ("windows", "horizon", "certain_within", "retain", "calendar", "timebase")
     class Regular(_message.Message):
         __slots__ = ("type", "base", "increment", "duration")
         TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -126,15 +126,28 @@ class MaintenancePolicy(_message.Message):
         increment: int
         duration: int
         def __init__(self, type: _Optional[int] = ..., base: _Optional[int] = ..., increment: _Optional[int] = ..., duration: _Optional[int] = ...) -> None: ...
+    class Calendar(_message.Message):
+        __slots__ = ("type", "period", "timezone")
+        TYPE_FIELD_NUMBER: _ClassVar[int]
+        PERIOD_FIELD_NUMBER: _ClassVar[int]
+        TIMEZONE_FIELD_NUMBER: _ClassVar[int]
+        type: int
+        period: str
+        timezone: str
+        def __init__(self, type: _Optional[int] = ..., period: _Optional[str] = ..., timezone: _Optional[str] = ...) -> None: ...
     WINDOWS_FIELD_NUMBER: _ClassVar[int]
     HORIZON_FIELD_NUMBER: _ClassVar[int]
     CERTAIN_WITHIN_FIELD_NUMBER: _ClassVar[int]
     RETAIN_FIELD_NUMBER: _ClassVar[int]
+    CALENDAR_FIELD_NUMBER: _ClassVar[int]
+    TIMEBASE_FIELD_NUMBER: _ClassVar[int]
     windows: _containers.RepeatedCompositeFieldContainer[MaintenancePolicy.Regular]
     horizon: int
     certain_within: int
     retain: int
-    def __init__(self, windows: _Optional[_Iterable[_Union[MaintenancePolicy.Regular, _Mapping]]] = ..., horizon: _Optional[int] = ..., certain_within: _Optional[int] = ..., retain: _Optional[int] = ...) -> None: ...
+    calendar: _containers.RepeatedCompositeFieldContainer[MaintenancePolicy.Calendar]
+    timebase: str
+    def __init__(self, windows: _Optional[_Iterable[_Union[MaintenancePolicy.Regular, _Mapping]]] = ..., horizon: _Optional[int] = ..., certain_within: _Optional[int] = ..., retain: _Optional[int] = ..., calendar: _Optional[_Iterable[_Union[MaintenancePolicy.Calendar, _Mapping]]] = ..., timebase: _Optional[str] = ...) -> None: ...
 
 class CatalogEntry(_message.Message):
     __slots__ = ("prefix", "options", "maintenance")

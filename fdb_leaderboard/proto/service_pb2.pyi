@@ -136,17 +136,31 @@ class RegularWindows(_message.Message):
     duration: int
     def __init__(self, type: _Optional[int] = ..., base: _Optional[int] = ..., increment: _Optional[int] = ..., duration: _Optional[int] = ...) -> None: ...
 
+class CalendarWindows(_message.Message):
+    __slots__ = ("type", "period", "timezone")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_FIELD_NUMBER: _ClassVar[int]
+    TIMEZONE_FIELD_NUMBER: _ClassVar[int]
+    type: int
+    period: str
+    timezone: str
+    def __init__(self, type: _Optional[int] = ..., period: _Optional[str] = ..., timezone: _Optional[str] = ...) -> None: ...
+
 class MaintenancePolicy(_message.Message):
-    __slots__ = ("windows", "horizon", "certain_within", "retain")
+    __slots__ = ("windows", "horizon", "certain_within", "retain", "calendar", "timebase")
     WINDOWS_FIELD_NUMBER: _ClassVar[int]
     HORIZON_FIELD_NUMBER: _ClassVar[int]
     CERTAIN_WITHIN_FIELD_NUMBER: _ClassVar[int]
     RETAIN_FIELD_NUMBER: _ClassVar[int]
+    CALENDAR_FIELD_NUMBER: _ClassVar[int]
+    TIMEBASE_FIELD_NUMBER: _ClassVar[int]
     windows: _containers.RepeatedCompositeFieldContainer[RegularWindows]
     horizon: int
     certain_within: int
     retain: int
-    def __init__(self, windows: _Optional[_Iterable[_Union[RegularWindows, _Mapping]]] = ..., horizon: _Optional[int] = ..., certain_within: _Optional[int] = ..., retain: _Optional[int] = ...) -> None: ...
+    calendar: _containers.RepeatedCompositeFieldContainer[CalendarWindows]
+    timebase: str
+    def __init__(self, windows: _Optional[_Iterable[_Union[RegularWindows, _Mapping]]] = ..., horizon: _Optional[int] = ..., certain_within: _Optional[int] = ..., retain: _Optional[int] = ..., calendar: _Optional[_Iterable[_Union[CalendarWindows, _Mapping]]] = ..., timebase: _Optional[str] = ...) -> None: ...
 
 class WindowSelector(_message.Message):
     __slots__ = ("type", "timestamp")
@@ -234,6 +248,16 @@ class ListIndexesResponse(_message.Message):
     INDEXES_FIELD_NUMBER: _ClassVar[int]
     indexes: _containers.RepeatedCompositeFieldContainer[IndexInfo]
     def __init__(self, indexes: _Optional[_Iterable[_Union[IndexInfo, _Mapping]]] = ...) -> None: ...
+
+class DropIndexRequest(_message.Message):
+    __slots__ = ("index",)
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    def __init__(self, index: _Optional[str] = ...) -> None: ...
+
+class DropIndexResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
 
 class SetMaintenancePolicyRequest(_message.Message):
     __slots__ = ("index", "maintenance")
@@ -459,10 +483,12 @@ class AddScoreRequest(_message.Message):
     def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., entry: _Optional[_Union[Entry, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class AddScoreResponse(_message.Message):
-    __slots__ = ("windows_changed",)
+    __slots__ = ("windows_changed", "warning")
     WINDOWS_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    WARNING_FIELD_NUMBER: _ClassVar[int]
     windows_changed: int
-    def __init__(self, windows_changed: _Optional[int] = ...) -> None: ...
+    warning: str
+    def __init__(self, windows_changed: _Optional[int] = ..., warning: _Optional[str] = ...) -> None: ...
 
 class AddEntriesRequest(_message.Message):
     __slots__ = ("index", "pk", "entries")
@@ -485,10 +511,12 @@ class SaveRecordRequest(_message.Message):
     def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ...) -> None: ...
 
 class WriteResponse(_message.Message):
-    __slots__ = ("windows_changed",)
+    __slots__ = ("windows_changed", "warning")
     WINDOWS_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    WARNING_FIELD_NUMBER: _ClassVar[int]
     windows_changed: int
-    def __init__(self, windows_changed: _Optional[int] = ...) -> None: ...
+    warning: str
+    def __init__(self, windows_changed: _Optional[int] = ..., warning: _Optional[str] = ...) -> None: ...
 
 class DeleteRecordRequest(_message.Message):
     __slots__ = ("index", "pk")
@@ -587,6 +615,12 @@ class MetadataResponse(_message.Message):
     exists: bool
     metadata: _containers.ScalarMap[str, str]
     def __init__(self, exists: _Optional[bool] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class LoadProgress(_message.Message):
+    __slots__ = ("records_saved",)
+    RECORDS_SAVED_FIELD_NUMBER: _ClassVar[int]
+    records_saved: int
+    def __init__(self, records_saved: _Optional[int] = ...) -> None: ...
 
 class RankRequest(_message.Message):
     __slots__ = ("index", "pk", "window", "group", "mode")

@@ -44,6 +44,11 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListIndexesRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListIndexesResponse.FromString,
                 _registered_method=True)
+        self.DropIndex = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/DropIndex',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.DropIndexRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.DropIndexResponse.FromString,
+                _registered_method=True)
         self.SetMaintenancePolicy = channel.unary_unary(
                 '/fdb_leaderboard.v1.Leaderboard/SetMaintenancePolicy',
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetMaintenancePolicyRequest.SerializeToString,
@@ -128,6 +133,11 @@ class LeaderboardStub:
                 '/fdb_leaderboard.v1.Leaderboard/SetMetadata',
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetMetadataRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.MetadataResponse.FromString,
+                _registered_method=True)
+        self.Load = channel.stream_stream(
+                '/fdb_leaderboard.v1.Leaderboard/Load',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.BulkLoadRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.LoadProgress.FromString,
                 _registered_method=True)
         self.GetRank = channel.unary_unary(
                 '/fdb_leaderboard.v1.Leaderboard/GetRank',
@@ -232,6 +242,12 @@ class LeaderboardServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DropIndex(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def SetMaintenancePolicy(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -330,6 +346,12 @@ class LeaderboardServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SetMetadata(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Load(self, request_iterator, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -451,6 +473,11 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListIndexesRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListIndexesResponse.SerializeToString,
             ),
+            'DropIndex': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropIndex,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.DropIndexRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.DropIndexResponse.SerializeToString,
+            ),
             'SetMaintenancePolicy': grpc.unary_unary_rpc_method_handler(
                     servicer.SetMaintenancePolicy,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetMaintenancePolicyRequest.FromString,
@@ -535,6 +562,11 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     servicer.SetMetadata,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetMetadataRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.MetadataResponse.SerializeToString,
+            ),
+            'Load': grpc.stream_stream_rpc_method_handler(
+                    servicer.Load,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.BulkLoadRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.LoadProgress.SerializeToString,
             ),
             'GetRank': grpc.unary_unary_rpc_method_handler(
                     servicer.GetRank,
@@ -676,6 +708,33 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/ListIndexes',
             fdb__leaderboard_dot_proto_dot_service__pb2.ListIndexesRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.ListIndexesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DropIndex(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/DropIndex',
+            fdb__leaderboard_dot_proto_dot_service__pb2.DropIndexRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.DropIndexResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1135,6 +1194,33 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/SetMetadata',
             fdb__leaderboard_dot_proto_dot_service__pb2.SetMetadataRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.MetadataResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Load(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/Load',
+            fdb__leaderboard_dot_proto_dot_service__pb2.BulkLoadRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.LoadProgress.FromString,
             options,
             channel_credentials,
             insecure,

@@ -96,6 +96,49 @@ class Catalog:
         rows = self.db.read(lambda tr: tr.get_range(begin, strinc(begin)))
         return [(fdb.tuple.unpack(key[len(self.root) :])[1], index_pb2.CatalogEntry.FromString(v)) for key, v in rows]
 
+    def drop(self, name: str, batch_keys: int = 10_000) -> None:
+        """Delete the index ``name`` and all its data (NotFound if there is none).
+
+        The name is freed at once, in one transaction that also leaves a note of the prefix;
+        the data is then cleared in transactions of at most ``batch_keys`` keys (a huge index
+        would overrun one transaction on the embedded store), and the note removed.  An
+        interrupted drop is finished by the next ``drop`` of any index.
+        """
+        check_name(name)
+
+        def unlink(tr: Transaction) -> bytes:
+            stored = tr.get(self._key(name))
+            if stored is None:
+                raise NotFound(f"no index named {name!r}")
+            prefix = index_pb2.CatalogEntry.FromString(stored).prefix
+            tr.clear(self._key(name))
+            tr.set(self._dropping_key(prefix), b"")
+            return prefix
+
+        self.db.run(unlink)
+        self._open.pop(name, None)
+        self._clear_dropped(batch_keys)
+
+    def _dropping_key(self, prefix: bytes) -> bytes:
+        return self.root + fdb.tuple.pack(("dropping", prefix))
+
+    def _clear_dropped(self, batch_keys: int) -> None:
+        begin = self.root + fdb.tuple.pack(("dropping",))
+        for key, _ in self.db.read(lambda tr: tr.get_range(begin, strinc(begin))):
+            prefix = fdb.tuple.unpack(key[len(self.root) :])[1]
+
+            def clear_batch(tr: Transaction, prefix: bytes = prefix, note: bytes = key) -> bool:
+                rows = tr.get_range(prefix, strinc(prefix), batch_keys)
+                if len(rows) < batch_keys:
+                    tr.clear_range(prefix, strinc(prefix))
+                    tr.clear(note)
+                    return True
+                tr.clear_range(prefix, rows[-1][0] + b"\x00")
+                return False
+
+            while not self.db.run(clear_batch):
+                pass
+
     def set_maintenance(self, name: str, maintenance: index_pb2.MaintenancePolicy) -> None:
         def update(tr: Transaction) -> None:
             stored = tr.get(self._key(check_name(name)))

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from .. import wire
 from ..errors import InvalidArgument
-from ..index import IndexSettings, RankMode, Rebuild, WindowRef, WindowSpec, WindowUpdate, check_plan_size
+from ..index import (
+    CalendarPeriods,
+    IndexSettings,
+    RankMode,
+    Rebuild,
+    WindowRef,
+    WindowSpec,
+    WindowUpdate,
+    check_plan_size,
+)
+from ..index.calendar import TIMEBASES
 from ..proto import index_pb2
 from ..proto import service_pb2 as pb
 from ..rankedset import HashFunction
@@ -44,7 +54,8 @@ def settings_from_proto(options: pb.IndexOptions, reference_layout: bool) -> Ind
         count_duplicates=options.count_duplicates if reference_layout else True,
         group_size=options.group_size,
         context_size=options.context_size,
-        high_score_first=options.high_score_first,
+        # Absent: high score first, the default of every API (most games rank high scores first).
+        high_score_first=options.high_score_first if options.HasField("high_score_first") else True,
         score_type=score_type,
         dense_ranks=options.dense_ranks,
     )
@@ -64,8 +75,14 @@ def settings_to_proto(settings: IndexSettings) -> pb.IndexOptions:
 
 
 def maintenance_from_proto(policy: pb.MaintenancePolicy) -> index_pb2.MaintenancePolicy:
+    timebase = policy.timebase or "seconds"
+    if timebase not in TIMEBASES:
+        raise InvalidArgument(f"timebase must be one of {', '.join(TIMEBASES)}, not {policy.timebase!r}")
     out = index_pb2.MaintenancePolicy(
-        horizon=policy.horizon, certain_within=policy.certain_within, retain=policy.retain
+        horizon=policy.horizon,
+        certain_within=policy.certain_within,
+        retain=policy.retain,
+        timebase=policy.timebase,
     )
     for regular in policy.windows:
         if regular.increment <= 0 or regular.duration <= 0 or regular.type == 0:
@@ -73,10 +90,24 @@ def maintenance_from_proto(policy: pb.MaintenancePolicy) -> index_pb2.Maintenanc
                 f"maintained window type {regular.type} needs a type >= 1 and a positive increment and duration"
             )
         out.windows.add(type=regular.type, base=regular.base, increment=regular.increment, duration=regular.duration)
+    for periods in policy.calendar:
+        CalendarPeriods(periods.type, periods.period, periods.timezone or "UTC", timebase)  # checks it
+        out.calendar.add(type=periods.type, period=periods.period, timezone=periods.timezone)
     if policy.horizon < 0 or policy.retain < 0 or policy.certain_within < 0:
         raise InvalidArgument("horizon, certain_within and retain must not be negative")
-    check_plan_size(out.horizon, [(w.type, w.base, w.increment, w.duration) for w in out.windows])
+    if (out.windows or out.calendar) and out.horizon <= 0:
+        raise InvalidArgument("a policy keeping windows ahead needs a positive horizon")
+    check_plan_size(out.horizon, regular_windows(out), calendar_periods(out))
     return out
+
+
+def regular_windows(policy: index_pb2.MaintenancePolicy) -> list[tuple[int, int, int, int]]:
+    return [(w.type, w.base, w.increment, w.duration) for w in policy.windows]
+
+
+def calendar_periods(policy: index_pb2.MaintenancePolicy) -> list[CalendarPeriods]:
+    timebase = policy.timebase or "seconds"
+    return [CalendarPeriods(c.type, c.period, c.timezone or "UTC", timebase) for c in policy.calendar]
 
 
 def maintenance_to_proto(policy: index_pb2.MaintenancePolicy) -> pb.MaintenancePolicy:
@@ -88,13 +119,15 @@ def maintenance_to_proto(policy: index_pb2.MaintenancePolicy) -> pb.MaintenanceP
         horizon=policy.horizon,
         certain_within=policy.certain_within,
         retain=policy.retain,
+        calendar=[pb.CalendarWindows(type=c.type, period=c.period, timezone=c.timezone) for c in policy.calendar],
+        timebase=policy.timebase,
     )
 
 
 def window_update_from_proto(request: pb.UpdateWindowsRequest) -> WindowUpdate:
     return WindowUpdate(
         update_timestamp=request.update_timestamp,
-        high_score_first=request.high_score_first,
+        high_score_first=request.high_score_first if request.HasField("high_score_first") else None,
         delete_before=request.delete_before if request.HasField("delete_before") else None,
         all_time=request.all_time,
         specs=[WindowSpec(s.type, s.base, s.increment, s.duration, s.count) for s in request.specs],

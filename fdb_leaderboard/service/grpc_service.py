@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import queue
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,8 +19,9 @@ from typing import Any
 import grpc
 
 from .. import wire
-from ..errors import FailedPrecondition, InvalidArgument
+from ..errors import FailedPrecondition, InvalidArgument, LeaderboardError
 from ..index import IfAbsent, IndexSettings, LeaderboardIndex, Operations, RankMode, ScanType
+from ..index.calendar import TIMEBASES
 from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
 from . import convert
@@ -73,6 +76,11 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
                 for name, entry in self.catalog.list()
             ]
         )
+
+    @_rpc
+    def DropIndex(self, request: pb.DropIndexRequest, context: grpc.ServicerContext) -> pb.DropIndexResponse:
+        self.catalog.drop(request.index)
+        return pb.DropIndexResponse()
 
     @_rpc
     def SetMaintenancePolicy(
@@ -168,14 +176,16 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     @_rpc
     def KeepAhead(self, request: pb.KeepAheadRequest, context: grpc.ServicerContext) -> pb.KeepAheadResponse:
         policy = self.catalog.entry(request.index).maintenance
-        if not policy.windows:
-            raise FailedPrecondition(f"index {request.index!r} has no maintenance policy with regular windows")
-        now = request.now if request.HasField("now") else int(time.time())
+        if not policy.windows and not policy.calendar:
+            raise FailedPrecondition(f"index {request.index!r} has no maintenance policy with windows to keep ahead")
+        scale = TIMEBASES[policy.timebase or "seconds"]
+        now = request.now if request.HasField("now") else int(time.time() * scale)
         added = self._index(request.index).keep_ahead(
             now,
-            [(w.type, w.base, w.increment, w.duration) for w in policy.windows],
+            convert.regular_windows(policy),
             policy.horizon,
             policy.certain_within,
+            calendar=convert.calendar_periods(policy),
         )
         return pb.KeepAheadResponse(added=[wire.window_to_proto(w) for w in added])
 
@@ -190,28 +200,22 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     def AddScore(self, request: pb.AddScoreRequest, context: grpc.ServicerContext) -> pb.AddScoreResponse:
         if not request.HasField("entry"):
             raise InvalidArgument("AddScore needs an entry")
-        entry = wire.entry_to_python(request.entry)
-        changed = self._index(request.index).add_score(
-            wire.items_to_tuple(request.pk),
-            entry.score,
-            entry.timestamp,
-            entry.context,
-            entry.group,
-            metadata=dict(request.metadata),
+        outcome = self._index(request.index).write_record(
+            wire.items_to_tuple(request.pk), [wire.entry_to_python(request.entry)], metadata=dict(request.metadata)
         )
-        return pb.AddScoreResponse(windows_changed=changed)
+        return pb.AddScoreResponse(windows_changed=outcome.windows_changed, warning=outcome.warning)
 
     @_rpc
     def AddEntries(self, request: pb.AddEntriesRequest, context: grpc.ServicerContext) -> pb.WriteResponse:
         entries = [wire.entry_to_python(entry) for entry in request.entries]
-        changed = self._index(request.index).add_entries(wire.items_to_tuple(request.pk), entries)
-        return pb.WriteResponse(windows_changed=changed)
+        outcome = self._index(request.index).write_record(wire.items_to_tuple(request.pk), entries)
+        return pb.WriteResponse(windows_changed=outcome.windows_changed, warning=outcome.warning)
 
     @_rpc
     def SaveRecord(self, request: pb.SaveRecordRequest, context: grpc.ServicerContext) -> pb.WriteResponse:
         entries = [wire.entry_to_python(entry) for entry in request.entries]
-        changed = self._index(request.index).save_record(wire.items_to_tuple(request.pk), entries)
-        return pb.WriteResponse(windows_changed=changed)
+        outcome = self._index(request.index).write_record(wire.items_to_tuple(request.pk), entries, replace=True)
+        return pb.WriteResponse(windows_changed=outcome.windows_changed, warning=outcome.warning)
 
     @_rpc
     def DeleteRecord(self, request: pb.DeleteRecordRequest, context: grpc.ServicerContext) -> pb.DeleteRecordResponse:
@@ -270,6 +274,72 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             wire.items_to_tuple(request.pk), dict(request.metadata), request.merge, list(request.remove)
         )
         return pb.MetadataResponse(exists=True, metadata=stored)
+
+    def Load(self, requests: Iterator[pb.BulkLoadRequest], context: grpc.ServicerContext) -> Iterator[pb.LoadProgress]:
+        """BulkLoad reporting each saved transaction (a generator: it turns its own errors into statuses)."""
+        written = 0
+        consumed = 0  # records taken from the stream so far
+        try:
+            first = next(requests, None)
+            if first is None or not first.index:
+                raise InvalidArgument("Load's first message must name the index")
+            index = self._index(first.index)
+
+            def records() -> Iterator[tuple[tuple, list]]:
+                nonlocal consumed
+                message: pb.BulkLoadRequest | None = first
+                while message is not None:
+                    if message.index and message.index != first.index:
+                        raise InvalidArgument(
+                            f"Load loads index {first.index!r}; a later message names {message.index!r}"
+                        )
+                    for record in message.records:
+                        try:
+                            converted = convert.record_from_proto(record)
+                        except LeaderboardError as exc:
+                            exc.stream_position = consumed  # type: ignore[attr-defined]
+                            raise
+                        consumed += 1
+                        yield converted
+                    message = next(requests, None)
+
+            # The load runs beside this generator, which relays its progress as it commits.
+            events: queue.Queue[object] = queue.Queue()
+
+            def run() -> None:
+                try:
+                    index.bulk_load(
+                        records(), first.batch_size or 500, events.put, defer_ranks=not first.rank_as_loaded
+                    )
+                    events.put(None)
+                except BaseException as exc:  # handed to the generator, which answers with it
+                    events.put(exc)
+
+            threading.Thread(target=run, name=f"load-{first.index}", daemon=True).start()
+            while (event := events.get()) is not None:
+                if isinstance(event, BaseException):
+                    raise event
+                written = event  # type: ignore[assignment]
+                yield pb.LoadProgress(records_saved=written)
+            log.info("Load of %r ended after %d records", first.index, written)
+        except grpc.RpcError:  # the client went away mid-stream; what it sent before is saved
+            log.info("Load cancelled by the client after %d records", written)
+            context.abort(grpc.StatusCode.CANCELLED, f"cancelled after {written} records")
+        except Exception as exc:
+            code = status_of(exc)
+            if code is None:
+                log.exception("Load failed")
+                context.abort(grpc.StatusCode.INTERNAL, "Load failed unexpectedly; see the server log")
+            position = getattr(exc, "stream_position", None)
+            if position is None and getattr(exc, "record_position", None) is not None:
+                position = written + exc.record_position  # type: ignore[attr-defined]
+            metadata = [("records-saved", str(written))]
+            message = str(exc)
+            if position is not None:
+                metadata.append(("refused-record", str(position)))
+                message = f"record {position + 1} of the load refused: {exc}"
+            context.set_trailing_metadata(metadata)
+            context.abort(code, f"{message}; the {written} records before it were saved" if written else message)
 
     # -- reads ----------------------------------------------------------------------------
 

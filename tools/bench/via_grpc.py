@@ -108,7 +108,7 @@ def load(run: Run, lb: Any, mode: str, name: str) -> None:
     lb.update_windows(name, windows=run.windows, high_score_first=True)
     started = time.perf_counter()
     records = (((pk,), [record]) for pk, record in enumerate(data.records))
-    sent = BatchClock(f"load ({run.system(mode)}, records sent)", total)
+    sent = BatchClock(f"load ({run.system(mode)}, records saved)", total)
     written = lb.bulk_load(name, records, run.args.load_batch, progress=sent.tick)
     expect("gRPC load", written, total)
     # One call: its latency is the whole load, so only the throughput is reported.

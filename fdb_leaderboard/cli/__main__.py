@@ -1,0 +1,5 @@
+"""``python -m fdb_leaderboard.cli``: the ``fdb-leaderboard`` command."""
+
+from .commands import main
+
+main()
