@@ -363,10 +363,15 @@ def test_maintain_survives_a_server_restart(tmp_path: pathlib.Path) -> None:
         text=True,
     )
     try:
-        time.sleep(3)
-        assert job.poll() is None  # still retrying
+        # Restart the server once the job has said it cannot reach it (however slow its start).
+        seen = []
+        deadline = time.monotonic() + 60
+        while not any("cannot reach a server" in line for line in seen):
+            assert time.monotonic() < deadline and job.poll() is None, "".join(seen)
+            seen.append(job.stdout.readline())  # type: ignore[union-attr]
         server = Server(f"lmdb:{tmp_path / 's'}?durable=false", address).start()  # same store and port
-        output, _ = job.communicate(timeout=60)
+        rest, _ = job.communicate(timeout=60)
+        output = "".join(seen) + rest
     finally:
         job.kill()
     try:
