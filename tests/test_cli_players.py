@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -73,3 +74,102 @@ def test_movement_bottom_rank_for_score_score_trim(cli: Callable[..., Result]) -
     assert cli("rank-for-score", "arena", "12", "--key-timestamp", "13").output == "3\n"
     assert cli("score-trim", "arena", "5@1", "7@2", "3@86400").output == "7@2 3@86400\n"
     assert "SCORE@TIMESTAMP" in cli("score-trim", "arena", "7", code=2).output
+
+
+def _text_line(entry: dict, label: str = "") -> str:
+    """An entry of the --json output written as the text output writes it (the oracle for both)."""
+    metadata = "".join(f"  {name}={value}" for name, value in sorted(entry["metadata"].items()))
+    rank = str(entry["rank"]) if label else str(entry["rank"]).rjust(5)
+    return f"{label}{rank}  {tuple(entry['pk'])!r}  {entry['score']}  @{entry['timestamp']}{metadata}"
+
+
+def test_json_output_holds_the_text_outputs_data(cli: Callable[..., Result]) -> None:
+    found = json.loads(cli("ranks", "arena", "cat", "zed", "ann", "--json").output)
+    assert found[1] is None
+    assert [(e["pk"], e["rank"], e["metadata"]) for e in (found[0], found[2])] == [
+        (["cat"], 2, {"name": "Cat"}),
+        (["ann"], 0, {"name": "Ann"}),
+    ]
+    text = cli("ranks", "arena", "cat", "zed", "ann").output.splitlines()
+    assert text == [_text_line(found[0]), "('zed',): absent", _text_line(found[2])]
+
+    board = json.loads(cli("ranks", "arena", "cat", "bob", "--board", "--mode", "DENSE", "--json").output)
+    assert [(e["pk"], e["rank"]) for e in board] == [(["bob"], 1), (["cat"], 2)]
+    text = cli("ranks", "arena", "cat", "bob", "--board", "--mode", "DENSE").output.splitlines()
+    assert text == [_text_line(e) for e in board]
+
+    page = json.loads(cli("page", "arena", "2", "--size", "2", "--json").output)
+    assert {k: v for k, v in page.items() if k != "entries"} == {"page": 2, "pages": 2, "total": 3, "size": 2}
+    assert [(e["pk"], e["rank"], e["score"], e["timestamp"]) for e in page["entries"]] == [(["cat"], 2, 12, 12)]
+    text = cli("page", "arena", "2", "--size", "2").output.splitlines()
+    assert text == ["page 2 of 2 (3 records, 2 per page)", *map(_text_line, page["entries"])]
+
+    args = ("movement", "arena", "bob", "--window-type", "1", "--at", DAY, "--history", "2")
+    moved = json.loads(cli(*args, "--json").output)
+    assert moved["window"] == {"type": 1, "start": DAY, "end": 2 * DAY}
+    assert moved["previous_window"] == {"type": 1, "start": 0, "end": DAY}
+    assert (moved["entry"]["rank"], moved["previous_entry"]["rank"], moved["change"]) == (1, 0, -1)
+    assert [(row["window"]["start"], row["entry"]["score"]) for row in moved["history"]] == [(DAY, 9), (0, 15)]
+    assert (moved["best"]["window"]["start"], moved["best"]["entry"]["rank"]) == (0, 0)
+    assert cli(*args).output.splitlines() == [
+        _text_line(moved["entry"], f"now [{DAY}, {2 * DAY}): "),
+        _text_line(moved["previous_entry"], f"before [0, {DAY}): "),
+        f"change: {moved['change']:+d}",
+        *(
+            _text_line(row["entry"], f"[{row['window']['start']}, {row['window']['end']}): ")
+            for row in moved["history"]
+        ),
+        "best: 0 in [0, 86400)",
+    ]
+    alone = json.loads(cli("movement", "arena", "cat", "--window-type", "1", "--at", DAY, "--json").output)
+    assert (alone["entry"], alone["previous_entry"]["rank"], alone["change"]) == (None, 2, None)
+    assert "history" not in alone
+
+    bottom = json.loads(cli("bottom", "arena", "-n", "2", "--json").output)
+    assert cli("bottom", "arena", "-n", "2").output.splitlines() == [_text_line(e) for e in bottom]
+    assert [e["pk"] for e in bottom] == [["cat"], ["bob"]]
+
+    assert json.loads(cli("meta", "get", "arena", "ann", "--json").output) == {
+        "pk": ["ann"],
+        "metadata": {"name": "Ann"},
+    }
+    assert json.loads(cli("percentile", "arena", "bob", "--json").output)["percentile"] == pytest.approx(100 / 3)
+    assert json.loads(cli("percentile", "arena", "zed", "--json").output) == {"percentile": None}
+    assert json.loads(cli("score-at-percentile", "arena", "50", "--json").output) == {"score": 15}
+    assert json.loads(cli("rank-for-score", "arena", "12", "--key-timestamp", "13", "--json").output) == {"rank": 3}
+    trimmed = json.loads(cli("score-trim", "arena", "5@1", "7@2", "3@86400", "--json").output)
+    assert [(e["score"], e["timestamp"]) for e in trimmed] == [(7, 2), (3, 86400)]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("meta", "get", "arena", "ann"),
+        ("meta", "set", "arena", "cat", "-f", "name=Cat"),
+        ("ranks", "arena", "cat", "zed"),
+        ("page", "arena", "1"),
+        ("percentile", "arena", "bob"),
+        ("score-at-percentile", "arena", "50"),
+        ("movement", "arena", "bob", "--window-type", "1", "--at", DAY),
+        ("bottom", "arena"),
+        ("rank-for-score", "arena", "12"),
+        ("score-trim", "arena", "5@1"),
+    ],
+)
+def test_every_command_takes_timeout(cli: Callable[..., Result], args: tuple) -> None:
+    assert cli(*args, "--timeout", "10s").output == cli(*args).output
+    assert "is not a duration" in cli(*args, "--timeout", "soon", code=2).output
+
+
+def test_keys_as_integers_or_json_lists(cli: Callable[..., Result], client: LeaderboardClient) -> None:
+    client.create_index("ints", high_score_first=True)
+    client.update_windows("ints", high_score_first=True)
+    client.add_score("ints", (7,), 40, 5, metadata={"name": "Seven"})
+    client.add_score("ints", ("x", 2), 30, 6)
+    assert cli("ranks", "ints", "7", "--int-pk").output == "    0  (7,)  40  @5  name=Seven\n"
+    assert cli("ranks", "ints", "7").output == "('7',): absent\n"
+    assert (
+        cli("meta", "get", "ints", "7", "--int-pk", "--json").output == '{"pk": [7], "metadata": {"name": "Seven"}}\n'
+    )
+    assert cli("ranks", "ints", '["x", 2]').output == "    1  ('x', 2)  30  @6\n"
+    assert "is not an integer (--int-pk)" in cli("ranks", "ints", "seven", "--int-pk", code=2).output

@@ -153,6 +153,7 @@ def entry_json(entry: RankedEntry) -> dict[str, object]:
         "timestamp": entry.timestamp,
         "context": json_value(entry.context),
         "group": json_value(entry.group),
+        "metadata": dict(entry.metadata or {}),
     }
 
 
