@@ -400,7 +400,7 @@ def expected_boards(records: dict[str, list[tuple[int, int]]], days: int) -> dic
 def full_board(lb: LeaderboardClient, index: str, day: int | None) -> list:
     """A window's whole board, as ``board`` gives it, for the all-time window (None) or a day."""
     window = (0, None) if day is None else (1, day * DAY)
-    return [(e.pk[0], e.score, e.timestamp, e.rank) for e in lb.top(index, 5000, *window)]
+    return [(e.pk[0], e.score, e.timestamp, e.rank) for e in lb.top(index, 2000, *window)]
 
 
 def loadable(records: dict[str, list[tuple[int, int]]]) -> list[tuple[tuple, list[tuple[int, int]]]]:
