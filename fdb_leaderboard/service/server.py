@@ -71,6 +71,7 @@ class Server:
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
         self._grace = 10.0
+        self._filler: threading.Thread | None = None
 
     def _on_loop(self, coroutine: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
@@ -109,7 +110,34 @@ class Server:
         if self.health is not None:
             for name in ("", SERVICE_NAME):
                 self._on_loop(self.health.set(name, health_pb2.HealthCheckResponse.SERVING))
+        self._filler = threading.Thread(target=self._resume_fills, name="resume-fills", daemon=True)
+        self._filler.start()
         return self
+
+    def _resume_fills(self) -> None:
+        """Finish windows a crashed bulk load or fill left filling (they are not served until then),
+        in the fill's bounded, resumable batches, until done or the server stops."""
+        try:
+            names = [name for name, _ in self.catalog.list()]
+        except Exception:
+            log.exception("cannot list the indexes to resume their fills")
+            return
+        for name in names:
+            try:
+                index = self.catalog.get(name)
+                directory = index.directory()
+                if directory is None or not directory.filling():
+                    continue
+                log.warning("index %r has windows still filling: resuming the fill", name)
+                records = 0
+                while not self._stop_requested.is_set():
+                    step = index.fill_step()
+                    records += step.records_processed
+                    if step.done:
+                        log.warning("index %r: fill finished (%d records)", name, records)
+                        break
+            except Exception:
+                log.exception("resuming the fill of index %r failed; `fdb-leaderboard fill` retries it", name)
 
     def stop(self, grace: float = 10.0) -> None:
         """Refuse new calls, let in-flight ones (writes included) finish within ``grace`` seconds,
@@ -124,6 +152,8 @@ class Server:
                 self._on_loop(self.grpc.stop(grace))
             finally:
                 self.dispatcher.shutdown()  # threads of cancelled calls end before the store closes
+                if self._filler is not None:
+                    self._filler.join()
                 self._close_loop()
                 self.db.close()
                 self._stopped.set()
