@@ -30,7 +30,8 @@ from .layout import extensions_end
 from .transaction import IndexTransaction
 from .values import check_at_least, check_items, check_timestamp, negate, normalize_score
 
-_TOKEN_VERSION = b"FLB2"  # continuations: (version, index tag, window key, scan tag, position)
+# continuations: (version, index tag, window key, scan tag, position) and a digest of it
+_TOKEN_VERSION = b"FLB2"
 
 
 class RankMode(enum.Enum):
@@ -388,7 +389,8 @@ class Reader:
         return self._scan_by_rank(ref, low, high, low_inclusive, high_inclusive, group, limit, continuation, mode)
 
     def _continuation(self, window: Window, scan: bytes, payload: bytes | int) -> bytes:
-        return tuples.pack((_TOKEN_VERSION, self._index_tag(), window.lb_key, scan, payload))
+        body = tuples.pack((_TOKEN_VERSION, self._index_tag(), window.lb_key, scan, payload))
+        return body + hashlib.blake2b(body, digest_size=8).digest()
 
     def _index_tag(self) -> bytes:
         return hashlib.blake2b(self.space.prefix, digest_size=8).digest()
@@ -400,8 +402,9 @@ class Reader:
             return None
         if not isinstance(token, bytes):
             raise InvalidArgument("continuation must be bytes")
-        try:
-            items = tuples.unpack(token)
+        body, digest = token[:-8], token[-8:]
+        try:  # the digest catches a cut or damaged token that would still parse
+            items = tuples.unpack(body) if hashlib.blake2b(body, digest_size=8).digest() == digest else ()
         except Exception:
             items = ()
         if len(items) != 5 or items[0] != _TOKEN_VERSION or not isinstance(items[1], bytes):

@@ -34,6 +34,7 @@ from .status import Answer, cap_message
 
 log = logging.getLogger("fdb_leaderboard.service")
 
+REPORT_SECONDS = 1.0
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
 REFLECTION_PREFIX = "/grpc.reflection."
 
@@ -164,7 +165,8 @@ class Dispatcher(grpc.GenericRpcHandler):
                     self.workers, getattr(self.servicer, method), request, call
                 )
                 try:
-                    response = await asyncio.wait_for(asyncio.shield(future), call.time_remaining())
+                    # A handler that watches its deadline (Fill) gets a moment to report its progress.
+                    response = await asyncio.wait_for(asyncio.shield(future), call.time_remaining() + REPORT_SECONDS)
                 except TimeoutError:
                     raise Answer(
                         grpc.StatusCode.DEADLINE_EXCEEDED, f"{method} ran past its deadline on the server"
