@@ -417,11 +417,18 @@ def load(ctx: click.Context, name: str, source: Any, batch: int, rank_as_loaded:
 def verify(ctx: click.Context, name: str, max_problems: int) -> None:
     """Recompute every window from the records and compare with the B-tree and ranked sets."""
     with _client(ctx) as client:
-        problems = client.verify(name, max_problems)
-    for problem in problems:
+        report = client.verify_report(name, max_problems, timeout=24 * 3600)
+    for problem in report.problems:
         click.echo(problem)
-    if problems:
-        raise click.ClickException(f"{len(problems)} problem(s) found in {name}")
+    checked = (
+        f"checked {report.records} records, {report.entries} B-tree entries, {report.elements} ranked-set "
+        f"elements and {report.ranked_sets} ranked sets in {report.windows} windows ({report.batches} batches)"
+    )
+    click.echo(checked if report.complete else f"stopped by the server's deadline after it {checked}")
+    if report.problems:
+        raise click.ClickException(f"{len(report.problems)} problem(s) found in {name}")
+    if not report.complete:
+        raise click.ClickException(f"{name}: the check did not finish (raise the server's --deadline)")
     click.echo(f"{name}: every window matches the records")
 
 
