@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -167,6 +168,9 @@ def serve(
     except (StartupError, StoreError, ValueError) as exc:
         raise click.ClickException(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     server.stop_on_signals(grace)
+    # Heavy calls are Python work holding the GIL; switch threads every 0.5 ms instead of 5 ms so a
+    # point read waiting behind one is not delayed by whole 5 ms slices.
+    sys.setswitchinterval(0.0005)
     access = "tokens" if settings.tokens is not None else "no authentication"
     click.echo(
         f"fdb-leaderboard serving on {server.address} ({'TLS' if settings.tls else 'plaintext'}, {access}; "
