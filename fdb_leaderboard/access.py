@@ -85,6 +85,7 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "SetMaintenancePolicy": Role.ADMIN,
     "UpdateWindows": Role.ADMIN,
     "SaveSubDirectory": Role.ADMIN,
+    "ScoreTrim": Role.ADMIN,
     "Expire": Role.ADMIN,
     "Fill": Role.ADMIN,
     "Trim": Role.ADMIN,
@@ -97,6 +98,7 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "SaveRecord": Role.WRITE,
     "DeleteRecord": Role.WRITE,
     "WriteBatch": Role.WRITE,
+    "SetMetadata": Role.WRITE,
     # read
     "ListIndexes": Role.READ,
     "ListWindows": Role.READ,
@@ -109,6 +111,14 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "ScoreForRank": Role.READ,
     "RankForScore": Role.READ,
     "Scan": Role.READ,
+    "GetMetadata": Role.READ,
+    "GetRanks": Role.READ,
+    "FriendsBoard": Role.READ,
+    "GetPage": Role.READ,
+    "GetPercentile": Role.READ,
+    "ScoreForPercentile": Role.READ,
+    "GetMovement": Role.READ,
+    "GetRankHistory": Role.READ,
 }
 
 

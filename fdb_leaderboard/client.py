@@ -15,19 +15,19 @@ mutual TLS also ``cert=`` and ``key=`` (the client's certificate and key).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import grpc
 
 from . import wire
-from .index import RankedEntry
+from .index import Entry, History, Movement, Page, RankedEntry
 from .proto import service_pb2 as pb
 from .proto import service_pb2_grpc as pb_grpc
 
 _MESSAGE_RECORDS = 500  # a BulkLoad message carries up to this many records
 _MESSAGE_BYTES = 1 << 20  # or about this many bytes (gRPC refuses messages over 4 MB)
-MODES = {"ORDINAL": pb.ORDINAL, "COMPETITION": pb.COMPETITION}
+MODES = {"ORDINAL": pb.ORDINAL, "COMPETITION": pb.COMPETITION, "DENSE": pb.DENSE}
 
 
 def _window(window_type: int, timestamp: int | None) -> pb.WindowSelector:
@@ -38,12 +38,7 @@ def _window(window_type: int, timestamp: int | None) -> pb.WindowSelector:
 
 
 def _pb_entry(score: int | float, timestamp: int, context: Sequence = (), group: Sequence = ()) -> pb.Entry:
-    return pb.Entry(
-        score=wire.python_to_score(score),
-        timestamp=timestamp,
-        context=wire.tuple_to_items(tuple(context)),
-        group=wire.tuple_to_items(tuple(group)),
-    )
+    return wire.entry_to_proto(Entry(score, timestamp, tuple(context), tuple(group)))
 
 
 class _BearerToken(grpc.UnaryUnaryClientInterceptor, grpc.StreamUnaryClientInterceptor):
@@ -120,6 +115,7 @@ class LeaderboardClient:
         count_duplicates: bool = False,
         maintenance: pb.MaintenancePolicy | None = None,
         score_type: str = "INT",
+        dense_ranks: bool = False,
     ) -> bool:
         options = pb.IndexOptions(
             aggregation=pb.Aggregation.Value(aggregation),
@@ -129,6 +125,7 @@ class LeaderboardClient:
             high_score_first=high_score_first,
             count_duplicates=count_duplicates,
             score_type=pb.ScoreType.Value(score_type),
+            dense_ranks=dense_ranks,
         )
         request = pb.CreateIndexRequest(
             name=name, options=options, reference_layout=reference_layout, maintenance=maintenance
@@ -208,12 +205,37 @@ class LeaderboardClient:
     # -- writes ---------------------------------------------------------------------------
 
     def add_score(
-        self, index: str, pk: Sequence, score: int | float, timestamp: int, context: Sequence = (), group: Sequence = ()
+        self,
+        index: str,
+        pk: Sequence,
+        score: int | float,
+        timestamp: int,
+        context: Sequence = (),
+        group: Sequence = (),
+        metadata: Mapping[str, str] | None = None,
     ) -> int:
+        """Add one entry; ``metadata`` fields are merged into the record's in the same transaction."""
         request = pb.AddScoreRequest(
-            index=index, pk=wire.tuple_to_items(tuple(pk)), entry=_pb_entry(score, timestamp, context, group)
+            index=index,
+            pk=wire.tuple_to_items(tuple(pk)),
+            entry=_pb_entry(score, timestamp, context, group),
+            metadata=metadata or {},
         )
         return self._call("AddScore", request).windows_changed
+
+    def set_metadata(
+        self, index: str, pk: Sequence, metadata: Mapping[str, str], merge: bool = False, remove: Sequence[str] = ()
+    ) -> dict[str, str]:
+        """Replace (or merge into) a record's display metadata; returns what is stored now."""
+        request = pb.SetMetadataRequest(
+            index=index, pk=wire.tuple_to_items(tuple(pk)), metadata=metadata, merge=merge, remove=list(remove)
+        )
+        return dict(self._call("SetMetadata", request).metadata)
+
+    def metadata(self, index: str, pk: Sequence) -> dict[str, str] | None:
+        """A record's display metadata ({} if none), or None if the record does not exist."""
+        response = self._call("GetMetadata", pb.MetadataRequest(index=index, pk=wire.tuple_to_items(tuple(pk))))
+        return dict(response.metadata) if response.exists else None
 
     def save_record(self, index: str, pk: Sequence, entries: Sequence[tuple]) -> int:
         request = pb.SaveRecordRequest(
@@ -382,15 +404,161 @@ class LeaderboardClient:
         return wire.score_to_python(response.score) if response.HasField("score") else None
 
     def rank_for_score(
-        self, index: str, score: int | float, window_type: int = 0, timestamp: int | None = None, group: Sequence = ()
+        self,
+        index: str,
+        score: int | float | tuple,
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Sequence = (),
     ) -> int:
+        """The rank a record with ``score`` would have; ``score`` may be a score key
+        ``(score, timestamp, context...)`` or a prefix of one, as the Record Layer takes it."""
+        key = score if isinstance(score, tuple) else (score,)
+        if not key:
+            raise ValueError("a score key needs at least the score")
         request = pb.RankForScoreRequest(
             index=index,
             window=_window(window_type, timestamp),
             group=wire.tuple_to_items(tuple(group)),
-            score=wire.python_to_score(score),
+            score=wire.python_to_score(key[0]),
+            key_context=wire.tuple_to_items(key[2:]),
         )
+        if len(key) > 1:
+            request.key_timestamp = key[1]
         return self._call("RankForScore", request).rank
+
+    def score_trim(self, index: str, entries: Sequence[tuple]) -> list[Entry]:
+        """Of ``(score, timestamp[, context[, group]])`` entries, those the index's current windows
+        use, best first (the Record Layer's score trim)."""
+        request = pb.ScoreTrimRequest(index=index, entries=[_pb_entry(*e) for e in entries])
+        return [wire.entry_to_python(e) for e in self._call("ScoreTrim", request).entries]
+
+    # -- several records, pages, percentiles, movement -------------------------------------
+
+    def _ranks_request(
+        self, index: str, pks: Sequence[Sequence], window_type: int, timestamp: int | None, group: Sequence, mode: str
+    ) -> pb.RanksRequest:
+        return pb.RanksRequest(
+            index=index,
+            records=[pb.RecordKey(pk=wire.tuple_to_items(tuple(pk))) for pk in pks],
+            window=_window(window_type, timestamp),
+            group=wire.tuple_to_items(tuple(group)),
+            mode=MODES[mode],
+        )
+
+    def ranks(
+        self,
+        index: str,
+        pks: Sequence[Sequence],
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Sequence = (),
+        mode: str = "ORDINAL",
+    ) -> list[RankedEntry | None]:
+        """Each record's entry and rank (None: no value in the window), in the order given (up to 200)."""
+        response = self._call("GetRanks", self._ranks_request(index, pks, window_type, timestamp, group, mode))
+        return [wire.optional_entry(slot, "entry") for slot in response.ranks]
+
+    def friends_board(
+        self,
+        index: str,
+        pks: Sequence[Sequence],
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Sequence = (),
+        mode: str = "ORDINAL",
+    ) -> list[RankedEntry]:
+        """The board of just these records, in the window's order, with their global ranks."""
+        response = self._call("FriendsBoard", self._ranks_request(index, pks, window_type, timestamp, group, mode))
+        return [wire.ranked_entry_from_proto(e) for e in response.entries]
+
+    def page(
+        self,
+        index: str,
+        page: int,
+        size: int,
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Sequence = (),
+        mode: str = "ORDINAL",
+    ) -> Page:
+        """Page ``page`` (1-based) of ``size`` records, with the window's total and page count."""
+        request = pb.PageRequest(
+            index=index,
+            window=_window(window_type, timestamp),
+            group=wire.tuple_to_items(tuple(group)),
+            mode=MODES[mode],
+            page=page,
+            size=size,
+        )
+        response = self._call("GetPage", request)
+        entries = [wire.ranked_entry_from_proto(e) for e in response.entries]
+        return Page(entries, response.page, response.size, response.total, response.pages)
+
+    def percentile(
+        self, index: str, pk: Sequence, window_type: int = 0, timestamp: int | None = None, group: Sequence = ()
+    ) -> float | None:
+        request = pb.PercentileRequest(
+            index=index,
+            pk=wire.tuple_to_items(tuple(pk)),
+            window=_window(window_type, timestamp),
+            group=wire.tuple_to_items(tuple(group)),
+        )
+        response = self._call("GetPercentile", request)
+        return response.percentile if response.HasField("percentile") else None
+
+    def score_for_percentile(
+        self, index: str, percentile: float, window_type: int = 0, timestamp: int | None = None, group: Sequence = ()
+    ) -> int | float | None:
+        request = pb.ScoreForPercentileRequest(
+            index=index,
+            window=_window(window_type, timestamp),
+            group=wire.tuple_to_items(tuple(group)),
+            percentile=percentile,
+        )
+        response = self._call("ScoreForPercentile", request)
+        return wire.score_to_python(response.score) if response.HasField("score") else None
+
+    def movement(
+        self, index: str, pk: Sequence, window_type: int, timestamp: int, group: Sequence = (), mode: str = "ORDINAL"
+    ) -> Movement:
+        """The record's rank now and in the previous window of the type (``.change``: places gained)."""
+        response = self._call("GetMovement", self._rank_request(index, pk, window_type, timestamp, group, mode))
+        previous = wire.window_from_proto(response.previous_window) if response.HasField("previous_window") else None
+        return Movement(
+            wire.window_from_proto(response.window),
+            wire.optional_entry(response, "entry"),
+            previous,
+            wire.optional_entry(response, "previous_entry"),
+        )
+
+    def rank_history(
+        self,
+        index: str,
+        pk: Sequence,
+        window_type: int,
+        until: int | None = None,
+        count: int = 10,
+        group: Sequence = (),
+        mode: str = "ORDINAL",
+    ) -> History:
+        """The record's rank in each of the latest ``count`` windows of the type, and the best."""
+        request = pb.RankHistoryRequest(
+            index=index,
+            pk=wire.tuple_to_items(tuple(pk)),
+            window_type=window_type,
+            count=count,
+            group=wire.tuple_to_items(tuple(group)),
+            mode=MODES[mode],
+        )
+        if until is not None:
+            request.until = until
+        response = self._call("GetRankHistory", request)
+        rows = [(wire.window_from_proto(row.window), wire.optional_entry(row, "entry")) for row in response.windows]
+        best = None
+        if response.HasField("best"):
+            best = (wire.window_from_proto(response.best.window), wire.ranked_entry_from_proto(response.best.entry))
+        return History(rows, best)
 
     def scan(
         self,

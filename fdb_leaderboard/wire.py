@@ -88,6 +88,15 @@ def entry_to_python(entry: pb.Entry) -> Entry:
     )
 
 
+def entry_to_proto(entry: Entry) -> pb.Entry:
+    return pb.Entry(
+        score=python_to_score(entry.score),
+        timestamp=entry.timestamp,
+        context=tuple_to_items(entry.context),
+        group=tuple_to_items(entry.group),
+    )
+
+
 def fill_ranked_entry(message: pb.RankedEntry, entry: RankedEntry) -> None:
     """Set the empty ``message`` (usually one a repeated field just added) to ``entry``."""
     add_items(message.pk, entry.pk)
@@ -97,6 +106,8 @@ def fill_ranked_entry(message: pb.RankedEntry, entry: RankedEntry) -> None:
     add_items(message.group, entry.group)
     if entry.rank is not None:
         message.rank = entry.rank
+    if entry.metadata:
+        message.metadata.update(entry.metadata)
 
 
 def add_ranked_entries(out: Any, entries: Iterable[RankedEntry]) -> None:
@@ -114,6 +125,7 @@ def ranked_entry_from_proto(message: pb.RankedEntry) -> RankedEntry:
         context=items_to_tuple(message.context),
         group=items_to_tuple(message.group),
         rank=message.rank if message.HasField("rank") else None,
+        metadata=dict(message.metadata),
     )
 
 
@@ -126,3 +138,12 @@ def window_to_proto(window: Window) -> pb.Window:
         nlevels=window.nlevels,
         filling=window.filling,
     )
+
+
+def window_from_proto(message: pb.Window) -> Window:
+    return Window(message.type, message.start, message.end, message.key, message.nlevels, message.filling)
+
+
+def optional_entry(message: Any, field: str) -> RankedEntry | None:
+    """The RankedEntry in ``message.<field>`` (an optional field), or None when unset."""
+    return ranked_entry_from_proto(getattr(message, field)) if message.HasField(field) else None

@@ -265,11 +265,18 @@ class Model:
     def competition(rows: list[Row], row: Row) -> int:
         return sum(1 for other in rows if other.stored < row.stored)
 
+    @staticmethod
+    def dense(rows: list[Row], row: Row) -> int:
+        """How many distinct scores rank better: equal scores share a rank, none is skipped."""
+        return len({other.stored for other in rows if other.stored < row.stored})
+
     def listed(self, rows: list[Row], row: Row, mode: str | None) -> Listed:
         if mode is None:
             rank = None
         elif mode == "ORDINAL":
             rank = self.ordinal(rows, row)
+        elif mode == "DENSE":
+            rank = self.dense(rows, row)
         else:
             rank = self.competition(rows, row)
         return Listed(row.pk, row.score, row.ts, row.context, row.group, rank)
@@ -374,3 +381,99 @@ class Model:
         first = 0 if low is None else low + (0 if low_inclusive else 1)
         last = len(rows) - 1 if high is None else high - (0 if high_inclusive else 1)
         return [self.listed(rows, rows[i], mode) for i in range(first, min(last, len(rows) - 1) + 1)]
+
+    # -- reads of several records, pages, percentiles, movement, Record Layer functions ------
+
+    def ranks_of(self, pks: list[tuple], window_type: int, ts: int | None, group: tuple, mode: str) -> list:
+        return [self.rank_and_entry(pk, window_type, ts, group, mode) for pk in pks]
+
+    def board_of(self, pks: list[tuple], window_type: int, ts: int | None, group: tuple, mode: str) -> list[Listed]:
+        """The window's board with only these records, each keeping its rank in the whole window."""
+        rows = self._board_at(window_type, ts, group)
+        return [self.listed(rows, row, mode) for row in rows if row.pk in set(pks)]
+
+    def page(self, number: int, size: int, window_type: int, ts: int | None, group: tuple, mode: str) -> tuple:
+        """(entries, total, page count) of 1-based page ``number``."""
+        rows = self._board_at(window_type, ts, group)
+        chosen = rows[(number - 1) * size : number * size]
+        return [self.listed(rows, row, mode) for row in chosen], len(rows), -(-len(rows) // size)
+
+    def percentile(self, pk: tuple, window_type: int, ts: int | None, group: tuple) -> float | None:
+        """100 (total - 1 - ORDINAL rank) / total: records tied on the full key share it."""
+        rows = self._board_at(window_type, ts, group)
+        for row in rows:
+            if row.pk == pk:
+                return 100.0 * (len(rows) - 1 - self.ordinal(rows, row)) / len(rows)
+        return None
+
+    def score_for_percentile(self, percent: float, window_type: int, ts: int | None, group: tuple) -> float | None:
+        """agoragames' score_for_percentile: scores from the worst (0) to the best (100), interpolated."""
+        rows = self._board_at(window_type, ts, group)
+        if not rows:
+            return None
+        worst_first = [row.score for row in reversed(rows)]
+        index = (len(rows) - 1) * percent / 100
+        low = int(index)
+        if index == low:
+            return worst_first[low]
+        return worst_first[low] + (index - low) * (worst_first[low + 1] - worst_first[low])
+
+    def previous_window(self, window: tuple) -> tuple | None:
+        """The window a read of the same type just before ``window`` starts resolves to."""
+        try:
+            return self.resolve(window[0], window[1] - 1)
+        except ModelNotFound:
+            return None
+
+    def history(self, pk: tuple, window_type: int, ts: int | None, count: int, group: tuple, mode: str) -> list:
+        """(window, entry or None) for the latest ``count`` windows of the type starting by ``ts``
+        that a read at their start resolves to (ready ones only), latest first."""
+        out = []
+        candidates = [w for w, filling in (self.windows or {}).items() if w[0] == window_type and not filling]
+        for window in sorted(candidates, key=lambda w: (w[1], -w[2]), reverse=True):
+            if ts is not None and window[1] > ts:
+                continue
+            try:
+                if self.resolve(window_type, window[1]) != window:
+                    continue
+            except ModelNotReady:
+                continue
+            rows = self.board(window, group)
+            found = [self.listed(rows, row, mode) for row in rows if row.pk == pk]
+            out.append((window, found[0] if found else None))
+            if len(out) == count:
+                break
+        return out
+
+    def rank_for_score_key(self, key: tuple, window_type: int, ts: int | None, group: tuple) -> int:
+        """Records whose (stored score, ts, context...) sorts before ``key`` (its score directed)."""
+        rows = self._board_at(window_type, ts, group)
+        probe = (-key[0] if self.group_hsf(group) else key[0], *key[1:])
+        return sum(1 for row in rows if row.element < probe)
+
+    def score_trim(self, entries: list[tuple]) -> list[tuple]:
+        """``entries`` as (group, score, ts, context): those some window's value would use, best
+        first (by stored score, ts, context, then group); each distinct entry once."""
+        if self.windows is None:
+            kept = list(dict.fromkeys(entries))
+        else:
+            kept = []
+            for _, start, end in self.windows:
+                for group in {e[0] for e in entries}:
+                    sign = -1 if self.group_hsf(group) else 1
+                    inside = [(i, e) for i, e in enumerate(entries) if e[0] == group and start <= e[2] < end]
+                    if not inside:
+                        continue
+                    if self.aggregation == "SUM":
+                        kept.extend(e for _, e in inside)
+                    elif self.aggregation == "LATEST":
+                        kept.append(max(inside, key=lambda found: (found[1][2], found[0]))[1])
+                    else:
+                        kept.append(min(inside, key=lambda found: (sign * found[1][1], found[1][2], *found[1][3]))[1])
+            kept = list(dict.fromkeys(kept))
+
+        def order(e: tuple) -> tuple:
+            sign = -1 if self.group_hsf(e[0]) else 1
+            return (sign * e[1], e[2], *e[3], fdb.tuple.pack(tuple(e[0])))
+
+        return sorted(kept, key=order)

@@ -482,7 +482,9 @@ def _free_port() -> int:
 def test_a_second_server_on_a_taken_address_fails_at_once(tmp_path: Path) -> None:
     running = serve(tmp_path / "a")
     try:
-        with pytest.raises(StartupError, match=f"cannot listen on {running.address}: another process is listening"):
+        with pytest.raises(
+            StartupError, match=f"cannot listen on {running.address}: the address is in use by another process"
+        ):
             Server(f"lmdb:{tmp_path / 'b'}?durable=false", running.address)
         started = time.monotonic()
         done = _cli([CLI, "serve", "--store", f"lmdb:{tmp_path / 'c'}",
@@ -490,7 +492,7 @@ def test_a_second_server_on_a_taken_address_fails_at_once(tmp_path: Path) -> Non
         assert time.monotonic() - started < 30
         assert done.returncode == 1
         assert done.stderr.strip().splitlines() == [
-            f"Error: cannot listen on {running.address}: another process is listening there"
+            f"Error: cannot listen on {running.address}: the address is in use by another process"
         ]
     finally:
         running.stop(grace=1)

@@ -8,9 +8,11 @@ writes (some aimed at the record where the fill stopped), trims (some followed b
 refill, which must rebuild the same results from what the trim kept) and sub-directory
 saves to a real LeaderboardIndex (LMDB, not durable) and to the model.  After every step
 it compares the directory and every read of every readable window and group: count, top,
-rank and rank_and_entry of each primary key and of an absent one (both rank modes),
+rank and rank_and_entry of each primary key and of an absent one (the three rank modes: the
+indexes keep dense ranks),
 around (absent keys with EMPTY/TOP/BOTTOM too), score_for_rank, rank_for_score, and the
-BY_VALUE, BY_RANK and BY_TIME_WINDOW scans, unpaged and paged until exhausted.  Every
+BY_VALUE, BY_RANK and BY_TIME_WINDOW scans (rank scans also reversed), unpaged and paged
+until exhausted.  Every
 bound combination is scanned unpaged at every step; the paged repeats, and the around()
 spans, rotate with the step number.  Reads resolving to a window still being filled must
 raise WindowNotReady, reads of no window WindowNotFound.  At the end of each example the
@@ -50,7 +52,7 @@ from fdb_leaderboard.store import Database, open_database
 
 PKS = [("a",), ("b",), ("b", 1), ("c",), ("d",), ("e",)]
 ABSENT_PK = ("zz",)
-MODES = {"ORDINAL": RankMode.ORDINAL, "COMPETITION": RankMode.COMPETITION}
+MODES = {"ORDINAL": RankMode.ORDINAL, "COMPETITION": RankMode.COMPETITION, "DENSE": RankMode.DENSE}
 
 pks = st.sampled_from(PKS)
 # (group index, score, timestamp, context item): mapped to the machine's groups and contexts
@@ -127,6 +129,7 @@ class IndexMachine(RuleBasedStateMachine):
             high_score_first=self.high_score_first,
             group_size=1 if self.grouped else 0,
             context_size=1 if self.grouped else 0,
+            dense_ranks=True,
         )
         self.index = LeaderboardIndex.create(self.db, self.prefix, self.settings)
         self.model = Model(self.aggregation, self.high_score_first, self.settings.group_size)
@@ -461,13 +464,13 @@ class IndexMachine(RuleBasedStateMachine):
         for i, pk in enumerate([*PKS, ABSENT_PK]):
             for name, mode in MODES.items():
                 assert index.rank(pk, mode=mode, **where) == model.rank(pk, window_type, ts, group, name), (pk, name)
-            name = "ORDINAL" if i % 2 else "COMPETITION"
+            name = list(MODES)[i % 3]
             assert listed(index.rank_and_entry(pk, mode=MODES[name], **where)) == model.rank_and_entry(
                 pk, window_type, ts, group, name
             )
             for j in (0, 1):
                 above, below = AROUND[(i + j + self.steps) % len(AROUND)]
-                name = "ORDINAL" if (i + j) % 2 else "COMPETITION"
+                name = list(MODES)[(i + j + self.steps) % 3]
                 got = index.around(pk, above, below, mode=MODES[name], **where)
                 assert [listed(e) for e in got] == model.around(pk, above, below, window_type, ts, group, name), (
                     pk,
@@ -532,10 +535,13 @@ class IndexMachine(RuleBasedStateMachine):
             for name, mode in MODES.items():
                 expected = self.model.scan_by_rank(window_type, ts, group, mode=name, **bounds)
                 assert self.collect(scan_type, 0, mode=mode, **where, **bounds) == expected, (bounds, name)
-                if (i + self.steps + (name == "ORDINAL")) % 2:
+                reverse = (i + self.steps) % 2 == 1  # the bottom of the board first, paging up
+                got = self.collect(scan_type, 0, mode=mode, reverse=reverse, **where, **bounds)
+                assert got == (expected[::-1] if reverse else expected), (bounds, name, reverse)
+                if (i + self.steps + list(MODES).index(name)) % 2:
                     limit = 1 + (i + self.steps) % 3
-                    got = self.collect(scan_type, limit, mode=mode, **where, **bounds)
-                    assert got == expected, (bounds, name, limit)
+                    got = self.collect(scan_type, limit, mode=mode, reverse=reverse, **where, **bounds)
+                    assert got == (expected[::-1] if reverse else expected), (bounds, name, limit, reverse)
 
 
 CONFIGS = [
@@ -589,7 +595,7 @@ def test_fill_phases_with_writes_in_between(tmp_path, aggregation: str, count_du
     rng = random.Random(seed)
     db = open_database(f"lmdb:{tmp_path / 'store'}?durable=false")
     try:
-        settings_ = IndexSettings(aggregation=aggregation, count_duplicates=count_duplicates)
+        settings_ = IndexSettings(aggregation=aggregation, count_duplicates=count_duplicates, dense_ranks=True)
         index = LeaderboardIndex.create(db, b"fill", settings_)
         model = Model(aggregation)
         pks = [(i,) for i in range(12)]
@@ -639,6 +645,8 @@ def test_fill_phases_with_writes_in_between(tmp_path, aggregation: str, count_du
                     mine = next(row.element for row in rows if row.pk == pk)
                     expected = len({row.element for row in rows if row.element < mine})
                 assert index.rank(pk, window_type, ts) == expected, (window_type, pk)
+                dense = model.rank(pk, window_type, ts, (), "DENSE")
+                assert index.rank(pk, window_type, ts, mode=RankMode.DENSE) == dense, (window_type, pk)
     finally:
         db.close()
 

@@ -31,6 +31,7 @@ from hypothesis.stateful import (
 
 from fdb_leaderboard.rankedset import HashFunction, RankedSet
 from fdb_leaderboard.store import Database, ReadView
+from fdb_leaderboard.store.api import Answered
 
 M32 = 0xFFFF_FFFF
 
@@ -566,15 +567,29 @@ class CountingReads(ReadView):
     def __init__(self, tr: ReadView) -> None:
         self.tr = tr
         self.keys = 0
+        self.batched_reads = tr.batched_reads
+
+    @property
+    def rounds(self):
+        return self.tr.rounds
 
     def get(self, key):
         self.keys += 1
         return self.tr.get(key)
 
+    def get_async(self, key):
+        self.keys += 1
+        return self.tr.get_async(key)
+
     def get_range(self, begin, end, limit=0, reverse=False):
         rows = self.tr.get_range(begin, end, limit, reverse)
         self.keys += len(rows)
         return rows
+
+    def get_range_async(self, begin, end, limit=0, reverse=False):
+        rows = self.tr.get_range(begin, end, limit, reverse)
+        self.keys += len(rows)
+        return Answered(rows, self.rounds)
 
     @classmethod
     def most(cls, tr: ReadView, fn, *args) -> int:
@@ -879,3 +894,43 @@ def test_concurrent_adds(db, prefix, hash_function):
     assert db.read(rs.size) == len(model)
     assert db.read(rs.range) == model
     assert stored(db, prefix) == expected_layout(prefix, 3, model, hash_function)
+
+
+def test_first_adds_to_a_new_set_conflict(db, prefix):
+    """Two transactions that each find the set missing and create it must not both commit: the
+    second's sentinels (count 0) would overwrite the first's counts.  Each transaction reads,
+    then both wait for each other before writing, so they truly overlap (on a store whose
+    writers run one at a time they cannot: it needs conflict detection)."""
+    if not db.run(lambda tr: tr.declares_conflicts):
+        pytest.skip("this store runs one writer at a time: no two transactions overlap")
+    rs = RankedSet(prefix, 3)
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def add(element: bytes) -> None:
+        first = [True]
+
+        def overlapped(tr) -> None:
+            steps = rs.add_steps(tr, element)
+            next(steps)  # the reads that find no set
+            if first[0]:
+                first[0] = False
+                barrier.wait(timeout=30)
+            for _ in steps:
+                pass
+
+        try:
+            db.run(overlapped)
+        except BaseException as exc:
+            errors.append(exc)
+
+    elements = [fdb.tuple.pack((i,)) for i in (1, 2)]
+    threads = [threading.Thread(target=add, args=(element,)) for element in elements]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert db.read(rs.check_consistency) == []
+    assert db.read(rs.size) == 2
+    assert stored(db, prefix) == expected_layout(prefix, 3, elements, HashFunction.JDK)

@@ -1134,6 +1134,16 @@ def test_not_found_changes_nothing(populated) -> None:
         ("KeepAhead", pb.KeepAheadRequest(index="nope", now=10)),
         ("Verify", pb.VerifyRequest(index="nope")),
         ("SetMaintenancePolicy", pb.SetMaintenancePolicyRequest(index="nope")),
+        ("SetMetadata", pb.SetMetadataRequest(index="nope", pk=[S])),
+        ("GetMetadata", pb.MetadataRequest(index="nope", pk=[S])),
+        ("GetRanks", pb.RanksRequest(index="nope", records=[pb.RecordKey(pk=[S])])),
+        ("FriendsBoard", pb.RanksRequest(index="nope", records=[pb.RecordKey(pk=[S])])),
+        ("GetPage", pb.PageRequest(index="nope", page=1, size=10)),
+        ("GetPercentile", pb.PercentileRequest(index="nope", pk=[S])),
+        ("ScoreForPercentile", pb.ScoreForPercentileRequest(index="nope", percentile=50)),
+        ("GetMovement", pb.RankRequest(index="nope", pk=[S], window=pb.WindowSelector(type=1, timestamp=5))),
+        ("GetRankHistory", pb.RankHistoryRequest(index="nope", pk=[S], window_type=1)),
+        ("ScoreTrim", pb.ScoreTrimRequest(index="nope")),
     ]
     assert len({m for m, _ in unknown}) == len(pb.DESCRIPTOR.services_by_name["Leaderboard"].methods) - 2
     for method, request in unknown:

@@ -22,6 +22,7 @@ from tqdm import tqdm
 from ..client import LeaderboardClient
 from ..proto import service_pb2 as pb
 from ..service.settings import DEFAULT_MAX_PAGE
+from . import players
 from .demo import demo
 from .maintenance import maintenance_pass
 from .records_file import Record, RecordsFileError, read_records
@@ -122,6 +123,13 @@ def main(
 @click.option("--max-calls", default=4096, show_default=True, help="Concurrent calls before RESOURCE_EXHAUSTED.")
 @click.option("--receive-timeout", default=10.0, show_default=True, help="Seconds a request may take to arrive.")
 @click.option("--deadline", default=60.0, show_default=True, help="Seconds of server work for a call without one.")
+@click.option(
+    "--processes",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Server processes sharing the address (Python serves about one core per process).",
+)
 def serve(
     store: str | None,
     cluster_file: str | None,
@@ -139,13 +147,14 @@ def serve(
     max_calls: int,
     receive_timeout: float,
     deadline: float,
+    processes: int,
 ) -> None:
     """Start the gRPC service (embedded store in ./data by default).
 
     Without tokens it listens on loopback addresses only (unless --allow-unauthenticated).
     SIGTERM or Ctrl-C stops it: no new calls, in-flight ones get --grace seconds, the store is closed.
     """
-    from ..service import Server, ServerSettings, StartupError, TlsFiles
+    from ..service import Server, ServerSettings, StartupError, Supervisor, TlsFiles
     from ..service.settings import load_tokens
     from ..store import StoreError
 
@@ -164,9 +173,19 @@ def serve(
             health=health,
             reflection=reflection,
         )
-        server = Server(url, address, workers, settings=settings).start()
+        if processes > 1:
+            settings.check_address(address)
+            group = Supervisor(url, address, processes, workers, grace, settings=settings).start()
+        else:
+            server = Server(url, address, workers, settings=settings).start()
     except (StartupError, StoreError, ValueError) as exc:
         raise click.ClickException(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    if processes > 1:
+        group.stop_on_signals()
+        click.echo(
+            f"fdb-leaderboard serving on {group.address} with {processes} processes (store {url}); Ctrl-C stops it"
+        )
+        raise SystemExit(group.wait())
     server.stop_on_signals(grace)
     # Heavy calls are Python work holding the GIL; switch threads every 0.5 ms instead of 5 ms so a
     # point read waiting behind one is not delayed by whole 5 ms slices.
@@ -197,6 +216,7 @@ def index() -> None:
 @click.option("--high-score-first/--low-score-first", default=True, show_default=True)
 @click.option("--score-type", type=click.Choice(["INT", "DOUBLE"]), default="INT", show_default=True)
 @click.option("--reference-layout", is_flag=True, help="Ranked sets exactly as the Record Layer lays them out.")
+@click.option("--dense-ranks", is_flag=True, help="Also rank each window's distinct scores (DENSE rank mode).")
 @click.pass_context
 @_fail_on_rpc_error
 def index_create(
@@ -209,6 +229,7 @@ def index_create(
     high_score_first: bool,
     score_type: str,
     reference_layout: bool,
+    dense_ranks: bool,
 ) -> None:
     """Create index NAME (no error if it exists with the same options)."""
     with _client(ctx) as client:
@@ -221,6 +242,7 @@ def index_create(
             high_score_first,
             reference_layout,
             score_type=score_type,
+            dense_ranks=dense_ranks,
         )
     click.echo(f"index {name} {'created' if created else 'already exists with these options'}")
 
@@ -237,6 +259,7 @@ def index_list(ctx: click.Context) -> None:
                 f"{info.name}: {aggregation}, hash {hash_name}, "
                 f"group size {options.group_size}, context size {options.context_size}, "
                 f"{'high' if options.high_score_first else 'low'} score first"
+                + (", dense ranks" if options.dense_ranks else "")
             )
 
 
@@ -455,3 +478,5 @@ def maintain(ctx: click.Context, every: str, once: bool, now: int | None) -> Non
 
 
 main.add_command(demo)
+for command in players.COMMANDS:
+    main.add_command(command)

@@ -10,7 +10,11 @@ context of ``transaction.py`` and none imports another's class unless it builds 
 | ``windows.py`` | the window directory: updates, expiry, keep-ahead, sub-directories |
 | ``fill.py`` | filling new windows from stored records (both phases) and bulk-load hand-off |
 | ``trim.py`` | dropping entries no window depends on |
-| ``reads.py`` | ranks, top N, around me, counts and scans |
+| ``reads.py`` | ranks (ORDINAL, COMPETITION, DENSE), top N, around me, counts and scans (both ways) |
+| ``metadata.py`` | records' display metadata, attached to every listing in its transaction |
+| ``social.py`` | the ranks of many records in one call; friends boards |
+| ``pages.py``, ``movement.py`` | pages, percentiles; movement between windows and rank history |
+| ``compat.py`` | the Record Layer's rank for a score key and its score trim |
 | ``checker.py`` | the consistency check behind ``verify`` |
 | ``transaction.py`` | :class:`IndexTransaction`: the index's state as one transaction sees it |
 | ``space.py``, ``settings.py``, ``layout.py`` | the index's settings and where it keeps what |
@@ -25,6 +29,8 @@ from .checker import CheckReport
 from .directory import ALL_TIME, Rebuild, Window, WindowSpec, WindowUpdate
 from .fill import FillProgress
 from .leaderboard import LeaderboardIndex, Operations
+from .movement import History, Movement
+from .pages import Page
 from .reads import IfAbsent, RankedEntry, RankMode, ScanPage, ScanType, WindowRef
 from .records import Entry
 from .settings import IndexSettings
@@ -35,10 +41,13 @@ __all__ = [
     "CheckReport",
     "Entry",
     "FillProgress",
+    "History",
     "IfAbsent",
     "IndexSettings",
     "LeaderboardIndex",
+    "Movement",
     "Operations",
+    "Page",
     "RankMode",
     "RankedEntry",
     "Rebuild",

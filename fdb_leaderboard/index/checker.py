@@ -12,7 +12,9 @@ meanwhile do not show as problems:
   that value there, and the ranked set counts the entry's element as often as the B-tree holds it;
 - each ranked-set element (a batch per transaction): some B-tree entry has it;
 - each ranked set's structure (node counts match the level below, levels follow the hash), one
-  transaction per set.
+  transaction per set;
+- with ``dense_ranks``, each distinct-score set holds exactly the B-tree's distinct scores (checked
+  with each B-tree entry, and each of its elements in batches) and its structure is sound.
 
 Memory is O(one batch) plus the list of groups of one window.
 """
@@ -29,7 +31,7 @@ from ..store.api import TransactionTimedOut, strinc
 from . import tuplecodec as tuples
 from .aggregation import Value
 from .directory import MAX_LEVELS, MIN_LEVELS, Directory, Window, sub_directory_from_bytes
-from .layout import IndexLayout
+from .layout import IndexLayout, score_prefix
 from .records import RecordWriter
 from .transaction import IndexTransaction
 
@@ -162,15 +164,25 @@ def _run_checks(
             batch(lambda txn, _w, w=window, s=state: _check_entries(txn, w, s, batch_keys, problems, report))
         groups = _groups(batch, layout.window_secondary(window.key_bytes))
         for group_bytes in groups:
-            element: bytes | None = b""
-            while element is not None and len(problems) < problems.limit:
-                element = batch(
-                    lambda txn, _w, e=element, g=group_bytes, w=window: _check_elements(
-                        txn, w, g, e, batch_keys, problems, report
+            for dense in (False, True) if layout_dense(read) else (False,):
+                element: bytes | None = b""
+                while element is not None and len(problems) < problems.limit:
+                    element = batch(
+                        lambda txn, _w, e=element, g=group_bytes, w=window, d=dense: _check_elements(
+                            txn, w, g, e, batch_keys, problems, report, d
+                        )
                     )
-                )
-            if len(problems) < problems.limit:
-                batch(lambda txn, _w, g=group_bytes, w=window: _check_structure(txn, w, g, problems, report))
+                if len(problems) < problems.limit:
+                    batch(
+                        lambda txn, _w, g=group_bytes, w=window, d=dense: _check_structure(
+                            txn, w, g, problems, report, d
+                        )
+                    )
+
+
+def layout_dense(read: Reader) -> bool:
+    """Whether the index keeps distinct-score sets (``dense_ranks``); no store read."""
+    return read(lambda txn, _writer: txn.space.settings.dense_ranks)
 
 
 def _layout_of(read: Reader) -> IndexLayout:
@@ -303,6 +315,10 @@ def _check_entries(
             f"{window.describe()}: ranked set counts {tuples.unpack(element)} {counted} time(s), the B-tree {in_tree}"
         ):
             return
+        if settings.dense_ranks and not space.dense_set(window, group_bytes).contains(tr, score_prefix(element)):
+            score = tuples.unpack(score_prefix(element))[0]
+            if problems.add(f"{window.describe()}: the distinct-score set lacks score {score} that the B-tree has"):
+                return
 
 
 def _groups(batch: Reader, secondary: bytes) -> list[bytes]:
@@ -333,18 +349,21 @@ def _check_elements(
     limit: int,
     problems: _Problems,
     report: CheckReport,
+    dense: bool = False,
 ) -> bytes | None:
-    """A batch of a ranked set's elements: each has an entry in the B-tree."""
+    """A batch of a ranked set's elements (or, ``dense``, of a distinct-score set's scores): each
+    has an entry in the B-tree."""
     if not _still_complete(txn, window):
         return None
     tr = txn.tr
-    ranked = txn.space.ranked_set(window, group_bytes)
+    ranked = (txn.space.dense_set if dense else txn.space.ranked_set)(window, group_bytes)
     elements = ranked.range(tr, after + b"\x00" if after else None, None, limit)
     prefix = txn.layout.primary + window.key_bytes + group_bytes
+    what = "distinct-score set" if dense else "ranked set"
     for element in elements:
         report.elements += 1
         if not tr.get_range(prefix + element, strinc(prefix + element), 1) and problems.add(
-            f"{window.describe()}: ranked set of group {tuples.unpack(group_bytes)} holds "
+            f"{window.describe()}: {what} of group {tuples.unpack(group_bytes)} holds "
             f"{tuples.unpack(element)} that no record has"
         ):
             return None
@@ -352,12 +371,17 @@ def _check_elements(
 
 
 def _check_structure(
-    txn: IndexTransaction, window: Window, group_bytes: bytes, problems: _Problems, report: CheckReport
+    txn: IndexTransaction,
+    window: Window,
+    group_bytes: bytes,
+    problems: _Problems,
+    report: CheckReport,
+    dense: bool = False,
 ) -> None:
     if not _still_complete(txn, window):
         return
-    ranked = txn.space.ranked_set(window, group_bytes)
-    where = f"{window.describe()}, group {tuples.unpack(group_bytes)}"
+    ranked = (txn.space.dense_set if dense else txn.space.ranked_set)(window, group_bytes)
+    where = f"{window.describe()}, group {tuples.unpack(group_bytes)}{', distinct scores' if dense else ''}"
     try:
         messages = ranked.check_consistency(txn.tr, problems.limit)
     except TransactionTimedOut:

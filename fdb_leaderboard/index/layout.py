@@ -11,6 +11,8 @@
 | ``X + (lb_key, group..., level, element)`` | ranked-set node counts |
 | ``S + (4, lb_key)`` | ``FillCursor`` protobuf of a window being filled: how far each fill phase got |
 | ``S + (5, pk, ts, seq)`` | one entry of a record: ``(group, score, context)`` packed |
+| ``S + (6, pk)`` | ``RecordMetadata`` protobuf: the record's display data (pk nested) |
+| ``S + (7, lb_key, group..., level, score)`` | ``dense_ranks``: ranked sets of each window's distinct scores |
 
 ``P`` and ``X`` hold exactly what the Record Layer's index holds for the same options.
 """
@@ -26,7 +28,7 @@ INT64_MIN = -(1 << 63)
 class IndexLayout:
     """Key builders for one index.  Pure byte arithmetic: holds no data."""
 
-    __slots__ = ("prefix", "options_key", "records", "primary", "secondary", "cursors", "entries")
+    __slots__ = ("prefix", "options_key", "records", "primary", "secondary", "cursors", "entries", "metadata", "dense")
 
     def __init__(self, prefix: bytes) -> None:
         self.prefix = prefix
@@ -36,6 +38,8 @@ class IndexLayout:
         self.secondary = prefix + tuples.pack((3,))
         self.cursors = prefix + tuples.pack((4,))
         self.entries = prefix + tuples.pack((5,))
+        self.metadata = prefix + tuples.pack((6,))
+        self.dense = prefix + tuples.pack((7,))
 
     # records
     def head_key(self, pk_nested: bytes) -> bytes:
@@ -54,6 +58,9 @@ class IndexLayout:
 
     def entry_key(self, pk_nested: bytes, ts: int, seq: int) -> bytes:
         return self.entries + pk_nested + tuples.pack((ts, seq))
+
+    def metadata_key(self, pk_nested: bytes) -> bytes:
+        return self.metadata + pk_nested
 
     # windows
     @property
@@ -76,6 +83,10 @@ class IndexLayout:
     def window_secondary(self, lb_key_bytes: bytes) -> bytes:
         return self.secondary + lb_key_bytes
 
+    def window_dense(self, lb_key_bytes: bytes) -> bytes:
+        """Where a window's ranked sets of distinct scores live (indexes with ``dense_ranks``)."""
+        return self.dense + lb_key_bytes
+
     def cursor_key(self, lb_key: int) -> bytes:
         return self.cursors + tuples.pack((lb_key,))
 
@@ -83,7 +94,8 @@ class IndexLayout:
         """Every key range holding a window's data (primary entries and ranked sets)."""
         primary = self.window_primary(lb_key_bytes)
         secondary = self.window_secondary(lb_key_bytes)
-        return [(primary, strinc(primary)), (secondary, strinc(secondary))]
+        dense = self.window_dense(lb_key_bytes)
+        return [(primary, strinc(primary)), (secondary, strinc(secondary)), (dense, strinc(dense))]
 
 
 def extensions_end(prefix: bytes) -> bytes:
@@ -94,6 +106,12 @@ def extensions_end(prefix: bytes) -> bytes:
     type code below 0xff; such a longer tuple continues with 0xff.
     """
     return prefix + b"\xff"
+
+
+def score_prefix(element: bytes) -> bytes:
+    """``pack((stored score,))``: the leading item of a ranked-set element ``(stored score, ts,
+    context...)``, so also a prefix of every primary key holding that score."""
+    return element[: tuples.item_ends(element, 1)[0]]
 
 
 def encode_latest_timestamp(ts: int) -> bytes:

@@ -9,18 +9,22 @@ are the concerns of this package (``ops.writer``, ``ops.windows``, ``ops.filler`
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from ..errors import AlreadyExists, NotFound
+from ..errors import AlreadyExists, FailedPrecondition, NotFound
 from ..proto import index_pb2
 from ..store.api import Database, Transaction
+from . import compat, pages, social
+from . import movement as moves
 from .checker import CheckReport, check_index
 from .directory import ALL_TIME, Directory, Window, WindowUpdate
 from .fill import Filler, FillProgress, batches
 from .layout import IndexLayout
+from .metadata import Metadata
 from .reads import IfAbsent, RankedEntry, RankMode, Reader, ScanPage, ScanType, WindowRef
 from .records import Entry, RecordWriter
 from .settings import IndexSettings
@@ -55,6 +59,10 @@ class Operations:
     @functools.cached_property
     def trimmer(self) -> Trimmer:
         return Trimmer(self.txn)
+
+    @functools.cached_property
+    def metadata(self) -> Metadata:
+        return Metadata(self.txn)
 
 
 class LeaderboardIndex(IndexSpace):
@@ -102,9 +110,27 @@ class LeaderboardIndex(IndexSpace):
 
     # -- writes -------------------------------------------------------------------------------
 
-    def add_score(self, pk: object, score: int | float, timestamp: int, context: tuple = (), group: tuple = ()) -> int:
-        """Add one entry to a record; returns the number of window values that changed."""
-        return self.run(lambda ops: ops.writer.add_entries(pk, [Entry(score, timestamp, context, group)]))
+    def add_score(
+        self,
+        pk: object,
+        score: int | float,
+        timestamp: int,
+        context: tuple = (),
+        group: tuple = (),
+        metadata: Mapping[str, str] | None = None,
+    ) -> int:
+        """Add one entry to a record; returns the number of window values that changed.
+
+        ``metadata`` fields, if given, are merged into the record's metadata in the same transaction.
+        """
+
+        def add(ops: Operations) -> int:
+            changed = ops.writer.add_entries(pk, [Entry(score, timestamp, context, group)])
+            if metadata:
+                ops.metadata.merge_on_write(pk, metadata)
+            return changed
+
+        return self.run(add)
 
     def add_entries(self, pk: object, entries: Sequence[Entry]) -> int:
         return self.run(lambda ops: ops.writer.add_entries(pk, entries))
@@ -119,6 +145,8 @@ class LeaderboardIndex(IndexSpace):
         """Save (or add to, with ``replace=False``) many records in one transaction."""
 
         def write(ops: Operations) -> None:
+            # The records' heads are read together (one round trip), not one by one.
+            ops.txn.prefetch(heads=[ops.txn.pk(pk)[1] for pk, _ in records])
             for pk, entries in records:
                 if replace:
                     ops.writer.save_record(pk, entries)
@@ -161,6 +189,17 @@ class LeaderboardIndex(IndexSpace):
             if deferred:
                 self.fill(max_records=batch_size)
         return written
+
+    def set_metadata(
+        self, pk: object, metadata: Mapping[str, str], merge: bool = False, remove: Sequence[str] = ()
+    ) -> dict[str, str]:
+        """Replace a record's display metadata (or merge fields into it, dropping ``remove``);
+        returns what is stored now.  Scores and windows are not touched.  See ``metadata.py``."""
+        return self.run(lambda ops: ops.metadata.set(pk, metadata, merge, remove))
+
+    def metadata(self, pk: object) -> dict[str, str] | None:
+        """A record's display metadata ({} if none), or None if the record does not exist."""
+        return self.read(lambda ops: ops.metadata.get(pk))
 
     # -- windows -------------------------------------------------------------------------------
 
@@ -228,6 +267,24 @@ class LeaderboardIndex(IndexSpace):
     def _reader(self, fn: Callable[[Reader], T]) -> T:
         return self.db.read(lambda tr: fn(Reader(IndexTransaction(self, tr))))
 
+    def _listing(self, fn: Callable[[Reader], list[RankedEntry]]) -> list[RankedEntry]:
+        """A listing with each record's metadata, read in the listing's own transaction."""
+
+        def read(tr: Any) -> list[RankedEntry]:
+            txn = IndexTransaction(self, tr)
+            return Metadata(txn).attach_to(lambda: fn(Reader(txn)))
+
+        return self.db.read(read)
+
+    def _mode(self, mode: RankMode | None) -> RankMode:
+        """``mode`` (default ORDINAL), refused before any read if the index cannot compute it."""
+        mode = mode or RankMode.ORDINAL
+        if mode is RankMode.DENSE and not self.settings.dense_ranks:
+            raise FailedPrecondition(
+                "DENSE ranks need an index created with dense_ranks (it keeps each window's distinct scores ranked)"
+            )
+        return mode
+
     def rank(
         self,
         pk: object,
@@ -237,7 +294,7 @@ class LeaderboardIndex(IndexSpace):
         mode: RankMode | None = None,
     ) -> int | None:
         """The record's 0-based rank in the window, or None if it has no value there."""
-        return self._reader(lambda r: r.rank(pk, WindowRef(window_type, timestamp), group, mode or RankMode.ORDINAL))
+        return self._reader(lambda r: r.rank(pk, WindowRef(window_type, timestamp), group, self._mode(mode)))
 
     def rank_and_entry(
         self,
@@ -247,9 +304,11 @@ class LeaderboardIndex(IndexSpace):
         group: tuple = (),
         mode: RankMode | None = None,
     ) -> RankedEntry | None:
-        return self._reader(
-            lambda r: r.rank_and_entry(pk, WindowRef(window_type, timestamp), group, mode or RankMode.ORDINAL)
+        mode = self._mode(mode)
+        found = self._listing(
+            lambda r: [e] if (e := r.rank_and_entry(pk, WindowRef(window_type, timestamp), group, mode)) else []
         )
+        return found[0] if found else None
 
     def top(
         self,
@@ -259,7 +318,8 @@ class LeaderboardIndex(IndexSpace):
         group: tuple = (),
         mode: RankMode | None = None,
     ) -> list[RankedEntry]:
-        return self._reader(lambda r: r.top(n, WindowRef(window_type, timestamp), group, mode or RankMode.ORDINAL))
+        mode = self._mode(mode)
+        return self._listing(lambda r: r.top(n, WindowRef(window_type, timestamp), group, mode))
 
     def around(
         self,
@@ -272,14 +332,15 @@ class LeaderboardIndex(IndexSpace):
         mode: RankMode | None = None,
         if_absent: IfAbsent | None = None,
     ) -> list[RankedEntry]:
-        return self._reader(
+        mode = self._mode(mode)
+        return self._listing(
             lambda r: r.around(
                 pk,
                 above,
                 below,
                 WindowRef(window_type, timestamp),
                 group,
-                mode or RankMode.ORDINAL,
+                mode,
                 if_absent or IfAbsent.EMPTY,
             )
         )
@@ -293,13 +354,138 @@ class LeaderboardIndex(IndexSpace):
         return self._reader(lambda r: r.score_for_rank(rank, WindowRef(window_type, timestamp), group))
 
     def rank_for_score(
-        self, score: int | float, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
+        self, score: int | float | tuple, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
     ) -> int:
-        return self._reader(lambda r: r.rank_for_score(score, WindowRef(window_type, timestamp), group))
+        """The rank a record with ``score`` would have: how many records score better.
+
+        ``score`` may also be a score key ``(score, timestamp, context...)`` or a prefix of one,
+        as the Record Layer takes it: records whose key sorts before it count (see compat.py).
+        """
+        ref = WindowRef(window_type, timestamp)
+        if isinstance(score, tuple):
+            return self._reader(lambda r: compat.rank_for_score_key(r, score, ref, group))
+        return self._reader(lambda r: r.rank_for_score(score, ref, group))
+
+    def score_trim(self, entries: Sequence[Entry]) -> list[Entry]:
+        """The Record Layer's score trim: the entries the current windows would use, best first."""
+        return self._reader(lambda r: compat.score_trim(r, entries))
+
+    # -- reads of several records, pages, percentiles, movement --------------------------------
+
+    def ranks(
+        self,
+        pks: Sequence[object],
+        window_type: int = ALL_TIME,
+        timestamp: int | None = None,
+        group: tuple = (),
+        mode: RankMode | None = None,
+    ) -> list[RankedEntry | None]:
+        """Each record's entry and rank (None if absent from the window), in the order given;
+        at most ``social.MAX_RECORDS`` records."""
+        mode = self._mode(mode)
+
+        def read(tr: Any) -> list[RankedEntry | None]:
+            txn = IndexTransaction(self, tr)
+            found = social.ranks_of(Reader(txn), pks, WindowRef(window_type, timestamp), group, mode)
+            present = iter(Metadata(txn).attach([entry for entry in found if entry is not None]))
+            return [None if entry is None else next(present) for entry in found]
+
+        return self.db.read(read)
+
+    def board_of(
+        self,
+        pks: Sequence[object],
+        window_type: int = ALL_TIME,
+        timestamp: int | None = None,
+        group: tuple = (),
+        mode: RankMode | None = None,
+    ) -> list[RankedEntry]:
+        """A board of just these records (friends), ordered as the window orders them, with their
+        ranks in the whole window; records absent from it are left out."""
+        mode = self._mode(mode)
+        return self._listing(lambda r: social.board_of(r, pks, WindowRef(window_type, timestamp), group, mode))
+
+    def page(
+        self,
+        page: int,
+        size: int,
+        window_type: int = ALL_TIME,
+        timestamp: int | None = None,
+        group: tuple = (),
+        mode: RankMode | None = None,
+    ) -> pages.Page:
+        """Page ``page`` (1-based) of ``size`` records, with the window's total and page count."""
+        mode = self._mode(mode)
+
+        def read(tr: Any) -> pages.Page:
+            txn = IndexTransaction(self, tr)
+            found = pages.page(Reader(txn), page, size, WindowRef(window_type, timestamp), group, mode)
+            return dataclasses.replace(found, entries=Metadata(txn).attach(found.entries))
+
+        return self.db.read(read)
+
+    def percentile(
+        self, pk: object, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
+    ) -> float | None:
+        """The share of the window's records behind this one, in percent (None if absent)."""
+        return self._reader(lambda r: pages.percentile(r, pk, WindowRef(window_type, timestamp), group))
+
+    def score_for_percentile(
+        self, percentile: float, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
+    ) -> int | float | None:
+        """The score at ``percentile`` (0: the worst, 100: the best), interpolated (see pages.py)."""
+        return self._reader(
+            lambda r: pages.score_for_percentile(r, percentile, WindowRef(window_type, timestamp), group)
+        )
+
+    def movement(
+        self, pk: object, window_type: int, timestamp: int, group: tuple = (), mode: RankMode | None = None
+    ) -> moves.Movement:
+        """The record's rank now and in the previous window of the type, and the change."""
+        mode = self._mode(mode)
+
+        def read(tr: Any) -> moves.Movement:
+            txn = IndexTransaction(self, tr)
+            found = moves.movement(Reader(txn), pk, window_type, timestamp, group, mode)
+            meta = Metadata(txn)
+            return dataclasses.replace(
+                found, entry=meta.attach_one(found.entry), previous_entry=meta.attach_one(found.previous_entry)
+            )
+
+        return self.db.read(read)
+
+    def rank_history(
+        self,
+        pk: object,
+        window_type: int,
+        timestamp: int | None = None,
+        count: int = 10,
+        group: tuple = (),
+        mode: RankMode | None = None,
+    ) -> moves.History:
+        """The record's rank in each of the latest ``count`` windows of the type, and the best."""
+        mode = self._mode(mode)
+
+        def read(tr: Any) -> moves.History:
+            txn = IndexTransaction(self, tr)
+            found = moves.history(Reader(txn), pk, window_type, timestamp, count, group, mode)
+            meta = Metadata(txn)
+            best = None if found.best is None else (found.best[0], meta.attach_one(found.best[1]))
+            return moves.History([(window, meta.attach_one(entry)) for window, entry in found.windows], best)  # type: ignore[arg-type]
+
+        return self.db.read(read)
 
     def scan(self, scan_type: ScanType, **kwargs: Any) -> ScanPage:
         """One page of a BY_VALUE, BY_RANK or BY_TIME_WINDOW scan (see ``Reader.scan``)."""
-        return self._reader(lambda r: r.scan(scan_type, **kwargs))
+        if "mode" in kwargs:
+            kwargs["mode"] = self._mode(kwargs["mode"])
+
+        def read(tr: Any) -> ScanPage:
+            txn = IndexTransaction(self, tr)
+            page = Reader(txn).scan(scan_type, **kwargs)
+            return dataclasses.replace(page, entries=Metadata(txn).attach(page.entries))
+
+        return self.db.read(read)
 
     def trim(self, before: int, max_records: int = 200) -> int:
         """Drop entries before ``before`` that no window's value depends on, in batches.

@@ -7,6 +7,10 @@ Ranks are 0-based (0 = best) and come from the window's ranked set, never from a
   ``count_duplicates`` off (the reference's layout) it counts distinct keys instead.
 - ``COMPETITION``: the number of records with a strictly better score, so equal scores
   share a rank and the next rank skips (0, 0, 2).
+- ``DENSE``: the number of distinct scores strictly better, so equal scores share a rank and
+  the next does not skip (0, 0, 1).  Only for indexes created with ``dense_ranks``, which keep
+  a second ranked set per window and group holding each distinct stored score once: a rank is
+  one walk of that set, O(log d) reads for d distinct scores.
 
 A rank read resolves its window (all-time, or the oldest window of a type containing a
 timestamp), refuses windows still being filled (:class:`WindowNotReady`), reads the record's
@@ -23,10 +27,11 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ..errors import InvalidArgument, WindowNotFound, WindowNotReady
+from ..rankedset import Steps, run_alone, run_together
 from ..store.api import strinc
 from . import tuplecodec as tuples
 from .directory import ALL_TIME, Window, check_window_type
-from .layout import extensions_end
+from .layout import extensions_end, score_prefix
 from .transaction import IndexTransaction
 from .values import check_at_least, check_items, check_timestamp, negate, normalize_score
 
@@ -37,6 +42,7 @@ _TOKEN_VERSION = b"FLB2"
 class RankMode(enum.Enum):
     ORDINAL = "ORDINAL"
     COMPETITION = "COMPETITION"
+    DENSE = "DENSE"
 
 
 class ScanType(enum.Enum):
@@ -55,7 +61,8 @@ class IfAbsent(enum.Enum):
 
 @dataclasses.dataclass(frozen=True)
 class RankedEntry:
-    """A record's value in a window, with its rank when the read computes one."""
+    """A record's value in a window, with its rank when the read computes one, and its display
+    metadata when the read attaches it (every listing of ``LeaderboardIndex`` does: {} if none)."""
 
     pk: tuple
     score: int | float
@@ -63,6 +70,7 @@ class RankedEntry:
     context: tuple = ()
     group: tuple = ()
     rank: int | None = None
+    metadata: dict[str, str] | None = dataclasses.field(default=None, hash=False)
 
 
 class _Row(NamedTuple):
@@ -157,48 +165,68 @@ class Reader:
 
         return decode
 
-    def _head_state(self, pk: object, window: Window, group_bytes: bytes) -> tuple[bytes, bytes] | None:
-        """The record's element in the window, and its flat pk bytes; None if absent."""
+    def _locate(self, pk: object, ref: WindowRef, group: object) -> tuple[Window, bytes, tuple[bytes, bytes] | None]:
+        """The window, the packed group, and the record's element there with its flat pk bytes
+        (None if it has no value there).  The directory, the record's head and the group's
+        sub-directory are read together: one round trip."""
         pk = self.txn.pk(pk)
+        group_bytes = self.group_bytes(group)
+        self.txn.prefetch(heads=[pk[1]], groups=[group_bytes])
+        window = self.window(ref)
         head = self.txn.read_head(pk[1])
-        if head is None:
-            return None
-        for state in head.windows:
-            if state.lb_key == window.lb_key and state.group == group_bytes:
-                return state.element, pk[2]
-        return None
+        if head is not None:
+            for state in head.windows:
+                if state.lb_key == window.lb_key and state.group == group_bytes:
+                    return window, group_bytes, (state.element, pk[2])
+        return window, group_bytes, None
+
+    def _window_and_group(self, ref: WindowRef, group: object) -> tuple[Window, bytes]:
+        """The window and the packed group, their directory and sub-directory read together."""
+        group_bytes = self.group_bytes(group)
+        self.txn.prefetch(groups=[group_bytes])
+        return self.window(ref), group_bytes
 
     # -- ranks --------------------------------------------------------------------------
 
     def _rank_of(self, window: Window, group_bytes: bytes, element: bytes, mode: RankMode) -> int:
         """The rank of ``element``, which a record head or a B-tree row of this transaction holds:
         its presence in the set is known, so the walk skips the level-0 membership read."""
+        return run_alone(self._rank_steps(window, group_bytes, element, mode))
+
+    def _rank_steps(self, window: Window, group_bytes: bytes, element: bytes, mode: RankMode) -> Steps[int]:
+        if mode is RankMode.DENSE:
+            dense = self.space.dense_set(window, group_bytes)
+            return (yield from dense.rank_steps(self.tr, score_prefix(element), null_if_missing=False))  # type: ignore[return-value]
         ranked = self.space.ranked_set(window, group_bytes)
         if mode is RankMode.COMPETITION:
             element = tuples.pack((tuples.unpack(element)[0],))
-        return ranked.rank(self.tr, element, null_if_missing=False)  # type: ignore[return-value]
+        return (yield from ranked.rank_steps(self.tr, element, null_if_missing=False))  # type: ignore[return-value]
 
     def rank(self, pk: object, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL) -> int | None:
-        window = self.window(ref)
-        group_bytes = self.group_bytes(group)
-        found = self._head_state(pk, window, group_bytes)
+        window, group_bytes, found = self._locate(pk, ref, group)
         return None if found is None else self._rank_of(window, group_bytes, found[0], mode)
 
     def rank_and_entry(
         self, pk: object, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL
     ) -> RankedEntry | None:
-        window = self.window(ref)
-        group_bytes = self.group_bytes(group)
-        found = self._head_state(pk, window, group_bytes)
+        return run_alone(self.rank_and_entry_steps(pk, ref, group, mode))
+
+    def rank_and_entry_steps(
+        self, pk: object, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL
+    ) -> Steps[RankedEntry | None]:
+        """:meth:`rank_and_entry` as steps: several records' ranks run together (``run_together``)
+        cost the rounds of one, after their heads were prefetched together."""
+        window, group_bytes, found = self._locate(pk, ref, group)
         if found is None:
             return None
         element, pk_flat = found
         key = self.layout.primary + window.key_bytes + group_bytes + element + pk_flat
-        return self._row_decoder(window, group_bytes)(key).entry(self._rank_of(window, group_bytes, element, mode))
+        rank = yield from self._rank_steps(window, group_bytes, element, mode)
+        return self._row_decoder(window, group_bytes)(key).entry(rank)
 
     def count(self, ref: WindowRef, group: object = ()) -> int:
-        window = self.window(ref)
-        return self.space.ranked_set(window, self.group_bytes(group)).size(self.tr)
+        window, group_bytes = self._window_and_group(ref, group)
+        return self.space.ranked_set(window, group_bytes).size(self.tr)
 
     def _score(self, score: object) -> int | float:
         return normalize_score(score, self.space.settings.score_type)
@@ -208,16 +236,14 @@ class Reader:
 
     def rank_for_score(self, score: object, ref: WindowRef, group: object = ()) -> int:
         """The rank a new record with ``score`` would have: how many records score better."""
-        window = self.window(ref)
-        group_bytes = self.group_bytes(group)
+        window, group_bytes = self._window_and_group(ref, group)
         probe = tuples.pack((self._stored_score(score, group_bytes),))
         return self.space.ranked_set(window, group_bytes).rank(self.tr, probe, null_if_missing=False)  # type: ignore[return-value]
 
     def score_for_rank(self, rank: int, ref: WindowRef, group: object = ()) -> int | float | None:
         """The score of the record at ``rank`` (ORDINAL position), or None past the end."""
         check_at_least(rank, 0, "rank")
-        window = self.window(ref)
-        group_bytes = self.group_bytes(group)
+        window, group_bytes = self._window_and_group(ref, group)
         element = self.space.ranked_set(window, group_bytes).get_nth(self.tr, rank)
         if element is None:
             return None
@@ -240,6 +266,8 @@ class Reader:
         ranked set is asked only when the first row ties with ``before`` (and, without counted
         duplicates, for each new score of a COMPETITION listing).  Only ``mode``'s rank is
         computed: a tie in the other mode's sense costs nothing."""
+        if mode is RankMode.DENSE:
+            return self._with_dense_ranks(window, group_bytes, rows, before)
         by_record = self.space.ranked_set(window, group_bytes).count_duplicates
         ordinal = mode is RankMode.ORDINAL
         out: list[RankedEntry] = []
@@ -263,6 +291,23 @@ class Reader:
                     rank += 1
                 else:
                     rank = self._rank_of(window, group_bytes, row.element, mode)
+            previous = row
+            out.append(row.entry(rank))
+        return out
+
+    def _with_dense_ranks(
+        self, window: Window, group_bytes: bytes, rows: Sequence[_Row], before: _Row | None
+    ) -> list[RankedEntry]:
+        """Dense ranks of consecutive rows: one walk of the distinct-score set for the first
+        row, then one more for each new score (``before`` is unused: the walk needs no tie)."""
+        out: list[RankedEntry] = []
+        rank = 0
+        previous: _Row | None = None
+        for row in rows:
+            if previous is None:
+                rank = self._rank_of(window, group_bytes, row.element, RankMode.DENSE)
+            elif row.stored != previous.stored:
+                rank += 1
             previous = row
             out.append(row.entry(rank))
         return out
@@ -300,8 +345,8 @@ class Reader:
 
     def top(self, n: int, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL) -> list[RankedEntry]:
         check_at_least(n, 0, "n")
-        window = self.window(ref)
-        return self._by_position(window, self.group_bytes(group), 0, n, mode)
+        window, group_bytes = self._window_and_group(ref, group)
+        return self._by_position(window, group_bytes, 0, n, mode)
 
     def around(
         self,
@@ -320,33 +365,39 @@ class Reader:
         """
         check_at_least(above, 0, "above")
         check_at_least(below, 0, "below")
-        window = self.window(ref)
-        group_bytes = self.group_bytes(group)
+        window, group_bytes, found = self._locate(pk, ref, group)
         ranked = self.space.ranked_set(window, group_bytes)
-        size = ranked.size(self.tr)
         span = above + below + 1
-        found = self._head_state(pk, window, group_bytes)
         if found is None:
             if if_absent is IfAbsent.TOP:
                 return self._by_position(window, group_bytes, 0, span, mode)
             if if_absent is IfAbsent.BOTTOM:
-                return self._by_position(window, group_bytes, max(0, size - span), span, mode)
+                return self._by_position(window, group_bytes, max(0, ranked.size(self.tr) - span), span, mode)
             return []
         element, pk_flat = found
-        position = ranked.rank(self.tr, element) or 0
-        if not ranked.count_duplicates:
+        group_prefix = self.layout.primary + window.key_bytes + group_bytes
+        key = group_prefix + element + pk_flat
+        # One round for the size, the record's rank and the records sharing its key (they sort by pk).
+        ties = self.tr.get_range_async(group_prefix + element, key) if ranked.count_duplicates else None
+        size, position = run_together(
+            [ranked.size_steps(self.tr), ranked.rank_steps(self.tr, element, null_if_missing=False)]
+        )
+        if ties is None:
             start = max(0, min(position - above, size - span))
             return self._by_position(window, group_bytes, start, span, mode)
         # The B-tree is in rank order: read the neighbours on either side of the record's key.
-        group_prefix = self.layout.primary + window.key_bytes + group_bytes
-        key = group_prefix + element + pk_flat
-        position += len(self.tr.get_range(group_prefix + element, key))  # records sharing the key sort by pk
+        position += len(ties.value)
         start = max(0, min(position - above, size - span))
         wanted_before = position - start
         decode = self._row_decoder(window, group_bytes)
-        before = [decode(k) for k, _ in self.tr.get_range(group_prefix, key, wanted_before + 1, True)]
-        after = [decode(k) for k, _ in self.tr.get_range(key, extensions_end(group_prefix), span - wanted_before)]
-        rows = before[:wanted_before][::-1] + after
+        before_rows, after_rows = self.tr.get_ranges(
+            [
+                (group_prefix, key, wanted_before + 1, True),
+                (key, extensions_end(group_prefix), span - wanted_before, False),
+            ]
+        )
+        before = [decode(k) for k, _ in before_rows]
+        rows = before[:wanted_before][::-1] + [decode(k) for k, _ in after_rows]
         previous = before[wanted_before] if len(before) > wanted_before else None
         return self._with_ranks(window, group_bytes, rows, position - min(wanted_before, len(before)), previous, mode)
 
@@ -373,7 +424,10 @@ class Reader:
         BY_VALUE bounds are scores (None: unbounded) and the scan runs in natural score order
         (ascending forward) whatever high_score_first says.  As in the reference, a
         high-score-first group is read backwards in stored order, so records tied on score
-        come out latest timestamp first.  BY_RANK and BY_TIME_WINDOW bounds are ranks.
+        come out latest timestamp first.  BY_RANK and BY_TIME_WINDOW bounds are positions
+        (0 = best) and ``reverse`` lists them from the last (the bottom of the board) up.  A
+        page never holds more than ``limit`` records, even where several records share one
+        position (indexes with the reference layout): the continuation then resumes inside it.
         """
         check_at_least(limit, 0, "limit")
         if scan_type is ScanType.BY_VALUE:
@@ -386,18 +440,21 @@ class Reader:
             ref = WindowRef(window_type, timestamp)
         else:
             raise InvalidArgument(f"unknown scan type {scan_type!r}")
-        return self._scan_by_rank(ref, low, high, low_inclusive, high_inclusive, group, limit, continuation, mode)
+        return self._scan_by_rank(
+            ref, low, high, low_inclusive, high_inclusive, group, limit, continuation, mode, reverse
+        )
 
-    def _continuation(self, window: Window, scan: bytes, payload: bytes | int) -> bytes:
-        body = tuples.pack((_TOKEN_VERSION, self._index_tag(), window.lb_key, scan, payload))
+    def _continuation(self, window: Window, scan: bytes, payload: tuple) -> bytes:
+        body = tuples.pack((_TOKEN_VERSION, self._index_tag(), window.lb_key, scan, *payload))
         return body + hashlib.blake2b(body, digest_size=8).digest()
 
     def _index_tag(self) -> bytes:
         return hashlib.blake2b(self.space.prefix, digest_size=8).digest()
 
-    def _resume(self, token: bytes | None, window: Window, scan: bytes) -> bytes | int | None:
-        """The position a continuation resumes from, or None without one.  Any token this index did
-        not hand out for this window and scan (kind, group, direction) is refused in plain words."""
+    def _resume(self, token: bytes | None, window: Window, scan: bytes, positions: int = 0) -> tuple | None:
+        """Where a continuation resumes (its payload), or None without one.  Any token this index did
+        not hand out for this window and scan (kind, group, direction) is refused in plain words.
+        ``positions``: the payload is 1 to that many ranks (0 <= rank < 2^63), else one key suffix."""
         if token is None:
             return None
         if not isinstance(token, bytes):
@@ -407,13 +464,20 @@ class Reader:
             items = tuples.unpack(body) if hashlib.blake2b(body, digest_size=8).digest() == digest else ()
         except Exception:
             items = ()
-        if len(items) != 5 or items[0] != _TOKEN_VERSION or not isinstance(items[1], bytes):
+        if len(items) < 5 or items[0] != _TOKEN_VERSION or not isinstance(items[1], bytes):
             raise InvalidArgument("continuation is not one this server handed out (damaged or cut)")
         if items[1] != self._index_tag():
             raise InvalidArgument("continuation belongs to another index")
         if items[2] != window.lb_key or items[3] != scan:
             raise InvalidArgument("continuation belongs to another window, group or kind of scan")
-        return items[4]
+        payload = tuple(items[4:])
+        if positions:
+            valid = len(payload) <= positions and all(type(p) is int and 0 <= p < 1 << 63 for p in payload)
+        else:
+            valid = len(payload) == 1 and isinstance(payload[0], bytes) and payload[0] != b""
+        if not valid:
+            raise InvalidArgument("continuation is not one this server handed out (damaged)")
+        return payload
 
     @staticmethod
     def _scan_tag(kind: str, group_bytes: bytes, reverse: bool = False) -> bytes:
@@ -430,8 +494,7 @@ class Reader:
         limit: int,
         continuation: bytes | None,
     ) -> ScanPage:
-        window = self.window(WindowRef())
-        group_bytes = self.group_bytes(group)
+        window, group_bytes = self._window_and_group(WindowRef(), group)
         hsf = self.txn.high_score_first(group_bytes)
         prefix = self.layout.primary + window.key_bytes + group_bytes
         # Natural bounds become stored bounds; high_score_first negates, swapping the ends.
@@ -455,9 +518,7 @@ class Reader:
         scan = self._scan_tag("value", group_bytes, reverse)
         resumed = self._resume(continuation, window, scan)
         if resumed is not None:
-            if not isinstance(resumed, bytes) or not resumed:
-                raise InvalidArgument("continuation is not one this server handed out (damaged)")
-            last = prefix + resumed
+            last = prefix + resumed[0]
             if reverse:
                 end = min(end, last)
             else:
@@ -467,7 +528,7 @@ class Reader:
         entries = [decode(key).entry() for key, _ in rows]
         token = None
         if limit and len(rows) == limit:
-            token = self._continuation(window, scan, rows[-1][0][len(prefix) :])
+            token = self._continuation(window, scan, (rows[-1][0][len(prefix) :],))
         return ScanPage(entries, token)
 
     def _scan_by_rank(
@@ -481,28 +542,102 @@ class Reader:
         limit: int,
         continuation: bytes | None,
         mode: RankMode,
+        reverse: bool = False,
     ) -> ScanPage:
-        window = self.window(ref)
-        group_bytes = self.group_bytes(group)
+        window, group_bytes = self._window_and_group(ref, group)
         first = 0 if low is None else check_at_least(low, 0, "low rank") + (0 if low_inclusive else 1)
-        size = self.space.ranked_set(window, group_bytes).size(self.tr)
-        last = size - 1
+        ranked = self.space.ranked_set(window, group_bytes)
+        last = ranked.size(self.tr) - 1
         if high is not None:
             last = min(check_at_least(high, 0, "high rank") - (0 if high_inclusive else 1), last)
         if low is not None and high is not None and high < low:
             raise InvalidArgument(f"rank range is inverted: low {low} > high {high}")
-        scan = self._scan_tag("rank", group_bytes)
-        resumed = self._resume(continuation, window, scan)
+        kind = "rank-reverse" if reverse else "rank"
+        scan = self._scan_tag(kind, group_bytes)
+        # A continuation holds the position to resume at and, where records share positions,
+        # how many records of it earlier pages returned.
+        resumed = self._resume(continuation, window, scan, positions=2)
+        skip = 0
         if resumed is not None:
-            if not isinstance(resumed, int) or not 0 <= resumed < 1 << 63:
-                raise InvalidArgument("continuation is not one this server handed out (damaged)")
-            first = max(first, resumed)
+            at, skip = resumed[0], resumed[1] if len(resumed) > 1 else 0
+            if reverse and at < last:
+                last = at
+            elif not reverse and at > first:
+                first = at
+            elif at != (last if reverse else first):
+                skip = 0
+        if first > last:
+            return ScanPage([], None)
+        if not ranked.count_duplicates:
+            return self._rank_page_of_keys(window, group_bytes, first, last, skip, limit, mode, kind)
+        # Positions are records: a page is a run of positions.
         count = last - first + 1
         if limit:
             count = min(count, limit)
-        entries = self._by_position(window, group_bytes, first, count, mode) if count > 0 else []
-        next_first = first + count
+        start = last - count + 1 if reverse else first
+        entries = self._by_position(window, group_bytes, start, count, mode)
         token = None
-        if limit and count == limit and next_first <= last:
-            token = self._continuation(window, scan, next_first)
-        return ScanPage(entries, token)
+        if limit and count == limit and (start > first if reverse else start + count <= last):
+            token = self._continuation(window, scan, (start - 1 if reverse else start + count,))
+        return ScanPage(entries[::-1] if reverse else entries, token)
+
+    def _rank_page_of_keys(
+        self,
+        window: Window,
+        group_bytes: bytes,
+        first: int,
+        last: int,
+        skip: int,
+        limit: int,
+        mode: RankMode,
+        kind: str,
+    ) -> ScanPage:
+        """A page of positions ``first .. last`` where a position is a distinct score key that
+        several records may share (the reference layout).  Reads the B-tree from the key at the
+        starting position (``last`` when reversed), leaving out the ``skip`` records of that
+        position earlier pages returned, and cuts the page at ``limit`` records (reading one more
+        to know whether the scan goes on)."""
+        reverse = kind == "rank-reverse"
+        scan = self._scan_tag(kind, group_bytes)
+        ranked = self.space.ranked_set(window, group_bytes)
+        prefix = self.layout.primary + window.key_bytes + group_bytes
+        decode = self._row_decoder(window, group_bytes)
+        near, far = (last, first) if reverse else (first, last)
+        element = ranked.get_nth(self.tr, near)
+        if element is None:
+            return ScanPage([], None)
+        if limit:
+            bound = prefix if reverse else extensions_end(prefix)
+        else:  # every record of the range: bounded by the far position's key
+            far_element = ranked.get_nth(self.tr, far)
+            bound = prefix + far_element if reverse else extensions_end(prefix + far_element)  # type: ignore[operator]
+        begin, end = (bound, extensions_end(prefix + element)) if reverse else (prefix + element, bound)
+        rows = self.tr.get_range(begin, end, skip + limit + 1 if limit else 0, reverse)
+        step = -1 if reverse else 1
+        placed: list[tuple[int, _Row]] = []
+        position = near
+        for key, _ in rows:
+            row = decode(key)
+            if placed and row.element != placed[-1][1].element:
+                position += step
+            if (position < far) if reverse else (position > far):
+                break
+            placed.append((position, row))
+        skipped = 0
+        while skipped < min(skip, len(placed)) and placed[skipped][0] == near:
+            skipped += 1
+        page = placed[skipped : skipped + limit] if limit else placed[skipped:]
+        token = None
+        if limit and len(placed) > skipped + limit:
+            following = placed[skipped + limit][0]
+            at = page[-1][0]
+            taken = sum(1 for position, _ in placed[: skipped + limit] if position == at)
+            token = self._continuation(window, scan, (at, taken) if following == at else (following, 0))
+        if reverse:
+            page = page[::-1]
+        in_order = [row for _, row in page]
+        if not in_order:
+            return ScanPage([], token)
+        before = self._before(prefix, in_order[0].key, decode)  # None only at the top of the board
+        entries = self._with_ranks(window, group_bytes, in_order, page[0][0], before, mode)
+        return ScanPage(entries[::-1] if reverse else entries, token)

@@ -22,6 +22,8 @@ class IndexSettings:
     context_size: int = 0
     high_score_first: bool = False
     score_type: str = "INT"
+    # Keep a second ranked set of each window's distinct scores, for exact DENSE ranks.
+    dense_ranks: bool = False
 
     def __post_init__(self) -> None:
         if self.aggregation not in AGGREGATIONS:
@@ -32,6 +34,8 @@ class IndexSettings:
             raise InvalidArgument("a SUM index adds scores exactly: it needs score_type INT")
         if not isinstance(self.hash_function, HashFunction):
             raise InvalidArgument(f"hash_function must be a HashFunction, not {self.hash_function!r}")
+        if not isinstance(self.dense_ranks, bool):
+            raise InvalidArgument(f"dense_ranks must be a bool, not {self.dense_ranks!r}")
         for name in ("group_size", "context_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 8:
@@ -46,6 +50,7 @@ class IndexSettings:
             context_size=self.context_size,
             high_score_first=self.high_score_first,
             score_type=index_pb2.ScoreType.Value(self.score_type),
+            dense_ranks=self.dense_ranks,
         )
         if trimmed_before is not None:
             message.trimmed_before = trimmed_before
@@ -61,4 +66,5 @@ class IndexSettings:
             context_size=message.context_size,
             high_score_first=message.high_score_first,
             score_type=index_pb2.ScoreType.Name(message.score_type),
+            dense_ranks=message.dense_ranks,
         )

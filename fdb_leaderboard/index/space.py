@@ -27,19 +27,28 @@ class IndexSpace:
         self.settings = settings
         self.layout = IndexLayout(prefix)
         self.aggregation: Aggregation = AGGREGATIONS[settings.aggregation]
-        self._ranked_sets: OrderedDict[tuple[int, int, bytes], RankedSet] = OrderedDict()
+        self._ranked_sets: OrderedDict[tuple[int, int, bytes, bool], RankedSet] = OrderedDict()
         self._directory_cache: tuple[bytes, Directory] | None = None
 
     def ranked_set(self, window: Window, group_bytes: bytes) -> RankedSet:
         """The ranked set of one window and group (key derivation only, so cached)."""
-        key = (window.lb_key, window.nlevels, group_bytes)
+        return self._set(window, group_bytes, dense=False)
+
+    def dense_set(self, window: Window, group_bytes: bytes) -> RankedSet:
+        """The ranked set of one window and group's distinct stored scores (``dense_ranks``):
+        its elements are ``pack((stored score,))``, each present while some record has it."""
+        return self._set(window, group_bytes, dense=True)
+
+    def _set(self, window: Window, group_bytes: bytes, dense: bool) -> RankedSet:
+        key = (window.lb_key, window.nlevels, group_bytes, dense)
         ranked = self._ranked_sets.get(key)
         if ranked is None:
+            where = self.layout.window_dense if dense else self.layout.window_secondary
             ranked = RankedSet(
-                self.layout.window_secondary(window.key_bytes) + group_bytes,
+                where(window.key_bytes) + group_bytes,
                 window.nlevels,
                 self.settings.hash_function,
-                self.settings.count_duplicates,
+                count_duplicates=False if dense else self.settings.count_duplicates,
             )
             self._ranked_sets[key] = ranked
             if len(self._ranked_sets) > _RANKED_SETS_KEPT:

@@ -33,7 +33,7 @@ JDK: RankHash
 CRC: RankHash
 
 class IndexOptions(_message.Message):
-    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "trimmed_before", "score_type")
+    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "trimmed_before", "score_type", "dense_ranks")
     AGGREGATION_FIELD_NUMBER: _ClassVar[int]
     HASH_FUNCTION_FIELD_NUMBER: _ClassVar[int]
     COUNT_DUPLICATES_FIELD_NUMBER: _ClassVar[int]
@@ -42,6 +42,7 @@ class IndexOptions(_message.Message):
     HIGH_SCORE_FIRST_FIELD_NUMBER: _ClassVar[int]
     TRIMMED_BEFORE_FIELD_NUMBER: _ClassVar[int]
     SCORE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DENSE_RANKS_FIELD_NUMBER: _ClassVar[int]
     aggregation: Aggregation
     hash_function: RankHash
     count_duplicates: bool
@@ -50,7 +51,8 @@ class IndexOptions(_message.Message):
     high_score_first: bool
     trimmed_before: int
     score_type: ScoreType
-    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., trimmed_before: _Optional[int] = ..., score_type: _Optional[_Union[ScoreType, str]] = ...) -> None: ...
+    dense_ranks: bool
+    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., trimmed_before: _Optional[int] = ..., score_type: _Optional[_Union[ScoreType, str]] = ..., dense_ranks: _Optional[bool] = ...) -> None: ...
 
 class WindowState(_message.Message):
     __slots__ = ("lb_key", "group", "element", "seq")
@@ -63,6 +65,19 @@ class WindowState(_message.Message):
     element: bytes
     seq: int
     def __init__(self, lb_key: _Optional[int] = ..., group: _Optional[bytes] = ..., element: _Optional[bytes] = ..., seq: _Optional[int] = ...) -> None: ...
+
+class RecordMetadata(_message.Message):
+    __slots__ = ("fields",)
+    class FieldsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    fields: _containers.ScalarMap[str, str]
+    def __init__(self, fields: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class CarriedTotal(_message.Message):
     __slots__ = ("group", "total", "ts", "seq", "context")

@@ -28,6 +28,7 @@ class RankMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ORDINAL: _ClassVar[RankMode]
     COMPETITION: _ClassVar[RankMode]
+    DENSE: _ClassVar[RankMode]
 
 class IfAbsent(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -56,6 +57,7 @@ INT: ScoreType
 DOUBLE: ScoreType
 ORDINAL: RankMode
 COMPETITION: RankMode
+DENSE: RankMode
 EMPTY: IfAbsent
 TOP: IfAbsent
 BOTTOM: IfAbsent
@@ -103,7 +105,7 @@ class Entry(_message.Message):
     def __init__(self, score: _Optional[_Union[Score, _Mapping]] = ..., timestamp: _Optional[int] = ..., context: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ...) -> None: ...
 
 class IndexOptions(_message.Message):
-    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "score_type")
+    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "score_type", "dense_ranks")
     AGGREGATION_FIELD_NUMBER: _ClassVar[int]
     HASH_FUNCTION_FIELD_NUMBER: _ClassVar[int]
     COUNT_DUPLICATES_FIELD_NUMBER: _ClassVar[int]
@@ -111,6 +113,7 @@ class IndexOptions(_message.Message):
     CONTEXT_SIZE_FIELD_NUMBER: _ClassVar[int]
     HIGH_SCORE_FIRST_FIELD_NUMBER: _ClassVar[int]
     SCORE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DENSE_RANKS_FIELD_NUMBER: _ClassVar[int]
     aggregation: Aggregation
     hash_function: RankHash
     count_duplicates: bool
@@ -118,7 +121,8 @@ class IndexOptions(_message.Message):
     context_size: int
     high_score_first: bool
     score_type: ScoreType
-    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., score_type: _Optional[_Union[ScoreType, str]] = ...) -> None: ...
+    dense_ranks: bool
+    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., score_type: _Optional[_Union[ScoreType, str]] = ..., dense_ranks: _Optional[bool] = ...) -> None: ...
 
 class RegularWindows(_message.Message):
     __slots__ = ("type", "base", "increment", "duration")
@@ -153,20 +157,29 @@ class WindowSelector(_message.Message):
     def __init__(self, type: _Optional[int] = ..., timestamp: _Optional[int] = ...) -> None: ...
 
 class RankedEntry(_message.Message):
-    __slots__ = ("pk", "score", "timestamp", "context", "group", "rank")
+    __slots__ = ("pk", "score", "timestamp", "context", "group", "rank", "metadata")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     PK_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
     pk: _containers.RepeatedCompositeFieldContainer[Item]
     score: Score
     timestamp: int
     context: _containers.RepeatedCompositeFieldContainer[Item]
     group: _containers.RepeatedCompositeFieldContainer[Item]
     rank: int
-    def __init__(self, pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., score: _Optional[_Union[Score, _Mapping]] = ..., timestamp: _Optional[int] = ..., context: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., rank: _Optional[int] = ...) -> None: ...
+    metadata: _containers.ScalarMap[str, str]
+    def __init__(self, pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., score: _Optional[_Union[Score, _Mapping]] = ..., timestamp: _Optional[int] = ..., context: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., rank: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class Window(_message.Message):
     __slots__ = ("type", "start", "end", "key", "nlevels", "filling")
@@ -441,14 +454,23 @@ class VerifyResponse(_message.Message):
     def __init__(self, problems: _Optional[_Iterable[str]] = ..., records: _Optional[int] = ..., entries: _Optional[int] = ..., elements: _Optional[int] = ..., ranked_sets: _Optional[int] = ..., windows: _Optional[int] = ..., batches: _Optional[int] = ..., complete: _Optional[bool] = ...) -> None: ...
 
 class AddScoreRequest(_message.Message):
-    __slots__ = ("index", "pk", "entry")
+    __slots__ = ("index", "pk", "entry", "metadata")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     INDEX_FIELD_NUMBER: _ClassVar[int]
     PK_FIELD_NUMBER: _ClassVar[int]
     ENTRY_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
     index: str
     pk: _containers.RepeatedCompositeFieldContainer[Item]
     entry: Entry
-    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., entry: _Optional[_Union[Entry, _Mapping]] = ...) -> None: ...
+    metadata: _containers.ScalarMap[str, str]
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., entry: _Optional[_Union[Entry, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class AddScoreResponse(_message.Message):
     __slots__ = ("windows_changed",)
@@ -535,6 +557,50 @@ class BulkLoadResponse(_message.Message):
     RECORDS_WRITTEN_FIELD_NUMBER: _ClassVar[int]
     records_written: int
     def __init__(self, records_written: _Optional[int] = ...) -> None: ...
+
+class SetMetadataRequest(_message.Message):
+    __slots__ = ("index", "pk", "metadata", "merge", "remove")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PK_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    MERGE_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    metadata: _containers.ScalarMap[str, str]
+    merge: bool
+    remove: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., merge: _Optional[bool] = ..., remove: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class MetadataRequest(_message.Message):
+    __slots__ = ("index", "pk")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PK_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ...) -> None: ...
+
+class MetadataResponse(_message.Message):
+    __slots__ = ("exists", "metadata")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    EXISTS_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    exists: bool
+    metadata: _containers.ScalarMap[str, str]
+    def __init__(self, exists: _Optional[bool] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class RankRequest(_message.Message):
     __slots__ = ("index", "pk", "window", "group", "mode")
@@ -637,16 +703,20 @@ class ScoreForRankResponse(_message.Message):
     def __init__(self, score: _Optional[_Union[Score, _Mapping]] = ...) -> None: ...
 
 class RankForScoreRequest(_message.Message):
-    __slots__ = ("index", "window", "group", "score")
+    __slots__ = ("index", "window", "group", "score", "key_timestamp", "key_context")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     WINDOW_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
+    KEY_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    KEY_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     index: str
     window: WindowSelector
     group: _containers.RepeatedCompositeFieldContainer[Item]
     score: Score
-    def __init__(self, index: _Optional[str] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., score: _Optional[_Union[Score, _Mapping]] = ...) -> None: ...
+    key_timestamp: int
+    key_context: _containers.RepeatedCompositeFieldContainer[Item]
+    def __init__(self, index: _Optional[str] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., score: _Optional[_Union[Score, _Mapping]] = ..., key_timestamp: _Optional[int] = ..., key_context: _Optional[_Iterable[_Union[Item, _Mapping]]] = ...) -> None: ...
 
 class ScanRequest(_message.Message):
     __slots__ = ("index", "type", "window", "group", "low", "high", "low_exclusive", "high_exclusive", "reverse", "limit", "continuation", "mode")
@@ -683,3 +753,157 @@ class ScanResponse(_message.Message):
     entries: _containers.RepeatedCompositeFieldContainer[RankedEntry]
     continuation: bytes
     def __init__(self, entries: _Optional[_Iterable[_Union[RankedEntry, _Mapping]]] = ..., continuation: _Optional[bytes] = ...) -> None: ...
+
+class RecordKey(_message.Message):
+    __slots__ = ("pk",)
+    PK_FIELD_NUMBER: _ClassVar[int]
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    def __init__(self, pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ...) -> None: ...
+
+class RanksRequest(_message.Message):
+    __slots__ = ("index", "records", "window", "group", "mode")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    records: _containers.RepeatedCompositeFieldContainer[RecordKey]
+    window: WindowSelector
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    mode: RankMode
+    def __init__(self, index: _Optional[str] = ..., records: _Optional[_Iterable[_Union[RecordKey, _Mapping]]] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., mode: _Optional[_Union[RankMode, str]] = ...) -> None: ...
+
+class RankSlot(_message.Message):
+    __slots__ = ("entry",)
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    entry: RankedEntry
+    def __init__(self, entry: _Optional[_Union[RankedEntry, _Mapping]] = ...) -> None: ...
+
+class RanksResponse(_message.Message):
+    __slots__ = ("ranks",)
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    ranks: _containers.RepeatedCompositeFieldContainer[RankSlot]
+    def __init__(self, ranks: _Optional[_Iterable[_Union[RankSlot, _Mapping]]] = ...) -> None: ...
+
+class PageRequest(_message.Message):
+    __slots__ = ("index", "window", "group", "mode", "page", "size")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    window: WindowSelector
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    mode: RankMode
+    page: int
+    size: int
+    def __init__(self, index: _Optional[str] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., mode: _Optional[_Union[RankMode, str]] = ..., page: _Optional[int] = ..., size: _Optional[int] = ...) -> None: ...
+
+class PageResponse(_message.Message):
+    __slots__ = ("entries", "page", "size", "total", "pages")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    PAGES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[RankedEntry]
+    page: int
+    size: int
+    total: int
+    pages: int
+    def __init__(self, entries: _Optional[_Iterable[_Union[RankedEntry, _Mapping]]] = ..., page: _Optional[int] = ..., size: _Optional[int] = ..., total: _Optional[int] = ..., pages: _Optional[int] = ...) -> None: ...
+
+class PercentileRequest(_message.Message):
+    __slots__ = ("index", "pk", "window", "group")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PK_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    window: WindowSelector
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ...) -> None: ...
+
+class PercentileResponse(_message.Message):
+    __slots__ = ("percentile",)
+    PERCENTILE_FIELD_NUMBER: _ClassVar[int]
+    percentile: float
+    def __init__(self, percentile: _Optional[float] = ...) -> None: ...
+
+class ScoreForPercentileRequest(_message.Message):
+    __slots__ = ("index", "window", "group", "percentile")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    PERCENTILE_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    window: WindowSelector
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    percentile: float
+    def __init__(self, index: _Optional[str] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., percentile: _Optional[float] = ...) -> None: ...
+
+class MovementResponse(_message.Message):
+    __slots__ = ("window", "entry", "previous_window", "previous_entry", "change")
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_WINDOW_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_ENTRY_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
+    window: Window
+    entry: RankedEntry
+    previous_window: Window
+    previous_entry: RankedEntry
+    change: int
+    def __init__(self, window: _Optional[_Union[Window, _Mapping]] = ..., entry: _Optional[_Union[RankedEntry, _Mapping]] = ..., previous_window: _Optional[_Union[Window, _Mapping]] = ..., previous_entry: _Optional[_Union[RankedEntry, _Mapping]] = ..., change: _Optional[int] = ...) -> None: ...
+
+class RankHistoryRequest(_message.Message):
+    __slots__ = ("index", "pk", "window_type", "until", "count", "group", "mode")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PK_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_TYPE_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    window_type: int
+    until: int
+    count: int
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    mode: RankMode
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., window_type: _Optional[int] = ..., until: _Optional[int] = ..., count: _Optional[int] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., mode: _Optional[_Union[RankMode, str]] = ...) -> None: ...
+
+class HistoryRow(_message.Message):
+    __slots__ = ("window", "entry")
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    window: Window
+    entry: RankedEntry
+    def __init__(self, window: _Optional[_Union[Window, _Mapping]] = ..., entry: _Optional[_Union[RankedEntry, _Mapping]] = ...) -> None: ...
+
+class RankHistoryResponse(_message.Message):
+    __slots__ = ("windows", "best")
+    WINDOWS_FIELD_NUMBER: _ClassVar[int]
+    BEST_FIELD_NUMBER: _ClassVar[int]
+    windows: _containers.RepeatedCompositeFieldContainer[HistoryRow]
+    best: HistoryRow
+    def __init__(self, windows: _Optional[_Iterable[_Union[HistoryRow, _Mapping]]] = ..., best: _Optional[_Union[HistoryRow, _Mapping]] = ...) -> None: ...
+
+class ScoreTrimRequest(_message.Message):
+    __slots__ = ("index", "entries")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    entries: _containers.RepeatedCompositeFieldContainer[Entry]
+    def __init__(self, index: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ...) -> None: ...
+
+class ScoreTrimResponse(_message.Message):
+    __slots__ = ("entries",)
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[Entry]
+    def __init__(self, entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ...) -> None: ...

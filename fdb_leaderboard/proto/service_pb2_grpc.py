@@ -124,6 +124,11 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.BulkLoadRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.BulkLoadResponse.FromString,
                 _registered_method=True)
+        self.SetMetadata = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/SetMetadata',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetMetadataRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.MetadataResponse.FromString,
+                _registered_method=True)
         self.GetRank = channel.unary_unary(
                 '/fdb_leaderboard.v1.Leaderboard/GetRank',
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankRequest.SerializeToString,
@@ -163,6 +168,51 @@ class LeaderboardStub:
                 '/fdb_leaderboard.v1.Leaderboard/Scan',
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScanRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScanResponse.FromString,
+                _registered_method=True)
+        self.GetMetadata = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/GetMetadata',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.MetadataRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.MetadataResponse.FromString,
+                _registered_method=True)
+        self.GetRanks = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/GetRanks',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RanksRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RanksResponse.FromString,
+                _registered_method=True)
+        self.FriendsBoard = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/FriendsBoard',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RanksRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.EntriesResponse.FromString,
+                _registered_method=True)
+        self.GetPage = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/GetPage',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.PageRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.PageResponse.FromString,
+                _registered_method=True)
+        self.GetPercentile = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/GetPercentile',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.PercentileRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.PercentileResponse.FromString,
+                _registered_method=True)
+        self.ScoreForPercentile = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/ScoreForPercentile',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreForPercentileRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreForRankResponse.FromString,
+                _registered_method=True)
+        self.GetMovement = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/GetMovement',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.MovementResponse.FromString,
+                _registered_method=True)
+        self.GetRankHistory = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/GetRankHistory',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankHistoryRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankHistoryResponse.FromString,
+                _registered_method=True)
+        self.ScoreTrim = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/ScoreTrim',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreTrimRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreTrimResponse.FromString,
                 _registered_method=True)
 
 
@@ -279,6 +329,12 @@ class LeaderboardServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetMetadata(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetRank(self, request, context):
         """reads
         """
@@ -323,6 +379,60 @@ class LeaderboardServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Scan(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetMetadata(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetRanks(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FriendsBoard(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetPage(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetPercentile(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ScoreForPercentile(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetMovement(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetRankHistory(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ScoreTrim(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -421,6 +531,11 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.BulkLoadRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.BulkLoadResponse.SerializeToString,
             ),
+            'SetMetadata': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetMetadata,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetMetadataRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.MetadataResponse.SerializeToString,
+            ),
             'GetRank': grpc.unary_unary_rpc_method_handler(
                     servicer.GetRank,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankRequest.FromString,
@@ -460,6 +575,51 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     servicer.Scan,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScanRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScanResponse.SerializeToString,
+            ),
+            'GetMetadata': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMetadata,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.MetadataRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.MetadataResponse.SerializeToString,
+            ),
+            'GetRanks': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRanks,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RanksRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RanksResponse.SerializeToString,
+            ),
+            'FriendsBoard': grpc.unary_unary_rpc_method_handler(
+                    servicer.FriendsBoard,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RanksRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.EntriesResponse.SerializeToString,
+            ),
+            'GetPage': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPage,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.PageRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.PageResponse.SerializeToString,
+            ),
+            'GetPercentile': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPercentile,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.PercentileRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.PercentileResponse.SerializeToString,
+            ),
+            'ScoreForPercentile': grpc.unary_unary_rpc_method_handler(
+                    servicer.ScoreForPercentile,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreForPercentileRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreForRankResponse.SerializeToString,
+            ),
+            'GetMovement': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMovement,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.MovementResponse.SerializeToString,
+            ),
+            'GetRankHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRankHistory,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankHistoryRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankHistoryResponse.SerializeToString,
+            ),
+            'ScoreTrim': grpc.unary_unary_rpc_method_handler(
+                    servicer.ScoreTrim,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreTrimRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreTrimResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -959,6 +1119,33 @@ class Leaderboard:
             _registered_method=True)
 
     @staticmethod
+    def SetMetadata(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/SetMetadata',
+            fdb__leaderboard_dot_proto_dot_service__pb2.SetMetadataRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.MetadataResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def GetRank(request,
             target,
             options=(),
@@ -1164,6 +1351,249 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/Scan',
             fdb__leaderboard_dot_proto_dot_service__pb2.ScanRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.ScanResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetMetadata(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/GetMetadata',
+            fdb__leaderboard_dot_proto_dot_service__pb2.MetadataRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.MetadataResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetRanks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/GetRanks',
+            fdb__leaderboard_dot_proto_dot_service__pb2.RanksRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.RanksResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FriendsBoard(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/FriendsBoard',
+            fdb__leaderboard_dot_proto_dot_service__pb2.RanksRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.EntriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/GetPage',
+            fdb__leaderboard_dot_proto_dot_service__pb2.PageRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.PageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPercentile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/GetPercentile',
+            fdb__leaderboard_dot_proto_dot_service__pb2.PercentileRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.PercentileResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ScoreForPercentile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/ScoreForPercentile',
+            fdb__leaderboard_dot_proto_dot_service__pb2.ScoreForPercentileRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.ScoreForRankResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetMovement(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/GetMovement',
+            fdb__leaderboard_dot_proto_dot_service__pb2.RankRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.MovementResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetRankHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/GetRankHistory',
+            fdb__leaderboard_dot_proto_dot_service__pb2.RankHistoryRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.RankHistoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ScoreTrim(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/ScoreTrim',
+            fdb__leaderboard_dot_proto_dot_service__pb2.ScoreTrimRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.ScoreTrimResponse.FromString,
             options,
             channel_credentials,
             insecure,

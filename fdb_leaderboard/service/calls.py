@@ -36,7 +36,9 @@ log = logging.getLogger("fdb_leaderboard.service")
 
 REPORT_SECONDS = 1.0
 # Whole-index or many-record work: these run on the heavy workers (as do reads of many rows).
-HEAVY_METHODS = frozenset({"Verify", "Fill", "Trim", "Expire", "UpdateWindows", "WriteBatch", "KeepAhead"})
+HEAVY_METHODS = frozenset(
+    {"Verify", "Fill", "Trim", "ScoreTrim", "Expire", "UpdateWindows", "WriteBatch", "KeepAhead", "GetRankHistory"}
+)
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
 REFLECTION_PREFIX = "/grpc.reflection."
 
@@ -144,6 +146,9 @@ class Dispatcher(grpc.GenericRpcHandler):
             "Top": lambda: request.n,
             "AroundMe": lambda: request.above + request.below + 1,
             "Scan": lambda: request.limit or self.settings.max_page,
+            "GetPage": lambda: request.size,
+            "GetRanks": lambda: len(request.records),
+            "FriendsBoard": lambda: len(request.records),
         }.get(method)
         return rows is not None and rows() > self.settings.heavy_rows
 

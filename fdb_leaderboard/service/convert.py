@@ -24,7 +24,9 @@ def rank_mode(mode: int) -> RankMode:
         return RankMode.ORDINAL
     if mode == pb.COMPETITION:
         return RankMode.COMPETITION
-    raise InvalidArgument(f"unknown rank mode {mode}: use ORDINAL (0) or COMPETITION (1)")
+    if mode == pb.DENSE:
+        return RankMode.DENSE
+    raise InvalidArgument(f"unknown rank mode {mode}: use ORDINAL (0), COMPETITION (1) or DENSE (2)")
 
 
 def settings_from_proto(options: pb.IndexOptions, reference_layout: bool) -> IndexSettings:
@@ -44,6 +46,7 @@ def settings_from_proto(options: pb.IndexOptions, reference_layout: bool) -> Ind
         context_size=options.context_size,
         high_score_first=options.high_score_first,
         score_type=score_type,
+        dense_ranks=options.dense_ranks,
     )
 
 
@@ -56,6 +59,7 @@ def settings_to_proto(settings: IndexSettings) -> pb.IndexOptions:
         context_size=settings.context_size,
         high_score_first=settings.high_score_first,
         score_type=pb.ScoreType.Value(settings.score_type),
+        dense_ranks=settings.dense_ranks,
     )
 
 

@@ -237,8 +237,14 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     def AddScore(self, request: pb.AddScoreRequest, context: CallContext) -> pb.AddScoreResponse:
         if not request.HasField("entry"):
             raise InvalidArgument("AddScore needs an entry")
-        changed = self._index(request.index).add_entries(
-            wire.items_to_tuple(request.pk), [wire.entry_to_python(request.entry)]
+        entry = wire.entry_to_python(request.entry)
+        changed = self._index(request.index).add_score(
+            wire.items_to_tuple(request.pk),
+            entry.score,
+            entry.timestamp,
+            entry.context,
+            entry.group,
+            metadata=dict(request.metadata),
         )
         return pb.AddScoreResponse(windows_changed=changed)
 
@@ -305,7 +311,19 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         log.info("BulkLoad of %r ended after %d records", first.index, written)
         return pb.BulkLoadResponse(records_written=written)
 
+    @_rpc
+    def SetMetadata(self, request: pb.SetMetadataRequest, context: CallContext) -> pb.MetadataResponse:
+        stored = self._index(request.index).set_metadata(
+            wire.items_to_tuple(request.pk), dict(request.metadata), request.merge, list(request.remove)
+        )
+        return pb.MetadataResponse(exists=True, metadata=stored)
+
     # -- reads ----------------------------------------------------------------------------
+
+    @_rpc
+    def GetMetadata(self, request: pb.MetadataRequest, context: CallContext) -> pb.MetadataResponse:
+        stored = self._index(request.index).metadata(wire.items_to_tuple(request.pk))
+        return pb.MetadataResponse(exists=stored is not None, metadata=stored or {})
 
     @staticmethod
     def _rank_arguments(request: pb.RankRequest) -> tuple[tuple, int, int | None, tuple, RankMode]:
@@ -377,8 +395,13 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     @_rpc
     def RankForScore(self, request: pb.RankForScoreRequest, context: CallContext) -> pb.RankResponse:
         ref = convert.window_ref(request.window)
+        score: Any = wire.score_to_python(request.score)
+        if request.HasField("key_timestamp"):
+            score = (score, request.key_timestamp, *wire.items_to_tuple(request.key_context))
+        elif request.key_context:
+            raise InvalidArgument("key_context needs key_timestamp: a score key is (score, timestamp, context...)")
         rank = self._index(request.index).rank_for_score(
-            wire.score_to_python(request.score), ref.type, ref.timestamp, wire.items_to_tuple(request.group)
+            score, ref.type, ref.timestamp, wire.items_to_tuple(request.group)
         )
         return pb.RankResponse(rank=rank)
 
@@ -409,3 +432,107 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         response = pb.ScanResponse(continuation=page.continuation or b"")
         wire.add_ranked_entries(response.entries, page.entries)
         return response
+
+    # -- reads of several records, pages, percentiles, movement, score trim -----------------
+
+    def _ranks_arguments(self, request: pb.RanksRequest) -> tuple[list[tuple], int, int | None, tuple, RankMode]:
+        ref = convert.window_ref(request.window)
+        pks = [wire.items_to_tuple(record.pk) for record in request.records]
+        return pks, ref.type, ref.timestamp, wire.items_to_tuple(request.group), convert.rank_mode(request.mode)
+
+    @_rpc
+    def GetRanks(self, request: pb.RanksRequest, context: CallContext) -> pb.RanksResponse:
+        found = self._index(request.index).ranks(*self._ranks_arguments(request))
+        response = pb.RanksResponse()
+        for entry in found:
+            slot = response.ranks.add()
+            if entry is not None:
+                wire.fill_ranked_entry(slot.entry, entry)
+        return response
+
+    @_rpc
+    def FriendsBoard(self, request: pb.RanksRequest, context: CallContext) -> pb.EntriesResponse:
+        entries = self._index(request.index).board_of(*self._ranks_arguments(request))
+        response = pb.EntriesResponse()
+        wire.add_ranked_entries(response.entries, entries)
+        return response
+
+    @_rpc
+    def GetPage(self, request: pb.PageRequest, context: CallContext) -> pb.PageResponse:
+        ref = convert.window_ref(request.window)
+        page = self._index(request.index).page(
+            request.page,
+            request.size,
+            ref.type,
+            ref.timestamp,
+            wire.items_to_tuple(request.group),
+            convert.rank_mode(request.mode),
+        )
+        response = pb.PageResponse(page=page.page, size=page.size, total=page.total, pages=page.pages)
+        wire.add_ranked_entries(response.entries, page.entries)
+        return response
+
+    @_rpc
+    def GetPercentile(self, request: pb.PercentileRequest, context: CallContext) -> pb.PercentileResponse:
+        ref = convert.window_ref(request.window)
+        found = self._index(request.index).percentile(
+            wire.items_to_tuple(request.pk), ref.type, ref.timestamp, wire.items_to_tuple(request.group)
+        )
+        return pb.PercentileResponse() if found is None else pb.PercentileResponse(percentile=found)
+
+    @_rpc
+    def ScoreForPercentile(
+        self, request: pb.ScoreForPercentileRequest, context: CallContext
+    ) -> pb.ScoreForRankResponse:
+        ref = convert.window_ref(request.window)
+        score = self._index(request.index).score_for_percentile(
+            request.percentile, ref.type, ref.timestamp, wire.items_to_tuple(request.group)
+        )
+        if score is None:
+            return pb.ScoreForRankResponse()
+        return pb.ScoreForRankResponse(score=wire.python_to_score(score))
+
+    @_rpc
+    def GetMovement(self, request: pb.RankRequest, context: CallContext) -> pb.MovementResponse:
+        pk, window_type, timestamp, group, mode = self._rank_arguments(request)
+        if timestamp is None:
+            raise InvalidArgument("GetMovement needs window.type and window.timestamp")
+        moved = self._index(request.index).movement(pk, window_type, timestamp, group, mode)
+        response = pb.MovementResponse(window=wire.window_to_proto(moved.window))
+        if moved.entry is not None:
+            wire.fill_ranked_entry(response.entry, moved.entry)
+        if moved.previous_window is not None:
+            response.previous_window.CopyFrom(wire.window_to_proto(moved.previous_window))
+        if moved.previous_entry is not None:
+            wire.fill_ranked_entry(response.previous_entry, moved.previous_entry)
+        if moved.change is not None:
+            response.change = moved.change
+        return response
+
+    @_rpc
+    def GetRankHistory(self, request: pb.RankHistoryRequest, context: CallContext) -> pb.RankHistoryResponse:
+        found = self._index(request.index).rank_history(
+            wire.items_to_tuple(request.pk),
+            request.window_type,
+            request.until if request.HasField("until") else None,
+            request.count or 10,
+            wire.items_to_tuple(request.group),
+            convert.rank_mode(request.mode),
+        )
+        response = pb.RankHistoryResponse()
+
+        def fill(row: pb.HistoryRow, window: Any, entry: Any) -> None:
+            row.window.CopyFrom(wire.window_to_proto(window))
+            if entry is not None:
+                wire.fill_ranked_entry(row.entry, entry)
+
+        for window, entry in found.windows:
+            fill(response.windows.add(), window, entry)
+        if found.best is not None:
+            fill(response.best, *found.best)
+        return response
+
+    @_rpc
+    def ScoreTrim(self, request: pb.ScoreTrimRequest, context: CallContext) -> pb.ScoreTrimResponse:
+        kept = self._index(request.index).score_trim([wire.entry_to_python(entry) for entry in request.entries])
+        return pb.ScoreTrimResponse(entries=[wire.entry_to_proto(entry) for entry in kept])

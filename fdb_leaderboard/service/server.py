@@ -41,13 +41,18 @@ class Server:
         store_url: str,
         address: str = "127.0.0.1:50051",
         max_workers: int = 16,
+        reuse_port: bool = False,
         *,
         settings: ServerSettings | None = None,
     ) -> None:
+        """``reuse_port``: share the port with other processes of one ``serve --processes``
+        group (see processes.py); off, binding an address in use fails at once."""
         self.settings = settings = settings or ServerSettings()
+        self.reuse_port = reuse_port
         settings.check_address(address)
         credentials = _server_credentials(settings)
-        _check_free(address)
+        if not reuse_port:
+            _check_free(address)
         self.db = open_database(store_url)
         try:
             self.catalog = Catalog(self.db)
@@ -82,7 +87,7 @@ class Server:
         self.grpc = aio.server(
             interceptors=[AccessInterceptor(settings.tokens)] if settings.tokens is not None else None,
             options=[
-                ("grpc.so_reuseport", 0),
+                ("grpc.so_reuseport", int(self.reuse_port)),
                 ("grpc.max_receive_message_length", limit),
                 ("grpc.max_send_message_length", limit),
                 ("grpc.server_handshake_timeout_ms", int(settings.receive_timeout * 1000)),
@@ -214,6 +219,8 @@ def _check_free(address: str) -> None:
                 probe.bind(where)
             except OSError as exc:
                 if exc.errno == errno.EADDRINUSE:
-                    raise StartupError(f"cannot listen on {address}: another process is listening there") from None
+                    raise StartupError(
+                        f"cannot listen on {address}: the address is in use by another process"
+                    ) from None
                 if exc.errno == errno.EADDRNOTAVAIL:
                     raise StartupError(f"cannot listen on {address}: not an address of this machine") from None
