@@ -12,6 +12,7 @@ and reports p50/p99 of each and their ratio.  Then it sends ``--bad`` requests t
 and reports the server's resident memory before and after.
 
     .venv/bin/python tools/bench_hostile.py [--records 20000] [--seconds 20] [--stalled 2000] [--heavy 4]
+        [--nice-attackers 19]
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import multiprocessing
+import os
 import random
 import socket
 import subprocess
@@ -68,10 +70,17 @@ def normal_client(address: str, records: int, seconds: float, out: multiprocessi
 
 
 def staller(
-    address: str, count: int, stop: multiprocessing.Event, ready: multiprocessing.Event, out: multiprocessing.Queue
+    address: str,
+    count: int,
+    stop: multiprocessing.Event,
+    ready: multiprocessing.Event,
+    out: multiprocessing.Queue,
+    nice: int = 0,
 ) -> None:
     """Keep ``count`` calls open whose request message never arrives (over 8 connections), re-opening
     each as the server times it out.  An asyncio client: the attacker costs little CPU of its own."""
+
+    os.nice(nice)
 
     async def run() -> int:
         forever = asyncio.Event()
@@ -106,7 +115,8 @@ def staller(
     out.put(("stalled", asyncio.run(run())))
 
 
-def heavy_reader(address: str, n: int, stop: multiprocessing.Event, out: multiprocessing.Queue) -> None:
+def heavy_reader(address: str, n: int, stop: multiprocessing.Event, out: multiprocessing.Queue, nice: int = 0) -> None:
+    os.nice(nice)
     done = 0
     with LeaderboardClient(address, timeout=120) as lb:
         while not stop.is_set():
@@ -137,6 +147,14 @@ def main() -> None:
     parser.add_argument("--heavy", type=int, default=4)
     parser.add_argument("--bad", type=int, default=10_000)
     parser.add_argument("--max-page", type=int, default=2000)
+    parser.add_argument(
+        "--nice-attackers",
+        type=int,
+        default=0,
+        help="Run the attacking processes at this niceness: on a small machine their own CPU (decoding "
+        "2000-row answers) otherwise competes with the server and the normal client, as it would not "
+        "from other machines.",
+    )
     args = parser.parse_args()
 
     store = tempfile.mkdtemp(prefix="bench-hostile-")
@@ -157,9 +175,15 @@ def main() -> None:
         baseline = measure(address, args)
         stop, ready = multiprocessing.Event(), multiprocessing.Event()
         queue: multiprocessing.Queue = multiprocessing.Queue()
-        attackers = [multiprocessing.Process(target=staller, args=(address, args.stalled, stop, ready, queue))]
+        attackers = [
+            multiprocessing.Process(
+                target=staller, args=(address, args.stalled, stop, ready, queue, args.nice_attackers)
+            )
+        ]
         attackers += [
-            multiprocessing.Process(target=heavy_reader, args=(address, args.max_page, stop, queue))
+            multiprocessing.Process(
+                target=heavy_reader, args=(address, args.max_page, stop, queue, args.nice_attackers)
+            )
             for _ in range(args.heavy)
         ]
         for attacker in attackers:
