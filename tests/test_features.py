@@ -448,7 +448,7 @@ def test_rank_scans_both_ways_never_exceed_their_limit(
 def test_a_reverse_continuation_is_not_a_forward_one(db: Database, prefix: bytes) -> None:
     index, _, _ = build(db, prefix, 61)
     page = index.scan(ScanType.BY_RANK, limit=2, reverse=True)
-    with pytest.raises(InvalidArgument, match="another window or kind of scan"):
+    with pytest.raises(InvalidArgument, match="another window, group or kind of scan"):
         index.scan(ScanType.BY_RANK, limit=2, continuation=page.continuation)
 
 

@@ -197,6 +197,7 @@ class Session:
     server: str
     timeout: float | None
     json: bool
+    access: dict[str, Any] = dataclasses.field(default_factory=dict)  # token and TLS files (see main)
 
     def __post_init__(self) -> None:
         self._client: LeaderboardClient | None = None
@@ -204,7 +205,7 @@ class Session:
     @property
     def client(self) -> LeaderboardClient:
         if self._client is None:
-            self._client = LeaderboardClient(self.server, timeout=self.timeout)  # type: ignore[arg-type]
+            self._client = LeaderboardClient(self.server, timeout=self.timeout, **self.access)
         return self._client
 
     def close(self) -> None:
@@ -239,7 +240,7 @@ def server_command(
         @functools.wraps(fn)
         def run(*args: Any, timeout: float | None, json_output: bool, **kwargs: Any) -> Any:
             ctx = click.get_current_context()
-            session = Session(ctx.obj["server"], timeout or None, json_output)
+            session = Session(ctx.obj["server"], timeout or None, json_output, ctx.obj.get("access", {}))
             ctx.obj["timeout"] = session.timeout
             try:
                 return fn(*args, session=session, **kwargs)

@@ -30,7 +30,8 @@ def _has_policy(policy: pb.MaintenancePolicy) -> bool:
 
 
 def maintenance_pass(client: LeaderboardClient, clock: float) -> list[str]:
-    """One pass over every index with a policy: keep ahead, fill, expire.  Safe to run anywhere.
+    """One pass over every index: keep ahead and expire per its policy, and finish any window
+    still filling (whatever the policy).  Safe to run anywhere.
 
     ``clock`` is the time in seconds; each index's policy says its timebase.  Returns what was
     done, or one "nothing to do" line.  An index's own error is reported as a line; the server
@@ -40,20 +41,20 @@ def maintenance_pass(client: LeaderboardClient, clock: float) -> list[str]:
     checked = 0
     for info in client.list_indexes():
         policy = info.maintenance
-        if not _has_policy(policy):
-            continue
-        checked += 1
+        has_policy = _has_policy(policy)
+        checked += has_policy
         now = int(clock * TIMEBASES.get(policy.timebase or "seconds", 1))
         try:
             if policy.windows or policy.calendar:
                 added = client.keep_ahead(info.name, now)
                 if added:
                     report.append(f"{info.name}: added {len(added)} window(s)")
-                # A window added over stored scores (e.g. today's, when the job was not running)
-                # is not served until filled; this also resumes a fill an earlier pass left.
-                if any(window.filling for window in client.list_windows(info.name).windows):
-                    step = client.fill(info.name)
-                    report.append(f"{info.name}: filled windows from {step.records_processed} record(s)")
+            # A window added over stored scores (e.g. today's, when the job was not running), or
+            # one a crashed bulk load or fill left, is not served until filled: finish it.
+            if any(window.filling for window in client.list_windows(info.name).windows):
+                step = client.fill(info.name)
+                state = "filled" if step.done else "still filling"
+                report.append(f"{info.name}: {state} windows from {step.records_processed} record(s)")
             if policy.retain:
                 gone = client.expire(info.name, now - policy.retain)
                 if gone:

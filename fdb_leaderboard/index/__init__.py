@@ -26,6 +26,7 @@ Dependencies point down: this package uses :mod:`fdb_leaderboard.rankedset` and
 """
 
 from .calendar import CalendarPeriods
+from .checker import CheckReport
 from .directory import ALL_TIME, Rebuild, Window, WindowSpec, WindowUpdate
 from .fill import FillProgress
 from .leaderboard import LeaderboardIndex, Operations
@@ -39,6 +40,7 @@ from .windows import WindowUpdateResult, check_plan_size, plan_ahead
 __all__ = [
     "ALL_TIME",
     "CalendarPeriods",
+    "CheckReport",
     "Entry",
     "FillProgress",
     "History",

@@ -35,6 +35,9 @@ from .layout import extensions_end, score_prefix
 from .transaction import IndexTransaction
 from .values import check_at_least, check_items, check_timestamp, negate, normalize_score
 
+# continuations: (version, index tag, window key, scan tag, position) and a digest of it
+_TOKEN_VERSION = b"FLB2"
+
 
 class RankMode(enum.Enum):
     ORDINAL = "ORDINAL"
@@ -446,26 +449,44 @@ class Reader:
             ref, low, high, low_inclusive, high_inclusive, group, limit, continuation, mode, reverse
         )
 
-    def _continuation(self, window: Window, kind: str, payload: tuple) -> bytes:
-        return tuples.pack((b"FLB1", self._index_tag(), window.lb_key, kind, *payload))
+    def _continuation(self, window: Window, scan: bytes, payload: tuple) -> bytes:
+        body = tuples.pack((_TOKEN_VERSION, self._index_tag(), window.lb_key, scan, *payload))
+        return body + hashlib.blake2b(body, digest_size=8).digest()
 
     def _index_tag(self) -> bytes:
         return hashlib.blake2b(self.space.prefix, digest_size=8).digest()
 
-    def _resume(self, token: bytes | None, window: Window, kind: str) -> tuple | None:
+    def _resume(self, token: bytes | None, window: Window, scan: bytes, positions: int = 0) -> tuple | None:
+        """Where a continuation resumes (its payload), or None without one.  Any token this index did
+        not hand out for this window and scan (kind, group, direction) is refused in plain words.
+        ``positions``: the payload is 1 to that many ranks (0 <= rank < 2^63), else one key suffix."""
         if token is None:
             return None
         if not isinstance(token, bytes):
             raise InvalidArgument("continuation must be bytes")
-        try:
-            items = tuples.unpack(token)
+        body, digest = token[:-8], token[-8:]
+        try:  # the digest catches a cut or damaged token that would still parse
+            items = tuples.unpack(body) if hashlib.blake2b(body, digest_size=8).digest() == digest else ()
         except Exception:
-            raise InvalidArgument("continuation is malformed") from None
-        if len(items) < 4 or items[0] != b"FLB1" or items[1] != self._index_tag():
-            raise InvalidArgument("continuation does not belong to this index")
-        if items[2] != window.lb_key or items[3] != kind:
-            raise InvalidArgument("continuation belongs to another window or kind of scan")
-        return tuple(items[4:])
+            items = ()
+        if len(items) < 5 or items[0] != _TOKEN_VERSION or not isinstance(items[1], bytes):
+            raise InvalidArgument("continuation is not one this server handed out (damaged or cut)")
+        if items[1] != self._index_tag():
+            raise InvalidArgument("continuation belongs to another index")
+        if items[2] != window.lb_key or items[3] != scan:
+            raise InvalidArgument("continuation belongs to another window, group or kind of scan")
+        payload = tuple(items[4:])
+        if positions:
+            valid = len(payload) <= positions and all(type(p) is int and 0 <= p < 1 << 63 for p in payload)
+        else:
+            valid = len(payload) == 1 and isinstance(payload[0], bytes) and payload[0] != b""
+        if not valid:
+            raise InvalidArgument("continuation is not one this server handed out (damaged)")
+        return payload
+
+    @staticmethod
+    def _scan_tag(kind: str, group_bytes: bytes, reverse: bool = False) -> bytes:
+        return hashlib.blake2b(b"%s/%d/%s" % (kind.encode(), reverse, group_bytes), digest_size=8).digest()
 
     def _scan_by_value(
         self,
@@ -499,7 +520,8 @@ class Reader:
         end = extensions_end(prefix) if high is None else prefix + tuples.pack((high,))
         if high is not None and high_inclusive:
             end = strinc(end)
-        resumed = self._resume(continuation, window, "value")
+        scan = self._scan_tag("value", group_bytes, reverse)
+        resumed = self._resume(continuation, window, scan)
         if resumed is not None:
             last = prefix + resumed[0]
             if reverse:
@@ -511,7 +533,7 @@ class Reader:
         entries = [decode(key).entry() for key, _ in rows]
         token = None
         if limit and len(rows) == limit:
-            token = self._continuation(window, "value", (rows[-1][0][len(prefix) :],))
+            token = self._continuation(window, scan, (rows[-1][0][len(prefix) :],))
         return ScanPage(entries, token)
 
     def _scan_by_rank(
@@ -536,9 +558,10 @@ class Reader:
         if low is not None and high is not None and high < low:
             raise InvalidArgument(f"rank range is inverted: low {low} > high {high}")
         kind = "rank-reverse" if reverse else "rank"
+        scan = self._scan_tag(kind, group_bytes)
         # A continuation holds the position to resume at and, where records share positions,
-        # how many records of it earlier pages returned (older tokens hold the position only).
-        resumed = self._resume(continuation, window, kind)
+        # how many records of it earlier pages returned.
+        resumed = self._resume(continuation, window, scan, positions=2)
         skip = 0
         if resumed is not None:
             at, skip = resumed[0], resumed[1] if len(resumed) > 1 else 0
@@ -560,7 +583,7 @@ class Reader:
         entries = self._by_position(window, group_bytes, start, count, mode)
         token = None
         if limit and count == limit and (start > first if reverse else start + count <= last):
-            token = self._continuation(window, kind, (start - 1 if reverse else start + count,))
+            token = self._continuation(window, scan, (start - 1 if reverse else start + count,))
         return ScanPage(entries[::-1] if reverse else entries, token)
 
     def _rank_page_of_keys(
@@ -580,6 +603,7 @@ class Reader:
         position earlier pages returned, and cuts the page at ``limit`` records (reading one more
         to know whether the scan goes on)."""
         reverse = kind == "rank-reverse"
+        scan = self._scan_tag(kind, group_bytes)
         ranked = self.space.ranked_set(window, group_bytes)
         prefix = self.layout.primary + window.key_bytes + group_bytes
         decode = self._row_decoder(window, group_bytes)
@@ -613,7 +637,7 @@ class Reader:
             following = placed[skipped + limit][0]
             at = page[-1][0]
             taken = sum(1 for position, _ in placed[: skipped + limit] if position == at)
-            token = self._continuation(window, kind, (at, taken) if following == at else (following, 0))
+            token = self._continuation(window, scan, (at, taken) if following == at else (following, 0))
         if reverse:
             page = page[::-1]
         in_order = [row for _, row in page]

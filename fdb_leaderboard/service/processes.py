@@ -27,6 +27,7 @@ import multiprocessing
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -34,6 +35,7 @@ from multiprocessing.process import BaseProcess
 
 from ..errors import InvalidArgument
 from ..store import StoreUnavailable
+from .settings import ServerSettings
 
 log = logging.getLogger("fdb_leaderboard.service")
 
@@ -78,14 +80,21 @@ def claim_port(address: str) -> socket.socket:
 
 
 def _worker(
-    store_url: str, address: str, max_workers: int, grace: float, supervisor: int, ready: multiprocessing.Queue
+    store_url: str,
+    address: str,
+    max_workers: int,
+    grace: float,
+    supervisor: int,
+    ready: multiprocessing.Queue,
+    settings: ServerSettings | None = None,
 ) -> None:
     """One worker process: a port-sharing server until SIGTERM, or until its supervisor is gone
     (killed without a chance to stop it: the worker must not keep serving alone)."""
     from .server import Server
 
+    sys.setswitchinterval(0.0005)  # as `serve` does: heavy calls hand the GIL over in short slices
     try:
-        server = Server(store_url, address, max_workers, reuse_port=True).start()
+        server = Server(store_url, address, max_workers, reuse_port=True, settings=settings).start()
     except Exception as exc:  # reported by the supervisor, in one line
         ready.put(f"{type(exc).__name__}: {exc}")
         return
@@ -105,13 +114,22 @@ def _worker(
 class Supervisor:
     """``processes`` workers serving ``store_url`` on ``address``."""
 
-    def __init__(self, store_url: str, address: str, processes: int, max_workers: int = 16, grace: float = 10.0):
+    def __init__(
+        self,
+        store_url: str,
+        address: str,
+        processes: int,
+        max_workers: int = 16,
+        grace: float = 10.0,
+        settings: ServerSettings | None = None,
+    ):
         if not 1 <= processes <= MAX_PROCESSES:
             raise InvalidArgument(f"processes must be from 1 to {MAX_PROCESSES}, not {processes}")
         self.store_url = store_url
         self.processes = processes
         self.max_workers = max_workers
         self.grace = grace
+        self.settings = settings
         self._holder = claim_port(address)
         host = address.rpartition(":")[0]
         self.address = f"{host}:{self._holder.getsockname()[1]}"
@@ -124,7 +142,7 @@ class Supervisor:
         ready = self._context.Queue()
         worker = self._context.Process(
             target=_worker,
-            args=(self.store_url, self.address, self.max_workers, self.grace, os.getpid(), ready),
+            args=(self.store_url, self.address, self.max_workers, self.grace, os.getpid(), ready, self.settings),
             name="fdb-leaderboard-worker",
         )
         worker.start()
