@@ -1,6 +1,6 @@
 """The package's layers: dependencies point one way, and no module imports itself back.
 
-    cli -> service -> index -> rankedset -> store      (client -> wire -> index)
+    cli -> http -> service -> index -> rankedset -> store      (client -> wire -> index)
 
 Every ``import`` in the package (at module level or inside a function) is read from the
 source, resolved to the module it names, and checked against the layer table below.
@@ -26,7 +26,8 @@ ALLOWED = {
     "wire": {"index"},
     "client": {"wire", "index"},
     "service": {"wire", "index", "rankedset", "store"},
-    "cli": {"client", "service", "index", "store"},
+    "http": {"service", "wire", "index", "store"},
+    "cli": {"client", "service", "http", "index", "store"},
     "errors": set(),
     "proto": set(),
 }

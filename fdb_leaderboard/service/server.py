@@ -1,10 +1,11 @@
-"""A running server: the gRPC server, its health and reflection services, and the store it owns."""
+"""A running server: the gRPC server, its health and reflection services, metrics, and the store it owns."""
 
 from __future__ import annotations
 
 import logging
 import signal
 import threading
+from collections.abc import Callable
 from concurrent import futures
 
 import grpc
@@ -12,21 +13,33 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from ..proto import service_pb2_grpc as pb_grpc
-from ..store import StoreUnavailable, open_database
+from ..store import Database, StoreUnavailable, open_database
 from .catalog import Catalog
 from .grpc_service import SERVICE_NAME, LeaderboardService
+from .metrics import MeasuredDatabase, Metrics
 
 log = logging.getLogger("fdb_leaderboard.service")
 
 
 class Server:
-    """A running server: the gRPC server, its health service and the store it owns."""
+    """A running server: the gRPC server, its health service, its metrics and the store it owns.
+
+    Other front ends of the same service (the HTTP layer) call :attr:`service` and register
+    with :meth:`add_stop_hook` to stop with the server, before the store closes.
+    """
 
     def __init__(self, store_url: str, address: str = "127.0.0.1:50051", max_workers: int = 16) -> None:
-        self.db = open_database(store_url)
+        self.metrics = Metrics()
+        self.db: Database = MeasuredDatabase(open_database(store_url), self.metrics)
         self.catalog = Catalog(self.db)
-        self.grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="rpc"))
-        pb_grpc.add_LeaderboardServicer_to_server(LeaderboardService(self.catalog), self.grpc)
+        self.metrics.watch_catalog(self.catalog)
+        self.max_workers = max_workers
+        self.grpc = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="rpc"),
+            interceptors=[self.metrics.interceptor()],
+        )
+        self.service = LeaderboardService(self.catalog)
+        pb_grpc.add_LeaderboardServicer_to_server(self.service, self.grpc)
         self.health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
         reflection.enable_server_reflection(
@@ -38,6 +51,7 @@ class Server:
             raise StoreUnavailable(f"cannot listen on {address}")
         self.address = f"{address.rsplit(':', 1)[0]}:{self.port}"
         self._stopped = threading.Event()
+        self._stop_hooks: list[Callable[[float], None]] = []
 
     def start(self) -> Server:
         self.grpc.start()
@@ -45,13 +59,24 @@ class Server:
             self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         return self
 
+    def add_stop_hook(self, stop: Callable[[float], None]) -> None:
+        """Have :meth:`stop` call ``stop(grace)`` (another front end's own graceful stop) before
+        the store closes."""
+        self._stop_hooks.append(stop)
+
     def stop(self, grace: float = 10.0) -> None:
         """Refuse new calls, let in-flight ones (writes included) finish, then close the store."""
         if self._stopped.is_set():
             return
         self._stopped.set()
         self.health.enter_graceful_shutdown()
-        self.grpc.stop(grace).wait()
+        grpc_stopped = self.grpc.stop(grace)  # the gRPC and other front ends drain side by side
+        for stop in self._stop_hooks:
+            try:
+                stop(grace)
+            except Exception:
+                log.exception("stopping %r failed", stop)
+        grpc_stopped.wait()
         self.db.close()
 
     def wait(self) -> None:

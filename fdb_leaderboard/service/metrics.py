@@ -1,0 +1,272 @@
+"""The server's Prometheus metrics: calls, store transactions, group commits, maintenance progress.
+
+One :class:`Metrics` per :class:`~fdb_leaderboard.service.Server`, with its own registry (a
+process may run several servers, as the tests do).  What it measures:
+
+- every call, by transport (``grpc`` through the interceptor, ``http`` through the HTTP
+  layer, which calls the same servicer), method and status code: a counter and a latency
+  histogram;
+- every store transaction through :class:`MeasuredDatabase`: latency by kind (read/write) and
+  outcome, attempts beyond the first (FoundationDB's retries on conflict);
+- the embedded store's group commits: how many transactions each durable commit carried;
+- what fills, trims, expiries, keep-ahead passes and bulk loads did, per index, read from the
+  answers of the calls that did it, whichever transport carried them;
+- at scrape time, windows (and windows still being filled) per index;
+- the process's CPU, memory, file descriptors and garbage collections.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import grpc
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from ..store.api import Database
+from .catalog import Catalog
+from .grpc_service import SERVICE_NAME
+
+T = TypeVar("T")
+
+PREFIX = "fdb_leaderboard"
+# Calls take from ~50 µs (a cached read) to seconds (a fill pass, a bulk load).
+CALL_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+GROUP_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+def method_label(full_method: str) -> str:
+    """``/fdb_leaderboard.v1.Leaderboard/Top`` -> ``Top``; other services keep their full name."""
+    service, _, method = full_method.lstrip("/").rpartition("/")
+    return method if service == SERVICE_NAME else full_method.lstrip("/")
+
+
+class Metrics:
+    """The metrics of one server, in their own registry."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        r = self.registry
+        self.calls = Counter(
+            f"{PREFIX}_calls",
+            "Calls answered, by transport, method and status code.",
+            ["transport", "method", "code"],
+            registry=r,
+        )
+        self.call_seconds = Histogram(
+            f"{PREFIX}_call_seconds",
+            "Call latency, by transport, method and status code.",
+            ["transport", "method", "code"],
+            buckets=CALL_BUCKETS,
+            registry=r,
+        )
+        self.http_requests = Counter(
+            f"{PREFIX}_http_requests",
+            "HTTP requests, by route, HTTP method and status.",
+            ["route", "method", "status"],
+            registry=r,
+        )
+        self.http_seconds = Histogram(
+            f"{PREFIX}_http_request_seconds",
+            "HTTP request latency, by route, HTTP method and status.",
+            ["route", "method", "status"],
+            buckets=CALL_BUCKETS,
+            registry=r,
+        )
+        self.transaction_seconds = Histogram(
+            f"{PREFIX}_store_transaction_seconds",
+            "Store transactions (retries included), by kind (read/write) and outcome (ok/error).",
+            ["kind", "outcome"],
+            buckets=CALL_BUCKETS,
+            registry=r,
+        )
+        self.transaction_retries = Counter(
+            f"{PREFIX}_store_transaction_retries",
+            "Attempts beyond a transaction's first (conflicts, retryable errors).",
+            ["kind"],
+            registry=r,
+        )
+        self.group_commit_size = Histogram(
+            f"{PREFIX}_store_group_commit_transactions",
+            "Write transactions carried by each durable commit of the embedded store.",
+            buckets=GROUP_BUCKETS,
+            registry=r,
+        )
+        self.fill_records = Counter(
+            f"{PREFIX}_fill_records",
+            "Records whose values went into new windows (fill phase 1).",
+            ["index"],
+            registry=r,
+        )
+        self.fill_entries_ranked = Counter(
+            f"{PREFIX}_fill_entries_ranked", "Entries appended to ranked sets (fill phase 2).", ["index"], registry=r
+        )
+        self.trimmed_entries = Counter(
+            f"{PREFIX}_trim_entries_removed", "Entries removed by trims.", ["index"], registry=r
+        )
+        self.windows_expired = Counter(f"{PREFIX}_windows_expired", "Windows deleted by expiry.", ["index"], registry=r)
+        self.windows_added = Counter(
+            f"{PREFIX}_windows_added", "Windows added by window updates and keep-ahead.", ["index"], registry=r
+        )
+        self.bulk_loaded = Counter(
+            f"{PREFIX}_bulk_load_records", "Records written by bulk loads.", ["index"], registry=r
+        )
+
+    def watch_catalog(self, catalog: Catalog) -> None:
+        """Report windows per index of ``catalog`` at each scrape."""
+        self.registry.register(_WindowCollector(catalog))
+
+    def exposition(self) -> bytes:
+        """The registry in Prometheus's text format."""
+        return generate_latest(self.registry)
+
+    def observe_call(self, transport: str, method: str, code: grpc.StatusCode, seconds: float) -> None:
+        self.calls.labels(transport, method, code.name).inc()
+        self.call_seconds.labels(transport, method, code.name).observe(seconds)
+
+    def observe_result(self, method: str, request: Any, response: Any) -> None:
+        """Count what a successful maintenance call did (its answer says)."""
+        index = getattr(request, "index", "")
+        if method == "Fill":
+            self.fill_records.labels(index).inc(response.records_processed)
+            self.fill_entries_ranked.labels(index).inc(response.entries_ranked)
+        elif method == "Trim":
+            self.trimmed_entries.labels(index).inc(response.entries_removed)
+        elif method == "Expire":
+            self.windows_expired.labels(index).inc(len(response.deleted))
+        elif method == "UpdateWindows":
+            self.windows_added.labels(index).inc(len(response.added))
+            self.windows_expired.labels(index).inc(len(response.deleted))
+        elif method == "KeepAhead":
+            self.windows_added.labels(index).inc(len(response.added))
+        elif method == "BulkLoad":
+            self.bulk_loaded.labels(index).inc(response.records_written)
+
+    def interceptor(self) -> grpc.ServerInterceptor:
+        return _Interceptor(self)
+
+
+class _WindowCollector(Collector):
+    """Windows per index, read from the store at scrape time (one read per index)."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+
+    def describe(self) -> list:
+        return []  # collected from the store: not at registration
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        windows = GaugeMetricFamily(f"{PREFIX}_windows", "Windows in the index's directory.", labels=["index"])
+        filling = GaugeMetricFamily(f"{PREFIX}_windows_filling", "Windows still being filled.", labels=["index"])
+        for name, _ in self.catalog.list():
+            directory = self.catalog.get(name).directory()
+            found = directory.windows if directory is not None else []
+            windows.add_metric([name], len(found))
+            filling.add_metric([name], sum(1 for w in found if w.filling))
+        yield windows
+        yield filling
+
+
+class _Interceptor(grpc.ServerInterceptor):
+    """Times every unary and client-streaming call and counts it by status code."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def intercept_service(self, continuation: Callable[..., Any], details: grpc.HandlerCallDetails) -> Any:
+        handler = continuation(details)
+        if handler is None:
+            return None
+        method = method_label(details.method)
+        if handler.unary_unary is not None:
+            return handler._replace(unary_unary=self._timed(method, handler.unary_unary, streaming=False))
+        if handler.stream_unary is not None:
+            return handler._replace(stream_unary=self._timed(method, handler.stream_unary, streaming=True))
+        return handler  # server-streaming calls (health's Watch) last as long as the client likes
+
+    def _timed(self, method: str, behaviour: Callable[..., Any], streaming: bool) -> Callable[..., Any]:
+        metrics = self.metrics
+
+        def timed(request: Any, context: grpc.ServicerContext) -> Any:
+            first: list[Any] = []
+            if streaming:
+                request = _remember_first(request, first)
+            started = time.perf_counter()
+            code = grpc.StatusCode.UNKNOWN
+            try:
+                response = behaviour(request, context)
+                code = context.code() or grpc.StatusCode.OK
+                if code is grpc.StatusCode.OK:
+                    metrics.observe_result(method, first[0] if streaming and first else request, response)
+                return response
+            except BaseException:
+                code = context.code() or grpc.StatusCode.UNKNOWN
+                raise
+            finally:
+                metrics.observe_call("grpc", method, code, time.perf_counter() - started)
+
+        return timed
+
+
+def _remember_first(messages: Iterator[Any], first: list[Any]) -> Iterator[Any]:
+    for message in messages:
+        if not first:
+            first.append(message)
+        yield message
+
+
+class MeasuredDatabase(Database):
+    """A store whose transactions are timed and whose retries are counted; anything else is the
+    store's own (``commits``, ``durable``... are read through)."""
+
+    def __init__(self, inner: Database, metrics: Metrics) -> None:
+        self.inner = inner
+        self.url = inner.url
+        self._metrics = metrics
+        if hasattr(inner, "on_commit"):  # the embedded store tells how many transactions each commit carried
+            inner.on_commit = metrics.group_commit_size.observe
+
+    def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return self._measured("write", self.inner.run, fn, args, kwargs)
+
+    def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return self._measured("read", self.inner.read, fn, args, kwargs)
+
+    def _measured(self, kind: str, transact: Callable[..., T], fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
+        attempts = 0
+
+        def attempt(tr: Any, *a: Any, **k: Any) -> T:
+            nonlocal attempts
+            attempts += 1
+            return fn(tr, *a, **k)
+
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            result = transact(attempt, *args, **kwargs)
+            outcome = "ok"
+            return result
+        finally:
+            self._metrics.transaction_seconds.labels(kind, outcome).observe(time.perf_counter() - started)
+            if attempts > 1:
+                self._metrics.transaction_retries.labels(kind).inc(attempts - 1)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
