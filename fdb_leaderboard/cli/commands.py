@@ -18,7 +18,8 @@ from tqdm import tqdm
 
 from ..client import LeaderboardClient
 from ..proto import service_pb2 as pb
-from .demo import demo
+from ..store import StoreUnavailable
+from .demo import DEFAULT_HTTP_ADDRESS, demo
 from .maintenance import maintenance_pass
 from .records_file import Record, RecordsFileError, read_records
 
@@ -71,14 +72,30 @@ def main(ctx: click.Context, server: str, verbose: bool) -> None:
 @click.option("--address", default="127.0.0.1:50051", show_default=True, help="Address to listen on.")
 @click.option("--workers", default=16, show_default=True, help="Server threads.")
 @click.option("--grace", default=10.0, show_default=True, help="Seconds in-flight calls get at shutdown.")
-def serve(store: str | None, cluster_file: str | None, address: str, workers: int, grace: float) -> None:
-    """Start the gRPC service (embedded store in ./data by default)."""
+@click.option(
+    "--http-address",
+    default=DEFAULT_HTTP_ADDRESS,
+    show_default=True,
+    help="Address of the HTTP/JSON API, the page and /metrics ('off': none).",
+)
+def serve(
+    store: str | None, cluster_file: str | None, address: str, workers: int, grace: float, http_address: str
+) -> None:
+    """Start the gRPC service and its HTTP front end (embedded store in ./data by default)."""
+    from ..http import HttpServer
     from ..service import Server
 
     url = f"fdb:{cluster_file}" if cluster_file else store or DEFAULT_STORE
     server = Server(url, address, workers).start()
+    http = ""
+    if http_address != "off":
+        try:
+            http = f", HTTP on {HttpServer(server, http_address).start().url}"
+        except (ValueError, StoreUnavailable) as exc:
+            server.stop(grace=0)
+            raise click.ClickException(str(exc)) from None
     server.stop_on_signals(grace)
-    click.echo(f"fdb-leaderboard serving on {server.address} (store {url}); Ctrl-C stops it")
+    click.echo(f"fdb-leaderboard serving gRPC on {server.address}{http} (store {url}); Ctrl-C stops it")
     server.wait()
 
 

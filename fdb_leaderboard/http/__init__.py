@@ -14,6 +14,6 @@ validation, errors and status codes) and its metrics; nothing below imports it.
 """
 
 from .app import HttpApi
-from .server import DEFAULT_HTTP_ADDRESS, HttpServer
+from .server import HttpServer
 
-__all__ = ["DEFAULT_HTTP_ADDRESS", "HttpApi", "HttpServer"]
+__all__ = ["HttpApi", "HttpServer"]

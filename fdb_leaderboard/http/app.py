@@ -193,7 +193,7 @@ class HttpApi:
         """Server-Sent Events: the answer now, then again each time it changes (checked every
         ``interval`` seconds), with a comment line every 15 s to keep proxies from closing the
         stream.  A stream ends after 10 minutes (browsers reconnect by themselves) or when the
-        server stops.  A first failure is the HTTP answer; later ones are ``error`` events."""
+        server stops.  A first failure is the HTTP answer; later ones are ``problem`` events."""
         interval = values.pop("interval", 1.0)
         first = await self._answer(request, route, values, None)
         if first[0] != 200:
@@ -211,7 +211,7 @@ class HttpApi:
                 except CallFailed as exc:
                     now = (exc.http_status, exc.body())
                 if now != sent:
-                    event = b"data: " if now[0] == 200 else b"event: error\ndata: "
+                    event = b"data: " if now[0] == 200 else b"event: problem\ndata: "
                     yield event + dumps(now[1]) + b"\n\n"
                     sent, quiet_since = now, time.monotonic()
                 elif time.monotonic() - quiet_since > 15:

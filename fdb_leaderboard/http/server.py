@@ -15,8 +15,6 @@ from .app import HttpApi
 
 log = logging.getLogger("fdb_leaderboard.http")
 
-DEFAULT_HTTP_ADDRESS = "127.0.0.1:8080"
-
 
 def split_address(address: str) -> tuple[str, int]:
     """``host:port`` or ``[v6]:port`` as (host, port)."""
@@ -29,7 +27,7 @@ def split_address(address: str) -> tuple[str, int]:
 class HttpServer:
     """The HTTP API, page and metrics of a :class:`~fdb_leaderboard.service.Server`, stopped with it."""
 
-    def __init__(self, server: Server, address: str = DEFAULT_HTTP_ADDRESS) -> None:
+    def __init__(self, server: Server, address: str) -> None:
         host, port = split_address(address)
         self.api = HttpApi(server.service, server.metrics, server.max_workers)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
