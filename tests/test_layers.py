@@ -17,7 +17,8 @@ PACKAGE = "fdb_leaderboard"
 ROOT = pathlib.Path(__file__).resolve().parent.parent / PACKAGE
 
 # What each part of the package may import of the package (besides itself).  errors and the
-# generated protobuf modules are leaves every layer may use.
+# generated protobuf modules are leaves every layer may use; access (tokens and roles) is a leaf
+# the front ends (service, http, cli) share without importing each other.
 LEAVES = {"errors", "proto"}
 ALLOWED = {
     "store": set(),
@@ -25,9 +26,11 @@ ALLOWED = {
     "index": {"rankedset", "store"},
     "wire": {"index"},
     "client": {"wire", "index"},
-    "service": {"wire", "index", "rankedset", "store"},
-    "http": {"service", "wire", "index", "store"},
-    "cli": {"client", "service", "http", "index", "store"},
+    "service": {"access", "wire", "index", "rankedset", "store"},
+    # http calls the servicer itself, so both front ends share validation, errors and codes.
+    "http": {"access", "service", "wire", "index", "rankedset", "store"},
+    "cli": {"access", "client", "service", "http", "index", "store"},
+    "access": set(),
     "errors": set(),
     "proto": set(),
 }

@@ -1,0 +1,223 @@
+"""Who may call what: bearer tokens, their roles, and the role each operation needs.
+
+Shared by every front end (the gRPC service, an HTTP layer): it imports only
+:mod:`fdb_leaderboard.errors`, so front ends import it without importing each other.
+
+API (small on purpose):
+
+- :class:`Role`: ``READ < WRITE < ADMIN``; a role may do everything a lower one may.
+- :data:`ROLE_BY_METHOD` and :func:`required_role`: the role each operation needs, keyed by the
+  gRPC method name (``"Top"``; ``"/fdb_leaderboard.Leaderboard/Top"`` is accepted too).  A method
+  missing from the table raises :class:`UnknownOperation`: a new RPC is never silently open
+  (a test checks the table names every RPC of the service).
+- :class:`Tokens`: the configured tokens.  ``Tokens.load(path)`` reads a token file, or the
+  ``FDB_LEADERBOARD_TOKENS`` environment variable when no file is given; ``authenticate(token)``
+  answers the token's :class:`Role`; ``authorize(token, method)`` also checks the method's role.
+- :func:`bearer_token`: the token of an ``Authorization: Bearer ...`` header value.
+- :class:`Unauthenticated` (no or unknown token) and :class:`PermissionDenied` (the token's role
+  is too low): front ends answer them with UNAUTHENTICATED / PERMISSION_DENIED (HTTP 401 / 403).
+
+Token text (file or environment): entries ``ROLE:TOKEN`` separated by newlines, commas or
+spaces; ``#`` starts a comment.  Roles are ``read``, ``write``, ``admin``.  A token has at least
+16 characters, from letters, digits and ``-._~+/=`` (so it fits an HTTP header unchanged).  A
+token file must not be readable by group or others (like an SSH key).
+
+Tokens never appear in messages, logs or ``repr``: errors name the role, the method or the
+entry's line number, never the token; comparisons are constant-time (:func:`hmac.compare_digest`
+against every configured token, without stopping at the first match).
+"""
+
+from __future__ import annotations
+
+import enum
+import hmac
+import os
+import re
+import stat
+from collections.abc import Mapping
+
+from .errors import LeaderboardError
+
+TOKENS_ENVIRONMENT = "FDB_LEADERBOARD_TOKENS"
+MIN_TOKEN_LENGTH = 16
+_TOKEN = re.compile(r"^[A-Za-z0-9\-._~+/=]+$")
+
+
+class Role(enum.IntEnum):
+    """What a token may do; a higher role includes every lower one."""
+
+    READ = 1
+    WRITE = 2
+    ADMIN = 3
+
+    @classmethod
+    def parse(cls, name: str) -> Role:
+        try:
+            return cls[name.strip().upper()]
+        except KeyError:
+            raise ValueError(f"unknown role {name!r}: use read, write or admin") from None
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+class AccessError(LeaderboardError):
+    """A call refused for who makes it."""
+
+
+class Unauthenticated(AccessError):
+    """The call carries no token, or one that is not configured."""
+
+
+class PermissionDenied(AccessError):
+    """The call's token has a role too low for the operation."""
+
+
+class UnknownOperation(AccessError, LookupError):
+    """An operation the role table does not name (refused, never open by default)."""
+
+
+# The role each RPC of fdb_leaderboard.Leaderboard needs.  Anything that changes an index's
+# structure, policy or many records at once is admin; record writes are write; reads are read.
+ROLE_BY_METHOD: Mapping[str, Role] = {
+    # admin: structure, policy, maintenance, whole-index jobs
+    "CreateIndex": Role.ADMIN,
+    "SetMaintenancePolicy": Role.ADMIN,
+    "UpdateWindows": Role.ADMIN,
+    "SaveSubDirectory": Role.ADMIN,
+    "Expire": Role.ADMIN,
+    "Fill": Role.ADMIN,
+    "Trim": Role.ADMIN,
+    "KeepAhead": Role.ADMIN,
+    "Verify": Role.ADMIN,
+    "BulkLoad": Role.ADMIN,
+    # write: one record (or a batch of them) at a time
+    "AddScore": Role.WRITE,
+    "AddEntries": Role.WRITE,
+    "SaveRecord": Role.WRITE,
+    "DeleteRecord": Role.WRITE,
+    "WriteBatch": Role.WRITE,
+    # read
+    "ListIndexes": Role.READ,
+    "ListWindows": Role.READ,
+    "ListSubDirectories": Role.READ,
+    "GetRank": Role.READ,
+    "GetRankAndEntry": Role.READ,
+    "AroundMe": Role.READ,
+    "Top": Role.READ,
+    "Count": Role.READ,
+    "ScoreForRank": Role.READ,
+    "RankForScore": Role.READ,
+    "Scan": Role.READ,
+}
+
+
+def method_name(method: str) -> str:
+    """``"/pkg.Service/Top"`` or ``"Top"`` as ``"Top"``."""
+    return method.rsplit("/", 1)[-1]
+
+
+def required_role(method: str) -> Role:
+    """The role ``method`` needs; :class:`UnknownOperation` for a method the table does not name."""
+    role = ROLE_BY_METHOD.get(method_name(method))
+    if role is None:
+        raise UnknownOperation(f"operation {method_name(method)[:100]!r} has no access rule: refused")
+    return role
+
+
+def bearer_token(header: str | None) -> str | None:
+    """The token of an ``Authorization`` header value ``Bearer TOKEN`` (None if absent or another scheme)."""
+    if not header:
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return token.strip() or None
+
+
+class Tokens:
+    """The configured tokens and their roles.  Its ``repr`` and errors never show a token."""
+
+    def __init__(self, roles: Mapping[str, Role]) -> None:
+        if not roles:
+            raise ValueError("no tokens configured")
+        self._entries = [(token.encode(), role) for token, role in roles.items()]
+
+    def __repr__(self) -> str:
+        counts = {str(r): sum(1 for _, role in self._entries if role is r) for r in Role}
+        return f"Tokens({', '.join(f'{n} {name}' for name, n in counts.items())})"
+
+    @classmethod
+    def parse(cls, text: str, source: str = "token text") -> Tokens:
+        """Tokens from ``ROLE:TOKEN`` entries; ValueError naming the entry (never its token)."""
+        roles: dict[str, Role] = {}
+        for line_number, line in enumerate(text.splitlines(), 1):
+            for entry in re.split(r"[,\s]+", line.split("#", 1)[0]):
+                if not entry:
+                    continue
+                where = f"{source} line {line_number}"
+                role_name, colon, token = entry.partition(":")
+                if not colon:
+                    raise ValueError(f"{where}: an entry must be ROLE:TOKEN (role read, write or admin)")
+                try:
+                    role = Role.parse(role_name)
+                except ValueError as exc:
+                    raise ValueError(f"{where}: {exc}") from None
+                if len(token) < MIN_TOKEN_LENGTH or not _TOKEN.match(token):
+                    raise ValueError(
+                        f"{where}: a {role} token needs at least {MIN_TOKEN_LENGTH} characters "
+                        "from letters, digits and -._~+/="
+                    )
+                if roles.get(token, role) is not role:
+                    raise ValueError(f"{where}: the same token is given two roles")
+                roles[token] = role
+        if not roles:
+            raise ValueError(f"{source} holds no tokens")
+        return cls(roles)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> Tokens:
+        """Tokens from a file readable by its owner only (ValueError otherwise, or if it does not parse)."""
+        try:
+            mode = os.stat(path).st_mode
+            if mode & (stat.S_IRWXG | stat.S_IRWXO):
+                raise ValueError(
+                    f"token file {os.fspath(path)} is accessible to group or others "
+                    f"(mode {stat.S_IMODE(mode):o}): chmod 600 it"
+                )
+            with open(path, encoding="utf-8") as file:
+                text = file.read()
+        except OSError as exc:
+            raise ValueError(f"cannot read token file {os.fspath(path)}: {exc.strerror}") from None
+        return cls.parse(text, f"token file {os.fspath(path)}")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] = os.environ) -> Tokens | None:
+        """Tokens from ``path`` if given, else from ``$FDB_LEADERBOARD_TOKENS``; None if neither is set."""
+        if path is not None:
+            return cls.from_file(path)
+        text = environ.get(TOKENS_ENVIRONMENT)
+        if text is None or not text.strip():
+            return None
+        return cls.parse(text, f"${TOKENS_ENVIRONMENT}")
+
+    def authenticate(self, token: str | None) -> Role:
+        """The role of ``token`` (a bare token, see :func:`bearer_token`); Unauthenticated if unknown."""
+        if not token:
+            raise Unauthenticated("this server needs a bearer token (authorization: Bearer TOKEN)")
+        given = token.encode()
+        found: Role | None = None
+        for known, role in self._entries:  # every entry compared: the time does not depend on which matched
+            if hmac.compare_digest(given, known):
+                found = role
+        if found is None:
+            raise Unauthenticated("the bearer token is not valid for this server")
+        return found
+
+    def authorize(self, token: str | None, method: str) -> Role:
+        """The token's role if it may call ``method``; Unauthenticated or PermissionDenied otherwise."""
+        needed = required_role(method)
+        role = self.authenticate(token)
+        if role < needed:
+            raise PermissionDenied(f"{method_name(method)} needs the {needed} role; this token has {role}")
+        return role
