@@ -33,6 +33,7 @@ from model import Model
 from openapi_spec_validator import validate as validate_openapi
 from starlette.routing import Mount, Route
 
+from fdb_leaderboard.access import Tokens
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.http.transcode import HTTP_STATUS, rpcs
@@ -637,3 +638,48 @@ def test_serve_runs_http_beside_grpc_and_stops_on_sigterm(tmp_path) -> None:
     finally:
         if process.poll() is None:
             process.kill()
+
+
+# -- access ----------------------------------------------------------------------------------------------------
+
+READER, WRITER, ADMIN = "r" * 20, "w" * 20, "a" * 20
+
+
+def test_bearer_tokens_and_roles_apply_as_on_grpc(tmp_path) -> None:
+    server = start_server(tmp_path / "s")
+    try:
+        tokens = Tokens.parse(f"read:{READER} write:{WRITER} admin:{ADMIN}")
+        http = HttpServer(server, "127.0.0.1:0", tokens=tokens).start()
+        with httpx.Client(base_url=http.url, timeout=20) as web:
+
+            def status(method: str, path: str, token: str | None, **kwargs: Any) -> tuple[int, str]:
+                headers = {"authorization": f"Bearer {token}"} if token else {}
+                response = web.request(method, path, headers=headers, **kwargs)
+                return response.status_code, response.json().get("code", "OK") if "json" in response.headers.get(
+                    "content-type", ""
+                ) else "OK"
+
+            create = {"json": {"name": "g", "options": {"high_score_first": True}}}
+            assert status("POST", "/v1/CreateIndex", None, **create) == (401, "UNAUTHENTICATED")
+            assert status("POST", "/v1/CreateIndex", "x" * 20, **create) == (401, "UNAUTHENTICATED")
+            assert status("POST", "/v1/CreateIndex", WRITER, **create) == (403, "PERMISSION_DENIED")
+            assert status("POST", "/v1/CreateIndex", ADMIN, **create) == (200, "OK")
+            assert (
+                status(
+                    "POST", "/v1/UpdateWindows", ADMIN, json={"index": "g", "high_score_first": True, "all_time": True}
+                )[0]
+                == 200
+            )
+            score = {"json": {"pk": "ann", "score": 5, "timestamp": T0}}
+            assert status("POST", "/v1/indexes/g/scores", READER, **score) == (403, "PERMISSION_DENIED")
+            assert status("POST", "/v1/indexes/g/scores", WRITER, **score) == (200, "OK")
+            assert status("GET", "/v1/indexes/g/windows/0/top", None) == (401, "UNAUTHENTICATED")
+            assert status("GET", "/v1/indexes/g/windows/0/top", READER) == (200, "OK")
+            assert status("GET", "/v1/indexes/g/windows/0/top/events", None) == (401, "UNAUTHENTICATED")
+            assert status("GET", "/metrics", None) == (401, "UNAUTHENTICATED")
+            assert status("GET", "/metrics", READER) == (200, "OK")
+            for public in ("/", "/openapi.json", "/static/app.js"):  # no data: the page asks for a token
+                assert web.get(public).status_code == 200
+            assert LeaderboardClient(server.address).top("g", 5)[0].pk == ("ann",)
+    finally:
+        server.stop(grace=1)

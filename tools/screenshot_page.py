@@ -26,7 +26,6 @@ from collections.abc import Iterator
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -53,17 +52,17 @@ def browser(width: int = 1100, height: int = 760) -> WebDriver:
     return webdriver.Chrome(options=options, service=Service(executable_path=paths[1]))
 
 
+def table_rows(driver: WebDriver, table: str) -> list[list[str]]:
+    """The cell texts of each row of a table of the page, read at once (the page redraws rows)."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map((r) => [...r.cells].map((c) => c.textContent))",
+        f"#{table} tbody tr",
+    )
+
+
 def wait_for_rows(driver: WebDriver, table: str = "top", timeout: float = 15) -> list[list[str]]:
-    """The rows of a table of the page once it shows some, as lists of cell texts."""
-
-    def rows(d: WebDriver) -> list[list[str]] | bool:
-        found = [
-            [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
-            for row in d.find_elements(By.CSS_SELECTOR, f"#{table} tbody tr")
-        ]
-        return found or False
-
-    return WebDriverWait(driver, timeout).until(rows)
+    """The rows of a table of the page once it shows some."""
+    return WebDriverWait(driver, timeout).until(lambda d: table_rows(d, table) or False)
 
 
 @contextlib.contextmanager

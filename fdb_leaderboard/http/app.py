@@ -28,12 +28,13 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
+from ..access import Tokens
 from ..service import LeaderboardService
 from ..service.metrics import Metrics
 from ..service.status import Answer
 from . import openapi
 from .rest import ROUTES, RestRoute
-from .transcode import CallFailed, Rpc, Transcoder, dumps, parse_json, to_json
+from .transcode import CallFailed, Rpc, Transcoder, check_access, dumps, parse_json, to_json
 
 log = logging.getLogger("fdb_leaderboard.http")
 
@@ -81,8 +82,10 @@ async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
 class HttpApi:
     """The Starlette application over one servicer."""
 
-    def __init__(self, service: LeaderboardService, metrics: Metrics | None, max_workers: int = 16) -> None:
-        self.transcoder = Transcoder(service, metrics)
+    def __init__(
+        self, service: LeaderboardService, metrics: Metrics | None, max_workers: int = 16, tokens: Tokens | None = None
+    ) -> None:
+        self.transcoder = Transcoder(service, metrics, tokens)
         self.metrics = metrics
         self.max_workers = max_workers
         self._limiter: anyio.CapacityLimiter | None = None
@@ -229,7 +232,12 @@ class HttpApi:
         return JSONResponse(self.document)
 
     async def metrics_text(self, request: Request) -> Response:
+        """The metrics (with tokens configured: for any valid token, as Prometheus can send one)."""
         assert self.metrics is not None
+        try:
+            check_access(self.transcoder.tokens, request.headers, None)
+        except CallFailed as exc:
+            return _error(exc)
         text = await self._in_thread(self.metrics.exposition)  # windows per index are read from the store
         return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 

@@ -9,6 +9,7 @@ import time
 
 import uvicorn
 
+from ..access import Tokens
 from ..service import Server
 from ..store import StoreUnavailable
 from .app import HttpApi
@@ -27,9 +28,12 @@ def split_address(address: str) -> tuple[str, int]:
 class HttpServer:
     """The HTTP API, page and metrics of a :class:`~fdb_leaderboard.service.Server`, stopped with it."""
 
-    def __init__(self, server: Server, address: str) -> None:
+    def __init__(self, server: Server, address: str, tokens: Tokens | None = None) -> None:
+        """``tokens`` (default: the server's own, if it has any) make every call need a bearer
+        token whose role may call the RPC, as on the gRPC side."""
         host, port = split_address(address)
-        self.api = HttpApi(server.service, server.metrics, server.max_workers)
+        tokens = tokens if tokens is not None else getattr(server, "tokens", None)
+        self.api = HttpApi(server.service, server.metrics, server.max_workers, tokens)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         try:
             self.socket = socket.create_server((host, port), family=family)

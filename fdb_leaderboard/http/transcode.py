@@ -25,6 +25,7 @@ from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
+from ..access import PermissionDenied, Tokens, Unauthenticated, bearer_token
 from ..proto import service_pb2 as pb
 from ..service import LeaderboardService
 from ..service.metrics import Metrics
@@ -195,15 +196,35 @@ def dumps(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-class Transcoder:
-    """Calls the servicer for HTTP requests, timing and counting them like gRPC calls."""
+def check_access(tokens: Tokens | None, headers: Mapping[str, str], method: str | None) -> None:
+    """Refuse a request whose ``Authorization: Bearer`` token may not call ``method`` (None: any
+    valid token will do) as gRPC's interceptor does: UNAUTHENTICATED or PERMISSION_DENIED."""
+    if tokens is None:
+        return
+    token = bearer_token(headers.get("authorization"))
+    try:
+        if method is None:
+            tokens.authenticate(token)
+        else:
+            tokens.authorize(token, method)
+    except Unauthenticated as exc:
+        raise CallFailed(grpc.StatusCode.UNAUTHENTICATED, str(exc)) from None
+    except (PermissionDenied, LookupError) as exc:  # LookupError: a method with no access rule
+        raise CallFailed(grpc.StatusCode.PERMISSION_DENIED, str(exc)) from None
 
-    def __init__(self, service: LeaderboardService, metrics: Metrics | None = None) -> None:
+
+class Transcoder:
+    """Calls the servicer for HTTP requests, timing and counting them like gRPC calls; with
+    ``tokens``, each call needs a bearer token whose role may call the RPC."""
+
+    def __init__(
+        self, service: LeaderboardService, metrics: Metrics | None = None, tokens: Tokens | None = None
+    ) -> None:
         self.service = service
         self.metrics = metrics
+        self.tokens = tokens
         self.rpcs = {rpc.name: rpc for rpc in rpcs()}
         self.stopping = threading.Event()
-        self.authorize: Callable[[str, Mapping[str, str]], None] | None = None
 
     def call(
         self, name: str, request: Message | Iterator[Message], headers: Mapping[str, str], peer: str = ""
@@ -214,8 +235,7 @@ class Transcoder:
         code = grpc.StatusCode.UNKNOWN
         first: list[Message] = []
         try:
-            if self.authorize is not None:
-                self.authorize(name, headers)
+            check_access(self.tokens, headers, name)
             if rpc.client_streaming:
                 request = _remember_first(request, first)  # type: ignore[arg-type]
             metadata = tuple((k, v) for k, v in headers.items() if k == "authorization")

@@ -6,8 +6,7 @@
 
 const $ = (id) => document.getElementById(id);
 const state = { index: "", type: null, n: 10, record: "" };
-let stream = null;
-let retry = null;
+let stream = null;  // the AbortController of the board's stream
 let previous = new Map();
 let shown = [];
 
@@ -25,16 +24,29 @@ function writeHash() {
   history.replaceState(null, "", "#" + params.toString());
 }
 
-async function getJSON(url) {
-  const response = await fetch(url, { headers: { Accept: "application/json" } });
+// With tokens configured on the server, calls need a bearer token: asked for on a 401 or 403 and
+// kept for this tab only.
+function authHeaders() {
+  const token = sessionStorage.getItem("fdb-leaderboard-token");
+  return token ? { Authorization: `Bearer ${token}` } : {};
+}
+
+function askForToken() {
+  $("auth").hidden = false;
+}
+
+async function failure(response) {
   const body = await response.json().catch(() => ({ message: response.statusText }));
-  if (!response.ok) {
-    const error = new Error(body.message || response.statusText);
-    error.status = response.status;
-    error.code = body.code;
-    throw error;
-  }
-  return body;
+  const error = new Error(body.message || response.statusText);
+  error.status = response.status;
+  error.code = body.code;
+  throw error;
+}
+
+async function getJSON(url) {
+  const response = await fetch(url, { headers: { Accept: "application/json", ...authHeaders() } });
+  if (!response.ok) await failure(response);
+  return response.json();
 }
 
 function showError(message) {
@@ -132,34 +144,64 @@ async function lookUp() {
   }
 }
 
-function subscribe() {
-  if (stream) stream.close();
-  clearTimeout(retry);
+function onBoard(event, body) {
+  if (event === "problem") {
+    showError(body.message);
+    return;
+  }
+  showError("");
+  $("status").textContent = `live · updated ${new Date().toLocaleTimeString()}`;
+  $("status").className = "live";
+  renderTop(body.entries);
+  refreshSide();
+}
+
+// Server-Sent Events read through fetch (not EventSource, which cannot send the bearer token).
+async function listen(url, signal) {
+  const response = await fetch(url, { headers: authHeaders(), signal });
+  if (!response.ok) await failure(response);
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      let event = "message";
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event: ")) event = line.slice(7);
+        else if (line.startsWith("data: ")) data.push(line.slice(6));
+      }
+      if (data.length) onBoard(event, JSON.parse(data.join("\n")));
+    }
+  }
+}
+
+async function subscribe() {
+  if (stream) stream.abort();
   if (!state.index || state.type === null) return;
+  const controller = new AbortController();
+  stream = controller;
   const query = [windowQuery(), `n=${state.n}`].filter(Boolean).join("&");
   const url = `${boardPath()}/top/events?${query}`;
   $("status").textContent = "connecting…";
   $("status").className = "";
-  stream = new EventSource(url);
-  stream.onmessage = (event) => {
-    showError("");
-    $("status").textContent = `live · updated ${new Date().toLocaleTimeString()}`;
-    $("status").className = "live";
-    renderTop(JSON.parse(event.data).entries);
-    refreshSide();
-  };
-  stream.addEventListener("problem", (event) => showError(JSON.parse(event.data).message));
-  stream.onerror = async () => {
-    if (stream.readyState !== EventSource.CLOSED) return;  // the browser reconnects by itself
-    $("status").textContent = "not live: retrying";
-    $("status").className = "";
+  while (!controller.signal.aborted) {
     try {
-      await getJSON(url.replace("/top/events", "/top"));  // the same read, to show why it failed
+      await listen(url, controller.signal);  // ends after a while: listen again at once
     } catch (error) {
+      if (controller.signal.aborted) return;
       showError(error.message);
+      $("status").textContent = "not live: retrying";
+      $("status").className = "";
+      if (error.status === 401 || error.status === 403) askForToken();
+      await new Promise((resolve) => setTimeout(resolve, 3000));
     }
-    retry = setTimeout(subscribe, 3000);
-  };
+  }
 }
 
 async function loadWindows() {
@@ -202,10 +244,19 @@ async function start() {
     }
   } catch (error) {
     showError(error.message);
+    if (error.status === 401 || error.status === 403) askForToken();
     return;
   }
   await choose();
 }
+
+$("auth").addEventListener("submit", (event) => {
+  event.preventDefault();
+  sessionStorage.setItem("fdb-leaderboard-token", $("token").value.trim());
+  $("auth").hidden = true;
+  showError("");
+  start();
+});
 
 $("index").addEventListener("change", () => {
   state.index = $("index").value;
@@ -226,5 +277,8 @@ $("find").addEventListener("submit", (event) => {
   lookUp();
   renderTop(shown);  // highlight the record if it is on the board
 });
+// A link or an edited address that changes the hash switches the view (the page's own updates
+// use replaceState, which fires no hashchange).
+window.addEventListener("hashchange", start);
 
 start();
