@@ -19,6 +19,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.service import Server
+from fdb_leaderboard.service.metrics import MeasuredDatabase, Metrics
+from fdb_leaderboard.store import open_database
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 
@@ -118,3 +120,30 @@ def test_metrics_count_what_real_calls_did(running: tuple[Server, HttpServer]) -
     assert value(samples, "process_cpu_seconds_total") > 0
     assert value(samples, "process_resident_memory_bytes") > 0
     assert any(name == "python_gc_collections_total" for name, _ in samples)
+
+
+def test_the_stores_own_counters_are_exported_where_it_keeps_them(tmp_path) -> None:
+    """A store with ``stats.snapshot()`` (the counters store.Database keeps on the lead's branch)
+    shows them as counters."""
+
+    class Counted:
+        def snapshot(self) -> dict[str, int]:
+            return {"transactions": 7, "read_rounds": 19, "retries": 2, "conflicts": 1}
+
+    db = open_database(f"lmdb:{tmp_path / 'b'}?durable=false")
+    db.stats = Counted()  # type: ignore[attr-defined]
+    metrics = Metrics()
+    MeasuredDatabase(db, metrics).close()
+    samples = {
+        s.name: s.value for f in text_string_to_metric_families(metrics.exposition().decode()) for s in f.samples
+    }
+    assert {
+        k: v
+        for k, v in samples.items()
+        if k.startswith("fdb_leaderboard_store_") and "seconds" not in k and "group" not in k
+    } == {
+        "fdb_leaderboard_store_transactions_total": 7,
+        "fdb_leaderboard_store_read_rounds_total": 19,
+        "fdb_leaderboard_store_retries_total": 2,
+        "fdb_leaderboard_store_conflicts_total": 1,
+    }

@@ -11,7 +11,8 @@ process may run several servers, as the tests do).  What it measures:
 - the embedded store's group commits: how many transactions each durable commit carried;
 - what fills, trims, expiries, keep-ahead passes and bulk loads did, per index, read from the
   answers of the calls that did it, whichever transport carried them;
-- at scrape time, windows (and windows still being filled) per index;
+- at scrape time, windows (and windows still being filled) per index, and the store's own
+  counters where it keeps them (``Database.stats``: transactions, read rounds, retries, conflicts);
 - the process's CPU, memory, file descriptors and garbage collections.
 """
 
@@ -31,7 +32,7 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ..store.api import Database
@@ -130,6 +131,14 @@ class Metrics:
         """Report windows per index of ``catalog`` at each scrape."""
         self.registry.register(_WindowCollector(catalog))
 
+    def watch_store_stats(self, db: Database) -> None:
+        """Report the store's own counters at each scrape, if it keeps them (a ``stats`` object
+        whose ``snapshot()`` maps names such as ``transactions``, ``read_rounds``, ``retries``,
+        ``conflicts`` to counts)."""
+        stats = getattr(db, "stats", None)
+        if stats is not None and callable(getattr(stats, "snapshot", None)):
+            self.registry.register(_StoreStatsCollector(stats))
+
     def exposition(self) -> bytes:
         """The registry in Prometheus's text format."""
         return generate_latest(self.registry)
@@ -179,6 +188,22 @@ class _WindowCollector(Collector):
             filling.add_metric([name], sum(1 for w in found if w.filling))
         yield windows
         yield filling
+
+
+class _StoreStatsCollector(Collector):
+    """The store's counters, as ``fdb_leaderboard_store_<name>_total``."""
+
+    def __init__(self, stats: Any) -> None:
+        self.stats = stats
+
+    def describe(self) -> list:
+        return []
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        for name, count in sorted(self.stats.snapshot().items()):
+            yield CounterMetricFamily(
+                f"{PREFIX}_store_{name}", f"The store's own count of {name.replace('_', ' ')}.", count
+            )
 
 
 class _Interceptor(grpc.ServerInterceptor):
@@ -237,6 +262,7 @@ class MeasuredDatabase(Database):
         self.inner = inner
         self.url = inner.url
         self._metrics = metrics
+        metrics.watch_store_stats(inner)
         if hasattr(inner, "on_commit"):  # the embedded store tells how many transactions each commit carried
             inner.on_commit = metrics.group_commit_size.observe
 
