@@ -28,7 +28,7 @@ from google.protobuf.message import Message
 from ..access import PermissionDenied, Tokens, Unauthenticated, bearer_token
 from ..proto import service_pb2 as pb
 from ..service import LeaderboardService
-from ..service.metrics import Metrics
+from ..service.metrics import Metrics, remember_first
 
 SERVICE = pb.DESCRIPTOR.services_by_name["Leaderboard"]
 
@@ -237,7 +237,7 @@ class Transcoder:
         try:
             check_access(self.tokens, headers, name)
             if rpc.client_streaming:
-                request = _remember_first(request, first)  # type: ignore[arg-type]
+                request = remember_first(request, first)  # type: ignore[arg-type]
             metadata = tuple((k, v) for k, v in headers.items() if k == "authorization")
             context = HttpCallContext(metadata, peer, lambda: not self.stopping.is_set())
             response = getattr(self.service, name)(request, context)
@@ -251,10 +251,3 @@ class Transcoder:
         finally:
             if self.metrics is not None:
                 self.metrics.observe_call("http", name, code, time.perf_counter() - started)
-
-
-def _remember_first(messages: Iterator[Message], first: list[Message]) -> Iterator[Message]:
-    for message in messages:
-        if not first:
-            first.append(message)
-        yield message

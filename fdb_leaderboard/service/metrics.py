@@ -229,7 +229,7 @@ class _Interceptor(grpc.ServerInterceptor):
         def timed(request: Any, context: grpc.ServicerContext) -> Any:
             first: list[Any] = []
             if streaming:
-                request = _remember_first(request, first)
+                request = remember_first(request, first)
             started = time.perf_counter()
             code = grpc.StatusCode.UNKNOWN
             try:
@@ -247,7 +247,8 @@ class _Interceptor(grpc.ServerInterceptor):
         return timed
 
 
-def _remember_first(messages: Iterator[Any], first: list[Any]) -> Iterator[Any]:
+def remember_first(messages: Iterator[Any], first: list[Any]) -> Iterator[Any]:
+    """``messages``, passed through; the first is kept in ``first`` (a stream's index name)."""
     for message in messages:
         if not first:
             first.append(message)
