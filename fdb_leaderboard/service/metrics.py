@@ -62,31 +62,19 @@ class Metrics:
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
         r = self.registry
-        self.calls = Counter(
-            f"{PREFIX}_calls",
-            "Calls answered, by transport, method and status code.",
+        self.calls, self.call_seconds = self._counted_and_timed(
+            "calls",
+            "call_seconds",
+            "Calls answered",
+            "by transport, method and status code",
             ["transport", "method", "code"],
-            registry=r,
         )
-        self.call_seconds = Histogram(
-            f"{PREFIX}_call_seconds",
-            "Call latency, by transport, method and status code.",
-            ["transport", "method", "code"],
-            buckets=CALL_BUCKETS,
-            registry=r,
-        )
-        self.http_requests = Counter(
-            f"{PREFIX}_http_requests",
-            "HTTP requests, by route, HTTP method and status.",
+        self.http_requests, self.http_seconds = self._counted_and_timed(
+            "http_requests",
+            "http_request_seconds",
+            "HTTP requests",
+            "by route, HTTP method and status",
             ["route", "method", "status"],
-            registry=r,
-        )
-        self.http_seconds = Histogram(
-            f"{PREFIX}_http_request_seconds",
-            "HTTP request latency, by route, HTTP method and status.",
-            ["route", "method", "status"],
-            buckets=CALL_BUCKETS,
-            registry=r,
         )
         self.transaction_seconds = Histogram(
             f"{PREFIX}_store_transaction_seconds",
@@ -125,6 +113,21 @@ class Metrics:
         )
         self.bulk_loaded = Counter(
             f"{PREFIX}_bulk_load_records", "Records written by bulk loads.", ["index"], registry=r
+        )
+
+    def _counted_and_timed(
+        self, count_name: str, seconds_name: str, what: str, by: str, labels: list[str]
+    ) -> tuple[Counter, Histogram]:
+        """A counter and a latency histogram with the same labels."""
+        return (
+            Counter(f"{PREFIX}_{count_name}", f"{what}, {by}.", labels, registry=self.registry),
+            Histogram(
+                f"{PREFIX}_{seconds_name}",
+                f"{what}: latency, {by}.",
+                labels,
+                buckets=CALL_BUCKETS,
+                registry=self.registry,
+            ),
         )
 
     def watch_catalog(self, catalog: Catalog) -> None:
