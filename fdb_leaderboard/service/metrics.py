@@ -114,6 +114,8 @@ class Metrics:
         self.bulk_loaded = Counter(
             f"{PREFIX}_bulk_load_records", "Records written by bulk loads.", ["index"], registry=r
         )
+        self._call_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+        self._transaction_children: dict[tuple[str, str], Any] = {}
 
     def _counted_and_timed(
         self, count_name: str, seconds_name: str, what: str, by: str, labels: list[str]
@@ -147,8 +149,21 @@ class Metrics:
         return generate_latest(self.registry)
 
     def observe_call(self, transport: str, method: str, code: grpc.StatusCode, seconds: float) -> None:
-        self.calls.labels(transport, method, code.name).inc()
-        self.call_seconds.labels(transport, method, code.name).observe(seconds)
+        key = (transport, method, code.name)
+        children = self._call_children.get(key)
+        if children is None:  # labels() costs as much as the update: each label set is looked up once
+            children = self._call_children[key] = (self.calls.labels(*key), self.call_seconds.labels(*key))
+        children[0].inc()
+        children[1].observe(seconds)
+
+    def observe_transaction(self, kind: str, outcome: str, seconds: float, attempts: int) -> None:
+        key = (kind, outcome)
+        child = self._transaction_children.get(key)
+        if child is None:
+            child = self._transaction_children[key] = self.transaction_seconds.labels(*key)
+        child.observe(seconds)
+        if attempts > 1:
+            self.transaction_retries.labels(kind).inc(attempts - 1)
 
     def observe_result(self, method: str, request: Any, response: Any) -> None:
         """Count what a successful maintenance call did (its answer says)."""
@@ -291,9 +306,7 @@ class MeasuredDatabase(Database):
             outcome = "ok"
             return result
         finally:
-            self._metrics.transaction_seconds.labels(kind, outcome).observe(time.perf_counter() - started)
-            if attempts > 1:
-                self._metrics.transaction_retries.labels(kind).inc(attempts - 1)
+            self._metrics.observe_transaction(kind, outcome, time.perf_counter() - started, attempts)
 
     def close(self) -> None:
         self.inner.close()
