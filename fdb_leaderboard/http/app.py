@@ -101,7 +101,7 @@ class HttpApi:
         for rest in ROUTES:
             routes.append(Route(rest.path, self._rest(rest), methods=[rest.method], name=f"{rest.method} {rest.path}"))
         routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
-        self.app: ASGIApp = Starlette(routes=routes)
+        self.app: ASGIApp = Starlette(routes=routes, exception_handlers={Exception: _unexpected})
         if metrics is not None:
             self.app = _MetricsMiddleware(self.app, metrics)
         self.document = openapi.document(list(self.transcoder.rpcs.values()), ROUTES, metrics is not None)
@@ -240,6 +240,12 @@ class HttpApi:
             return _error(exc)
         text = await self._in_thread(self.metrics.exposition)  # windows per index are read from the store
         return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    """A bug of this layer: answered like gRPC's INTERNAL (never a stack trace); Starlette raises
+    it on to uvicorn, which logs it."""
+    return _error(CallFailed(grpc.StatusCode.INTERNAL, "the request failed unexpectedly; see the server log"))
 
 
 class _MetricsMiddleware:
