@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
 import pathlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -35,8 +34,6 @@ from ..service.status import Answer
 from . import openapi
 from .rest import ROUTES, RestRoute
 from .transcode import CallFailed, Rpc, Transcoder, check_access, dumps, parse_json, to_json
-
-log = logging.getLogger("fdb_leaderboard.http")
 
 # gRPC's default limit on a received message: a body (or an NDJSON line) may be as large.
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
