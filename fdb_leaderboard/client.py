@@ -7,6 +7,10 @@
         lb.top("game", 10)
 
 Errors arrive as ``grpc.RpcError`` with the server's status code and message.
+
+A server with access control needs ``token=`` (sent as ``authorization: Bearer TOKEN`` on every
+call); one with TLS needs ``ca=`` (the PEM file of the CA that signed its certificate), and with
+mutual TLS also ``cert=`` and ``key=`` (the client's certificate and key).
 """
 
 from __future__ import annotations
@@ -42,14 +46,56 @@ def _pb_entry(score: int | float, timestamp: int, context: Sequence = (), group:
     )
 
 
+class _BearerToken(grpc.UnaryUnaryClientInterceptor, grpc.StreamUnaryClientInterceptor):
+    """Adds ``authorization: Bearer TOKEN`` to every call of a channel."""
+
+    def __init__(self, token: str) -> None:
+        self._header = ("authorization", f"Bearer {token}")
+
+    def _details(self, details: Any) -> Any:
+        return details._replace(metadata=[*(details.metadata or ()), self._header])
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._details(details), request)
+
+    def intercept_stream_unary(self, continuation: Any, details: Any, requests: Any) -> Any:
+        return continuation(self._details(details), requests)
+
+
+def _read_pem(path: str | None) -> bytes | None:
+    if path is None:
+        return None
+    with open(path, "rb") as file:
+        return file.read()
+
+
 class LeaderboardClient:
-    def __init__(self, address: str, timeout: float = 30.0) -> None:
-        self.channel = grpc.insecure_channel(address)
+    def __init__(
+        self,
+        address: str,
+        timeout: float = 30.0,
+        *,
+        token: str | None = None,
+        ca: str | None = None,
+        cert: str | None = None,
+        key: str | None = None,
+    ) -> None:
+        """``token``: a bearer token; ``ca``: a CA file to verify the server's TLS certificate
+        (TLS is used when ``ca`` or ``cert`` is given); ``cert``/``key``: a client certificate."""
+        if (cert is None) != (key is None):
+            raise ValueError("a client certificate needs both cert and key")
+        if ca is None and cert is None:
+            channel = grpc.insecure_channel(address)
+        else:
+            credentials = grpc.ssl_channel_credentials(_read_pem(ca), _read_pem(key), _read_pem(cert))
+            channel = grpc.secure_channel(address, credentials)
+        self._raw_channel = channel
+        self.channel = grpc.intercept_channel(channel, _BearerToken(token)) if token else channel
         self.stub = pb_grpc.LeaderboardStub(self.channel)
         self.timeout = timeout
 
     def close(self) -> None:
-        self.channel.close()
+        self._raw_channel.close()
 
     def __enter__(self) -> LeaderboardClient:
         return self

@@ -762,17 +762,20 @@ def test_each_kind_of_bad_python_input_gets_its_error(best: LeaderboardIndex) ->
     refused(
         ix,
         InvalidArgument,
-        "does not belong to this index",
+        "belongs to another index",
         lambda: ix.scan(ScanType.BY_RANK, limit=1, continuation=foreign),
     )
     refused(
         ix,
         InvalidArgument,
-        "another window or kind",
+        "another window, group or kind",
         lambda: ix.scan(ScanType.BY_RANK, limit=1, continuation=own_value),
     )
     refused(
-        ix, InvalidArgument, "malformed", lambda: ix.scan(ScanType.BY_RANK, limit=1, continuation=b"\xff\x00garbage")
+        ix,
+        InvalidArgument,
+        "not one this server handed out",
+        lambda: ix.scan(ScanType.BY_RANK, limit=1, continuation=b"\xff\x00garbage"),
     )
     refused(ix, InvalidArgument, "must be bytes", lambda: ix.scan(ScanType.BY_RANK, limit=1, continuation="token"))
 
@@ -884,7 +887,7 @@ def test_each_kind_of_bad_grpc_request_gets_its_code(server: Server, no_unexpect
         ).continuation
         with pytest.raises(grpc.RpcError) as caught:
             stub.Scan(pb.ScanRequest(index="best", type=pb.BY_RANK, limit=1, continuation=token))
-        assert caught.value.code() == Code.INVALID_ARGUMENT and "does not belong" in caught.value.details()
+        assert caught.value.code() == Code.INVALID_ARGUMENT and "belongs to another index" in caught.value.details()
         assert lb.verify("best") == [] and lb.verify("sum") == []
 
 

@@ -39,7 +39,7 @@ from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.http.transcode import HTTP_STATUS, rpcs
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.proto import service_pb2_grpc as pb_grpc
-from fdb_leaderboard.service import Server
+from fdb_leaderboard.service import Server, ServerSettings, StartupError
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 
@@ -629,8 +629,8 @@ def test_serve_runs_http_beside_grpc_and_stops_on_sigterm(tmp_path) -> None:
     )  # fmt: skip
     try:
         line = process.stdout.readline()
-        assert "HTTP on http://127.0.0.1:" in line, line
-        url = line.split("HTTP on ")[1].split()[0]
+        assert " and http://127.0.0.1:" in line, line
+        url = line.split(" and ")[1].split()[0]
         assert httpx.get(url + "/v1/indexes", timeout=10).json() == {"indexes": []}
         assert httpx.get(url + "/", timeout=10).text.startswith("<!doctype html>")
         process.send_signal(signal.SIGTERM)
@@ -645,11 +645,18 @@ def test_serve_runs_http_beside_grpc_and_stops_on_sigterm(tmp_path) -> None:
 READER, WRITER, ADMIN = "r" * 20, "w" * 20, "a" * 20
 
 
+def test_http_refuses_to_listen_beyond_loopback_without_tokens(running: tuple[Server, HttpServer]) -> None:
+    with pytest.raises(StartupError, match="without authentication"):
+        HttpServer(running[0], "0.0.0.0:0")
+
+
 def test_bearer_tokens_and_roles_apply_as_on_grpc(tmp_path) -> None:
-    server = start_server(tmp_path / "s")
+    tokens = Tokens.parse(f"read:{READER} write:{WRITER} admin:{ADMIN}")
+    server = Server(
+        f"lmdb:{tmp_path / 's'}?durable=false", "127.0.0.1:0", settings=ServerSettings(tokens=tokens)
+    ).start()
     try:
-        tokens = Tokens.parse(f"read:{READER} write:{WRITER} admin:{ADMIN}")
-        http = HttpServer(server, "127.0.0.1:0", tokens=tokens).start()
+        http = HttpServer(server, "127.0.0.1:0").start()
         with httpx.Client(base_url=http.url, timeout=20) as web:
 
             def status(method: str, path: str, token: str | None, **kwargs: Any) -> tuple[int, str]:
@@ -680,6 +687,6 @@ def test_bearer_tokens_and_roles_apply_as_on_grpc(tmp_path) -> None:
             assert status("GET", "/metrics", READER) == (200, "OK")
             for public in ("/", "/openapi.json", "/static/app.js"):  # no data: the page asks for a token
                 assert web.get(public).status_code == 200
-            assert LeaderboardClient(server.address).top("g", 5)[0].pk == ("ann",)
+            assert LeaderboardClient(server.address, token=READER).top("g", 5)[0].pk == ("ann",)
     finally:
         server.stop(grace=1)

@@ -1,7 +1,9 @@
 """``fdb-leaderboard``: run the service, administer indexes, run maintenance, see a demo.
 
 Admin commands talk to a running server (``--server``, default ``$FDB_LEADERBOARD_SERVER``
-or 127.0.0.1:50051).  Times are integers in the index's timebase (seconds by default).
+or 127.0.0.1:50051), with a bearer token (``--token-file``, or ``$FDB_LEADERBOARD_TOKEN``) and,
+over TLS, the server's CA (``--ca``; ``--cert``/``--key`` for mutual TLS).  Times are integers in
+the index's timebase (seconds by default).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from tqdm import tqdm
 
 from ..client import LeaderboardClient
 from ..proto import service_pb2 as pb
-from ..store import StoreUnavailable
+from ..service.settings import DEFAULT_MAX_PAGE
 from .demo import DEFAULT_HTTP_ADDRESS, demo
 from .maintenance import maintenance_pass
 from .records_file import Record, RecordsFileError, read_records
@@ -36,7 +38,19 @@ def _parse_duration(text: str) -> float:
 
 
 def _client(ctx: click.Context) -> LeaderboardClient:
-    return LeaderboardClient(ctx.obj["server"])
+    return LeaderboardClient(ctx.obj["server"], **ctx.obj["access"])
+
+
+def _read_token(path: str | None) -> str | None:
+    """The bearer token: the first line of ``path``, else ``$FDB_LEADERBOARD_TOKEN`` (never a command-line
+    argument, which other users of the machine could read)."""
+    if path is None:
+        return os.environ.get("FDB_LEADERBOARD_TOKEN") or None
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.readline().strip() or None
+    except OSError as exc:
+        raise click.ClickException(f"cannot read token file {path}: {exc.strerror}") from None
 
 
 def _fail_on_rpc_error(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -56,14 +70,31 @@ def _window_line(window: pb.Window) -> str:
     return f"  key {window.key:>4}  {label}{'  (filling)' if window.filling else ''}"
 
 
+_PEM = click.Path(exists=True, dir_okay=False)
+
+
 @click.group()
 @click.option("--server", default=DEFAULT_SERVER, show_default=True, help="gRPC address of a running server.")
+@click.option("--token-file", type=_PEM, help="File holding the bearer token (default $FDB_LEADERBOARD_TOKEN).")
+@click.option("--ca", type=_PEM, help="Use TLS, verifying the server's certificate with this CA (PEM).")
+@click.option("--cert", type=_PEM, help="Client certificate (PEM), for a server with mutual TLS.")
+@click.option("--key", type=_PEM, help="Client certificate's key (PEM).")
 @click.option("-v", "--verbose", is_flag=True, help="Log more.")
 @click.pass_context
-def main(ctx: click.Context, server: str, verbose: bool) -> None:
+def main(
+    ctx: click.Context,
+    server: str,
+    token_file: str | None,
+    ca: str | None,
+    cert: str | None,
+    key: str | None,
+    verbose: bool,
+) -> None:
     """Time-windowed leaderboards over FoundationDB or an embedded store."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-    ctx.obj = {"server": server}
+    if (cert is None) != (key is None):
+        raise click.UsageError("--cert and --key go together")
+    ctx.obj = {"server": server, "access": {"token": _read_token(token_file), "ca": ca, "cert": cert, "key": key}}
 
 
 @main.command()
@@ -73,30 +104,89 @@ def main(ctx: click.Context, server: str, verbose: bool) -> None:
 @click.option("--workers", default=16, show_default=True, help="Server threads.")
 @click.option("--grace", default=10.0, show_default=True, help="Seconds in-flight calls get at shutdown.")
 @click.option(
+    "--tokens",
+    "tokens_file",
+    type=click.Path(dir_okay=False),
+    help="File of ROLE:TOKEN lines (default $FDB_LEADERBOARD_TOKENS).",
+)
+@click.option("--tls-cert", type=_PEM, help="Serve TLS with this certificate chain (PEM).")
+@click.option("--tls-key", type=_PEM, help="The TLS certificate's key (PEM).")
+@click.option("--client-ca", type=_PEM, help="Require client certificates signed by this CA (mutual TLS).")
+@click.option(
+    "--allow-unauthenticated", is_flag=True, help="Listen beyond loopback without tokens (anyone reaching it is admin)."
+)
+@click.option("--health/--no-health", default=True, show_default=True, help="Serve grpc.health.v1 (no token needed).")
+@click.option("--reflection/--no-reflection", default=True, show_default=True, help="Serve gRPC reflection.")
+@click.option("--max-page", default=DEFAULT_MAX_PAGE, show_default=True, help="Most rows per Top/AroundMe/Scan.")
+@click.option("--max-calls", default=4096, show_default=True, help="Concurrent calls before RESOURCE_EXHAUSTED.")
+@click.option("--receive-timeout", default=10.0, show_default=True, help="Seconds a request may take to arrive.")
+@click.option("--deadline", default=60.0, show_default=True, help="Seconds of server work for a call without one.")
+@click.option(
     "--http-address",
     default=DEFAULT_HTTP_ADDRESS,
     show_default=True,
-    help="Address of the HTTP/JSON API, the page and /metrics ('off': none).",
+    help="Address of the HTTP/JSON API, the page and /metrics, with the same tokens and TLS ('off': none).",
 )
 def serve(
-    store: str | None, cluster_file: str | None, address: str, workers: int, grace: float, http_address: str
+    store: str | None,
+    cluster_file: str | None,
+    address: str,
+    workers: int,
+    grace: float,
+    tokens_file: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
+    client_ca: str | None,
+    allow_unauthenticated: bool,
+    health: bool,
+    reflection: bool,
+    max_page: int,
+    max_calls: int,
+    receive_timeout: float,
+    deadline: float,
+    http_address: str,
 ) -> None:
-    """Start the gRPC service and its HTTP front end (embedded store in ./data by default)."""
+    """Start the gRPC service and its HTTP front end (embedded store in ./data by default).
+
+    Without tokens it listens on loopback addresses only (unless --allow-unauthenticated).
+    SIGTERM or Ctrl-C stops it: no new calls, in-flight ones get --grace seconds, the store is closed.
+    """
     from ..http import HttpServer
-    from ..service import Server
+    from ..service import Server, ServerSettings, StartupError, TlsFiles
+    from ..service.settings import load_tokens
+    from ..store import StoreError
 
     url = f"fdb:{cluster_file}" if cluster_file else store or DEFAULT_STORE
-    server = Server(url, address, workers).start()
-    http = ""
-    if http_address != "off":
+    try:
+        if (tls_cert is None) != (tls_key is None) or (client_ca and not tls_cert):
+            raise StartupError("--tls-cert and --tls-key go together (and --client-ca needs them)")
+        settings = ServerSettings(
+            max_page=max_page,
+            max_concurrent_calls=max_calls,
+            receive_timeout=receive_timeout,
+            default_deadline=deadline,
+            tokens=load_tokens(tokens_file),
+            tls=TlsFiles(tls_cert, tls_key, client_ca) if tls_cert and tls_key else None,
+            allow_unauthenticated=allow_unauthenticated,
+            health=health,
+            reflection=reflection,
+        )
+        server = Server(url, address, workers, settings=settings).start()
         try:
-            http = f", HTTP on {HttpServer(server, http_address).start().url}"
-        except (ValueError, StoreUnavailable) as exc:
+            http = None if http_address == "off" else HttpServer(server, http_address).start()
+        except BaseException:
             server.stop(grace=0)
-            raise click.ClickException(str(exc)) from None
+            raise
+    except (StartupError, StoreError, ValueError) as exc:
+        raise click.ClickException(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     server.stop_on_signals(grace)
-    click.echo(f"fdb-leaderboard serving gRPC on {server.address}{http} (store {url}); Ctrl-C stops it")
+    access = "tokens" if settings.tokens is not None else "no authentication"
+    click.echo(
+        f"fdb-leaderboard serving on {server.address}{f' and {http.url}' if http else ''} "
+        f"({'TLS' if settings.tls else 'plaintext'}, {access}; store {url}); Ctrl-C stops it"
+    )
     server.wait()
+    click.echo("fdb-leaderboard stopped; store closed")
 
 
 # -- indexes ----------------------------------------------------------------------------------

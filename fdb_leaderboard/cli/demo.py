@@ -33,14 +33,13 @@ def demo(store: str | None, players: int, refresh: float, duration: float, http_
     """Start the service, feed simulated games and show daily / weekly / all-time boards, in the
     terminal and on the live page."""
     from ..http import HttpServer
-    from ..service import Server
-    from ..store import StoreUnavailable
+    from ..service import Server, StartupError
 
     url = store or f"lmdb:{tempfile.mkdtemp(prefix='fdb-leaderboard-demo-')}?durable=false"
     server = Server(url, "127.0.0.1:0").start()
     try:
         http = HttpServer(server, http_address).start()
-    except StoreUnavailable:  # the port is taken (a server running already): any free one
+    except StartupError:  # the port is taken (a server running already): any free one
         http = HttpServer(server, f"{http_address.rsplit(':', 1)[0]}:0").start()
     page = f"{http.url}/#index=demo"
     client = LeaderboardClient(server.address)

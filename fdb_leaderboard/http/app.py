@@ -28,7 +28,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
 from ..access import Tokens
-from ..service import LeaderboardService
+from ..service.calls import Dispatcher
+from ..service.grpc_service import ClientGone
 from ..service.metrics import Metrics
 from ..service.status import Answer
 from . import openapi
@@ -38,10 +39,6 @@ from .transcode import CallFailed, Rpc, Transcoder, check_access, dumps, parse_j
 # gRPC's default limit on a received message: a body (or an NDJSON line) may be as large.
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 STATIC = pathlib.Path(__file__).parent / "static"
-
-
-class _ClientGone(grpc.RpcError):
-    """The HTTP client went away mid-stream (the servicer treats it as gRPC's cancel)."""
 
 
 def _error(exc: CallFailed) -> JSONResponse:
@@ -79,11 +76,9 @@ async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
 class HttpApi:
     """The Starlette application over one servicer."""
 
-    def __init__(
-        self, service: LeaderboardService, metrics: Metrics | None, max_workers: int = 16, tokens: Tokens | None = None
-    ) -> None:
-        self.transcoder = Transcoder(service, metrics, tokens)
-        self.metrics = metrics
+    def __init__(self, dispatcher: Dispatcher, max_workers: int = 16, tokens: Tokens | None = None) -> None:
+        self.transcoder = Transcoder(dispatcher, tokens)
+        self.metrics = metrics = dispatcher.metrics
         self.max_workers = max_workers
         self._limiter: anyio.CapacityLimiter | None = None
         routes: list[Route | Mount] = [
@@ -114,8 +109,7 @@ class HttpApi:
         return await anyio.to_thread.run_sync(functools.partial(fn, *args), limiter=self._limiter)
 
     async def _call(self, request: Request, name: str, message: Any) -> Message:
-        peer = f"{request.client.host}:{request.client.port}" if request.client else ""
-        return await self._in_thread(self.transcoder.call, name, message, request.headers, peer)
+        return await self._in_thread(self.transcoder.call, name, message, request.headers)
 
     # -- the RPCs ---------------------------------------------------------------------------------
 
@@ -142,7 +136,7 @@ class HttpApi:
                 except StopAsyncIteration:
                     return None
                 except ClientDisconnect:
-                    raise _ClientGone() from None
+                    raise ClientGone() from None
 
             def messages() -> Iterator[Message]:
                 number = 0

@@ -17,7 +17,7 @@ import dataclasses
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import grpc
@@ -27,8 +27,9 @@ from google.protobuf.message import Message
 
 from ..access import PermissionDenied, Tokens, Unauthenticated, bearer_token
 from ..proto import service_pb2 as pb
-from ..service import LeaderboardService
-from ..service.metrics import Metrics, remember_first
+from ..service.calls import Dispatcher
+from ..service.metrics import remember_first
+from ..service.status import Answer, cap_message
 
 SERVICE = pb.DESCRIPTOR.services_by_name["Leaderboard"]
 
@@ -73,51 +74,18 @@ class CallFailed(Exception):
 
 
 class HttpCallContext:
-    """What the servicer uses of ``grpc.ServicerContext``, for a call that came over HTTP."""
+    """A call that came over HTTP, as its handler sees it (the servicer's ``CallContext``): it
+    stops being active past its deadline or when the HTTP server stops."""
 
-    def __init__(self, metadata: tuple[tuple[str, str], ...], peer: str, active: Callable[[], bool]) -> None:
-        self._metadata = metadata
-        self._peer = peer
-        self._active = active
-        self._code: grpc.StatusCode | None = None
-        self._details = ""
-
-    def abort(self, code: grpc.StatusCode, details: str) -> None:
-        self._code, self._details = code, details
-        raise CallFailed(code, details)
-
-    def abort_with_status(self, status: grpc.Status) -> None:
-        self.abort(status.code, status.details)
-
-    def set_code(self, code: grpc.StatusCode) -> None:
-        self._code = code
-
-    def set_details(self, details: str) -> None:
-        self._details = details
-
-    def code(self) -> grpc.StatusCode | None:
-        return self._code
-
-    def details(self) -> str:
-        return self._details
+    def __init__(self, deadline: float, stopping: threading.Event) -> None:
+        self.deadline = deadline
+        self.stopping = stopping
 
     def is_active(self) -> bool:
-        return self._active()
+        return not self.stopping.is_set() and time.monotonic() < self.deadline
 
-    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
-        return self._metadata
-
-    def peer(self) -> str:
-        return self._peer
-
-    def time_remaining(self) -> None:
-        return None  # HTTP calls carry no deadline
-
-    def add_callback(self, callback: Callable[[], None]) -> bool:
-        return False  # like gRPC's answer once the call has ended: the caller must not rely on it
-
-    def set_trailing_metadata(self, metadata: tuple[tuple[str, str], ...]) -> None:
-        pass  # HTTP answers carry no trailers here
+    def time_remaining(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,40 +182,51 @@ def check_access(tokens: Tokens | None, headers: Mapping[str, str], method: str 
 
 
 class Transcoder:
-    """Calls the servicer for HTTP requests, timing and counting them like gRPC calls; with
-    ``tokens``, each call needs a bearer token whose role may call the RPC."""
+    """Calls the servicer for HTTP requests as the gRPC dispatcher does: the same handlers, deadline,
+    answer-size limit, BulkLoad slots and bearer tokens, timed and counted like gRPC calls."""
 
-    def __init__(
-        self, service: LeaderboardService, metrics: Metrics | None = None, tokens: Tokens | None = None
-    ) -> None:
-        self.service = service
-        self.metrics = metrics
+    def __init__(self, dispatcher: Dispatcher, tokens: Tokens | None = None) -> None:
+        self.dispatcher = dispatcher
+        self.service = dispatcher.servicer
+        self.settings = dispatcher.settings
+        self.metrics = dispatcher.metrics
         self.tokens = tokens
         self.rpcs = {rpc.name: rpc for rpc in rpcs()}
         self.stopping = threading.Event()
 
-    def call(
-        self, name: str, request: Message | Iterator[Message], headers: Mapping[str, str], peer: str = ""
-    ) -> Message:
+    def call(self, name: str, request: Message | Iterator[Message], headers: Mapping[str, str]) -> Message:
         """Call the RPC ``name`` (blocking: run it in a worker thread); raises :class:`CallFailed`."""
         rpc = self.rpcs[name]
         started = time.perf_counter()
         code = grpc.StatusCode.UNKNOWN
         first: list[Message] = []
+        load_slot = False
         try:
             check_access(self.tokens, headers, name)
+            deadline = time.monotonic() + self.settings.default_deadline
             if rpc.client_streaming:
+                if not self.dispatcher.load_slots.acquire(blocking=False):
+                    raise Answer(
+                        grpc.StatusCode.RESOURCE_EXHAUSTED,
+                        f"{self.settings.max_bulk_loads} {name} streams are running: try again when one ends",
+                    )
+                load_slot = True
+                deadline = float("inf")  # a load may run long, as over gRPC
                 request = remember_first(request, first)  # type: ignore[arg-type]
-            metadata = tuple((k, v) for k, v in headers.items() if k == "authorization")
-            context = HttpCallContext(metadata, peer, lambda: not self.stopping.is_set())
-            response = getattr(self.service, name)(request, context)
-            code = context.code() or grpc.StatusCode.OK
+            response = getattr(self.service, name)(request, HttpCallContext(deadline, self.stopping))
+            self.dispatcher.reply(response)  # the same answer-size limit
+            code = grpc.StatusCode.OK
             if self.metrics is not None:
                 self.metrics.observe_result(name, first[0] if first else request, response)
             return response
-        except CallFailed as exc:
-            code = exc.code
+        except Answer as answer:
+            code = answer.code
+            raise CallFailed(answer.code, cap_message(str(answer))) from None
+        except CallFailed as failed:
+            code = failed.code
             raise
         finally:
+            if load_slot:
+                self.dispatcher.load_slots.release()
             if self.metrics is not None:
                 self.metrics.observe_call("http", name, code, time.perf_counter() - started)

@@ -30,6 +30,9 @@ from .layout import extensions_end
 from .transaction import IndexTransaction
 from .values import check_at_least, check_items, check_timestamp, negate, normalize_score
 
+# continuations: (version, index tag, window key, scan tag, position) and a digest of it
+_TOKEN_VERSION = b"FLB2"
+
 
 class RankMode(enum.Enum):
     ORDINAL = "ORDINAL"
@@ -385,26 +388,36 @@ class Reader:
             raise InvalidArgument(f"unknown scan type {scan_type!r}")
         return self._scan_by_rank(ref, low, high, low_inclusive, high_inclusive, group, limit, continuation, mode)
 
-    def _continuation(self, window: Window, kind: str, payload: tuple) -> bytes:
-        return tuples.pack((b"FLB1", self._index_tag(), window.lb_key, kind, *payload))
+    def _continuation(self, window: Window, scan: bytes, payload: bytes | int) -> bytes:
+        body = tuples.pack((_TOKEN_VERSION, self._index_tag(), window.lb_key, scan, payload))
+        return body + hashlib.blake2b(body, digest_size=8).digest()
 
     def _index_tag(self) -> bytes:
         return hashlib.blake2b(self.space.prefix, digest_size=8).digest()
 
-    def _resume(self, token: bytes | None, window: Window, kind: str) -> tuple | None:
+    def _resume(self, token: bytes | None, window: Window, scan: bytes) -> bytes | int | None:
+        """The position a continuation resumes from, or None without one.  Any token this index did
+        not hand out for this window and scan (kind, group, direction) is refused in plain words."""
         if token is None:
             return None
         if not isinstance(token, bytes):
             raise InvalidArgument("continuation must be bytes")
-        try:
-            items = tuples.unpack(token)
+        body, digest = token[:-8], token[-8:]
+        try:  # the digest catches a cut or damaged token that would still parse
+            items = tuples.unpack(body) if hashlib.blake2b(body, digest_size=8).digest() == digest else ()
         except Exception:
-            raise InvalidArgument("continuation is malformed") from None
-        if len(items) < 4 or items[0] != b"FLB1" or items[1] != self._index_tag():
-            raise InvalidArgument("continuation does not belong to this index")
-        if items[2] != window.lb_key or items[3] != kind:
-            raise InvalidArgument("continuation belongs to another window or kind of scan")
-        return tuple(items[4:])
+            items = ()
+        if len(items) != 5 or items[0] != _TOKEN_VERSION or not isinstance(items[1], bytes):
+            raise InvalidArgument("continuation is not one this server handed out (damaged or cut)")
+        if items[1] != self._index_tag():
+            raise InvalidArgument("continuation belongs to another index")
+        if items[2] != window.lb_key or items[3] != scan:
+            raise InvalidArgument("continuation belongs to another window, group or kind of scan")
+        return items[4]
+
+    @staticmethod
+    def _scan_tag(kind: str, group_bytes: bytes, reverse: bool = False) -> bytes:
+        return hashlib.blake2b(b"%s/%d/%s" % (kind.encode(), reverse, group_bytes), digest_size=8).digest()
 
     def _scan_by_value(
         self,
@@ -439,9 +452,12 @@ class Reader:
         end = extensions_end(prefix) if high is None else prefix + tuples.pack((high,))
         if high is not None and high_inclusive:
             end = strinc(end)
-        resumed = self._resume(continuation, window, "value")
+        scan = self._scan_tag("value", group_bytes, reverse)
+        resumed = self._resume(continuation, window, scan)
         if resumed is not None:
-            last = prefix + resumed[0]
+            if not isinstance(resumed, bytes) or not resumed:
+                raise InvalidArgument("continuation is not one this server handed out (damaged)")
+            last = prefix + resumed
             if reverse:
                 end = min(end, last)
             else:
@@ -451,7 +467,7 @@ class Reader:
         entries = [decode(key).entry() for key, _ in rows]
         token = None
         if limit and len(rows) == limit:
-            token = self._continuation(window, "value", (rows[-1][0][len(prefix) :],))
+            token = self._continuation(window, scan, rows[-1][0][len(prefix) :])
         return ScanPage(entries, token)
 
     def _scan_by_rank(
@@ -475,9 +491,12 @@ class Reader:
             last = min(check_at_least(high, 0, "high rank") - (0 if high_inclusive else 1), last)
         if low is not None and high is not None and high < low:
             raise InvalidArgument(f"rank range is inverted: low {low} > high {high}")
-        resumed = self._resume(continuation, window, "rank")
+        scan = self._scan_tag("rank", group_bytes)
+        resumed = self._resume(continuation, window, scan)
         if resumed is not None:
-            first = max(first, resumed[0])
+            if not isinstance(resumed, int) or not 0 <= resumed < 1 << 63:
+                raise InvalidArgument("continuation is not one this server handed out (damaged)")
+            first = max(first, resumed)
         count = last - first + 1
         if limit:
             count = min(count, limit)
@@ -485,5 +504,5 @@ class Reader:
         next_first = first + count
         token = None
         if limit and count == limit and next_first <= last:
-            token = self._continuation(window, "rank", (next_first,))
+            token = self._continuation(window, scan, next_first)
         return ScanPage(entries, token)

@@ -3,6 +3,8 @@
 | module | concern |
 |---|---|
 | ``server.py`` | :class:`Server`: the process's gRPC server, health, reflection and store lifecycle |
+| ``settings.py`` | :class:`ServerSettings`: limits per call, timeouts, tokens, TLS; startup refusals |
+| ``calls.py`` | how a call is served: raw-bytes requests, receive timeouts, deadlines, workers, access checks |
 | ``grpc_service.py`` | the servicer: one handler per RPC, each calling the index |
 | ``convert.py`` | requests into index arguments (settings, window updates, maintenance policies) |
 | ``status.py`` | which status code answers which error |
@@ -15,5 +17,6 @@ Dependencies point down: this package uses :mod:`fdb_leaderboard.index` and the 
 
 from .grpc_service import SERVICE_NAME, LeaderboardService
 from .server import Server
+from .settings import ServerSettings, StartupError, TlsFiles
 
-__all__ = ["SERVICE_NAME", "LeaderboardService", "Server"]
+__all__ = ["SERVICE_NAME", "LeaderboardService", "Server", "ServerSettings", "StartupError", "TlsFiles"]

@@ -1,9 +1,13 @@
 """The gRPC service: every index operation, for several named indexes, over one store.
 
-Errors map to status codes by type (see ``status.py``); anything unexpected is logged and
-answered INTERNAL.  Score writes from concurrent clients reach the store's ``run`` from many
-server threads at once, so the embedded store's group commit shares one durable commit
-among them.
+Each handler takes a parsed request and a :class:`CallContext` and runs on a worker thread
+(``calls.py`` receives requests and sends answers).  Errors map to status codes by type (see
+``status.py``) and leave as :class:`~.status.Answer`; anything unexpected is logged and answered
+INTERNAL.  Score writes from concurrent clients reach the store's ``run`` from many server
+threads at once, so the embedded store's group commit shares one durable commit among them.
+
+Every call does bounded work: Top, AroundMe and Scan return at most ``max_page`` rows (more is
+refused, naming the limit; a scan without a limit gets a page of ``max_page`` and a continuation).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 
@@ -23,31 +27,57 @@ from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
 from . import convert
 from .catalog import Catalog
-from .status import Answer, status_of
+from .settings import DEFAULT_MAX_PAGE
+from .status import Answer, cap_message, status_of
 
 log = logging.getLogger("fdb_leaderboard.service")
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Leaderboard"].full_name
 
 
+class CallContext(Protocol):
+    """What a handler may ask about its call."""
+
+    def is_active(self) -> bool:
+        """False once the client went away or the call's deadline passed: long loops stop."""
+        ...
+
+    def time_remaining(self) -> float: ...
+
+
+class ClientGone(Exception):
+    """The client cancelled a stream, or it ended while the handler was reading it."""
+
+
 def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
-    def handle(self: LeaderboardService, request: Any, context: grpc.ServicerContext) -> Any:
+    def handle(self: LeaderboardService, request: Any, context: CallContext) -> Any:
         try:
             return method(self, request, context)
+        except Answer:
+            raise
         except Exception as exc:
-            code, message = status_of(exc), str(exc)
+            code = status_of(exc)
             if code is None:
                 log.exception("%s failed", method.__name__)
-                code, message = grpc.StatusCode.INTERNAL, f"{method.__name__} failed unexpectedly; see the server log"
-            context.abort(code, message)
+                raise Answer(
+                    grpc.StatusCode.INTERNAL, f"{method.__name__} failed unexpectedly; see the server log"
+                ) from exc
+            raise Answer(code, cap_message(str(exc))) from exc
 
     return handle
 
 
 class LeaderboardService(pb_grpc.LeaderboardServicer):
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, max_page: int = DEFAULT_MAX_PAGE) -> None:
         self.catalog = catalog
+        self.max_page = max_page
+
+    def _check_page(self, rows: int, what: str, hint: str) -> None:
+        if rows > self.max_page:
+            raise InvalidArgument(
+                f"{what} asks for {rows} rows; this server returns at most {self.max_page} per call{hint}"
+            )
 
     def _index(self, name: str) -> LeaderboardIndex:
         return self.catalog.get(name)
@@ -55,14 +85,14 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     # -- admin ----------------------------------------------------------------------------
 
     @_rpc
-    def CreateIndex(self, request: pb.CreateIndexRequest, context: grpc.ServicerContext) -> pb.CreateIndexResponse:
+    def CreateIndex(self, request: pb.CreateIndexRequest, context: CallContext) -> pb.CreateIndexResponse:
         settings = convert.settings_from_proto(request.options, request.reference_layout)
         maintenance = convert.maintenance_from_proto(request.maintenance)
         _, created = self.catalog.create(request.name, settings, maintenance)
         return pb.CreateIndexResponse(created=created)
 
     @_rpc
-    def ListIndexes(self, request: pb.ListIndexesRequest, context: grpc.ServicerContext) -> pb.ListIndexesResponse:
+    def ListIndexes(self, request: pb.ListIndexesRequest, context: CallContext) -> pb.ListIndexesResponse:
         return pb.ListIndexesResponse(
             indexes=[
                 pb.IndexInfo(
@@ -76,15 +106,13 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def SetMaintenancePolicy(
-        self, request: pb.SetMaintenancePolicyRequest, context: grpc.ServicerContext
+        self, request: pb.SetMaintenancePolicyRequest, context: CallContext
     ) -> pb.SetMaintenancePolicyResponse:
         self.catalog.set_maintenance(request.index, convert.maintenance_from_proto(request.maintenance))
         return pb.SetMaintenancePolicyResponse()
 
     @_rpc
-    def UpdateWindows(
-        self, request: pb.UpdateWindowsRequest, context: grpc.ServicerContext
-    ) -> pb.UpdateWindowsResponse:
+    def UpdateWindows(self, request: pb.UpdateWindowsRequest, context: CallContext) -> pb.UpdateWindowsResponse:
         index = self._index(request.index)
         update = convert.window_update_from_proto(request)
         result = index.update_windows(update)
@@ -96,7 +124,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         )
 
     @_rpc
-    def ListWindows(self, request: pb.ListWindowsRequest, context: grpc.ServicerContext) -> pb.ListWindowsResponse:
+    def ListWindows(self, request: pb.ListWindowsRequest, context: CallContext) -> pb.ListWindowsResponse:
         index = self._index(request.index)
 
         def describe(ops: Operations) -> pb.ListWindowsResponse:
@@ -118,14 +146,14 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def SaveSubDirectory(
-        self, request: pb.SaveSubDirectoryRequest, context: grpc.ServicerContext
+        self, request: pb.SaveSubDirectoryRequest, context: CallContext
     ) -> pb.SaveSubDirectoryResponse:
         self._index(request.index).save_sub_directory(wire.items_to_tuple(request.group), request.high_score_first)
         return pb.SaveSubDirectoryResponse()
 
     @_rpc
     def ListSubDirectories(
-        self, request: pb.ListSubDirectoriesRequest, context: grpc.ServicerContext
+        self, request: pb.ListSubDirectoriesRequest, context: CallContext
     ) -> pb.ListSubDirectoriesResponse:
         found = self._index(request.index).sub_directories()
         return pb.ListSubDirectoriesResponse(
@@ -135,12 +163,12 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         )
 
     @_rpc
-    def Expire(self, request: pb.ExpireRequest, context: grpc.ServicerContext) -> pb.ExpireResponse:
+    def Expire(self, request: pb.ExpireRequest, context: CallContext) -> pb.ExpireResponse:
         gone = self._index(request.index).expire(request.before)
         return pb.ExpireResponse(deleted=[wire.window_to_proto(w) for w in gone])
 
     @_rpc
-    def Fill(self, request: pb.FillRequest, context: grpc.ServicerContext) -> pb.FillResponse:
+    def Fill(self, request: pb.FillRequest, context: CallContext) -> pb.FillResponse:
         index = self._index(request.index)
         max_records = request.max_records or 200
         processed = ranked = 0
@@ -162,11 +190,11 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         )
 
     @_rpc
-    def Trim(self, request: pb.TrimRequest, context: grpc.ServicerContext) -> pb.TrimResponse:
+    def Trim(self, request: pb.TrimRequest, context: CallContext) -> pb.TrimResponse:
         return pb.TrimResponse(entries_removed=self._index(request.index).trim(request.before))
 
     @_rpc
-    def KeepAhead(self, request: pb.KeepAheadRequest, context: grpc.ServicerContext) -> pb.KeepAheadResponse:
+    def KeepAhead(self, request: pb.KeepAheadRequest, context: CallContext) -> pb.KeepAheadResponse:
         policy = self.catalog.entry(request.index).maintenance
         if not policy.windows:
             raise FailedPrecondition(f"index {request.index!r} has no maintenance policy with regular windows")
@@ -180,14 +208,14 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         return pb.KeepAheadResponse(added=[wire.window_to_proto(w) for w in added])
 
     @_rpc
-    def Verify(self, request: pb.VerifyRequest, context: grpc.ServicerContext) -> pb.VerifyResponse:
+    def Verify(self, request: pb.VerifyRequest, context: CallContext) -> pb.VerifyResponse:
         problems = self._index(request.index).check(request.max_problems or 100)
         return pb.VerifyResponse(problems=problems)
 
     # -- writes ---------------------------------------------------------------------------
 
     @_rpc
-    def AddScore(self, request: pb.AddScoreRequest, context: grpc.ServicerContext) -> pb.AddScoreResponse:
+    def AddScore(self, request: pb.AddScoreRequest, context: CallContext) -> pb.AddScoreResponse:
         if not request.HasField("entry"):
             raise InvalidArgument("AddScore needs an entry")
         changed = self._index(request.index).add_entries(
@@ -196,31 +224,31 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         return pb.AddScoreResponse(windows_changed=changed)
 
     @_rpc
-    def AddEntries(self, request: pb.AddEntriesRequest, context: grpc.ServicerContext) -> pb.WriteResponse:
+    def AddEntries(self, request: pb.AddEntriesRequest, context: CallContext) -> pb.WriteResponse:
         entries = [wire.entry_to_python(entry) for entry in request.entries]
         changed = self._index(request.index).add_entries(wire.items_to_tuple(request.pk), entries)
         return pb.WriteResponse(windows_changed=changed)
 
     @_rpc
-    def SaveRecord(self, request: pb.SaveRecordRequest, context: grpc.ServicerContext) -> pb.WriteResponse:
+    def SaveRecord(self, request: pb.SaveRecordRequest, context: CallContext) -> pb.WriteResponse:
         entries = [wire.entry_to_python(entry) for entry in request.entries]
         changed = self._index(request.index).save_record(wire.items_to_tuple(request.pk), entries)
         return pb.WriteResponse(windows_changed=changed)
 
     @_rpc
-    def DeleteRecord(self, request: pb.DeleteRecordRequest, context: grpc.ServicerContext) -> pb.DeleteRecordResponse:
+    def DeleteRecord(self, request: pb.DeleteRecordRequest, context: CallContext) -> pb.DeleteRecordResponse:
         return pb.DeleteRecordResponse(
             existed=self._index(request.index).delete_record(wire.items_to_tuple(request.pk))
         )
 
     @_rpc
-    def WriteBatch(self, request: pb.WriteBatchRequest, context: grpc.ServicerContext) -> pb.WriteBatchResponse:
+    def WriteBatch(self, request: pb.WriteBatchRequest, context: CallContext) -> pb.WriteBatchResponse:
         records = [convert.record_from_proto(record) for record in request.records]
         self._index(request.index).write_batch(records, replace=request.replace)
         return pb.WriteBatchResponse()
 
     @_rpc
-    def BulkLoad(self, requests: Iterator[pb.BulkLoadRequest], context: grpc.ServicerContext) -> pb.BulkLoadResponse:
+    def BulkLoad(self, requests: Iterator[pb.BulkLoadRequest], context: CallContext) -> pb.BulkLoadResponse:
         first = next(requests, None)
         if first is None or not first.index:
             raise InvalidArgument("BulkLoad's first message must name the index")
@@ -244,7 +272,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
         try:
             index.bulk_load(records(), first.batch_size or 500, progress, defer_ranks=not first.rank_as_loaded)
-        except grpc.RpcError:  # the client went away mid-stream; what it sent before is saved
+        except ClientGone:  # the client went away mid-stream; what it sent before is saved
             log.info("BulkLoad of %r cancelled by the client after %d records", first.index, written)
             raise Answer(grpc.StatusCode.CANCELLED, f"cancelled after {written} records") from None
         except Exception as exc:
@@ -268,12 +296,12 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         return wire.items_to_tuple(request.pk), ref.type, ref.timestamp, group, convert.rank_mode(request.mode)
 
     @_rpc
-    def GetRank(self, request: pb.RankRequest, context: grpc.ServicerContext) -> pb.RankResponse:
+    def GetRank(self, request: pb.RankRequest, context: CallContext) -> pb.RankResponse:
         rank = self._index(request.index).rank(*self._rank_arguments(request))
         return pb.RankResponse(rank=rank) if rank is not None else pb.RankResponse()
 
     @_rpc
-    def GetRankAndEntry(self, request: pb.RankRequest, context: grpc.ServicerContext) -> pb.RankAndEntryResponse:
+    def GetRankAndEntry(self, request: pb.RankRequest, context: CallContext) -> pb.RankAndEntryResponse:
         entry = self._index(request.index).rank_and_entry(*self._rank_arguments(request))
         if entry is None:
             return pb.RankAndEntryResponse()
@@ -282,9 +310,10 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         return response
 
     @_rpc
-    def AroundMe(self, request: pb.AroundMeRequest, context: grpc.ServicerContext) -> pb.EntriesResponse:
+    def AroundMe(self, request: pb.AroundMeRequest, context: CallContext) -> pb.EntriesResponse:
         ref = convert.window_ref(request.window)
         if_absent = IfAbsent[pb.IfAbsent.Name(request.if_absent)]
+        self._check_page(request.above + request.below + 1, "AroundMe (above + below + 1)", "")
         entries = self._index(request.index).around(
             wire.items_to_tuple(request.pk),
             request.above,
@@ -300,8 +329,9 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         return response
 
     @_rpc
-    def Top(self, request: pb.TopRequest, context: grpc.ServicerContext) -> pb.EntriesResponse:
+    def Top(self, request: pb.TopRequest, context: CallContext) -> pb.EntriesResponse:
         ref = convert.window_ref(request.window)
+        self._check_page(request.n, "Top n", "; page further with Scan BY_RANK and its continuation")
         entries = self._index(request.index).top(
             request.n, ref.type, ref.timestamp, wire.items_to_tuple(request.group), convert.rank_mode(request.mode)
         )
@@ -310,13 +340,13 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         return response
 
     @_rpc
-    def Count(self, request: pb.CountRequest, context: grpc.ServicerContext) -> pb.CountResponse:
+    def Count(self, request: pb.CountRequest, context: CallContext) -> pb.CountResponse:
         ref = convert.window_ref(request.window)
         count = self._index(request.index).count(ref.type, ref.timestamp, wire.items_to_tuple(request.group))
         return pb.CountResponse(count=count)
 
     @_rpc
-    def ScoreForRank(self, request: pb.ScoreForRankRequest, context: grpc.ServicerContext) -> pb.ScoreForRankResponse:
+    def ScoreForRank(self, request: pb.ScoreForRankRequest, context: CallContext) -> pb.ScoreForRankResponse:
         ref = convert.window_ref(request.window)
         score = self._index(request.index).score_for_rank(
             request.rank, ref.type, ref.timestamp, wire.items_to_tuple(request.group)
@@ -326,7 +356,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         return pb.ScoreForRankResponse(score=wire.python_to_score(score))
 
     @_rpc
-    def RankForScore(self, request: pb.RankForScoreRequest, context: grpc.ServicerContext) -> pb.RankResponse:
+    def RankForScore(self, request: pb.RankForScoreRequest, context: CallContext) -> pb.RankResponse:
         ref = convert.window_ref(request.window)
         rank = self._index(request.index).rank_for_score(
             wire.score_to_python(request.score), ref.type, ref.timestamp, wire.items_to_tuple(request.group)
@@ -334,7 +364,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         return pb.RankResponse(rank=rank)
 
     @_rpc
-    def Scan(self, request: pb.ScanRequest, context: grpc.ServicerContext) -> pb.ScanResponse:
+    def Scan(self, request: pb.ScanRequest, context: CallContext) -> pb.ScanResponse:
         scan_type = ScanType[pb.ScanType.Name(request.type)]
         low = wire.score_to_python(request.low, "low bound") if request.HasField("low") else None
         high = wire.score_to_python(request.high, "high bound") if request.HasField("high") else None
@@ -342,6 +372,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             raise InvalidArgument("rank bounds must be integers")
         if scan_type is ScanType.BY_TIME_WINDOW and not request.window.HasField("timestamp"):
             raise InvalidArgument("a BY_TIME_WINDOW scan needs window.type and window.timestamp")
+        self._check_page(request.limit, "Scan limit", "; page with the continuation")
         page = self._index(request.index).scan(
             scan_type,
             low=low,
@@ -352,7 +383,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             timestamp=request.window.timestamp if request.window.HasField("timestamp") else None,
             group=wire.items_to_tuple(request.group),
             reverse=request.reverse,
-            limit=request.limit,
+            limit=request.limit or self.max_page,
             continuation=request.continuation or None,
             mode=convert.rank_mode(request.mode),
         )

@@ -3,7 +3,7 @@
 One :class:`Metrics` per :class:`~fdb_leaderboard.service.Server`, with its own registry (a
 process may run several servers, as the tests do).  What it measures:
 
-- every call, by transport (``grpc`` through the interceptor, ``http`` through the HTTP
+- every call, by transport (``grpc`` from the dispatcher in ``calls.py``, ``http`` from the HTTP
   layer, which calls the same servicer), method and status code: a counter and a latency
   histogram;
 - every store transaction through :class:`MeasuredDatabase`: latency by kind (read/write) and
@@ -37,7 +37,6 @@ from prometheus_client.registry import Collector
 
 from ..store.api import Database
 from .catalog import Catalog
-from .grpc_service import SERVICE_NAME
 
 T = TypeVar("T")
 
@@ -45,12 +44,6 @@ PREFIX = "fdb_leaderboard"
 # Calls take from ~50 µs (a cached read) to seconds (a fill pass, a bulk load).
 CALL_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 GROUP_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-
-
-def method_label(full_method: str) -> str:
-    """``/fdb_leaderboard.v1.Leaderboard/Top`` -> ``Top``; other services keep their full name."""
-    service, _, method = full_method.lstrip("/").rpartition("/")
-    return method if service == SERVICE_NAME else full_method.lstrip("/")
 
 
 class Metrics:
@@ -183,9 +176,6 @@ class Metrics:
         elif method == "BulkLoad":
             self.bulk_loaded.labels(index).inc(response.records_written)
 
-    def interceptor(self) -> grpc.ServerInterceptor:
-        return _Interceptor(self)
-
 
 class _WindowCollector(Collector):
     """Windows per index, read from the store at scrape time (one read per index)."""
@@ -222,47 +212,6 @@ class _StoreStatsCollector(Collector):
             yield CounterMetricFamily(
                 f"{PREFIX}_store_{name}", f"The store's own count of {name.replace('_', ' ')}.", count
             )
-
-
-class _Interceptor(grpc.ServerInterceptor):
-    """Times every unary and client-streaming call and counts it by status code."""
-
-    def __init__(self, metrics: Metrics) -> None:
-        self.metrics = metrics
-
-    def intercept_service(self, continuation: Callable[..., Any], details: grpc.HandlerCallDetails) -> Any:
-        handler = continuation(details)
-        if handler is None:
-            return None
-        method = method_label(details.method)
-        if handler.unary_unary is not None:
-            return handler._replace(unary_unary=self._timed(method, handler.unary_unary, streaming=False))
-        if handler.stream_unary is not None:
-            return handler._replace(stream_unary=self._timed(method, handler.stream_unary, streaming=True))
-        return handler  # server-streaming calls (health's Watch) last as long as the client likes
-
-    def _timed(self, method: str, behaviour: Callable[..., Any], streaming: bool) -> Callable[..., Any]:
-        metrics = self.metrics
-
-        def timed(request: Any, context: grpc.ServicerContext) -> Any:
-            first: list[Any] = []
-            if streaming:
-                request = remember_first(request, first)
-            started = time.perf_counter()
-            code = grpc.StatusCode.UNKNOWN
-            try:
-                response = behaviour(request, context)
-                code = context.code() or grpc.StatusCode.OK
-                if code is grpc.StatusCode.OK:
-                    metrics.observe_result(method, first[0] if streaming and first else request, response)
-                return response
-            except BaseException:
-                code = context.code() or grpc.StatusCode.UNKNOWN
-                raise
-            finally:
-                metrics.observe_call("grpc", method, code, time.perf_counter() - started)
-
-        return timed
 
 
 def remember_first(messages: Iterator[Any], first: list[Any]) -> Iterator[Any]:

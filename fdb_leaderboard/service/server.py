@@ -1,22 +1,37 @@
-"""A running server: the gRPC server, its health and reflection services, metrics, and the store it owns."""
+"""A running server: the gRPC server, its health and reflection services, its metrics, and the
+store it owns.
+
+The gRPC server is grpcio's asyncio server, on an event loop in a thread of its own, so a call
+waiting for its request costs no thread (see ``calls.py``); handlers run on worker threads.
+:class:`Server` itself is synchronous: ``start``, ``stop``, ``wait``.
+
+Startup refusals raise :class:`~.settings.StartupError` (or the store's error) with a one-line
+message: an address in use (gRPC's port sharing is off, so a second server on a taken address
+fails at once), a non-loopback address without authentication, unreadable TLS files.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import logging
 import signal
+import socket
 import threading
 from collections.abc import Callable
-from concurrent import futures
+from typing import Any
 
 import grpc
+from grpc import aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from ..proto import service_pb2_grpc as pb_grpc
-from ..store import Database, StoreUnavailable, open_database
+from ..store import Database, open_database
+from .calls import AccessInterceptor, Dispatcher
 from .catalog import Catalog
 from .grpc_service import SERVICE_NAME, LeaderboardService
 from .metrics import MeasuredDatabase, Metrics
+from .settings import ServerSettings, StartupError
 
 log = logging.getLogger("fdb_leaderboard.service")
 
@@ -24,68 +39,211 @@ log = logging.getLogger("fdb_leaderboard.service")
 class Server:
     """A running server: the gRPC server, its health service, its metrics and the store it owns.
 
-    Other front ends of the same service (the HTTP layer) call :attr:`service` and register
-    with :meth:`add_stop_hook` to stop with the server, before the store closes.
+    Other front ends of the same service (the HTTP layer) call :attr:`service` with the same
+    :attr:`settings` and register with :meth:`add_stop_hook` to stop with the server, before the
+    store closes.
     """
 
-    def __init__(self, store_url: str, address: str = "127.0.0.1:50051", max_workers: int = 16) -> None:
+    def __init__(
+        self,
+        store_url: str,
+        address: str = "127.0.0.1:50051",
+        max_workers: int = 16,
+        *,
+        settings: ServerSettings | None = None,
+    ) -> None:
+        self.settings = settings = settings or ServerSettings()
+        settings.check_address(address)
+        credentials = _server_credentials(settings)
+        _check_free(address)
         self.metrics = Metrics()
         self.db: Database = MeasuredDatabase(open_database(store_url), self.metrics)
-        self.catalog = Catalog(self.db)
-        self.metrics.watch_catalog(self.catalog)
         self.max_workers = max_workers
-        self.grpc = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="rpc"),
-            interceptors=[self.metrics.interceptor()],
-        )
-        self.service = LeaderboardService(self.catalog)
-        pb_grpc.add_LeaderboardServicer_to_server(self.service, self.grpc)
-        self.health = health.HealthServicer()
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
-        reflection.enable_server_reflection(
-            (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
-            self.grpc,
-        )
-        self.port = self.grpc.add_insecure_port(address)
-        if self.port == 0:
-            raise StoreUnavailable(f"cannot listen on {address}")
-        self.address = f"{address.rsplit(':', 1)[0]}:{self.port}"
-        self._stopped = threading.Event()
         self._stop_hooks: list[Callable[[float], None]] = []
+        try:
+            self.catalog = Catalog(self.db)
+            self.metrics.watch_catalog(self.catalog)
+            self.service = LeaderboardService(self.catalog, settings.max_page)
+            self.dispatcher = Dispatcher(self.service, settings, max_workers, self.metrics)
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=self._loop.run_forever, name="grpc-loop", daemon=True)
+            self._thread.start()
+            try:
+                self.port = self._on_loop(self._build(address, credentials))
+            except BaseException:
+                self._close_loop()
+                raise
+        except BaseException:
+            if hasattr(self, "dispatcher"):
+                self.dispatcher.shutdown()
+            self.db.close()
+            raise
+        self.address = f"{address.rsplit(':', 1)[0]}:{self.port}"
+        self._stop_requested = threading.Event()
+        self._stopped = threading.Event()
+        self._stop_lock = threading.Lock()
+        self._grace = 10.0
+        self._filler: threading.Thread | None = None
+
+    def _on_loop(self, coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    async def _build(self, address: str, credentials: grpc.ServerCredentials | None) -> int:
+        settings = self.settings
+        limit = settings.max_message_bytes
+        self.grpc = aio.server(
+            interceptors=[AccessInterceptor(settings.tokens)] if settings.tokens is not None else None,
+            options=[
+                ("grpc.so_reuseport", 0),
+                ("grpc.max_receive_message_length", limit),
+                ("grpc.max_send_message_length", limit),
+                ("grpc.server_handshake_timeout_ms", int(settings.receive_timeout * 1000)),
+            ],
+            maximum_concurrent_rpcs=settings.max_concurrent_calls,
+        )
+        self.grpc.add_generic_rpc_handlers((self.dispatcher,))
+        names = [SERVICE_NAME]
+        self.health: Any = None
+        if settings.health:
+            self.health = health.aio.HealthServicer()
+            health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
+            names.append(health_pb2.DESCRIPTOR.services_by_name["Health"].full_name)
+        if settings.reflection:
+            reflection.enable_server_reflection((*names, reflection.SERVICE_NAME), self.grpc)
+        try:
+            if credentials is None:
+                return self.grpc.add_insecure_port(address)
+            return self.grpc.add_secure_port(address, credentials)
+        except RuntimeError:
+            raise StartupError(f"cannot listen on {address} (in use, or not an address of this machine)") from None
 
     def start(self) -> Server:
-        self.grpc.start()
-        for name in ("", SERVICE_NAME):
-            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self._on_loop(self.grpc.start())
+        if self.health is not None:
+            for name in ("", SERVICE_NAME):
+                self._on_loop(self.health.set(name, health_pb2.HealthCheckResponse.SERVING))
+        self._filler = threading.Thread(target=self._resume_fills, name="resume-fills", daemon=True)
+        self._filler.start()
         return self
+
+    def _resume_fills(self) -> None:
+        """Finish windows a crashed bulk load or fill left filling (they are not served until then),
+        in the fill's bounded, resumable batches, until done or the server stops."""
+        try:
+            names = [name for name, _ in self.catalog.list()]
+        except Exception:
+            log.exception("cannot list the indexes to resume their fills")
+            return
+        for name in names:
+            try:
+                index = self.catalog.get(name)
+                directory = index.directory()
+                if directory is None or not directory.filling():
+                    continue
+                log.warning("index %r has windows still filling: resuming the fill", name)
+                records = 0
+                while not self._stop_requested.is_set():
+                    step = index.fill_step()
+                    records += step.records_processed
+                    if step.done:
+                        log.warning("index %r: fill finished (%d records)", name, records)
+                        break
+            except Exception:
+                log.exception("resuming the fill of index %r failed; `fdb-leaderboard fill` retries it", name)
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Refuse new calls, let in-flight ones (writes included) finish within ``grace`` seconds,
+        stop the rest at their next check, then close the store."""
+        with self._stop_lock:
+            if self._stopped.is_set():
+                return
+            self._stop_requested.set()
+            # Other front ends drain side by side with the gRPC server.
+            hooks = [threading.Thread(target=self._run_stop_hook, args=(hook, grace)) for hook in self._stop_hooks]
+            for hook in hooks:
+                hook.start()
+            try:
+                if self.health is not None:
+                    self._on_loop(self.health.enter_graceful_shutdown())
+                self._on_loop(self.grpc.stop(grace))
+            finally:
+                for hook in hooks:
+                    hook.join()
+                self.dispatcher.shutdown()  # threads of cancelled calls end before the store closes
+                if self._filler is not None:
+                    self._filler.join()
+                self._close_loop()
+                self.db.close()
+                self._stopped.set()
 
     def add_stop_hook(self, stop: Callable[[float], None]) -> None:
         """Have :meth:`stop` call ``stop(grace)`` (another front end's own graceful stop) before
         the store closes."""
         self._stop_hooks.append(stop)
 
-    def stop(self, grace: float = 10.0) -> None:
-        """Refuse new calls, let in-flight ones (writes included) finish, then close the store."""
-        if self._stopped.is_set():
-            return
-        self._stopped.set()
-        self.health.enter_graceful_shutdown()
-        grpc_stopped = self.grpc.stop(grace)  # the gRPC and other front ends drain side by side
-        for stop in self._stop_hooks:
-            try:
-                stop(grace)
-            except Exception:
-                log.exception("stopping %r failed", stop)
-        grpc_stopped.wait()
-        self.db.close()
+    @staticmethod
+    def _run_stop_hook(stop: Callable[[float], None], grace: float) -> None:
+        try:
+            stop(grace)
+        except Exception:
+            log.exception("stopping %r failed", stop)
+
+    def _close_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
 
     def wait(self) -> None:
-        self.grpc.wait_for_termination()
+        """Block until a stop is requested (``stop``, or a signal after ``stop_on_signals``); a
+        signal's stop runs here, in the calling thread, so the store is closed before this returns."""
+        while not self._stop_requested.wait(0.5):
+            pass
+        self.stop(self._grace)
 
     def stop_on_signals(self, grace: float = 10.0) -> None:
+        """SIGTERM and SIGINT (Ctrl-C) make ``wait`` stop the server gracefully (call from the main thread)."""
+        self._grace = grace
+
         def handler(signum: int, frame: object) -> None:
-            log.info("signal %d: shutting down (up to %.0f s for in-flight calls)", signum, grace)
-            threading.Thread(target=self.stop, args=(grace,), daemon=True).start()
+            if self._stop_requested.is_set():
+                log.warning("signal %d: already stopping", signum)
+                return
+            log.warning("signal %d: shutting down (up to %.0f s for in-flight calls)", signum, grace)
+            self._stop_requested.set()
 
         signal.signal(signal.SIGTERM, handler)
         signal.signal(signal.SIGINT, handler)
+
+
+def _server_credentials(settings: ServerSettings) -> grpc.ServerCredentials | None:
+    if settings.tls is None:
+        return None
+    cert, key, client_ca = settings.tls.read()
+    try:
+        return grpc.ssl_server_credentials(
+            [(key, cert)], root_certificates=client_ca, require_client_auth=client_ca is not None
+        )
+    except Exception as exc:
+        raise StartupError(f"the TLS certificate or key is not usable: {exc}") from None
+
+
+def _check_free(address: str) -> None:
+    """Refuse an address another process listens on, before opening the store (gRPC's own bind
+    refuses it too, later and with a log line of its own)."""
+    host, _, port = address.rpartition(":")
+    if not port.isdigit() or int(port) == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host.strip("[]") or None, int(port), type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise StartupError(f"cannot listen on {address}: {exc.strerror}") from None
+    for family, kind, proto, _, where in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC does: TIME_WAIT is no owner
+            try:
+                probe.bind(where)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise StartupError(f"cannot listen on {address}: another process is listening there") from None
+                if exc.errno == errno.EADDRNOTAVAIL:
+                    raise StartupError(f"cannot listen on {address}: not an address of this machine") from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import grpc
 
+from ..access import PermissionDenied, Unauthenticated, UnknownOperation
 from ..errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from ..rankedset import CorruptRankedSet
 from ..store import KeyTooLarge, StoreUnavailable, TransactionTimedOut, TransactionTooLarge, ValueTooLarge
@@ -19,7 +20,21 @@ STATUS_BY_ERROR: list[tuple[type[BaseException], grpc.StatusCode]] = [
     (TransactionTimedOut, grpc.StatusCode.ABORTED),
     (StoreUnavailable, grpc.StatusCode.UNAVAILABLE),
     (CorruptRankedSet, grpc.StatusCode.DATA_LOSS),
+    (Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
+    (PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
+    (UnknownOperation, grpc.StatusCode.PERMISSION_DENIED),
 ]
+
+# Messages may quote what a request held (a group, a key): this many characters at most, so an
+# answer's status always fits gRPC's 8-16 KB header limits.
+MAX_MESSAGE_CHARS = 1000
+
+
+def cap_message(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``message`` cut to ``limit`` characters, saying how much was left out."""
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit]}... ({len(message) - limit} more characters)"
 
 
 class Answer(Exception):

@@ -61,6 +61,7 @@ T = TypeVar("T")
 DEFAULT_MAP_SIZE = 1 << 40  # address space only; the file grows as data is written
 DEFAULT_TRANSACTION_SECONDS = 5.0
 _MAX_BATCH = 64  # logical transactions sharing one commit
+_DEADLINE_EVERY = 1023  # a range read checks the transaction's time limit every 1024 keys
 
 
 class _Env:
@@ -70,7 +71,7 @@ class _Env:
     registry_lock = threading.Lock()
 
     def __init__(self, path: str, durable: bool, map_size: int, redo_log: bool, checkpoint_seconds: float) -> None:
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(path, mode=redo.DIRECTORY_MODE, exist_ok=True)
         self.path = path
         self.durable = durable
         self.redo_log = redo_log
@@ -85,11 +86,13 @@ class _Env:
                 max_readers=1024,
                 max_dbs=0,
                 readahead=False,
+                mode=redo.FILE_MODE,
             )
 
         try:
             with self.lock.gate():
                 exclusive = self.lock.take(alone=redo_log)
+                self.lock.hold_durability(durable)
                 # Only an opener holding the store alone may repair what a crashed redo-log session left.
                 self.env = redo.recover(path, open_env, _apply_writes)[0] if exclusive else open_env()
                 try:
@@ -199,6 +202,8 @@ class LmdbTransaction(Transaction):
                 out.append(item)
                 if len(out) == limit:
                     break
+                if not len(out) & _DEADLINE_EVERY and time.monotonic() > self._deadline:
+                    self._timed_out()  # a long read checks the limit as it goes, not only at its start
         else:
             if _seek(cursor, end):
                 if not cursor.prev():
@@ -211,6 +216,8 @@ class LmdbTransaction(Transaction):
                 out.append(item)
                 if len(out) == limit:
                     break
+                if not len(out) & _DEADLINE_EVERY and time.monotonic() > self._deadline:
+                    self._timed_out()
         return out
 
     def last_keys(self, requests: Sequence[tuple[bytes, bytes]]) -> list[bytes | None]:

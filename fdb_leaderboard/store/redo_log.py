@@ -68,6 +68,10 @@ _META_MAGIC_OFFSET = 16  # after the page header
 _META_TXNID_OFFSET = 144
 
 LOCK_FILE = "redo.lock"
+DURABLE_FILE = "durable.lock"  # held (shared) by every durable opener
+FAST_FILE = "not-durable.lock"  # held (shared) by every opener with durable=false
+FILE_MODE = 0o600  # store files are the owner's only
+DIRECTORY_MODE = 0o700
 GATE_FILE = "redo.gate"
 CHECKPOINT_FILE = "redo.checkpoint"
 DEFAULT_CHECKPOINT_SECONDS = 1.0
@@ -183,7 +187,7 @@ class Checkpoint:
         """Replace the checkpoint file atomically and durably."""
         target = os.path.join(path, CHECKPOINT_FILE)
         temporary = target + ".tmp"
-        with open(temporary, "wb") as out:
+        with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "wb") as out:
             out.write(self.encode())
             out.flush()
             os.fsync(out.fileno())
@@ -210,12 +214,13 @@ class StoreLock:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.fd = os.open(os.path.join(path, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+        self.fd = os.open(os.path.join(path, LOCK_FILE), os.O_RDWR | os.O_CREAT, FILE_MODE)
+        self.mode_fd = -1
 
     @contextlib.contextmanager
     def gate(self, wait_seconds: float = 60.0) -> Iterator[None]:
         """Hold the store's opening gate (an ``flock`` on its own file) for the block."""
-        fd = os.open(os.path.join(self.path, GATE_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(os.path.join(self.path, GATE_FILE), os.O_RDWR | os.O_CREAT, FILE_MODE)
         try:
             deadline = time.monotonic() + wait_seconds
             while not _try_flock(fd, fcntl.LOCK_EX):
@@ -249,7 +254,29 @@ class StoreLock:
                 "store through that process (its gRPC service) or close it first"
             )
 
+    def hold_durability(self, durable: bool) -> None:
+        """Inside the gate: refuse if another process has the store open with the other durability,
+        then mark this opener's (a shared ``flock`` on a file per setting, released at close or death).
+
+        A non-durable opener would otherwise commit without syncing into a store whose server
+        promises durable writes (or the reverse)."""
+        mine, other = (DURABLE_FILE, FAST_FILE) if durable else (FAST_FILE, DURABLE_FILE)
+        probe = os.open(os.path.join(self.path, other), os.O_RDWR | os.O_CREAT, FILE_MODE)
+        try:
+            if not _try_flock(probe, fcntl.LOCK_EX):
+                raise StoreError(
+                    f"{self.path} is open in another process with durable={not durable}; open it with the same "
+                    "durability (or reach it through that process)"
+                )
+        finally:
+            os.close(probe)
+        self.mode_fd = os.open(os.path.join(self.path, mine), os.O_RDWR | os.O_CREAT, FILE_MODE)
+        fcntl.flock(self.mode_fd, fcntl.LOCK_SH)
+
     def close(self) -> None:
+        if self.mode_fd >= 0:
+            os.close(self.mode_fd)
+            self.mode_fd = -1
         if self.fd >= 0:
             os.close(self.fd)  # releases the lock
             self.fd = -1
@@ -474,7 +501,7 @@ class RedoLog:
 
     def _open_segment(self, number: int) -> None:
         name = os.path.join(self.path, _segment_name(number))
-        self._segment_fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        self._segment_fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, FILE_MODE)
         _fsync_directory(self.path)  # the segment must still be found after a crash
         self._segment_number = number
         self._segment_size = 0

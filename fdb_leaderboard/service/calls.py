@@ -1,0 +1,304 @@
+"""How a call is served: its request received as raw bytes on the event loop, then run on a worker.
+
+Every method of the service is registered as a generic handler that takes the request as raw
+bytes (no grpcio deserializer: a request that does not parse leaks nothing and answers
+INVALID_ARGUMENT with one short, rate-limited log line).  A unary method is read as a stream of
+exactly one message, so its request must arrive within ``receive_timeout``; while it has not,
+the call holds no thread.  Only then does the call go to a worker thread, with a deadline of the
+client's or ``default_deadline``, whichever is sooner.  BulkLoad streams run on their own
+threads (``max_bulk_loads`` at once), each message within ``stream_idle_timeout``.
+
+Access: :class:`AccessInterceptor` checks each call's bearer token against its method's role
+(:mod:`fdb_leaderboard.access`) before anything else is read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import grpc
+from google.protobuf.message import Message
+from grpc import aio
+
+from .. import access
+from ..proto import service_pb2 as pb
+from .grpc_service import SERVICE_NAME, CallContext, ClientGone, LeaderboardService
+from .metrics import Metrics
+from .settings import ServerSettings
+from .status import Answer, cap_message
+
+log = logging.getLogger("fdb_leaderboard.service")
+
+REPORT_SECONDS = 1.0
+HEALTH_PREFIX = "/grpc.health.v1.Health/"
+REFLECTION_PREFIX = "/grpc.reflection."
+
+
+class RateLimitedLog:
+    """At most one line per ``interval`` seconds; the next line says how many were left out."""
+
+    def __init__(self, interval: float = 10.0) -> None:
+        self.interval = interval
+        self._next = 0.0
+        self._skipped = 0
+        self._lock = threading.Lock()
+
+    def warning(self, message: str) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if now < self._next:
+                self._skipped += 1
+                return
+            skipped, self._skipped, self._next = self._skipped, 0, now + self.interval
+        log.warning("%s%s", message, f" ({skipped} more like it not logged)" if skipped else "")
+
+
+class _Call(CallContext):
+    """A call as its handler sees it: still wanted?  how long is left?"""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.cancelled = threading.Event()
+
+    def is_active(self) -> bool:
+        return not self.cancelled.is_set() and time.monotonic() < self.deadline
+
+    def time_remaining(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+
+class Dispatcher(grpc.GenericRpcHandler):
+    """The service's methods as raw-bytes handlers on an asyncio gRPC server."""
+
+    def __init__(
+        self, service: LeaderboardService, settings: ServerSettings, max_workers: int, metrics: Metrics | None = None
+    ) -> None:
+        self.servicer = service
+        self.settings = settings
+        self.metrics = metrics
+        self.workers = concurrent.futures.ThreadPoolExecutor(max_workers, thread_name_prefix="rpc")
+        self.loaders = concurrent.futures.ThreadPoolExecutor(settings.max_bulk_loads, thread_name_prefix="load")
+        # BulkLoad streams in progress, over gRPC and HTTP together (the HTTP layer takes them too).
+        self.load_slots = threading.BoundedSemaphore(settings.max_bulk_loads)
+        self.bad_requests = RateLimitedLog()
+        self.calls: set[_Call] = set()
+        self._handlers: dict[str, grpc.RpcMethodHandler] = {}
+        for method in pb.DESCRIPTOR.services_by_name["Leaderboard"].methods:
+            request_type = getattr(pb, method.input_type.name)
+            behaviour = self._stream if method.client_streaming else self._unary
+            self._handlers[f"/{SERVICE_NAME}/{method.name}"] = grpc.stream_unary_rpc_method_handler(
+                _bind(behaviour, method.name, request_type)
+            )
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        return self._handlers.get(handler_call_details.method)
+
+    def shutdown(self) -> None:
+        """Stop the calls still running (they end at their next check) and wait for their threads."""
+        for call in list(self.calls):
+            call.cancelled.set()
+        self.workers.shutdown(wait=True, cancel_futures=True)
+        self.loaders.shutdown(wait=True, cancel_futures=True)
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _start(self, context: aio.ServicerContext) -> _Call:
+        limit = self.settings.default_deadline
+        remaining = context.time_remaining()
+        if remaining is not None:
+            limit = min(limit, remaining)
+        call = _Call(time.monotonic() + limit)
+        self.calls.add(call)
+        return call
+
+    async def _read(self, context: aio.ServicerContext, timeout: float, what: str) -> bytes | None:
+        """The next message's bytes, None at the end of the stream."""
+        try:
+            message = await asyncio.wait_for(context.read(), timeout)
+        except TimeoutError:
+            raise Answer(grpc.StatusCode.DEADLINE_EXCEEDED, f"{what} did not arrive within {timeout:g} s") from None
+        return None if message is aio.EOF else message
+
+    def _parse(self, request_type: type[Message], data: bytes, method: str, peer: str) -> Message:
+        try:
+            return request_type.FromString(data)
+        except Exception:  # DecodeError, or a recursion limit on deep nesting: either way, not a request
+            self.bad_requests.warning(f"{method}: a request of {len(data)} bytes from {peer[:60]} does not parse")
+            raise Answer(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"the request does not parse as {request_type.DESCRIPTOR.full_name}",
+            ) from None
+
+    def reply(self, response: Message) -> bytes:
+        """The answer's bytes; RESOURCE_EXHAUSTED over the message limit (HTTP answers too)."""
+        data = response.SerializeToString()
+        if len(data) > self.settings.max_message_bytes:
+            raise Answer(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"the answer is {len(data)} bytes, over the {self.settings.max_message_bytes}-byte message limit: "
+                "ask for fewer rows",
+            )
+        return data
+
+    async def _answer(self, context: aio.ServicerContext, work: Callable[[], Awaitable[bytes]], method: str) -> bytes:
+        started = time.perf_counter()
+        code = grpc.StatusCode.CANCELLED  # unless it ends otherwise: the client went away
+        try:
+            data = await work()
+            code = grpc.StatusCode.OK
+            return data
+        except Answer as answer:
+            code, message = answer.code, cap_message(str(answer))
+        finally:
+            if self.metrics is not None:
+                self.metrics.observe_call("grpc", method, code, time.perf_counter() - started)
+        await context.abort(code, message)
+        raise AssertionError("unreachable: abort raises")
+
+    def _observe(self, method: str, request: Message, response: Message) -> None:
+        if self.metrics is not None:
+            self.metrics.observe_result(method, request, response)
+
+    # -- unary methods ------------------------------------------------------------------------
+
+    async def _unary(self, method: str, request_type: type[Message], _requests: Any, context: Any) -> bytes:
+        async def work() -> bytes:
+            timeout = self.settings.receive_timeout
+            data = await self._read(context, timeout, "the request")
+            if data is None:
+                raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{method} needs a request message")
+            if await self._read(context, timeout, "the end of the request") is not None:
+                raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{method} takes exactly one request message")
+            request = self._parse(request_type, data, method, context.peer())
+            call = self._start(context)
+            try:
+                future = asyncio.get_running_loop().run_in_executor(
+                    self.workers, getattr(self.servicer, method), request, call
+                )
+                try:
+                    # A handler that watches its deadline (Fill) gets a moment to report its progress.
+                    response = await asyncio.wait_for(asyncio.shield(future), call.time_remaining() + REPORT_SECONDS)
+                except TimeoutError:
+                    raise Answer(
+                        grpc.StatusCode.DEADLINE_EXCEEDED, f"{method} ran past its deadline on the server"
+                    ) from None
+            finally:
+                call.cancelled.set()  # a client's cancel or a deadline: loops in the handler stop
+                self.calls.discard(call)
+            self._observe(method, request, response)
+            return self.reply(response)
+
+        return await self._answer(context, work, method)
+
+    # -- BulkLoad ---------------------------------------------------------------------------
+
+    async def _stream(self, method: str, request_type: type[Message], _requests: Any, context: Any) -> bytes:
+        loop = asyncio.get_running_loop()
+        peer = context.peer()
+        idle = self.settings.stream_idle_timeout
+
+        async def next_message() -> Message | None:
+            data = await self._read(context, idle, f"the next {method} message")
+            return None if data is None else self._parse(request_type, data, method, peer)
+
+        async def work() -> bytes:
+            first = await next_message()  # a stream that sends nothing never takes a thread
+            if not self.load_slots.acquire(blocking=False):
+                raise Answer(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"{self.settings.max_bulk_loads} {method} streams are running: try again when one ends",
+                )
+            call = self._start(context)
+            call.deadline = float("inf")  # a load may run long; each message has stream_idle_timeout
+            pending: list[concurrent.futures.Future] = []
+
+            def messages() -> Iterator[Message]:
+                if first is None:
+                    return
+                yield first
+                while call.is_active():
+                    future = asyncio.run_coroutine_threadsafe(next_message(), loop)
+                    pending[:] = [future]
+                    try:
+                        message = future.result()
+                    except concurrent.futures.CancelledError:
+                        raise ClientGone() from None
+                    if message is None:
+                        return
+                    yield message
+                raise ClientGone()
+
+            try:
+                future = loop.run_in_executor(self.loaders, getattr(self.servicer, method), messages(), call)
+                try:
+                    response = await asyncio.shield(future)
+                except asyncio.CancelledError:
+                    call.cancelled.set()
+                    for read in pending:
+                        read.cancel()
+                    raise
+            finally:
+                call.cancelled.set()
+                self.calls.discard(call)
+                self.load_slots.release()
+            if first is not None:
+                self._observe(method, first, response)
+            return self.reply(response)
+
+        return await self._answer(context, work, method)
+
+
+def _bind(behaviour: Callable[..., Awaitable[bytes]], method: str, request_type: type[Message]) -> Callable:
+    async def handle(requests: Any, context: Any) -> bytes:
+        return await behaviour(method, request_type, requests, context)
+
+    return handle
+
+
+class AccessInterceptor(aio.ServerInterceptor):
+    """Checks each call's bearer token before its request is read: health is open, reflection
+    needs the read role, each Leaderboard method the role of :data:`access.ROLE_BY_METHOD`."""
+
+    def __init__(self, tokens: access.Tokens) -> None:
+        self.tokens = tokens
+        self.refusals = RateLimitedLog()
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        method = handler_call_details.method
+        if method.startswith(HEALTH_PREFIX):
+            return await continuation(handler_call_details)
+        header = None
+        for key, value in handler_call_details.invocation_metadata or ():
+            if key == "authorization":
+                header = value if isinstance(value, str) else value.decode("latin-1")
+        token = access.bearer_token(header)
+        try:
+            if method.startswith(REFLECTION_PREFIX):
+                self.tokens.authenticate(token)
+            elif method.startswith(f"/{SERVICE_NAME}/"):
+                self.tokens.authorize(token, method)
+            else:
+                return await continuation(handler_call_details)  # no such service: UNIMPLEMENTED
+        except access.Unauthenticated as exc:
+            return _refusal(grpc.StatusCode.UNAUTHENTICATED, str(exc))
+        except access.AccessError as exc:  # too low a role, or a method without a rule
+            self.refusals.warning(f"refused {access.method_name(method)[:100]}: {exc}")
+            return _refusal(grpc.StatusCode.PERMISSION_DENIED, str(exc))
+        return await continuation(handler_call_details)
+
+
+def _refusal(code: grpc.StatusCode, message: str) -> grpc.RpcMethodHandler:
+    async def refuse(_requests: Any, context: aio.ServicerContext) -> None:
+        await context.abort(code, message)
+
+    return grpc.stream_stream_rpc_method_handler(refuse)

@@ -1,0 +1,108 @@
+"""What a server allows each call, who may call, and how it listens: :class:`ServerSettings`."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import os
+
+from ..access import Tokens
+
+DEFAULT_MAX_PAGE = 2000
+MESSAGE_LIMIT = 4 * 1024 * 1024  # gRPC's default for received messages, kept for sent ones too
+
+
+@dataclasses.dataclass(frozen=True)
+class TlsFiles:
+    """PEM files: the server's certificate chain and key; with ``client_ca``, clients must present
+    a certificate it signed (mutual TLS)."""
+
+    cert: str
+    key: str
+    client_ca: str | None = None
+
+    def read(self) -> tuple[bytes, bytes, bytes | None]:
+        def load(path: str, what: str) -> bytes:
+            try:
+                with open(path, "rb") as file:
+                    return file.read()
+            except OSError as exc:
+                raise StartupError(f"cannot read the TLS {what} {path}: {exc.strerror}") from None
+
+        ca = load(self.client_ca, "client CA") if self.client_ca else None
+        return load(self.cert, "certificate"), load(self.key, "key"), ca
+
+
+class StartupError(Exception):
+    """The server cannot start as configured; the message is one line for the operator."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerSettings:
+    """Limits and access of a server (every field has a safe default).
+
+    - ``max_page``: most rows one Top, AroundMe or Scan returns; larger requests are refused
+      with INVALID_ARGUMENT naming it, and scans page through the rest with continuations.
+    - ``max_concurrent_calls``: calls in progress at once (receiving, queued or running);
+      beyond it, RESOURCE_EXHAUSTED.  A call waiting for its request holds no thread.
+    - ``receive_timeout``: seconds a call's request message may take to arrive;
+      ``stream_idle_timeout``: seconds a stream (BulkLoad) may go without a message.
+    - ``default_deadline``: the most seconds of server work a call gets when the client sets no
+      shorter deadline (Fill stops and reports progress; others answer DEADLINE_EXCEEDED).
+    - ``max_bulk_loads``: concurrent BulkLoad streams (each has its own thread, so a stalled one
+      never holds a worker of the other calls).
+    - ``tokens``: bearer tokens and roles (None: no authentication, everyone is admin, allowed
+      on a loopback address only unless ``allow_unauthenticated``).
+    - ``tls``: certificate and key (and optionally a client CA for mutual TLS).
+    - ``health`` / ``reflection``: serve the standard health and reflection services (health
+      needs no token, reflection needs the read role when tokens are configured).
+    """
+
+    max_page: int = DEFAULT_MAX_PAGE
+    max_concurrent_calls: int = 4096
+    receive_timeout: float = 10.0
+    stream_idle_timeout: float = 60.0
+    default_deadline: float = 60.0
+    max_bulk_loads: int = 2
+    max_message_bytes: int = MESSAGE_LIMIT
+    tokens: Tokens | None = None
+    tls: TlsFiles | None = None
+    allow_unauthenticated: bool = False
+    health: bool = True
+    reflection: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("max_page", "max_concurrent_calls", "max_bulk_loads", "max_message_bytes"):
+            if getattr(self, name) < 1:
+                raise StartupError(f"{name} must be at least 1")
+        for name in ("receive_timeout", "stream_idle_timeout", "default_deadline"):
+            if not getattr(self, name) > 0:
+                raise StartupError(f"{name} must be a positive number of seconds")
+
+    def check_address(self, address: str) -> None:
+        """Refuse to listen beyond this machine without authentication, unless allowed explicitly."""
+        if self.tokens is None and not self.allow_unauthenticated and not is_loopback(address):
+            raise StartupError(
+                f"refusing to listen on {address} without authentication: configure tokens (--token-file or "
+                "$FDB_LEADERBOARD_TOKENS), listen on 127.0.0.1, or pass --allow-unauthenticated"
+            )
+
+
+def is_loopback(address: str) -> bool:
+    """Whether ``host:port`` names this machine only (127.0.0.0/8, ::1, localhost)."""
+    host = address.rsplit(":", 1)[0] if ":" in address else address
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def load_tokens(path: str | os.PathLike[str] | None) -> Tokens | None:
+    """Tokens from ``path`` or the environment (see :meth:`Tokens.load`), refusals as StartupError."""
+    try:
+        return Tokens.load(path)
+    except ValueError as exc:
+        raise StartupError(str(exc)) from None

@@ -1,0 +1,582 @@
+"""The service against slow, careless and hostile callers: bounded work, stalled calls, bad bytes,
+tampered continuations, access control (tokens, roles, TLS), startup refusals and clean stops.
+
+Stalled calls are real: gRPC calls whose request message never comes, BulkLoad streams that stop
+after one message, and raw TCP connections that send nothing.  Certificates are made by openssl
+in the test; tokens are real bearer tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from fdb_leaderboard import access
+from fdb_leaderboard.cli.maintenance import maintenance_pass
+from fdb_leaderboard.client import LeaderboardClient
+from fdb_leaderboard.index import IndexSettings, LeaderboardIndex, ScanType, WindowUpdate
+from fdb_leaderboard.proto import service_pb2 as pb
+from fdb_leaderboard.service import SERVICE_NAME, Server, ServerSettings, StartupError, TlsFiles
+from fdb_leaderboard.store import StoreError, open_database
+
+Code = grpc.StatusCode
+DAY = 86_400
+READ, WRITE, ADMIN = "reader-token-0123456789", "writer-token-0123456789", "admin-token-0123456789abc"
+ROOT = Path(__file__).resolve().parent.parent
+CLI = str(Path(sys.executable).parent / "fdb-leaderboard")
+
+
+def serve(path: Path, **settings: object) -> Server:
+    workers = settings.pop("max_workers", 16)
+    return Server(f"lmdb:{path}?durable=false", "127.0.0.1:0", workers, settings=ServerSettings(**settings)).start()
+
+
+def call(channel: grpc.Channel, method: str, data: bytes, timeout: float = 10, **kwargs: object) -> bytes:
+    """A unary call with a raw request body."""
+    return channel.unary_unary(f"/{SERVICE_NAME}/{method}")(data, timeout=timeout, **kwargs)
+
+
+def code_of(fn: object) -> tuple[grpc.StatusCode, str]:
+    with pytest.raises(grpc.RpcError) as caught:
+        fn()  # type: ignore[operator]
+    return caught.value.code(), caught.value.details()
+
+
+def stalled_calls(channel: grpc.Channel, count: int, method: str = "Top") -> tuple[list, threading.Event]:
+    """``count`` calls whose request message never arrives (the client sends headers, then nothing)."""
+    release = threading.Event()
+
+    def never() -> Iterator[bytes]:
+        release.wait()
+        return
+        yield b""
+
+    stream = channel.stream_unary(f"/{SERVICE_NAME}/{method}")
+    return [stream.future(never(), timeout=60) for _ in range(count)], release
+
+
+@pytest.fixture
+def board(tmp_path: Path) -> Iterator[tuple[Server, LeaderboardClient]]:
+    running = serve(tmp_path / "s", max_page=5, receive_timeout=0.5, stream_idle_timeout=0.5, max_workers=2)
+    with LeaderboardClient(running.address) as lb:
+        lb.create_index("game", high_score_first=True)
+        lb.update_windows("game", high_score_first=True)
+        lb.write_batch("game", [((f"p{i:02d}",), [(100 - i, i)]) for i in range(12)])
+        yield running, lb
+    running.stop(grace=1)
+
+
+# -- bounded work per call -------------------------------------------------------------------------
+
+
+def test_reads_are_refused_beyond_the_page_limit_and_scans_page_through(board) -> None:
+    _, lb = board
+    assert [e.pk[0] for e in lb.top("game", 5)] == [f"p{i:02d}" for i in range(5)]
+    code, message = code_of(lambda: lb.top("game", 6))
+    assert code is Code.INVALID_ARGUMENT and "Top n asks for 6 rows" in message and "at most 5" in message
+    code, message = code_of(lambda: lb.around("game", ("p05",), above=3, below=2))
+    assert code is Code.INVALID_ARGUMENT and "at most 5" in message
+    assert len(lb.around("game", ("p05",), above=2, below=2)) == 5
+    code, message = code_of(lambda: lb.scan("game", "BY_RANK", limit=6))
+    assert code is Code.INVALID_ARGUMENT and "Scan limit asks for 6 rows" in message
+    # No limit: a page of the maximum and a continuation through the rest.
+    entries, continuation = lb.scan("game", "BY_RANK")
+    assert len(entries) == 5 and continuation
+    assert [e.pk[0] for e in lb.scan_all("game", "BY_VALUE", page=5)] == [f"p{i:02d}" for i in reversed(range(12))]
+    code, _ = code_of(lambda: lb.top("game", 2**32 - 1))
+    assert code is Code.INVALID_ARGUMENT
+
+
+def test_a_maximal_page_of_maximal_entries_fits_the_message_limit() -> None:
+    settings = ServerSettings()
+    # Every entry's key stays under 500 bytes (the index's key limit), so a row is under ~600 bytes.
+    assert settings.max_page * 600 < settings.max_message_bytes
+
+
+def test_a_long_range_read_checks_its_time_limit_as_it_goes(tmp_path: Path) -> None:
+    from fdb_leaderboard.store import TransactionTimedOut
+
+    with open_database(f"lmdb:{tmp_path / 'a'}?durable=false&transaction_seconds=0.2") as db:
+        for start in range(0, 60_000, 10_000):
+            db.run(lambda tr, s=start: [tr.set(b"k%08d" % i, b"v" * 50) for i in range(s, s + 10_000)])
+
+        def slow_scan(tr: object) -> None:
+            tr.get_range(b"k", b"l", 10)  # type: ignore[attr-defined]
+            time.sleep(0.3)  # past the limit: the next long read stops partway, not only at its start
+            tr.get_range(b"k", b"l")  # type: ignore[attr-defined]
+
+        with pytest.raises(TransactionTimedOut):
+            db.read(slow_scan)
+
+
+# -- slow and stuck callers -----------------------------------------------------------------------
+
+
+def test_stalled_calls_hold_no_worker_and_time_out(board) -> None:
+    running, lb = board  # 2 workers
+    channel = grpc.insecure_channel(running.address)
+    futures, release = stalled_calls(channel, 40)
+    raw = [socket.create_connection(("127.0.0.1", running.port)) for _ in range(20)]  # connect, send nothing
+    try:
+        started = time.monotonic()
+        for _ in range(20):
+            assert len(lb.top("game", 3)) == 3
+        assert time.monotonic() - started < 2
+        for future in futures:
+            code, message = code_of(future.result)
+            assert code is Code.DEADLINE_EXCEEDED and "the request did not arrive within 0.5 s" in message
+    finally:
+        release.set()
+        for sock in raw:
+            sock.close()
+        channel.close()
+
+
+def test_calls_beyond_the_concurrency_cap_get_resource_exhausted(tmp_path: Path) -> None:
+    running = serve(tmp_path / "s", max_concurrent_calls=3, receive_timeout=30)
+    channel = grpc.insecure_channel(running.address)
+    futures, release = stalled_calls(channel, 3)
+    try:
+        time.sleep(0.3)
+        code, _ = code_of(lambda: call(channel, "ListIndexes", b""))
+        assert code is Code.RESOURCE_EXHAUSTED
+        release.set()
+        for future in futures:
+            code_of(future.result)  # the stalled calls end (no message: INVALID_ARGUMENT)
+        assert call(channel, "ListIndexes", b"") == b""
+    finally:
+        release.set()
+        channel.close()
+        running.stop(grace=1)
+
+
+def test_a_stalled_bulk_load_times_out_keeps_what_it_sent_and_loads_are_capped(board, tmp_path: Path) -> None:
+    running, lb = board
+    channel = grpc.insecure_channel(running.address)
+    release = threading.Event()
+
+    def one_then_stall() -> Iterator[pb.BulkLoadRequest]:
+        yield pb.BulkLoadRequest(
+            index="game",
+            batch_size=1,
+            records=[
+                pb.RecordEntries(pk=[pb.Item(string="loaded")], entries=[pb.Entry(score=pb.Score(int=1), timestamp=1)])
+            ],
+        )
+        release.wait()
+
+    load = channel.stream_unary(
+        f"/{SERVICE_NAME}/BulkLoad",
+        request_serializer=pb.BulkLoadRequest.SerializeToString,
+        response_deserializer=pb.BulkLoadResponse.FromString,
+    )
+    try:
+        stalled = [load.future(one_then_stall(), timeout=30) for _ in range(2)]
+        time.sleep(0.2)
+        assert len(lb.top("game", 5)) == 5  # the other calls go on meanwhile
+        results = sorted(code_of(f.result) for f in stalled)
+        codes = {code for code, _ in results}
+        assert Code.DEADLINE_EXCEEDED in codes
+        for code, message in results:
+            if code is Code.DEADLINE_EXCEEDED:
+                assert (
+                    "the next BulkLoad message did not arrive within 0.5 s; the 1 records before it were saved"
+                    in message
+                )
+            else:  # max_bulk_loads is 2 in the defaults; either way no third thread is taken
+                assert code is Code.RESOURCE_EXHAUSTED, message
+        assert lb.rank("game", ("loaded",)) is not None, results  # the first message's record was saved
+    finally:
+        release.set()
+        channel.close()
+    capped = serve(tmp_path / "c", max_bulk_loads=1, stream_idle_timeout=2)
+    channel = grpc.insecure_channel(capped.address)
+    load = channel.stream_unary(
+        f"/{SERVICE_NAME}/BulkLoad",
+        request_serializer=pb.BulkLoadRequest.SerializeToString,
+        response_deserializer=pb.BulkLoadResponse.FromString,
+    )
+    release.clear()
+    try:
+        with LeaderboardClient(capped.address) as other:
+            other.create_index("game")
+        first = load.future(one_then_stall(), timeout=30)
+        time.sleep(0.3)
+        code, message = code_of(lambda: load(one_then_stall(), timeout=30))
+        assert code is Code.RESOURCE_EXHAUSTED and "1 BulkLoad streams are running" in message
+        release.set()
+        assert first.result().records_written == 1
+    finally:
+        release.set()
+        channel.close()
+        capped.stop(grace=1)
+
+
+def test_server_work_stops_at_the_default_deadline(tmp_path: Path) -> None:
+    running = serve(tmp_path / "s", default_deadline=0.3)
+    try:
+        with LeaderboardClient(running.address) as lb:
+            lb.create_index("game")
+            for start in range(0, 3000, 100):
+                lb.write_batch("game", [((f"p{i}",), [(i, i)]) for i in range(start, start + 100)])
+            lb.update_windows("game", specs=[(1, 0, DAY, DAY, 1)], rebuild="IF_OVERLAPPING_CHANGED")
+            step = lb.fill("game", max_records=1)  # thousands of one-record batches: cut by the deadline
+            assert not step.done and 0 < step.records_processed < 3000
+            while not lb.fill("game").done:
+                pass
+            assert lb.count("game", 1, 0) == 3000
+    finally:
+        running.stop(grace=1)
+
+
+# -- hostile bytes and tokens ---------------------------------------------------------------------
+
+
+def test_requests_that_do_not_parse_get_invalid_argument_and_one_short_log_line(
+    board, caplog: pytest.LogCaptureFixture
+) -> None:
+    running, _ = board
+    caplog.set_level(logging.INFO)
+    with grpc.insecure_channel(running.address) as channel:
+        for _ in range(200):
+            code, message = code_of(lambda: call(channel, "AddScore", b"\xff\xff\xff\xff garbage"))
+            assert code is Code.INVALID_ARGUMENT
+            assert message == "the request does not parse as fdb_leaderboard.v1.AddScoreRequest"
+        assert call(channel, "ListIndexes", pb.ListIndexesRequest().SerializeToString())
+    lines = [r.getMessage() for r in caplog.records if "does not parse" in r.getMessage()]
+    assert len(lines) == 1 and len(lines[0]) < 200, lines  # rate-limited, no traceback
+    assert "Traceback" not in caplog.text
+
+
+def test_tampered_continuations_get_invalid_argument_in_plain_words(tmp_path: Path) -> None:
+    with open_database(f"lmdb:{tmp_path / 'i'}?durable=false") as db:
+        index = LeaderboardIndex.create(db, b"\x15\x01", IndexSettings(group_size=1))
+        index.update_windows(WindowUpdate())
+        for i in range(10):
+            index.add_score((f"p{i}",), i, i, group=("a",))
+            index.add_score((f"q{i}",), i, i, group=("b",))
+        for scan in (ScanType.BY_RANK, ScanType.BY_VALUE):
+            token = index.scan(scan, group=("a",), limit=3).continuation
+            assert token
+            for cut in range(1, len(token)):
+                with pytest.raises(Exception) as raised:
+                    index.scan(scan, group=("a",), limit=3, continuation=token[:cut])
+                assert type(raised.value).__name__ == "InvalidArgument", (cut, raised.value)
+                assert "handed out" in str(raised.value) or "belongs to" in str(raised.value)
+            with pytest.raises(Exception, match="another window, group or kind of scan"):
+                index.scan(scan, group=("b",), limit=3, continuation=token)
+        with pytest.raises(Exception, match="another window, group or kind of scan"):
+            token = index.scan(ScanType.BY_VALUE, group=("a",), limit=3).continuation
+            index.scan(ScanType.BY_VALUE, group=("a",), reverse=True, limit=3, continuation=token)
+        # Positions are checked: negative or beyond 2^63 are not ours.
+        from fdb_leaderboard.index import tuplecodec
+
+        good = tuplecodec.unpack(index.scan(ScanType.BY_RANK, group=("a",), limit=3).continuation[:-8])
+        for position in (-1, 2**70, b"x"):  # with a correct digest: the position itself is checked
+            body = tuplecodec.pack((*good[:4], position))
+            forged = body + hashlib.blake2b(body, digest_size=8).digest()
+            with pytest.raises(Exception, match="not one this server handed out"):
+                index.scan(ScanType.BY_RANK, group=("a",), limit=3, continuation=forged)
+
+
+def test_error_messages_cap_what_they_echo(board) -> None:
+    running, _ = board
+    group = [pb.Item(string="g" * 10) for _ in range(10_000)]
+    with grpc.insecure_channel(running.address) as channel:
+        request = pb.TopRequest(index="game", n=1, group=group).SerializeToString()
+        code, message = code_of(lambda: call(channel, "Top", request))
+    assert code is Code.INVALID_ARGUMENT and len(message) < 1100 and "more characters" in message
+
+
+# -- access: tokens, roles, TLS -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, made by openssl."""
+    where = tmp_path_factory.mktemp("tls")
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=where, check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test CA",
+            "-keyout", "ca.key", "-out", "ca.pem")  # fmt: skip
+    (where / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    for name in ("server", "client"):
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout", f"{name}.key",
+                "-out", f"{name}.csr")  # fmt: skip
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                "-days", "2", "-extfile", "san.cnf", "-out", f"{name}.pem")  # fmt: skip
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=other CA",
+            "-keyout", "other.key", "-out", "other.pem")  # fmt: skip
+    return {
+        p.stem + ("_key" if p.suffix == ".key" else ""): str(p) for p in where.iterdir() if p.suffix in (".pem", ".key")
+    }
+
+
+def _tokens() -> access.Tokens:
+    return access.Tokens.parse(f"read:{READ}\nwrite:{WRITE}\nadmin:{ADMIN}")
+
+
+def test_roles_guard_every_rpc(tmp_path: Path) -> None:
+    running = serve(tmp_path / "s", tokens=_tokens())
+    try:
+        with LeaderboardClient(running.address) as anonymous:
+            code, message = code_of(lambda: anonymous.list_indexes())
+            assert code is Code.UNAUTHENTICATED and "bearer token" in message
+        with LeaderboardClient(running.address, token="not-a-token-of-this-server") as stranger:
+            assert code_of(stranger.list_indexes)[0] is Code.UNAUTHENTICATED
+        with (
+            LeaderboardClient(running.address, token=ADMIN) as admin,
+            LeaderboardClient(running.address, token=WRITE) as writer,
+            LeaderboardClient(running.address, token=READ) as reader,
+        ):
+            admin.create_index("game")
+            admin.update_windows("game")
+            writer.add_score("game", ("alice",), 10, 1)
+            assert reader.rank("game", ("alice",)) == 0 and writer.count("game") == 1
+            code, message = code_of(lambda: reader.add_score("game", ("eve",), 99, 1))
+            assert code is Code.PERMISSION_DENIED and message == "AddScore needs the write role; this token has read"
+            for attempt in (
+                lambda: writer.create_index("mine"),
+                lambda: writer.expire("game", 10**9),
+                lambda: writer.trim("game", 10**9),
+                lambda: writer.update_windows("game", high_score_first=True),
+                lambda: writer.set_maintenance("game", pb.MaintenancePolicy(retain=1)),
+                lambda: writer.fill("game"),
+                lambda: writer.verify("game"),
+                lambda: writer.bulk_load("game", [(("x",), [(1, 1)])]),
+            ):
+                assert code_of(attempt)[0] is Code.PERMISSION_DENIED
+            assert reader.count("game") == 1 and [i.name for i in admin.list_indexes()] == ["game"]
+            # Health needs no token; reflection needs one.
+            with grpc.insecure_channel(running.address) as channel:
+                health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+                assert health.status == health_pb2.HealthCheckResponse.SERVING
+                stream = reflection_pb2_grpc.ServerReflectionStub(channel).ServerReflectionInfo(
+                    iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5
+                )
+                assert code_of(lambda: list(stream))[0] is Code.UNAUTHENTICATED
+    finally:
+        running.stop(grace=1)
+
+
+def test_reflection_and_health_as_the_operator_chooses(tmp_path: Path) -> None:
+    running = serve(tmp_path / "s", health=False, reflection=False)
+    try:
+        with grpc.insecure_channel(running.address) as channel:
+            check = lambda: health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)  # noqa: E731
+            assert code_of(check)[0] is Code.UNIMPLEMENTED
+    finally:
+        running.stop(grace=1)
+
+
+def test_tls_and_mutual_tls(tmp_path: Path, certificates: dict[str, str]) -> None:
+    c = certificates
+    running = serve(tmp_path / "s", tls=TlsFiles(c["server"], c["server_key"]))
+    try:
+        with LeaderboardClient(running.address, ca=c["ca"]) as lb:
+            assert lb.list_indexes() == []
+        with LeaderboardClient(running.address, timeout=3) as plaintext:
+            assert code_of(plaintext.list_indexes)[0] is Code.UNAVAILABLE
+        with LeaderboardClient(running.address, ca=c["other"], timeout=3) as wrong_ca:
+            assert code_of(wrong_ca.list_indexes)[0] is Code.UNAVAILABLE
+    finally:
+        running.stop(grace=1)
+    mutual = serve(tmp_path / "m", tls=TlsFiles(c["server"], c["server_key"], client_ca=c["ca"]), tokens=_tokens())
+    try:
+        with LeaderboardClient(mutual.address, ca=c["ca"], cert=c["client"], key=c["client_key"], token=READ) as lb:
+            assert lb.list_indexes() == []
+        with LeaderboardClient(mutual.address, ca=c["ca"], token=READ, timeout=3) as no_cert:
+            assert code_of(no_cert.list_indexes)[0] is Code.UNAVAILABLE
+    finally:
+        mutual.stop(grace=1)
+
+
+def test_cli_passes_token_and_ca(tmp_path: Path, certificates: dict[str, str]) -> None:
+    c = certificates
+    running = serve(tmp_path / "s", tls=TlsFiles(c["server"], c["server_key"]), tokens=_tokens())
+    token_file = tmp_path / "token"
+    token_file.write_text(ADMIN + "\n")
+    try:
+        base = [CLI, "--server", running.address, "--ca", c["ca"]]
+        done = _cli([*base, "--token-file", str(token_file), "index", "create", "game"])
+        assert done.returncode == 0 and "index game created" in done.stdout, done.stderr
+        done = _cli([*base, "index", "list"], FDB_LEADERBOARD_TOKEN=READ)
+        assert done.returncode == 0 and done.stdout.startswith("game:"), done.stderr
+        done = _cli([*base, "index", "create", "other"], FDB_LEADERBOARD_TOKEN=READ)
+        assert done.returncode == 1 and "PERMISSION_DENIED: CreateIndex needs the admin role" in done.stderr
+    finally:
+        running.stop(grace=1)
+
+
+def test_no_authentication_only_on_loopback_unless_told(tmp_path: Path) -> None:
+    with pytest.raises(StartupError, match=r"refusing to listen on 0.0.0.0:0 without authentication"):
+        Server(f"lmdb:{tmp_path / 's'}", "0.0.0.0:0")
+    assert not (tmp_path / "s").exists()  # refused before the store was opened
+    for settings in (ServerSettings(allow_unauthenticated=True), ServerSettings(tokens=_tokens())):
+        Server(f"lmdb:{tmp_path / 's'}?durable=false", "0.0.0.0:0", settings=settings).stop(grace=0)
+    Server(f"lmdb:{tmp_path / 's'}?durable=false", "[::1]:0").stop(grace=0)
+
+
+# -- the store ------------------------------------------------------------------------------------
+
+
+def test_store_files_are_owner_only(tmp_path: Path) -> None:
+    for url in (f"lmdb:{tmp_path / 'a'}", f"lmdb:{tmp_path / 'b'}?redo_log=true&checkpoint_seconds=0.01"):
+        with open_database(url) as db:
+            db.run(lambda tr: tr.set(b"k", b"v"))
+            time.sleep(0.05)
+            path = Path(url[5:].split("?")[0])
+            assert stat.S_IMODE(path.stat().st_mode) == 0o700
+            files = list(path.iterdir())
+            assert files and all(stat.S_IMODE(f.stat().st_mode) & 0o077 == 0 for f in files), [
+                (f.name, oct(f.stat().st_mode)) for f in files
+            ]
+
+
+def test_a_store_refuses_an_opener_with_another_durability(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"import sys; from fdb_leaderboard.store import open_database; "
+         f"db = open_database('lmdb:{path}'); print('open', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        with pytest.raises(StoreError, match="open in another process with durable=True"):
+            open_database(f"lmdb:{path}?durable=false")
+        open_database(f"lmdb:{path}").close()  # the same durability shares it
+    finally:
+        holder.communicate("")
+    open_database(f"lmdb:{path}?durable=false").close()  # once it is gone, anything goes
+
+
+# -- starting, stopping, resuming -----------------------------------------------------------------
+
+
+def _cli(args: list[str], **environment: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, **environment}
+    return subprocess.run(args, capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_second_server_on_a_taken_address_fails_at_once(tmp_path: Path) -> None:
+    running = serve(tmp_path / "a")
+    try:
+        with pytest.raises(StartupError, match=f"cannot listen on {running.address}: another process is listening"):
+            Server(f"lmdb:{tmp_path / 'b'}?durable=false", running.address)
+        started = time.monotonic()
+        done = _cli([CLI, "serve", "--store", f"lmdb:{tmp_path / 'c'}",
+                     "--address", running.address])  # fmt: skip
+        assert time.monotonic() - started < 30
+        assert done.returncode == 1
+        assert done.stderr.strip().splitlines() == [
+            f"Error: cannot listen on {running.address}: another process is listening there"
+        ]
+    finally:
+        running.stop(grace=1)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--store", "nosuch:x"], "Error: "),
+        (["--address", "0.0.0.0:0"], "Error: refusing to listen on 0.0.0.0:0 without authentication"),
+        (["--tokens", "/nonexistent/tokens"], "Error: cannot read token file /nonexistent/tokens"),
+    ],
+)
+def test_startup_refusals_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    base = [CLI, "serve", "--store", f"lmdb:{tmp_path / 's'}"]
+    done = _cli([*base, "--address", "127.0.0.1:0", *args])
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1 and lines[0].startswith(message), done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_gracefully_and_closes_the_store(tmp_path: Path, stop_signal: int) -> None:
+    path = tmp_path / "s"
+    port = _free_port()
+    server = subprocess.Popen(
+        [CLI, "serve", "--store", f"lmdb:{path}?redo_log=true",
+         "--address", f"127.0.0.1:{port}", "--grace", "5"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    )  # fmt: skip
+    try:
+        assert "serving on" in server.stdout.readline()
+        with LeaderboardClient(f"127.0.0.1:{port}") as lb:
+            lb.create_index("game")
+            lb.update_windows("game")
+            for i in range(50):
+                lb.add_score("game", (f"p{i}",), i, i)
+        assert any(name.startswith("redo") and name != "redo.lock" for name in os.listdir(path))
+        server.send_signal(stop_signal)
+        out, err = server.communicate(timeout=30)
+    finally:
+        server.kill()
+    assert server.returncode == 0, err
+    assert "store closed" in out
+    left = sorted(os.listdir(path))
+    assert not [n for n in left if n.startswith(("redo-", "checkpoint"))], left  # no log: nothing to replay
+    with open_database(f"lmdb:{path}") as db:
+        assert LeaderboardIndex.open(db, _prefix_of(db, "game")).count() == 50
+
+
+def _prefix_of(db: object, name: str) -> bytes:
+    from fdb_leaderboard.service.catalog import Catalog
+
+    return Catalog(db).entry(name).prefix  # type: ignore[arg-type]
+
+
+def test_windows_left_filling_are_finished_when_a_server_starts(tmp_path: Path) -> None:
+    running = serve(tmp_path / "s")
+    with LeaderboardClient(running.address) as lb:
+        for name in ("started", "maintained"):  # two indexes: each is resumed
+            lb.create_index(name)
+            lb.update_windows(name)
+            lb.write_batch(name, [((f"p{i}",), [(i, i)]) for i in range(300)])
+            # A new window over stored scores, left filling (as a crashed load or fill leaves it).
+            lb.update_windows(name, specs=[(1, 0, DAY, DAY, 1)], rebuild="IF_OVERLAPPING_CHANGED")
+            assert any(w.filling for w in lb.list_windows(name).windows)
+    running.stop(grace=1)
+    running = serve(tmp_path / "s")
+    try:
+        with LeaderboardClient(running.address) as lb:
+            deadline = time.monotonic() + 30
+            while any(w.filling for name in ("started", "maintained") for w in lb.list_windows(name).windows):
+                assert time.monotonic() < deadline, "the server did not finish the fills it found on start"
+                time.sleep(0.05)
+            for name in ("started", "maintained"):
+                assert lb.count(name, 1, 0) == 300 and lb.verify(name) == []
+    finally:
+        running.stop(grace=1)
+
+
+def test_maintain_finishes_fills_whatever_the_policy(board) -> None:
+    _, lb = board
+    lb.update_windows("game", high_score_first=True, specs=[(1, 0, DAY, DAY, 1)], rebuild="IF_OVERLAPPING_CHANGED")
+    assert any(w.filling for w in lb.list_windows("game").windows)
+    report = maintenance_pass(lb, 0)
+    assert report == ["game: filled windows from 12 record(s)"]
+    assert not any(w.filling for w in lb.list_windows("game").windows) and lb.count("game", 1, 0) == 12
