@@ -16,6 +16,7 @@ import base64
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import threading
@@ -32,6 +33,7 @@ from google.protobuf import json_format
 from model import Model
 from openapi_spec_validator import validate as validate_openapi
 from starlette.routing import Mount, Route
+from test_hardening import certificates  # noqa: F401  (a fixture: openssl-made CA and certificates)
 
 from fdb_leaderboard.access import Tokens
 from fdb_leaderboard.client import LeaderboardClient
@@ -39,7 +41,7 @@ from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.http.transcode import HTTP_STATUS, rpcs
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.proto import service_pb2_grpc as pb_grpc
-from fdb_leaderboard.service import Server, ServerSettings, StartupError
+from fdb_leaderboard.service import Server, ServerSettings, StartupError, TlsFiles
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 
@@ -688,5 +690,40 @@ def test_bearer_tokens_and_roles_apply_as_on_grpc(tmp_path) -> None:
             for public in ("/", "/openapi.json", "/static/app.js"):  # no data: the page asks for a token
                 assert web.get(public).status_code == 200
             assert LeaderboardClient(server.address, token=READER).top("g", 5)[0].pk == ("ann",)
+    finally:
+        server.stop(grace=1)
+
+
+def test_serve_refuses_a_taken_http_address_in_one_line(tmp_path, running: tuple[Server, HttpServer]) -> None:
+    taken = running[1].address
+    done = subprocess.run(
+        [sys.executable, "-c", "from fdb_leaderboard.cli import main; main()", "serve", "--store",
+         f"lmdb:{tmp_path / 'other'}", "--address", "127.0.0.1:0", "--http-address", taken],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [f"Error: cannot listen on {taken} for HTTP: Address already in use"]
+
+
+def test_http_serves_the_servers_tls_and_requires_its_client_certificates(tmp_path, request) -> None:
+    pem = request.getfixturevalue("certificates")
+
+    def trusting(ca: str, with_client_certificate: bool = True) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=ca)
+        if with_client_certificate:
+            context.load_cert_chain(pem["client"], pem["client_key"])
+        return context
+
+    tls = TlsFiles(pem["server"], pem["server_key"], pem["ca"])
+    server = Server(f"lmdb:{tmp_path / 's'}?durable=false", "127.0.0.1:0", settings=ServerSettings(tls=tls)).start()
+    try:
+        http = HttpServer(server, "127.0.0.1:0").start()
+        assert http.url.startswith("https://127.0.0.1:")
+        with httpx.Client(base_url=http.url, verify=trusting(pem["ca"]), timeout=20) as web:
+            assert web.get("/v1/indexes").json() == {"indexes": []}
+        with pytest.raises(httpx.HTTPError):  # no client certificate: refused
+            httpx.get(http.url + "/v1/indexes", verify=trusting(pem["ca"], False), timeout=10)
+        with pytest.raises(httpx.HTTPError):  # the server's certificate is not of this CA
+            httpx.get(http.url + "/v1/indexes", verify=trusting(pem["other"]), timeout=10)
     finally:
         server.stop(grace=1)

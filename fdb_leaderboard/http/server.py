@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import ssl
 import threading
@@ -40,7 +41,8 @@ class HttpServer:
         try:
             self.socket = socket.create_server((host, port), family=family)
         except OSError as exc:
-            raise StartupError(f"cannot listen on {address} for HTTP: {exc.strerror}") from None
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise StartupError(f"cannot listen on {address} for HTTP: {reason}") from None
         # Accepted connections inherit it: without it a kept-alive connection's answer waits for
         # the client's delayed ACK (40 ms on Linux) between the headers and the body.
         self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
