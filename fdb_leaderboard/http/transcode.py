@@ -1,9 +1,10 @@
 """gRPC calls over HTTP/JSON: each RPC of the service, its messages as JSON, its status as HTTP's.
 
 The RPC table is read from the service's protobuf descriptor, so an RPC added to the proto is
-served over HTTP with no change here.  A call runs the same servicer method the gRPC server
-runs, with :class:`HttpCallContext` standing for gRPC's context: same validation, same errors,
-same status codes, which :data:`HTTP_STATUS` turns into HTTP's.
+served over HTTP with no change here.  A call runs the same servicer method the gRPC dispatcher
+(``service/calls.py``) runs, with the same deadline, answer-size limit, BulkLoad slots and
+bearer-token check: same validation, same errors, same status codes, which :data:`HTTP_STATUS`
+turns into HTTP's.
 
 JSON is protobuf's (``json_format``): field names as in the proto (lowerCamelCase accepted
 too), enums by name, ``bytes`` in base64, and 64-bit integers as JSON numbers up to 2^53 - 1
