@@ -198,7 +198,12 @@ class LeaderboardClient:
 
     def verify(self, index: str, max_problems: int = 0) -> list[str]:
         """Problems the server's consistency check finds in the index (empty: sound)."""
-        return list(self._call("Verify", pb.VerifyRequest(index=index, max_problems=max_problems)).problems)
+        return list(self.verify_report(index, max_problems).problems)
+
+    def verify_report(self, index: str, max_problems: int = 0, timeout: float | None = None) -> pb.VerifyResponse:
+        """The server's consistency check: problems, what it checked, whether it finished."""
+        request = pb.VerifyRequest(index=index, max_problems=max_problems)
+        return self.stub.Verify(request, timeout=timeout or self.timeout)
 
     # -- writes ---------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from fdb_leaderboard import access
 from fdb_leaderboard.cli.maintenance import maintenance_pass
 from fdb_leaderboard.client import LeaderboardClient
-from fdb_leaderboard.index import IndexSettings, LeaderboardIndex, ScanType, WindowUpdate
+from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, ScanType, WindowSpec, WindowUpdate, tuplecodec
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import SERVICE_NAME, Server, ServerSettings, StartupError, TlsFiles
 from fdb_leaderboard.store import StoreError, open_database
@@ -284,8 +284,6 @@ def test_tampered_continuations_get_invalid_argument_in_plain_words(tmp_path: Pa
             token = index.scan(ScanType.BY_VALUE, group=("a",), limit=3).continuation
             index.scan(ScanType.BY_VALUE, group=("a",), reverse=True, limit=3, continuation=token)
         # Positions are checked: negative or beyond 2^63 are not ours.
-        from fdb_leaderboard.index import tuplecodec
-
         good = tuplecodec.unpack(index.scan(ScanType.BY_RANK, group=("a",), limit=3).continuation[:-8])
         for position in (-1, 2**70, b"x"):  # with a correct digest: the position itself is checked
             body = tuplecodec.pack((*good[:4], position))
@@ -580,3 +578,63 @@ def test_maintain_finishes_fills_whatever_the_policy(board) -> None:
     report = maintenance_pass(lb, 0)
     assert report == ["game: filled windows from 12 record(s)"]
     assert not any(w.filling for w in lb.list_windows("game").windows) and lb.count("game", 1, 0) == 12
+
+
+# -- verify in bounded batches --------------------------------------------------------------------
+
+
+def _verified_index(db: object) -> LeaderboardIndex:
+    index = LeaderboardIndex.create(db, b"\x15\x02", IndexSettings(group_size=1))  # type: ignore[arg-type]
+    index.update_windows(WindowUpdate(specs=[WindowSpec(1, 0, DAY, DAY, 2)]))
+    index.write_batch([((f"p{i}",), [Entry(i % 17, i * 300, (), (f"g{i % 3}",))]) for i in range(300)])
+    return index
+
+
+def test_verify_checks_in_small_batches_and_finds_each_kind_of_damage(tmp_path: Path) -> None:
+    with open_database(f"lmdb:{tmp_path / 'v'}?durable=false") as db:
+        index = _verified_index(db)
+        seen: list[int] = []
+        report = index.check_report(batch_keys=7, progress=lambda r: seen.append(r.batches))
+        assert report.problems == [] and report.complete
+        assert report.records == 300 and report.windows == 3
+        assert report.entries == 600  # every record in all-time and in its day
+        assert report.ranked_sets == 9 and report.batches > 300 // 7 and seen == list(range(1, report.batches + 1))
+        layout, space = index.layout, index
+        window = index.directory().windows[0]
+        group = tuplecodec.pack(("g0",))
+        ranked = space.ranked_set(window, group)
+        stray = tuplecodec.pack((99, 1))
+        db.run(lambda tr: ranked.add(tr, stray))  # an element no record has
+        assert any("holds (99, 1) that no record has" in p for p in index.check_report(batch_keys=7).problems)
+        db.run(lambda tr: ranked.remove(tr, stray))
+        key = layout.primary + window.key_bytes + group + stray + tuplecodec.pack(("ghost",))
+        db.run(lambda tr: tr.set(key, b""))  # a B-tree entry no record has
+        problems = index.check_report(batch_keys=7).problems
+        assert any("holds (99, 1) for record ('ghost',), which the record's head does not have" in p for p in problems)
+        assert any("ranked set counts (99, 1) 0 time(s), the B-tree 1" in p for p in problems)
+        db.run(lambda tr: tr.clear(key))
+        assert index.check() == []
+        report = index.check_report(keep_going=lambda: False)
+        assert not report.complete and report.batches == 0
+
+
+def test_verify_tolerates_writes_between_its_batches(tmp_path: Path) -> None:
+    with open_database(f"lmdb:{tmp_path / 'v'}?durable=false") as db:
+        index = _verified_index(db)
+        stop = threading.Event()
+
+        def write() -> None:
+            i = 0
+            while not stop.is_set():
+                index.add_score((f"p{i % 400}",), 50 + i % 13, i * 200, group=(f"g{i % 3}",))
+                i += 1
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        try:
+            for _ in range(3):
+                assert index.check_report(batch_keys=5).problems == []
+        finally:
+            stop.set()
+            writer.join()
+        assert index.check() == []

@@ -80,7 +80,7 @@ class HttpApi:
         self.transcoder = Transcoder(dispatcher, tokens)
         self.metrics = metrics = dispatcher.metrics
         self.max_workers = max_workers
-        self._limiter: anyio.CapacityLimiter | None = None
+        self._limiters: dict[bool, anyio.CapacityLimiter] = {}
         routes: list[Route | Mount] = [
             Route("/", self.page, methods=["GET"], name="page"),
             Route("/openapi.json", self.openapi, methods=["GET"], name="openapi"),
@@ -103,13 +103,19 @@ class HttpApi:
         app = self.app.app if isinstance(self.app, _MetricsMiddleware) else self.app
         return app.routes  # type: ignore[attr-defined]
 
-    async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(self.max_workers)
-        return await anyio.to_thread.run_sync(functools.partial(fn, *args), limiter=self._limiter)
+    async def _in_thread(self, fn: Callable[..., Any], *args: Any, heavy: bool = False) -> Any:
+        """``fn(*args)`` on a worker thread: at most ``max_workers`` at once, and heavy calls (as
+        the gRPC dispatcher judges them) on their own ``heavy_workers``, so they never hold the
+        threads of point reads and score writes."""
+        limiter = self._limiters.get(heavy)
+        if limiter is None:  # made on the event loop, on first use
+            size = self.transcoder.settings.heavy_workers if heavy else self.max_workers
+            limiter = self._limiters[heavy] = anyio.CapacityLimiter(size)
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args), limiter=limiter)
 
     async def _call(self, request: Request, name: str, message: Any) -> Message:
-        return await self._in_thread(self.transcoder.call, name, message, request.headers)
+        heavy = self.transcoder.dispatcher.is_heavy(name, message)
+        return await self._in_thread(self.transcoder.call, name, message, request.headers, heavy=heavy)
 
     # -- the RPCs ---------------------------------------------------------------------------------
 
@@ -177,11 +183,9 @@ class HttpApi:
         return handle
 
     async def _answer(self, request: Request, route: RestRoute, values: dict[str, Any], body: Any) -> tuple[int, Any]:
-        def call() -> tuple[int, Any]:
-            message = route.build(values, body, self.transcoder, request.headers)
-            return route.answer(self.transcoder.call(route.rpc, message, request.headers))
-
-        return await self._in_thread(call)
+        # Building may read (at=latest), so it runs on a worker too.
+        message = await self._in_thread(route.build, values, body, self.transcoder, request.headers)
+        return route.answer(await self._call(request, route.rpc, message))
 
     async def _events(self, request: Request, route: RestRoute, values: dict[str, Any]) -> Response:
         """Server-Sent Events: the answer now, then again each time it changes (checked every

@@ -21,6 +21,7 @@ Dependencies point down: this package uses :mod:`fdb_leaderboard.rankedset` and
 :mod:`fdb_leaderboard.store`, never the service, client or CLI.
 """
 
+from .checker import CheckReport
 from .directory import ALL_TIME, Rebuild, Window, WindowSpec, WindowUpdate
 from .fill import FillProgress
 from .leaderboard import LeaderboardIndex, Operations
@@ -31,6 +32,7 @@ from .windows import WindowUpdateResult, check_plan_size, plan_ahead
 
 __all__ = [
     "ALL_TIME",
+    "CheckReport",
     "Entry",
     "FillProgress",
     "IfAbsent",

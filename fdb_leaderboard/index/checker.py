@@ -1,27 +1,35 @@
 """The consistency checker: recompute every window from the records and compare.
 
-It checks, in one read transaction:
+:func:`check_index` (behind ``verify``) works on any size: it reads in bounded batches, each its own
+read transaction (a few hundred keys: well within FoundationDB's 5 s and the embedded store's
+limit), and each check compares only what one transaction wrote together, so writes running
+meanwhile do not show as problems:
 
-- the directory parses and is well formed (unique keys below ``next_key``, ``start < end``,
-  valid levels, no duplicate window) and so do the sub-directories;
-- every record's value in every complete window equals the aggregation of its entries;
-- the primary B-tree holds exactly one entry per record value, and nothing else;
-- each ranked set holds exactly the primary entries' elements, with their multiplicities,
-  and its node counts match the level below (``RankedSet.check_consistency``).
+- the directory and sub-directories parse and are well formed;
+- each record (a batch of records per transaction): its value in every complete window equals the
+  aggregation of its entries, its head says so, and the primary B-tree holds that entry;
+- each primary B-tree entry of a complete window (a batch per transaction): the record's head has
+  that value there, and the ranked set counts the entry's element as often as the B-tree holds it;
+- each ranked-set element (a batch per transaction): some B-tree entry has it;
+- each ranked set's structure (node counts match the level below, levels follow the hash), one
+  transaction per set.
 
-Memory is O(windows x groups) plus one record at a time; the primary B-tree and ranked sets
-are read in key order, in pages.
+Memory is O(one batch) plus the list of groups of one window.
 """
 
 from __future__ import annotations
 
-import collections
+import contextlib
+import dataclasses
+from collections.abc import Callable
+from typing import TypeVar
 
 from ..proto import index_pb2
-from ..store.api import strinc
+from ..store.api import TransactionTimedOut, strinc
 from . import tuplecodec as tuples
 from .aggregation import Value
-from .directory import MAX_LEVELS, MIN_LEVELS, Directory, sub_directory_from_bytes
+from .directory import MAX_LEVELS, MIN_LEVELS, Directory, Window, sub_directory_from_bytes
+from .layout import IndexLayout
 from .records import RecordWriter
 from .transaction import IndexTransaction
 
@@ -57,108 +65,305 @@ def check_directory(directory: Directory) -> list[str]:
     return problems
 
 
-def check_transaction(txn: IndexTransaction, writer: RecordWriter, max_problems: int = 100) -> list[str]:
-    """Every inconsistency found (at most ``max_problems``); empty when the index is sound."""
-    problems = _Problems(max_problems)
-    tr, layout = txn.tr, txn.layout
-    try:
-        directory = txn.directory()
-    except Exception as exc:  # a directory that does not parse is itself the finding
-        return [f"the directory does not parse: {exc}"]
+T = TypeVar("T")
+Reader = Callable[[Callable[[IndexTransaction, RecordWriter], T]], T]
+BATCH_KEYS = 200  # records, B-tree entries or ranked-set elements per read transaction
+
+
+@dataclasses.dataclass
+class CheckReport:
+    """What a check looked at, and what it found."""
+
+    problems: list[str] = dataclasses.field(default_factory=list)
+    records: int = 0  # records recomputed from their entries
+    entries: int = 0  # primary B-tree entries matched with their record and ranked set
+    elements: int = 0  # ranked-set elements matched with the B-tree
+    ranked_sets: int = 0  # ranked sets whose structure was checked
+    windows: int = 0  # complete windows checked
+    batches: int = 0  # read transactions
+    complete: bool = True  # False: stopped early (``keep_going`` said so), the counts say how far it got
+
+    def describe(self) -> str:
+        return (
+            f"checked {self.records} records, {self.entries} B-tree entries, {self.elements} ranked-set elements "
+            f"and {self.ranked_sets} ranked sets in {self.windows} windows ({self.batches} read transactions)"
+        )
+
+
+class _Stopped(Exception):
+    pass
+
+
+def check_index(
+    read: Reader,
+    max_problems: int = 100,
+    progress: Callable[[CheckReport], None] | None = None,
+    batch_keys: int = BATCH_KEYS,
+    keep_going: Callable[[], bool] | None = None,
+) -> CheckReport:
+    """Check an index in bounded batches; ``read(fn)`` runs ``fn(txn, writer)`` in one read transaction.
+    ``progress`` sees the report after each batch; ``keep_going`` returning False stops the check."""
+    report = CheckReport(_Problems(max_problems))
+    problems: _Problems = report.problems  # type: ignore[assignment]
+
+    def batch(fn: Callable[[IndexTransaction, RecordWriter], T]) -> T:
+        if keep_going is not None and not keep_going():
+            report.complete = False
+            raise _Stopped()
+        result = read(fn)
+        report.batches += 1
+        if progress is not None:
+            progress(report)
+        return result
+
+    def head(txn: IndexTransaction, writer: RecordWriter) -> Directory | None:
+        try:
+            directory = txn.directory()
+        except Exception as exc:
+            problems.add(f"the directory does not parse: {exc}")
+            return None
+        if directory is not None:
+            for message in check_directory(directory):
+                if problems.add(message):
+                    break
+        return directory
+
+    with contextlib.suppress(_Stopped):
+        _run_checks(read, batch, head, problems, report, batch_keys)
+    return report
+
+
+def _run_checks(
+    read: Reader,
+    batch: Callable[[Callable[[IndexTransaction, RecordWriter], T]], T],
+    head: Callable[[IndexTransaction, RecordWriter], Directory | None],
+    problems: _Problems,
+    report: CheckReport,
+    batch_keys: int,
+) -> None:
+    directory = batch(head)
+    layout = _layout_of(read)  # no store read: the index's key layout
     begin, end = layout.sub_directories_range()
-    for key, value in tr.get_range(begin, end):
+    while begin is not None and len(problems) < problems.limit:
+        begin = batch(lambda txn, _w, b=begin: _check_sub_directories(txn, b, end, batch_keys, problems))
+    if directory is None or len(problems) >= problems.limit:
+        return
+
+    cursor: bytes | None = layout.records
+    while cursor is not None and len(problems) < problems.limit:
+        cursor = batch(lambda txn, writer, c=cursor: _check_records(txn, writer, c, batch_keys, problems, report))
+    for window in directory.windows:
+        if window.filling:
+            continue
+        report.windows += 1
+        prefix = layout.primary + window.key_bytes
+        state = _EntryState(prefix)
+        while state.cursor is not None and len(problems) < problems.limit:
+            batch(lambda txn, _w, w=window, s=state: _check_entries(txn, w, s, batch_keys, problems, report))
+        groups = _groups(batch, layout.window_secondary(window.key_bytes))
+        for group_bytes in groups:
+            element: bytes | None = b""
+            while element is not None and len(problems) < problems.limit:
+                element = batch(
+                    lambda txn, _w, e=element, g=group_bytes, w=window: _check_elements(
+                        txn, w, g, e, batch_keys, problems, report
+                    )
+                )
+            if len(problems) < problems.limit:
+                batch(lambda txn, _w, g=group_bytes, w=window: _check_structure(txn, w, g, problems, report))
+
+
+def _layout_of(read: Reader) -> IndexLayout:
+    return read(lambda txn, _writer: txn.layout)
+
+
+def _still_complete(txn: IndexTransaction, window: Window) -> bool:
+    """Whether ``window`` is still a complete window in this transaction's directory (it may have
+    been expired or rebuilt since the check started)."""
+    directory = txn.directory()
+    current = directory.by_key(window.lb_key) if directory is not None else None
+    return current is not None and not current.filling and current.key_bytes == window.key_bytes
+
+
+def _check_sub_directories(
+    txn: IndexTransaction, begin: bytes, end: bytes, limit: int, problems: _Problems
+) -> bytes | None:
+    rows = txn.tr.get_range(begin, end, limit)
+    for key, value in rows:
         try:
             sub_directory_from_bytes(value)
         except Exception:
             if problems.add(f"sub-directory {key!r} does not parse"):
-                return problems
+                return None
+    return rows[-1][0] + b"\x00" if len(rows) == limit else None
+
+
+def _check_records(
+    txn: IndexTransaction, writer: RecordWriter, begin: bytes, limit: int, problems: _Problems, report: CheckReport
+) -> bytes | None:
+    tr, layout = txn.tr, txn.layout
+    directory = txn.directory()
     if directory is None:
-        return problems
-    for message in check_directory(directory):
-        if problems.add(message):
-            return problems
+        return None
     complete = [window for window in directory.windows if not window.filling]
-    expected_counts: collections.Counter[tuple[int, bytes]] = collections.Counter()
+    rows = tr.get_range(begin, strinc(layout.records), limit)
+    for key, raw in rows:
+        report.records += 1
+        if _check_record(txn, writer, directory, complete, key, raw, problems) is None:
+            return None
+    return rows[-1][0] + b"\x00" if len(rows) == limit else None
 
-    # Records: recompute each value from the entries and compare with the head and the B-tree.
-    for key, raw in tr.iter_range(layout.records, strinc(layout.records)):
-        pk_nested = key[len(layout.records) :]
-        pk_flat = tuples.pack(tuples.unpack(pk_nested)[0])
-        head = index_pb2.RecordHead.FromString(raw)
-        values = []
-        for ts, seq, (group, score, context) in txn.read_entries(pk_nested):
-            group_bytes = tuples.pack(group)
-            element = txn.packer(group_bytes)(score, ts, tuple(context))
-            values.append((group_bytes, Value(score, ts, seq, tuple(context), element)))
-        expected = writer.fold(values, directory, pk_nested, writer.carried_totals(head), only=complete)
-        stored = {(s.lb_key, s.group): s.element for s in head.windows if directory.by_key(s.lb_key) in complete}
-        for state_key in expected.keys() | stored.keys():
-            want = expected.get(state_key)
-            have = stored.get(state_key)
-            where = f"record {tuples.unpack(pk_nested)[0]!r} in window key {state_key[0]}"
-            if want is None or have is None or want.element != have:
-                shown = None if want is None else tuples.unpack(want.element)
-                found = None if have is None else tuples.unpack(have)
-                if problems.add(f"{where}: value should be {shown}, the record's head says {found}"):
-                    return problems
-            if want is not None:
-                window = directory.by_key(state_key[0])
-                primary = layout.primary + window.key_bytes + state_key[1] + want.element + pk_flat  # type: ignore[union-attr]
-                if tr.get(primary) is None and problems.add(f"{where}: primary entry missing"):
-                    return problems
-                expected_counts[state_key] += 1
 
-    # Each complete window: the B-tree has no extra entries and the ranked sets match it.
-    space = txn.space
+def _check_record(
+    txn: IndexTransaction,
+    writer: RecordWriter,
+    directory: Directory,
+    complete: list[Window],
+    key: bytes,
+    raw: bytes,
+    problems: _Problems,
+) -> list[tuple[int, bytes]] | None:
+    """Recompute one record's values; the (window key, group) states it has, None when the problem
+    limit is reached."""
+    layout, tr = txn.layout, txn.tr
+    pk_nested = key[len(layout.records) :]
+    pk_flat = tuples.pack(tuples.unpack(pk_nested)[0])
+    head = index_pb2.RecordHead.FromString(raw)
+    values = []
+    for ts, seq, (group, score, context) in txn.read_entries(pk_nested):
+        group_bytes = tuples.pack(group)
+        element = txn.packer(group_bytes)(score, ts, tuple(context))
+        values.append((group_bytes, Value(score, ts, seq, tuple(context), element)))
+    expected = writer.fold(values, directory, pk_nested, writer.carried_totals(head), only=complete)
+    stored = {(s.lb_key, s.group): s.element for s in head.windows if directory.by_key(s.lb_key) in complete}
+    states = []
+    for state_key in expected.keys() | stored.keys():
+        want, have = expected.get(state_key), stored.get(state_key)
+        where = f"record {tuples.unpack(pk_nested)[0]!r} in window key {state_key[0]}"
+        if want is None or have is None or want.element != have:
+            shown = None if want is None else tuples.unpack(want.element)
+            found = None if have is None else tuples.unpack(have)
+            if problems.add(f"{where}: value should be {shown}, the record's head says {found}"):
+                return None
+        if want is not None:
+            window = directory.by_key(state_key[0])
+            primary = layout.primary + window.key_bytes + state_key[1] + want.element + pk_flat  # type: ignore[union-attr]
+            if tr.get(primary) is None and problems.add(f"{where}: primary entry missing"):
+                return None
+            states.append(state_key)
+    return states
+
+
+class _EntryState:
+    def __init__(self, prefix: bytes) -> None:
+        self.prefix = prefix
+        self.cursor: bytes | None = prefix
+        self.last_element: tuple[bytes, bytes] | None = None  # (group, element) whose count was checked
+
+
+def _check_entries(
+    txn: IndexTransaction, window: Window, state: _EntryState, limit: int, problems: _Problems, report: CheckReport
+) -> None:
+    """A batch of a window's primary B-tree: each entry is its record's value there, and the ranked
+    set counts each element as often as the B-tree holds it."""
+    tr, layout, space = txn.tr, txn.layout, txn.space
+    if not _still_complete(txn, window):
+        state.cursor = None
+        return
     settings = space.settings
     g, c = settings.group_size, settings.context_size
-    for window in complete:
-        prefix = layout.primary + window.key_bytes
-        found: collections.Counter[tuple[int, bytes]] = collections.Counter()
-        elements: dict[bytes, collections.Counter[bytes]] = collections.defaultdict(collections.Counter)
-        for key, _ in tr.iter_range(prefix, strinc(prefix)):
-            items = tuples.unpack(key[len(prefix) :])
-            group_bytes = tuples.pack(tuple(items[:g]))
-            element = tuples.pack(tuple(items[g : g + 2 + c]))
-            found[(window.lb_key, group_bytes)] += 1
-            elements[group_bytes][element] += 1
-        for state_key in found.keys() | {k for k in expected_counts if k[0] == window.lb_key}:
-            if found[state_key] != expected_counts[state_key] and problems.add(
-                f"{window.describe()}, group {tuples.unpack(state_key[1])}: the primary B-tree holds "
-                f"{found[state_key]} entries, the records give {expected_counts[state_key]}"
-            ):
-                return problems
-        secondary = layout.window_secondary(window.key_bytes)
-        for key, _ in tr.iter_range(secondary, strinc(secondary)):
-            items = tuples.unpack(key[len(secondary) :])
-            group_bytes = tuples.pack(tuple(items[:g]))
-            if (
-                items[g] == 0
-                and items[g + 1]
-                and group_bytes not in elements
-                and problems.add(
-                    f"{window.describe()}: the ranked set of group {tuple(items[:g])} holds "
-                    f"{tuples.unpack(items[g + 1])} but the B-tree has no entry in that group"
-                )
-            ):
-                return problems
-        for group_bytes in elements:
-            ranked = space.ranked_set(window, group_bytes)
-            in_set = collections.Counter({element: ranked.count(tr, element) for element in elements[group_bytes]})
-            stored_elements = ranked.range(tr)
-            for element in stored_elements:
-                if element not in elements[group_bytes] and problems.add(
-                    f"{window.describe()}: ranked set holds {tuples.unpack(element)} that no record has"
-                ):
-                    return problems
-            for element, count in elements[group_bytes].items():
-                want = count if settings.count_duplicates else 1
-                if in_set[element] != want and problems.add(
-                    f"{window.describe()}: ranked set counts {tuples.unpack(element)} {in_set[element]} "
-                    f"time(s), the B-tree {count}"
-                ):
-                    return problems
-            for message in ranked.check_consistency(tr, max_problems):
-                if problems.add(f"{window.describe()}, group {tuples.unpack(group_bytes)}: {message}"):
-                    return problems
-    return problems
+    prefix = state.prefix
+    rows = tr.get_range(state.cursor, strinc(prefix), limit)
+    state.cursor = rows[-1][0] + b"\x00" if len(rows) == limit else None
+    for key, _ in rows:
+        report.entries += 1
+        items = tuples.unpack(key[len(prefix) :])
+        group_bytes = tuples.pack(tuple(items[:g]))
+        element = tuples.pack(tuple(items[g : g + 2 + c]))
+        pk = tuple(items[g + 2 + c :])
+        raw = tr.get(layout.records + tuples.pack((pk,)))
+        head = index_pb2.RecordHead.FromString(raw) if raw is not None else None
+        has = head is not None and any(
+            s.lb_key == window.lb_key and s.group == group_bytes and s.element == element for s in head.windows
+        )
+        if not has and problems.add(
+            f"{window.describe()}: the primary B-tree holds {tuples.unpack(element)} for record {pk!r}, "
+            "which the record's head does not have"
+        ):
+            return
+        if state.last_element == (group_bytes, element):
+            continue
+        state.last_element = (group_bytes, element)
+        group_prefix = prefix + group_bytes + element
+        in_tree = len(tr.get_range(group_prefix, strinc(group_prefix)))
+        ranked = space.ranked_set(window, group_bytes)
+        want = in_tree if settings.count_duplicates else 1
+        counted = ranked.count(tr, element)
+        if counted != want and problems.add(
+            f"{window.describe()}: ranked set counts {tuples.unpack(element)} {counted} time(s), the B-tree {in_tree}"
+        ):
+            return
+
+
+def _groups(batch: Reader, secondary: bytes) -> list[bytes]:
+    """The groups that have a ranked set in a window (one key read per group)."""
+    found: list[bytes] = []
+    cursor = secondary
+
+    def next_group(txn: IndexTransaction, _writer: RecordWriter, begin: bytes) -> bytes | None:
+        rows = txn.tr.get_range(begin, strinc(secondary), 1)
+        if not rows:
+            return None
+        g = txn.space.settings.group_size
+        return tuples.pack(tuple(tuples.unpack(rows[0][0][len(secondary) :])[:g]))
+
+    while True:
+        group_bytes = batch(lambda txn, w, b=cursor: next_group(txn, w, b))
+        if group_bytes is None:
+            return found
+        found.append(group_bytes)
+        cursor = strinc(secondary + group_bytes)
+
+
+def _check_elements(
+    txn: IndexTransaction,
+    window: Window,
+    group_bytes: bytes,
+    after: bytes,
+    limit: int,
+    problems: _Problems,
+    report: CheckReport,
+) -> bytes | None:
+    """A batch of a ranked set's elements: each has an entry in the B-tree."""
+    if not _still_complete(txn, window):
+        return None
+    tr = txn.tr
+    ranked = txn.space.ranked_set(window, group_bytes)
+    elements = ranked.range(tr, after + b"\x00" if after else None, None, limit)
+    prefix = txn.layout.primary + window.key_bytes + group_bytes
+    for element in elements:
+        report.elements += 1
+        if not tr.get_range(prefix + element, strinc(prefix + element), 1) and problems.add(
+            f"{window.describe()}: ranked set of group {tuples.unpack(group_bytes)} holds "
+            f"{tuples.unpack(element)} that no record has"
+        ):
+            return None
+    return elements[-1] if len(elements) == limit else None
+
+
+def _check_structure(
+    txn: IndexTransaction, window: Window, group_bytes: bytes, problems: _Problems, report: CheckReport
+) -> None:
+    if not _still_complete(txn, window):
+        return
+    ranked = txn.space.ranked_set(window, group_bytes)
+    where = f"{window.describe()}, group {tuples.unpack(group_bytes)}"
+    try:
+        messages = ranked.check_consistency(txn.tr, problems.limit)
+    except TransactionTimedOut:
+        problems.add(f"{where}: the ranked set is too large to check its structure in one transaction")
+        return
+    report.ranked_sets += 1
+    for message in messages:
+        if problems.add(f"{where}: {message}"):
+            return

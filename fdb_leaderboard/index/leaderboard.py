@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from ..errors import AlreadyExists, NotFound
 from ..proto import index_pb2
 from ..store.api import Database, Transaction
-from .checker import check_transaction
+from .checker import CheckReport, check_index
 from .directory import ALL_TIME, Directory, Window, WindowUpdate
 from .fill import Filler, FillProgress, batches
 from .layout import IndexLayout
@@ -319,4 +319,17 @@ class LeaderboardIndex(IndexSpace):
 
     def check(self, max_problems: int = 100) -> list[str]:
         """Every inconsistency found (at most ``max_problems``); empty when the index is sound."""
-        return self.read(lambda ops: check_transaction(ops.txn, ops.writer, max_problems))
+        return self.check_report(max_problems).problems
+
+    def check_report(
+        self,
+        max_problems: int = 100,
+        progress: Callable[[CheckReport], None] | None = None,
+        batch_keys: int = 200,
+        keep_going: Callable[[], bool] | None = None,
+    ) -> CheckReport:
+        """Check the index in bounded read transactions (any size); ``progress`` sees the report grow,
+        ``keep_going`` returning False stops it (the report says how far it got)."""
+        return check_index(
+            lambda fn: self.read(lambda ops: fn(ops.txn, ops.writer)), max_problems, progress, batch_keys, keep_going
+        )

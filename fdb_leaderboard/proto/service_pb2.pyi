@@ -421,10 +421,24 @@ class VerifyRequest(_message.Message):
     def __init__(self, index: _Optional[str] = ..., max_problems: _Optional[int] = ...) -> None: ...
 
 class VerifyResponse(_message.Message):
-    __slots__ = ("problems",)
+    __slots__ = ("problems", "records", "entries", "elements", "ranked_sets", "windows", "batches", "complete")
     PROBLEMS_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    ELEMENTS_FIELD_NUMBER: _ClassVar[int]
+    RANKED_SETS_FIELD_NUMBER: _ClassVar[int]
+    WINDOWS_FIELD_NUMBER: _ClassVar[int]
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_FIELD_NUMBER: _ClassVar[int]
     problems: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, problems: _Optional[_Iterable[str]] = ...) -> None: ...
+    records: int
+    entries: int
+    elements: int
+    ranked_sets: int
+    windows: int
+    batches: int
+    complete: bool
+    def __init__(self, problems: _Optional[_Iterable[str]] = ..., records: _Optional[int] = ..., entries: _Optional[int] = ..., elements: _Optional[int] = ..., ranked_sets: _Optional[int] = ..., windows: _Optional[int] = ..., batches: _Optional[int] = ..., complete: _Optional[bool] = ...) -> None: ...
 
 class AddScoreRequest(_message.Message):
     __slots__ = ("index", "pk", "entry")

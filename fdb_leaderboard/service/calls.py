@@ -36,6 +36,8 @@ from .status import Answer, cap_message
 log = logging.getLogger("fdb_leaderboard.service")
 
 REPORT_SECONDS = 1.0
+# Whole-index or many-record work: these run on the heavy workers (as do reads of many rows).
+HEAVY_METHODS = frozenset({"Verify", "Fill", "Trim", "Expire", "UpdateWindows", "WriteBatch", "KeepAhead"})
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
 REFLECTION_PREFIX = "/grpc.reflection."
 
@@ -83,6 +85,9 @@ class Dispatcher(grpc.GenericRpcHandler):
         self.settings = settings
         self.metrics = metrics
         self.workers = concurrent.futures.ThreadPoolExecutor(max_workers, thread_name_prefix="rpc")
+        # Long reads and whole-index jobs queue for a few threads of their own, so a flood of them
+        # shares the CPU with everyone else instead of taking every worker.
+        self.heavy = concurrent.futures.ThreadPoolExecutor(settings.heavy_workers, thread_name_prefix="heavy")
         self.loaders = concurrent.futures.ThreadPoolExecutor(settings.max_bulk_loads, thread_name_prefix="load")
         # BulkLoad streams in progress, over gRPC and HTTP together (the HTTP layer takes them too).
         self.load_slots = threading.BoundedSemaphore(settings.max_bulk_loads)
@@ -104,6 +109,7 @@ class Dispatcher(grpc.GenericRpcHandler):
         for call in list(self.calls):
             call.cancelled.set()
         self.workers.shutdown(wait=True, cancel_futures=True)
+        self.heavy.shutdown(wait=True, cancel_futures=True)
         self.loaders.shutdown(wait=True, cancel_futures=True)
 
     # -- helpers ------------------------------------------------------------------------------
@@ -134,6 +140,17 @@ class Dispatcher(grpc.GenericRpcHandler):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"the request does not parse as {request_type.DESCRIPTOR.full_name}",
             ) from None
+
+    def is_heavy(self, method: str, request: Any) -> bool:
+        """Whether a call may do much more work than a point read or a score write."""
+        if method in HEAVY_METHODS:
+            return True
+        rows = {
+            "Top": lambda: request.n,
+            "AroundMe": lambda: request.above + request.below + 1,
+            "Scan": lambda: request.limit or self.settings.max_page,
+        }.get(method)
+        return rows is not None and rows() > self.settings.heavy_rows
 
     def reply(self, response: Message) -> bytes:
         """The answer's bytes; RESOURCE_EXHAUSTED over the message limit (HTTP answers too)."""
@@ -178,9 +195,8 @@ class Dispatcher(grpc.GenericRpcHandler):
             request = self._parse(request_type, data, method, context.peer())
             call = self._start(context)
             try:
-                future = asyncio.get_running_loop().run_in_executor(
-                    self.workers, getattr(self.servicer, method), request, call
-                )
+                pool = self.heavy if self.is_heavy(method, request) else self.workers
+                future = asyncio.get_running_loop().run_in_executor(pool, getattr(self.servicer, method), request, call)
                 try:
                     # A handler that watches its deadline (Fill) gets a moment to report its progress.
                     response = await asyncio.wait_for(asyncio.shield(future), call.time_remaining() + REPORT_SECONDS)

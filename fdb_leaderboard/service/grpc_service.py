@@ -22,7 +22,7 @@ import grpc
 
 from .. import wire
 from ..errors import FailedPrecondition, InvalidArgument
-from ..index import IfAbsent, IndexSettings, LeaderboardIndex, Operations, RankMode, ScanType
+from ..index import CheckReport, IfAbsent, IndexSettings, LeaderboardIndex, Operations, RankMode, ScanType
 from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
 from . import convert
@@ -209,8 +209,27 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def Verify(self, request: pb.VerifyRequest, context: CallContext) -> pb.VerifyResponse:
-        problems = self._index(request.index).check(request.max_problems or 100)
-        return pb.VerifyResponse(problems=problems)
+        started = last_log = time.monotonic()
+
+        def progress(report: CheckReport) -> None:
+            nonlocal last_log
+            if time.monotonic() - last_log > 10:
+                last_log = time.monotonic()
+                log.info("Verify %r: %s so far (%.0f s)", request.index, report.describe(), last_log - started)
+
+        report = self._index(request.index).check_report(
+            request.max_problems or 100, progress, keep_going=context.is_active
+        )
+        return pb.VerifyResponse(
+            problems=report.problems,
+            records=report.records,
+            entries=report.entries,
+            elements=report.elements,
+            ranked_sets=report.ranked_sets,
+            windows=report.windows,
+            batches=report.batches,
+            complete=report.complete,
+        )
 
     # -- writes ---------------------------------------------------------------------------
 

@@ -49,6 +49,9 @@ class ServerSettings:
       ``stream_idle_timeout``: seconds a stream (BulkLoad) may go without a message.
     - ``default_deadline``: the most seconds of server work a call gets when the client sets no
       shorter deadline (Fill stops and reports progress; others answer DEADLINE_EXCEEDED).
+    - ``heavy_workers``: threads for heavy calls (reads of more than ``heavy_rows`` rows, verify,
+      fill, trim, expire, window updates, write batches): they queue for these, so a flood of them
+      cannot take the workers of point reads and score writes.
     - ``max_bulk_loads``: concurrent BulkLoad streams (each has its own thread, so a stalled one
       never holds a worker of the other calls).
     - ``tokens``: bearer tokens and roles (None: no authentication, everyone is admin, allowed
@@ -64,6 +67,8 @@ class ServerSettings:
     stream_idle_timeout: float = 60.0
     default_deadline: float = 60.0
     max_bulk_loads: int = 2
+    heavy_workers: int = 1
+    heavy_rows: int = 100
     max_message_bytes: int = MESSAGE_LIMIT
     tokens: Tokens | None = None
     tls: TlsFiles | None = None
@@ -72,7 +77,7 @@ class ServerSettings:
     reflection: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("max_page", "max_concurrent_calls", "max_bulk_loads", "max_message_bytes"):
+        for name in ("max_page", "max_concurrent_calls", "max_bulk_loads", "max_message_bytes", "heavy_workers"):
             if getattr(self, name) < 1:
                 raise StartupError(f"{name} must be at least 1")
         for name in ("receive_timeout", "stream_idle_timeout", "default_deadline"):

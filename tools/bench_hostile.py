@@ -1,0 +1,208 @@
+"""A normal client's latency while hostile callers press the server (issue 23), and the memory
+unparseable requests cost.
+
+Starts ``fdb-leaderboard serve`` on a fresh store, loads ``--records`` records, then measures a
+normal client (its own process: sequential GetRank calls) for ``--seconds``:
+
+1. alone (the baseline);
+2. while ``--stalled`` calls whose request never arrives are held open (re-opened as the server
+   times them out) and ``--heavy`` clients loop maximal reads (Top of the server's max page);
+
+and reports p50/p99 of each and their ratio.  Then it sends ``--bad`` requests that do not parse
+and reports the server's resident memory before and after.
+
+    .venv/bin/python tools/bench_hostile.py [--records 20000] [--seconds 20] [--stalled 2000] [--heavy 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import multiprocessing
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+from grpc import aio
+
+from fdb_leaderboard.client import LeaderboardClient
+from fdb_leaderboard.service import SERVICE_NAME
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = str(Path(sys.executable).parent / "fdb-leaderboard")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def normal_client(address: str, records: int, seconds: float, out: multiprocessing.Queue) -> None:
+    latencies = []
+    with LeaderboardClient(address) as lb:
+        lb.rank("bench", ("p0",))  # connect
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            pk = (f"p{random.randrange(records)}",)
+            started = time.perf_counter()
+            lb.rank("bench", pk)
+            latencies.append(time.perf_counter() - started)
+            time.sleep(0.002)  # a steady caller, not a flood
+    out.put(latencies)
+
+
+def staller(
+    address: str, count: int, stop: multiprocessing.Event, ready: multiprocessing.Event, out: multiprocessing.Queue
+) -> None:
+    """Keep ``count`` calls open whose request message never arrives (over 8 connections), re-opening
+    each as the server times it out.  An asyncio client: the attacker costs little CPU of its own."""
+
+    async def run() -> int:
+        forever = asyncio.Event()
+        channels = [aio.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)]) for _ in range(8)]
+
+        async def never() -> AsyncIterator[bytes]:
+            await forever.wait()
+            yield b""
+
+        opened = 0
+
+        async def hold(i: int) -> None:
+            nonlocal opened
+            method = channels[i % 8].stream_unary(f"/{SERVICE_NAME}/Top")
+            while not stop.is_set():
+                opened += 1
+                with contextlib.suppress(grpc.RpcError):
+                    await method(never(), timeout=3600)
+
+        tasks = [asyncio.create_task(hold(i)) for i in range(count)]
+        while opened < count:
+            await asyncio.sleep(0.1)
+        ready.set()
+        while not stop.is_set():
+            await asyncio.sleep(0.2)
+        for task in tasks:
+            task.cancel()
+        for channel in channels:
+            await channel.close()
+        return opened
+
+    out.put(("stalled", asyncio.run(run())))
+
+
+def heavy_reader(address: str, n: int, stop: multiprocessing.Event, out: multiprocessing.Queue) -> None:
+    done = 0
+    with LeaderboardClient(address, timeout=120) as lb:
+        while not stop.is_set():
+            assert len(lb.top("bench", n)) == n
+            done += 1
+    out.put(("heavy", done))
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def measure(address: str, args: argparse.Namespace) -> list[float]:
+    queue: multiprocessing.Queue = multiprocessing.Queue()
+    process = multiprocessing.Process(target=normal_client, args=(address, args.records, args.seconds, queue))
+    process.start()
+    latencies = queue.get()
+    process.join()
+    return latencies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=20_000)
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--stalled", type=int, default=2000)
+    parser.add_argument("--heavy", type=int, default=4)
+    parser.add_argument("--bad", type=int, default=10_000)
+    parser.add_argument("--max-page", type=int, default=2000)
+    args = parser.parse_args()
+
+    store = tempfile.mkdtemp(prefix="bench-hostile-")
+    address = f"127.0.0.1:{_free_port()}"
+    server = subprocess.Popen(
+        [CLI, "serve", "--store", f"lmdb:{store}?durable=false", "--address", address, "--max-page",
+         str(args.max_page)],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    )  # fmt: skip
+    try:
+        assert "serving on" in server.stdout.readline()
+        with LeaderboardClient(address, timeout=600) as lb:
+            lb.create_index("bench", high_score_first=True)
+            lb.update_windows("bench", high_score_first=True)
+            lb.bulk_load("bench", (((f"p{i}",), [(random.randrange(10**6), i)]) for i in range(args.records)))
+        print(f"server pid {server.pid}, {args.records} records, RSS {_rss_mb(server.pid):.0f} MB")
+
+        baseline = measure(address, args)
+        stop, ready = multiprocessing.Event(), multiprocessing.Event()
+        queue: multiprocessing.Queue = multiprocessing.Queue()
+        attackers = [multiprocessing.Process(target=staller, args=(address, args.stalled, stop, ready, queue))]
+        attackers += [
+            multiprocessing.Process(target=heavy_reader, args=(address, args.max_page, stop, queue))
+            for _ in range(args.heavy)
+        ]
+        for attacker in attackers:
+            attacker.start()
+        ready.wait()  # every stalled call is open, the heavy reads running
+        time.sleep(1)
+        rss_under_attack = _rss_mb(server.pid)
+        pressed = measure(address, args)
+        stop.set()
+        results: dict[str, int] = {}
+        for kind, count in (queue.get() for _ in attackers):
+            results[kind] = results.get(kind, 0) + count
+        for attacker in attackers:
+            attacker.join()
+
+        for name, latencies in (("baseline", baseline), ("under attack", pressed)):
+            print(
+                f"{name:>13}: {len(latencies)} calls, p50 {percentile(latencies, 0.5) * 1000:.2f} ms, "
+                f"p99 {percentile(latencies, 0.99) * 1000:.2f} ms"
+            )
+        print(
+            f"p99 ratio {percentile(pressed, 0.99) / percentile(baseline, 0.99):.2f}x "
+            f"({args.stalled} stalled calls held, {results.get('stalled', 0)} opened in all; "
+            f"{results.get('heavy', 0)} maximal reads "
+            f"of {args.max_page} rows by {args.heavy} clients; server RSS {rss_under_attack:.0f} MB)"
+        )
+
+        before = _rss_mb(server.pid)
+        with grpc.insecure_channel(address) as channel:
+            bad = channel.unary_unary(f"/{SERVICE_NAME}/AddScore")
+            codes = set()
+            for _ in range(args.bad):
+                try:
+                    bad(b"\xff\xff\xff\xff not a request", timeout=10)
+                except grpc.RpcError as exc:
+                    codes.add(exc.code().name)
+        after = _rss_mb(server.pid)
+        print(f"{args.bad} unparseable requests: answered {sorted(codes)}, RSS {before:.1f} -> {after:.1f} MB")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        subprocess.run(["rm", "-rf", store], check=False)
+
+
+if __name__ == "__main__":
+    main()
