@@ -36,8 +36,6 @@ from . import openapi
 from .rest import ROUTES, RestRoute
 from .transcode import CallFailed, Rpc, Transcoder, check_access, dumps, parse_json, to_json
 
-# gRPC's default limit on a received message: a body (or an NDJSON line) may be as large.
-MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 STATIC = pathlib.Path(__file__).parent / "static"
 
 
@@ -45,30 +43,27 @@ def _error(exc: CallFailed) -> JSONResponse:
     return JSONResponse(exc.body(), status_code=exc.http_status)
 
 
-def _too_large(what: str) -> CallFailed:
-    return CallFailed(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{what} is larger than {MAX_MESSAGE_BYTES} bytes")
-
-
-async def _read_body(request: Request) -> bytes:
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, at most ``limit`` bytes (the server's message limit, as for a gRPC request)."""
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > MAX_MESSAGE_BYTES:
-            raise _too_large("the request body")
+        if size > limit:
+            raise CallFailed(grpc.StatusCode.RESOURCE_EXHAUSTED, f"the request body is larger than {limit} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
 
 
-async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """The lines of a streamed body, each bounded like a message."""
+async def _lines(chunks: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes]:
+    """The lines of a streamed body, each at most ``limit`` bytes, like a message."""
     pending = b""
     async for chunk in chunks:
         pending += chunk
         *complete, pending = pending.split(b"\n")
         for line in complete:
             yield line
-        if len(pending) > MAX_MESSAGE_BYTES:
-            raise Answer(grpc.StatusCode.RESOURCE_EXHAUSTED, f"a line is larger than {MAX_MESSAGE_BYTES} bytes")
+        if len(pending) > limit:
+            raise Answer(grpc.StatusCode.RESOURCE_EXHAUSTED, f"a line is larger than {limit} bytes")
     if pending:
         yield pending
 
@@ -113,6 +108,9 @@ class HttpApi:
             limiter = self._limiters[heavy] = anyio.CapacityLimiter(size)
         return await anyio.to_thread.run_sync(functools.partial(fn, *args), limiter=limiter)
 
+    async def _body(self, request: Request) -> bytes:
+        return await _read_body(request, self.transcoder.settings.max_message_bytes)
+
     async def _call(self, request: Request, name: str, message: Any) -> Message:
         heavy = self.transcoder.dispatcher.is_heavy(name, message)
         return await self._in_thread(self.transcoder.call, name, message, request.headers, heavy=heavy)
@@ -122,7 +120,7 @@ class HttpApi:
     def _unary_rpc(self, rpc: Rpc) -> Callable[[Request], Awaitable[Response]]:
         async def handle(request: Request) -> Response:
             try:
-                message = parse_json(await _read_body(request), rpc.request_type)
+                message = parse_json(await self._body(request), rpc.request_type)
                 return JSONResponse(to_json(await self._call(request, rpc.name, message)))
             except CallFailed as exc:
                 return _error(exc)
@@ -134,7 +132,7 @@ class HttpApi:
         servicer asks for them (the body is never held whole)."""
 
         async def handle(request: Request) -> Response:
-            lines = _lines(request.stream())
+            lines = _lines(request.stream(), self.transcoder.settings.max_message_bytes)
 
             async def next_line() -> bytes | None:
                 try:
@@ -170,7 +168,7 @@ class HttpApi:
                 body = None
                 if route.method == "POST":
                     try:
-                        body = json.loads(await _read_body(request) or b"null")
+                        body = json.loads(await self._body(request) or b"null")
                     except ValueError as exc:
                         raise CallFailed(grpc.StatusCode.INVALID_ARGUMENT, f"the body is not JSON: {exc}") from None
                 if route.events:
