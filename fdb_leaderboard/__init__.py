@@ -2,14 +2,15 @@
 
 Layers, each a sub-package or module; dependencies point one way (``tests/test_layers.py``):
 
-    cli -> service -> index -> rankedset -> store
+    cli -> http -> service -> index -> rankedset -> store
     client -> wire -> index
 
 - :mod:`~fdb_leaderboard.store`: the transactional ordered key-value interface (FoundationDB-shaped),
   the FoundationDB backend and the embedded LMDB backend.
 - :mod:`~fdb_leaderboard.rankedset`: the persistent skip list with counts (the Record Layer's).
 - :mod:`~fdb_leaderboard.index`: the leaderboard index (writes, windows, fills, trims, reads).
-- :mod:`~fdb_leaderboard.service`: the server (gRPC, catalog of named indexes).
+- :mod:`~fdb_leaderboard.service`: the server (gRPC, catalog of named indexes, metrics).
+- :mod:`~fdb_leaderboard.http`: the same service over HTTP/JSON, the live page, ``/metrics``.
 - :mod:`~fdb_leaderboard.wire`, :mod:`~fdb_leaderboard.client`: the protocol's Python values, the client.
 - :mod:`~fdb_leaderboard.cli`: the ``fdb-leaderboard`` command.
 """

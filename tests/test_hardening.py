@@ -488,7 +488,7 @@ def test_a_second_server_on_a_taken_address_fails_at_once(tmp_path: Path) -> Non
             Server(f"lmdb:{tmp_path / 'b'}?durable=false", running.address)
         started = time.monotonic()
         done = _cli([CLI, "serve", "--store", f"lmdb:{tmp_path / 'c'}",
-                     "--address", running.address])  # fmt: skip
+                     "--address", running.address, "--http-address", "off"])  # fmt: skip
         assert time.monotonic() - started < 30
         assert done.returncode == 1
         assert done.stderr.strip().splitlines() == [
@@ -507,7 +507,7 @@ def test_a_second_server_on_a_taken_address_fails_at_once(tmp_path: Path) -> Non
     ],
 )
 def test_startup_refusals_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
-    base = [CLI, "serve", "--store", f"lmdb:{tmp_path / 's'}"]
+    base = [CLI, "serve", "--store", f"lmdb:{tmp_path / 's'}", "--http-address", "off"]
     done = _cli([*base, "--address", "127.0.0.1:0", *args])
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1 and len(lines) == 1 and lines[0].startswith(message), done.stderr
@@ -520,7 +520,7 @@ def test_a_signal_stops_gracefully_and_closes_the_store(tmp_path: Path, stop_sig
     port = _free_port()
     server = subprocess.Popen(
         [CLI, "serve", "--store", f"lmdb:{path}?redo_log=true",
-         "--address", f"127.0.0.1:{port}", "--grace", "5"],
+         "--address", f"127.0.0.1:{port}", "--grace", "5", "--http-address", "127.0.0.1:0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
     )  # fmt: skip
     try:

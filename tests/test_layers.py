@@ -1,6 +1,6 @@
 """The package's layers: dependencies point one way, and no module imports itself back.
 
-    cli -> service -> index -> rankedset -> store      (client -> wire -> index)
+    cli -> http -> service -> index -> rankedset -> store      (client -> wire -> index)
 
 Every ``import`` in the package (at module level or inside a function) is read from the
 source, resolved to the module it names, and checked against the layer table below.
@@ -27,8 +27,9 @@ ALLOWED = {
     "wire": {"index"},
     "client": {"wire", "index"},
     "service": {"access", "wire", "index", "rankedset", "store"},
-    "http": {"access", "wire", "index", "rankedset", "store"},
-    "cli": {"access", "client", "service", "index", "store"},
+    # http calls the servicer itself, so both front ends share validation, errors and codes.
+    "http": {"access", "service", "wire", "index", "rankedset", "store"},
+    "cli": {"access", "client", "service", "http", "index", "store"},
     "access": set(),
     "errors": set(),
     "proto": set(),

@@ -29,7 +29,7 @@ from .common import (
     window_json,
     window_line,
 )
-from .demo import demo
+from .demo import DEFAULT_HTTP_ADDRESS, demo
 from .loading import load
 from .maintenance import maintain, policy
 from .reads import around, count, rank, top
@@ -116,6 +116,12 @@ def main(
     type=click.IntRange(1, 64),
     help="Server processes sharing the address (Python serves about one core per process).",
 )
+@click.option(
+    "--http-address",
+    default=None,
+    help=f"Address of the HTTP/JSON API, the page and /metrics, with the same tokens and TLS ('off': none) "
+    f"[default: {DEFAULT_HTTP_ADDRESS}; off with --processes, which serve gRPC only].",
+)
 def serve(
     store: str | None,
     cluster_file: str | None,
@@ -134,12 +140,14 @@ def serve(
     receive_timeout: float,
     deadline: float,
     processes: int,
+    http_address: str | None,
 ) -> None:
-    """Start the gRPC service (embedded store in ./data by default).
+    """Start the gRPC service and its HTTP front end (embedded store in ./data by default).
 
     Without tokens it listens on loopback addresses only (unless --allow-unauthenticated).
     SIGTERM or Ctrl-C stops it: no new calls, in-flight ones get --grace seconds, the store is closed.
     """
+    from ..http import HttpServer
     from ..service import Server, ServerSettings, StartupError, Supervisor, TlsFiles
     from ..service.settings import load_tokens
     from ..store import StoreError
@@ -160,10 +168,20 @@ def serve(
             reflection=reflection,
         )
         if processes > 1:
+            if http_address not in (None, "off"):
+                raise StartupError(
+                    "--processes serves gRPC only: run the HTTP front end (--http-address) in a server of its own"
+                )
             settings.check_address(address)
             group = Supervisor(url, address, processes, workers, grace, settings=settings).start()
         else:
             server = Server(url, address, workers, settings=settings).start()
+            try:
+                wanted = http_address or DEFAULT_HTTP_ADDRESS
+                http = None if wanted == "off" else HttpServer(server, wanted).start()
+            except BaseException:
+                server.stop(grace=0)
+                raise
     except StartupError as exc:  # one line, not a traceback; these name what they refuse
         raise click.ClickException(one_line(exc)) from None
     except (StoreError, ValueError) as exc:
@@ -180,8 +198,8 @@ def serve(
     sys.setswitchinterval(0.0005)
     access = "tokens" if settings.tokens is not None else "no authentication"
     click.echo(
-        f"fdb-leaderboard serving on {server.address} ({'TLS' if settings.tls else 'plaintext'}, {access}; "
-        f"store {url}); Ctrl-C stops it"
+        f"fdb-leaderboard serving on {server.address}{f' and {http.url}' if http else ''} "
+        f"({'TLS' if settings.tls else 'plaintext'}, {access}; store {url}); Ctrl-C stops it"
     )
     server.wait()
     click.echo("fdb-leaderboard stopped; store closed")

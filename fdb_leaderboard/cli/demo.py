@@ -13,18 +13,35 @@ from ..client import LeaderboardClient
 from ..proto import service_pb2 as pb
 from .maintenance import maintenance_pass
 
+# The HTTP front end's default address (``serve`` and ``demo``).
+DEFAULT_HTTP_ADDRESS = "127.0.0.1:8080"
+
 
 @click.command()
 @click.option("--store", default=None, help="Store URL (default: a fresh temporary directory).")
 @click.option("--players", default=2000, show_default=True)
 @click.option("--refresh", default=1.0, show_default=True, help="Seconds between screens.")
 @click.option("--duration", default=0.0, help="Stop after this many seconds (0: until Ctrl-C).")
-def demo(store: str | None, players: int, refresh: float, duration: float) -> None:
-    """Start the service, feed simulated games and show daily / weekly / all-time boards."""
-    from ..service import Server
+@click.option(
+    "--http-address",
+    default=DEFAULT_HTTP_ADDRESS,
+    show_default=True,
+    help="Where to serve the live page (a free port if this one is taken).",
+)
+@click.option("--open/--no-open", "open_page", default=True, show_default=True, help="Open the page in a browser.")
+def demo(store: str | None, players: int, refresh: float, duration: float, http_address: str, open_page: bool) -> None:
+    """Start the service, feed simulated games and show daily / weekly / all-time boards, in the
+    terminal and on the live page."""
+    from ..http import HttpServer
+    from ..service import Server, StartupError
 
     url = store or f"lmdb:{tempfile.mkdtemp(prefix='fdb-leaderboard-demo-')}?durable=false"
     server = Server(url, "127.0.0.1:0").start()
+    try:
+        http = HttpServer(server, http_address).start()
+    except StartupError:  # the port is taken (a server running already): any free one
+        http = HttpServer(server, f"{http_address.rsplit(':', 1)[0]}:0").start()
+    page = f"{http.url}/#index=demo"
     client = LeaderboardClient(server.address)
     day, week = 86_400, 7 * 86_400
     start = int(time.time()) // day * day
@@ -40,6 +57,8 @@ def demo(store: str | None, players: int, refresh: float, duration: float) -> No
     client.create_index("demo", high_score_first=True, maintenance=policy)
     client.update_windows("demo", high_score_first=True)  # the all-time window
     client.keep_ahead("demo", start)
+    if open_page:
+        click.launch(page)
     stop = threading.Event()
     rng = random.Random(7)
     clock = [start]
@@ -59,7 +78,7 @@ def demo(store: str | None, players: int, refresh: float, duration: float) -> No
             time.sleep(refresh)
             now = clock[0]
             maintenance_pass(client, now)  # keep today's and this week's windows ahead, expire old ones
-            screen = [f"\x1b[2J\x1b[Hfdb-leaderboard demo: simulated time {now} ({url})", ""]
+            screen = [f"\x1b[2J\x1b[Hfdb-leaderboard demo: simulated time {now} ({url})", f"live page: {page}", ""]
             for title, window_type in (("today", 1), ("this week", 2), ("all time", 0)):
                 at = now if window_type else None
                 rows = client.top("demo", 10, window_type, at)

@@ -10,6 +10,7 @@
 | ``convert.py`` | requests into index arguments (settings, window updates, maintenance policies) |
 | ``status.py`` | which status code answers which error |
 | ``catalog.py`` | the named indexes of a store and their maintenance policies |
+| ``metrics.py`` | Prometheus metrics: calls, store transactions, group commits, maintenance progress |
 
 Item, score and entry conversions shared with the client are in :mod:`fdb_leaderboard.wire`.
 Dependencies point down: this package uses :mod:`fdb_leaderboard.index` and the store.

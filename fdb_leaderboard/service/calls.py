@@ -29,6 +29,7 @@ from grpc import aio
 from .. import access
 from ..proto import service_pb2 as pb
 from .grpc_service import SERVICE_NAME, CallContext, ClientGone, LeaderboardService
+from .metrics import Metrics
 from .settings import ServerSettings
 from .status import Answer, cap_message
 
@@ -79,15 +80,19 @@ class _Call(CallContext):
 class Dispatcher(grpc.GenericRpcHandler):
     """The service's methods as raw-bytes handlers on an asyncio gRPC server."""
 
-    def __init__(self, service: LeaderboardService, settings: ServerSettings, max_workers: int) -> None:
+    def __init__(
+        self, service: LeaderboardService, settings: ServerSettings, max_workers: int, metrics: Metrics | None = None
+    ) -> None:
         self.servicer = service
         self.settings = settings
+        self.metrics = metrics
         self.workers = concurrent.futures.ThreadPoolExecutor(max_workers, thread_name_prefix="rpc")
         # Long reads and whole-index jobs queue for a few threads of their own, so a flood of them
         # shares the CPU with everyone else instead of taking every worker.
         self.heavy = concurrent.futures.ThreadPoolExecutor(settings.heavy_workers, thread_name_prefix="heavy")
         self.loaders = concurrent.futures.ThreadPoolExecutor(settings.max_bulk_loads, thread_name_prefix="load")
-        self._load_slots = threading.BoundedSemaphore(settings.max_bulk_loads)
+        # BulkLoad streams in progress, over gRPC and HTTP together (the HTTP layer takes them too).
+        self.load_slots = threading.BoundedSemaphore(settings.max_bulk_loads)
         self.bad_requests = RateLimitedLog()
         self.calls: set[_Call] = set()
         self._handlers: dict[str, grpc.RpcMethodHandler] = {}
@@ -142,7 +147,7 @@ class Dispatcher(grpc.GenericRpcHandler):
                 f"the request does not parse as {request_type.DESCRIPTOR.full_name}",
             ) from None
 
-    def _is_heavy(self, method: str, request: Any) -> bool:
+    def is_heavy(self, method: str, request: Any) -> bool:
         """Whether a call may do much more work than a point read or a score write."""
         if method in HEAVY_METHODS:
             return True
@@ -156,7 +161,8 @@ class Dispatcher(grpc.GenericRpcHandler):
         }.get(method)
         return rows is not None and rows() > self.settings.heavy_rows
 
-    def _reply(self, response: Message) -> bytes:
+    def reply(self, response: Message) -> bytes:
+        """The answer's bytes; RESOURCE_EXHAUSTED over the message limit (HTTP answers too)."""
         data = response.SerializeToString()
         if len(data) > self.settings.max_message_bytes:
             raise Answer(
@@ -166,15 +172,28 @@ class Dispatcher(grpc.GenericRpcHandler):
             )
         return data
 
-    async def _answer(self, context: aio.ServicerContext, work: Callable[[], Awaitable[bytes | None]]) -> bytes | None:
+    async def _answer(
+        self, context: aio.ServicerContext, work: Callable[[], Awaitable[bytes | None]], method: str
+    ) -> bytes | None:
+        started = time.perf_counter()
+        code = grpc.StatusCode.CANCELLED  # unless it ends otherwise: the client went away
         try:
-            return await work()
+            data = await work()
+            code = grpc.StatusCode.OK
+            return data
         except Answer as answer:
             code, message = answer.code, cap_message(str(answer))
             if answer.trailing:
                 context.set_trailing_metadata(answer.trailing)
+        finally:
+            if self.metrics is not None:
+                self.metrics.observe_call("grpc", method, code, time.perf_counter() - started)
         await context.abort(code, message)
         raise AssertionError("unreachable: abort raises")
+
+    def _observe(self, method: str, request: Message, response: Message) -> None:
+        if self.metrics is not None:
+            self.metrics.observe_result(method, request, response)
 
     # -- unary methods ------------------------------------------------------------------------
 
@@ -189,7 +208,7 @@ class Dispatcher(grpc.GenericRpcHandler):
             request = self._parse(request_type, data, method, context.peer())
             call = self._start(context)
             try:
-                pool = self.heavy if self._is_heavy(method, request) else self.workers
+                pool = self.heavy if self.is_heavy(method, request) else self.workers
                 future = asyncio.get_running_loop().run_in_executor(pool, getattr(self.servicer, method), request, call)
                 try:
                     # A handler that watches its deadline (Fill) gets a moment to report its progress.
@@ -201,9 +220,10 @@ class Dispatcher(grpc.GenericRpcHandler):
             finally:
                 call.cancelled.set()  # a client's cancel or a deadline: loops in the handler stop
                 self.calls.discard(call)
-            return self._reply(response)
+            self._observe(method, request, response)
+            return self.reply(response)
 
-        return await self._answer(context, work)
+        return await self._answer(context, work, method)
 
     # -- BulkLoad ---------------------------------------------------------------------------
 
@@ -220,7 +240,7 @@ class Dispatcher(grpc.GenericRpcHandler):
 
         async def work() -> bytes:
             first = await next_message()  # a stream that sends nothing never takes a thread
-            if not self._load_slots.acquire(blocking=False):
+            if not self.load_slots.acquire(blocking=False):
                 raise Answer(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
                     f"{self.settings.max_bulk_loads} {method} streams are running: try again when one ends",
@@ -264,7 +284,7 @@ class Dispatcher(grpc.GenericRpcHandler):
                         getter = asyncio.ensure_future(replies.get())
                         await asyncio.wait({getter, future}, return_when=asyncio.FIRST_COMPLETED)
                         if getter.done():
-                            await context.write(self._reply(getter.result()))  # type: ignore[arg-type]
+                            await context.write(self.reply(getter.result()))  # type: ignore[arg-type]
                         else:
                             getter.cancel()
                     response = future.result()
@@ -276,10 +296,12 @@ class Dispatcher(grpc.GenericRpcHandler):
             finally:
                 call.cancelled.set()
                 self.calls.discard(call)
-                self._load_slots.release()
-            return None if response is None else self._reply(response)
+                self.load_slots.release()
+            if first is not None and response is not None:
+                self._observe(method, first, response)
+            return None if response is None else self.reply(response)
 
-        return await self._answer(context, work)
+        return await self._answer(context, work, method)
 
 
 def _bind(behaviour: Callable[..., Awaitable[bytes]], method: str, request_type: type[Message]) -> Callable:

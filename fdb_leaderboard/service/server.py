@@ -1,4 +1,5 @@
-"""A running server: the gRPC server, its health and reflection services, and the store it owns.
+"""A running server: the gRPC server, its health and reflection services, its metrics, and the
+store it owns.
 
 The gRPC server is grpcio's asyncio server, on an event loop in a thread of its own, so a call
 waiting for its request costs no thread (see ``calls.py``); handlers run on worker threads.
@@ -17,6 +18,7 @@ import logging
 import signal
 import socket
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -24,17 +26,23 @@ from grpc import aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from ..store import open_database
+from ..store import Database, open_database
 from .calls import AccessInterceptor, Dispatcher
 from .catalog import Catalog
 from .grpc_service import SERVICE_NAME, LeaderboardService
+from .metrics import MeasuredDatabase, Metrics
 from .settings import ServerSettings, StartupError
 
 log = logging.getLogger("fdb_leaderboard.service")
 
 
 class Server:
-    """A running server: the gRPC server, its health service and the store it owns."""
+    """A running server: the gRPC server, its health service, its metrics and the store it owns.
+
+    Other front ends of the same service (the HTTP layer) call :attr:`service` with the same
+    :attr:`settings` and register with :meth:`add_stop_hook` to stop with the server, before the
+    store closes.
+    """
 
     def __init__(
         self,
@@ -53,11 +61,15 @@ class Server:
         credentials = _server_credentials(settings)
         if not reuse_port:
             _check_free(address)
-        self.db = open_database(store_url)
+        self.metrics = Metrics()
+        self.db: Database = MeasuredDatabase(open_database(store_url), self.metrics)
+        self.max_workers = max_workers
+        self._stop_hooks: list[Callable[[float], None]] = []
         try:
             self.catalog = Catalog(self.db)
+            self.metrics.watch_catalog(self.catalog)
             self.service = LeaderboardService(self.catalog, settings.max_page)
-            self.dispatcher = Dispatcher(self.service, settings, max_workers)
+            self.dispatcher = Dispatcher(self.service, settings, max_workers, self.metrics)
             self._loop = asyncio.new_event_loop()
             self._thread = threading.Thread(target=self._loop.run_forever, name="grpc-loop", daemon=True)
             self._thread.start()
@@ -151,17 +163,35 @@ class Server:
             if self._stopped.is_set():
                 return
             self._stop_requested.set()
+            # Other front ends drain side by side with the gRPC server.
+            hooks = [threading.Thread(target=self._run_stop_hook, args=(hook, grace)) for hook in self._stop_hooks]
+            for hook in hooks:
+                hook.start()
             try:
                 if self.health is not None:
                     self._on_loop(self.health.enter_graceful_shutdown())
                 self._on_loop(self.grpc.stop(grace))
             finally:
+                for hook in hooks:
+                    hook.join()
                 self.dispatcher.shutdown()  # threads of cancelled calls end before the store closes
                 if self._filler is not None:
                     self._filler.join()
                 self._close_loop()
                 self.db.close()
                 self._stopped.set()
+
+    def add_stop_hook(self, stop: Callable[[float], None]) -> None:
+        """Have :meth:`stop` call ``stop(grace)`` (another front end's own graceful stop) before
+        the store closes."""
+        self._stop_hooks.append(stop)
+
+    @staticmethod
+    def _run_stop_hook(stop: Callable[[float], None], grace: float) -> None:
+        try:
+            stop(grace)
+        except Exception:
+            log.exception("stopping %r failed", stop)
 
     def _close_loop(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)

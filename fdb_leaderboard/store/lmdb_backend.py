@@ -414,6 +414,7 @@ class LmdbDatabase(Database):
         self._closed = False
         self.commits = 0  # durable commits made, for measuring group commit
         self.stats = StoreStats()
+        self.on_commit: Callable[[int], object] | None = None  # told each commit's transaction count
 
     def _deadline(self) -> float:
         return time.monotonic() + self._transaction_seconds
@@ -504,6 +505,8 @@ class LmdbDatabase(Database):
                     txn.commit()
                 self.commits += 1
                 self.stats.add(commits=1)
+                if self.on_commit is not None:
+                    self.on_commit(sum(1 for p in batch if p.error is None))
         except BaseException as exc:
             if redo.committed(self._env, txnid):  # an interrupt after the commit: every result stands
                 raise

@@ -1,0 +1,262 @@
+"""The OpenAPI 3.1 document of the HTTP API, generated from the service's protobuf descriptors
+(every RPC and message) and the REST routes' declarations, so it cannot drift from what is
+served (``tests/test_http.py`` checks both ways, and runs the examples)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+
+from .rest import ENTRY_SCHEMA, RestRoute
+from .transcode import HTTP_STATUS, Rpc
+
+_SCHEMAS = "#/components/schemas/"
+
+INT64 = {"oneOf": [{"type": "integer"}, {"type": "string", "pattern": "^-?[0-9]+$"}], "format": "int64"}
+UINT64 = {"oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": "^[0-9]+$"}], "format": "uint64"}
+_SCALARS: dict[int, dict[str, Any]] = {
+    FieldDescriptor.TYPE_INT64: INT64,
+    FieldDescriptor.TYPE_SINT64: INT64,
+    FieldDescriptor.TYPE_SFIXED64: INT64,
+    FieldDescriptor.TYPE_UINT64: UINT64,
+    FieldDescriptor.TYPE_FIXED64: UINT64,
+    FieldDescriptor.TYPE_INT32: {"type": "integer", "format": "int32"},
+    FieldDescriptor.TYPE_SINT32: {"type": "integer", "format": "int32"},
+    FieldDescriptor.TYPE_SFIXED32: {"type": "integer", "format": "int32"},
+    FieldDescriptor.TYPE_UINT32: {"type": "integer", "minimum": 0, "maximum": 2**32 - 1},
+    FieldDescriptor.TYPE_FIXED32: {"type": "integer", "minimum": 0, "maximum": 2**32 - 1},
+    FieldDescriptor.TYPE_DOUBLE: {"type": "number"},
+    FieldDescriptor.TYPE_FLOAT: {"type": "number"},
+    FieldDescriptor.TYPE_BOOL: {"type": "boolean"},
+    FieldDescriptor.TYPE_STRING: {"type": "string"},
+    FieldDescriptor.TYPE_BYTES: {"type": "string", "contentEncoding": "base64"},
+}
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "code": {"type": "string", "enum": [code.name for code in HTTP_STATUS], "description": "the gRPC status code"},
+        "message": {"type": "string"},
+    },
+    "required": ["code", "message"],
+}
+
+# Requests run in this order by the test against a fresh server: each must succeed.
+EXAMPLES: dict[str, dict[str, Any]] = {
+    "CreateIndex": {"name": "game", "options": {"high_score_first": True}},
+    "UpdateWindows": {
+        "index": "game",
+        "update_timestamp": 1795420000,
+        "high_score_first": True,
+        "all_time": True,
+        "specs": [{"type": 1, "base": 1795388400, "increment": 86400, "duration": 86400, "count": 7}],
+    },
+    "AddScore": {
+        "index": "game",
+        "pk": [{"string": "alice"}],
+        "entry": {"score": {"int": 1200}, "timestamp": 1795420000},
+    },
+    "Top": {"index": "game", "window": {"type": 1, "timestamp": 1795420000}, "n": 10},
+    "GetRank": {"index": "game", "pk": [{"string": "alice"}], "window": {"type": 0}},
+    "AroundMe": {"index": "game", "pk": [{"string": "alice"}], "window": {"type": 0}, "above": 2, "below": 2},
+    "Count": {"index": "game", "window": {"type": 1, "timestamp": 1795420000}},
+    "Scan": {"index": "game", "type": "BY_RANK", "window": {"type": 0}, "low": {"int": 0}, "limit": 100},
+}
+
+
+def _is_map(field: FieldDescriptor) -> bool:
+    return field.type == FieldDescriptor.TYPE_MESSAGE and field.message_type.GetOptions().map_entry
+
+
+def _field_schema(field: FieldDescriptor) -> dict[str, Any]:
+    """A singular field's schema (a map's value, too)."""
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
+        return {"$ref": _SCHEMAS + message_name(field.message_type)}
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        return {"type": "string", "enum": [v.name for v in field.enum_type.values]}
+    return dict(_SCALARS[field.type])
+
+
+def message_schema(message: Descriptor) -> dict[str, Any]:
+    properties = {}
+    for field in message.fields:
+        if _is_map(field):  # JSON maps are objects: keys are strings, values the value field's type
+            value = field.message_type.fields_by_name["value"]
+            properties[field.name] = {"type": "object", "additionalProperties": _field_schema(value)}
+            continue
+        if field.type == FieldDescriptor.TYPE_MESSAGE:
+            schema: dict[str, Any] = {"$ref": _SCHEMAS + message_name(field.message_type)}
+        elif field.type == FieldDescriptor.TYPE_ENUM:
+            schema = {"type": "string", "enum": [v.name for v in field.enum_type.values]}
+        else:
+            schema = dict(_SCALARS[field.type])
+        is_repeated = getattr(field, "is_repeated", None)
+        if is_repeated if is_repeated is not None else field.label == FieldDescriptor.LABEL_REPEATED:
+            schema = {"type": "array", "items": schema}
+        properties[field.name] = schema
+    out: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    # A oneof of several fields (not a proto3 `optional`) takes at most one of them.
+    exclusive = [
+        {"not": {"anyOf": [{"required": [a.name, b.name]} for a, b in itertools.combinations(oneof.fields, 2)]}}
+        for oneof in message.oneofs
+        if len(oneof.fields) > 1
+    ]
+    if exclusive:
+        out["allOf"] = exclusive
+    return out
+
+
+def message_name(message: Descriptor) -> str:
+    return message.name
+
+
+def _messages(rpcs: list[Rpc]) -> dict[str, Descriptor]:
+    """Every message the RPCs use, by name."""
+    found: dict[str, Descriptor] = {}
+    pending = [m for rpc in rpcs for m in (rpc.descriptor.input_type, rpc.descriptor.output_type)]
+    while pending:
+        message = pending.pop()
+        name = message_name(message)
+        if name in found:
+            assert found[name].full_name == message.full_name, f"two messages named {name}"
+            continue
+        found[name] = message
+        for field in message.fields:
+            if _is_map(field):
+                field = field.message_type.fields_by_name["value"]
+            if field.type == FieldDescriptor.TYPE_MESSAGE:
+                pending.append(field.message_type)
+    return dict(sorted(found.items()))
+
+
+def _error_responses() -> dict[str, Any]:
+    mapping = ", ".join(f"{code.name} {status}" for code, status in HTTP_STATUS.items() if status != 200)
+    return {
+        "default": {
+            "description": f"An error: the gRPC status code and message, with the HTTP status {mapping}.",
+            "content": {"application/json": {"schema": {"$ref": _SCHEMAS + "Error"}}},
+        }
+    }
+
+
+def _rpc_operation(rpc: Rpc) -> dict[str, Any]:
+    request_schema = {"$ref": _SCHEMAS + message_name(rpc.descriptor.input_type)}
+    if rpc.client_streaming:
+        body = {
+            "description": f"NDJSON: one {rpc.descriptor.input_type.name} per line, read as the server goes.",
+            "content": {"application/x-ndjson": {"schema": request_schema}},
+            "required": True,
+        }
+    else:
+        content: dict[str, Any] = {"schema": request_schema}
+        if rpc.name in EXAMPLES:
+            content["example"] = EXAMPLES[rpc.name]
+        body = {"content": {"application/json": content}, "required": False}
+    return {
+        "operationId": rpc.name,
+        "summary": f"The {rpc.name} RPC of {rpc.descriptor.containing_service.full_name}.",
+        "tags": ["rpc"],
+        "requestBody": body,
+        "responses": {
+            "200": {
+                "description": "OK",
+                "content": {
+                    "application/json": {"schema": {"$ref": _SCHEMAS + message_name(rpc.descriptor.output_type)}}
+                },
+            },
+            **_error_responses(),
+        },
+    }
+
+
+def _rest_operation(route: RestRoute) -> dict[str, Any]:
+    words = route.path.strip("/").replace("{", "").replace("}", "").split("/")
+    operation: dict[str, Any] = {
+        "operationId": "_".join([route.method.lower(), *words]),
+        "summary": route.summary,
+        "description": f"Answered by the {route.rpc} RPC.",
+        "tags": ["rest"],
+        "parameters": [
+            {
+                "name": p.name,
+                "in": p.where,
+                "required": p.required or p.where == "path",
+                "description": p.description,
+                "schema": p.schema,
+            }
+            for p in route.params
+        ],
+    }
+    if route.body_schema is not None:
+        content: dict[str, Any] = {"schema": route.body_schema}
+        if route.body_example is not None:
+            content["example"] = route.body_example
+        operation["requestBody"] = {"required": True, "content": {"application/json": content}}
+    media = "text/event-stream" if route.events else "application/json"
+    description = "OK" if not route.events else "A stream of events; each `data:` line is the answer as JSON."
+    operation["responses"] = {
+        "200": {"description": description, "content": {media: {"schema": route.response_schema}}},
+        **_error_responses(),
+    }
+    return operation
+
+
+def document(rpcs: list[Rpc], routes: tuple[RestRoute, ...], with_metrics: bool) -> dict[str, Any]:
+    """The OpenAPI document of everything the application serves."""
+    paths: dict[str, dict[str, Any]] = {
+        "/": {
+            "get": {
+                "operationId": "page",
+                "summary": "The live leaderboard page.",
+                "tags": ["page"],
+                "responses": {"200": {"description": "HTML", "content": {"text/html": {}}}},
+            }
+        },
+        "/static/{path}": {
+            "get": {
+                "operationId": "static",
+                "summary": "The page's scripts and style sheet.",
+                "tags": ["page"],
+                "parameters": [{"name": "path", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "responses": {"200": {"description": "a file"}, "404": {"description": "no such file"}},
+            }
+        },
+        "/openapi.json": {
+            "get": {
+                "operationId": "openapi",
+                "summary": "This document.",
+                "tags": ["meta"],
+                "responses": {"200": {"description": "OpenAPI 3.1", "content": {"application/json": {}}}},
+            }
+        },
+    }
+    if with_metrics:
+        paths["/metrics"] = {
+            "get": {
+                "operationId": "metrics",
+                "summary": "Prometheus metrics of the server and its process.",
+                "tags": ["meta"],
+                "responses": {"200": {"description": "Prometheus text format", "content": {"text/plain": {}}}},
+            }
+        }
+    for rpc in rpcs:
+        paths[rpc.path] = {"post": _rpc_operation(rpc)}
+    for route in routes:
+        paths.setdefault(route.path, {})[route.method.lower()] = _rest_operation(route)
+    schemas = {name: message_schema(message) for name, message in _messages(rpcs).items()}
+    schemas["Error"] = ERROR_SCHEMA
+    schemas["PlainEntry"] = ENTRY_SCHEMA
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "fdb-leaderboard",
+            "version": "v1",
+            "description": "Time-windowed leaderboards with exact ranks. "
+            "Every RPC of the gRPC service is `POST /v1/<Method>` with its request message as JSON "
+            "(protobuf's JSON mapping, field names as in the proto); the REST routes answer everyday reads.",
+        },
+        "paths": paths,
+        "components": {"schemas": schemas},
+    }

@@ -1,0 +1,462 @@
+"""Resource-style routes for the everyday reads and the score submission (seed 003's REST API).
+
+Each route builds the request of one RPC from its path, query and body and answers with that
+RPC's result in plain JSON: key items as JSON values (bytes as ``{"base64": ...}``), scores
+and timestamps as numbers.  The RPC runs through :class:`~.transcode.Transcoder`, so
+validation, errors and status codes are the RPC's.
+
+A record in a path is its primary key: one string (``alice``), or a JSON array for any other
+key (``[42]``, ``["eu","alice"]``, URL-encoded); ``group`` takes the same forms.  A window is
+its type (0: all time) and ``at``: a timestamp, ``now`` (the server's clock, in seconds) or
+``latest`` (the index's latest score timestamp, so simulated or replayed time works too).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import grpc
+from google.protobuf.message import Message
+
+from .. import wire
+from ..errors import InvalidArgument
+from ..index import RankedEntry
+from ..proto import service_pb2 as pb
+from .transcode import JSON_SAFE_INTEGER, CallFailed, Transcoder, message_from_dict, to_json
+
+
+def bad(message: str) -> CallFailed:
+    return CallFailed(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+# -- plain JSON values of key items and entries -----------------------------------------------------
+
+
+def plain_item(value: object) -> Any:
+    if isinstance(value, bytes):
+        return {"base64": base64.b64encode(value).decode()}
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JSON_SAFE_INTEGER:
+        return str(value)
+    return value
+
+
+def python_item(value: Any, what: str) -> object:
+    """A plain JSON value as a key item (a 64-bit integer may come as a string of digits in
+    ``{"int": "..."}``)."""
+    if isinstance(value, dict):
+        if set(value) == {"base64"} and isinstance(value["base64"], str):
+            try:
+                return base64.b64decode(value["base64"], validate=True)
+            except ValueError:
+                raise bad(f"{what}: {value['base64']!r} is not base64") from None
+        if set(value) == {"int"}:
+            try:
+                return int(value["int"])
+            except (TypeError, ValueError):
+                raise bad(f"{what}: {value['int']!r} is not an integer") from None
+        raise bad(f'{what}: an object item must be {{"base64": ...}} or {{"int": ...}}, not {value!r}')
+    if isinstance(value, (list,)):
+        raise bad(f"{what}: a key item cannot be a list")
+    return value
+
+
+def items_from_text(text: str, what: str) -> list[pb.Item]:
+    """``alice`` or a JSON array of items, as Items."""
+    if not text.startswith("["):
+        return [pb.Item(string=text)]
+    try:
+        values = json.loads(text)
+    except ValueError as exc:
+        raise bad(f"{what} {text!r} is not a JSON array: {exc}") from None
+    return items_from_json(values, what)
+
+
+def items_from_json(values: Any, what: str) -> list[pb.Item]:
+    if isinstance(values, str):
+        return [pb.Item(string=values)]
+    if not isinstance(values, list):
+        raise bad(f"{what} must be a string or an array of items, not {values!r}")
+    try:
+        return wire.tuple_to_items([python_item(v, what) for v in values])
+    except InvalidArgument as exc:
+        raise bad(f"{what}: {exc}") from None
+
+
+def plain_entry(message: pb.RankedEntry) -> dict[str, Any]:
+    entry: RankedEntry = wire.ranked_entry_from_proto(message)
+    return {
+        "rank": entry.rank,
+        "pk": [plain_item(v) for v in entry.pk],
+        "score": plain_item(entry.score),
+        "timestamp": plain_item(entry.timestamp),
+        "context": [plain_item(v) for v in entry.context],
+        "group": [plain_item(v) for v in entry.group],
+    }
+
+
+# -- parameters ---------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """A path or query parameter: how it reads and how the OpenAPI document describes it."""
+
+    name: str
+    where: str  # "path" or "query"
+    description: str
+    schema: dict[str, Any]
+    parse: Callable[[str, str], Any]
+    required: bool = False
+
+
+def parse_uint(text: str, name: str, maximum: int = 2**32 - 1) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise bad(f"{name} must be an integer, not {text!r}") from None
+    if not 0 <= value <= maximum:
+        raise bad(f"{name} must be between 0 and {maximum}, not {value}")
+    return value
+
+
+def parse_text(text: str, name: str) -> str:
+    return text
+
+
+def parse_at(text: str, name: str) -> int | str:
+    if text in ("now", "latest"):
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise bad(f"{name} must be a timestamp (an integer), 'now' or 'latest', not {text!r}") from None
+    if not -(2**63) <= value < 2**63:
+        raise bad(f"{name} {value} is out of the int64 range")
+    return value
+
+
+def parse_choice(choices: tuple[str, ...]) -> Callable[[str, str], str]:
+    def parse(text: str, name: str) -> str:
+        if text not in choices:
+            raise bad(f"{name} must be one of {', '.join(choices)}, not {text!r}")
+        return text
+
+    return parse
+
+
+def parse_seconds(text: str, name: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise bad(f"{name} must be a number of seconds, not {text!r}") from None
+    if not 0.2 <= value <= 60:
+        raise bad(f"{name} must be between 0.2 and 60 seconds, not {text}")
+    return value
+
+
+INT32_SCHEMA = {"type": "integer", "minimum": 0, "maximum": 2**32 - 1}
+ITEMS_TEXT = 'one string, or a JSON array of items (strings, numbers, booleans, null, {"base64": ...})'
+
+INDEX = Param("index", "path", "The index's name.", {"type": "string"}, parse_text, True)
+WINDOW_TYPE = Param("type", "path", "The window type (0: all time).", INT32_SCHEMA, parse_uint, True)
+RECORD = Param("pk", "path", f"The record's primary key: {ITEMS_TEXT}.", {"type": "string"}, parse_text, True)
+AT = Param(
+    "at",
+    "query",
+    "Which window of the type: the oldest containing this timestamp, 'now' (the server's clock in seconds) "
+    "or 'latest' (the index's latest score timestamp). Needed for every type but 0.",
+    {"oneOf": [{"type": "integer"}, {"type": "string", "enum": ["now", "latest"]}]},
+    parse_at,
+)
+GROUP = Param("group", "query", f"The group (leaderboard partition): {ITEMS_TEXT}.", {"type": "string"}, parse_text)
+MODE = Param(
+    "mode",
+    "query",
+    "ORDINAL (default) or COMPETITION (equal scores share a rank).",
+    {"type": "string", "enum": ["ORDINAL", "COMPETITION"]},
+    parse_choice(("ORDINAL", "COMPETITION")),
+)
+TOP_N = Param("n", "query", "How many entries (default 10).", INT32_SCHEMA, parse_uint)
+ABOVE = Param("above", "query", "Entries above the record (default 4).", INT32_SCHEMA, parse_uint)
+BELOW = Param("below", "query", "Entries below the record (default 4).", INT32_SCHEMA, parse_uint)
+IF_ABSENT = Param(
+    "if_absent",
+    "query",
+    "Without a value for the record: EMPTY (default), TOP or BOTTOM of the board.",
+    {"type": "string", "enum": ["EMPTY", "TOP", "BOTTOM"]},
+    parse_choice(("EMPTY", "TOP", "BOTTOM")),
+)
+INTERVAL = Param(
+    "interval", "query", "Seconds between checks of the board (0.2-60, default 1).", {"type": "number"}, parse_seconds
+)
+
+
+# -- routes ---------------------------------------------------------------------------------------------
+
+ENTRY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "rank": {"type": "integer", "description": "0-based rank in the window"},
+        "pk": {"type": "array", "items": {}},
+        "score": {"type": ["number", "string"]},
+        "timestamp": {"type": ["integer", "string"]},
+        "context": {"type": "array", "items": {}},
+        "group": {"type": "array", "items": {}},
+    },
+    "required": ["rank", "pk", "score", "timestamp", "context", "group"],
+}
+ENTRIES_SCHEMA = {
+    "type": "object",
+    "properties": {"entries": {"type": "array", "items": {"$ref": "#/components/schemas/PlainEntry"}}},
+    "required": ["entries"],
+}
+SCORE_BODY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "pk": {"description": f"The record's primary key: {ITEMS_TEXT}.", "type": ["string", "array"]},
+        "score": {"type": ["number", "string"], "description": "int64 (or a double for a DOUBLE index)"},
+        "timestamp": {
+            "type": ["integer", "string"],
+            "description": "when the score was made, in the index's timebase; default: now, in seconds",
+        },
+        "context": {"type": "array", "items": {}},
+        "group": {"type": "array", "items": {}},
+    },
+    "required": ["pk", "score"],
+    "additionalProperties": False,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class RestRoute:
+    """A resource-style route over one RPC."""
+
+    path: str
+    method: str  # GET or POST
+    rpc: str
+    summary: str
+    params: tuple[Param, ...]
+    build: Callable[[dict[str, Any], Any, Transcoder, Mapping[str, str]], Message]
+    answer: Callable[[Message], tuple[int, Any]]
+    response_schema: dict[str, Any]
+    body_schema: dict[str, Any] | None = None
+    body_example: dict[str, Any] | None = None
+    events: bool = False  # a Server-Sent Events stream of the answer, sent when it changes
+
+    def parse(self, path: Mapping[str, str], query: Mapping[str, str]) -> dict[str, Any]:
+        known = {p.name for p in self.params if p.where == "query"}
+        unknown = sorted(set(query) - known)
+        if unknown:
+            raise bad(f"unknown query parameter {unknown[0]!r}: {self.path} takes {', '.join(sorted(known)) or 'none'}")
+        values: dict[str, Any] = {}
+        for param in self.params:
+            source = path if param.where == "path" else query
+            if param.name in source:
+                values[param.name] = param.parse(source[param.name], param.name)
+            elif param.required:
+                raise bad(f"{param.name} is required")
+        return values
+
+
+def selector(values: dict[str, Any], transcoder: Transcoder, headers: Mapping[str, str]) -> pb.WindowSelector:
+    window = pb.WindowSelector(type=values.get("type", 0))
+    at = values.get("at")
+    if at == "now":
+        window.timestamp = int(time.time())
+    elif at == "latest":
+        listing = transcoder.call("ListWindows", pb.ListWindowsRequest(index=values["index"]), headers)
+        if not listing.HasField("latest_timestamp"):
+            raise CallFailed(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"index {values['index']!r} has no score yet: 'at=latest' names no time",
+            )
+        window.timestamp = listing.latest_timestamp
+    elif at is not None:
+        window.timestamp = at
+    return window
+
+
+def _group(values: dict[str, Any]) -> list[pb.Item]:
+    return items_from_text(values["group"], "group") if "group" in values else []
+
+
+def _mode(values: dict[str, Any]) -> int:
+    return pb.RankMode.Value(values.get("mode", "ORDINAL"))
+
+
+def build_top(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    return pb.TopRequest(
+        index=values["index"],
+        window=selector(values, transcoder, headers),
+        group=_group(values),
+        mode=_mode(values),
+        n=values.get("n", 10),
+    )
+
+
+def build_count(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    return pb.CountRequest(index=values["index"], window=selector(values, transcoder, headers), group=_group(values))
+
+
+def build_rank(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    return pb.RankRequest(
+        index=values["index"],
+        pk=items_from_text(values["pk"], "pk"),
+        window=selector(values, transcoder, headers),
+        group=_group(values),
+        mode=_mode(values),
+    )
+
+
+def build_around(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    return pb.AroundMeRequest(
+        index=values["index"],
+        pk=items_from_text(values["pk"], "pk"),
+        window=selector(values, transcoder, headers),
+        group=_group(values),
+        mode=_mode(values),
+        above=values.get("above", 4),
+        below=values.get("below", 4),
+        if_absent=pb.IfAbsent.Value(values.get("if_absent", "EMPTY")),
+    )
+
+
+def build_list_indexes(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    return pb.ListIndexesRequest()
+
+
+def build_list_windows(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    return pb.ListWindowsRequest(index=values["index"])
+
+
+def build_add_score(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    if not isinstance(body, dict):
+        raise bad('the body must be a JSON object like {"pk": "alice", "score": 1200}')
+    unknown = sorted(set(body) - set(SCORE_BODY_SCHEMA["properties"]))
+    if unknown:
+        raise bad(f"unknown field {unknown[0]!r}: a score has pk, score, timestamp, context and group")
+    if "pk" not in body or "score" not in body:
+        raise bad("a score needs pk and score")
+    score = body["score"]
+    if isinstance(score, bool) or not isinstance(score, (int, float, str)):
+        raise bad(f"score must be a number, not {score!r}")
+    if isinstance(score, float):
+        score_json: dict[str, Any] = {"double": score}
+    else:
+        score_json = {"int": score} if not isinstance(score, str) or "." not in score else {"double": score}
+    entry = message_from_dict(
+        {"score": score_json, "timestamp": body.get("timestamp", int(time.time()))}, pb.Entry, "the score"
+    )
+    entry.context.extend(items_from_json(body.get("context", []), "context"))
+    entry.group.extend(items_from_json(body.get("group", []), "group"))
+    return pb.AddScoreRequest(index=values["index"], pk=items_from_json(body["pk"], "pk"), entry=entry)
+
+
+def answer_entries(response: Message) -> tuple[int, Any]:
+    return 200, {"entries": [plain_entry(e) for e in response.entries]}  # type: ignore[attr-defined]
+
+
+def answer_rank_and_entry(response: Message) -> tuple[int, Any]:
+    if not response.HasField("entry"):
+        return 404, {"code": "NOT_FOUND", "message": "the record has no value in this window"}
+    return 200, plain_entry(response.entry)  # type: ignore[attr-defined]
+
+
+def answer_as_json(response: Message) -> tuple[int, Any]:
+    return 200, to_json(response)
+
+
+ROUTES: tuple[RestRoute, ...] = (
+    RestRoute(
+        "/v1/indexes",
+        "GET",
+        "ListIndexes",
+        "The indexes, with their options and maintenance policies.",
+        (),
+        build_list_indexes,
+        answer_as_json,
+        {"$ref": "#/components/schemas/ListIndexesResponse"},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows",
+        "GET",
+        "ListWindows",
+        "An index's windows, its latest score timestamp and where it was trimmed.",
+        (INDEX,),
+        build_list_windows,
+        answer_as_json,
+        {"$ref": "#/components/schemas/ListWindowsResponse"},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/scores",
+        "POST",
+        "AddScore",
+        "Submit a score for a record: every window it falls in changes in one transaction.",
+        (INDEX,),
+        build_add_score,
+        answer_as_json,
+        {"$ref": "#/components/schemas/AddScoreResponse"},
+        body_schema=SCORE_BODY_SCHEMA,
+        body_example={"pk": "alice", "score": 1200, "timestamp": 1795420000},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/top",
+        "GET",
+        "Top",
+        "The top n of a window (the best first).",
+        (INDEX, WINDOW_TYPE, AT, GROUP, MODE, TOP_N),
+        build_top,
+        answer_entries,
+        ENTRIES_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/top/events",
+        "GET",
+        "Top",
+        "Server-Sent Events: the top n of a window, sent again whenever it changes.",
+        (INDEX, WINDOW_TYPE, AT, GROUP, MODE, TOP_N, INTERVAL),
+        build_top,
+        answer_entries,
+        ENTRIES_SCHEMA,
+        events=True,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/count",
+        "GET",
+        "Count",
+        "How many records have a value in a window.",
+        (INDEX, WINDOW_TYPE, AT, GROUP),
+        build_count,
+        answer_as_json,
+        {"$ref": "#/components/schemas/CountResponse"},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/records/{pk}/rank",
+        "GET",
+        "GetRankAndEntry",
+        "A record's rank and entry in a window (404 if it has no value there).",
+        (INDEX, WINDOW_TYPE, RECORD, AT, GROUP, MODE),
+        build_rank,
+        answer_rank_and_entry,
+        {"$ref": "#/components/schemas/PlainEntry"},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/records/{pk}/around",
+        "GET",
+        "AroundMe",
+        "The entries around a record: above it, itself, below it.",
+        (INDEX, WINDOW_TYPE, RECORD, AT, GROUP, MODE, ABOVE, BELOW, IF_ABSENT),
+        build_around,
+        answer_entries,
+        ENTRIES_SCHEMA,
+    ),
+)

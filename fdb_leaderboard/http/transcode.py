@@ -1,0 +1,238 @@
+"""gRPC calls over HTTP/JSON: each RPC of the service, its messages as JSON, its status as HTTP's.
+
+The RPC table is read from the service's protobuf descriptor, so an RPC added to the proto is
+served over HTTP with no change here.  A call runs the same servicer method the gRPC dispatcher
+(``service/calls.py``) runs, with the same deadline, answer-size limit, BulkLoad slots and
+bearer-token check: same validation, same errors, same status codes, which :data:`HTTP_STATUS`
+turns into HTTP's.
+
+JSON is protobuf's (``json_format``): field names as in the proto (lowerCamelCase accepted
+too), enums by name, ``bytes`` in base64, and 64-bit integers as JSON numbers up to 2^53 - 1
+in magnitude and as strings beyond (JavaScript's numbers hold no more exactly; strings or
+numbers are accepted on input).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import grpc
+from google.protobuf import json_format, message_factory
+from google.protobuf.descriptor import MethodDescriptor
+from google.protobuf.message import Message
+
+from ..access import PermissionDenied, Tokens, Unauthenticated, bearer_token
+from ..proto import service_pb2 as pb
+from ..service.calls import Dispatcher
+from ..service.metrics import remember_first
+from ..service.status import Answer, cap_message
+
+SERVICE = pb.DESCRIPTOR.services_by_name["Leaderboard"]
+
+HTTP_STATUS: dict[grpc.StatusCode, int] = {
+    grpc.StatusCode.OK: 200,
+    grpc.StatusCode.CANCELLED: 499,  # the client closed the request (nginx's code, as grpc-gateway's)
+    grpc.StatusCode.UNKNOWN: 500,
+    grpc.StatusCode.INVALID_ARGUMENT: 400,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+    grpc.StatusCode.NOT_FOUND: 404,
+    grpc.StatusCode.ALREADY_EXISTS: 409,
+    grpc.StatusCode.PERMISSION_DENIED: 403,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+    grpc.StatusCode.FAILED_PRECONDITION: 412,
+    grpc.StatusCode.ABORTED: 409,
+    grpc.StatusCode.OUT_OF_RANGE: 400,
+    grpc.StatusCode.UNIMPLEMENTED: 501,
+    grpc.StatusCode.INTERNAL: 500,
+    grpc.StatusCode.UNAVAILABLE: 503,
+    grpc.StatusCode.DATA_LOSS: 500,
+    grpc.StatusCode.UNAUTHENTICATED: 401,
+}
+
+# The largest integer JavaScript's numbers hold exactly.
+JSON_SAFE_INTEGER = 2**53 - 1
+
+
+class CallFailed(Exception):
+    """A call answered with a status other than OK."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    @property
+    def http_status(self) -> int:
+        return HTTP_STATUS[self.code]
+
+    def body(self) -> dict[str, str]:
+        return {"code": self.code.name, "message": self.message}
+
+
+class HttpCallContext:
+    """A call that came over HTTP, as its handler sees it (the servicer's ``CallContext``): it
+    stops being active past its deadline or when the HTTP server stops."""
+
+    def __init__(self, deadline: float, stopping: threading.Event) -> None:
+        self.deadline = deadline
+        self.stopping = stopping
+
+    def is_active(self) -> bool:
+        return not self.stopping.is_set() and time.monotonic() < self.deadline
+
+    def time_remaining(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+
+@dataclasses.dataclass(frozen=True)
+class Rpc:
+    """One RPC of the service as HTTP serves it."""
+
+    name: str
+    request_type: type[Message]
+    response_type: type[Message]
+    client_streaming: bool
+    server_streaming: bool
+    descriptor: MethodDescriptor
+
+    @property
+    def path(self) -> str:
+        return f"/v1/{self.name}"
+
+
+def rpcs() -> list[Rpc]:
+    """Every RPC of the service, in the proto's order."""
+    return [
+        Rpc(
+            m.name,
+            message_factory.GetMessageClass(m.input_type),
+            message_factory.GetMessageClass(m.output_type),
+            m.client_streaming,
+            m.server_streaming,
+            m,
+        )
+        for m in SERVICE.methods
+    ]
+
+
+def parse_json(text: str | bytes, message_type: type[Message], what: str = "request body") -> Message:
+    """A message from JSON; malformed JSON or a field the message lacks is INVALID_ARGUMENT."""
+    try:
+        return json_format.Parse(text or b"{}", message_type())
+    except (json_format.ParseError, UnicodeDecodeError) as exc:
+        raise CallFailed(
+            grpc.StatusCode.INVALID_ARGUMENT, f"{what} is not a valid {message_type.DESCRIPTOR.name}: {exc}"
+        ) from None
+
+
+def message_from_dict(value: Mapping[str, Any], message_type: type[Message], what: str) -> Message:
+    try:
+        return json_format.ParseDict(value, message_type())
+    except json_format.ParseError as exc:
+        raise CallFailed(
+            grpc.StatusCode.INVALID_ARGUMENT, f"{what} is not a valid {message_type.DESCRIPTOR.name}: {exc}"
+        ) from None
+
+
+def to_json(message: Message) -> dict[str, Any]:
+    """A message as JSON values (every field without presence printed, so zeros show)."""
+    value = json_format.MessageToDict(
+        message,
+        always_print_fields_with_no_presence=True,
+        preserving_proto_field_name=True,
+        unquote_int64_if_possible=True,
+    )
+    return quote_unsafe_integers(value)
+
+
+def quote_unsafe_integers(value: Any) -> Any:
+    """Integers JavaScript cannot hold exactly become strings (proto3 JSON's form for 64-bit)."""
+    if isinstance(value, dict):
+        return {k: quote_unsafe_integers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [quote_unsafe_integers(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JSON_SAFE_INTEGER:
+        return str(value)
+    return value
+
+
+def dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def check_access(tokens: Tokens | None, headers: Mapping[str, str], method: str | None) -> None:
+    """Refuse a request whose ``Authorization: Bearer`` token may not call ``method`` (None: any
+    valid token will do) as gRPC's interceptor does: UNAUTHENTICATED or PERMISSION_DENIED."""
+    if tokens is None:
+        return
+    token = bearer_token(headers.get("authorization"))
+    try:
+        if method is None:
+            tokens.authenticate(token)
+        else:
+            tokens.authorize(token, method)
+    except Unauthenticated as exc:
+        raise CallFailed(grpc.StatusCode.UNAUTHENTICATED, str(exc)) from None
+    except (PermissionDenied, LookupError) as exc:  # LookupError: a method with no access rule
+        raise CallFailed(grpc.StatusCode.PERMISSION_DENIED, str(exc)) from None
+
+
+class Transcoder:
+    """Calls the servicer for HTTP requests as the gRPC dispatcher does: the same handlers, deadline,
+    answer-size limit, BulkLoad slots and bearer tokens, timed and counted like gRPC calls."""
+
+    def __init__(self, dispatcher: Dispatcher, tokens: Tokens | None = None) -> None:
+        self.dispatcher = dispatcher
+        self.service = dispatcher.servicer
+        self.settings = dispatcher.settings
+        self.metrics = dispatcher.metrics
+        self.tokens = tokens
+        self.rpcs = {rpc.name: rpc for rpc in rpcs()}
+        self.stopping = threading.Event()
+
+    def call(self, name: str, request: Message | Iterator[Message], headers: Mapping[str, str]) -> Message:
+        """Call the RPC ``name`` (blocking: run it in a worker thread); raises :class:`CallFailed`."""
+        rpc = self.rpcs[name]
+        started = time.perf_counter()
+        code = grpc.StatusCode.UNKNOWN
+        first: list[Message] = []
+        load_slot = False
+        try:
+            check_access(self.tokens, headers, name)
+            deadline = time.monotonic() + self.settings.default_deadline
+            if rpc.client_streaming:
+                if not self.dispatcher.load_slots.acquire(blocking=False):
+                    raise Answer(
+                        grpc.StatusCode.RESOURCE_EXHAUSTED,
+                        f"{self.settings.max_bulk_loads} {name} streams are running: try again when one ends",
+                    )
+                load_slot = True
+                deadline = float("inf")  # a load may run long, as over gRPC
+                request = remember_first(request, first)  # type: ignore[arg-type]
+            response = getattr(self.service, name)(request, HttpCallContext(deadline, self.stopping))
+            if rpc.server_streaming:  # Load: HTTP answers once, with the last progress message
+                last = rpc.response_type()
+                for last in response:  # noqa: B007
+                    pass
+                response = last
+            self.dispatcher.reply(response)  # the same answer-size limit
+            code = grpc.StatusCode.OK
+            if self.metrics is not None:
+                self.metrics.observe_result(name, first[0] if first else request, response)
+            return response
+        except Answer as answer:
+            code = answer.code
+            raise CallFailed(answer.code, cap_message(str(answer))) from None
+        except CallFailed as failed:
+            code = failed.code
+            raise
+        finally:
+            if load_slot:
+                self.dispatcher.load_slots.release()
+            if self.metrics is not None:
+                self.metrics.observe_call("http", name, code, time.perf_counter() - started)

@@ -1,0 +1,264 @@
+"""The server's Prometheus metrics: calls, store transactions, group commits, maintenance progress.
+
+One :class:`Metrics` per :class:`~fdb_leaderboard.service.Server`, with its own registry (a
+process may run several servers, as the tests do).  What it measures:
+
+- every call, by transport (``grpc`` from the dispatcher in ``calls.py``, ``http`` from the HTTP
+  layer, which calls the same servicer), method and status code: a counter and a latency
+  histogram;
+- every store transaction through :class:`MeasuredDatabase`: latency by kind (read/write) and
+  outcome, attempts beyond the first (FoundationDB's retries on conflict);
+- the embedded store's group commits: how many transactions each durable commit carried;
+- what fills, trims, expiries, keep-ahead passes and bulk loads did, per index, read from the
+  answers of the calls that did it, whichever transport carried them;
+- at scrape time, windows (and windows still being filled) per index, and the store's own
+  counters where it keeps them (``Database.stats``: transactions, read rounds, retries, conflicts);
+- the process's CPU, memory, file descriptors and garbage collections.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import grpc
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from ..store.api import Database
+from .catalog import Catalog
+
+T = TypeVar("T")
+
+PREFIX = "fdb_leaderboard"
+# Calls take from ~50 µs (a cached read) to seconds (a fill pass, a bulk load).
+CALL_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+GROUP_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+class Metrics:
+    """The metrics of one server, in their own registry."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        r = self.registry
+        self.calls, self.call_seconds = self._counted_and_timed(
+            "calls",
+            "call_seconds",
+            "Calls answered",
+            "by transport, method and status code",
+            ["transport", "method", "code"],
+        )
+        self.http_requests, self.http_seconds = self._counted_and_timed(
+            "http_requests",
+            "http_request_seconds",
+            "HTTP requests",
+            "by route, HTTP method and status",
+            ["route", "method", "status"],
+        )
+        self.transaction_seconds = Histogram(
+            f"{PREFIX}_store_transaction_seconds",
+            "Store transactions (retries included), by kind (read/write) and outcome (ok/error).",
+            ["kind", "outcome"],
+            buckets=CALL_BUCKETS,
+            registry=r,
+        )
+        self.transaction_retries = Counter(
+            f"{PREFIX}_store_transaction_retries",
+            "Attempts beyond a transaction's first (conflicts, retryable errors).",
+            ["kind"],
+            registry=r,
+        )
+        self.group_commit_size = Histogram(
+            f"{PREFIX}_store_group_commit_transactions",
+            "Write transactions carried by each durable commit of the embedded store.",
+            buckets=GROUP_BUCKETS,
+            registry=r,
+        )
+        self.fill_records = Counter(
+            f"{PREFIX}_fill_records",
+            "Records whose values went into new windows (fill phase 1).",
+            ["index"],
+            registry=r,
+        )
+        self.fill_entries_ranked = Counter(
+            f"{PREFIX}_fill_entries_ranked", "Entries appended to ranked sets (fill phase 2).", ["index"], registry=r
+        )
+        self.trimmed_entries = Counter(
+            f"{PREFIX}_trim_entries_removed", "Entries removed by trims.", ["index"], registry=r
+        )
+        self.windows_expired = Counter(f"{PREFIX}_windows_expired", "Windows deleted by expiry.", ["index"], registry=r)
+        self.windows_added = Counter(
+            f"{PREFIX}_windows_added", "Windows added by window updates and keep-ahead.", ["index"], registry=r
+        )
+        self.bulk_loaded = Counter(
+            f"{PREFIX}_bulk_load_records", "Records written by bulk loads.", ["index"], registry=r
+        )
+        self._call_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+        self._transaction_children: dict[tuple[str, str], Any] = {}
+
+    def _counted_and_timed(
+        self, count_name: str, seconds_name: str, what: str, by: str, labels: list[str]
+    ) -> tuple[Counter, Histogram]:
+        """A counter and a latency histogram with the same labels."""
+        return (
+            Counter(f"{PREFIX}_{count_name}", f"{what}, {by}.", labels, registry=self.registry),
+            Histogram(
+                f"{PREFIX}_{seconds_name}",
+                f"{what}: latency, {by}.",
+                labels,
+                buckets=CALL_BUCKETS,
+                registry=self.registry,
+            ),
+        )
+
+    def watch_catalog(self, catalog: Catalog) -> None:
+        """Report windows per index of ``catalog`` at each scrape."""
+        self.registry.register(_WindowCollector(catalog))
+
+    def watch_store_stats(self, db: Database) -> None:
+        """Report the store's own counters at each scrape, if it keeps them (a ``stats`` object
+        whose ``snapshot()`` maps names such as ``transactions``, ``read_rounds``, ``retries``,
+        ``conflicts`` to counts)."""
+        stats = getattr(db, "stats", None)
+        if stats is not None and callable(getattr(stats, "snapshot", None)):
+            self.registry.register(_StoreStatsCollector(stats))
+
+    def exposition(self) -> bytes:
+        """The registry in Prometheus's text format."""
+        return generate_latest(self.registry)
+
+    def observe_call(self, transport: str, method: str, code: grpc.StatusCode, seconds: float) -> None:
+        key = (transport, method, code.name)
+        children = self._call_children.get(key)
+        if children is None:  # labels() costs as much as the update: each label set is looked up once
+            children = self._call_children[key] = (self.calls.labels(*key), self.call_seconds.labels(*key))
+        children[0].inc()
+        children[1].observe(seconds)
+
+    def observe_transaction(self, kind: str, outcome: str, seconds: float, attempts: int) -> None:
+        key = (kind, outcome)
+        child = self._transaction_children.get(key)
+        if child is None:
+            child = self._transaction_children[key] = self.transaction_seconds.labels(*key)
+        child.observe(seconds)
+        if attempts > 1:
+            self.transaction_retries.labels(kind).inc(attempts - 1)
+
+    def observe_result(self, method: str, request: Any, response: Any) -> None:
+        """Count what a successful maintenance call did (its answer says)."""
+        index = getattr(request, "index", "")
+        if method == "Fill":
+            self.fill_records.labels(index).inc(response.records_processed)
+            self.fill_entries_ranked.labels(index).inc(response.entries_ranked)
+        elif method == "Trim":
+            self.trimmed_entries.labels(index).inc(response.entries_removed)
+        elif method == "Expire":
+            self.windows_expired.labels(index).inc(len(response.deleted))
+        elif method == "UpdateWindows":
+            self.windows_added.labels(index).inc(len(response.added))
+            self.windows_expired.labels(index).inc(len(response.deleted))
+        elif method == "KeepAhead":
+            self.windows_added.labels(index).inc(len(response.added))
+        elif method == "BulkLoad":
+            self.bulk_loaded.labels(index).inc(response.records_written)
+
+
+class _WindowCollector(Collector):
+    """Windows per index, read from the store at scrape time (one read per index)."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+
+    def describe(self) -> list:
+        return []  # collected from the store: not at registration
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        windows = GaugeMetricFamily(f"{PREFIX}_windows", "Windows in the index's directory.", labels=["index"])
+        filling = GaugeMetricFamily(f"{PREFIX}_windows_filling", "Windows still being filled.", labels=["index"])
+        for name, _ in self.catalog.list():
+            directory = self.catalog.get(name).directory()
+            found = directory.windows if directory is not None else []
+            windows.add_metric([name], len(found))
+            filling.add_metric([name], sum(1 for w in found if w.filling))
+        yield windows
+        yield filling
+
+
+class _StoreStatsCollector(Collector):
+    """The store's counters, as ``fdb_leaderboard_store_<name>_total``."""
+
+    def __init__(self, stats: Any) -> None:
+        self.stats = stats
+
+    def describe(self) -> list:
+        return []
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        for name, count in sorted(self.stats.snapshot().items()):
+            yield CounterMetricFamily(
+                f"{PREFIX}_store_{name}", f"The store's own count of {name.replace('_', ' ')}.", count
+            )
+
+
+def remember_first(messages: Iterator[Any], first: list[Any]) -> Iterator[Any]:
+    """``messages``, passed through; the first is kept in ``first`` (a stream's index name)."""
+    for message in messages:
+        if not first:
+            first.append(message)
+        yield message
+
+
+class MeasuredDatabase(Database):
+    """A store whose transactions are timed and whose retries are counted; anything else is the
+    store's own (``commits``, ``durable``... are read through)."""
+
+    def __init__(self, inner: Database, metrics: Metrics) -> None:
+        self.inner = inner
+        self.url = inner.url
+        self._metrics = metrics
+        metrics.watch_store_stats(inner)
+        if hasattr(inner, "on_commit"):  # the embedded store tells how many transactions each commit carried
+            inner.on_commit = metrics.group_commit_size.observe
+
+    def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return self._measured("write", self.inner.run, fn, args, kwargs)
+
+    def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return self._measured("read", self.inner.read, fn, args, kwargs)
+
+    def _measured(self, kind: str, transact: Callable[..., T], fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
+        attempts = 0
+
+        def attempt(tr: Any, *a: Any, **k: Any) -> T:
+            nonlocal attempts
+            attempts += 1
+            return fn(tr, *a, **k)
+
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            result = transact(attempt, *args, **kwargs)
+            outcome = "ok"
+            return result
+        finally:
+            self._metrics.observe_transaction(kind, outcome, time.perf_counter() - started, attempts)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

@@ -1,0 +1,132 @@
+"""The live page in a real headless browser (Debian's chromium through chromium-driver and
+selenium) against a running server with data: the board's rows, the window picker, a record's
+rank and neighbours, a live update, and ``tools/screenshot_page.py``'s PNG.
+
+Skipped, with the reason, where chromium or chromium-driver is not installed
+(``apt-get install chromium chromium-driver``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+from collections.abc import Iterator
+
+import pytest
+from conftest import start_server
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from fdb_leaderboard.client import LeaderboardClient
+from fdb_leaderboard.http import HttpServer
+from fdb_leaderboard.service import Server
+
+_TOOL = pathlib.Path(__file__).resolve().parent.parent / "tools" / "screenshot_page.py"
+_spec = importlib.util.spec_from_file_location("screenshot_page", _TOOL)
+assert _spec is not None and _spec.loader is not None
+screenshot_page = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(screenshot_page)
+
+pytestmark = [
+    pytest.mark.usefixtures("no_unexpected_server_errors"),
+    pytest.mark.skipif(
+        screenshot_page.chromium_paths() is None, reason="needs chromium and chromium-driver (Debian packages)"
+    ),
+]
+
+DAY = 86_400
+T0 = 1_795_420_000
+D0 = T0 - T0 % DAY
+
+
+@pytest.fixture
+def board(tmp_path) -> Iterator[tuple[Server, HttpServer, LeaderboardClient]]:
+    server = start_server(tmp_path / "s")
+    http = HttpServer(server, "127.0.0.1:0").start()
+    lb = LeaderboardClient(server.address, timeout=20)
+    lb.create_index("game", high_score_first=True)
+    lb.update_windows("game", high_score_first=True, specs=[(1, D0, DAY, DAY, 2)])
+    # Yesterday's scores are on the all-time board only; today's on both.
+    for i in range(30):
+        lb.add_score("game", (f"player-{i:02d}",), (i * 37) % 41 * 10, D0 - DAY + 100 + i)
+    for i in range(0, 30, 2):
+        lb.add_score("game", (f"player-{i:02d}",), 500 + (i * 13) % 17 * 20, T0 + i)
+    yield server, http, lb
+    lb.close()
+    server.stop(grace=1)
+
+
+@pytest.fixture
+def browser() -> Iterator[WebDriver]:
+    driver = screenshot_page.browser()
+    yield driver
+    driver.quit()
+
+
+def shown(driver: WebDriver, table: str) -> list[list[str]]:
+    """Rank, record and score of each row (read at once: the page redraws rows as events come)."""
+    return [row[:3] for row in screenshot_page.table_rows(driver, table)]
+
+
+def expected(entries: list) -> list[list[str]]:
+    return [[str(e.rank + 1), e.pk[0], str(e.score)] for e in entries]
+
+
+def until(driver: WebDriver, table: str, rows: list[list[str]], timeout: float = 15) -> None:
+    try:
+        WebDriverWait(driver, timeout).until(lambda d: shown(d, table) == rows)
+    except Exception:
+        assert shown(driver, table) == rows  # the difference, if it never showed
+        raise
+
+
+def test_the_page_shows_the_boards_a_record_and_live_updates(board, browser: WebDriver) -> None:
+    _, http, lb = board
+    latest = T0 + 28
+    browser.get(f"{http.url}/#index=game")
+    # Today's board first (the window holding the latest score), then all time.
+    until(browser, "top", expected(lb.top("game", 10, 1, latest)))
+    picker = Select(browser.find_element(By.ID, "window"))
+    assert [o.text for o in picker.options] == ["Today", "All time"]
+    assert browser.find_element(By.ID, "count").text == f"{lb.count('game', 1, latest)} records"
+    picker.select_by_visible_text("All time")
+    until(browser, "top", expected(lb.top("game", 10)))
+    assert "type=0" in browser.current_url
+    # A record's rank and the records around it (two above, two below).
+    field = browser.find_element(By.ID, "record")
+    field.send_keys("player-07")
+    browser.find_element(By.CSS_SELECTOR, "#find button").click()
+    mine = lb.rank_and_entry("game", ("player-07",))
+    WebDriverWait(browser, 10).until(
+        lambda d: d.find_element(By.ID, "rank").text == f"player-07 is #{mine.rank + 1} with {mine.score}"
+    )
+    until(browser, "around", expected(lb.around("game", ("player-07",), 2, 2)))
+    highlighted = browser.find_elements(By.CSS_SELECTOR, "#around tr.me td")
+    assert highlighted[1].text == "player-07"
+    # A new best score appears at the top without reloading; player-07's panel follows it.
+    lb.add_score("game", ("newcomer",), 10_000, latest)
+    lb.add_score("game", ("player-07",), 9_000, latest)
+    until(browser, "top", expected(lb.top("game", 10)))
+    assert shown(browser, "top")[:2] == [["1", "newcomer", "10000"], ["2", "player-07", "9000"]]
+    WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "rank").text == "player-07 is #2 with 9000")
+    # A record without a score in the window says so.
+    browser.get(f"{http.url}/#index=game&type=1&record=player-01")
+    WebDriverWait(browser, 10).until(
+        lambda d: d.find_element(By.ID, "rank").text == "player-01 has no score in this window."
+    )
+
+
+def test_the_page_reports_an_unknown_index(board, browser: WebDriver) -> None:
+    _, http, lb = board
+    lb.create_index("empty")  # no windows yet
+    browser.get(f"{http.url}/#index=empty")
+    WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "board-title").text == "No windows yet")
+    assert shown(browser, "top") == []
+
+
+def test_the_screenshot_tool_writes_a_png(tmp_path) -> None:
+    out = tmp_path / "page.png"
+    assert screenshot_page.main(["--out", str(out), "--players", "40"]) == 0
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
