@@ -13,7 +13,7 @@ from grpc_reflection.v1alpha import reflection
 
 from ..proto import service_pb2_grpc as pb_grpc
 from ..store import StoreUnavailable, open_database
-from .catalog import Catalog
+from .catalog import ROOT, Catalog
 from .grpc_service import SERVICE_NAME, LeaderboardService
 
 log = logging.getLogger("fdb_leaderboard.service")
@@ -22,9 +22,12 @@ log = logging.getLogger("fdb_leaderboard.service")
 class Server:
     """A running server: the gRPC server, its health service and the store it owns."""
 
-    def __init__(self, store_url: str, address: str = "127.0.0.1:50051", max_workers: int = 16) -> None:
+    def __init__(
+        self, store_url: str, address: str = "127.0.0.1:50051", max_workers: int = 16, catalog_root: bytes = ROOT
+    ) -> None:
+        """``catalog_root``: the key prefix of every index this server keeps (one store can hold several)."""
         self.db = open_database(store_url)
-        self.catalog = Catalog(self.db)
+        self.catalog = Catalog(self.db, catalog_root)
         self.grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="rpc"))
         pb_grpc.add_LeaderboardServicer_to_server(LeaderboardService(self.catalog), self.grpc)
         self.health = health.HealthServicer()

@@ -6,6 +6,11 @@ must match the installed ``libfdb_c`` (a 7.3 client needs ``foundationdb==7.3.*`
 to the binding's latest (``fdb.LATEST_API_VERSION``, 710 for the 7.1 binding); override it with the URL option
 ``api_version`` or the environment variable ``FDB_API_VERSION``.  A process can select
 only one API version, so every database it opens uses the first one selected.
+
+A transaction waits as long as the cluster cannot answer (it is down, or has no quorum):
+URL option ``timeout`` (seconds, default 10; 0 waits forever) bounds each call, retries
+included (FoundationDB's ``transaction_timeout`` database option), and a call that runs out
+of it raises StoreUnavailable (gRPC UNAVAILABLE) saying the cluster did not answer in time.
 """
 
 from __future__ import annotations
@@ -34,6 +39,10 @@ from .api import (
 
 T = TypeVar("T")
 
+DEFAULT_TIMEOUT_SECONDS = 10.0
+_TRANSACTION_TIMED_OUT = 1031  # the `timeout` option ran out (not retryable)
+_TRANSACTION_TOO_OLD = 1007  # FoundationDB's 5 s limit
+
 _api_lock = threading.Lock()
 
 # FoundationDB error codes that are the caller's fault, mapped to our exceptions.
@@ -42,7 +51,7 @@ _LIMIT_ERRORS = {
     2102: KeyTooLarge,
     2103: ValueTooLarge,
     2005: InvertedRange,
-    1007: TransactionTimedOut,
+    _TRANSACTION_TOO_OLD: TransactionTimedOut,
 }
 
 
@@ -154,18 +163,27 @@ class FdbTransaction(_FdbReads, Transaction):
 
 
 class FdbDatabase(Database):
-    def __init__(self, cluster_file: str | None, api_version: int | None = None) -> None:
+    def __init__(
+        self,
+        cluster_file: str | None,
+        api_version: int | None = None,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+    ) -> None:
         self._fdb = load_fdb(api_version)
         self.url = f"fdb:{cluster_file or ''}"
+        self.timeout_seconds = timeout_seconds
         try:
             self._db = self._fdb.open(cluster_file) if cluster_file else self._fdb.open()
         except Exception as exc:
             raise StoreUnavailable(f"cannot open FoundationDB cluster {cluster_file or '(default)'}: {exc}") from exc
+        # Counted from a transaction's creation, across its retries (API >= 610); 0 disables it.
+        self._db.options.set_transaction_timeout(round(timeout_seconds * 1000))
 
     def _transact(self, writable: bool, fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
         if self._db is None:
             raise StoreError(f"database {self.url} is closed")
         tr = self._db.create_transaction()
+        last_retried = None
         while True:
             try:
                 result = fn(FdbTransaction(tr, self._fdb, writable), *args, **kwargs)
@@ -173,10 +191,26 @@ class FdbDatabase(Database):
                     tr.commit().wait()
                 return result
             except self._fdb.FDBError as error:
+                if error.code == _TRANSACTION_TIMED_OUT:
+                    raise self._timed_out(writable, last_retried) from error
                 mapped = _LIMIT_ERRORS.get(error.code)
-                if mapped is not None and not (error.code == 1007 and not writable):
+                if mapped is not None and not (error.code == _TRANSACTION_TOO_OLD and not writable):
                     raise mapped(f"FoundationDB error {error.code}: {error.description}") from error
+                last_retried = error.code
                 tr.on_error(error).wait()  # raises when the error is not retryable
+
+    def _timed_out(self, writable: bool, last_retried: int | None) -> StoreError:
+        """The error for a call that ran out of ``timeout`` (its last retry's cause tells which)."""
+        if last_retried == _TRANSACTION_TOO_OLD:  # a read retried past 5 s until the timeout
+            return TransactionTimedOut(
+                f"a read ran longer than FoundationDB's 5 second limit on every attempt for {self.timeout_seconds:g} s; "
+                "split the work into smaller transactions"
+            )
+        unsure = " A write that timed out may or may not have been committed." if writable else ""
+        return StoreUnavailable(
+            f"the FoundationDB cluster {self.url} did not answer in time: the call ran out of its "
+            f"{self.timeout_seconds:g} s transaction timeout (the cluster may be down or overloaded); retry later.{unsure}"
+        )
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return self._transact(True, fn, args, kwargs)
@@ -198,11 +232,19 @@ class FdbDatabase(Database):
 
 
 def open_fdb(cluster_file: str | None, options: dict[str, str]) -> FdbDatabase:
-    unknown = set(options) - {"api_version"}
+    known = {"api_version", "timeout"}
+    unknown = set(options) - known
     if unknown:
-        raise ValueError(f"unknown fdb option(s) {sorted(unknown)}; known: ['api_version']")
+        raise ValueError(f"unknown fdb option(s) {sorted(unknown)}; known: {sorted(known)}")
     version = int(options["api_version"]) if options.get("api_version") else None
-    return FdbDatabase(cluster_file, version)
+    text = options.get("timeout") or str(DEFAULT_TIMEOUT_SECONDS)
+    try:
+        timeout = float(text)
+    except ValueError:
+        timeout = -1.0
+    if not 0 <= timeout <= 86_400:  # also refuses nan
+        raise ValueError(f"fdb option timeout must be a number of seconds from 0 to 86400, not {text!r}")
+    return FdbDatabase(cluster_file, version, timeout)
 
 
 __all__ = ["FdbDatabase", "FdbTransaction", "binding_api_version", "binding_version", "load_fdb", "open_fdb"]
