@@ -29,12 +29,19 @@ from __future__ import annotations
 
 import enum
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import fdb.tuple
 import mmh3
 
-from .store.api import ReadView, Transaction, strinc
+from .store.api import Future, KeyValue, ReadView, Transaction, strinc
+
+T = TypeVar("T")
+
+# A ranked-set operation as steps: it issues reads, yields before waiting on them, and returns
+# its result (see run_together).
+Steps = Generator[None, None, T]
 
 DEFAULT_LEVELS = 6
 MIN_LEVELS = 2
@@ -46,6 +53,8 @@ _ONE = (1).to_bytes(8, "little")
 _MINUS_ONE = (-1 & 0xFFFF_FFFF_FFFF_FFFF).to_bytes(8, "little")
 _ZERO = bytes(8)
 _NTH_PAGE = 12
+_NTH_PAGE_BATCHED = 48
+_TAIL_NODES = 64  # nodes read back from an element on each level by a batched rank
 
 
 class HashFunction(enum.Enum):
@@ -95,6 +104,37 @@ def _suffix(element: bytes) -> bytes:
 
 def _element(suffix: bytes) -> bytes:
     return suffix[1:-1].replace(b"\x00\xff", b"\x00")
+
+
+def run_together(operations: Sequence[Steps[Any]]) -> list[Any]:
+    """Run operations given as steps in lockstep; returns their results in order.
+
+    Each round, every operation issues its reads and yields; then each resumes and waits for
+    what it issued, so the operations cost as many read rounds as the longest one, not the
+    sum.  They must not depend on each other's writes (e.g. updates of different sets).
+    """
+    results: list[Any] = [None] * len(operations)
+    active = list(enumerate(operations))
+    while active:
+        waiting = []
+        for i, operation in active:
+            try:
+                next(operation)
+            except StopIteration as done:
+                results[i] = done.value
+            else:
+                waiting.append((i, operation))
+        active = waiting
+    return results
+
+
+def run_alone(operation: Steps[T]) -> T:
+    """Run one operation given as steps."""
+    while True:
+        try:
+            next(operation)
+        except StopIteration as done:
+            return done.value
 
 
 class CorruptRankedSet(Exception):
@@ -154,33 +194,47 @@ class RankedSet:
         tr.clear_range(self._levels[0], strinc(self._levels[-1]))
 
     # -- updates -------------------------------------------------------------------------
+    #
+    # Each update is a generator of steps (``*_steps``): it issues every read it can before
+    # waiting on any, yields, and continues once resumed.  ``run_together`` drives several (of
+    # different sets: one per window and group of a score write) in lockstep, so they cost as
+    # many read rounds as the longest one.  ``add``, ``remove`` and ``move`` drive one alone.
+    # Round one reads everything but the counts a promoted element splits, which need the
+    # predecessor found in round one: a second round for 1 element in 16.
 
     def _check_element(self, element: bytes) -> bytes:
         if not element:
             raise ValueError("ranked set elements must be non-empty byte strings")
         return _suffix(element)
 
-    def _predecessors(self, tr: Transaction, suffix: bytes, or_equal: bool = False) -> list[bytes] | None:
-        """For each level >= 1, the key of the last node before ``suffix`` (snapshot reads).
-
-        With ``or_equal`` the element's own node counts as its predecessor.  As in the
-        reference, each lookup declares conflicts only on the keys strictly between the
-        predecessor and the element, and on the predecessor's level-0 key: a node inserted
-        in between, or removal of the predecessor, conflicts, while concurrent atomic ADDs
-        to the predecessor's count do not.  Returns None if the set is not initialized.
-        """
-        levels = self._levels
+    def _issue_predecessors(self, tr: Transaction, suffix: bytes, or_equal: bool) -> list[Future[list[KeyValue]]]:
+        """For each level >= 1, a read of the last node before ``suffix`` (or at it, with
+        ``or_equal``): snapshot reads, issued now; :meth:`_predecessors` takes their results."""
         tail = b"\x00" if or_equal else b""
-        found = tr.snapshot.last_keys(
-            [(self._level_sentinels[level], levels[level] + suffix + tail) for level in range(1, self.nlevels)]
-        )
+        snapshot = tr.snapshot
+        return [
+            snapshot.get_range_async(self._level_sentinels[level], self._levels[level] + suffix + tail, 1, True)
+            for level in range(1, self.nlevels)
+        ]
+
+    def _predecessors(self, tr: Transaction, suffix: bytes, reads: list[Future[list[KeyValue]]]) -> list[bytes] | None:
+        """The predecessor keys found by :meth:`_issue_predecessors`; None if the set is not initialized.
+
+        As in the reference, each lookup declares conflicts only on the keys strictly between
+        the predecessor and the element, and on the predecessor's level-0 key: a node inserted
+        in between, or removal of the predecessor, conflicts, while concurrent atomic ADDs to
+        the predecessor's count do not.
+        """
+        found = [read.value for read in reads]
         if not any(found):
             return None
+        levels = self._levels
         keys = []
         conflicts = tr.declares_conflicts
-        for level, key in enumerate(found, start=1):
-            if key is None:
+        for level, rows in enumerate(found, start=1):
+            if not rows:
                 raise CorruptRankedSet(f"level {level} of the ranked set at {self.prefix!r} has no sentinel")
+            key = rows[0][0]
             if conflicts:
                 node = levels[level] + suffix
                 if key != node:
@@ -189,24 +243,27 @@ class RankedSet:
             keys.append(key)
         return keys
 
-    def add(self, tr: Transaction, element: bytes) -> bool:
-        """Insert ``element``; False if it was already present (and duplicates are not counted).
+    def _create(self, tr: Transaction) -> list[bytes]:
+        """Write the sentinels of a set found to have none; returns the upper levels' sentinels."""
+        for sentinel in self._level_sentinels:
+            tr.set(sentinel, _ZERO)
+        return self._level_sentinels[1:]
 
-        Creates the set if needed.
-        """
-        suffix = self._check_element(element)
+    def _insert(
+        self, tr: Transaction, element: bytes, suffix: bytes, present: bool, predecessors: list[bytes] | None
+    ) -> Steps[bool]:
+        """Add ``element`` given what round one found: whether it is present, and its predecessors
+        at or before it on each upper level (None: the set has no sentinels yet)."""
         levels = self._levels
-        if tr.get(levels[0] + suffix) is not None:
+        if present:
             if not self.count_duplicates:
                 return False
             tr.add(levels[0] + suffix, _ONE)
-            for predecessor in self._predecessors(tr, suffix, or_equal=True) or ():
+            for predecessor in predecessors or ():
                 tr.add(predecessor, _ONE)
             return True
-        predecessors = self._predecessors(tr, suffix)
         if predecessors is None:
-            self.init(tr)
-            predecessors = self._level_sentinels[1:]
+            predecessors = self._create(tr)
         tr.set(levels[0] + suffix, _ONE)
         element_hash = self._hash(element)
         for level in range(1, self.nlevels):
@@ -217,15 +274,58 @@ class RankedSet:
             # Promoted: the predecessor's span splits at the element.  Lower levels were
             # already updated (this loop goes up), so counting the level below between the
             # predecessor and the element gives the predecessor's new count exactly.
-            old_count = _decode_count(tr.get(predecessor))
             below = levels[level - 1]
-            kept = sum(
-                _decode_count(value)
-                for _, value in tr.get_range(below + predecessor[len(levels[level]) :], below + suffix)
-            )
+            old_count = tr.get_async(predecessor)
+            kept_nodes = tr.get_range_async(below + predecessor[len(levels[level]) :], below + suffix)
+            yield
+            old = _decode_count(old_count.value)  # type: ignore[arg-type]
+            kept = sum(_decode_count(value) for _, value in kept_nodes.value)
             tr.set(predecessor, _encode_count(kept))
-            tr.set(levels[level] + suffix, _encode_count(old_count - kept + 1))
+            tr.set(levels[level] + suffix, _encode_count(old - kept + 1))
         return True
+
+    def _unlink(
+        self, tr: Transaction, suffix: bytes, stored: int, node_counts: list[bytes | None], predecessors: list[bytes]
+    ) -> dict[bytes, bytes]:
+        """Remove one occurrence of an element present ``stored`` times, given its node counts and
+        strict predecessors on the upper levels.  Returns each upper node removed, mapped to the
+        predecessor that took over its span."""
+        levels = self._levels
+        if self.count_duplicates and stored > 1:
+            tr.add(levels[0] + suffix, _MINUS_ONE)
+            for level in range(1, self.nlevels):
+                own = node_counts[level - 1] is not None
+                tr.add(levels[level] + suffix if own else predecessors[level - 1], _MINUS_ONE)
+            return {}
+        tr.clear(levels[0] + suffix)
+        removed = {}
+        for level in range(1, self.nlevels):
+            predecessor = predecessors[level - 1]
+            count = node_counts[level - 1]
+            if count is None:
+                tr.add(predecessor, _MINUS_ONE)
+            else:  # the element's span merges into its predecessor's, less the element
+                node = levels[level] + suffix
+                tr.add(predecessor, _encode_count(_decode_count(count) - 1))
+                tr.clear(node)
+                removed[node] = predecessor
+        return removed
+
+    def add_steps(self, tr: Transaction, element: bytes) -> Steps[bool]:
+        """:meth:`add` as steps (see ``run_together``)."""
+        suffix = self._check_element(element)
+        present = tr.get_async(self._levels[0] + suffix)
+        before = self._issue_predecessors(tr, suffix, or_equal=True)  # a new element has no node: strict then
+        yield
+        exists = present.value is not None
+        return (yield from self._insert(tr, element, suffix, exists, self._predecessors(tr, suffix, before)))
+
+    def add(self, tr: Transaction, element: bytes) -> bool:
+        """Insert ``element``; False if it was already present (and duplicates are not counted).
+
+        Creates the set if needed.
+        """
+        return run_alone(self.add_steps(tr, element))
 
     def append(self, tr: Transaction, elements: Iterable[tuple[bytes, int]]) -> int:
         """Add ``(element, occurrences)`` pairs in ascending order, none below the set's last element.
@@ -282,32 +382,61 @@ class RankedSet:
                 tr.add(key, _encode_count(count))
         return added
 
-    def remove(self, tr: Transaction, element: bytes) -> bool:
-        """Delete one occurrence of ``element``; False if it was absent.  Ignores the hash."""
+    def _issue_nodes(self, tr: Transaction, suffix: bytes) -> list[Future[bytes | None]]:
+        """Reads of the element's nodes on levels 0 .. nlevels-1 (absent above its height)."""
+        return [tr.get_async(level + suffix) for level in self._levels]
+
+    def remove_steps(self, tr: Transaction, element: bytes) -> Steps[bool]:
+        """:meth:`remove` as steps (see ``run_together``)."""
         suffix = self._check_element(element)
-        levels = self._levels
-        stored = tr.get(levels[0] + suffix)
-        if stored is None or _decode_count(stored) <= 0:
+        nodes = self._issue_nodes(tr, suffix)
+        before = self._issue_predecessors(tr, suffix, or_equal=False)
+        yield
+        counts = [node.value for node in nodes]
+        if counts[0] is None or _decode_count(counts[0]) <= 0:
             return False
-        if self.count_duplicates and _decode_count(stored) > 1:
-            tr.add(levels[0] + suffix, _MINUS_ONE)
-            for predecessor in self._predecessors(tr, suffix, or_equal=True) or ():
-                tr.add(predecessor, _MINUS_ONE)
-            return True
-        tr.clear(levels[0] + suffix)
-        node_counts = tr.get_many([levels[level] + suffix for level in range(1, self.nlevels)])
-        predecessors = self._predecessors(tr, suffix)
+        predecessors = self._predecessors(tr, suffix, before)
         if predecessors is None:
             raise CorruptRankedSet(f"the ranked set at {self.prefix!r} holds {element!r} but has no sentinels")
-        for level in range(1, self.nlevels):
-            predecessor = predecessors[level - 1]
-            count = node_counts[level - 1]
-            if count is None:
-                tr.add(predecessor, _MINUS_ONE)
-            else:  # the element's span merges into its predecessor's, less the element
-                tr.add(predecessor, _encode_count(_decode_count(count) - 1))
-                tr.clear(levels[level] + suffix)
+        self._unlink(tr, suffix, _decode_count(counts[0]), counts[1:], predecessors)
         return True
+
+    def remove(self, tr: Transaction, element: bytes) -> bool:
+        """Delete one occurrence of ``element``; False if it was absent.  Ignores the hash."""
+        return run_alone(self.remove_steps(tr, element))
+
+    def move_steps(self, tr: Transaction, old: bytes, new: bytes) -> Steps[None]:
+        """:meth:`move` as steps (see ``run_together``): one round of reads, two when ``new`` is
+        promoted (as for :meth:`add`)."""
+        old_suffix, new_suffix = self._check_element(old), self._check_element(new)
+        levels = self._levels
+        old_nodes = self._issue_nodes(tr, old_suffix)
+        new_present = tr.get_async(levels[0] + new_suffix)
+        before_old = self._issue_predecessors(tr, old_suffix, or_equal=False)
+        before_new = self._issue_predecessors(tr, new_suffix, or_equal=True)
+        yield
+        counts = [node.value for node in old_nodes]
+        stored = _decode_count(counts[0]) if counts[0] is not None else 0
+        exists = new_present.value is not None
+        predecessors_old = self._predecessors(tr, old_suffix, before_old)
+        predecessors_new = self._predecessors(tr, new_suffix, before_new)
+        if stored <= 0 or predecessors_old is None or predecessors_new is None:
+            raise CorruptRankedSet(f"cannot move {old!r}: the ranked set at {self.prefix!r} lacks it")
+        if stored == 1 and not exists and counts[1] is None and self._hash(new) & _LEVEL_MASKS[1] != 0:
+            # The common case: neither is a node above level 0, so each upper level only moves
+            # one count between predecessors (nothing at all where they share one).
+            tr.clear(levels[0] + old_suffix)
+            tr.set(levels[0] + new_suffix, _ONE)
+            for losing, gaining in zip(predecessors_old, predecessors_new, strict=True):
+                if losing != gaining:
+                    tr.add(losing, _MINUS_ONE)
+                    tr.add(gaining, _ONE)
+            return
+        # Otherwise a removal then an insertion, from the same round of reads: where a node of
+        # ``old`` preceded ``new``, the predecessor that took over its span precedes ``new`` now.
+        removed = self._unlink(tr, old_suffix, stored, counts[1:], predecessors_old)
+        predecessors_new = [removed.get(key, key) for key in predecessors_new]
+        yield from self._insert(tr, new, new_suffix, exists, predecessors_new)
 
     def move(self, tr: Transaction, old: bytes, new: bytes) -> None:
         """Replace one occurrence of ``old`` (which must be present) by ``new``.
@@ -317,31 +446,7 @@ class RankedSet:
         level 0 and each upper level only moves one count between predecessors: when both have
         the same predecessor (most upper levels), nothing is written there at all.
         """
-        old_suffix, new_suffix = self._check_element(old), self._check_element(new)
-        levels = self._levels
-        counts = tr.get_many([levels[0] + old_suffix, levels[0] + new_suffix, levels[1] + old_suffix])
-        simple = (
-            counts[0] is not None
-            and _decode_count(counts[0]) == 1
-            and counts[1] is None
-            and counts[2] is None
-            and self._hash(new) & _LEVEL_MASKS[1] != 0
-        )
-        if not simple:
-            if not self.remove(tr, old):
-                raise CorruptRankedSet(f"cannot move {old!r}: the ranked set at {self.prefix!r} lacks it")
-            self.add(tr, new)  # False when a shared element is already there: nothing to do
-            return
-        before_old = self._predecessors(tr, old_suffix)
-        before_new = self._predecessors(tr, new_suffix)
-        if before_old is None or before_new is None:
-            raise CorruptRankedSet(f"the ranked set at {self.prefix!r} holds {old!r} but has no sentinels")
-        tr.clear(levels[0] + old_suffix)
-        tr.set(levels[0] + new_suffix, _ONE)
-        for losing, gaining in zip(before_old, before_new, strict=True):
-            if losing != gaining:
-                tr.add(losing, _MINUS_ONE)
-                tr.add(gaining, _ONE)
+        run_alone(self.move_steps(tr, old, new))
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -358,7 +463,22 @@ class RankedSet:
 
         If ``element`` is absent: None when ``null_if_missing``, else the rank it would have.
         """
+        return run_alone(self.rank_steps(tr, element, null_if_missing))
+
+    def rank_steps(self, tr: ReadView, element: bytes, null_if_missing: bool = True) -> Steps[int | None]:
+        """:meth:`rank` as steps (see ``run_together``).
+
+        Where reads are free (``tr.batched_reads`` false) it walks down from the top level,
+        each level's read starting at the node the level above ended on: ``nlevels`` reads of
+        about 16 nodes.  Where each round costs a network trip it reads every level at once:
+        the top level up to the element, and on each lower level the last ``_TAIL_NODES``
+        nodes before it, which reach back to the level above's predecessor unless more than
+        that many nodes separate them (probability (15/16)**64, about 1.6% per level); the
+        gaps are then read in one more round.
+        """
         suffix = self._check_element(element)
+        if tr.batched_reads:
+            return (yield from self._rank_batched(tr, suffix, null_if_missing))
         levels = self._levels
         if null_if_missing and tr.get(levels[0] + suffix) is None:
             return None
@@ -379,6 +499,46 @@ class RankedSet:
             rank += from_bytes(value, "little", signed=True)
         return rank
 
+    def _rank_batched(self, tr: ReadView, suffix: bytes, null_if_missing: bool) -> Steps[int | None]:
+        levels = self._levels
+        top = self.nlevels - 1
+        present = tr.get_async(levels[0] + suffix) if null_if_missing else None
+        top_nodes = tr.get_range_async(self._level_sentinels[top], levels[top] + suffix)
+        tails = [
+            tr.get_range_async(self._level_sentinels[level], levels[level] + suffix, _TAIL_NODES, True)
+            for level in range(top)
+        ]
+        yield
+        if present is not None and present.value is None:
+            return None
+        nodes = top_nodes.value
+        if not nodes:
+            return 0  # the set was never initialized: it is empty
+        from_bytes = int.from_bytes
+        rank = sum(from_bytes(value, "little", signed=True) for _, value in nodes[:-1])
+        start = nodes[-1][0][len(levels[top]) :]
+        gaps = []
+        for level in range(top - 1, -1, -1):
+            prefix = levels[level]
+            rows = tails[level].value  # the nodes before the element, last first
+            span = 0
+            for i, (key, value) in enumerate(rows):
+                if i or not level:  # a level's last node before the element is where the walk descends
+                    span += from_bytes(value, "little", signed=True)
+                if key[len(prefix) :] == start:
+                    break
+            else:  # more nodes lie between the level above's predecessor and those read
+                if len(rows) < _TAIL_NODES:
+                    raise CorruptRankedSet(f"level {level} of the ranked set at {self.prefix!r} lacks node {start!r}")
+                gaps.append(tr.get_range_async(prefix + start, rows[-1][0]))
+            rank += span
+            start = rows[0][0][len(prefix) :]
+        if gaps:
+            yield
+            for gap in gaps:
+                rank += sum(from_bytes(value, "little", signed=True) for _, value in gap.value)
+        return rank
+
     def get_nth(self, tr: ReadView, n: int) -> bytes | None:
         """The element of rank ``n`` (0-based), or None when ``n`` is out of range."""
         if n < 0:
@@ -387,14 +547,16 @@ class RankedSet:
         start = _SENTINEL
         stop: bytes | None = None  # the next node on the level above bounds the scan below
         from_bytes = int.from_bytes
+        # A span holds about 16 nodes and the walk stops halfway on average: read in pages, wider
+        # where each read is a round trip.
+        page = _NTH_PAGE_BATCHED if tr.batched_reads else _NTH_PAGE
         for level in range(self.nlevels - 1, -1, -1):
             prefix = levels[level]
             begin = prefix + start
             end = prefix + stop if stop is not None else self._level_ends[level]
             found = False
             while not found:
-                # A span holds about 16 nodes and the walk stops halfway on average: read in pages.
-                nodes = tr.get_range(begin, end, _NTH_PAGE)
+                nodes = tr.get_range(begin, end, page)
                 for i, (key, value) in enumerate(nodes):
                     count = from_bytes(value, "little", signed=True)
                     if n < count:
@@ -405,14 +567,20 @@ class RankedSet:
                         break
                     n -= count
                 else:
-                    if len(nodes) < _NTH_PAGE:
+                    if len(nodes) < page:
                         return None  # past the last element
                     begin = nodes[-1][0] + b"\x00"
         return _element(start)
 
     def size(self, tr: ReadView) -> int:
+        return run_alone(self.size_steps(tr))
+
+    def size_steps(self, tr: ReadView) -> Steps[int]:
+        """:meth:`size` as steps (see ``run_together``): one read of the top level."""
         top = self.nlevels - 1
-        return sum(_decode_count(value) for _, value in tr.get_range(self._level_sentinels[top], self._level_ends[top]))
+        nodes = tr.get_range_async(self._level_sentinels[top], self._level_ends[top])
+        yield
+        return sum(_decode_count(value) for _, value in nodes.value)
 
     def range(
         self,

@@ -77,8 +77,10 @@ def store_url(request: pytest.FixtureRequest, tmp_path) -> str:
     backend = getattr(request, "param", "lmdb")
     if backend == "lmdb":
         return f"lmdb:{tmp_path / 'store'}"
-    if backend == "lmdb-redo-log":  # checkpoints every 50 ms, so they run among the test's commits
-        return f"lmdb:{tmp_path / 'store'}?redo_log=true&checkpoint_seconds=0.05"
+    if backend == "lmdb-redo-log":
+        # Checkpoints every 50 ms, so they run among the test's commits; reads take the paths
+        # meant for a network store (batched_reads), so those run on the embedded store too.
+        return f"lmdb:{tmp_path / 'store'}?redo_log=true&checkpoint_seconds=0.05&batched_reads=true"
     return fdb_url()
 
 

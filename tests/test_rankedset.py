@@ -31,6 +31,7 @@ from hypothesis.stateful import (
 
 from fdb_leaderboard.rankedset import HashFunction, RankedSet
 from fdb_leaderboard.store import Database, ReadView
+from fdb_leaderboard.store.api import Answered
 
 M32 = 0xFFFF_FFFF
 
@@ -566,15 +567,29 @@ class CountingReads(ReadView):
     def __init__(self, tr: ReadView) -> None:
         self.tr = tr
         self.keys = 0
+        self.batched_reads = tr.batched_reads
+
+    @property
+    def rounds(self):
+        return self.tr.rounds
 
     def get(self, key):
         self.keys += 1
         return self.tr.get(key)
 
+    def get_async(self, key):
+        self.keys += 1
+        return self.tr.get_async(key)
+
     def get_range(self, begin, end, limit=0, reverse=False):
         rows = self.tr.get_range(begin, end, limit, reverse)
         self.keys += len(rows)
         return rows
+
+    def get_range_async(self, begin, end, limit=0, reverse=False):
+        rows = self.tr.get_range(begin, end, limit, reverse)
+        self.keys += len(rows)
+        return Answered(rows, self.rounds)
 
     @classmethod
     def most(cls, tr: ReadView, fn, *args) -> int:

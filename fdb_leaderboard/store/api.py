@@ -6,9 +6,16 @@ conflict; ``tr`` offers point and range reads (plain, and ``tr.snapshot`` reads 
 add no conflict ranges), ``set``, ``clear``, ``clear_range`` and the atomic ``add`` and
 ``max`` mutations with FoundationDB's little-endian semantics.
 
-Reads return plain values rather than futures.  Where an operation has several
-independent reads, ``get_many`` and ``get_ranges`` take them together so the
-FoundationDB backend issues them all before waiting on any.
+Reads return plain values, or futures from ``get_async`` and ``get_range_async``: on
+FoundationDB every read that waits costs a network round trip, so code with several
+independent reads issues them all before waiting on any (``get_many`` and ``get_ranges``
+do that for lists).  ``batched_reads`` tells code whether that matters: where it is false
+(the embedded store), a read costs no more than a function call.
+
+Every transaction counts its *read rounds*: how many times it waited for reads, reads issued
+together counting once (:class:`ReadRounds`).  That is the number of sequential round trips
+an operation costs on a network store, the same on every backend, so tests can assert it;
+``Database.stats`` sums it with the reads, commits and retries of every transaction.
 
 Every backend enforces FoundationDB's limits (key and value size, bytes written per
 transaction) so code that would fail on FoundationDB fails on the embedded store too.
@@ -17,10 +24,12 @@ transaction) so code that would fail on FoundationDB fails on the embedded store
 from __future__ import annotations
 
 import abc
+import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 KeyValue = tuple[bytes, bytes]
 RangeRequest = tuple[bytes, bytes, int, bool]  # (begin, end, limit, reverse)
@@ -104,24 +113,107 @@ def strinc(prefix: bytes) -> bytes:
     return stripped[:-1] + bytes([stripped[-1] + 1])
 
 
+class Future(Protocol[T_co]):
+    """A read issued and not waited on yet: ``value`` waits for it."""
+
+    @property
+    def value(self) -> T_co: ...
+
+
+class ReadRounds:
+    """A transaction's sequential read rounds, and the reads it issued.
+
+    A read issued while ``count`` is ``r`` and waited on while it is still ``r`` starts round
+    ``r + 1``; a read issued before that wait was in flight with it and costs no round of its
+    own.  A plain (synchronous) read is issued and waited on at once: one round each.
+    """
+
+    __slots__ = ("count", "reads")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.reads = 0
+
+    def waited(self, issued: int) -> None:
+        if issued == self.count:
+            self.count += 1
+
+
+class Answered(Generic[T]):
+    """A future whose read was answered when issued (a backend without round trips)."""
+
+    __slots__ = ("_value", "_issued", "_rounds")
+
+    def __init__(self, value: T, rounds: ReadRounds) -> None:
+        self._value = value
+        self._rounds = rounds
+        self._issued = rounds.count
+        rounds.reads += 1
+
+    @property
+    def value(self) -> T:
+        self._rounds.waited(self._issued)
+        return self._value
+
+
+class StoreStats:
+    """Counters summed over an open store's transactions (benchmarks and tests read them)."""
+
+    FIELDS = ("transactions", "read_rounds", "reads", "commits", "retries", "conflicts", "unknown_results")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys(self.FIELDS, 0)
+
+    def add(self, **counts: int) -> None:
+        with self._lock:
+            for name, count in counts.items():
+                self._counts[name] += count
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
+
 class ReadView(abc.ABC):
     """Reads of one transaction.  Results are in key order; ``end`` is exclusive."""
+
+    # Whether reads cost a round trip: then independent reads should be issued together, and a
+    # wider read that saves a round is worth it.
+    batched_reads = False
+
+    @property
+    @abc.abstractmethod
+    def rounds(self) -> ReadRounds:
+        """This transaction's read rounds (shared with its ``snapshot`` view)."""
 
     @abc.abstractmethod
     def get(self, key: bytes) -> bytes | None:
         """The value at ``key``, or None."""
 
+    @abc.abstractmethod
+    def get_async(self, key: bytes) -> Future[bytes | None]:
+        """``get`` issued now, waited on through the future's ``value``."""
+
+    @abc.abstractmethod
+    def get_range_async(
+        self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False
+    ) -> Future[list[KeyValue]]:
+        """``get_range`` issued now, waited on through the future's ``value``."""
+
     def get_many(self, keys: Sequence[bytes]) -> list[bytes | None]:
-        """Values of several keys, read concurrently where the backend can."""
-        return [self.get(key) for key in keys]
+        """Values of several keys, read concurrently (one round)."""
+        futures = [self.get_async(key) for key in keys]
+        return [future.value for future in futures]
 
     @abc.abstractmethod
     def get_range(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> list[KeyValue]:
         """Pairs with ``begin <= key < end``; ``limit`` 0 means all; ``reverse`` starts at the end."""
 
     def get_ranges(self, requests: Sequence[RangeRequest]) -> list[list[KeyValue]]:
-        """Several range reads, issued concurrently where the backend can."""
-        return [self.get_range(*request) for request in requests]
+        """Several range reads, issued concurrently (one round)."""
+        futures = [self.get_range_async(*request) for request in requests]
+        return [future.value for future in futures]
 
     def last_keys(self, requests: Sequence[tuple[bytes, bytes]]) -> list[bytes | None]:
         """For each ``(begin, end)``, the last key in ``[begin, end)`` or None; concurrently
@@ -189,6 +281,7 @@ class Database(abc.ABC):
     """A store opened by :func:`fdb_leaderboard.store.open_database`."""
 
     url: str
+    stats: StoreStats
 
     @abc.abstractmethod
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

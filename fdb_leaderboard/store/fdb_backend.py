@@ -18,18 +18,22 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable
 from typing import Any, TypeVar
+
+import fdb.tuple as fdb_tuple
 
 from .api import (
     Database,
     InvertedRange,
     KeyTooLarge,
     KeyValue,
-    RangeRequest,
     ReadOnlyTransaction,
+    ReadRounds,
     ReadView,
     StoreError,
+    StoreStats,
     StoreUnavailable,
     Transaction,
     TransactionTimedOut,
@@ -90,40 +94,80 @@ def binding_api_version(fdb: Any) -> int:
     return int(major) * 100 + int(minor) * 10
 
 
+class _ValueFuture:
+    """A point read in flight."""
+
+    __slots__ = ("_future", "_rounds", "_issued")
+
+    def __init__(self, future: Any, rounds: ReadRounds) -> None:
+        self._future = future
+        self._rounds = rounds
+        self._issued = rounds.count
+        rounds.reads += 1
+
+    @property
+    def value(self) -> bytes | None:
+        self._rounds.waited(self._issued)
+        return self._future.value
+
+
+class _RangeFuture:
+    """A range read in flight (the bindings' FDBRange sends its first request when made)."""
+
+    __slots__ = ("_range", "_rounds", "_issued")
+
+    def __init__(self, fetched: Any, rounds: ReadRounds) -> None:
+        self._range = fetched
+        self._rounds = rounds
+        self._issued = rounds.count
+        rounds.reads += 1
+
+    @property
+    def value(self) -> list[KeyValue]:
+        self._rounds.waited(self._issued)
+        return [(kv.key, kv.value) for kv in self._range]
+
+
 class _FdbReads(ReadView):
     """Reads through an fdb transaction or its ``snapshot``."""
 
-    __slots__ = ("_tr", "_fdb")
+    __slots__ = ("_tr", "_fdb", "_rounds")
 
-    def __init__(self, tr: Any, fdb: Any) -> None:
+    batched_reads = True
+
+    def __init__(self, tr: Any, fdb: Any, rounds: ReadRounds) -> None:
         self._tr = tr
         self._fdb = fdb
+        self._rounds = rounds
+
+    @property
+    def rounds(self) -> ReadRounds:
+        return self._rounds
 
     def get(self, key: bytes) -> bytes | None:
-        return self._tr.get(key).value
+        return self.get_async(key).value
 
-    def get_many(self, keys: Sequence[bytes]) -> list[bytes | None]:
-        futures = [self._tr.get(key) for key in keys]
-        return [future.value for future in futures]
+    def get_async(self, key: bytes) -> _ValueFuture:
+        return _ValueFuture(self._tr.get(key), self._rounds)
 
     def _range(self, begin: bytes, end: bytes, limit: int, reverse: bool) -> Any:
         mode = self._fdb.StreamingMode.exact if limit else self._fdb.StreamingMode.want_all
         return self._tr.get_range(begin, end, limit=limit, reverse=reverse, streaming_mode=mode)
 
     def get_range(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> list[KeyValue]:
-        return [(kv.key, kv.value) for kv in self._range(begin, end, limit, reverse)]
+        return self.get_range_async(begin, end, limit, reverse).value
 
-    def get_ranges(self, requests: Sequence[RangeRequest]) -> list[list[KeyValue]]:
-        ranges = [self._range(*request) for request in requests]  # each starts fetching at once
-        return [[(kv.key, kv.value) for kv in fetched] for fetched in ranges]
+    def get_range_async(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> _RangeFuture:
+        return _RangeFuture(self._range(begin, end, limit, reverse), self._rounds)
 
 
 class FdbTransaction(_FdbReads, Transaction):
     __slots__ = ("_snapshot", "_writable")
 
     def __init__(self, tr: Any, fdb: Any, writable: bool) -> None:
-        super().__init__(tr, fdb)
-        self._snapshot = _FdbReads(tr.snapshot, fdb)
+        rounds = ReadRounds()
+        super().__init__(tr, fdb, rounds)
+        self._snapshot = _FdbReads(tr.snapshot, fdb, rounds)
         self._writable = writable
 
     @property
@@ -162,6 +206,21 @@ class FdbTransaction(_FdbReads, Transaction):
         self._tr.add_read_conflict_range(begin, end)
 
 
+# Errors after which a commit may or may not have happened (commit_unknown_result,
+# transaction_timed_out, cluster_version_changed): the retry must find out before redoing it.
+# A timed-out call is not retried (its ``timeout`` is spent) but still records the attempt,
+# so its StoreUnavailable can say whether the write may have committed.
+_MAYBE_COMMITTED = {1021, 1031, 1039}
+CONFLICT = 1020
+
+# Each write transaction sets IDEMPOTENCY_PREFIX + (minute, token): a key no other transaction
+# writes.  It lets a retry after an unknown commit result tell whether the earlier attempt
+# committed (see FdbDatabase.run).  Markers older than IDEMPOTENCY_MINUTES are cleared in passing.
+IDEMPOTENCY_PREFIX = fdb_tuple.pack(("lb-committed",))
+IDEMPOTENCY_MINUTES = 60
+_CLEANUP_SECONDS = 60.0
+
+
 class FdbDatabase(Database):
     def __init__(
         self,
@@ -172,6 +231,8 @@ class FdbDatabase(Database):
         self._fdb = load_fdb(api_version)
         self.url = f"fdb:{cluster_file or ''}"
         self.timeout_seconds = timeout_seconds
+        self.stats = StoreStats()
+        self._last_cleanup = 0.0
         try:
             self._db = self._fdb.open(cluster_file) if cluster_file else self._fdb.open()
         except Exception as exc:
@@ -179,37 +240,115 @@ class FdbDatabase(Database):
         # Counted from a transaction's creation, across its retries (API >= 610); 0 disables it.
         self._db.options.set_transaction_timeout(round(timeout_seconds * 1000))
 
+    def _commit(self, tr: Any) -> None:
+        """Commit ``tr`` (a seam: tests replace it to make commits report an unknown result)."""
+        tr.commit().wait()
+
     def _transact(self, writable: bool, fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
+        """Run ``fn`` until it commits, idempotently.
+
+        A write transaction may be retried after it committed: FoundationDB reports
+        commit_unknown_result (1021) when the cluster lost track of a commit it may have
+        applied.  Every attempt of one call declares a read conflict on, and sets, the call's
+        marker key, whose value is the attempt's number: of two attempts at most one commits,
+        and a retry after an unknown result reads the marker first.  If an earlier attempt
+        committed, the call returns that attempt's result without running ``fn`` again.
+        """
         if self._db is None:
             raise StoreError(f"database {self.url} is closed")
         tr = self._db.create_transaction()
-        last_retried = None
-        while True:
-            try:
-                result = fn(FdbTransaction(tr, self._fdb, writable), *args, **kwargs)
-                if writable:
-                    tr.commit().wait()
-                return result
-            except self._fdb.FDBError as error:
-                if error.code == _TRANSACTION_TIMED_OUT:
-                    raise self._timed_out(writable, last_retried) from error
-                mapped = _LIMIT_ERRORS.get(error.code)
-                if mapped is not None and not (error.code == _TRANSACTION_TOO_OLD and not writable):
-                    raise mapped(f"FoundationDB error {error.code}: {error.description}") from error
-                last_retried = error.code
-                tr.on_error(error).wait()  # raises when the error is not retryable
+        marker = None
+        results: dict[int, T] = {}  # attempts whose commit outcome is unknown, by number
+        attempt = retries = conflicts = unknown = 0
+        last_retried: int | None = None
+        view = None
+        try:
+            while True:
+                attempt += 1
+                view = FdbTransaction(tr, self._fdb, writable)
+                try:
+                    if writable:
+                        if marker is None:
+                            marker = self._marker_key()
+                        tr.add_read_conflict_key(marker)
+                        if results:
+                            committed = view.get(marker)
+                            if committed is not None:
+                                return results[int(committed)]  # only attempts with unknown outcomes
+                    result = fn(view, *args, **kwargs)
+                    if not writable:
+                        return result
+                    tr.set(marker, b"%d" % attempt)
+                    self._clear_old_markers(tr)
+                    try:
+                        self._commit(tr)
+                    except self._fdb.FDBError as error:
+                        if error.code in _MAYBE_COMMITTED:
+                            results[attempt] = result
+                        raise
+                    return result
+                except self._fdb.FDBError as error:
+                    if error.code == _TRANSACTION_TIMED_OUT:
+                        raise self._timed_out(writable, last_retried, bool(results)) from error
+                    mapped = _LIMIT_ERRORS.get(error.code)
+                    if mapped is not None and not (error.code == _TRANSACTION_TOO_OLD and not writable):
+                        raise mapped(f"FoundationDB error {error.code}: {error.description}") from error
+                    retries += 1
+                    conflicts += error.code == CONFLICT
+                    unknown += error.code in _MAYBE_COMMITTED
+                    last_retried = error.code
+                    try:
+                        tr.on_error(error).wait()  # raises when the error is not retryable
+                    except self._fdb.FDBError as final:
+                        if final.code == _TRANSACTION_TIMED_OUT:  # the timeout ran out in the back-off
+                            raise self._timed_out(writable, last_retried, bool(results)) from final
+                        raise
+        finally:
+            rounds = view.rounds if view is not None else None
+            self.stats.add(
+                transactions=1,
+                read_rounds=rounds.count if rounds else 0,
+                reads=rounds.reads if rounds else 0,
+                commits=int(writable),
+                retries=retries,
+                conflicts=conflicts,
+                unknown_results=unknown,
+            )
 
-    def _timed_out(self, writable: bool, last_retried: int | None) -> StoreError:
+    def _marker_key(self) -> bytes:
+        return IDEMPOTENCY_PREFIX + fdb_tuple.pack((int(time.time()) // 60, os.urandom(16)))
+
+    def _clear_old_markers(self, tr: Any) -> None:
+        """Now and then, clear the markers of calls long finished (in the caller's transaction:
+        one range clear, which no live call's marker falls in)."""
+        now = time.time()
+        if now - self._last_cleanup < _CLEANUP_SECONDS:
+            return
+        self._last_cleanup = now
+        oldest_kept = int(now) // 60 - IDEMPOTENCY_MINUTES
+        tr.clear_range(IDEMPOTENCY_PREFIX, IDEMPOTENCY_PREFIX + fdb_tuple.pack((oldest_kept,)))
+
+    def _timed_out(self, writable: bool, last_retried: int | None, maybe_committed: bool) -> StoreError:
         """The error for a call that ran out of ``timeout`` (its last retry's cause tells which)."""
         if last_retried == _TRANSACTION_TOO_OLD:  # a read retried past 5 s until the timeout
             return TransactionTimedOut(
-                f"a read ran longer than FoundationDB's 5 second limit on every attempt for {self.timeout_seconds:g} s; "
-                "split the work into smaller transactions"
+                "a read ran longer than FoundationDB's 5 second limit on every attempt for "
+                f"{self.timeout_seconds:g} s; split the work into smaller transactions"
             )
-        unsure = " A write that timed out may or may not have been committed." if writable else ""
+        if not writable:
+            outcome = ""
+        elif maybe_committed:
+            # The marker only settles retries within this call: calling again makes a new call.
+            outcome = (
+                " The write may or may not have been committed (its commit was sent but not confirmed); "
+                "calling again is a new write, so check its effect before repeating one that is not idempotent."
+            )
+        else:
+            outcome = " The write was not committed."
         return StoreUnavailable(
             f"the FoundationDB cluster {self.url} did not answer in time: the call ran out of its "
-            f"{self.timeout_seconds:g} s transaction timeout (the cluster may be down or overloaded); retry later.{unsure}"
+            f"{self.timeout_seconds:g} s transaction timeout (the cluster may be down or overloaded); "
+            f"retry later.{outcome}"
         )
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -41,12 +41,15 @@ from .api import (
     MAX_KEY_SIZE,
     MAX_TRANSACTION_BYTES,
     MAX_VALUE_SIZE,
+    Answered,
     Database,
     InvertedRange,
     KeyTooLarge,
     KeyValue,
     ReadOnlyTransaction,
+    ReadRounds,
     StoreError,
+    StoreStats,
     Transaction,
     TransactionTimedOut,
     TransactionTooLarge,
@@ -160,17 +163,24 @@ class LmdbTransaction(Transaction):
 
     declares_conflicts = False  # writers are serialized: conflict ranges would be dead work
 
-    __slots__ = ("_txn", "_cursor", "_writable", "_written", "_deadline", "_log")
+    __slots__ = ("_txn", "_cursor", "_writable", "_written", "_deadline", "_log", "_rounds", "batched_reads")
 
     def __init__(
-        self, txn: lmdb.Transaction, writable: bool, deadline: float, log: list[redo.Write] | None = None
+        self,
+        txn: lmdb.Transaction,
+        writable: bool,
+        deadline: float,
+        log: list[redo.Write] | None = None,
+        batched_reads: bool = False,
     ) -> None:
+        self.batched_reads = batched_reads  # reads cost nothing here; true only to test that code path
         self._txn = txn
         self._cursor = txn.cursor()
         self._writable = writable
         self._written = 0
         self._deadline = deadline
         self._log = log  # the writes made, for the redo log (None: not logged)
+        self._rounds = ReadRounds()
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -178,12 +188,36 @@ class LmdbTransaction(Transaction):
     def snapshot(self) -> LmdbTransaction:
         return self  # writers are serialized: there is nothing to conflict with
 
+    @property
+    def rounds(self) -> ReadRounds:
+        return self._rounds
+
     def get(self, key: bytes) -> bytes | None:
+        rounds = self._rounds
+        rounds.count += 1
+        rounds.reads += 1
+        return self._get(key)
+
+    def get_async(self, key: bytes) -> Answered[bytes | None]:
+        return Answered(self._get(key), self._rounds)
+
+    def _get(self, key: bytes) -> bytes | None:
         if not key or len(key) > _LMDB_MAX_KEY:
             return None  # such keys cannot be stored here (and LMDB rejects them as lookup keys)
         return self._txn.get(key)
 
     def get_range(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> list[KeyValue]:
+        rounds = self._rounds
+        rounds.count += 1
+        rounds.reads += 1
+        return self._get_range(begin, end, limit, reverse)
+
+    def get_range_async(
+        self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False
+    ) -> Answered[list[KeyValue]]:
+        return Answered(self._get_range(begin, end, limit, reverse), self._rounds)
+
+    def _get_range(self, begin: bytes, end: bytes, limit: int, reverse: bool) -> list[KeyValue]:
         if time.monotonic() > self._deadline:
             self._timed_out()
         cursor = self._cursor
@@ -214,6 +248,8 @@ class LmdbTransaction(Transaction):
         return out
 
     def last_keys(self, requests: Sequence[tuple[bytes, bytes]]) -> list[bytes | None]:
+        self._rounds.count += 1
+        self._rounds.reads += len(requests)
         cursor = self._cursor
         out: list[bytes | None] = []
         for begin, end in requests:
@@ -349,6 +385,7 @@ class LmdbDatabase(Database):
         transaction_seconds: float = DEFAULT_TRANSACTION_SECONDS,
         redo_log: bool = False,
         checkpoint_seconds: float = redo.DEFAULT_CHECKPOINT_SECONDS,
+        batched_reads: bool = False,
     ) -> None:
         if redo_log and not durable:
             raise ValueError("redo_log=True makes commits durable through a log: it cannot go with durable=False")
@@ -358,6 +395,7 @@ class LmdbDatabase(Database):
         self.url = f"lmdb:{path}"
         self.durable = durable
         self.group_commit = group_commit
+        self.batched_reads = batched_reads
         self._transaction_seconds = transaction_seconds if transaction_seconds > 0 else float("inf")
         self._shared = _Env.acquire(path, durable, map_size, redo_log, checkpoint_seconds)
         self._env = self._shared.env
@@ -368,6 +406,7 @@ class LmdbDatabase(Database):
         self._leading = False
         self._closed = False
         self.commits = 0  # durable commits made, for measuring group commit
+        self.stats = StoreStats()
 
     def _deadline(self) -> float:
         return time.monotonic() + self._transaction_seconds
@@ -457,6 +496,7 @@ class LmdbDatabase(Database):
                 else:
                     txn.commit()
                 self.commits += 1
+                self.stats.add(commits=1)
         except BaseException as exc:
             if redo.committed(self._env, txnid):  # an interrupt after the commit: every result stands
                 raise
@@ -474,14 +514,16 @@ class LmdbDatabase(Database):
         """Run one function; a nested transaction's writes join ``writes`` only if it succeeds."""
         txn = self._env.begin(write=True, parent=parent) if nested else parent
         own = [] if nested and writes is not None else writes
+        tr = LmdbTransaction(txn, True, self._deadline(), own, self.batched_reads)
         try:
-            tr = LmdbTransaction(txn, True, self._deadline(), own)
             pending.result = pending.fn(tr, *pending.args, **pending.kwargs)
         except BaseException as exc:
             pending.error = exc
             if nested:
                 txn.abort()
             return
+        finally:
+            self.stats.add(transactions=1, read_rounds=tr.rounds.count, reads=tr.rounds.reads)
         if nested:
             txn.commit()
             if writes is not None:
@@ -490,10 +532,12 @@ class LmdbDatabase(Database):
     def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         self._check_open()
         txn = self._env.begin(write=False)
+        tr = LmdbTransaction(txn, False, self._deadline(), batched_reads=self.batched_reads)
         try:
-            return fn(LmdbTransaction(txn, False, self._deadline()), *args, **kwargs)
+            return fn(tr, *args, **kwargs)
         finally:
             txn.abort()
+            self.stats.add(transactions=1, read_rounds=tr.rounds.count, reads=tr.rounds.reads)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -527,9 +571,17 @@ class LmdbDatabase(Database):
 
 
 def open_lmdb(path: str, options: dict[str, str]) -> LmdbDatabase:
-    """Open from URL options: durable, group_commit, redo_log (booleans), map_size,
+    """Open from URL options: durable, group_commit, redo_log, batched_reads (booleans), map_size,
     transaction_seconds, checkpoint_seconds."""
-    known = {"durable", "group_commit", "redo_log", "map_size", "transaction_seconds", "checkpoint_seconds"}
+    known = {
+        "durable",
+        "group_commit",
+        "redo_log",
+        "map_size",
+        "transaction_seconds",
+        "checkpoint_seconds",
+        "batched_reads",
+    }
     unknown = set(options) - known
     if unknown:
         raise ValueError(f"unknown lmdb option(s) {sorted(unknown)}; known: {sorted(known)}")
@@ -541,6 +593,7 @@ def open_lmdb(path: str, options: dict[str, str]) -> LmdbDatabase:
         transaction_seconds=float(options.get("transaction_seconds", DEFAULT_TRANSACTION_SECONDS)),
         redo_log=_boolean(options.get("redo_log", "false"), "redo_log"),
         checkpoint_seconds=float(options.get("checkpoint_seconds", redo.DEFAULT_CHECKPOINT_SECONDS)),
+        batched_reads=_boolean(options.get("batched_reads", "false"), "batched_reads"),
     )
 
 
