@@ -244,7 +244,13 @@ class RankedSet:
         return keys
 
     def _create(self, tr: Transaction) -> list[bytes]:
-        """Write the sentinels of a set found to have none; returns the upper levels' sentinels."""
+        """Write the sentinels of a set found to have none; returns the upper levels' sentinels.
+
+        The lookups that found none were snapshot reads: without a conflict on the level-0
+        sentinel, two writers creating the set at once would each reset the other's counts.
+        """
+        if tr.declares_conflicts:
+            tr.add_read_conflict_key(self._level_sentinels[0])
         for sentinel in self._level_sentinels:
             tr.set(sentinel, _ZERO)
         return self._level_sentinels[1:]

@@ -894,3 +894,30 @@ def test_concurrent_adds(db, prefix, hash_function):
     assert db.read(rs.size) == len(model)
     assert db.read(rs.range) == model
     assert stored(db, prefix) == expected_layout(prefix, 3, model, hash_function)
+
+
+def test_concurrent_first_adds_create_the_set_once(db, prefix):
+    """Writers racing to add the first elements of never-initialized sets: whichever creates
+    the sentinels, every element is counted (creating must conflict with creating)."""
+    sets = [RankedSet(prefix + bytes([i]), 3, HashFunction.MURMUR3) for i in range(8)]
+    threads_count = 4
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(threads_count)
+
+    def work(worker: int) -> None:
+        try:
+            for rs in sets:
+                barrier.wait()
+                db.run(rs.add, fdb.tuple.pack((worker,)))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(threads_count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    for rs in sets:
+        assert db.read(rs.check_consistency) == []
+        assert db.read(rs.size) == threads_count
