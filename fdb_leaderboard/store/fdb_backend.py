@@ -9,7 +9,7 @@ only one API version, so every database it opens uses the first one selected.
 
 A transaction waits as long as the cluster cannot answer (it is down, or has no quorum):
 URL option ``timeout`` (seconds, default 10; 0 waits forever) bounds each call, retries
-included (FoundationDB's ``transaction_timeout`` database option), and a call that runs out
+included (FoundationDB's transaction ``timeout`` option), and a call that runs out
 of it raises StoreUnavailable (gRPC UNAVAILABLE) saying the cluster did not answer in time.
 """
 
@@ -237,8 +237,7 @@ class FdbDatabase(Database):
             self._db = self._fdb.open(cluster_file) if cluster_file else self._fdb.open()
         except Exception as exc:
             raise StoreUnavailable(f"cannot open FoundationDB cluster {cluster_file or '(default)'}: {exc}") from exc
-        # Counted from a transaction's creation, across its retries (API >= 610); 0 disables it.
-        self._db.options.set_transaction_timeout(round(timeout_seconds * 1000))
+        self._timeout_ms = round(timeout_seconds * 1000)
 
     def _commit(self, tr: Any) -> None:
         """Commit ``tr`` (a seam: tests replace it to make commits report an unknown result)."""
@@ -257,6 +256,10 @@ class FdbDatabase(Database):
         if self._db is None:
             raise StoreError(f"database {self.url} is closed")
         tr = self._db.create_transaction()
+        # Per transaction, not the database option: the bindings share one database handle
+        # per cluster file in a process, whatever timeout each opener asked for.  Counted from
+        # the transaction's creation, across its retries (API >= 610); 0 disables it.
+        tr.options.set_timeout(self._timeout_ms)
         marker = None
         results: dict[int, T] = {}  # attempts whose commit outcome is unknown, by number
         attempt = retries = conflicts = unknown = 0
