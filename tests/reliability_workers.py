@@ -19,6 +19,7 @@ import os
 import random
 import sys
 import threading
+import time
 import traceback
 from typing import Any
 
@@ -162,6 +163,48 @@ def maintenance_process(
     try:
         _wait_for_start(ready, start)
         maintenance_loop(index, name, seed, stop, os.path.join(out_dir, f"{name}.jsonl"))
+    finally:
+        db.close()
+
+
+# -- the hot board -------------------------------------------------------------------------------
+
+HOT_PKS = [f"hot{i}" for i in range(3)]  # every writer submits to these three records
+
+
+def hot_writes(index: LeaderboardIndex, name: str, count: int, out_path: str) -> None:
+    """Submit ``count`` scores to the hot records; log each acknowledged one with the call's
+    duration: ``["ack", pk, score, ts, op, seconds]``, or ``["error", text]`` and stop."""
+    rng = random.Random(name)
+    with open(out_path, "a", encoding="utf-8") as out:
+        for n in range(count):
+            pk, score, ts, op = rng.choice(HOT_PKS), rng.randrange(1, 1000), rng.randrange(TS_END), f"{name}:{n}"
+            started = time.monotonic()
+            try:
+                index.add_score((pk,), score, ts, context=(op,))
+            except Exception:
+                out.write(json.dumps(["error", traceback.format_exc()]) + "\n")
+                return
+            out.write(json.dumps(["ack", pk, score, ts, op, time.monotonic() - started]) + "\n")
+
+
+def hot_writer_process(
+    url: str, prefix: bytes, out_dir: str, name: str, threads: int, count: int, ready: Any, start: Any
+):
+    """``threads`` threads of :func:`hot_writes` with the process's own connection to the store."""
+    db, index = open_index(url, prefix)
+    try:
+        _wait_for_start(ready, start)
+        workers = [
+            threading.Thread(
+                target=hot_writes, args=(index, f"{name}.{t}", count, os.path.join(out_dir, f"{name}.{t}.jsonl"))
+            )
+            for t in range(threads)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
     finally:
         db.close()
 
