@@ -215,10 +215,11 @@ CRASH_PKS = [f"r{i:03d}" for i in range(300)]
 CRASH_TS_END = 100_000
 
 
-def crash_child(store: str, log_path: str, seed: int, options: str = "") -> None:
+def crash_child(url: str, log_path: str, seed: int, prefix_hex: str = "") -> None:
     """Durable writes, window updates, fill steps and expiry until killed.
 
-    ``options`` are store URL options (``?redo_log=true`` for commits made durable by the log).
+    ``url`` is the store's (``lmdb:PATH`` is durable by default; ``?redo_log=true`` makes
+    commits durable by the log), ``prefix_hex`` the index's prefix (default PREFIX).
 
     Before each write, an ``I`` line (intent) is written to the log (flushed, so it survives
     SIGKILL); after the write returns, ``A`` lines (acknowledged), fsynced.  Other lines:
@@ -226,9 +227,9 @@ def crash_child(store: str, log_path: str, seed: int, options: str = "") -> None
     completes), ``E`` expiry.
     """
     rng = random.Random(seed)
-    db = open_database(f"lmdb:{store}{options}")  # by default durable: every commit fsynced
-    assert db.durable
-    index = LeaderboardIndex.open(db, PREFIX)
+    db = open_database(url)
+    assert getattr(db, "durable", True)  # LMDB: by default every commit fsynced
+    index = LeaderboardIndex.open(db, bytes.fromhex(prefix_hex) if prefix_hex else PREFIX)
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def log(line: str, sync: bool = False) -> None:
@@ -279,4 +280,4 @@ if __name__ == "__main__":
     if len(sys.argv) in (5, 6) and sys.argv[1] == "crash":
         crash_child(sys.argv[2], sys.argv[3], int(sys.argv[4]), *sys.argv[5:])
     else:
-        sys.exit(f"usage: {sys.argv[0]} crash STORE LOG SEED [URL_OPTIONS]")
+        sys.exit(f"usage: {sys.argv[0]} crash STORE_URL LOG SEED [PREFIX_HEX]")
