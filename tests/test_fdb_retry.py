@@ -424,7 +424,7 @@ def test_index_matches_model_under_commit_unknown_result(
     run_state_machine_as_test(
         machine,
         settings=settings(
-            max_examples=3,
+            max_examples=2,
             stateful_step_count=15,
             deadline=None,
             derandomize=True,
