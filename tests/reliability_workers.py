@@ -141,19 +141,24 @@ def writer_process(
     db, index = open_index(url, prefix)
     try:
         _wait_for_start(ready, start)
-        workers = [
-            threading.Thread(
-                target=write_loop,
-                args=(index, f"{name}.{t}", seed * 100 + t, stop, os.path.join(out_dir, f"{name}.{t}.jsonl")),
-            )
-            for t in range(threads)
-        ]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
+        _run_threads(
+            write_loop,
+            [
+                (index, f"{name}.{t}", seed * 100 + t, stop, os.path.join(out_dir, f"{name}.{t}.jsonl"))
+                for t in range(threads)
+            ],
+        )
     finally:
         db.close()
+
+
+def _run_threads(target: Any, arguments: list[tuple]) -> None:
+    """Run ``target`` in one thread per argument tuple, and wait for them all."""
+    workers = [threading.Thread(target=target, args=args) for args in arguments]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
 
 
 def maintenance_process(
@@ -195,16 +200,10 @@ def hot_writer_process(
     db, index = open_index(url, prefix)
     try:
         _wait_for_start(ready, start)
-        workers = [
-            threading.Thread(
-                target=hot_writes, args=(index, f"{name}.{t}", count, os.path.join(out_dir, f"{name}.{t}.jsonl"))
-            )
-            for t in range(threads)
-        ]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
+        _run_threads(
+            hot_writes,
+            [(index, f"{name}.{t}", count, os.path.join(out_dir, f"{name}.{t}.jsonl")) for t in range(threads)],
+        )
     finally:
         db.close()
 
