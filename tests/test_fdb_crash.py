@@ -34,6 +34,7 @@ from fdb_leaderboard.index import IndexSettings, LeaderboardIndex
 from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.service import Server
 from fdb_leaderboard.store import StoreUnavailable, open_database
+from fdb_leaderboard.store.fdb_backend import load_fdb
 
 FDB_LOCAL = Path(os.environ.get("FDB_LOCAL") or Path(__file__).resolve().parents[2] / "shared" / "fdb" / "fdb-local")
 TIMEOUT = 3.0  # the store's timeout option here: a call waits at most this long for the cluster
@@ -72,14 +73,12 @@ class LocalCluster:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     if not os.access(FDB_LOCAL, os.X_OK):
         skip_unless_required(f"no FoundationDB server to start here ({FDB_LOCAL} is missing; set FDB_LOCAL)")
+    try:
+        load_fdb()
+    except StoreUnavailable as exc:
+        skip_unless_required(f"the FoundationDB client cannot be used here: {exc}")
     own = LocalCluster(tmp_path_factory.mktemp("fdb-crash"))
     own.start()
-    try:
-        with open_database(f"fdb:{own.cluster_file}") as db:
-            db.read(lambda tr: tr.get(b"\x00"))
-    except StoreUnavailable as exc:
-        own.stop()
-        skip_unless_required(f"the FoundationDB client cannot be used here: {exc}")
     yield own
     own.stop()
 
