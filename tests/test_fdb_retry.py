@@ -77,13 +77,14 @@ class UnknownResultDatabase(FdbDatabase):
         with self._lock:
             fault = self._call.faults < MAX_FAULTS_PER_CALL and self.rng.random() < self.rate
             kind = ("lost" if self.rng.random() < self.lost else "committed") if fault else None
+            if kind is not None:
+                self.injected[kind] += 1
         if kind is None:
             super()._commit(tr)
             return
         self._call.faults += 1
         if kind == "committed":
             super()._commit(tr)
-        self.injected[kind] += 1
         raise self._fdb.FDBError(COMMIT_UNKNOWN_RESULT)
 
 
