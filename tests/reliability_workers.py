@@ -86,17 +86,41 @@ def write_loop(index: LeaderboardIndex, name: str, seed: int, stop: Any, out_pat
         out.flush()
 
 
+# The kinds of maintenance a run must include, each with a choice of maintenance_loop doing it.
+MAINTENANCE_KINDS = {
+    "window-filling": 0.0,
+    "rebuild-all": 0.13,
+    "expire": 0.15,
+    "trim": 0.21,
+    "fill-step": 0.5,
+    "fill-done": 0.5,
+}
+MAINTENANCE_OVERTIME = 60.0  # seconds after stop to do the kinds still missing
+
+
 def maintenance_loop(index: LeaderboardIndex, name: str, seed: int, stop: Any, out_path: str) -> None:
-    """Window updates that need fills, fill steps, expiry and trims until ``stop`` is set.
+    """Window updates that need fills, fill steps, expiry and trims until ``stop`` is set, then
+    whichever of MAINTENANCE_KINDS it has not done yet.
 
     Lines: ``["op", kind]`` per operation done, ``["refused", kind, message]`` for the
     documented refusals (trimming while a fill runs), ``["error", text]`` otherwise.
     """
     rng = random.Random(seed)
     expire_before = TRIM_BEFORE
+    # After ``stop``, the kinds not done yet are done then (within MAINTENANCE_OVERTIME), so a
+    # short run on a slow store (FoundationDB, where fills conflict with the hot writers and
+    # retry) still does them all.
+    missing = dict(MAINTENANCE_KINDS)
+    overtime_until = None
     with open(out_path, "a", encoding="utf-8") as out:
-        while not stop.is_set():
-            choice = rng.random()
+        while True:
+            if stop.is_set():
+                overtime_until = overtime_until or time.monotonic() + MAINTENANCE_OVERTIME
+                if not missing or time.monotonic() > overtime_until:
+                    break
+                choice = next(iter(missing.values()))
+            else:
+                choice = rng.random()
             try:
                 if choice < 0.12:
                     # A new window over data already stored: it must be filled while writes go on.
@@ -104,23 +128,25 @@ def maintenance_loop(index: LeaderboardIndex, name: str, seed: int, stop: Any, o
                     start = rng.randrange(TRIM_BEFORE, TS_END - 100)
                     end = start + rng.randrange(100, 8000)
                     result = index.update_windows(WindowUpdate(windows=[(window_type, start, end)]))
-                    out.write(json.dumps(["op", "window-filling" if result.filling else "window"]) + "\n")
+                    kind = "window-filling" if result.filling else "window"
                 elif choice < 0.14:
                     index.update_windows(WindowUpdate(rebuild=Rebuild.ALWAYS))  # refill every window
-                    out.write(json.dumps(["op", "rebuild-all"]) + "\n")
+                    kind = "rebuild-all"
                 elif choice < 0.20:
                     expire_before = min(expire_before + rng.randrange(100, 800), 8_000)
-                    gone = index.expire(expire_before)
-                    out.write(json.dumps(["op", f"expire{len(gone)}"]) + "\n")
+                    kind = f"expire{len(index.expire(expire_before))}"
                 elif choice < 0.26:
                     try:
-                        removed = index.trim(TRIM_BEFORE, max_records=4)
-                        out.write(json.dumps(["op", f"trim{removed}"]) + "\n")
+                        kind = f"trim{index.trim(TRIM_BEFORE, max_records=4)}"
                     except FailedPrecondition as exc:  # documented: no trim while windows fill
                         out.write(json.dumps(["refused", "trim", str(exc)]) + "\n")
+                        kind = "trim-refused"
                 else:
                     step = index.fill_step(max_records=rng.randrange(1, 6))
-                    out.write(json.dumps(["op", "fill-done" if step.done else "fill-step"]) + "\n")
+                    kind = "fill-done" if step.done else "fill-step"
+                if kind != "trim-refused":
+                    out.write(json.dumps(["op", kind]) + "\n")
+                missing.pop(kind.rstrip("0123456789").removesuffix("-refused"), None)
             except Exception:
                 out.write(json.dumps(["error", traceback.format_exc()]) + "\n")
                 out.flush()
