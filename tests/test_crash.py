@@ -4,7 +4,7 @@ The child (``reliability_workers.py crash``) opens the store durable: LMDB eithe
 default settings (every commit fsynced) or with the redo log (every commit's writes logged and
 synced, the data file synced by checkpoints; the parent's reopen then recovers from the log),
 or FoundationDB (a client killed with its commit in flight: the cluster applies it whole or
-not at all; fewer cycles, as each costs more round trips), then
+not at all; a third of the cycles, as each costs more round trips), then
 submits scores, adds windows over stored data (so they must be filled), runs fill steps and
 expires windows, logging each submission's
 intent before the call and its acknowledgement (fsynced) after it returns.  The parent
@@ -96,7 +96,7 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path, s
     """With the redo log, the parent's plain reopen (and each next child) recovers from the log."""
     if store == "fdb":
         url = child_url = fdb_url()
-        prefix, cycles = private_prefix(), CYCLES // 2
+        prefix, cycles = private_prefix(), CYCLES // 3
     else:
         url = f"lmdb:{tmp_path / 'store'}"
         child_url = url + ("?redo_log=true&checkpoint_seconds=0.2" if store == "redo-log" else "")
