@@ -246,8 +246,8 @@ class RankedSet:
     def _create(self, tr: Transaction) -> list[bytes]:
         """Write the sentinels of a set found to have none; returns the upper levels' sentinels.
 
-        The lookups that found none were snapshot reads: without a conflict on the level-0
-        sentinel, two writers creating the set at once would each reset the other's counts.
+        The reads that found none were snapshot reads: a conflict on the level-0 sentinel makes
+        two transactions creating the set at once conflict (else one's counts overwrite the other's).
         """
         if tr.declares_conflicts:
             tr.add_read_conflict_key(self._level_sentinels[0])

@@ -71,11 +71,27 @@ def main(ctx: click.Context, server: str, verbose: bool) -> None:
 @click.option("--address", default="127.0.0.1:50051", show_default=True, help="Address to listen on.")
 @click.option("--workers", default=16, show_default=True, help="Server threads.")
 @click.option("--grace", default=10.0, show_default=True, help="Seconds in-flight calls get at shutdown.")
-def serve(store: str | None, cluster_file: str | None, address: str, workers: int, grace: float) -> None:
+@click.option(
+    "--processes",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Server processes sharing the address (Python serves about one core per process).",
+)
+def serve(
+    store: str | None, cluster_file: str | None, address: str, workers: int, grace: float, processes: int
+) -> None:
     """Start the gRPC service (embedded store in ./data by default)."""
-    from ..service import Server
+    from ..service import Server, Supervisor
 
     url = f"fdb:{cluster_file}" if cluster_file else store or DEFAULT_STORE
+    if processes > 1:
+        group = Supervisor(url, address, processes, workers, grace).start()
+        group.stop_on_signals()
+        click.echo(
+            f"fdb-leaderboard serving on {group.address} with {processes} processes (store {url}); Ctrl-C stops it"
+        )
+        raise SystemExit(group.wait())
     server = Server(url, address, workers).start()
     server.stop_on_signals(grace)
     click.echo(f"fdb-leaderboard serving on {server.address} (store {url}); Ctrl-C stops it")

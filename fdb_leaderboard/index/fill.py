@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..errors import FailedPrecondition, InvalidArgument
 from ..proto import index_pb2
@@ -132,13 +132,23 @@ class Filler:
         records = self.layout.records
         begin = records + begin_cursor + b"\x00" if begin_cursor is not None else records
         rows = self.tr.get_range(begin, strinc(records), max_records)
-        entries_read = processed = 0
-        last: bytes | None = None
+        # Every record's entries are read at once (one round trip), then filled in key order.
+        work = []
         for key, raw in rows:
             pk_nested = key[len(records) :]
             pending = [w for w, at in zip(windows, positions, strict=True) if not at or pk_nested > at]
-            head = index_pb2.RecordHead.FromString(raw)
-            entries_read += self._fill_record(pk_nested, head, pending, directory)  # type: ignore[arg-type]
+            entries = None
+            if pending:
+                start = min(window.start for window in pending)
+                end = max(window.end for window in pending)
+                entries = self.txn.issue_entries(pk_nested, start, end)
+            work.append((pk_nested, raw, pending, entries))
+        entries_read = processed = 0
+        last: bytes | None = None
+        for pk_nested, raw, pending, entries in work:
+            if entries is not None:
+                head = index_pb2.RecordHead.FromString(raw)
+                entries_read += self._fill_record(pk_nested, head, pending, entries(), directory)  # type: ignore[arg-type]
             processed += 1
             last = pk_nested
             if entries_read >= max_entries:
@@ -174,14 +184,15 @@ class Filler:
         return len(rows), finished
 
     def _fill_record(
-        self, pk_nested: bytes, head: index_pb2.RecordHead, windows: Sequence[Window], directory: Directory
+        self,
+        pk_nested: bytes,
+        head: index_pb2.RecordHead,
+        windows: Sequence[Window],
+        rows: Sequence[tuple[int, int, Any]],
+        directory: Directory,
     ) -> int:
-        if not windows:
-            return 0
+        """Put the record's value from ``rows`` (its entries in the windows' span) into ``windows``."""
         pk_flat = tuples.pack(tuples.unpack(pk_nested)[0])
-        start = min(window.start for window in windows)
-        end = max(window.end for window in windows)
-        rows = self.txn.read_entries(pk_nested, start, end)
         values = []
         for ts, seq, (group, score, context) in rows:
             group_bytes = tuples.pack(group)

@@ -119,6 +119,8 @@ class LeaderboardIndex(IndexSpace):
         """Save (or add to, with ``replace=False``) many records in one transaction."""
 
         def write(ops: Operations) -> None:
+            # The records' heads are read together (one round trip), not one by one.
+            ops.txn.prefetch(heads=[ops.txn.pk(pk)[1] for pk, _ in records])
             for pk, entries in records:
                 if replace:
                     ops.writer.save_record(pk, entries)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ..errors import InvalidArgument, WindowNotFound, WindowNotReady
+from ..rankedset import run_together
 from ..store.api import strinc
 from . import tuplecodec as tuples
 from .directory import ALL_TIME, Window, check_window_type
@@ -154,16 +155,26 @@ class Reader:
 
         return decode
 
-    def _head_state(self, pk: object, window: Window, group_bytes: bytes) -> tuple[bytes, bytes] | None:
-        """The record's element in the window, and its flat pk bytes; None if absent."""
+    def _locate(self, pk: object, ref: WindowRef, group: object) -> tuple[Window, bytes, tuple[bytes, bytes] | None]:
+        """The window, the packed group, and the record's element there with its flat pk bytes
+        (None if it has no value there).  The directory, the record's head and the group's
+        sub-directory are read together: one round trip."""
         pk = self.txn.pk(pk)
+        group_bytes = self.group_bytes(group)
+        self.txn.prefetch(heads=[pk[1]], groups=[group_bytes])
+        window = self.window(ref)
         head = self.txn.read_head(pk[1])
-        if head is None:
-            return None
-        for state in head.windows:
-            if state.lb_key == window.lb_key and state.group == group_bytes:
-                return state.element, pk[2]
-        return None
+        if head is not None:
+            for state in head.windows:
+                if state.lb_key == window.lb_key and state.group == group_bytes:
+                    return window, group_bytes, (state.element, pk[2])
+        return window, group_bytes, None
+
+    def _window_and_group(self, ref: WindowRef, group: object) -> tuple[Window, bytes]:
+        """The window and the packed group, their directory and sub-directory read together."""
+        group_bytes = self.group_bytes(group)
+        self.txn.prefetch(groups=[group_bytes])
+        return self.window(ref), group_bytes
 
     # -- ranks --------------------------------------------------------------------------
 
@@ -176,17 +187,13 @@ class Reader:
         return ranked.rank(self.tr, element, null_if_missing=False)  # type: ignore[return-value]
 
     def rank(self, pk: object, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL) -> int | None:
-        window = self.window(ref)
-        group_bytes = self.group_bytes(group)
-        found = self._head_state(pk, window, group_bytes)
+        window, group_bytes, found = self._locate(pk, ref, group)
         return None if found is None else self._rank_of(window, group_bytes, found[0], mode)
 
     def rank_and_entry(
         self, pk: object, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL
     ) -> RankedEntry | None:
-        window = self.window(ref)
-        group_bytes = self.group_bytes(group)
-        found = self._head_state(pk, window, group_bytes)
+        window, group_bytes, found = self._locate(pk, ref, group)
         if found is None:
             return None
         element, pk_flat = found
@@ -194,8 +201,8 @@ class Reader:
         return self._row_decoder(window, group_bytes)(key).entry(self._rank_of(window, group_bytes, element, mode))
 
     def count(self, ref: WindowRef, group: object = ()) -> int:
-        window = self.window(ref)
-        return self.space.ranked_set(window, self.group_bytes(group)).size(self.tr)
+        window, group_bytes = self._window_and_group(ref, group)
+        return self.space.ranked_set(window, group_bytes).size(self.tr)
 
     def _score(self, score: object) -> int | float:
         return normalize_score(score, self.space.settings.score_type)
@@ -205,16 +212,14 @@ class Reader:
 
     def rank_for_score(self, score: object, ref: WindowRef, group: object = ()) -> int:
         """The rank a new record with ``score`` would have: how many records score better."""
-        window = self.window(ref)
-        group_bytes = self.group_bytes(group)
+        window, group_bytes = self._window_and_group(ref, group)
         probe = tuples.pack((self._stored_score(score, group_bytes),))
         return self.space.ranked_set(window, group_bytes).rank(self.tr, probe, null_if_missing=False)  # type: ignore[return-value]
 
     def score_for_rank(self, rank: int, ref: WindowRef, group: object = ()) -> int | float | None:
         """The score of the record at ``rank`` (ORDINAL position), or None past the end."""
         check_at_least(rank, 0, "rank")
-        window = self.window(ref)
-        group_bytes = self.group_bytes(group)
+        window, group_bytes = self._window_and_group(ref, group)
         element = self.space.ranked_set(window, group_bytes).get_nth(self.tr, rank)
         if element is None:
             return None
@@ -297,8 +302,8 @@ class Reader:
 
     def top(self, n: int, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL) -> list[RankedEntry]:
         check_at_least(n, 0, "n")
-        window = self.window(ref)
-        return self._by_position(window, self.group_bytes(group), 0, n, mode)
+        window, group_bytes = self._window_and_group(ref, group)
+        return self._by_position(window, group_bytes, 0, n, mode)
 
     def around(
         self,
@@ -317,33 +322,39 @@ class Reader:
         """
         check_at_least(above, 0, "above")
         check_at_least(below, 0, "below")
-        window = self.window(ref)
-        group_bytes = self.group_bytes(group)
+        window, group_bytes, found = self._locate(pk, ref, group)
         ranked = self.space.ranked_set(window, group_bytes)
-        size = ranked.size(self.tr)
         span = above + below + 1
-        found = self._head_state(pk, window, group_bytes)
         if found is None:
             if if_absent is IfAbsent.TOP:
                 return self._by_position(window, group_bytes, 0, span, mode)
             if if_absent is IfAbsent.BOTTOM:
-                return self._by_position(window, group_bytes, max(0, size - span), span, mode)
+                return self._by_position(window, group_bytes, max(0, ranked.size(self.tr) - span), span, mode)
             return []
         element, pk_flat = found
-        position = ranked.rank(self.tr, element) or 0
-        if not ranked.count_duplicates:
+        group_prefix = self.layout.primary + window.key_bytes + group_bytes
+        key = group_prefix + element + pk_flat
+        # One round for the size, the record's rank and the records sharing its key (they sort by pk).
+        ties = self.tr.get_range_async(group_prefix + element, key) if ranked.count_duplicates else None
+        size, position = run_together(
+            [ranked.size_steps(self.tr), ranked.rank_steps(self.tr, element, null_if_missing=False)]
+        )
+        if ties is None:
             start = max(0, min(position - above, size - span))
             return self._by_position(window, group_bytes, start, span, mode)
         # The B-tree is in rank order: read the neighbours on either side of the record's key.
-        group_prefix = self.layout.primary + window.key_bytes + group_bytes
-        key = group_prefix + element + pk_flat
-        position += len(self.tr.get_range(group_prefix + element, key))  # records sharing the key sort by pk
+        position += len(ties.value)
         start = max(0, min(position - above, size - span))
         wanted_before = position - start
         decode = self._row_decoder(window, group_bytes)
-        before = [decode(k) for k, _ in self.tr.get_range(group_prefix, key, wanted_before + 1, True)]
-        after = [decode(k) for k, _ in self.tr.get_range(key, extensions_end(group_prefix), span - wanted_before)]
-        rows = before[:wanted_before][::-1] + after
+        before_rows, after_rows = self.tr.get_ranges(
+            [
+                (group_prefix, key, wanted_before + 1, True),
+                (key, extensions_end(group_prefix), span - wanted_before, False),
+            ]
+        )
+        before = [decode(k) for k, _ in before_rows]
+        rows = before[:wanted_before][::-1] + [decode(k) for k, _ in after_rows]
         previous = before[wanted_before] if len(before) > wanted_before else None
         return self._with_ranks(window, group_bytes, rows, position - min(wanted_before, len(before)), previous, mode)
 
@@ -417,8 +428,7 @@ class Reader:
         limit: int,
         continuation: bytes | None,
     ) -> ScanPage:
-        window = self.window(WindowRef())
-        group_bytes = self.group_bytes(group)
+        window, group_bytes = self._window_and_group(WindowRef(), group)
         hsf = self.txn.high_score_first(group_bytes)
         prefix = self.layout.primary + window.key_bytes + group_bytes
         # Natural bounds become stored bounds; high_score_first negates, swapping the ends.
@@ -466,8 +476,7 @@ class Reader:
         continuation: bytes | None,
         mode: RankMode,
     ) -> ScanPage:
-        window = self.window(ref)
-        group_bytes = self.group_bytes(group)
+        window, group_bytes = self._window_and_group(ref, group)
         first = 0 if low is None else check_at_least(low, 0, "low rank") + (0 if low_inclusive else 1)
         size = self.space.ranked_set(window, group_bytes).size(self.tr)
         last = size - 1

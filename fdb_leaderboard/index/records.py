@@ -15,7 +15,8 @@ from typing import NamedTuple
 
 from ..errors import InvalidArgument
 from ..proto import index_pb2
-from ..store.api import MAX_VALUE_SIZE
+from ..rankedset import Steps, run_alone, run_together
+from ..store.api import MAX_VALUE_SIZE, Future, KeyValue
 from . import tuplecodec as tuples
 from .aggregation import Value
 from .directory import ALL_TIME, INT64_MAX, Directory, Window
@@ -68,43 +69,76 @@ class RecordWriter:
         return self.layout.primary + window.key_bytes + group_bytes + element + pk_flat
 
     def index_add(self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes) -> None:
+        run_alone(self.add_steps(window, group_bytes, element, pk_flat))
+
+    def index_remove(self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes) -> None:
+        run_alone(self.remove_steps(window, group_bytes, element, pk_flat))
+
+    def index_move(self, window: Window, group_bytes: bytes, old: bytes, new: bytes, pk_flat: bytes) -> None:
+        """A record's value in a window changes from element ``old`` to ``new``."""
+        run_alone(self.move_steps(window, group_bytes, old, new, pk_flat))
+
+    # The same three as steps (see rankedset.run_together): a write changing several windows
+    # runs them together, so it costs the read rounds of one window, not of all.
+
+    def add_steps(self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes) -> Steps[None]:
         self.tr.set(self._primary_key(window, group_bytes, element, pk_flat), b"")
         if self._ranked(window, group_bytes, element, pk_flat):
-            self.space.ranked_set(window, group_bytes).add(self.tr, element)
+            yield from self.space.ranked_set(window, group_bytes).add_steps(self.tr, element)
 
-    def _shared(self, window: Window, group_bytes: bytes, element: bytes) -> bool:
-        """Whether another ranked record holds ``element`` (for sets that keep one per element)."""
+    def _issue_shared(self, window: Window, group_bytes: bytes, element: bytes) -> Future[list[KeyValue]]:
+        """A read telling whether another ranked record holds ``element`` (for sets that keep
+        one per element): after the caller's clear of its own key, any row in the range."""
         shared = self.layout.primary + window.key_bytes + group_bytes + element
         end = extensions_end(shared)
         limit = self.txn.rank_limit(window)
         if limit is not None:  # while the set is built, only records up to the limit are in it
             end = min(end, self.layout.primary + window.key_bytes + limit + b"\x00")
-        return bool(self.tr.get_range(shared, end, 1))
+        return self.tr.get_range_async(shared, end, 1)
 
-    def index_remove(self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes) -> None:
+    def remove_steps(self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes) -> Steps[None]:
         self.tr.clear(self._primary_key(window, group_bytes, element, pk_flat))
         if not self._ranked(window, group_bytes, element, pk_flat):
             return
         ranked = self.space.ranked_set(window, group_bytes)
-        # Records with identical score keys share one element: keep it while one remains.
-        if ranked.count_duplicates or not self._shared(window, group_bytes, element):
-            ranked.remove(self.tr, element)
+        if ranked.count_duplicates:
+            yield from ranked.remove_steps(self.tr, element)
+            return
+        # Records with identical score keys share one element: keep it while one remains.  The
+        # removal's reads go out with the check, and the removal stops there if it must not run.
+        shared = self._issue_shared(window, group_bytes, element)
+        removal = ranked.remove_steps(self.tr, element)
+        next(removal)  # issues its reads; an update always yields before it writes
+        yield
+        if shared.value:
+            removal.close()
+        else:
+            yield from removal
 
-    def index_move(self, window: Window, group_bytes: bytes, old: bytes, new: bytes, pk_flat: bytes) -> None:
-        """A record's value in a window changes from element ``old`` to ``new``."""
+    def move_steps(self, window: Window, group_bytes: bytes, old: bytes, new: bytes, pk_flat: bytes) -> Steps[None]:
         self.tr.clear(self._primary_key(window, group_bytes, old, pk_flat))
         self.tr.set(self._primary_key(window, group_bytes, new, pk_flat), b"")
         ranked_old = self._ranked(window, group_bytes, old, pk_flat)
         ranked_new = self._ranked(window, group_bytes, new, pk_flat)
         ranked = self.space.ranked_set(window, group_bytes)
-        if ranked_old and not ranked.count_duplicates and self._shared(window, group_bytes, old):
-            ranked_old = False  # another record keeps `old`
+        if ranked_old and not ranked.count_duplicates:
+            # As in remove_steps: the move's reads go out with the check whether another record
+            # keeps ``old``; in that rare case the move gives way to an add of ``new``.
+            shared = self._issue_shared(window, group_bytes, old)
+            moving = ranked.move_steps(self.tr, old, new) if ranked_new else ranked.remove_steps(self.tr, old)
+            next(moving)
+            yield
+            if not shared.value:
+                yield from moving
+                return
+            moving.close()
+            ranked_old = False
         if ranked_old and ranked_new:
-            ranked.move(self.tr, old, new)
+            yield from ranked.move_steps(self.tr, old, new)
         elif ranked_old:
-            ranked.remove(self.tr, old)
+            yield from ranked.remove_steps(self.tr, old)
         elif ranked_new:
-            ranked.add(self.tr, new)
+            yield from ranked.add_steps(self.tr, new)
 
     # -- records ---------------------------------------------------------------------------
 
@@ -115,8 +149,8 @@ class RecordWriter:
         stored, ts, *context = tuples.unpack(state.element)
         return Value(self.txn.directed(stored, state.group), ts, state.seq, tuple(context), state.element)
 
-    def _check_entry(self, entry: Entry, pk_flat: bytes) -> _CheckedEntry:
-        """The validated entry with its packed group and its ranked-set element."""
+    def _check_entry(self, entry: Entry) -> _CheckedEntry:
+        """The validated entry with its packed group (its element comes with :meth:`_placed`)."""
         if not isinstance(entry, Entry):
             raise InvalidArgument(f"expected an Entry, not {type(entry).__name__}")
         settings = self.settings
@@ -130,26 +164,36 @@ class RecordWriter:
             raise InvalidArgument(f"this index groups by {settings.group_size} element(s); got group {group!r}")
         if len(context) != settings.context_size:
             raise InvalidArgument(f"this index takes {settings.context_size} context element(s); got {context!r}")
-        group_bytes = tuples.pack(group)
-        element = self.txn.packer(group_bytes)(score, ts, context)
+        return _CheckedEntry(score, ts, context, group, tuples.pack(group), b"")
+
+    def _placed(self, entry: _CheckedEntry, pk_flat: bytes) -> _CheckedEntry:
+        """``entry`` with its ranked-set element, which its group's score direction decides."""
+        element = self.txn.packer(entry.group_bytes)(entry.score, entry.timestamp, entry.context)
         # The longest key this entry can produce: the widest window key, one more byte in case the
         # score is negated later (a direction change), every element byte escaped in a node key.
         widest = 6
         longest = max(
-            len(self.layout.primary) + widest + len(group_bytes) + len(element) + 1 + len(pk_flat),
-            len(self.layout.secondary) + widest + len(group_bytes) + 4 + 2 * (len(element) + 1),
+            len(self.layout.primary) + widest + len(entry.group_bytes) + len(element) + 1 + len(pk_flat),
+            len(self.layout.secondary) + widest + len(entry.group_bytes) + 4 + 2 * (len(element) + 1),
         )
         if longest > MAX_INDEX_KEY:
             raise InvalidArgument(
                 f"primary key, group and context are too large: they make a {longest}-byte index key, "
                 f"more than the {MAX_INDEX_KEY} allowed"
             )
-        return _CheckedEntry(score, ts, context, group, group_bytes, element)
+        return entry._replace(element=element)
+
+    def _check_entries(self, entries: Iterable[Entry], pk_nested: bytes, pk_flat: bytes) -> list[_CheckedEntry]:
+        """Validate ``entries`` and read, together, what writing them needs: the record's head,
+        the directory and the sub-directories of their groups (one round trip)."""
+        checked = [self._check_entry(entry) for entry in entries]
+        self.txn.prefetch(heads=[pk_nested], groups={entry.group_bytes for entry in checked})
+        return [self._placed(entry, pk_flat) for entry in checked]
 
     def add_entries(self, pk: object, entries: Iterable[Entry]) -> int:
         """Add entries to a record (created if new); returns how many window values changed."""
         pk, pk_nested, pk_flat = self.txn.pk(pk)
-        entries = [self._check_entry(entry, pk_flat) for entry in entries]
+        entries = self._check_entries(entries, pk_nested, pk_flat)
         head = self.txn.read_head(pk_nested) or index_pb2.RecordHead()
         directory = self.txn.directory()
         aggregation = self.space.aggregation
@@ -182,7 +226,7 @@ class RecordWriter:
     def save_record(self, pk: object, entries: Iterable[Entry]) -> int:
         """Replace all of a record's entries; returns how many window values changed."""
         pk, pk_nested, pk_flat = self.txn.pk(pk)
-        entries = [self._check_entry(entry, pk_flat) for entry in entries]
+        entries = self._check_entries(entries, pk_nested, pk_flat)
         old = self.txn.read_head(pk_nested)
         if old is not None:  # a record without a head has no entries
             self.tr.clear_range(*self.layout.entries_range(pk_nested))
@@ -212,14 +256,17 @@ class RecordWriter:
     def delete_record(self, pk: object) -> bool:
         """Remove a record and its value from every window; False if there was none."""
         pk, pk_nested, pk_flat = self.txn.pk(pk)
+        self.txn.prefetch(heads=[pk_nested])
         head = self.txn.read_head(pk_nested)
         if head is None:
             return False
         directory = self.txn.directory()
+        removals = []
         for state in head.windows:
             window = directory.by_key(state.lb_key) if directory is not None else None
             if window is not None and self.txn.maintains(window, pk_nested):
-                self.index_remove(window, state.group, state.element, pk_flat)
+                removals.append(self.remove_steps(window, state.group, state.element, pk_flat))
+        run_together(removals)
         self.tr.clear(self.layout.head_key(pk_nested))
         self.tr.clear_range(*self.layout.entries_range(pk_nested))
         return True
@@ -239,25 +286,23 @@ class RecordWriter:
         ``changes`` maps (window key, group) to the new value, ``gone`` lists those whose value
         disappears.  Returns how many values were added, moved or removed.
         """
-        changed = 0
+        updates: list[Steps[None]] = []  # each of another window's (or group's) ranked set
         for key in gone:
-            self.index_remove(directory.by_key(key[0]), key[1], states.pop(key).element, pk_flat)  # type: ignore[union-attr,arg-type]
-            changed += 1
+            updates.append(self.remove_steps(directory.by_key(key[0]), key[1], states.pop(key).element, pk_flat))  # type: ignore[union-attr,arg-type]
         for key, value in changes.items():
             old = states.get(key)
             if old is None:
-                self.index_add(directory.by_key(key[0]), key[1], value.element, pk_flat)  # type: ignore[union-attr,arg-type]
-                changed += 1
+                updates.append(self.add_steps(directory.by_key(key[0]), key[1], value.element, pk_flat))  # type: ignore[union-attr,arg-type]
             elif old.element != value.element:
-                self.index_move(directory.by_key(key[0]), key[1], old.element, value.element, pk_flat)  # type: ignore[union-attr,arg-type]
-                changed += 1
+                updates.append(self.move_steps(directory.by_key(key[0]), key[1], old.element, value.element, pk_flat))  # type: ignore[union-attr,arg-type]
+        run_together(updates)
         kept = [  # values of deleted windows go; changed ones are written anew
             state
             for key, state in states.items()
             if key not in changes and directory is not None and directory.by_key(key[0]) is not None
         ]
         self.write_head(head, kept, changes, pk_nested)
-        return changed
+        return len(updates)
 
     def write_head(
         self,

@@ -4,15 +4,20 @@
 fill cursors, record heads and entries) at most once per transaction and keeps what it
 read for the rest of it.  Writes, window maintenance, fills, trims and reads all take one;
 none of them depends on another's class.
+
+An operation that knows what it will need calls :meth:`IndexTransaction.prefetch` first:
+the directory, the record heads and the groups' sub-directories are then read together,
+one round trip on a network store instead of one each.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import InvalidArgument
 from ..proto import index_pb2
+from ..store.api import Future
 from . import tuplecodec as tuples
 from .directory import INT64_MAX, INT64_MIN, MAX_DIRECTORY_BYTES, Directory, Window, sub_directory_from_bytes
 from .layout import decode_latest_timestamp
@@ -33,15 +38,36 @@ class IndexTransaction:
         self.layout = space.layout
         self.settings = space.settings
         self._directory: Directory | bool | None = False  # False: not read yet
+        self._directory_read: Future[bytes | None] | None = None
+        self._heads_read: dict[bytes, Future[bytes | None]] = {}
+        self._groups_read: dict[bytes, Future[bytes | None]] = {}
         self._hsf: dict[bytes, bool] = {}
         self._packers: dict[bytes, Packer] = {}
         self._cursors: dict[int, index_pb2.FillCursor | None] = {}
+
+    # -- reading ahead -----------------------------------------------------------------------
+
+    def prefetch(self, heads: Iterable[bytes] = (), groups: Iterable[bytes] = ()) -> None:
+        """Issue now, together, the reads of the directory (unless read), the heads of records
+        ``heads`` (nested pks) and the sub-directories of ``groups`` (packed, unless known).
+        :meth:`directory`, :meth:`read_head` and :meth:`high_score_first` then wait on them."""
+        get = self.tr.get_async
+        if self._directory is False and self._directory_read is None:
+            self._directory_read = get(self.layout.directory_key)
+        for pk_nested in heads:
+            if pk_nested not in self._heads_read:
+                self._heads_read[pk_nested] = get(self.layout.head_key(pk_nested))
+        for group_bytes in groups:
+            if group_bytes and group_bytes not in self._hsf and group_bytes not in self._groups_read:
+                self._groups_read[group_bytes] = get(self.layout.sub_directory_key(group_bytes))
 
     # -- the directory and score directions ------------------------------------------------
 
     def directory(self) -> Directory | None:
         if self._directory is False:
-            self._directory = self.space.parse_directory(self.tr.get(self.layout.directory_key))
+            read, self._directory_read = self._directory_read, None
+            raw = read.value if read is not None else self.tr.get(self.layout.directory_key)
+            self._directory = self.space.parse_directory(raw)
         return self._directory  # type: ignore[return-value]
 
     def save_directory(self, directory: Directory) -> None:
@@ -61,7 +87,10 @@ class IndexTransaction:
     def high_score_first(self, group_bytes: bytes) -> bool:
         hsf = self._hsf.get(group_bytes)
         if hsf is None:
-            stored = self.tr.get(self.layout.sub_directory_key(group_bytes)) if group_bytes else None
+            stored = None
+            if group_bytes:
+                read = self._groups_read.pop(group_bytes, None)
+                stored = read.value if read is not None else self.tr.get(self.layout.sub_directory_key(group_bytes))
             hsf = sub_directory_from_bytes(stored) if stored is not None else self.default_high_score_first()
             self._hsf[group_bytes] = hsf
         return hsf
@@ -69,6 +98,7 @@ class IndexTransaction:
     def set_high_score_first(self, group_bytes: bytes, high_score_first: bool) -> None:
         """Note a group's new direction (its sub-directory was just written)."""
         self._hsf[group_bytes] = high_score_first
+        self._groups_read.pop(group_bytes, None)
         self._packers.pop(group_bytes, None)
 
     def directed(self, score: int | float, group_bytes: bytes) -> int | float:
@@ -133,24 +163,37 @@ class IndexTransaction:
         return pk, tuples.pack_nested(pk, pk_flat), pk_flat
 
     def read_head(self, pk_nested: bytes) -> index_pb2.RecordHead | None:
-        raw = self.tr.get(self.layout.head_key(pk_nested))
+        """The record's head as stored (a prefetched read is used once: a later call reads again)."""
+        read = self._heads_read.pop(pk_nested, None)
+        raw = read.value if read is not None else self.tr.get(self.layout.head_key(pk_nested))
         return index_pb2.RecordHead.FromString(raw) if raw is not None else None
 
     def read_entries(
         self, pk_nested: bytes, start: int = INT64_MIN, end: int | None = None
     ) -> list[tuple[int, int, Any]]:
         """A record's entries with ``start <= ts < end`` as (ts, seq, (group, score, context))."""
+        return self.issue_entries(pk_nested, start, end)()
+
+    def issue_entries(
+        self, pk_nested: bytes, start: int = INT64_MIN, end: int | None = None
+    ) -> Callable[[], list[tuple[int, int, Any]]]:
+        """:meth:`read_entries` issued now: call the result to wait for the entries."""
         low, high = self.layout.entries_range(pk_nested)
         prefix = low[:-1]
         if start > INT64_MIN:
             low = prefix + tuples.pack((start,))
         if end is not None and end <= INT64_MAX:
             high = prefix + tuples.pack((end,))
-        out = []
-        for key, value in self.tr.get_range(low, high):
-            ts, seq = tuples.unpack(key[len(prefix) :])
-            out.append((ts, seq, tuples.unpack(value)))
-        return out
+        rows = self.tr.get_range_async(low, high)
+
+        def entries() -> list[tuple[int, int, Any]]:
+            out = []
+            for key, value in rows.value:
+                ts, seq = tuples.unpack(key[len(prefix) :])
+                out.append((ts, seq, tuples.unpack(value)))
+            return out
+
+        return entries
 
     # -- index-wide values ---------------------------------------------------------------------
 

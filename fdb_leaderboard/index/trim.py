@@ -7,6 +7,9 @@ index remembers the trim time: windows starting before it cannot be added afterw
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from ..errors import FailedPrecondition
 from ..proto import index_pb2
 from ..store.api import strinc
@@ -41,15 +44,24 @@ class Trimmer:
         records = self.layout.records
         begin = records + cursor + b"\x00" if cursor is not None else records
         rows = self.tr.get_range(begin, strinc(records), max_records)
+        # Every record's old entries are read at once (one round trip), then trimmed one by one.
+        work = [(key[len(records) :], raw) for key, raw in rows]
+        reads = [self.txn.issue_entries(pk_nested, INT64_MIN, before) for pk_nested, _ in work]
         removed = 0
-        for key, raw in rows:
-            removed += self._trim_record(key[len(records) :], index_pb2.RecordHead.FromString(raw), before, directory)
+        for (pk_nested, raw), entries in zip(work, reads, strict=True):
+            removed += self._trim_record(pk_nested, index_pb2.RecordHead.FromString(raw), entries(), before, directory)
         next_cursor = rows[-1][0][len(records) :] if len(rows) == max_records else None
         return removed, next_cursor
 
     def _trim_record(
-        self, pk_nested: bytes, head: index_pb2.RecordHead, before: int, directory: Directory | None
+        self,
+        pk_nested: bytes,
+        head: index_pb2.RecordHead,
+        entries: Sequence[tuple[int, int, Any]],
+        before: int,
+        directory: Directory | None,
     ) -> int:
+        """Clear the record's ``entries`` (those before ``before``) that no live window needs."""
         live = [s for s in head.windows if directory is not None and directory.by_key(s.lb_key) is not None]
         if self.space.aggregation.name == "SUM":
             needed: set[tuple[int, int]] = set()
@@ -58,7 +70,7 @@ class Trimmer:
         carried = {c.group: c for c in head.carried}
         totals: dict[bytes, int] = {}  # the carried totals as Python ints: partial sums may leave int64
         doomed = []
-        for ts, seq, (group, score, context) in self.txn.read_entries(pk_nested, INT64_MIN, before):
+        for ts, seq, (group, score, context) in entries:
             if self.space.aggregation.name == "SUM":
                 windows = directory.containing(ts) if directory is not None else []
                 if any(window.type != ALL_TIME for window in windows):

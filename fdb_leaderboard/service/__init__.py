@@ -3,6 +3,7 @@
 | module | concern |
 |---|---|
 | ``server.py`` | :class:`Server`: the process's gRPC server, health, reflection and store lifecycle |
+| ``processes.py`` | :class:`Supervisor`: several server processes sharing one address (``serve --processes``) |
 | ``grpc_service.py`` | the servicer: one handler per RPC, each calling the index |
 | ``convert.py`` | requests into index arguments (settings, window updates, maintenance policies) |
 | ``status.py`` | which status code answers which error |
@@ -13,6 +14,7 @@ Dependencies point down: this package uses :mod:`fdb_leaderboard.index` and the 
 """
 
 from .grpc_service import SERVICE_NAME, LeaderboardService
+from .processes import Supervisor
 from .server import Server
 
-__all__ = ["SERVICE_NAME", "LeaderboardService", "Server"]
+__all__ = ["SERVICE_NAME", "LeaderboardService", "Server", "Supervisor"]

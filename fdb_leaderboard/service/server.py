@@ -23,12 +23,22 @@ class Server:
     """A running server: the gRPC server, its health service and the store it owns."""
 
     def __init__(
-        self, store_url: str, address: str = "127.0.0.1:50051", max_workers: int = 16, catalog_root: bytes = ROOT
+        self,
+        store_url: str,
+        address: str = "127.0.0.1:50051",
+        max_workers: int = 16,
+        reuse_port: bool = False,
+        catalog_root: bytes = ROOT,
     ) -> None:
-        """``catalog_root``: the key prefix of every index this server keeps (one store can hold several)."""
+        """``reuse_port``: share the port with other processes of one ``serve --processes``
+        group (see processes.py); off, binding an address in use fails.  ``catalog_root``: the
+        key prefix of every index this server keeps (one store can hold several)."""
         self.db = open_database(store_url)
         self.catalog = Catalog(self.db, catalog_root)
-        self.grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="rpc"))
+        self.grpc = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="rpc"),
+            options=[("grpc.so_reuseport", int(reuse_port))],
+        )
         pb_grpc.add_LeaderboardServicer_to_server(LeaderboardService(self.catalog), self.grpc)
         self.health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)

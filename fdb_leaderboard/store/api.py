@@ -282,6 +282,7 @@ class Database(abc.ABC):
 
     url: str
     stats: StoreStats
+    batched_reads: bool = False  # whether its transactions' reads cost round trips (see ReadView)
 
     @abc.abstractmethod
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -222,6 +222,8 @@ _CLEANUP_SECONDS = 60.0
 
 
 class FdbDatabase(Database):
+    batched_reads = True
+
     def __init__(
         self,
         cluster_file: str | None,

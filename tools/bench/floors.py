@@ -1,0 +1,326 @@
+"""The floors under ``tools/bench.py``'s figures: what this machine charges before our code runs.
+
+Behind ``tools/bench_floor.py``: three measurements that involve none of fdb-leaderboard's own
+work (the third borrows only its key layout and tuple codec), so the benchmark's figures can
+be read against them:
+
+**A gRPC call that does nothing.**  The product's ``Server``, started as ``tools/bench.py``
+starts it (its own process, an empty embedded store), answers the standard
+``grpc.health.v1.Health/Check``.  One client calls it ``--calls`` times, then ``--threads``
+client threads (one channel each) share as many calls.  Reported: p50 / p99 latency, calls
+per second, and the CPU time per call on each side: the client process's
+``time.process_time`` and the server process's user + system time (``/proc/PID/stat``).
+With the clients on the same machine, (client + server CPU per call) x calls/s cannot exceed
+the number of cores, whatever a handler does: that caps every gRPC figure of the benchmark.
+
+**A durable write of k pages.**  In a scratch file of ``--file-mib`` MiB under ``--dir`` (put
+it on the file system that holds the store; it is dropped from the page cache once written, so
+later writes cache single pages), each of ``--rounds`` rounds (proportionally fewer above 30
+pages, at least 10) writes k 4-KiB pages with ``pwrite`` and then calls ``fdatasync``, the pages
+either scattered (a random sample of the file's pages, in file order) or contiguous (a run at a
+random place), for k in ``--pages``.  One more row appends a 200-byte record to a log file and ``fdatasync``s it, as
+Redis's ``appendfsync always`` does for each write.  A durable LMDB commit writes every page
+it changed, wherever the B-tree keeps it, then syncs: ``tools/bench.py`` notes how many pages
+its durable submissions wrote per commit, and this table prices such a commit on this disk.
+
+**A bulk load's bare writes.**  The keys and values a load into an empty index stores for
+each of ``--load-records`` records of ``tools/bench.py``'s data (one score, 4 windows), built
+with the index's own layout and tuple codec and written straight through py-lmdb without a
+sync, as ``tools/bench.py`` loads (durable=false): phase 1, in transactions of 500 records,
+puts the record head (its 4 window states), the entry and the 4 primary B-tree keys with one
+``putmulti`` each; phase 2 puts each window's level-0 ranked-set nodes in key order (sorted in
+memory: no read-back, no upper levels) in transactions of 20,000.  No validation, folding,
+checks of what is stored, or per-call Python of the index: a lower bound on what a load
+written in Python costs here, read against the 20 us per record of 50,000 records/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import grpc
+import lmdb
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from fdb_leaderboard.index import tuplecodec as tuples
+from fdb_leaderboard.index.layout import IndexLayout
+from fdb_leaderboard.proto import index_pb2
+from fdb_leaderboard.rankedset import _suffix
+
+from .data import bench_directory, make_data
+from .output import environment, markdown, table, write_json
+from .processes import ServerProcess
+from .stores import store_url
+from .timing import Sample, time_concurrent, time_each
+
+PAGE = 4096
+LOG_RECORD = 200
+WARM_UP_CALLS = 200
+LOAD_BATCH = 500  # records per transaction, as tools/bench.py loads
+NODE_BATCH = 20_000  # ranked-set nodes per transaction, as a fill step appends them
+
+
+# -- gRPC ---------------------------------------------------------------------------------------
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far (Linux ``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    # After the command name: state is field 3, utime field 14 and stime field 15 (1-based).
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _health_check(channel: grpc.Channel) -> Callable[[object], object]:
+    stub = health_pb2_grpc.HealthStub(channel)
+    request = health_pb2.HealthCheckRequest(service="")
+
+    def call(_: object) -> object:
+        return stub.Check(request)
+
+    return call
+
+
+def _timed(server_pid: int, run: Callable[[], Sample]) -> dict[str, Any]:
+    client_cpu, server_cpu = time.process_time(), process_cpu_seconds(server_pid)
+    sample = run()
+    client_cpu, server_cpu = time.process_time() - client_cpu, process_cpu_seconds(server_pid) - server_cpu
+    return {
+        "calls": sample.ops,
+        "calls_per_s": round(sample.rate, 1),
+        "p50_us": round(sample.percentile_us(50), 1),
+        "p99_us": round(sample.percentile_us(99), 1),
+        "client_cpu_us": round(client_cpu / sample.ops * 1e6, 1),
+        "server_cpu_us": round(server_cpu / sample.ops * 1e6, 1),
+    }
+
+
+def grpc_floor(calls: int, threads: int) -> dict[str, dict[str, Any]]:
+    """Do-nothing calls against the product's server: one caller, then ``threads`` callers."""
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-floor-") as store,
+        ServerProcess(store_url(f"lmdb:{store}", durable=True)) as server,
+    ):
+        pid = server.process.pid
+        assert pid is not None
+        channels = [grpc.insecure_channel(server.address) for _ in range(threads)]
+        try:
+            checks = [_health_check(channel) for channel in channels]
+            for check in checks:
+                time_each(check, range(WARM_UP_CALLS))
+            items = range(calls)
+            return {
+                "1 caller": _timed(pid, lambda: time_each(checks[0], items)[0]),
+                f"{threads} callers": _timed(pid, lambda: time_concurrent(checks, items)[0]),
+            }
+        finally:
+            for channel in channels:
+                channel.close()
+
+
+# -- durable writes ---------------------------------------------------------------------------
+
+
+def _write_and_sync(fd: int, pages: Iterable[int], data: bytes) -> None:
+    for page in pages:
+        os.pwrite(fd, data, page * PAGE)
+    os.fdatasync(fd)
+
+
+def _row(sample: Sample) -> dict[str, Any]:
+    return {
+        "rounds": sample.ops,
+        "p50_ms": round(sample.percentile_us(50) / 1000, 3),
+        "p90_ms": round(sample.percentile_us(90) / 1000, 3),
+        "mean_ms": round(sample.us_per_op / 1000, 3),
+    }
+
+
+def disk_floor(directory: str, file_mib: int, rounds: int, page_counts: Sequence[int], seed: int) -> dict[str, Any]:
+    """fdatasync after k scattered or contiguous page writes, and after one small append."""
+    rng = random.Random(seed)
+    data = rng.randbytes(PAGE)
+    total = file_mib * 2**20 // PAGE
+    if total < 2 * max(page_counts):
+        raise SystemExit(f"--file-mib {file_mib} is too small for {max(page_counts)} scattered pages")
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-floor-", dir=directory) as scratch:
+        path = os.path.join(scratch, "pages")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            chunk = rng.randbytes(2**20)
+            for i in range(file_mib):  # real blocks, as in a store file, not a sparse hole
+                os.pwrite(fd, chunk, i * 2**20)
+            os.fsync(fd)
+            # Drop the file from the page cache: writes then cache single pages, so a sync writes
+            # back only the pages written (a page in a large cached folio can drag the folio along).
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            for k in page_counts:
+                n = max(10, rounds * 30 // max(30, k))  # fewer rounds for the slow, large writes
+                scattered = [sorted(rng.sample(range(total), k)) for _ in range(n)]
+                contiguous = [range(first, first + k) for first in (rng.randrange(total - k) for _ in range(n))]
+                out[f"{k} page" + ("s" if k > 1 else "")] = {
+                    "pages": k,
+                    "scattered": _row(time_each(lambda pages: _write_and_sync(fd, pages, data), scattered)[0]),
+                    "contiguous": _row(time_each(lambda pages: _write_and_sync(fd, pages, data), contiguous)[0]),
+                }
+        finally:
+            os.close(fd)
+        log_fd = os.open(os.path.join(scratch, "log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            record = rng.randbytes(LOG_RECORD)
+            appended = time_each(lambda _: (os.write(log_fd, record), os.fdatasync(log_fd)), range(rounds))[0]
+            out["append"] = _row(appended)
+        finally:
+            os.close(log_fd)
+    return out
+
+
+# -- bulk load ----------------------------------------------------------------------------------
+
+
+def _record_writes(
+    layout: IndexLayout, directory: Any, pk: int, score: int, ts: int, nodes: dict[bytes, list[bytes]]
+) -> list[tuple[bytes, bytes]]:
+    """A new record's keys and values (head, entry, primary keys); its level-0 node keys join ``nodes``."""
+    pk_flat = tuples.pack((pk,))
+    pk_nested = tuples.pack_nested((pk,), pk_flat)
+    element = tuples.pack((-score, ts))  # high score first, no context
+    head = index_pb2.RecordHead(next_seq=1)
+    out = []
+    for window in directory.containing(ts):
+        head.windows.add(lb_key=window.lb_key, group=b"", element=element, seq=0)
+        out.append((layout.primary + window.key_bytes + element + pk_flat, b""))
+        nodes[window.key_bytes].append(element)
+    out.append((layout.head_key(pk_nested), head.SerializeToString()))
+    out.append((layout.entry_key(pk_nested, ts, 0), tuples.pack(((), score, ()))))
+    return out
+
+
+def load_floor(directory: str, records: int, seed: int) -> dict[str, Any]:
+    """Per record: building its writes alone, phase 1 with the writes, phase 2 (ranked-set nodes)."""
+    rows = make_data(records, 1, seed).records
+    windows = bench_directory()
+    layout = IndexLayout(tuples.pack(("floor",)))
+    numbered = list(enumerate(rows))
+    batches = [numbered[i : i + LOAD_BATCH] for i in range(0, records, LOAD_BATCH)]
+    one = (1).to_bytes(8, "little")
+
+    def phase1(env: lmdb.Environment | None) -> tuple[float, dict[bytes, list[bytes]]]:
+        nodes: dict[bytes, list[bytes]] = {w.key_bytes: [] for w in windows.windows}
+        started = time.perf_counter()
+        for batch in batches:
+            writes = [kv for pk, (score, ts) in batch for kv in _record_writes(layout, windows, pk, score, ts, nodes)]
+            if env is not None:
+                with env.begin(write=True) as txn:
+                    txn.cursor().putmulti(writes)
+        return time.perf_counter() - started, nodes
+
+    def phase2(env: lmdb.Environment, nodes: dict[bytes, list[bytes]]) -> float:
+        started = time.perf_counter()
+        for key_bytes, elements in nodes.items():
+            level0 = layout.secondary + key_bytes + tuples.pack((0,))
+            keys = sorted(level0 + _suffix(element) for element in set(elements))
+            for i in range(0, len(keys), NODE_BATCH):
+                with env.begin(write=True) as txn:  # in key order, though not at the file's end: no MDB_APPEND
+                    txn.cursor().putmulti([(key, one) for key in keys[i : i + NODE_BATCH]])
+        return time.perf_counter() - started
+
+    build_only, _ = phase1(None)
+    with tempfile.TemporaryDirectory(prefix="bench-floor-", dir=directory) as scratch:
+        env = lmdb.open(scratch, map_size=1 << 40, sync=False, metasync=False)
+        try:
+            written, nodes = phase1(env)
+            ranked = phase2(env, nodes)
+            keys = env.stat()["entries"]
+        finally:
+            env.close()
+    per = 1e6 / records
+    total = written + ranked
+    return {
+        "records": records,
+        "store_keys": keys,
+        "build_us": round(build_only * per, 2),
+        "phase1_us": round(written * per, 2),
+        "phase2_us": round(ranked * per, 2),
+        "total_us": round(total * per, 2),
+        "records_per_s": round(records / total),
+    }
+
+
+# -- report ---------------------------------------------------------------------------------------
+
+
+def tables(fig: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
+    out = []
+    if fig.get("grpc"):
+        headers = ["Health.Check, does nothing", "calls/s", "p50 ms", "p99 ms", "client CPU us", "server CPU us"]
+        rows = [
+            [
+                name,
+                f"{r['calls_per_s']:,.0f}",
+                f"{r['p50_us'] / 1000:.2f}",
+                f"{r['p99_us'] / 1000:.2f}",
+                f"{r['client_cpu_us']:,.0f}",
+                f"{r['server_cpu_us']:,.0f}",
+            ]
+            for name, r in fig["grpc"].items()
+        ]
+        out.append(("A gRPC call that does nothing (the product's server)", headers, rows))
+    if fig.get("disk"):
+        disk = fig["disk"]
+        headers = ["pwrite k pages, then fdatasync", "scattered p50 / p90 ms", "contiguous p50 / p90 ms"]
+        rows = [
+            [
+                name,
+                f"{r['scattered']['p50_ms']:.2f} / {r['scattered']['p90_ms']:.2f}",
+                f"{r['contiguous']['p50_ms']:.2f} / {r['contiguous']['p90_ms']:.2f}",
+            ]
+            for name, r in disk.items()
+            if name != "append"
+        ]
+        append = disk["append"]
+        rows.append(
+            [f"append {LOG_RECORD} bytes to a log (Redis AOF)", f"{append['p50_ms']:.2f} / {append['p90_ms']:.2f}", ""]
+        )
+        out.append((f"A durable write ({fig['config']['file_mib']:,} MiB file)", headers, rows))
+    if fig.get("load"):
+        load = fig["load"]
+        headers = ["a load's bare writes, per record", "us", "records/s"]
+        rows = [
+            ["build the keys and values (no store)", f"{load['build_us']:.1f}", f"{1e6 / load['build_us']:,.0f}"],
+            ["phase 1: build and put head, entry, 4 primary keys", f"{load['phase1_us']:.1f}", ""],
+            ["phase 2: put level-0 ranked-set nodes in key order", f"{load['phase2_us']:.1f}", ""],
+            ["both phases", f"{load['total_us']:.1f}", f"{load['records_per_s']:,}"],
+        ]
+        caption = f"A bulk load's bare writes ({load['records']:,} records, {load['store_keys']:,} keys)"
+        out.append((caption, headers, rows))
+    return out
+
+
+def main(args: argparse.Namespace) -> int:
+    """The floors asked for by parsed ``args``: tables on stdout, the figures as JSON if asked."""
+    fig: dict[str, Any] = {
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "environment": environment(),
+        "config": {"calls": args.calls, "threads": args.threads, "file_mib": args.file_mib, "rounds": args.rounds},
+    }
+    if args.grpc:
+        fig["grpc"] = grpc_floor(args.calls, args.threads)
+    if args.disk:
+        fig["disk"] = disk_floor(args.dir, args.file_mib, args.rounds, args.pages, args.seed)
+    if args.load:
+        fig["load"] = load_floor(args.dir, args.load_records, args.seed)
+    for caption, headers, rows in tables(fig):
+        print(f"\n{caption}:\n")
+        print(markdown(headers, rows) if args.markdown else table(headers, rows))
+    if args.json:
+        write_json(args.json, fig)
+    return 0

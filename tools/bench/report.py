@@ -1,0 +1,267 @@
+"""The product benchmark's report: plain-text tables on stdout, Markdown for ``docs/benchmarks.md``.
+
+Everything here reads the figures (the JSON ``tools/bench.py --json`` writes), never the run
+itself, so a report can be made again from a saved run.  Per aggregation: the workloads (one
+heading row per workload, one row per system: ops/s, p50 and p99 latency, our throughput over
+Redis's without persistence and, for our durable rows, over Redis's with every write fsynced),
+storage after the load, store operations per operation with the cost model, and the raw store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .data import WINDOWS_PER_SCORE
+from .output import fmt_ms, fmt_rate, fmt_ratio, markdown, table
+from .suite import WORKLOADS
+
+Table = tuple[list[str], list[list[str]]]
+# The order of the rows of a workload; systems not named here (another store) follow in the order measured.
+SYSTEM_ORDER = ("ours_nondurable", "ours", "ours_log", "ours_grpc", "ours_grpc_log", "redis", "redis_aof")
+
+
+def _systems(measured: dict[str, Any]) -> list[str]:
+    return [s for s in SYSTEM_ORDER if s in measured] + [s for s in measured if s not in SYSTEM_ORDER]
+
+
+def main_table(fig: dict[str, Any], cfg: dict[str, Any]) -> Table:
+    """One heading row per workload, then one row per system.
+
+    "vs Redis" is our throughput over Redis's without persistence; "vs Redis AOF" (durable
+    rows of ours only) over Redis's with every write fsynced.
+    """
+    headers = ["workload / system", "ops/s", "p50 ms", "p99 ms", "vs Redis", "vs Redis AOF"]
+    rows: list[list[str]] = []
+    for name, title in WORKLOADS:
+        measured = fig["workloads"][name]
+        if not measured:
+            continue
+        redis_rate = measured.get("redis", {}).get("ops_per_s")
+        aof_rate = measured.get("redis_aof", {}).get("ops_per_s")
+        rows.append([title.format(**cfg), "", "", "", "", ""])
+        for system in _systems(measured):
+            m = measured[system]
+            ours = not system.startswith("redis")
+            durable = ours and "durable=false" not in m["label"]
+            rows.append(
+                [
+                    f"    {m['label']}",
+                    fmt_rate(m["ops_per_s"]),
+                    fmt_ms(m.get("p50_us", float("nan"))),
+                    fmt_ms(m.get("p99_us", float("nan"))),
+                    fmt_ratio(m["ops_per_s"], redis_rate) if ours else "",
+                    fmt_ratio(m["ops_per_s"], aof_rate) if durable else "",
+                ]
+            )
+    while len(headers) > 4 and not any(row[len(headers) - 1] for row in rows):  # no Redis: no ratios
+        headers.pop()
+        for row in rows:
+            row.pop()
+    return headers, rows
+
+
+def storage_table(fig: dict[str, Any]) -> Table:
+    headers = ["storage after the load", "bytes", "bytes per record per window", "ours/Redis"]
+    ours, theirs = fig["storage"].get("ours"), fig["storage"].get("redis")
+    rows = []
+    if ours:
+        rows.append(
+            [
+                f"ours: LMDB live B-tree pages ({ours['store_keys']:,} keys, depth {ours['btree_depth']})",
+                f"{ours['tree_bytes']:,}",
+                f"{ours['bytes_per_record_window']:.1f}",
+                f"{ours['bytes_per_record_window'] / theirs['bytes_per_record_window']:.2f}x" if theirs else "",
+            ]
+        )
+        rows.append(
+            [
+                "ours: LMDB data file (with free pages kept for reuse)",
+                f"{ours['disk_bytes']:,}",
+                f"{ours['file_bytes_per_record_window']:.1f}",
+                "",
+            ]
+        )
+    if theirs:
+        rows.append(
+            [
+                "Redis: used_memory growth",
+                f"{theirs['used_memory_bytes']:,}",
+                f"{theirs['bytes_per_record_window']:.1f}",
+                "",
+            ]
+        )
+    return headers, rows
+
+
+def cost_table(fig: dict[str, Any]) -> Table:
+    headers = [
+        "operation",
+        "gets",
+        "ranges",
+        "rows read",
+        "sets",
+        "clears",
+        "atomic",
+        "store ops",
+        "store us",
+        "measured us",
+        "measured/store",
+    ]
+    model = fig.get("store_cost_model", {})
+    rows = []
+    for op, c in fig["store_ops_per_op"].items():
+        m = model.get(op, {})
+        rows.append(
+            [
+                op,
+                f"{c['gets']:.1f}",
+                f"{c['ranges']:.1f}",
+                f"{c['rows']:.1f}",
+                f"{c.get('set', 0):.1f}",
+                f"{c.get('clear', 0) + c.get('clear_range', 0):.1f}",
+                f"{c['atomic']:.1f}",
+                f"{c['total']:.1f}",
+                f"{m['modelled_store_us']:.1f}" if m else "-",
+                f"{m['measured_us']:.1f}" if "measured_us" in m else "-",
+                f"{m['measured_over_store']:.1f}x" if "measured_over_store" in m else "-",
+            ]
+        )
+    return headers, rows
+
+
+RAW_LABELS = {
+    "get": "get",
+    "put": "put (overwrite)",
+    "clear": "clear",
+    "add": "atomic add",
+    "range1": "range read, 1 key",
+    "range16": "range read, 16 keys",
+    "rev_range1": "reverse range read, 1 key",
+}
+
+
+def raw_table(fig: dict[str, Any]) -> Table:
+    headers = ["raw store op (durable=false, 1000/txn)", "store API ops/s", "us/op", "py-lmdb ops/s", "us/op"]
+    rows = []
+    for kind, label in RAW_LABELS.items():
+        api, direct = fig["raw_store_api"][kind], fig["raw_py_lmdb"].get(kind)
+        rows.append(
+            [
+                label,
+                fmt_rate(api["ops_per_s"]),
+                f"{api['us_per_op']:.2f}",
+                fmt_rate(direct["ops_per_s"]) if direct else "-",
+                f"{direct['us_per_op']:.2f}" if direct else "-",
+            ]
+        )
+    for name, label in (
+        ("api_read_1_get", "transaction: db.read, 1 get"),
+        ("api_run_1_put", "transaction: db.run, 1 set"),
+    ):
+        s = fig["raw_one_op_per_txn"][name]
+        rows.append([label, fmt_rate(s["ops_per_s"]), f"{s['us_per_op']:.2f}", "", ""])
+    return headers, rows
+
+
+def tables(fig: dict[str, Any], cfg: dict[str, Any]) -> list[tuple[str, Table]]:
+    out = [("Workloads", main_table(fig, cfg)), ("Storage", storage_table(fig))]
+    if fig["store_ops_per_op"]:
+        caption = "Store operations per operation"
+        if "store_cost_model" in fig:
+            caption += (
+                " (store us: counts x the raw store-API costs below; measured us: the in-process mean, "
+                "durable=false for submit and load, durable for the others)"
+            )
+        out.append((caption, cost_table(fig)))
+    if "raw_store_api" in fig:
+        out.append(("Raw store, same LMDB environment (median of 3 rounds)", raw_table(fig)))
+    return out
+
+
+def header_lines(figures: dict[str, Any]) -> list[str]:
+    cfg, env = figures["config"], figures["environment"]
+    return [
+        f"fdb-leaderboard benchmark: {cfg['records']:,} records, 1 group, {WINDOWS_PER_SCORE} windows per score "
+        f"(all-time, UTC daily, ISO-weekly, monthly), {cfg['ops']:,} ops per workload, "
+        f"{cfg['threads']} concurrent callers, seed {cfg['seed']}",
+        f"machine: {env['cpu_model']}, {env['cpus']} CPUs, {env['ram_gib']:.1f} GiB RAM; {env['platform']}",
+        f"python {env['python']}; " + ", ".join(f"{k} {v}" for k, v in env["packages"].items()),
+        f"source: {env['source']}",
+    ]
+
+
+def report(figures: dict[str, Any]) -> Iterator[str]:
+    yield from header_lines(figures)
+    cfg = figures["config"]
+    for skipped in figures["skipped"]:
+        yield f"SKIPPED: {skipped}"
+    for run in figures["runs"]:
+        yield ""
+        yield f"=== aggregation {run['aggregation']} ==="
+        for caption, (headers, rows) in tables(run, cfg):
+            yield ""
+            yield caption
+            yield table(headers, rows)
+        for note in _run_notes(run):
+            yield f"  note: {note}"
+
+
+def _run_notes(run: dict[str, Any]) -> list[str]:
+    notes = list(run["notes"])
+    for name, _ in WORKLOADS:
+        for m in run["workloads"][name].values():
+            if m.get("note"):
+                notes.append(f"{m['label']} ({name}): {m['note']}")
+    if run["checks"]:
+        notes.append(
+            "sanity check against Redis after the same submissions (all-time and daily counts, weekly top-10 "
+            f"scores): {'same' if run['checks']['same_as_redis'] else 'DIFFERENT'}"
+        )
+    return notes
+
+
+def write_docs(figures: dict[str, Any], path: Path) -> None:
+    cfg, env = figures["config"], figures["environment"]
+    lines = [
+        "# Benchmarks",
+        "",
+        "Written by `tools/bench.py --write-docs`. The `tools/bench*.py` scripts parse their flags and call",
+        "`tools/bench/` (one shared harness, one module per workload family), whose docstrings say exactly what",
+        "each workload measures.",
+        "Ours: the Python API on the embedded LMDB store (in-process) and the gRPC server (`Server` in its own",
+        "process, `LeaderboardClient`). Redis: Debian's `redis-server`, one sorted set per window, redis-py with",
+        "hiredis. Ratios are our throughput divided by Redis's (higher is better for us). Latencies are per call",
+        "(per batch for loads and fills). Redis does less work: it stores neither the entries nor the record",
+        "heads, and orders equal scores by member instead of by who reached them first.",
+        "",
+        "## Run",
+        "",
+        f"- date: {figures['date']}; source: {env['source']}",
+        f"- command: `{figures['command']}`",
+        f"- machine: {env['cpu_model']}, {env['cpus']} CPUs, {env['ram_gib']:.1f} GiB RAM, {env['platform']}"
+        + (" (shared and noisy: figures vary between runs)" if env["cpus"] <= 2 else ""),
+        f"- load average at the end: {', '.join(f'{x:.2f}' for x in env['loadavg_at_end'])}",
+        f"- Python {env['python']}, LMDB {env['lmdb']}; " + ", ".join(f"{k} {v}" for k, v in env["packages"].items()),
+        f"- data: {cfg['records']:,} records in 1 group, {WINDOWS_PER_SCORE} windows per score (all-time, UTC daily, "
+        f"ISO-weekly, monthly); {cfg['ops']:,} operations per workload; {cfg['threads']} concurrent callers; "
+        f"load batches of {cfg['load_batch']}; seed {cfg['seed']}",
+    ]
+    for run in figures["runs"]:
+        if run["environment"].get("redis_command"):
+            lines.append(f"- Redis ({run['aggregation']}): `{run['environment']['redis_command']}`")
+            lines.append(f"- Redis durable ({run['aggregation']}): `{run['environment']['redis_aof_command']}`")
+            break
+    for skipped in figures["skipped"]:
+        lines.append(f"- skipped: {skipped}")
+    for run in figures["runs"]:
+        lines += ["", f"## Aggregation {run['aggregation']}"]
+        for caption, (headers, rows) in tables(run, cfg):
+            lines += ["", f"{caption}:", "", markdown(headers, rows)]
+        notes = _run_notes(run)
+        if notes:
+            lines.append("")
+            lines += [f"- {note}" for note in notes]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")

@@ -1,0 +1,90 @@
+"""Store set-up: every benchmark names its stores by URL and opens them here.
+
+A :class:`StoreUnderTest` is a store URL without options (``lmdb:PATH`` today;
+``fdb:CLUSTER_FILE`` takes the same road) and the name its results are keyed by.  Its variants
+(``durable=false``, the redo log, ...) are the same URL with options, so a phase that reopens
+the store in another mode, and the gRPC server process, get exactly the URL a user would pass
+to ``fdb-leaderboard serve --store``.  What only the embedded store can report (its LMDB
+environment: pages, B-tree depth, commits, the redo log's counters) goes through
+:func:`as_lmdb`, which says so when the store is not one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from fdb_leaderboard.store import Database, open_database, parse_url
+from fdb_leaderboard.store.lmdb_backend import LmdbDatabase
+
+
+def store_url(url: str, **options: bool | int | float | str) -> str:
+    """``url`` with ``options`` set in its query string (booleans as ``true``/``false``)."""
+    scheme, path, query = parse_url(url)
+    query.update(
+        {name: str(value).lower() if isinstance(value, bool) else str(value) for name, value in options.items()}
+    )
+    return f"{scheme}:{path}" + (f"?{urlencode(query)}" if query else "")
+
+
+def open_store(url: str) -> Database:
+    """The one place the benchmarks open a store."""
+    return open_database(url)
+
+
+def as_lmdb(db: Database) -> LmdbDatabase:
+    """``db`` as the embedded store, for the figures only LMDB has."""
+    if not isinstance(db, LmdbDatabase):
+        raise SystemExit(f"this measurement needs the embedded store (lmdb:PATH), not {db.url}")
+    return db
+
+
+@dataclass(frozen=True)
+class StoreUnderTest:
+    """A store the workloads run on: its URL (no options) and the name its results are keyed by.
+
+    The in-process durable rows of a store are keyed by ``name`` itself; its other rows by
+    ``name`` and a mode (``ours_nondurable``, ``ours_grpc``, ...), see :meth:`system`.
+    """
+
+    name: str
+    url: str
+
+    def url_with(self, **options: bool | int | float | str) -> str:
+        return store_url(self.url, **options)
+
+    def open(self, **options: bool | int | float | str) -> Database:
+        return open_store(self.url_with(**options))
+
+    def system(self, mode: str = "") -> str:
+        """The results key of this store in ``mode`` ("" for in-process, durable)."""
+        return f"{self.name}_{mode}" if mode else self.name
+
+    @classmethod
+    def embedded(cls, name: str, path: str) -> StoreUnderTest:
+        return cls(name, f"lmdb:{path}")
+
+
+@contextlib.contextmanager
+def store_directory(given: str | None, keep: bool, prefix: str) -> Iterator[str]:
+    """``given`` (made absolute, left in place), or a temporary directory removed afterwards unless ``keep``."""
+    if given:
+        path, cleanup = os.path.abspath(given), False
+    else:
+        path, cleanup = tempfile.mkdtemp(prefix=prefix), not keep
+    try:
+        yield path
+    finally:
+        if cleanup:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def require_empty(path: str, what: str) -> None:
+    """Refuse to benchmark into a directory that already holds something."""
+    if os.path.isdir(path) and os.listdir(path):
+        raise SystemExit(f"{path} is not empty: give an empty or new {what}")
