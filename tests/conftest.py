@@ -1,7 +1,10 @@
 """Shared fixtures: every backend-conformance and index test runs on each store backend.
 
 The FoundationDB backend runs when FDB_CLUSTER_FILE names a reachable cluster and the
-native client library loads; otherwise its tests are skipped with the reason.
+native client library loads; otherwise its tests are skipped with the reason, unless
+FDB_LEADERBOARD_REQUIRE_FDB is set (CI and ``tools/test-fdb`` set it): then they fail.
+Servers (``server_place``, ``server``, ``client``) run on the embedded store and on
+FoundationDB, where each test's server keeps its indexes under a private catalog root.
 """
 
 from __future__ import annotations
@@ -10,14 +13,26 @@ import logging
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
+import fdb.tuple
 import pytest
 
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.service import Server
+from fdb_leaderboard.service.catalog import ROOT
 from fdb_leaderboard.store import Database, StoreUnavailable, open_database
 
 BACKENDS = ["lmdb", "lmdb-redo-log", "fdb"]
+SERVER_BACKENDS = ["lmdb", "fdb"]
+REQUIRE_FDB = os.environ.get("FDB_LEADERBOARD_REQUIRE_FDB", "") not in ("", "0")
+
+
+def skip_unless_required(reason: str) -> None:
+    """Skip a FoundationDB test that cannot run here; fail it when FoundationDB is required."""
+    if REQUIRE_FDB:
+        pytest.fail(f"{reason} (FDB_LEADERBOARD_REQUIRE_FDB is set: the FoundationDB tests must run)", pytrace=False)
+    pytest.skip(reason)
 
 
 def fdb_unavailable_reason() -> str | None:
@@ -42,7 +57,18 @@ def _skip_fdb_if_unavailable() -> None:
     if not _fdb_reason:
         _fdb_reason.append(fdb_unavailable_reason())
     if _fdb_reason[0] is not None:
-        pytest.skip(_fdb_reason[0])
+        skip_unless_required(_fdb_reason[0])
+
+
+def fdb_url() -> str:
+    """The URL of the configured FoundationDB cluster (skips, or fails, when there is none)."""
+    _skip_fdb_if_unavailable()
+    return f"fdb:{os.environ['FDB_CLUSTER_FILE']}"
+
+
+def private_prefix() -> bytes:
+    """A key prefix no other test uses (FoundationDB clusters are shared)."""
+    return b"\x15\x7f" + uuid.uuid4().bytes[:6].replace(b"\xff", b"\xfe")
 
 
 @pytest.fixture
@@ -55,8 +81,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path) -> str:
         # Checkpoints every 50 ms, so they run among the test's commits; reads take the paths
         # meant for a network store (batched_reads), so those run on the embedded store too.
         return f"lmdb:{tmp_path / 'store'}?redo_log=true&checkpoint_seconds=0.05&batched_reads=true"
-    _skip_fdb_if_unavailable()
-    return f"fdb:{os.environ['FDB_CLUSTER_FILE']}"
+    return fdb_url()
 
 
 @pytest.fixture
@@ -70,19 +95,48 @@ def db(store_url: str) -> Iterator[Database]:
 @pytest.fixture
 def prefix(db: Database) -> Iterator[bytes]:
     """A key prefix private to this test, cleared afterwards (FoundationDB clusters are shared)."""
-    private = b"\x15\x7f" + uuid.uuid4().bytes[:6].replace(b"\xff", b"\xfe")
+    private = private_prefix()
     yield private
     db.run(lambda tr: tr.clear_range_startswith(private))
 
 
-def start_server(path: object, durable: bool = False) -> Server:
-    """A gRPC server on a free local port over an embedded store at ``path``."""
-    return Server(f"lmdb:{path}?durable={'true' if durable else 'false'}", "127.0.0.1:0").start()
+class ServerPlace:
+    """Where a test's servers keep their indexes: an embedded store in ``path``, or a catalog
+    root of its own on the FoundationDB cluster.  ``start`` may be called again (a restart)."""
+
+    def __init__(self, backend: str, path: Path, durable: bool = False) -> None:
+        self.backend = backend
+        if backend == "lmdb":
+            self.url = f"lmdb:{path}?durable={'true' if durable else 'false'}"
+            self.root = ROOT
+        elif backend == "fdb":
+            self.url = fdb_url()
+            self.root = fdb.tuple.pack(("lb-test", uuid.uuid4().hex))
+        else:
+            raise ValueError(f"unknown server backend {backend!r}")
+
+    def start(self) -> Server:
+        """A gRPC server on a free local port."""
+        return Server(self.url, "127.0.0.1:0", catalog_root=self.root).start()
+
+    def clear(self) -> None:
+        """Remove what the servers stored (on FoundationDB; a temporary directory goes by itself)."""
+        if self.backend == "fdb":
+            with open_database(self.url) as db:
+                db.run(lambda tr: tr.clear_range_startswith(self.root))
 
 
 @pytest.fixture
-def server(tmp_path) -> Iterator[Server]:
-    running = start_server(tmp_path / "s")
+def server_place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServerPlace]:
+    """A place for this test's servers, on each backend (see ``pytest_generate_tests``)."""
+    place = ServerPlace(getattr(request, "param", "lmdb"), tmp_path / "s")
+    yield place
+    place.clear()
+
+
+@pytest.fixture
+def server(server_place: ServerPlace) -> Iterator[Server]:
+    running = server_place.start()
     yield running
     running.stop(grace=1)
 
@@ -103,6 +157,8 @@ def no_unexpected_server_errors(caplog: pytest.LogCaptureFixture) -> Iterator[No
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrize every test that uses a store over all backends."""
+    """Parametrize every test that uses a store over all backends, and a server over both kinds."""
     if "store_url" in metafunc.fixturenames:
         metafunc.parametrize("store_url", BACKENDS, indirect=True)
+    if "server_place" in metafunc.fixturenames:
+        metafunc.parametrize("server_place", SERVER_BACKENDS, indirect=True)

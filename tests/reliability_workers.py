@@ -19,6 +19,7 @@ import os
 import random
 import sys
 import threading
+import time
 import traceback
 from typing import Any
 
@@ -85,17 +86,41 @@ def write_loop(index: LeaderboardIndex, name: str, seed: int, stop: Any, out_pat
         out.flush()
 
 
+# The kinds of maintenance a run must include, each with a choice of maintenance_loop doing it.
+MAINTENANCE_KINDS = {
+    "window-filling": 0.0,
+    "rebuild-all": 0.13,
+    "expire": 0.15,
+    "trim": 0.21,
+    "fill-step": 0.5,
+    "fill-done": 0.5,
+}
+MAINTENANCE_OVERTIME = 60.0  # seconds after stop to do the kinds still missing
+
+
 def maintenance_loop(index: LeaderboardIndex, name: str, seed: int, stop: Any, out_path: str) -> None:
-    """Window updates that need fills, fill steps, expiry and trims until ``stop`` is set.
+    """Window updates that need fills, fill steps, expiry and trims until ``stop`` is set, then
+    whichever of MAINTENANCE_KINDS it has not done yet.
 
     Lines: ``["op", kind]`` per operation done, ``["refused", kind, message]`` for the
     documented refusals (trimming while a fill runs), ``["error", text]`` otherwise.
     """
     rng = random.Random(seed)
     expire_before = TRIM_BEFORE
+    # After ``stop``, the kinds not done yet are done then (within MAINTENANCE_OVERTIME), so a
+    # short run on a slow store (FoundationDB, where fills conflict with the hot writers and
+    # retry) still does them all.
+    missing = dict(MAINTENANCE_KINDS)
+    overtime_until = None
     with open(out_path, "a", encoding="utf-8") as out:
-        while not stop.is_set():
-            choice = rng.random()
+        while True:
+            if stop.is_set():
+                overtime_until = overtime_until or time.monotonic() + MAINTENANCE_OVERTIME
+                if not missing or time.monotonic() > overtime_until:
+                    break
+                choice = next(iter(missing.values()))
+            else:
+                choice = rng.random()
             try:
                 if choice < 0.12:
                     # A new window over data already stored: it must be filled while writes go on.
@@ -103,23 +128,25 @@ def maintenance_loop(index: LeaderboardIndex, name: str, seed: int, stop: Any, o
                     start = rng.randrange(TRIM_BEFORE, TS_END - 100)
                     end = start + rng.randrange(100, 8000)
                     result = index.update_windows(WindowUpdate(windows=[(window_type, start, end)]))
-                    out.write(json.dumps(["op", "window-filling" if result.filling else "window"]) + "\n")
+                    kind = "window-filling" if result.filling else "window"
                 elif choice < 0.14:
                     index.update_windows(WindowUpdate(rebuild=Rebuild.ALWAYS))  # refill every window
-                    out.write(json.dumps(["op", "rebuild-all"]) + "\n")
+                    kind = "rebuild-all"
                 elif choice < 0.20:
                     expire_before = min(expire_before + rng.randrange(100, 800), 8_000)
-                    gone = index.expire(expire_before)
-                    out.write(json.dumps(["op", f"expire{len(gone)}"]) + "\n")
+                    kind = f"expire{len(index.expire(expire_before))}"
                 elif choice < 0.26:
                     try:
-                        removed = index.trim(TRIM_BEFORE, max_records=4)
-                        out.write(json.dumps(["op", f"trim{removed}"]) + "\n")
+                        kind = f"trim{index.trim(TRIM_BEFORE, max_records=4)}"
                     except FailedPrecondition as exc:  # documented: no trim while windows fill
                         out.write(json.dumps(["refused", "trim", str(exc)]) + "\n")
+                        kind = "trim-refused"
                 else:
                     step = index.fill_step(max_records=rng.randrange(1, 6))
-                    out.write(json.dumps(["op", "fill-done" if step.done else "fill-step"]) + "\n")
+                    kind = "fill-done" if step.done else "fill-step"
+                if kind != "trim-refused":
+                    out.write(json.dumps(["op", kind]) + "\n")
+                missing.pop(kind.rstrip("0123456789").removesuffix("-refused"), None)
             except Exception:
                 out.write(json.dumps(["error", traceback.format_exc()]) + "\n")
                 out.flush()
@@ -140,19 +167,24 @@ def writer_process(
     db, index = open_index(url, prefix)
     try:
         _wait_for_start(ready, start)
-        workers = [
-            threading.Thread(
-                target=write_loop,
-                args=(index, f"{name}.{t}", seed * 100 + t, stop, os.path.join(out_dir, f"{name}.{t}.jsonl")),
-            )
-            for t in range(threads)
-        ]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
+        _run_threads(
+            write_loop,
+            [
+                (index, f"{name}.{t}", seed * 100 + t, stop, os.path.join(out_dir, f"{name}.{t}.jsonl"))
+                for t in range(threads)
+            ],
+        )
     finally:
         db.close()
+
+
+def _run_threads(target: Any, arguments: list[tuple]) -> None:
+    """Run ``target`` in one thread per argument tuple, and wait for them all."""
+    workers = [threading.Thread(target=target, args=args) for args in arguments]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
 
 
 def maintenance_process(
@@ -166,16 +198,53 @@ def maintenance_process(
         db.close()
 
 
+# -- the hot board -------------------------------------------------------------------------------
+
+HOT_PKS = [f"hot{i}" for i in range(3)]  # every writer submits to these three records
+
+
+def hot_writes(index: LeaderboardIndex, name: str, count: int, out_path: str) -> None:
+    """Submit ``count`` scores to the hot records; log each acknowledged one with the call's
+    duration: ``["ack", pk, score, ts, op, seconds]``, or ``["error", text]`` and stop."""
+    rng = random.Random(name)
+    with open(out_path, "a", encoding="utf-8") as out:
+        for n in range(count):
+            pk, score, ts, op = rng.choice(HOT_PKS), rng.randrange(1, 1000), rng.randrange(TS_END), f"{name}:{n}"
+            started = time.monotonic()
+            try:
+                index.add_score((pk,), score, ts, context=(op,))
+            except Exception:
+                out.write(json.dumps(["error", traceback.format_exc()]) + "\n")
+                return
+            out.write(json.dumps(["ack", pk, score, ts, op, time.monotonic() - started]) + "\n")
+
+
+def hot_writer_process(
+    url: str, prefix: bytes, out_dir: str, name: str, threads: int, count: int, ready: Any, start: Any
+):
+    """``threads`` threads of :func:`hot_writes` with the process's own connection to the store."""
+    db, index = open_index(url, prefix)
+    try:
+        _wait_for_start(ready, start)
+        _run_threads(
+            hot_writes,
+            [(index, f"{name}.{t}", count, os.path.join(out_dir, f"{name}.{t}.jsonl")) for t in range(threads)],
+        )
+    finally:
+        db.close()
+
+
 # -- the crash child ---------------------------------------------------------------------------
 
 CRASH_PKS = [f"r{i:03d}" for i in range(300)]
 CRASH_TS_END = 100_000
 
 
-def crash_child(store: str, log_path: str, seed: int, options: str = "") -> None:
+def crash_child(url: str, log_path: str, seed: int, prefix_hex: str = "") -> None:
     """Durable writes, window updates, fill steps and expiry until killed.
 
-    ``options`` are store URL options (``?redo_log=true`` for commits made durable by the log).
+    ``url`` is the store's (``lmdb:PATH`` is durable by default; ``?redo_log=true`` makes
+    commits durable by the log), ``prefix_hex`` the index's prefix (default PREFIX).
 
     Before each write, an ``I`` line (intent) is written to the log (flushed, so it survives
     SIGKILL); after the write returns, ``A`` lines (acknowledged), fsynced.  Other lines:
@@ -183,9 +252,9 @@ def crash_child(store: str, log_path: str, seed: int, options: str = "") -> None
     completes), ``E`` expiry.
     """
     rng = random.Random(seed)
-    db = open_database(f"lmdb:{store}{options}")  # by default durable: every commit fsynced
-    assert db.durable
-    index = LeaderboardIndex.open(db, PREFIX)
+    db = open_database(url)
+    assert getattr(db, "durable", True)  # LMDB: by default every commit fsynced
+    index = LeaderboardIndex.open(db, bytes.fromhex(prefix_hex) if prefix_hex else PREFIX)
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def log(line: str, sync: bool = False) -> None:
@@ -236,4 +305,4 @@ if __name__ == "__main__":
     if len(sys.argv) in (5, 6) and sys.argv[1] == "crash":
         crash_child(sys.argv[2], sys.argv[3], int(sys.argv[4]), *sys.argv[5:])
     else:
-        sys.exit(f"usage: {sys.argv[0]} crash STORE LOG SEED [URL_OPTIONS]")
+        sys.exit(f"usage: {sys.argv[0]} crash STORE_URL LOG SEED [PREFIX_HEX]")

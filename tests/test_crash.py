@@ -1,8 +1,10 @@
 """Crashes: a writer process SIGKILLed at random moments loses no acknowledged write.
 
-The child (``reliability_workers.py crash``) opens the store durable, either with the default
-settings (every commit fsynced) or with the redo log (every commit's writes logged and synced,
-the data file synced by checkpoints; the parent's reopen then recovers from the log), then
+The child (``reliability_workers.py crash``) opens the store durable: LMDB either with the
+default settings (every commit fsynced) or with the redo log (every commit's writes logged and
+synced, the data file synced by checkpoints; the parent's reopen then recovers from the log),
+or FoundationDB (a client killed with its commit in flight: the cluster applies it whole or
+not at all; a third of the cycles, as each costs more round trips), then
 submits scores, adds windows over stored data (so they must be filled), runs fill steps and
 expires windows, logging each submission's
 intent before the call and its acknowledgement (fsynced) after it returns.  The parent
@@ -31,6 +33,7 @@ from pathlib import Path
 import fdb.tuple
 import pytest
 import reliability_workers
+from conftest import fdb_url, private_prefix
 from reliability_workers import CRASH_PKS, CRASH_TS_END, PREFIX, SETTINGS
 
 from fdb_leaderboard.index import Entry, LeaderboardIndex
@@ -88,16 +91,22 @@ def wait_ready(child: subprocess.Popen, timeout: float = 60) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("child_options", ["", "?redo_log=true&checkpoint_seconds=0.2"], ids=["synced", "redo-log"])
-def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path, child_options: str) -> None:
+@pytest.mark.parametrize("store", ["synced", "redo-log", "fdb"])
+def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path, store: str) -> None:
     """With the redo log, the parent's plain reopen (and each next child) recovers from the log."""
-    store = tmp_path / "store"
+    if store == "fdb":
+        url = child_url = fdb_url()
+        prefix, cycles = private_prefix(), CYCLES // 3
+    else:
+        url = f"lmdb:{tmp_path / 'store'}"
+        child_url = url + ("?redo_log=true&checkpoint_seconds=0.2" if store == "redo-log" else "")
+        prefix, cycles = PREFIX, CYCLES
     log_path = tmp_path / "ops.log"
     rng = random.Random(20240611)
 
-    db = open_database(f"lmdb:{store}")
-    assert db.durable
-    index = LeaderboardIndex.create(db, PREFIX, SETTINGS)
+    db = open_database(url)
+    assert getattr(db, "durable", True)
+    index = LeaderboardIndex.create(db, prefix, SETTINGS)
     index.update_windows(WindowUpdate(specs=[WindowSpec(1, 0, 10_000, 10_000, CRASH_TS_END // 10_000)]))
     seeded = {}
     for i, pk in enumerate(CRASH_PKS):
@@ -109,9 +118,9 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path, c
     lost: set[str] = set()  # unacknowledged ops found absent: must never appear later
     kills = landed_in_flight = interrupted_fills = resumed_by_parent = resumed_by_child = 0
     left_for_child: dict[int, bytes | None] = {}
-    for cycle in range(CYCLES):
+    for cycle in range(cycles):
         child = subprocess.Popen(
-            [sys.executable, WORKER, "crash", str(store), str(log_path), str(1000 + cycle), child_options],
+            [sys.executable, WORKER, "crash", child_url, str(log_path), str(1000 + cycle), prefix.hex()],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -133,8 +142,8 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path, c
         # Only the call in flight at the kill can be unacknowledged (add_entries: up to 3 ops).
         assert len(pending[-1]) <= 3, pending[-1]
 
-        db = open_database(f"lmdb:{store}")
-        index = LeaderboardIndex.open(db, PREFIX)
+        db = open_database(url)
+        index = LeaderboardIndex.open(db, prefix)
         try:
             stored = stored_entries(index)
             seen = collections.Counter(op for rows in stored.values() for _, _, op in rows)
@@ -176,7 +185,7 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path, c
             left_for_child = {}
             if filling:
                 interrupted_fills += 1
-                if cycle % 2 == 1 and cycle != CYCLES - 1:
+                if cycle % 2 == 1 and cycle != cycles - 1:
                     left_for_child = cursors  # the next child resumes it
                 else:
                     step = index.fill_step(max_records=2)
@@ -196,11 +205,13 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path, c
                     assert index.check() == []
                     resumed_by_parent += 1
         finally:
+            if store == "fdb" and cycle == cycles - 1:  # the cluster is shared: leave nothing behind
+                db.run(lambda tr: tr.clear_range_startswith(prefix))
             db.close()
 
     _, _, _, events = parse_log(log_path)
     verified = len(durable) - len(seeded)
-    assert verified > 100, verified
+    assert verified > 50, verified
     assert events["W filling"] > 0 and events["F step"] > 0, events
     print(
         f"\ncrash: {kills} SIGKILLs, {verified} acknowledged/durable submissions verified "

@@ -568,26 +568,33 @@ CONFIGS = [
 ]
 
 
+def run_index_machine(
+    db: Database, aggregation: str, high_score_first: bool, grouped: bool, examples: int = 12, steps: int = 25
+) -> None:
+    """The state machine on ``db`` for one configuration (derandomized: the same examples each run)."""
+    machine = type(
+        "IndexMachine_" + aggregation,
+        (IndexMachine,),
+        {"db": db, "aggregation": aggregation, "high_score_first": high_score_first, "grouped": grouped},
+    )
+    run_state_machine_as_test(
+        machine,
+        settings=settings(
+            max_examples=examples,
+            stateful_step_count=steps,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )
+
+
 @pytest.mark.parametrize(("aggregation", "high_score_first", "grouped"), CONFIGS)
 def test_index_matches_model(tmp_path, aggregation: str, high_score_first: bool, grouped: bool) -> None:
     db = open_database(f"lmdb:{tmp_path / 'store'}?durable=false")
     try:
-        machine = type(
-            "IndexMachine_" + aggregation,
-            (IndexMachine,),
-            {"db": db, "aggregation": aggregation, "high_score_first": high_score_first, "grouped": grouped},
-        )
-        run_state_machine_as_test(
-            machine,
-            settings=settings(
-                max_examples=12,
-                stateful_step_count=25,
-                deadline=None,
-                derandomize=True,
-                database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-            ),
-        )
+        run_index_machine(db, aggregation, high_score_first, grouped)
     finally:
         db.close()
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import grpc
 import pytest
-from conftest import start_server
+from conftest import SERVER_BACKENDS, ServerPlace
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
@@ -640,10 +640,13 @@ def test_scan_by_rank_and_by_time_window(client: LeaderboardClient) -> None:
 # -- errors: a rejected request changes nothing -----------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def populated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, LeaderboardClient, dict]]:
+@pytest.fixture(scope="module", params=SERVER_BACKENDS)
+def populated(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Server, LeaderboardClient, dict]]:
     """One server with a few indexes for the error cases (each must leave it unchanged)."""
-    running = start_server(tmp_path_factory.mktemp("errors") / "s")
+    place = ServerPlace(request.param, tmp_path_factory.mktemp("errors") / "s")
+    running = place.start()
     lb = LeaderboardClient(running.address, timeout=20)
     populate_game(lb)
     populate_game(lb, "other")
@@ -665,6 +668,7 @@ def populated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server
     yield running, lb, tokens
     lb.close()
     running.stop(grace=1)
+    place.clear()
 
 
 WATCHED = {
@@ -1291,9 +1295,8 @@ def test_health_and_reflection(server: Server) -> None:
 # -- shutdown, concurrency, group commit -----------------------------------------------------------
 
 
-def test_graceful_shutdown_keeps_every_acknowledged_write(tmp_path) -> None:
-    path = tmp_path / "s"
-    running = start_server(path)
+def test_graceful_shutdown_keeps_every_acknowledged_write(server_place: ServerPlace) -> None:
+    running = server_place.start()
     lb = LeaderboardClient(running.address, timeout=20)
     lb.create_index("game", aggregation="SUM")
     lb.update_windows("game")
@@ -1370,7 +1373,7 @@ def test_graceful_shutdown_keeps_every_acknowledged_write(tmp_path) -> None:
     lb.close()
     running.stop(grace=1)  # stopping twice is harmless
 
-    reopened = start_server(path)
+    reopened = server_place.start()
     try:
         with LeaderboardClient(reopened.address) as again:
             stored = {e.pk: e.score for e in again.scan_all("game", "BY_RANK", page=500)}
@@ -1428,7 +1431,7 @@ def test_concurrent_writers_all_land(client: LeaderboardClient, server: Server) 
 
 
 def test_group_commit_with_a_durable_store(tmp_path) -> None:
-    running = start_server(tmp_path / "durable", durable=True)
+    running = ServerPlace("lmdb", tmp_path / "durable", durable=True).start()
     try:
         assert running.db.durable
         with LeaderboardClient(running.address) as lb:

@@ -1230,8 +1230,11 @@ def test_url_parsing(tmp_path: Path) -> None:
         open_database(f"lmdb:{tmp_path / 'a'}?bogus=1")
     with pytest.raises(ValueError, match="durable must be true or false"):
         open_database(f"lmdb:{tmp_path / 'b'}?durable=maybe")
-    with pytest.raises(ValueError, match=r"unknown fdb option\(s\) \['bogus'\]"):
+    with pytest.raises(ValueError, match=r"unknown fdb option\(s\) \['bogus'\]; known: \['api_version', 'timeout'\]"):
         open_database("fdb:?bogus=1")
+    for timeout in ("-1", "nan", "soon", "86401"):
+        with pytest.raises(ValueError, match=f"timeout must be a number of seconds from 0 to 86400, not '{timeout}'"):
+            open_database(f"fdb:?timeout={timeout}")
 
     with open_database(f"lmdb:{tmp_path / 'c'}?durable=off&group_commit=no&transaction_seconds=0") as database:
         assert isinstance(database, LmdbDatabase)

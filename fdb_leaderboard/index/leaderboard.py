@@ -231,6 +231,7 @@ class LeaderboardIndex(IndexSpace):
         batch_size: int = 500,
         progress: Callable[[int], None] | None = None,
         defer_ranks: bool = True,
+        max_entries: int = 20_000,
     ) -> int:
         """Save records in transactions of ``batch_size``; returns how many were written.
 
@@ -241,7 +242,8 @@ class LeaderboardIndex(IndexSpace):
         WindowNotReady on reads, as filling windows do.  If a record is refused (or the store
         fails), the transactions before it stay saved and those windows are still built before
         the error is raised; if the process dies midway, ``fill()`` finishes them.  Windows
-        holding values are kept up to date entry by entry, as by any write.
+        holding values are kept up to date entry by entry, as by any write.  The deferred ranked
+        sets are built in fill steps of ``batch_size`` records and ``max_entries`` entries.
         """
         check_at_least(batch_size, 1, "batch_size")
         deferred = False
@@ -257,7 +259,7 @@ class LeaderboardIndex(IndexSpace):
                     progress(written)
         finally:  # also after a refused record: the deferred windows must not stay filling
             if deferred:
-                self.fill(max_records=batch_size)
+                self.fill(max_records=batch_size, max_entries=max_entries)
         return written
 
     def set_metadata(

@@ -28,7 +28,7 @@ from grpc_reflection.v1alpha import reflection
 
 from ..store import Database, open_database
 from .calls import AccessInterceptor, Dispatcher
-from .catalog import Catalog
+from .catalog import ROOT, Catalog
 from .grpc_service import SERVICE_NAME, LeaderboardService
 from .metrics import MeasuredDatabase, Metrics
 from .settings import ServerSettings, StartupError
@@ -52,9 +52,11 @@ class Server:
         reuse_port: bool = False,
         *,
         settings: ServerSettings | None = None,
+        catalog_root: bytes = ROOT,
     ) -> None:
         """``reuse_port``: share the port with other processes of one ``serve --processes``
-        group (see processes.py); off, binding an address in use fails at once."""
+        group (see processes.py); off, binding an address in use fails at once.  ``catalog_root``:
+        the key prefix of every index this server keeps (one store can hold several)."""
         self.settings = settings = settings or ServerSettings()
         self.reuse_port = reuse_port
         settings.check_address(address)
@@ -66,7 +68,7 @@ class Server:
         self.max_workers = max_workers
         self._stop_hooks: list[Callable[[float], None]] = []
         try:
-            self.catalog = Catalog(self.db)
+            self.catalog = Catalog(self.db, catalog_root)
             self.metrics.watch_catalog(self.catalog)
             self.service = LeaderboardService(self.catalog, settings.max_page)
             self.dispatcher = Dispatcher(self.service, settings, max_workers, self.metrics)

@@ -9,7 +9,9 @@
   (default false: commits made durable by a synced log instead, see ``redo_log.py``) and
   ``checkpoint_seconds`` (default 1: how often the redo log's checkpoints sync the data file).
 - ``fdb:`` (default cluster file) or ``fdb:CLUSTER_FILE``: FoundationDB through the
-  official bindings.  Option ``api_version`` (default: the installed binding's latest).
+  official bindings.  Options ``api_version`` (default: the installed binding's latest) and
+  ``timeout`` (default 10 seconds, 0: none): how long a call may wait for the cluster,
+  retries included, before it raises StoreUnavailable.
 """
 
 from __future__ import annotations

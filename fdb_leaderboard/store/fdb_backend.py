@@ -6,6 +6,11 @@ must match the installed ``libfdb_c`` (a 7.3 client needs ``foundationdb==7.3.*`
 to the binding's latest (``fdb.LATEST_API_VERSION``, 710 for the 7.1 binding); override it with the URL option
 ``api_version`` or the environment variable ``FDB_API_VERSION``.  A process can select
 only one API version, so every database it opens uses the first one selected.
+
+A transaction waits as long as the cluster cannot answer (it is down, or has no quorum):
+URL option ``timeout`` (seconds, default 10; 0 waits forever) bounds each call, retries
+included (FoundationDB's transaction ``timeout`` option), and a call that runs out
+of it raises StoreUnavailable (gRPC UNAVAILABLE) saying the cluster did not answer in time.
 """
 
 from __future__ import annotations
@@ -38,6 +43,10 @@ from .api import (
 
 T = TypeVar("T")
 
+DEFAULT_TIMEOUT_SECONDS = 10.0
+_TRANSACTION_TIMED_OUT = 1031  # the `timeout` option ran out (not retryable)
+_TRANSACTION_TOO_OLD = 1007  # FoundationDB's 5 s limit
+
 _api_lock = threading.Lock()
 
 # FoundationDB error codes that are the caller's fault, mapped to our exceptions.
@@ -46,7 +55,7 @@ _LIMIT_ERRORS = {
     2102: KeyTooLarge,
     2103: ValueTooLarge,
     2005: InvertedRange,
-    1007: TransactionTimedOut,
+    _TRANSACTION_TOO_OLD: TransactionTimedOut,
 }
 
 
@@ -199,6 +208,8 @@ class FdbTransaction(_FdbReads, Transaction):
 
 # Errors after which a commit may or may not have happened (commit_unknown_result,
 # transaction_timed_out, cluster_version_changed): the retry must find out before redoing it.
+# A timed-out call is not retried (its ``timeout`` is spent) but still records the attempt,
+# so its StoreUnavailable can say whether the write may have committed.
 _MAYBE_COMMITTED = {1021, 1031, 1039}
 CONFLICT = 1020
 
@@ -213,15 +224,22 @@ _CLEANUP_SECONDS = 60.0
 class FdbDatabase(Database):
     batched_reads = True
 
-    def __init__(self, cluster_file: str | None, api_version: int | None = None) -> None:
+    def __init__(
+        self,
+        cluster_file: str | None,
+        api_version: int | None = None,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+    ) -> None:
         self._fdb = load_fdb(api_version)
         self.url = f"fdb:{cluster_file or ''}"
+        self.timeout_seconds = timeout_seconds
         self.stats = StoreStats()
         self._last_cleanup = 0.0
         try:
             self._db = self._fdb.open(cluster_file) if cluster_file else self._fdb.open()
         except Exception as exc:
             raise StoreUnavailable(f"cannot open FoundationDB cluster {cluster_file or '(default)'}: {exc}") from exc
+        self._timeout_ms = round(timeout_seconds * 1000)
 
     def _commit(self, tr: Any) -> None:
         """Commit ``tr`` (a seam: tests replace it to make commits report an unknown result)."""
@@ -240,9 +258,14 @@ class FdbDatabase(Database):
         if self._db is None:
             raise StoreError(f"database {self.url} is closed")
         tr = self._db.create_transaction()
+        # Per transaction, not the database option: the bindings share one database handle
+        # per cluster file in a process, whatever timeout each opener asked for.  Counted from
+        # the transaction's creation, across its retries (API >= 610); 0 disables it.
+        tr.options.set_timeout(self._timeout_ms)
         marker = None
         results: dict[int, T] = {}  # attempts whose commit outcome is unknown, by number
         attempt = retries = conflicts = unknown = 0
+        last_retried: int | None = None
         view = None
         try:
             while True:
@@ -270,13 +293,21 @@ class FdbDatabase(Database):
                         raise
                     return result
                 except self._fdb.FDBError as error:
+                    if error.code == _TRANSACTION_TIMED_OUT:
+                        raise self._timed_out(writable, last_retried, bool(results)) from error
                     mapped = _LIMIT_ERRORS.get(error.code)
-                    if mapped is not None and not (error.code == 1007 and not writable):
+                    if mapped is not None and not (error.code == _TRANSACTION_TOO_OLD and not writable):
                         raise mapped(f"FoundationDB error {error.code}: {error.description}") from error
                     retries += 1
                     conflicts += error.code == CONFLICT
                     unknown += error.code in _MAYBE_COMMITTED
-                    tr.on_error(error).wait()  # raises when the error is not retryable
+                    last_retried = error.code
+                    try:
+                        tr.on_error(error).wait()  # raises when the error is not retryable
+                    except self._fdb.FDBError as final:
+                        if final.code == _TRANSACTION_TIMED_OUT:  # the timeout ran out in the back-off
+                            raise self._timed_out(writable, last_retried, bool(results)) from final
+                        raise
         finally:
             rounds = view.rounds if view is not None else None
             self.stats.add(
@@ -302,6 +333,29 @@ class FdbDatabase(Database):
         oldest_kept = int(now) // 60 - IDEMPOTENCY_MINUTES
         tr.clear_range(IDEMPOTENCY_PREFIX, IDEMPOTENCY_PREFIX + fdb_tuple.pack((oldest_kept,)))
 
+    def _timed_out(self, writable: bool, last_retried: int | None, maybe_committed: bool) -> StoreError:
+        """The error for a call that ran out of ``timeout`` (its last retry's cause tells which)."""
+        if last_retried == _TRANSACTION_TOO_OLD:  # a read retried past 5 s until the timeout
+            return TransactionTimedOut(
+                "a read ran longer than FoundationDB's 5 second limit on every attempt for "
+                f"{self.timeout_seconds:g} s; split the work into smaller transactions"
+            )
+        if not writable:
+            outcome = ""
+        elif maybe_committed:
+            # The marker only settles retries within this call: calling again makes a new call.
+            outcome = (
+                " The write may or may not have been committed (its commit was sent but not confirmed); "
+                "calling again is a new write, so check its effect before repeating one that is not idempotent."
+            )
+        else:
+            outcome = " The write was not committed."
+        return StoreUnavailable(
+            f"the FoundationDB cluster {self.url} did not answer in time: the call ran out of its "
+            f"{self.timeout_seconds:g} s transaction timeout (the cluster may be down or overloaded); "
+            f"retry later.{outcome}"
+        )
+
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return self._transact(True, fn, args, kwargs)
 
@@ -322,11 +376,19 @@ class FdbDatabase(Database):
 
 
 def open_fdb(cluster_file: str | None, options: dict[str, str]) -> FdbDatabase:
-    unknown = set(options) - {"api_version"}
+    known = {"api_version", "timeout"}
+    unknown = set(options) - known
     if unknown:
-        raise ValueError(f"unknown fdb option(s) {sorted(unknown)}; known: ['api_version']")
+        raise ValueError(f"unknown fdb option(s) {sorted(unknown)}; known: {sorted(known)}")
     version = int(options["api_version"]) if options.get("api_version") else None
-    return FdbDatabase(cluster_file, version)
+    text = options.get("timeout") or str(DEFAULT_TIMEOUT_SECONDS)
+    try:
+        timeout = float(text)
+    except ValueError:
+        timeout = -1.0
+    if not 0 <= timeout <= 86_400:  # also refuses nan
+        raise ValueError(f"fdb option timeout must be a number of seconds from 0 to 86400, not {text!r}")
+    return FdbDatabase(cluster_file, version, timeout)
 
 
 __all__ = ["FdbDatabase", "FdbTransaction", "binding_api_version", "binding_version", "load_fdb", "open_fdb"]
