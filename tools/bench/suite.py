@@ -5,8 +5,9 @@ mode (``ours``, ``ours_nondurable``, ``ours_grpc``, ..., and ``fdb``, ``fdb_grpc
 ``--fdb``; see :class:`bench.stores.StoreUnderTest`) or a Redis variant (``redis``,
 ``redis_aof``).  Each is a :class:`Measured`: what ran (its label), its timings, for
 in-process runs the store's counters per call (``Database.stats``: read rounds, reads,
-writes, bytes written, commits, retries, conflicts) and an optional note.  The workload modules add to a :class:`Run`;
-:meth:`Run.figures` turns it into the JSON the reports and ``tools/bench_scaling.py`` read.
+writes, bytes written, commits, retries, conflicts) and an optional note.  The workload
+modules add to a :class:`Run`; :meth:`Run.figures` turns it into the JSON the reports and
+``tools/bench_scaling.py`` read.
 """
 
 from __future__ import annotations
