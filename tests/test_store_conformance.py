@@ -619,6 +619,32 @@ def test_transaction_sees_its_own_writes(db: Database, prefix: bytes) -> None:
     assert everything(db, prefix) == [(c, encode_int64(7)), (d, b"D")]
 
 
+def test_stats_count_the_mutations_and_their_bytes(db: Database, prefix: bytes) -> None:
+    space = Subspace(rawPrefix=prefix)
+    a, b, c = (space.pack((x,)) for x in "abc")
+    db.run(replace_all, prefix, {a: b"A"})
+
+    def body(tr: Transaction) -> None:
+        tr.get(a)
+        tr.set(b, b"value")
+        tr.clear(a)
+        tr.clear_range(a, c)
+        tr.add(c, encode_int64(1))
+        tr.max(c, encode_int64(2))
+        tr.min(c, encode_int64(3))
+
+    before = db.stats.snapshot()
+    db.run(body)
+    db.read(lambda tr: tr.get_many([a, b, c]))
+    after = db.stats.snapshot()
+    delta = {name: after[name] - before[name] for name in after}
+    assert delta["transactions"] == 2
+    assert delta["writes"] == 6  # the reads wrote nothing
+    key = len(a)  # every key here has the same length
+    assert delta["bytes_written"] == (key + 5) + key + 2 * key + 3 * (key + 8)
+    assert delta["read_rounds"] == 2 and delta["reads"] == 4
+
+
 RYW_SUFFIXES = [b"a", b"a\x00", b"b", b"b\xff", b"c", b"\xff"]
 ryw_ops = st.one_of(
     st.tuples(st.just("set"), st.sampled_from(RYW_SUFFIXES), st.binary(max_size=3)),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The product benchmark: fdb-leaderboard on the embedded LMDB store, next to Redis sorted sets.
+"""The product benchmark: fdb-leaderboard on the embedded LMDB store (and FoundationDB), next to Redis sorted sets.
 
 ``--records`` N records, 4 windows per score (all-time, UTC daily, ISO-weekly, monthly), the
 whole benchmark once per ``--aggregations`` entry (default BEST, then SUM), each on a fresh
@@ -13,6 +13,8 @@ module in ``tools/bench/``:
 - 2.-4. rank, top 10, around-me: ``bench/reads.py``;
 - 5.-6. bulk load and fill in-process, storage after the load: ``bench/bulk.py``;
 - the same through the gRPC server in its own process: ``bench/via_grpc.py``;
+- with ``--fdb CLUSTER_FILE``, the same on FoundationDB in the same run: ``bench/on_fdb.py``
+  (the cluster must not already hold the benchmark's index; it is removed afterwards);
 - the same on Redis (``redis-server`` without persistence and with ``appendfsync always``;
   skipped, with a message, when ``redis-server`` or the ``redis`` package is missing, or with
   ``--no-redis``): ``bench/redis_sets.py``;
@@ -28,6 +30,7 @@ Run for example (``--write-docs`` rewrites ``docs/benchmarks.md``)::
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -55,6 +58,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--no-grpc", dest="grpc", action="store_false", help="skip the end-to-end gRPC runs")
     parser.add_argument("--no-redis", dest="redis", action="store_false", help="skip Redis")
+    parser.add_argument(
+        "--fdb",
+        metavar="CLUSTER_FILE",
+        help="also run the workloads on this FoundationDB cluster, side by side (needs the foundationdb "
+        "package matching libfdb_c)",
+    )
     parser.add_argument("--redis-server", default="redis-server", help="the redis-server binary (default: from PATH)")
     parser.add_argument(
         "--dir", help="store directory (one subdirectory per aggregation; must be empty or absent; default: temporary)"
@@ -74,6 +83,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     for name in ("ops", "threads", "load_batch"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.fdb and not os.path.isfile(args.fdb):
+        parser.error(f"--fdb {args.fdb}: no such cluster file")
     args.aggregation_list = [a.strip().upper() for a in args.aggregations.split(",") if a.strip()]
     for aggregation in args.aggregation_list:
         try:

@@ -157,9 +157,25 @@ class Answered(Generic[T]):
 
 
 class StoreStats:
-    """Counters summed over an open store's transactions (benchmarks and tests read them)."""
+    """Counters summed over an open store's transactions (benchmarks and tests read them).
 
-    FIELDS = ("transactions", "read_rounds", "reads", "commits", "retries", "conflicts", "unknown_results")
+    ``writes`` counts the mutations a transaction made (set, clear, clear_range, atomic ops)
+    and ``bytes_written`` their key and value (or operand) bytes, range clears counting both
+    bounds: the mutations' share of FoundationDB's transaction size, which adds conflict
+    ranges.  Like the read rounds, they count the attempt that finished (not retried ones).
+    """
+
+    FIELDS = (
+        "transactions",
+        "read_rounds",
+        "reads",
+        "commits",
+        "retries",
+        "conflicts",
+        "unknown_results",
+        "writes",
+        "bytes_written",
+    )
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

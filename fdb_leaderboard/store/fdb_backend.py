@@ -162,44 +162,48 @@ class _FdbReads(ReadView):
 
 
 class FdbTransaction(_FdbReads, Transaction):
-    __slots__ = ("_snapshot", "_writable")
+    __slots__ = ("_snapshot", "_writable", "writes", "bytes_written")
 
     def __init__(self, tr: Any, fdb: Any, writable: bool) -> None:
         rounds = ReadRounds()
         super().__init__(tr, fdb, rounds)
         self._snapshot = _FdbReads(tr.snapshot, fdb, rounds)
         self._writable = writable
+        self.writes = 0  # mutations made and their key and value bytes (StoreStats)
+        self.bytes_written = 0
 
     @property
     def snapshot(self) -> ReadView:
         return self._snapshot
 
-    def _check(self) -> None:
+    def _write(self, size: int) -> None:
         if not self._writable:
             raise ReadOnlyTransaction("this transaction was opened with Database.read and cannot write")
+        self.writes += 1
+        self.bytes_written += size
 
     def set(self, key: bytes, value: bytes) -> None:
-        self._check()
+        self._write(len(key) + len(value))
         self._tr.set(key, value)
 
     def clear(self, key: bytes) -> None:
-        self._check()
+        self._write(len(key))
         self._tr.clear(key)
 
     def clear_range(self, begin: bytes, end: bytes) -> None:
-        self._check()
+        self._write(len(begin) + len(end))
         self._tr.clear_range(begin, end)
 
     def add(self, key: bytes, param: bytes) -> None:
-        self._check()
+        self._write(len(key) + len(param))
         self._tr.add(key, param)
 
     def max(self, key: bytes, param: bytes) -> None:
-        self._check()
+        self._write(len(key) + len(param))
         self._tr.max(key, param)
 
     def min(self, key: bytes, param: bytes) -> None:
-        self._check()
+        self._write(len(key) + len(param))
         self._tr.min(key, param)
 
     def add_read_conflict_range(self, begin: bytes, end: bytes) -> None:
@@ -318,6 +322,8 @@ class FdbDatabase(Database):
                 retries=retries,
                 conflicts=conflicts,
                 unknown_results=unknown,
+                writes=view.writes if view is not None else 0,
+                bytes_written=view.bytes_written if view is not None else 0,
             )
 
     def _marker_key(self) -> bytes:

@@ -166,7 +166,17 @@ class LmdbTransaction(Transaction):
 
     declares_conflicts = False  # writers are serialized: conflict ranges would be dead work
 
-    __slots__ = ("_txn", "_cursor", "_writable", "_written", "_deadline", "_log", "_rounds", "batched_reads")
+    __slots__ = (
+        "_txn",
+        "_cursor",
+        "_writable",
+        "_written",
+        "_writes",
+        "_deadline",
+        "_log",
+        "_rounds",
+        "batched_reads",
+    )
 
     def __init__(
         self,
@@ -180,7 +190,8 @@ class LmdbTransaction(Transaction):
         self._txn = txn
         self._cursor = txn.cursor()
         self._writable = writable
-        self._written = 0
+        self._written = 0  # bytes of keys and values written (StoreStats.bytes_written)
+        self._writes = 0
         self._deadline = deadline
         self._log = log  # the writes made, for the redo log (None: not logged)
         self._rounds = ReadRounds()
@@ -271,6 +282,7 @@ class LmdbTransaction(Transaction):
         total = len(key) + size
         if 0 < len(key) <= _LMDB_MAX_KEY and self._writable and self._written + total <= MAX_TRANSACTION_BYTES:
             self._written += total  # the common case in one test: every write comes through here
+            self._writes += 1
             return
         if not key:
             raise KeyTooLarge("the embedded (LMDB) store cannot hold the empty key")
@@ -286,12 +298,24 @@ class LmdbTransaction(Transaction):
         if not self._writable:
             raise ReadOnlyTransaction("this transaction was opened with Database.read and cannot write")
         self._written += size
+        self._writes += 1
         if self._written > MAX_TRANSACTION_BYTES:
             raise TransactionTooLarge(
                 f"transaction wrote {self._written} bytes, more than FoundationDB's limit of "
                 f"{MAX_TRANSACTION_BYTES}; split the work into smaller transactions"
             )
         # The 5 s limit is checked by range reads, which every operation of any length makes.
+
+    def add_stats(self, stats: StoreStats) -> None:
+        """Add this transaction's reads and writes to ``stats``."""
+        rounds = self._rounds
+        stats.add(
+            transactions=1,
+            read_rounds=rounds.count,
+            reads=rounds.reads,
+            writes=self._writes,
+            bytes_written=self._written,
+        )
 
     def _timed_out(self) -> None:
         raise TransactionTimedOut(
@@ -533,7 +557,7 @@ class LmdbDatabase(Database):
                 txn.abort()
             return
         finally:
-            self.stats.add(transactions=1, read_rounds=tr.rounds.count, reads=tr.rounds.reads)
+            tr.add_stats(self.stats)
         if nested:
             txn.commit()
             if writes is not None:
@@ -547,7 +571,7 @@ class LmdbDatabase(Database):
             return fn(tr, *args, **kwargs)
         finally:
             txn.abort()
-            self.stats.add(transactions=1, read_rounds=tr.rounds.count, reads=tr.rounds.reads)
+            tr.add_stats(self.stats)
 
     def _check_open(self) -> None:
         if self._closed:

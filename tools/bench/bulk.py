@@ -25,24 +25,35 @@ from fdb_leaderboard.index import Entry, LeaderboardIndex
 from fdb_leaderboard.service.catalog import Catalog
 from fdb_leaderboard.store import Database, strinc
 
+from .counting import StoreCounters
 from .data import FILL_BATCH, FILL_END, FILL_START, FILL_TYPE_INPROC, INDEX_NAME, NOW, WINDOWS_PER_SCORE
-from .stores import as_lmdb
+from .stores import StoreUnderTest, as_lmdb
 from .suite import Run
 from .timing import BatchClock, expect, log, profiled
 
 
-def load(run: Run, db: Database) -> LeaderboardIndex:
-    """Create the index with the benchmark's windows and load every record; returns the index."""
+def load_records(run: Run, db: Database, store: StoreUnderTest, label: str) -> LeaderboardIndex:
+    """Create the index with the benchmark's windows in ``db`` (of ``store``) and load every
+    record; records the load (with the store's counters per record) as ``label``."""
     args, data = run.args, run.data
     n = len(data.records)
-    log(f"  load: {n:,} records, index.bulk_load in transactions of {args.load_batch} (durable=false)")
+    log(f"  load: {n:,} records, index.bulk_load in transactions of {args.load_batch} ({label})")
     index, _ = Catalog(db).create(INDEX_NAME, run.settings)
     index.update_windows(run.update())
     clock = BatchClock("load", n)
+    counters = StoreCounters(db)
     with profiled(args.profile, "in-process bulk load"):
         written = index.bulk_load(run.records(), args.load_batch, clock.tick)
     expect("load", written, n)
-    run.record_ours("load", "", clock.sample(n), label=run.label("nondurable"))
+    run.record_ours("load", "", clock.sample(n), label=label, counters=counters.per_call(n), store=store)
+    return index
+
+
+def load(run: Run, db: Database) -> LeaderboardIndex:
+    """The load into the embedded store (durable=false), its storage and its store operations."""
+    args, data = run.args, run.data
+    n = len(data.records)
+    index = load_records(run, db, run.store, run.label("nondurable"))
     run.storage[run.system()] = storage(db, n)
     log("  counting store operations of a load (a scratch index, then cleared)")
     scratch, _ = Catalog(db).create(INDEX_NAME + "-count", run.settings)

@@ -8,6 +8,12 @@ the counts over the operations made; :func:`op_totals` sums them into gets, rang
 atomic operations and store operations in all; :func:`modelled_us` prices them with raw
 per-operation costs measured on the same store (:mod:`bench.rawstore`): the store-bound cost
 of one operation.
+
+:class:`StoreCounters` reads a store's own counters (``Database.stats``: read rounds, reads,
+writes, bytes written, commits, retries, conflicts) around a timed run, per call.  The
+counting proxy also tells which reads add read conflict ranges on FoundationDB: every read not
+made through ``tr.snapshot`` adds one (``conflict_reads``), as does each explicit
+``add_read_conflict_range``.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from fdb_leaderboard.store import Database, KeyValue, ReadView, Transaction
-from fdb_leaderboard.store.api import RangeRequest
+from fdb_leaderboard.store.api import Future, RangeRequest, ReadRounds
 
 T = TypeVar("T")
 
@@ -27,19 +33,21 @@ class CountingTransaction(Transaction):
     """Delegates to a store transaction, counting each kind of call in ``counts``.
 
     Keys: get, get_many (calls) and get_many_keys, get_range (calls), get_ranges (calls) and
-    get_ranges_ranges, set, clear, clear_range, add, max, min, conflict_range; and for every
+    get_ranges_ranges, set, clear, clear_range, add, max, min, conflict_range; for every
     range read, forward_ranges / reverse_ranges, forward_rows / reverse_rows and
-    forward_extra_rows / reverse_extra_rows (rows beyond the first).
+    forward_extra_rows / reverse_extra_rows (rows beyond the first); and conflict_reads, the
+    keys and ranges read outside ``snapshot`` (each a read conflict range on FoundationDB).
     """
 
-    def __init__(self, inner: ReadView, counts: Counter[str]) -> None:
+    def __init__(self, inner: ReadView, counts: Counter[str], snapshot: bool = False) -> None:
         self._inner = inner
         self.counts = counts
+        self._conflicts = "snapshot_reads" if snapshot else "conflict_reads"
 
     @property
     def snapshot(self) -> CountingTransaction:
         inner = self._inner
-        return CountingTransaction(inner.snapshot if isinstance(inner, Transaction) else inner, self.counts)
+        return CountingTransaction(inner.snapshot if isinstance(inner, Transaction) else inner, self.counts, True)
 
     def _ranged(self, rows: list[KeyValue], reverse: bool) -> None:
         way = "reverse" if reverse else "forward"
@@ -49,15 +57,44 @@ class CountingTransaction(Transaction):
 
     def get(self, key: bytes) -> bytes | None:
         self.counts["get"] += 1
+        self.counts[self._conflicts] += 1
         return self._inner.get(key)
+
+    def get_async(self, key: bytes) -> Future[bytes | None]:
+        self.counts["get"] += 1
+        self.counts[self._conflicts] += 1
+        return self._inner.get_async(key)
+
+    def get_range_async(
+        self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False
+    ) -> Future[list[KeyValue]]:
+        self.counts["get_range"] += 1
+        self.counts[self._conflicts] += 1
+        return _CountedRange(self._inner.get_range_async(begin, end, limit, reverse), self, reverse)
+
+    def last_keys(self, requests: Sequence[tuple[bytes, bytes]]) -> list[bytes | None]:
+        """Counted as the one-row reverse range reads they are (the store may answer them faster)."""
+        self.counts["get_ranges"] += 1
+        self.counts["get_ranges_ranges"] += len(requests)
+        self.counts[self._conflicts] += len(requests)
+        keys = self._inner.last_keys(requests)
+        for key in keys:
+            self._ranged([(key, b"")] if key is not None else [], True)
+        return keys
+
+    @property
+    def rounds(self) -> ReadRounds:
+        return self._inner.rounds
 
     def get_many(self, keys: Sequence[bytes]) -> list[bytes | None]:
         self.counts["get_many"] += 1
         self.counts["get_many_keys"] += len(keys)
+        self.counts[self._conflicts] += len(keys)
         return self._inner.get_many(keys)
 
     def get_range(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> list[KeyValue]:
         self.counts["get_range"] += 1
+        self.counts[self._conflicts] += 1
         rows = self._inner.get_range(begin, end, limit, reverse)
         self._ranged(rows, reverse)
         return rows
@@ -65,6 +102,7 @@ class CountingTransaction(Transaction):
     def get_ranges(self, requests: Sequence[RangeRequest]) -> list[list[KeyValue]]:
         self.counts["get_ranges"] += 1
         self.counts["get_ranges_ranges"] += len(requests)
+        self.counts[self._conflicts] += len(requests)
         results = self._inner.get_ranges(requests)
         for request, rows in zip(requests, results, strict=True):
             self._ranged(rows, request[3])
@@ -101,6 +139,37 @@ class CountingTransaction(Transaction):
     def add_read_conflict_range(self, begin: bytes, end: bytes) -> None:
         self.counts["conflict_range"] += 1  # a no-op on LMDB; not a store access
         self._writer().add_read_conflict_range(begin, end)
+
+
+class _CountedRange:
+    """A range read in flight through a CountingTransaction: its rows are counted when waited on."""
+
+    def __init__(self, inner: Future[list[KeyValue]], counter: CountingTransaction, reverse: bool) -> None:
+        self._inner = inner
+        self._counter = counter
+        self._reverse = reverse
+        self._rows: list[KeyValue] | None = None
+
+    @property
+    def value(self) -> list[KeyValue]:
+        if self._rows is None:
+            self._rows = self._inner.value
+            self._counter._ranged(self._rows, self._reverse)
+        return self._rows
+
+
+class StoreCounters:
+    """A store's own counters (``Database.stats``) from now on: :meth:`per_call` divides what
+    they grew by since by the calls made (transactions, read rounds, reads, writes, bytes
+    written, commits, retries, conflicts, unknown results)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.before = db.stats.snapshot()
+
+    def per_call(self, calls: int) -> dict[str, float]:
+        after = self.db.stats.snapshot()
+        return {name: (after[name] - self.before[name]) / calls for name in after}
 
 
 class RolledBack(Exception):

@@ -7,7 +7,8 @@ durable: operation counts (:mod:`bench.counting`), reads (:mod:`bench.reads`), s
 (:mod:`bench.submissions`); reopened with the redo log: submissions; then, through a server
 over the durable store (:mod:`bench.via_grpc`), reads and submissions, the in-process fill
 (while that server runs), the gRPC fill and a gRPC load; through a server on the redo-log URL,
-submissions and a load; last Redis (:mod:`bench.redis_sets`).  The figures of every run, the
+submissions and a load; with ``--fdb``, the same data and workloads on FoundationDB
+(:mod:`bench.on_fdb`); last Redis (:mod:`bench.redis_sets`).  The figures of every run, the
 configuration and the machine make one JSON document; :mod:`bench.report` prints it.
 
 **Store cost**: each of our operations runs again through a counting ``Database`` wrapper
@@ -35,7 +36,7 @@ from typing import Any
 
 from fdb_leaderboard.service.catalog import Catalog
 
-from . import bulk, reads, submissions, via_grpc
+from . import bulk, on_fdb, reads, submissions, via_grpc
 from .data import INDEX_NAME, NOW, make_data
 from .output import ROOT, environment, write_json
 from .processes import ServerProcess
@@ -54,6 +55,8 @@ RAW_ROUNDS = 3
 def measure(run: Run) -> None:
     """Every workload of one aggregation: ours, then Redis (unless skipped)."""
     ours(run)
+    if run.fdb is not None:
+        on_fdb.measure(run, run.fdb)
     if run.args.redis_skip_reason is None:
         RedisBench(run).measure()
 
@@ -119,7 +122,8 @@ def main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
             path = os.path.join(base, aggregation.lower())
             require_empty(path, "--dir")
             log(f"aggregation {aggregation}: store {path}")
-            run = Run(args, aggregation, data, StoreUnderTest.embedded("ours", path))
+            fdb = StoreUnderTest.foundationdb("fdb", args.fdb) if args.fdb else None
+            run = Run(args, aggregation, data, StoreUnderTest.embedded("ours", path), fdb)
             measure(run)
             runs.append(run.figures())
     env["loadavg_at_end"] = list(os.getloadavg())
@@ -137,6 +141,7 @@ def main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
             "load_batch": args.load_batch,
             "aggregations": args.aggregation_list,
             "grpc": args.grpc,
+            "fdb": args.fdb,
             "redis": args.redis_skip_reason is None,
             "seed": args.seed,
             "dir": base,

@@ -20,8 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from fdb_leaderboard.index import LeaderboardIndex
+from fdb_leaderboard.store import Database
 
+from .counting import StoreCounters
 from .data import AROUND, COUNT_OPS, DAILY, NOW, TOP_N, WEEKLY, Data
+from .stores import StoreUnderTest
 from .suite import Run
 from .timing import expect, log, time_each
 
@@ -60,12 +63,16 @@ def index_calls(index: LeaderboardIndex) -> dict[str, ReadCall]:
     }
 
 
-def time_reads(run: Run, who: str, system: str, label: str, calls: dict[str, ReadCall]) -> None:
-    """Every read of the plan through ``calls``, one caller, every answer checked."""
+def time_reads(
+    run: Run, who: str, system: str, label: str, calls: dict[str, ReadCall], db: Database | None = None
+) -> None:
+    """Every read of the plan through ``calls``, one caller, every answer checked; with ``db``
+    (the store the calls read in this process), its counters per call too."""
     for read in read_plan(run.data, run.args.ops):
+        counters = StoreCounters(db) if db is not None else None
         sample, out = time_each(calls[read.name], read.items)
         expect(f"{who} {read.name}", sum(map(read.ok, out)), len(read.items))
-        run.record(read.name, system, label, sample)
+        run.record(read.name, system, label, sample, counters=counters.per_call(sample.ops) if counters else None)
 
 
 def _call_all(call: ReadCall, items: Sequence[Any]) -> int:
@@ -82,6 +89,7 @@ def count_reads(run: Run, index: LeaderboardIndex) -> None:
         )
 
 
-def in_process(run: Run, index: LeaderboardIndex) -> None:
+def in_process(run: Run, index: LeaderboardIndex, store: StoreUnderTest | None = None) -> None:
+    """The reads on ``index`` of ``store`` (default: the embedded store under test)."""
     log(f"  reads in-process ({run.args.ops:,} each)")
-    time_reads(run, "in-process", run.system(), run.label(), index_calls(index))
+    time_reads(run, "in-process", run.system("", store), run.label("", store), index_calls(index), index.db)

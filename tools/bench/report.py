@@ -4,7 +4,10 @@ Everything here reads the figures (the JSON ``tools/bench.py --json`` writes), n
 itself, so a report can be made again from a saved run.  Per aggregation: the workloads (one
 heading row per workload, one row per system: ops/s, p50 and p99 latency, our throughput over
 Redis's without persistence and, for our durable rows, over Redis's with every write fsynced),
-storage after the load, store operations per operation with the cost model, and the raw store.
+the store's counters per call of the in-process runs (read rounds: the sequential round trips a
+call waits for on a network store), with ``--fdb`` FoundationDB against the embedded store and
+FoundationDB's operations per submission, storage after the load, store operations per
+operation with the cost model, and the raw store.
 """
 
 from __future__ import annotations
@@ -19,7 +22,17 @@ from .suite import WORKLOADS
 
 Table = tuple[list[str], list[list[str]]]
 # The order of the rows of a workload; systems not named here (another store) follow in the order measured.
-SYSTEM_ORDER = ("ours_nondurable", "ours", "ours_log", "ours_grpc", "ours_grpc_log", "redis", "redis_aof")
+SYSTEM_ORDER = (
+    "ours_nondurable",
+    "ours",
+    "ours_log",
+    "ours_grpc",
+    "ours_grpc_log",
+    "fdb",
+    "fdb_grpc",
+    "redis",
+    "redis_aof",
+)
 
 
 def _systems(measured: dict[str, Any]) -> list[str]:
@@ -62,6 +75,87 @@ def main_table(fig: dict[str, Any], cfg: dict[str, Any]) -> Table:
     return headers, rows
 
 
+def counters_table(fig: dict[str, Any], cfg: dict[str, Any]) -> Table:
+    """The store's own counters per call (``Database.stats``) of every in-process run."""
+    headers = [
+        "workload / system",
+        "read rounds",
+        "reads",
+        "writes",
+        "bytes written",
+        "commits",
+        "retries",
+        "conflicts",
+    ]
+    rows: list[list[str]] = []
+    for name, title in WORKLOADS:
+        measured = {s: m for s, m in fig["workloads"][name].items() if "counters_per_call" in m}
+        if not measured:
+            continue
+        rows.append([title.format(**cfg), *[""] * (len(headers) - 1)])
+        for system in _systems(measured):
+            c = measured[system]["counters_per_call"]
+            rows.append(
+                [
+                    f"    {measured[system]['label']}",
+                    f"{c['read_rounds']:.2f}",
+                    f"{c['reads']:.2f}",
+                    f"{c.get('writes', 0):.2f}",
+                    f"{c.get('bytes_written', 0):,.0f}",
+                    f"{c['commits']:.3f}",
+                    f"{c['retries']:.3f}",
+                    f"{c['conflicts']:.3f}",
+                ]
+            )
+    return headers, rows
+
+
+def fdb_table(fig: dict[str, Any], cfg: dict[str, Any]) -> Table:
+    """FoundationDB's throughput against the embedded store's, workload by workload."""
+    headers = ["workload", "embedded ops/s", "FoundationDB ops/s", "FDB/embedded", "FDB p50 ms", "FDB p99 ms"]
+    rows = []
+    for name, title in WORKLOADS:
+        measured = fig["workloads"][name]
+        for mode, suffix in (("fdb", ""), ("fdb_grpc", ", via gRPC")):
+            fdb = measured.get(mode)
+            if fdb is None:
+                continue
+            peer = measured.get("ours_grpc" if mode == "fdb_grpc" else "ours")
+            rows.append(
+                [
+                    title.format(**cfg) + suffix,
+                    fmt_rate(peer["ops_per_s"]) if peer else "-",
+                    fmt_rate(fdb["ops_per_s"]),
+                    fmt_ratio(fdb["ops_per_s"], peer["ops_per_s"] if peer else None),
+                    fmt_ms(fdb.get("p50_us", float("nan"))),
+                    fmt_ms(fdb.get("p99_us", float("nan"))),
+                ]
+            )
+    return headers, rows
+
+
+def fdb_submission_table(fig: dict[str, Any]) -> Table:
+    """FoundationDB operations per submission (the counting proxy, rolled back)."""
+    ops = fig["fdb"]["submit_ops"]
+    bytes_written = fig["workloads"]["submit_1"]["fdb"]["counters_per_call"].get("bytes_written", 0)
+    rows = [
+        ["transactions", f"{ops['transactions']:.2f}"],
+        ["point reads (get)", f"{ops['gets']:.2f}"],
+        ["range reads", f"{ops['ranges']:.2f}"],
+        ["rows the range reads returned", f"{ops['rows']:.2f}"],
+        ["reads outside snapshot (each a read conflict range)", f"{ops.get('conflict_reads', 0):.2f}"],
+        ["snapshot reads (no conflict range)", f"{ops.get('snapshot_reads', 0):.2f}"],
+        ["explicit read conflict ranges", f"{ops.get('conflict_range', 0):.2f}"],
+        ["sets", f"{ops.get('set', 0):.2f}"],
+        ["clears and range clears", f"{ops.get('clear', 0) + ops.get('clear_range', 0):.2f}"],
+        ["atomic mutations (add, max, min)", f"{ops['atomic']:.2f}"],
+        ["bytes of keys and values written (Database.stats, submissions by 1 caller)", f"{bytes_written:,.0f}"],
+        ["read conflict ranges in all (with the idempotency marker's)", f"{ops['read_conflict_ranges']:.2f}"],
+        ["write conflict ranges in all (one per write, with the marker's)", f"{ops['write_conflict_ranges']:.2f}"],
+    ]
+    return ["per submission", "FoundationDB"], rows
+
+
 def storage_table(fig: dict[str, Any]) -> Table:
     headers = ["storage after the load", "bytes", "bytes per record per window", "ours/Redis"]
     ours, theirs = fig["storage"].get("ours"), fig["storage"].get("redis")
@@ -81,6 +175,16 @@ def storage_table(fig: dict[str, Any]) -> Table:
                 f"{ours['disk_bytes']:,}",
                 f"{ours['file_bytes_per_record_window']:.1f}",
                 "",
+            ]
+        )
+    fdb = fig.get("fdb", {}).get("storage")
+    if fdb:
+        rows.append(
+            [
+                "ours on FDB: the index's key range (FoundationDB's sampled estimate)",
+                f"{fdb['estimated_bytes']:,}",
+                f"{fdb['bytes_per_record_window']:.1f}",
+                f"{fdb['bytes_per_record_window'] / theirs['bytes_per_record_window']:.2f}x" if theirs else "",
             ]
         )
     if theirs:
@@ -166,7 +270,21 @@ def raw_table(fig: dict[str, Any]) -> Table:
 
 
 def tables(fig: dict[str, Any], cfg: dict[str, Any]) -> list[tuple[str, Table]]:
-    out = [("Workloads", main_table(fig, cfg)), ("Storage", storage_table(fig))]
+    out = [("Workloads", main_table(fig, cfg))]
+    if any("counters_per_call" in m for measured in fig["workloads"].values() for m in measured.values()):
+        out.append(
+            (
+                "Store counters per call, in-process runs (Database.stats; commits count durable commits, "
+                "shared by a group commit on the embedded store; retries and conflicts happen on FoundationDB only)",
+                counters_table(fig, cfg),
+            )
+        )
+    if "fdb" in fig:
+        out.append(
+            ("FoundationDB next to the embedded store (durable rows; the load: durable=false)", fdb_table(fig, cfg))
+        )
+        out.append(("FoundationDB operations per submission (counting proxy, rolled back)", fdb_submission_table(fig)))
+    out.append(("Storage", storage_table(fig)))
     if fig["store_ops_per_op"]:
         caption = "Store operations per operation"
         if "store_cost_model" in fig:
@@ -189,7 +307,18 @@ def header_lines(figures: dict[str, Any]) -> list[str]:
         f"machine: {env['cpu_model']}, {env['cpus']} CPUs, {env['ram_gib']:.1f} GiB RAM; {env['platform']}",
         f"python {env['python']}; " + ", ".join(f"{k} {v}" for k, v in env["packages"].items()),
         f"source: {env['source']}",
+        *([f"FoundationDB: {fdb_line(figures)}"] if cfg.get("fdb") else []),
     ]
+
+
+def fdb_line(figures: dict[str, Any]) -> str:
+    """The cluster the FoundationDB rows ran on."""
+    cluster = next((run["fdb"]["cluster"] for run in figures["runs"] if "fdb" in run), {})
+    return (
+        f"cluster file {figures['config']['fdb']}, version {', '.join(cluster.get('version', ['?']))}, "
+        f"{cluster.get('processes', '?')} process(es), {cluster.get('redundancy', '?')} redundancy, storage engine "
+        f"{cluster.get('storage_engine', '?')}, log engine {cluster.get('log_engine', '?')}, on the same machine"
+    )
 
 
 def report(figures: dict[str, Any]) -> Iterator[str]:
@@ -214,6 +343,11 @@ def _run_notes(run: dict[str, Any]) -> list[str]:
         for m in run["workloads"][name].values():
             if m.get("note"):
                 notes.append(f"{m['label']} ({name}): {m['note']}")
+    if "same_as_embedded" in run.get("fdb", {}):
+        notes.append(
+            "check of FoundationDB against the embedded store after the same submissions (all-time and daily "
+            f"counts, weekly top-10 scores): {'same' if run['fdb']['same_as_embedded'] else 'DIFFERENT'}"
+        )
     if run["checks"]:
         notes.append(
             "sanity check against Redis after the same submissions (all-time and daily counts, weekly top-10 "
@@ -253,6 +387,8 @@ def write_docs(figures: dict[str, Any], path: Path) -> None:
             lines.append(f"- Redis ({run['aggregation']}): `{run['environment']['redis_command']}`")
             lines.append(f"- Redis durable ({run['aggregation']}): `{run['environment']['redis_aof_command']}`")
             break
+    if cfg.get("fdb"):
+        lines.append(f"- FoundationDB: {fdb_line(figures)}")
     for skipped in figures["skipped"]:
         lines.append(f"- skipped: {skipped}")
     for run in figures["runs"]:

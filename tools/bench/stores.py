@@ -1,25 +1,29 @@
 """Store set-up: every benchmark names its stores by URL and opens them here.
 
-A :class:`StoreUnderTest` is a store URL without options (``lmdb:PATH`` today;
-``fdb:CLUSTER_FILE`` takes the same road) and the name its results are keyed by.  Its variants
-(``durable=false``, the redo log, ...) are the same URL with options, so a phase that reopens
-the store in another mode, and the gRPC server process, get exactly the URL a user would pass
-to ``fdb-leaderboard serve --store``.  What only the embedded store can report (its LMDB
-environment: pages, B-tree depth, commits, the redo log's counters) goes through
-:func:`as_lmdb`, which says so when the store is not one.
+A :class:`StoreUnderTest` is a store URL without options (``lmdb:PATH`` or
+``fdb:CLUSTER_FILE``), the name its results are keyed by and the title its rows are labelled
+with.  Its variants (``durable=false``, the redo log, ...) are the same URL with options, so a
+phase that reopens the store in another mode, and the gRPC server process, get exactly the URL
+a user would pass to ``fdb-leaderboard serve --store``.  What only the embedded store can
+report (its LMDB environment: pages, B-tree depth, commits, the redo log's counters) goes
+through :func:`as_lmdb`, which says so when the store is not one; what only FoundationDB can
+(the cluster's status, its sampled estimate of a range's size) through :func:`as_fdb`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode
 
 from fdb_leaderboard.store import Database, open_database, parse_url
+from fdb_leaderboard.store.fdb_backend import FdbDatabase
 from fdb_leaderboard.store.lmdb_backend import LmdbDatabase
 
 
@@ -44,9 +48,38 @@ def as_lmdb(db: Database) -> LmdbDatabase:
     return db
 
 
+def as_fdb(db: Database) -> FdbDatabase:
+    """``db`` as FoundationDB, for the figures only a cluster has."""
+    if not isinstance(db, FdbDatabase):
+        raise SystemExit(f"this measurement needs FoundationDB (fdb:CLUSTER_FILE), not {db.url}")
+    return db
+
+
+def fdb_cluster(db: Database) -> dict[str, Any]:
+    """The cluster behind ``db``: its version, storage engine, redundancy and processes (status json)."""
+    raw = as_fdb(db)._db
+    status = json.loads(bytes(raw[b"\xff\xff/status/json"]))["cluster"]
+    configuration = status.get("configuration", {})
+    processes = status.get("processes", {}).values()
+    return {
+        "version": sorted({p.get("version", "?") for p in processes}),
+        "storage_engine": configuration.get("storage_engine", "?"),
+        "log_engine": configuration.get("log_engine", configuration.get("tlog_engine", "?")),
+        "redundancy": configuration.get("redundancy_mode", "?"),
+        "processes": len(processes),
+    }
+
+
+def fdb_range_bytes(db: Database, begin: bytes, end: bytes) -> int:
+    """FoundationDB's estimate of the bytes stored in ``[begin, end)`` (sampled by the storage servers)."""
+    tr = as_fdb(db)._db.create_transaction()  # kept: a collected transaction cancels its futures
+    return int(tr.get_estimated_range_size_bytes(begin, end).wait())
+
+
 @dataclass(frozen=True)
 class StoreUnderTest:
-    """A store the workloads run on: its URL (no options) and the name its results are keyed by.
+    """A store the workloads run on: its URL (no options), the name its results are keyed by and
+    the title its rows' labels start with.
 
     The in-process durable rows of a store are keyed by ``name`` itself; its other rows by
     ``name`` and a mode (``ours_nondurable``, ``ours_grpc``, ...), see :meth:`system`.
@@ -54,6 +87,7 @@ class StoreUnderTest:
 
     name: str
     url: str
+    title: str = "ours"
 
     def url_with(self, **options: bool | int | float | str) -> str:
         return store_url(self.url, **options)
@@ -65,9 +99,17 @@ class StoreUnderTest:
         """The results key of this store in ``mode`` ("" for in-process, durable)."""
         return f"{self.name}_{mode}" if mode else self.name
 
+    @property
+    def is_fdb(self) -> bool:
+        return self.url.startswith("fdb:")
+
     @classmethod
     def embedded(cls, name: str, path: str) -> StoreUnderTest:
         return cls(name, f"lmdb:{path}")
+
+    @classmethod
+    def foundationdb(cls, name: str, cluster_file: str) -> StoreUnderTest:
+        return cls(name, f"fdb:{cluster_file}", "ours on FDB")
 
 
 @contextlib.contextmanager

@@ -27,15 +27,21 @@ from fdb_leaderboard.service.catalog import Catalog
 from fdb_leaderboard.store import Database
 from fdb_leaderboard.store.lmdb_backend import LmdbDatabase
 
+from .counting import StoreCounters
 from .data import DAILY, INDEX_NAME, NOW, TOP_N, WEEKLY, Submission
 from .stores import as_lmdb
 from .suite import Run
 from .timing import Sample, log, profiled, time_callers, time_concurrent, time_each
 
 
-def time_submissions(index: LeaderboardIndex, submissions: Sequence[Submission], threads: int = 1) -> Sample:
-    """In-process ``add_score`` of each submission, by one caller or ``threads`` concurrent ones."""
-    return time_callers([lambda s: index.add_score((s.pk,), s.score, s.ts)] * threads, submissions)
+def time_submissions(
+    index: LeaderboardIndex, submissions: Sequence[Submission], threads: int = 1
+) -> tuple[Sample, dict[str, float]]:
+    """In-process ``add_score`` of each submission, by one caller or ``threads`` concurrent ones;
+    the timings and the store's counters per submission."""
+    counters = StoreCounters(index.db)
+    sample = time_callers([lambda s: index.add_score((s.pk,), s.score, s.ts)] * threads, submissions)
+    return sample, counters.per_call(sample.ops)
 
 
 def submit_all(index: LeaderboardIndex, submissions: Sequence[Submission]) -> int:
@@ -116,8 +122,8 @@ def nondurable(run: Run, index: LeaderboardIndex) -> None:
     """One caller on the store opened with durable=false (set S0)."""
     log(f"  submissions, 1 caller, durable=false ({run.args.ops:,})")
     with profiled(run.args.profile, "in-process submissions, durable=false"):
-        sample = time_submissions(index, run.data.submissions["S0"])
-    run.record_ours("submit_1", "nondurable", sample)
+        sample, counters = time_submissions(index, run.data.submissions["S0"])
+    run.record_ours("submit_1", "nondurable", sample, counters=counters)
 
 
 def durable(run: Run, db: Database, index: LeaderboardIndex) -> None:
@@ -126,11 +132,11 @@ def durable(run: Run, db: Database, index: LeaderboardIndex) -> None:
     log(f"  submissions in-process, durable: 1 caller, then {args.threads} threads")
     commits, written = lmdb_db.commits, bytes_written()
     with profiled(args.profile, "in-process submissions, durable"):
-        sample = time_submissions(index, data.submissions["S1"])
+        sample, counters = time_submissions(index, data.submissions["S1"])
     note = written_note(written, lmdb_db.commits - commits, len(data.submissions["S1"]))
-    run.record_ours("submit_1", "", sample, note)
+    run.record_ours("submit_1", "", sample, note, counters=counters)
     commits, written = lmdb_db.commits, bytes_written()
-    sample = time_submissions(index, data.submissions["S2"], args.threads)
+    sample, counters = time_submissions(index, data.submissions["S2"], args.threads)
     count = len(data.submissions["S2"])
     per_commit = count / max(1, lmdb_db.commits - commits)
     run.record_ours(
@@ -139,6 +145,7 @@ def durable(run: Run, db: Database, index: LeaderboardIndex) -> None:
         sample,
         f"{per_commit:.2f} submissions per durable commit (group commit); "
         + written_note(written, lmdb_db.commits - commits, count),
+        counters=counters,
     )
     run.snapshot = {
         "all_time_count": index.count(),
@@ -156,8 +163,8 @@ def redo_log(run: Run) -> None:
         log(f"  submissions in-process, durable by redo log: 1 caller, then {args.threads} threads")
         for workload, name, threads in (("submit_1", "L1", 1), ("submit_n", "L2", args.threads)):
             before = RedoLogMeter(db)
-            sample = time_submissions(index, data.submissions[name], threads)
+            sample, counters = time_submissions(index, data.submissions[name], threads)
             note = before.note(db, len(data.submissions[name]))
-            run.record_ours(workload, "log", sample, note)
+            run.record_ours(workload, "log", sample, note, counters=counters)
     finally:
         db.close()

@@ -1,10 +1,13 @@
 """One run of the product benchmark (one aggregation): its state, results and figures.
 
 Results are keyed by workload (:data:`WORKLOADS`), then by system: a store under test in a
-mode (``ours``, ``ours_nondurable``, ``ours_grpc``, ...; see :class:`bench.stores.StoreUnderTest`)
-or a Redis variant (``redis``, ``redis_aof``).  Each is a :class:`Measured`: what ran (its
-label), its timings and an optional note.  The workload modules add to a :class:`Run`;
-:meth:`Run.figures` turns it into the JSON the reports and ``tools/bench_scaling.py`` read.
+mode (``ours``, ``ours_nondurable``, ``ours_grpc``, ..., and ``fdb``, ``fdb_grpc`` with
+``--fdb``; see :class:`bench.stores.StoreUnderTest`) or a Redis variant (``redis``,
+``redis_aof``).  Each is a :class:`Measured`: what ran (its label), its timings, for
+in-process runs the store's counters per call (``Database.stats``: read rounds, reads,
+writes, bytes written, commits, retries, conflicts) and an optional note.  The workload
+modules add to a :class:`Run`; :meth:`Run.figures` turns it into the JSON the reports and
+``tools/bench_scaling.py`` read.
 """
 
 from __future__ import annotations
@@ -51,19 +54,31 @@ class Measured:
     label: str
     sample: Sample
     note: str = ""
+    counters: dict[str, float] | None = None  # the store's counters per call
 
     def to_json(self) -> dict[str, Any]:
-        return {"label": self.label, **self.sample.to_json(), **({"note": self.note} if self.note else {})}
+        out = {"label": self.label, **self.sample.to_json(), **({"note": self.note} if self.note else {})}
+        if self.counters is not None:
+            out["counters_per_call"] = {name: round(value, 4) for name, value in self.counters.items()}
+        return out
 
 
 class Run:
     """The whole benchmark for one aggregation, on a fresh store (and fresh Redis servers)."""
 
-    def __init__(self, args: argparse.Namespace, aggregation: str, data: Data, store: StoreUnderTest) -> None:
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        aggregation: str,
+        data: Data,
+        store: StoreUnderTest,
+        fdb: StoreUnderTest | None = None,
+    ) -> None:
         self.args = args
         self.aggregation = aggregation
         self.data = data
         self.store = store
+        self.fdb = fdb  # FoundationDB, measured after the embedded store (``--fdb``)
         self.windows = bench_windows()
         self.directory = bench_directory()
         self.settings = IndexSettings(aggregation=aggregation, high_score_first=True)
@@ -75,6 +90,7 @@ class Run:
         self.environment: dict[str, Any] = {}
         self.checks: dict[str, Any] = {}
         self.snapshot: dict[str, Any] = {}  # our counts and top scores after the submissions, for Redis
+        self.fdb_figures: dict[str, Any] = {}  # the cluster, its storage and per-submission costs
 
     # -- helpers for the workloads
 
@@ -85,18 +101,36 @@ class Run:
         for pk, (score, ts) in enumerate(self.data.records):
             yield (pk,), [Entry(score, ts)]
 
-    def system(self, mode: str = "") -> str:
-        return self.store.system(mode)
+    def system(self, mode: str = "", store: StoreUnderTest | None = None) -> str:
+        return (store or self.store).system(mode)
 
-    def label(self, mode: str = "") -> str:
-        return f"{self.store.name} {MODES[mode]}"
+    def label(self, mode: str = "", store: StoreUnderTest | None = None) -> str:
+        return f"{(store or self.store).title} {MODES[mode]}"
 
-    def record(self, workload: str, system: str, label: str, sample: Sample, note: str = "") -> None:
-        self.results[workload][system] = Measured(label, sample, note)
+    def record(
+        self,
+        workload: str,
+        system: str,
+        label: str,
+        sample: Sample,
+        note: str = "",
+        counters: dict[str, float] | None = None,
+    ) -> None:
+        self.results[workload][system] = Measured(label, sample, note, counters)
 
-    def record_ours(self, workload: str, mode: str, sample: Sample, note: str = "", label: str = "") -> None:
-        """A result of the store under test in ``mode`` (labelled by the mode unless ``label``)."""
-        self.record(workload, self.system(mode), label or self.label(mode), sample, note)
+    def record_ours(
+        self,
+        workload: str,
+        mode: str,
+        sample: Sample,
+        note: str = "",
+        label: str = "",
+        counters: dict[str, float] | None = None,
+        store: StoreUnderTest | None = None,
+    ) -> None:
+        """A result of ``store`` (default: the embedded store under test) in ``mode``, labelled by
+        the mode unless ``label``, with the store's ``counters`` per call if measured."""
+        self.record(workload, self.system(mode, store), label or self.label(mode, store), sample, note, counters)
 
     def count(self, name: str, index: LeaderboardIndex, fn: Callable[[LeaderboardIndex], int], rollback: bool) -> None:
         """Run ``fn`` on ``index`` through a counting database; ``fn`` returns how many operations it made."""
@@ -126,6 +160,7 @@ class Run:
             "store_ops_per_op": {k: {kk: round(vv, 3) for kk, vv in v.items()} for k, v in self.counts.items()},
             "checks": self.checks,
             "notes": self.notes,
+            **({"fdb": self.fdb_figures} if self.fdb_figures else {}),
             "environment": self.environment,
         }
         if self.raw:

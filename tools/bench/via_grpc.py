@@ -35,6 +35,7 @@ from .data import (
     WEEKLY,
 )
 from .reads import ReadCall, time_reads
+from .stores import StoreUnderTest
 from .submissions import one_then_many
 from .suite import Run
 from .timing import BatchClock, Sample, expect, log
@@ -50,12 +51,13 @@ def client_calls(lb: LeaderboardClient) -> dict[str, ReadCall]:
     }
 
 
-def reads_and_submissions(run: Run, address: str) -> None:
-    """Reads, then submissions (S3, S4), through the durable server at ``address``."""
+def reads_and_submissions(run: Run, address: str, store: StoreUnderTest | None = None) -> None:
+    """Reads, then submissions (S3, S4), through the durable server at ``address`` over ``store``
+    (default: the embedded store under test)."""
     log(f"  gRPC server at {address}: reads ({run.args.ops:,} each)")
     with LeaderboardClient(address) as lb:
-        time_reads(run, "gRPC", run.system("grpc"), run.label("grpc"), client_calls(lb))
-    submissions(run, address, "grpc", ("S3", "S4"))
+        time_reads(run, "gRPC", run.system("grpc", store), run.label("grpc", store), client_calls(lb))
+    submissions(run, address, "grpc", ("S3", "S4"), store)
 
 
 def redo_log(run: Run, address: str) -> None:
@@ -65,14 +67,14 @@ def redo_log(run: Run, address: str) -> None:
         load(run, lb, "grpc_log", GRPC_LOAD_INDEX + "-log")
 
 
-def submissions(run: Run, address: str, mode: str, sets: tuple[str, str]) -> None:
+def submissions(run: Run, address: str, mode: str, sets: tuple[str, str], store: StoreUnderTest | None = None) -> None:
     """Submissions through the server at ``address``: 1 client, then ``--threads`` clients."""
     threads = run.args.threads
-    log(f"  gRPC submissions ({run.label(mode)}): 1 client, then {threads} concurrent clients")
+    log(f"  gRPC submissions ({run.label(mode, store)}): 1 client, then {threads} concurrent clients")
     clients = [LeaderboardClient(address) for _ in range(threads)]
     try:
         calls = [lambda s, c=c: c.add_score(INDEX_NAME, (s.pk,), s.score, s.ts) for c in clients]
-        one_then_many(run, run.system(mode), run.label(mode), calls[0], calls, sets)
+        one_then_many(run, run.system(mode, store), run.label(mode, store), calls[0], calls, sets)
     finally:
         for client in clients:
             client.close()
