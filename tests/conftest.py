@@ -126,6 +126,11 @@ class ServerPlace:
                 db.run(lambda tr: tr.clear_range_startswith(self.root))
 
 
+def start_server(path: Path, durable: bool = False) -> Server:
+    """A gRPC server on a free local port over an embedded store at ``path``."""
+    return ServerPlace("lmdb", path, durable).start()
+
+
 @pytest.fixture
 def server_place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServerPlace]:
     """A place for this test's servers, on each backend (see ``pytest_generate_tests``)."""
