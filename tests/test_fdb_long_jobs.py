@@ -91,7 +91,7 @@ def job(db: LimitedDatabase, run: Any) -> list[int]:
 
 def loaded(db: LimitedDatabase, prefix: bytes, aggregation: str) -> tuple[LeaderboardIndex, Model]:
     """An index with its windows (all-time, four days), bulk loaded in scaled batches."""
-    index = LeaderboardIndex.create(db, prefix, IndexSettings(aggregation=aggregation))
+    index = LeaderboardIndex.create(db, prefix, IndexSettings(high_score_first=False, aggregation=aggregation))
     model = Model(aggregation)
     windows = [(1, day * DAY, (day + 1) * DAY) for day in range(4)]
     index.update_windows(WindowUpdate(specs=[WindowSpec(1, 0, DAY, DAY, 4)]))

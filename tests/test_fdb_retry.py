@@ -152,7 +152,7 @@ def scores(aggregation: str) -> Callable[[Database, bytes], list]:
     def scenario(db: Database, prefix: bytes) -> list:
         """add_score, add_entries and save_record into every window (all-time, two types)."""
         rng = random.Random(11)
-        index = LeaderboardIndex.create(db, prefix, IndexSettings(aggregation=aggregation))
+        index = LeaderboardIndex.create(db, prefix, IndexSettings(high_score_first=False, aggregation=aggregation))
         model = Model(aggregation)
         index.update_windows(WindowUpdate(windows=WINDOWS))
         model.update_windows(False, WINDOWS)
@@ -180,7 +180,7 @@ def seeded(db: Database, prefix: bytes, aggregation: str = "SUM", count: int = 8
     """An index with ``count`` records of two entries each, and no directory yet.  Saved by
     save_record, which replaces the record and so stays exact without idempotency: a
     scenario's failure without it comes from the path it tests."""
-    index = LeaderboardIndex.create(db, prefix, IndexSettings(aggregation=aggregation))
+    index = LeaderboardIndex.create(db, prefix, IndexSettings(high_score_first=False, aggregation=aggregation))
     model = Model(aggregation)
     for i, pk in enumerate(PKS[:count]):
         raws = [((), i + 1, 3 * i, ()), ((), 2 * i + 1, 3 * i + 15, ())]
@@ -312,7 +312,7 @@ def catalog(db: Database, prefix: bytes) -> list:
     names = Catalog(db, prefix)
     results = []
     for name in ("a", "b", "a"):
-        index, created = names.create(name, IndexSettings(aggregation="SUM"))
+        index, created = names.create(name, IndexSettings(high_score_first=False, aggregation="SUM"))
         results.append((name, created))
     assert results == [("a", True), ("b", True), ("a", False)]
     index = names.get("b")
@@ -399,7 +399,7 @@ def test_a_call_faulted_every_time_still_ends(clean_db: Database, prefixes: tupl
             raise self._fdb.FDBError(COMMIT_UNKNOWN_RESULT)
 
     faulty = AlwaysUnknown(cluster_file())
-    index = LeaderboardIndex.create(faulty, prefixes[1], IndexSettings(aggregation="SUM"))
+    index = LeaderboardIndex.create(faulty, prefixes[1], IndexSettings(high_score_first=False, aggregation="SUM"))
     index.update_windows(WindowUpdate(specs=[WindowSpec(1, 0, 10, 10, 3)]))
     for i in range(10):
         index.add_score(("p",), 1, i)
@@ -429,8 +429,8 @@ def test_service_writes_under_commit_unknown_result(monkeypatch: pytest.MonkeyPa
     model = Model("SUM")
     try:
         with LeaderboardClient(running.address, timeout=30) as lb:
-            assert lb.create_index("game", aggregation="SUM") is True
-            assert lb.create_index("game", aggregation="SUM") is False
+            assert lb.create_index("game", aggregation="SUM", high_score_first=False) is True
+            assert lb.create_index("game", aggregation="SUM", high_score_first=False) is False
             lb.update_windows("game", windows=WINDOWS[:2])
             model.update_windows(False, WINDOWS[:2])
             records = [((f"r{i}",), [(i % 9, i % 20)]) for i in range(30)]
