@@ -139,13 +139,13 @@ class ReadRounds:
             self.count += 1
 
 
-class Answered(Generic[T]):
-    """A future whose read was answered when issued (a backend without round trips)."""
+class CountedRead(Generic[T]):
+    """A read issued in a transaction and counted in its :class:`ReadRounds`: ``value`` notes the
+    wait, then takes the answer (``_answer``, each backend's)."""
 
-    __slots__ = ("_value", "_issued", "_rounds")
+    __slots__ = ("_rounds", "_issued")
 
-    def __init__(self, value: T, rounds: ReadRounds) -> None:
-        self._value = value
+    def __init__(self, rounds: ReadRounds) -> None:
         self._rounds = rounds
         self._issued = rounds.count
         rounds.reads += 1
@@ -153,6 +153,22 @@ class Answered(Generic[T]):
     @property
     def value(self) -> T:
         self._rounds.waited(self._issued)
+        return self._answer()
+
+    def _answer(self) -> T:
+        raise NotImplementedError
+
+
+class Answered(CountedRead[T]):
+    """A future whose read was answered when issued (a backend without round trips)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: T, rounds: ReadRounds) -> None:
+        super().__init__(rounds)
+        self._value = value
+
+    def _answer(self) -> T:
         return self._value
 
 

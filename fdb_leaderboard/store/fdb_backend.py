@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import fdb.tuple as fdb_tuple
 
 from .api import (
+    CountedRead,
     Database,
     InvertedRange,
     KeyTooLarge,
@@ -94,37 +95,29 @@ def binding_api_version(fdb: Any) -> int:
     return int(major) * 100 + int(minor) * 10
 
 
-class _ValueFuture:
+class _ValueFuture(CountedRead[bytes | None]):
     """A point read in flight."""
 
-    __slots__ = ("_future", "_rounds", "_issued")
+    __slots__ = ("_future",)
 
     def __init__(self, future: Any, rounds: ReadRounds) -> None:
+        super().__init__(rounds)
         self._future = future
-        self._rounds = rounds
-        self._issued = rounds.count
-        rounds.reads += 1
 
-    @property
-    def value(self) -> bytes | None:
-        self._rounds.waited(self._issued)
+    def _answer(self) -> bytes | None:
         return self._future.value
 
 
-class _RangeFuture:
+class _RangeFuture(CountedRead[list[KeyValue]]):
     """A range read in flight (the bindings' FDBRange sends its first request when made)."""
 
-    __slots__ = ("_range", "_rounds", "_issued")
+    __slots__ = ("_range",)
 
     def __init__(self, fetched: Any, rounds: ReadRounds) -> None:
+        super().__init__(rounds)
         self._range = fetched
-        self._rounds = rounds
-        self._issued = rounds.count
-        rounds.reads += 1
 
-    @property
-    def value(self) -> list[KeyValue]:
-        self._rounds.waited(self._issued)
+    def _answer(self) -> list[KeyValue]:
         return [(kv.key, kv.value) for kv in self._range]
 
 
