@@ -161,7 +161,7 @@ def main() -> None:
     address = f"127.0.0.1:{_free_port()}"
     server = subprocess.Popen(
         [CLI, "serve", "--store", f"lmdb:{store}?durable=false", "--address", address, "--max-page",
-         str(args.max_page)],
+         str(args.max_page), "--http-address", "off"],
         stdout=subprocess.PIPE, text=True, cwd=ROOT,
     )  # fmt: skip
     try:
