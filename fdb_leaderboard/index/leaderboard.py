@@ -9,11 +9,12 @@ are the concerns of this package (``ops.writer``, ``ops.windows``, ``ops.filler`
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import random
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..errors import AlreadyExists, FailedPrecondition, InvalidArgument, LeaderboardError, NotFound, NoWindowsWarning
@@ -204,24 +205,16 @@ class LeaderboardIndex(IndexSpace):
         """
 
         def write(ops: Operations) -> None:
-            # The records' heads are read together (one round trip), not one by one.
-            heads = []
+            # The keys are checked first so the records' heads are read together (one round trip).
+            keys = []
             for position, (pk, _) in enumerate(records):
-                try:
-                    heads.append(ops.txn.pk(pk)[1])
-                except LeaderboardError as exc:
-                    exc.record_position = position  # type: ignore[attr-defined]  # which record was refused
-                    raise
-            ops.txn.prefetch(heads=heads)
-            for position, (pk, entries) in enumerate(records):
-                try:
-                    if replace:
-                        ops.writer.save_record(pk, entries)
-                    else:
-                        ops.writer.add_entries(pk, entries)
-                except LeaderboardError as exc:
-                    exc.record_position = position  # type: ignore[attr-defined]  # which record was refused
-                    raise
+                with _refused_at(position):
+                    keys.append(ops.txn.pk(pk))
+            ops.txn.prefetch(heads=[key.nested for key in keys])
+            save = ops.writer.save_record if replace else ops.writer.add_entries
+            for position, (key, (_, entries)) in enumerate(zip(keys, records, strict=True)):
+                with _refused_at(position):
+                    save(key, entries)
 
         self.run(write)
 
@@ -598,6 +591,16 @@ class LeaderboardIndex(IndexSpace):
         return check_index(
             lambda fn: self.read(lambda ops: fn(ops.txn, ops.writer)), max_problems, progress, batch_keys, keep_going
         )
+
+
+@contextlib.contextmanager
+def _refused_at(position: int) -> Iterator[None]:
+    """Note on a refusal which record of a batch it was (``record_position``)."""
+    try:
+        yield
+    except LeaderboardError as exc:
+        exc.record_position = position  # type: ignore[attr-defined]
+        raise
 
 
 def _warn(outcome: WriteOutcome) -> int:

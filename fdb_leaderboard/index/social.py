@@ -38,11 +38,11 @@ def ranks_of(
     pks = check_pks(pks)
     keys = [reader.txn.pk(pk) for pk in pks]
     # One round for every head, then the ranks walk their sets together: the rounds of one record.
-    reader.txn.prefetch(heads=[nested for _, nested, _ in keys], groups=[reader.group_bytes(group)])
-    unique = {flat: pk for pk, (_, _, flat) in zip(pks, keys, strict=True)}
-    results = run_together([reader.rank_and_entry_steps(pk, ref, group, mode) for pk in unique.values()])
+    reader.txn.prefetch(heads=[key.nested for key in keys], groups=[reader.group_bytes(group)])
+    unique = {key.flat: key for key in keys}
+    results = run_together([reader.rank_and_entry_steps(key, ref, group, mode) for key in unique.values()])
     found = dict(zip(unique, results, strict=True))
-    return [found[flat] for _, _, flat in keys]
+    return [found[key.flat] for key in keys]
 
 
 def board_of(

@@ -13,7 +13,7 @@ one round trip on a network store instead of one each.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import InvalidArgument
 from ..proto import index_pb2
@@ -27,6 +27,14 @@ from .values import check_pk, negate
 MAX_PK_BYTES = 200
 
 Packer = Callable[[int | float, int, tuple], bytes]
+
+
+class RecordKey(NamedTuple):
+    """A checked primary key: the tuple, packed as one nested item, and packed flat."""
+
+    pk: tuple
+    nested: bytes
+    flat: bytes
 
 
 class IndexTransaction:
@@ -154,13 +162,19 @@ class IndexTransaction:
 
     # -- records -----------------------------------------------------------------------------
 
-    def pk(self, pk: object) -> tuple[tuple, bytes, bytes]:
-        """The checked primary key, packed as one nested item (``pk_nested``) and flat (``pk_flat``)."""
+    def pk(self, pk: object) -> RecordKey:
+        """The checked primary key, packed as one nested item (``nested``) and flat (``flat``).
+
+        A :class:`RecordKey` (from an earlier call) is returned as it is: callers that check a
+        batch's keys up front (to read their heads together) do not pack them twice.
+        """
+        if isinstance(pk, RecordKey):
+            return pk
         pk = check_pk(pk)
         pk_flat = tuples.pack(pk)
         if len(pk_flat) > MAX_PK_BYTES:
             raise InvalidArgument(f"primary key packs to {len(pk_flat)} bytes; at most {MAX_PK_BYTES} are allowed")
-        return pk, tuples.pack_nested(pk, pk_flat), pk_flat
+        return RecordKey(pk, tuples.pack_nested(pk, pk_flat), pk_flat)
 
     def read_head(self, pk_nested: bytes) -> index_pb2.RecordHead | None:
         """The record's head as stored (a prefetched read is used once: a later call reads again)."""
