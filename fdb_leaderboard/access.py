@@ -14,6 +14,8 @@ API (small on purpose):
   ``FDB_LEADERBOARD_TOKENS`` environment variable when no file is given; ``authenticate(token)``
   answers the token's :class:`Role`; ``authorize(token, method)`` also checks the method's role.
 - :func:`bearer_token`: the token of an ``Authorization: Bearer ...`` header value.
+- :func:`is_loopback`: whether an address names this machine only (where tokens may travel
+  without TLS: a server refuses other addresses without tokens, a client warns).
 - :class:`Unauthenticated` (no or unknown token) and :class:`PermissionDenied` (the token's role
   is too low): front ends answer them with UNAUTHENTICATED / PERMISSION_DENIED (HTTP 401 / 403).
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import enum
 import hmac
+import ipaddress
 import os
 import re
 import stat
@@ -233,3 +236,18 @@ class Tokens:
         if role < needed:
             raise PermissionDenied(f"{method_name(method)} needs the {needed} role; this token has {role}")
         return role
+
+
+def is_loopback(address: str) -> bool:
+    """Whether ``host:port`` (or a gRPC ``unix:`` target) names this machine only: 127.0.0.0/8,
+    ::1, localhost or a Unix socket."""
+    if address.startswith(("unix:", "unix-abstract:")):
+        return True
+    host = address.rsplit(":", 1)[0] if ":" in address else address
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

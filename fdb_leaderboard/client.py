@@ -22,6 +22,7 @@ from typing import Any
 import grpc
 
 from . import wire
+from .access import is_loopback
 from .errors import NoWindowsWarning
 from .index import Entry, History, Movement, Page, RankedEntry
 from .proto import service_pb2 as pb
@@ -102,6 +103,12 @@ class LeaderboardClient:
         if (cert is None) != (key is None):
             raise ValueError("a client certificate needs both cert and key")
         if ca is None and cert is None:
+            if token and not is_loopback(address):
+                warnings.warn(
+                    f"sending a bearer token to {address} without TLS: anyone on the way can read it "
+                    "(give the server's CA to use TLS)",
+                    stacklevel=2,
+                )
             channel = grpc.insecure_channel(address)
         else:
             credentials = grpc.ssl_channel_credentials(_read_pem(ca), _read_pem(key), _read_pem(cert))

@@ -19,7 +19,7 @@ import fdb.tuple
 import pytest
 
 from fdb_leaderboard.client import LeaderboardClient
-from fdb_leaderboard.service import Server
+from fdb_leaderboard.service import Server, ServerSettings
 from fdb_leaderboard.service.catalog import ROOT
 from fdb_leaderboard.store import Database, StoreUnavailable, open_database
 
@@ -115,9 +115,9 @@ class ServerPlace:
         else:
             raise ValueError(f"unknown server backend {backend!r}")
 
-    def start(self) -> Server:
+    def start(self, settings: ServerSettings | None = None) -> Server:
         """A gRPC server on a free local port."""
-        return Server(self.url, "127.0.0.1:0", catalog_root=self.root).start()
+        return Server(self.url, "127.0.0.1:0", catalog_root=self.root, settings=settings).start()
 
     def clear(self) -> None:
         """Remove what the servers stored (on FoundationDB; a temporary directory goes by itself)."""

@@ -8,6 +8,7 @@ in the test; tokens are real bearer tokens.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import os
@@ -18,11 +19,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+import warnings
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import grpc
 import pytest
+from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
@@ -145,6 +149,44 @@ def test_stalled_calls_hold_no_worker_and_time_out(board) -> None:
         for sock in raw:
             sock.close()
         channel.close()
+
+
+def test_a_burst_of_calls_within_the_cap_is_taken_whole(tmp_path: Path) -> None:
+    """2,500 calls arriving at once (as stalled callers re-open theirs when their receive timeouts
+    end) are all taken by the server and end by its receive timeout: gRPC's own backlog limit
+    (1,000 by default, beyond which it drops calls at random as CANCELLED) follows the cap."""
+    running = serve(tmp_path / "s", receive_timeout=1.0)
+
+    async def burst(count: int) -> list[grpc.StatusCode]:
+        channels = [
+            aio.insecure_channel(running.address, options=[("grpc.use_local_subchannel_pool", 1)]) for _ in range(4)
+        ]
+        forever = asyncio.Event()
+
+        async def never() -> AsyncIterator[bytes]:
+            await forever.wait()
+            yield b""
+
+        async def one(i: int) -> grpc.StatusCode:
+            try:
+                await channels[i % 4].stream_unary(f"/{SERVICE_NAME}/Top")(never(), timeout=30)
+            except grpc.RpcError as exc:
+                return exc.code()
+            return Code.OK
+
+        for channel in channels:
+            await channel.channel_ready()
+        try:
+            return await asyncio.gather(*(one(i) for i in range(count)))
+        finally:
+            for channel in channels:
+                await channel.close()
+
+    try:
+        codes = Counter(asyncio.run(burst(2500)))
+        assert codes == {Code.DEADLINE_EXCEEDED: 2500}, codes
+    finally:
+        running.stop(grace=1)
 
 
 def test_calls_beyond_the_concurrency_cap_get_resource_exhausted(tmp_path: Path) -> None:
@@ -430,6 +472,21 @@ def test_no_authentication_only_on_loopback_unless_told(tmp_path: Path) -> None:
     for settings in (ServerSettings(allow_unauthenticated=True), ServerSettings(tokens=_tokens())):
         Server(f"lmdb:{tmp_path / 's'}?durable=false", "0.0.0.0:0", settings=settings).stop(grace=0)
     Server(f"lmdb:{tmp_path / 's'}?durable=false", "[::1]:0").stop(grace=0)
+
+
+def test_tokens_in_plaintext_beyond_loopback_are_warned_of(caplog: pytest.LogCaptureFixture) -> None:
+    with pytest.warns(UserWarning, match=r"sending a bearer token to 10.1.2.3:50051 without TLS"):
+        LeaderboardClient("10.1.2.3:50051", token=READ).close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for quiet in ("127.0.0.1:50051", "localhost:1", "[::1]:2", "unix:/tmp/lb.sock"):
+            LeaderboardClient(quiet, token=READ).close()
+        LeaderboardClient("10.1.2.3:50051").close()  # no token, nothing to leak
+    with caplog.at_level(logging.WARNING, logger="fdb_leaderboard.service"):
+        ServerSettings(tokens=_tokens()).check_address("0.0.0.0:50051")
+        ServerSettings(tokens=_tokens()).check_address("127.0.0.1:50051")
+    warned = [r.getMessage() for r in caplog.records if "without TLS" in r.getMessage()]
+    assert len(warned) == 1 and "0.0.0.0:50051" in warned[0] and READ not in warned[0]
 
 
 # -- the store ------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ ALLOWED = {
     "rankedset": {"store"},
     "index": {"rankedset", "store"},
     "wire": {"index"},
-    "client": {"wire", "index"},
+    "client": {"access", "wire", "index"},
     "service": {"access", "wire", "index", "rankedset", "store"},
     # http calls the servicer itself, so both front ends share validation, errors and codes.
     "http": {"access", "service", "wire", "index", "rankedset", "store"},

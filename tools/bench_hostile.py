@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -56,17 +57,20 @@ def _rss_mb(pid: int) -> float:
 
 
 def normal_client(address: str, records: int, seconds: float, out: multiprocessing.Queue) -> None:
-    latencies = []
+    latencies, failures = [], Counter()
     with LeaderboardClient(address) as lb:
         lb.rank("bench", ("p0",))  # connect
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             pk = (f"p{random.randrange(records)}",)
             started = time.perf_counter()
-            lb.rank("bench", pk)
+            try:
+                lb.rank("bench", pk)
+            except grpc.RpcError as exc:
+                failures[exc.code().name] += 1
             latencies.append(time.perf_counter() - started)
             time.sleep(0.002)  # a steady caller, not a flood
-    out.put(latencies)
+    out.put((latencies, failures))
 
 
 def staller(
@@ -112,17 +116,20 @@ def staller(
             await channel.close()
         return opened
 
-    out.put(("stalled", asyncio.run(run())))
+    out.put(("stalled", asyncio.run(run()), Counter()))
 
 
 def heavy_reader(address: str, n: int, stop: multiprocessing.Event, out: multiprocessing.Queue, nice: int = 0) -> None:
     os.nice(nice)
-    done = 0
+    done, failures = 0, Counter()
     with LeaderboardClient(address, timeout=120) as lb:
         while not stop.is_set():
-            assert len(lb.top("bench", n)) == n
-            done += 1
-    out.put(("heavy", done))
+            try:
+                assert len(lb.top("bench", n)) == n
+                done += 1
+            except grpc.RpcError as exc:
+                failures[exc.code().name] += 1
+    out.put(("heavy", done, failures))
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -130,13 +137,14 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def measure(address: str, args: argparse.Namespace) -> list[float]:
+def measure(address: str, args: argparse.Namespace) -> tuple[list[float], Counter]:
+    """The normal client's latencies (failed calls included) and its failures by status code."""
     queue: multiprocessing.Queue = multiprocessing.Queue()
     process = multiprocessing.Process(target=normal_client, args=(address, args.records, args.seconds, queue))
     process.start()
-    latencies = queue.get()
+    measured = queue.get()
     process.join()
-    return latencies
+    return measured
 
 
 def main() -> None:
@@ -147,6 +155,7 @@ def main() -> None:
     parser.add_argument("--heavy", type=int, default=4)
     parser.add_argument("--bad", type=int, default=10_000)
     parser.add_argument("--max-page", type=int, default=2000)
+    parser.add_argument("--read-processes", type=int, default=1, help="The server's --read-processes.")
     parser.add_argument(
         "--nice-attackers",
         type=int,
@@ -161,7 +170,7 @@ def main() -> None:
     address = f"127.0.0.1:{_free_port()}"
     server = subprocess.Popen(
         [CLI, "serve", "--store", f"lmdb:{store}?durable=false", "--address", address, "--max-page",
-         str(args.max_page), "--http-address", "off"],
+         str(args.max_page), "--http-address", "off", "--read-processes", str(args.read_processes)],
         stdout=subprocess.PIPE, text=True, cwd=ROOT,
     )  # fmt: skip
     try:
@@ -172,7 +181,7 @@ def main() -> None:
             lb.bulk_load("bench", (((f"p{i}",), [(random.randrange(10**6), i)]) for i in range(args.records)))
         print(f"server pid {server.pid}, {args.records} records, RSS {_rss_mb(server.pid):.0f} MB")
 
-        baseline = measure(address, args)
+        baseline, baseline_failures = measure(address, args)
         stop, ready = multiprocessing.Event(), multiprocessing.Event()
         queue: multiprocessing.Queue = multiprocessing.Queue()
         attackers = [
@@ -191,19 +200,25 @@ def main() -> None:
         ready.wait()  # every stalled call is open, the heavy reads running
         time.sleep(1)
         rss_under_attack = _rss_mb(server.pid)
-        pressed = measure(address, args)
+        pressed, pressed_failures = measure(address, args)
         stop.set()
         results: dict[str, int] = {}
-        for kind, count in (queue.get() for _ in attackers):
+        attacker_failures: Counter = Counter()
+        for kind, count, failures in (queue.get() for _ in attackers):
             results[kind] = results.get(kind, 0) + count
+            attacker_failures.update(failures)
         for attacker in attackers:
             attacker.join()
 
-        for name, latencies in (("baseline", baseline), ("under attack", pressed)):
+        for name, latencies, failures in (
+            ("baseline", baseline, baseline_failures),
+            ("under attack", pressed, pressed_failures),
+        ):
             print(
                 f"{name:>13}: {len(latencies)} calls, p50 {percentile(latencies, 0.5) * 1000:.2f} ms, "
-                f"p99 {percentile(latencies, 0.99) * 1000:.2f} ms"
+                f"p99 {percentile(latencies, 0.99) * 1000:.2f} ms, failed {dict(failures) or 'none'}"
             )
+        print(f"attackers' failed calls: {dict(attacker_failures) or 'none'}")
         print(
             f"p99 ratio {percentile(pressed, 0.99) / percentile(baseline, 0.99):.2f}x "
             f"({args.stalled} stalled calls held, {results.get('stalled', 0)} opened in all; "

@@ -110,6 +110,14 @@ def main(
 @click.option("--receive-timeout", default=10.0, show_default=True, help="Seconds a request may take to arrive.")
 @click.option("--deadline", default=60.0, show_default=True, help="Seconds of server work for a call without one.")
 @click.option(
+    "--read-processes",
+    default=1,
+    show_default=True,
+    type=click.IntRange(0, 64),
+    help="Processes serving reads of many rows, at a lower CPU priority, so they never slow point reads "
+    "(0: threads of the server; a redo-log store always uses threads).",
+)
+@click.option(
     "--processes",
     default=1,
     show_default=True,
@@ -139,6 +147,7 @@ def serve(
     max_calls: int,
     receive_timeout: float,
     deadline: float,
+    read_processes: int,
     processes: int,
     http_address: str | None,
 ) -> None:
@@ -161,6 +170,7 @@ def serve(
             max_concurrent_calls=max_calls,
             receive_timeout=receive_timeout,
             default_deadline=deadline,
+            read_processes=read_processes,
             tokens=load_tokens(tokens_file),
             tls=TlsFiles(tls_cert, tls_key, client_ca) if tls_cert and tls_key else None,
             allow_unauthenticated=allow_unauthenticated,
@@ -176,6 +186,7 @@ def serve(
             group = Supervisor(url, address, processes, workers, grace, settings=settings).start()
         else:
             server = Server(url, address, workers, settings=settings).start()
+            server.start_readers()
             try:
                 wanted = http_address or DEFAULT_HTTP_ADDRESS
                 http = None if wanted == "off" else HttpServer(server, wanted).start()

@@ -214,7 +214,10 @@ class Transcoder:
                 load_slot = True
                 deadline = float("inf")  # a load may run long, as over gRPC
                 request = remember_first(request, first)  # type: ignore[arg-type]
-            response = getattr(self.service, name)(request, HttpCallContext(deadline, self.stopping))
+            if self.dispatcher.reads_elsewhere(name, request):  # a heavy read: on a reader process
+                response = rpc.response_type.FromString(self.dispatcher.read_elsewhere(name, request, deadline))
+            else:
+                response = getattr(self.service, name)(request, HttpCallContext(deadline, self.stopping))
             if rpc.server_streaming:  # Load: HTTP answers once, with the last progress message
                 last = rpc.response_type()
                 for last in response:  # noqa: B007

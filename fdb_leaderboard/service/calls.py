@@ -5,8 +5,11 @@ bytes (no grpcio deserializer: a request that does not parse leaks nothing and a
 INVALID_ARGUMENT with one short, rate-limited log line).  A unary method is read as a stream of
 exactly one message, so its request must arrive within ``receive_timeout``; while it has not,
 the call holds no thread.  Only then does the call go to a worker thread, with a deadline of the
-client's or ``default_deadline``, whichever is sooner.  BulkLoad streams run on their own
-threads (``max_bulk_loads`` at once), each message within ``stream_idle_timeout``.
+client's or ``default_deadline``, whichever is sooner.  Heavy calls (many rows, whole-index jobs)
+queue for threads of their own, and heavy reads go to reader processes where the store allows it
+(``readers.py``), so they never hold the interpreter this event loop and the point reads need.
+BulkLoad streams run on their own threads (``max_bulk_loads`` at once), each message within
+``stream_idle_timeout``.
 
 Access: :class:`AccessInterceptor` checks each call's bearer token against its method's role
 (:mod:`fdb_leaderboard.access`) before anything else is read.
@@ -30,8 +33,9 @@ from .. import access
 from ..proto import service_pb2 as pb
 from .grpc_service import SERVICE_NAME, CallContext, ClientGone, LeaderboardService
 from .metrics import Metrics
+from .readers import READ_METHODS, ReadProcesses
 from .settings import ServerSettings
-from .status import Answer, cap_message
+from .status import Answer, cap_message, status_of
 
 log = logging.getLogger("fdb_leaderboard.service")
 
@@ -81,11 +85,17 @@ class Dispatcher(grpc.GenericRpcHandler):
     """The service's methods as raw-bytes handlers on an asyncio gRPC server."""
 
     def __init__(
-        self, service: LeaderboardService, settings: ServerSettings, max_workers: int, metrics: Metrics | None = None
+        self,
+        service: LeaderboardService,
+        settings: ServerSettings,
+        max_workers: int,
+        metrics: Metrics | None = None,
+        readers: ReadProcesses | None = None,
     ) -> None:
         self.servicer = service
         self.settings = settings
         self.metrics = metrics
+        self.readers = readers
         self.workers = concurrent.futures.ThreadPoolExecutor(max_workers, thread_name_prefix="rpc")
         # Long reads and whole-index jobs queue for a few threads of their own, so a flood of them
         # shares the CPU with everyone else instead of taking every worker.
@@ -117,6 +127,8 @@ class Dispatcher(grpc.GenericRpcHandler):
         self.workers.shutdown(wait=True, cancel_futures=True)
         self.heavy.shutdown(wait=True, cancel_futures=True)
         self.loaders.shutdown(wait=True, cancel_futures=True)
+        if self.readers is not None:
+            self.readers.shutdown()
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -161,9 +173,32 @@ class Dispatcher(grpc.GenericRpcHandler):
         }.get(method)
         return rows is not None and rows() > self.settings.heavy_rows
 
+    def reads_elsewhere(self, method: str, request: Any) -> bool:
+        """Whether the call is a heavy read that a reader process serves."""
+        return self.readers is not None and method in READ_METHODS and self.is_heavy(method, request)
+
+    def resolve(self, name: str) -> Any:
+        """The index ``name`` as this server knows it (blocking: it may read the catalog)."""
+        try:
+            return self.servicer.catalog.get(name)
+        except Exception as exc:
+            code = status_of(exc)
+            if code is None:
+                raise
+            raise Answer(code, cap_message(str(exc))) from None
+
+    def read_elsewhere(self, method: str, request: Message, deadline: float) -> bytes:
+        """Serve a heavy read on a reader process and wait for its answer (from a worker thread)."""
+        assert self.readers is not None
+        data = request.SerializeToString()
+        return self.sized(self.readers.call(method, self.resolve(request.index), request.index, data, deadline))
+
     def reply(self, response: Message) -> bytes:
         """The answer's bytes; RESOURCE_EXHAUSTED over the message limit (HTTP answers too)."""
-        data = response.SerializeToString()
+        return self.sized(response.SerializeToString())
+
+    def sized(self, data: bytes) -> bytes:
+        """``data``, if within the message limit; RESOURCE_EXHAUSTED otherwise."""
         if len(data) > self.settings.max_message_bytes:
             raise Answer(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -195,6 +230,14 @@ class Dispatcher(grpc.GenericRpcHandler):
         if self.metrics is not None:
             self.metrics.observe_result(method, request, response)
 
+    @staticmethod
+    async def _within(call: _Call, answer: Awaitable[Any], method: str) -> Any:
+        """``answer``, awaited until the call's deadline (and a moment to report progress)."""
+        try:
+            return await asyncio.wait_for(answer, call.time_remaining() + REPORT_SECONDS)
+        except TimeoutError:
+            raise Answer(grpc.StatusCode.DEADLINE_EXCEEDED, f"{method} ran past its deadline on the server") from None
+
     # -- unary methods ------------------------------------------------------------------------
 
     async def _unary(self, method: str, request_type: type[Message], _requests: Any, context: Any) -> bytes:
@@ -207,16 +250,17 @@ class Dispatcher(grpc.GenericRpcHandler):
                 raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{method} takes exactly one request message")
             request = self._parse(request_type, data, method, context.peer())
             call = self._start(context)
+            loop = asyncio.get_running_loop()
             try:
+                if self.reads_elsewhere(method, request):
+                    assert self.readers is not None
+                    index = await loop.run_in_executor(self.workers, self.resolve, request.index)  # type: ignore[attr-defined]
+                    answer = self.readers.submit(method, index, request.index, data, call.deadline)  # type: ignore[attr-defined]
+                    return self.sized(await self._within(call, asyncio.wrap_future(answer), method))
                 pool = self.heavy if self.is_heavy(method, request) else self.workers
-                future = asyncio.get_running_loop().run_in_executor(pool, getattr(self.servicer, method), request, call)
-                try:
-                    # A handler that watches its deadline (Fill) gets a moment to report its progress.
-                    response = await asyncio.wait_for(asyncio.shield(future), call.time_remaining() + REPORT_SECONDS)
-                except TimeoutError:
-                    raise Answer(
-                        grpc.StatusCode.DEADLINE_EXCEEDED, f"{method} ran past its deadline on the server"
-                    ) from None
+                future = loop.run_in_executor(pool, getattr(self.servicer, method), request, call)
+                # A handler that watches its deadline (Fill) gets a moment to report its progress.
+                response = await self._within(call, asyncio.shield(future), method)
             finally:
                 call.cancelled.set()  # a client's cancel or a deadline: loops in the handler stop
                 self.calls.discard(call)

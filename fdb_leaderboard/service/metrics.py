@@ -257,6 +257,14 @@ class MeasuredDatabase(Database):
         finally:
             self._metrics.observe_transaction(kind, outcome, time.perf_counter() - started, attempts)
 
+    @property
+    def batched_reads(self) -> bool:  # type: ignore[override]
+        return self.inner.batched_reads
+
+    @property
+    def shared_by_processes(self) -> bool:  # type: ignore[override]
+        return self.inner.shared_by_processes
+
     def close(self) -> None:
         self.inner.close()
 

@@ -95,6 +95,7 @@ def _worker(
     sys.setswitchinterval(0.0005)  # as `serve` does: heavy calls hand the GIL over in short slices
     try:
         server = Server(store_url, address, max_workers, reuse_port=True, settings=settings).start()
+        server.start_readers()
     except Exception as exc:  # reported by the supervisor, in one line
         ready.put(f"{type(exc).__name__}: {exc}")
         return

@@ -31,6 +31,7 @@ from .calls import AccessInterceptor, Dispatcher
 from .catalog import ROOT, Catalog
 from .grpc_service import SERVICE_NAME, LeaderboardService
 from .metrics import MeasuredDatabase, Metrics
+from .readers import ReadProcesses, can_share
 from .settings import ServerSettings, StartupError
 
 log = logging.getLogger("fdb_leaderboard.service")
@@ -71,7 +72,17 @@ class Server:
             self.catalog = Catalog(self.db, catalog_root)
             self.metrics.watch_catalog(self.catalog)
             self.service = LeaderboardService(self.catalog, settings.max_page)
-            self.dispatcher = Dispatcher(self.service, settings, max_workers, self.metrics)
+            readers = None
+            if settings.read_processes and can_share(self.db):
+                readers = ReadProcesses(
+                    store_url,
+                    catalog_root,
+                    settings.max_page,
+                    settings.read_processes,
+                    settings.read_niceness,
+                    on_stats=self._count_reader_work,
+                )
+            self.dispatcher = Dispatcher(self.service, settings, max_workers, self.metrics, readers)
             self._loop = asyncio.new_event_loop()
             self._thread = threading.Thread(target=self._loop.run_forever, name="grpc-loop", daemon=True)
             self._thread.start()
@@ -92,6 +103,13 @@ class Server:
         self._grace = 10.0
         self._filler: threading.Thread | None = None
 
+    def _count_reader_work(self, stats: dict[str, int], transactions: list[tuple]) -> None:
+        """A reader process's store work for one call, added to this server's counters and metrics."""
+        if stats:
+            self.db.stats.add(**stats)
+        for transaction in transactions:
+            self.metrics.observe_transaction(*transaction)
+
     def _on_loop(self, coroutine: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
@@ -105,6 +123,11 @@ class Server:
                 ("grpc.max_receive_message_length", limit),
                 ("grpc.max_send_message_length", limit),
                 ("grpc.server_handshake_timeout_ms", int(settings.receive_timeout * 1000)),
+                # gRPC drops calls at random (the caller sees CANCELLED) once over 1,000 wait for the
+                # event loop to take them (its default).  A burst within the cap, such as stalled
+                # callers re-opening their calls as their receive timeouts end, must cost nobody a call.
+                ("grpc.server.max_pending_requests", settings.max_concurrent_calls),
+                ("grpc.server.max_pending_requests_hard_limit", 2 * settings.max_concurrent_calls),
             ],
             maximum_concurrent_rpcs=settings.max_concurrent_calls,
         )
@@ -132,6 +155,12 @@ class Server:
         self._filler = threading.Thread(target=self._resume_fills, name="resume-fills", daemon=True)
         self._filler.start()
         return self
+
+    def start_readers(self) -> None:
+        """Start the reader processes now, in the background, instead of at the first heavy read
+        (a fresh interpreter takes a second to start)."""
+        if self.dispatcher.readers is not None:
+            self.dispatcher.readers.start()
 
     def _resume_fills(self) -> None:
         """Finish windows a crashed bulk load or fill left filling (they are not served until then),

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
+import logging
 import os
 
-from ..access import Tokens
+from ..access import Tokens, is_loopback
+
+log = logging.getLogger("fdb_leaderboard.service")
 
 DEFAULT_MAX_PAGE = 2000
 MESSAGE_LIMIT = 4 * 1024 * 1024  # gRPC's default for received messages, kept for sent ones too
@@ -52,6 +54,11 @@ class ServerSettings:
     - ``heavy_workers``: threads for heavy calls (reads of more than ``heavy_rows`` rows, verify,
       fill, trim, expire, window updates, write batches): they queue for these, so a flood of them
       cannot take the workers of point reads and score writes.
+    - ``read_processes``: processes that serve the heavy reads (Top, AroundMe, Scan, GetPage,
+      GetRanks, FriendsBoard, GetRankHistory of more than ``heavy_rows`` rows), at CPU priority
+      ``read_niceness`` lower than the server's, so they never hold the interpreter that serves
+      everyone else (see ``readers.py``); 0, or a store only one process may open: the heavy
+      workers serve them.
     - ``max_bulk_loads``: concurrent BulkLoad streams (each has its own thread, so a stalled one
       never holds a worker of the other calls).
     - ``tokens``: bearer tokens and roles (None: no authentication, everyone is admin, allowed
@@ -69,6 +76,8 @@ class ServerSettings:
     max_bulk_loads: int = 2
     heavy_workers: int = 1
     heavy_rows: int = 100
+    read_processes: int = 1
+    read_niceness: int = 10
     max_message_bytes: int = MESSAGE_LIMIT
     tokens: Tokens | None = None
     tls: TlsFiles | None = None
@@ -80,29 +89,28 @@ class ServerSettings:
         for name in ("max_page", "max_concurrent_calls", "max_bulk_loads", "max_message_bytes", "heavy_workers"):
             if getattr(self, name) < 1:
                 raise StartupError(f"{name} must be at least 1")
+        if not 0 <= self.read_processes <= 64:
+            raise StartupError("read_processes must be from 0 to 64")
+        if not 0 <= self.read_niceness <= 19:
+            raise StartupError("read_niceness must be from 0 to 19")
         for name in ("receive_timeout", "stream_idle_timeout", "default_deadline"):
             if not getattr(self, name) > 0:
                 raise StartupError(f"{name} must be a positive number of seconds")
 
     def check_address(self, address: str) -> None:
-        """Refuse to listen beyond this machine without authentication, unless allowed explicitly."""
+        """Refuse to listen beyond this machine without authentication, unless allowed explicitly;
+        warn when tokens would cross the network in plaintext."""
+        if self.tokens is not None and self.tls is None and not is_loopback(address):
+            log.warning(
+                "listening on %s with tokens but without TLS: callers' tokens cross the network in plaintext "
+                "(serve TLS with --tls-cert and --tls-key)",
+                address,
+            )
         if self.tokens is None and not self.allow_unauthenticated and not is_loopback(address):
             raise StartupError(
                 f"refusing to listen on {address} without authentication: configure tokens (--token-file or "
                 "$FDB_LEADERBOARD_TOKENS), listen on 127.0.0.1, or pass --allow-unauthenticated"
             )
-
-
-def is_loopback(address: str) -> bool:
-    """Whether ``host:port`` names this machine only (127.0.0.0/8, ::1, localhost)."""
-    host = address.rsplit(":", 1)[0] if ":" in address else address
-    host = host.strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def load_tokens(path: str | os.PathLike[str] | None) -> Tokens | None:

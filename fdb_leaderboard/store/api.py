@@ -315,6 +315,7 @@ class Database(abc.ABC):
     url: str
     stats: StoreStats
     batched_reads: bool = False  # whether its transactions' reads cost round trips (see ReadView)
+    shared_by_processes: bool = False  # whether other processes may open the store while this one has it
 
     @abc.abstractmethod
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

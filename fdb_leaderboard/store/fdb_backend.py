@@ -220,6 +220,7 @@ _CLEANUP_SECONDS = 60.0
 
 class FdbDatabase(Database):
     batched_reads = True
+    shared_by_processes = True
 
     def __init__(
         self,

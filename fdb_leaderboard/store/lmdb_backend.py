@@ -431,6 +431,7 @@ class LmdbDatabase(Database):
         self._shared = _Env.acquire(path, durable, map_size, redo_log, checkpoint_seconds)
         self._env = self._shared.env
         self.redo_log = self._shared.log  # the session's RedoLog (its counters), or None
+        self.shared_by_processes = self.redo_log is None  # a redo-log session has the store to itself
         self._queue: deque[_Pending] = deque()
         self._queue_lock = threading.Lock()
         self._turn = threading.Condition()  # guards _leading: one leader runs batches at a time
