@@ -20,7 +20,7 @@ from conftest import ServerPlace
 
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.http import HttpServer
-from fdb_leaderboard.service import Server, ServerSettings
+from fdb_leaderboard.service import Server, ServerSettings, StartupError
 
 CLI = str(Path(sys.executable).parent / "fdb-leaderboard")
 RECORDS = 300
@@ -209,3 +209,22 @@ def _wait_gone(pid: int, timeout: float = 10.0) -> None:
             return
         time.sleep(0.1)
     pytest.fail(f"process {pid} still runs {timeout:g} s later")
+
+
+def test_readers_run_at_the_priority_asked(tmp_path: Path) -> None:
+    for priority, policy, nice in (("idle", os.SCHED_IDLE, 0), ("12", os.SCHED_OTHER, 12)):
+        settings = ServerSettings(heavy_rows=10, read_priority=priority)
+        server = Server(f"lmdb:{tmp_path / priority}?durable=false", "127.0.0.1:0", settings=settings).start()
+        try:
+            with LeaderboardClient(server.address) as lb:
+                expected = load(lb)
+                assert rows(lb.top("game", 20)) == ranked(expected, 0, 20)
+            assert server.dispatcher.readers is not None
+            (pid,) = server.dispatcher.readers.pids()
+            assert os.sched_getscheduler(pid) == policy
+            assert os.getpriority(os.PRIO_PROCESS, pid) - os.getpriority(os.PRIO_PROCESS, 0) == nice
+        finally:
+            server.stop(grace=1)
+    for wrong in ("20", "-1", "low", ""):
+        with pytest.raises(StartupError, match="neither 'idle' nor a nice level from 0 to 19"):
+            ServerSettings(read_priority=wrong)

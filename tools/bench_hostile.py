@@ -12,7 +12,7 @@ and reports p50/p99 of each and their ratio.  Then it sends ``--bad`` requests t
 and reports the server's resident memory before and after.
 
     .venv/bin/python tools/bench_hostile.py [--records 20000] [--seconds 20] [--stalled 2000] [--heavy 4]
-        [--nice-attackers 19]
+        [--read-processes 1] [--read-priority idle] [--attacker-priority 0|NICE|idle]
 """
 
 from __future__ import annotations
@@ -79,12 +79,12 @@ def staller(
     stop: multiprocessing.Event,
     ready: multiprocessing.Event,
     out: multiprocessing.Queue,
-    nice: int = 0,
+    priority: str = "0",
 ) -> None:
     """Keep ``count`` calls open whose request message never arrives (over 8 connections), re-opening
     each as the server times it out.  An asyncio client: the attacker costs little CPU of its own."""
 
-    os.nice(nice)
+    lower_priority(priority)
 
     async def run() -> int:
         forever = asyncio.Event()
@@ -119,8 +119,10 @@ def staller(
     out.put(("stalled", asyncio.run(run()), Counter()))
 
 
-def heavy_reader(address: str, n: int, stop: multiprocessing.Event, out: multiprocessing.Queue, nice: int = 0) -> None:
-    os.nice(nice)
+def heavy_reader(
+    address: str, n: int, stop: multiprocessing.Event, out: multiprocessing.Queue, priority: str = "0"
+) -> None:
+    lower_priority(priority)
     done, failures = 0, Counter()
     with LeaderboardClient(address, timeout=120) as lb:
         while not stop.is_set():
@@ -130,6 +132,14 @@ def heavy_reader(address: str, n: int, stop: multiprocessing.Event, out: multipr
             except grpc.RpcError as exc:
                 failures[exc.code().name] += 1
     out.put(("heavy", done, failures))
+
+
+def lower_priority(priority: str) -> None:
+    """Run this process at ``priority``: a nice level, or ``idle`` (Linux's idle policy)."""
+    if priority == "idle":
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    else:
+        os.nice(int(priority))
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -156,13 +166,13 @@ def main() -> None:
     parser.add_argument("--bad", type=int, default=10_000)
     parser.add_argument("--max-page", type=int, default=2000)
     parser.add_argument("--read-processes", type=int, default=1, help="The server's --read-processes.")
+    parser.add_argument("--read-priority", default="idle", help="The server's --read-priority.")
     parser.add_argument(
-        "--nice-attackers",
-        type=int,
-        default=0,
-        help="Run the attacking processes at this niceness: on a small machine their own CPU (decoding "
-        "2000-row answers) otherwise competes with the server and the normal client, as it would not "
-        "from other machines.",
+        "--attacker-priority",
+        default="0",
+        help="Run the attacking processes at this nice level, or 'idle' (Linux's idle policy): on a small "
+        "machine their own CPU (decoding 2000-row answers) otherwise competes with the server and the "
+        "normal client, as it would not from other machines.",
     )
     args = parser.parse_args()
 
@@ -170,7 +180,8 @@ def main() -> None:
     address = f"127.0.0.1:{_free_port()}"
     server = subprocess.Popen(
         [CLI, "serve", "--store", f"lmdb:{store}?durable=false", "--address", address, "--max-page",
-         str(args.max_page), "--http-address", "off", "--read-processes", str(args.read_processes)],
+         str(args.max_page), "--http-address", "off", "--read-processes", str(args.read_processes),
+         "--read-priority", args.read_priority],
         stdout=subprocess.PIPE, text=True, cwd=ROOT,
     )  # fmt: skip
     try:
@@ -186,12 +197,12 @@ def main() -> None:
         queue: multiprocessing.Queue = multiprocessing.Queue()
         attackers = [
             multiprocessing.Process(
-                target=staller, args=(address, args.stalled, stop, ready, queue, args.nice_attackers)
+                target=staller, args=(address, args.stalled, stop, ready, queue, args.attacker_priority)
             )
         ]
         attackers += [
             multiprocessing.Process(
-                target=heavy_reader, args=(address, args.max_page, stop, queue, args.nice_attackers)
+                target=heavy_reader, args=(address, args.max_page, stop, queue, args.attacker_priority)
             )
             for _ in range(args.heavy)
         ]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 
 import click
 
@@ -118,6 +117,12 @@ def main(
     "(0: threads of the server; a redo-log store always uses threads).",
 )
 @click.option(
+    "--read-priority",
+    default="idle",
+    show_default=True,
+    help="CPU priority of the reader processes: 'idle' (only CPU nothing else wants) or a nice level 0-19.",
+)
+@click.option(
     "--processes",
     default=1,
     show_default=True,
@@ -148,6 +153,7 @@ def serve(
     receive_timeout: float,
     deadline: float,
     read_processes: int,
+    read_priority: str,
     processes: int,
     http_address: str | None,
 ) -> None:
@@ -158,6 +164,7 @@ def serve(
     """
     from ..http import HttpServer
     from ..service import Server, ServerSettings, StartupError, Supervisor, TlsFiles
+    from ..service.server import tune_for_serving
     from ..service.settings import load_tokens
     from ..store import StoreError
 
@@ -171,6 +178,7 @@ def serve(
             receive_timeout=receive_timeout,
             default_deadline=deadline,
             read_processes=read_processes,
+            read_priority=read_priority,
             tokens=load_tokens(tokens_file),
             tls=TlsFiles(tls_cert, tls_key, client_ca) if tls_cert and tls_key else None,
             allow_unauthenticated=allow_unauthenticated,
@@ -204,9 +212,7 @@ def serve(
         )
         raise SystemExit(group.wait())
     server.stop_on_signals(grace)
-    # Heavy calls are Python work holding the GIL; switch threads every 0.5 ms instead of 5 ms so a
-    # point read waiting behind one is not delayed by whole 5 ms slices.
-    sys.setswitchinterval(0.0005)
+    tune_for_serving()
     access = "tokens" if settings.tokens is not None else "no authentication"
     click.echo(
         f"fdb-leaderboard serving on {server.address}{f' and {http.url}' if http else ''} "

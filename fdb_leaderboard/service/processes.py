@@ -27,7 +27,6 @@ import multiprocessing
 import os
 import signal
 import socket
-import sys
 import threading
 import time
 from collections import deque
@@ -90,12 +89,12 @@ def _worker(
 ) -> None:
     """One worker process: a port-sharing server until SIGTERM, or until its supervisor is gone
     (killed without a chance to stop it: the worker must not keep serving alone)."""
-    from .server import Server
+    from .server import Server, tune_for_serving
 
-    sys.setswitchinterval(0.0005)  # as `serve` does: heavy calls hand the GIL over in short slices
     try:
         server = Server(store_url, address, max_workers, reuse_port=True, settings=settings).start()
         server.start_readers()
+        tune_for_serving()
     except Exception as exc:  # reported by the supervisor, in one line
         ready.put(f"{type(exc).__name__}: {exc}")
         return

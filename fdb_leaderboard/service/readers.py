@@ -5,9 +5,12 @@ Python runs one thread of Python code at a time per process.  A Top of 2,000 row
 the interpreter in turns with the event loop and the workers of point reads and score writes,
 so every other call waits behind it, and a few clients looping such reads make everyone slow.
 :class:`ReadProcesses` runs them in ``count`` separate processes instead (started with
-``spawn``: gRPC must not be forked), at a lower CPU priority (``niceness``), each with its own
-connection to the store.  The server's process only passes request bytes in and answer bytes
-out.
+``spawn``: gRPC must not be forked), each with its own connection to the store, at a lower CPU
+priority: by default Linux's idle policy (``SCHED_IDLE``), so a reader runs only on CPU time
+nothing else of the machine wants and gives the CPU up at once to a server thread or any other
+process that wakes (a nice level still shares the CPU in proportion, and a woken thread may wait
+for the reader's time slice to end).  The server's process only passes request bytes in and
+answer bytes out.
 
 Only a store that several processes may open at once can be read this way (FoundationDB, and
 LMDB without ``redo_log``); the server uses its heavy threads otherwise.
@@ -43,6 +46,7 @@ from ..store import Database, open_database
 from .catalog import Catalog
 from .grpc_service import LeaderboardService
 from .metrics import MeasuredDatabase, Metrics
+from .settings import IDLE, check_priority
 from .status import Answer
 
 log = logging.getLogger("fdb_leaderboard.service")
@@ -62,14 +66,14 @@ class ReadProcesses:
         catalog_root: bytes,
         max_page: int,
         count: int = 1,
-        niceness: int = 10,
+        priority: str = IDLE,
         on_stats: Callable[[dict[str, int], list[tuple]], None] | None = None,
     ) -> None:
         self.store_url = store_url
         self.catalog_root = catalog_root
         self.max_page = max_page
         self.count = count
-        self.niceness = niceness
+        self.priority = check_priority(priority)
         self.on_stats = on_stats
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -85,7 +89,7 @@ class ReadProcesses:
                     self.count,
                     mp_context=multiprocessing.get_context("spawn"),
                     initializer=_open_reader,
-                    initargs=(self.store_url, self.catalog_root, self.max_page, self.niceness, os.getpid()),
+                    initargs=(self.store_url, self.catalog_root, self.max_page, self.priority, os.getpid()),
                 )
             return self._pool
 
@@ -222,11 +226,13 @@ class _Deadline:
         return max(0.0, self.deadline - time.monotonic())
 
 
-def _open_reader(store_url: str, catalog_root: bytes, max_page: int, niceness: int, server: int) -> None:
+def _open_reader(store_url: str, catalog_root: bytes, max_page: int, priority: str, server: int) -> None:
     global _service, _catalog, _timings, _db
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the server stops us
-    if niceness:
-        os.nice(niceness)
+    if priority == IDLE:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    else:
+        os.nice(int(priority))
 
     def watch_server() -> None:  # a server killed outright cannot stop its readers: they stop themselves
         while os.getppid() == server:  # (the server's pid, not getppid() now: it may have died already)

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import gc
 import logging
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +37,8 @@ from .readers import ReadProcesses, can_share
 from .settings import ServerSettings, StartupError
 
 log = logging.getLogger("fdb_leaderboard.service")
+# Allocations between young collections (CPython's default: 700).
+GC_YOUNG_THRESHOLD = 20_000
 
 
 class Server:
@@ -79,7 +83,7 @@ class Server:
                     catalog_root,
                     settings.max_page,
                     settings.read_processes,
-                    settings.read_niceness,
+                    settings.read_priority,
                     on_stats=self._count_reader_work,
                 )
             self.dispatcher = Dispatcher(self.service, settings, max_workers, self.metrics, readers)
@@ -249,6 +253,21 @@ class Server:
 
         signal.signal(signal.SIGTERM, handler)
         signal.signal(signal.SIGINT, handler)
+
+
+def tune_for_serving() -> None:
+    """Interpreter settings for a process that serves calls (``serve``, each ``--processes`` worker),
+    once its server has started.
+
+    - Threads switch every 0.5 ms instead of 5 ms, so a point read waiting for the interpreter
+      behind a long call is not delayed by whole 5 ms slices.
+    - What start-up made (modules, descriptors: most of the process's objects) is moved out of
+      the garbage collector's sight, and the young generation is collected less often: every call
+      allocates many objects, and full collections that walked them all paused every call.
+    """
+    sys.setswitchinterval(0.0005)
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, 20, 20)
 
 
 def _server_credentials(settings: ServerSettings) -> grpc.ServerCredentials | None:

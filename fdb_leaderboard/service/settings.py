@@ -11,6 +11,7 @@ from ..access import Tokens, is_loopback
 log = logging.getLogger("fdb_leaderboard.service")
 
 DEFAULT_MAX_PAGE = 2000
+IDLE = "idle"  # a reader priority: Linux's idle scheduling policy
 MESSAGE_LIMIT = 4 * 1024 * 1024  # gRPC's default for received messages, kept for sent ones too
 
 
@@ -56,9 +57,9 @@ class ServerSettings:
       cannot take the workers of point reads and score writes.
     - ``read_processes``: processes that serve the heavy reads (Top, AroundMe, Scan, GetPage,
       GetRanks, FriendsBoard, GetRankHistory of more than ``heavy_rows`` rows), at CPU priority
-      ``read_niceness`` lower than the server's, so they never hold the interpreter that serves
-      everyone else (see ``readers.py``); 0, or a store only one process may open: the heavy
-      workers serve them.
+      ``read_priority`` (``idle``: Linux's idle scheduling policy, or a nice level), so they never
+      hold the interpreter, nor the CPU, that serves everyone else (see ``readers.py``); 0, or a
+      store only one process may open: the heavy workers serve them.
     - ``max_bulk_loads``: concurrent BulkLoad streams (each has its own thread, so a stalled one
       never holds a worker of the other calls).
     - ``tokens``: bearer tokens and roles (None: no authentication, everyone is admin, allowed
@@ -77,7 +78,7 @@ class ServerSettings:
     heavy_workers: int = 1
     heavy_rows: int = 100
     read_processes: int = 1
-    read_niceness: int = 10
+    read_priority: str = IDLE
     max_message_bytes: int = MESSAGE_LIMIT
     tokens: Tokens | None = None
     tls: TlsFiles | None = None
@@ -91,8 +92,10 @@ class ServerSettings:
                 raise StartupError(f"{name} must be at least 1")
         if not 0 <= self.read_processes <= 64:
             raise StartupError("read_processes must be from 0 to 64")
-        if not 0 <= self.read_niceness <= 19:
-            raise StartupError("read_niceness must be from 0 to 19")
+        try:
+            check_priority(self.read_priority)
+        except ValueError as exc:
+            raise StartupError(str(exc)) from None
         for name in ("receive_timeout", "stream_idle_timeout", "default_deadline"):
             if not getattr(self, name) > 0:
                 raise StartupError(f"{name} must be a positive number of seconds")
@@ -111,6 +114,13 @@ class ServerSettings:
                 f"refusing to listen on {address} without authentication: configure tokens (--token-file or "
                 "$FDB_LEADERBOARD_TOKENS), listen on 127.0.0.1, or pass --allow-unauthenticated"
             )
+
+
+def check_priority(priority: str) -> str:
+    """``priority`` if it names a reader priority: ``idle``, or a nice level from 0 to 19."""
+    if priority == IDLE or (priority.isdigit() and 0 <= int(priority) <= 19):
+        return priority
+    raise ValueError(f"reader priority {priority!r} is neither 'idle' nor a nice level from 0 to 19")
 
 
 def load_tokens(path: str | os.PathLike[str] | None) -> Tokens | None:
