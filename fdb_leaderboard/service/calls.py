@@ -327,6 +327,7 @@ class Dispatcher(grpc.GenericRpcHandler):
 
             try:
                 future = loop.run_in_executor(self.loaders, relay)
+                getter: asyncio.Future | None = None
                 try:
                     while not future.done() or not replies.empty():
                         getter = asyncio.ensure_future(replies.get())
@@ -339,6 +340,8 @@ class Dispatcher(grpc.GenericRpcHandler):
                     response = future.result()
                 except asyncio.CancelledError:
                     call.cancelled.set()
+                    if getter is not None:
+                        getter.cancel()
                     for read in pending:
                         read.cancel()
                     raise
