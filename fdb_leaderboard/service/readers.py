@@ -107,11 +107,13 @@ class ReadProcesses:
     def submit(self, method: str, index: LeaderboardIndex, name: str, request: bytes, deadline: float) -> Any:
         """Run ``method`` on a reader: a future of the answer's bytes (or :class:`Answer`)."""
         options = index.settings.to_proto().SerializeToString()
+        pool = self._executor()
         try:
-            future = self._executor().submit(_serve, method, name, index.prefix, options, request, deadline)
+            future = pool.submit(_serve, method, name, index.prefix, options, request, deadline)
         except BrokenProcessPool:  # a reader died since the last call: start anew
-            self._discard()
-            future = self._executor().submit(_serve, method, name, index.prefix, options, request, deadline)
+            self._discard(pool)
+            pool = self._executor()
+            future = pool.submit(_serve, method, name, index.prefix, options, request, deadline)
         outer: concurrent.futures.Future = concurrent.futures.Future()
         # A call given up (its client went away) leaves the queue if no reader has begun it.
         outer.add_done_callback(lambda mine: future.cancel() if mine.cancelled() else None)
@@ -122,7 +124,7 @@ class ReadProcesses:
             try:
                 ok, payload, stats, transactions = inner.result()
             except BrokenProcessPool:
-                self._discard()
+                self._discard(pool)
                 answer = Answer(grpc.StatusCode.UNAVAILABLE, f"{method} failed: a reader process ended; retry")
                 _settle(outer, exception=answer)
                 return
@@ -148,16 +150,18 @@ class ReadProcesses:
         except concurrent.futures.TimeoutError:
             raise Answer(grpc.StatusCode.DEADLINE_EXCEEDED, f"{method} ran past its deadline on the server") from None
 
-    def _discard(self) -> None:
+    def _discard(self, broken: concurrent.futures.ProcessPoolExecutor) -> None:
+        """Drop ``broken`` (a reader of it died), unless it was replaced already."""
         with self._lock:
-            if self._pool is not None:
+            if self._pool is broken:
                 log.error("a reader process ended unexpectedly: starting new ones for the next reads")
-                self._pool.shutdown(wait=False, cancel_futures=True)
+                broken.shutdown(wait=False, cancel_futures=True)
                 self._pool = None
 
     def pids(self) -> list[int]:
+        """The reader processes running now (for tests and operators)."""
         with self._lock:
-            processes = getattr(self._pool, "_processes", None) or {}
+            processes = getattr(self._pool, "_processes", None) or {}  # the executor keeps no public list
             return sorted(processes)
 
     def shutdown(self) -> None:
