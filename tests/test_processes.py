@@ -21,7 +21,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from conftest import _skip_fdb_if_unavailable
+from conftest import ServerPlace, _skip_fdb_if_unavailable
 
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.proto import service_pb2_grpc as pb_grpc
@@ -189,3 +189,30 @@ def test_workers_stop_when_the_supervisor_is_killed(group: Group) -> None:
     ):
         assert time.monotonic() < deadline, "orphaned workers kept running"
         time.sleep(0.2)
+
+
+def test_servers_of_one_store_follow_an_index_another_dropped_and_created_again(server_place: ServerPlace) -> None:
+    """Each server process keeps the indexes it opened; when another process drops an index and
+    creates one of the same name, a kept index's transactions find out and commit nothing, and
+    the call runs again on the new index: no write is acknowledged into the dropped one."""
+    first, second = server_place.start(), server_place.start()
+    try:
+        with LeaderboardClient(first.address) as a, LeaderboardClient(second.address) as b:
+            a.create_index("game")
+            a.update_windows("game")
+            a.add_score("game", ("old",), 10, 1)
+            assert [e.pk for e in a.top("game", 5)] == [("old",)]  # `first` keeps the index open
+            b.drop_index("game")
+            b.create_index("game")
+            b.update_windows("game")
+            a.add_score("game", ("new",), 20, 2)  # through `first`: must land in the new index
+            assert [(e.pk, e.score) for e in b.top("game", 5)] == [(("new",), 20)]
+            assert [(e.pk, e.score) for e in a.top("game", 5)] == [(("new",), 20)]
+            b.drop_index("game")
+            with pytest.raises(grpc.RpcError) as gone:
+                a.add_score("game", ("late",), 30, 3)
+            assert gone.value.code() is grpc.StatusCode.NOT_FOUND
+            assert b.list_indexes() == []
+    finally:
+        first.stop(grace=1)
+        second.stop(grace=1)

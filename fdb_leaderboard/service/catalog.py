@@ -7,11 +7,21 @@ collides with a later index.  Every key of an index starts with its prefix and n
 compresses key prefixes, so the prefix is kept short: 4 bytes of root, 1-3 bytes of number
 (with the former ``("fdb-leaderboard",) + ("index", n)`` it was 26 bytes, a quarter of the
 bytes of an indexed score).
+
+Several server processes may serve one store (``serve --processes``, reader processes), each with
+its own catalog.  An opened index is kept, so every transaction of a kept index also reads its
+catalog entry (issued with the transaction's first reads: no round trip of its own) and stops,
+committing nothing, with :class:`StaleIndex` if the entry no longer names the index's prefix:
+another process dropped the index, or dropped it and created it again.  The service then opens
+the name afresh and runs the call again.  Without this, a write through another process's kept
+index would be acknowledged into the dropped index's prefix and lost.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import fdb.tuple
 
@@ -21,6 +31,7 @@ from ..proto import index_pb2
 from ..store.api import Database, Transaction, strinc
 
 ROOT = fdb.tuple.pack(("lb",))
+T = TypeVar("T")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
 
 
@@ -31,6 +42,55 @@ def check_name(name: object) -> str:
             "starting with a letter or digit"
         )
     return name
+
+
+class StaleIndex(Exception):
+    """The index ``name`` this process opened was dropped since, maybe created again, by another
+    process; the transaction that found out committed nothing."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"index {name!r} was dropped or created again by another server process")
+        self.name = name
+
+
+class _EntryChecked(Database):
+    """The store as an index opened through the catalog sees it: each transaction also checks
+    that the index's catalog entry still names its prefix (see the module docstring)."""
+
+    def __init__(self, inner: Database, name: str, entry_key: bytes, prefix: bytes) -> None:
+        self.inner = inner
+        self.url = inner.url
+        self.name = name
+        self.entry_key = entry_key
+        self.prefix = prefix
+
+    def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return self.inner.run(self._checked, fn, *args, **kwargs)
+
+    def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return self.inner.read(self._checked, fn, *args, **kwargs)
+
+    def _checked(self, tr: Transaction, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        entry = tr.get_async(self.entry_key)
+        result = fn(tr, *args, **kwargs)
+        stored = entry.value
+        if stored is None or index_pb2.CatalogEntry.FromString(stored).prefix != self.prefix:
+            raise StaleIndex(self.name)
+        return result
+
+    @property
+    def batched_reads(self) -> bool:  # type: ignore[override]
+        return self.inner.batched_reads
+
+    @property
+    def shared_by_processes(self) -> bool:  # type: ignore[override]
+        return self.inner.shared_by_processes
+
+    def close(self) -> None:
+        """Nothing: the store belongs to the catalog's owner."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 class Catalog:
@@ -71,9 +131,17 @@ class Catalog:
             return prefix, True
 
         prefix, created = self.db.run(create)
-        index = LeaderboardIndex(self.db, prefix, settings)
+        return self._keep(name, prefix, settings), created
+
+    def _keep(self, name: str, prefix: bytes, settings: IndexSettings) -> LeaderboardIndex:
+        """The index ``name`` at ``prefix``, kept open; its transactions check its entry."""
+        index = LeaderboardIndex(_EntryChecked(self.db, name, self._key(name), prefix), prefix, settings)
         self._open[name] = (prefix, index)
-        return index, created
+        return index
+
+    def forget(self, name: str) -> None:
+        """Open ``name`` afresh next time (it was found stale)."""
+        self._open.pop(name, None)
 
     def entry(self, name: str) -> index_pb2.CatalogEntry:
         stored = self.db.read(lambda tr: tr.get(self._key(check_name(name))))
@@ -87,9 +155,7 @@ class Catalog:
         if cached is not None:
             return cached[1]
         entry = self.entry(name)
-        index = LeaderboardIndex(self.db, entry.prefix, IndexSettings.from_proto(entry.options))
-        self._open[name] = (entry.prefix, index)
-        return index
+        return self._keep(name, entry.prefix, IndexSettings.from_proto(entry.options))
 
     def list(self) -> list[tuple[str, index_pb2.CatalogEntry]]:
         begin = self.root + fdb.tuple.pack(("catalog",))

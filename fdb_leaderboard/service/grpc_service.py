@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import grpc
+from google.protobuf.message import Message
 
 from .. import wire
 from ..errors import FailedPrecondition, InvalidArgument, LeaderboardError
@@ -29,7 +30,7 @@ from ..index.calendar import TIMEBASES
 from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
 from . import convert
-from .catalog import Catalog
+from .catalog import Catalog, StaleIndex
 from .settings import DEFAULT_MAX_PAGE
 from .status import Answer, cap_message, status_of
 
@@ -56,7 +57,13 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def handle(self: LeaderboardService, request: Any, context: CallContext) -> Any:
         try:
-            return method(self, request, context)
+            try:
+                return method(self, request, context)
+            except StaleIndex as stale:  # nothing was committed: open the name afresh and run again
+                self.catalog.forget(stale.name)
+                if not isinstance(request, Message):  # a stream's messages are consumed already
+                    raise Answer(grpc.StatusCode.ABORTED, f"{stale}; retry") from None
+                return method(self, request, context)
         except Answer:
             raise
         except Exception as exc:

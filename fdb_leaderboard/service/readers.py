@@ -202,8 +202,7 @@ class _PinnedCatalog(Catalog):
     def pin(self, name: str, prefix: bytes, options: bytes) -> None:
         cached = self._open.get(name)
         if cached is None or cached[0] != prefix:
-            settings = IndexSettings.from_proto(index_pb2.IndexOptions.FromString(options))
-            self._open[name] = (prefix, LeaderboardIndex(self.db, prefix, settings))
+            self._keep(name, prefix, IndexSettings.from_proto(index_pb2.IndexOptions.FromString(options)))
 
 
 class _TransactionTimings(Metrics):
