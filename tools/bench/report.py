@@ -356,6 +356,10 @@ def _run_notes(run: dict[str, Any]) -> list[str]:
     return notes
 
 
+# Where the generated part of docs/benchmarks.md ends: what follows is written by hand and kept.
+HAND_WRITTEN = "<!-- Written by hand from here on: tools/bench.py --write-docs keeps it. -->"
+
+
 def write_docs(figures: dict[str, Any], path: Path) -> None:
     cfg, env = figures["config"], figures["environment"]
     lines = [
@@ -399,5 +403,10 @@ def write_docs(figures: dict[str, Any], path: Path) -> None:
         if notes:
             lines.append("")
             lines += [f"- {note}" for note in notes]
+    kept = ""
+    if path.exists():  # the hand-written sections after the generated ones stay
+        existing = path.read_text()
+        if HAND_WRITTEN in existing:
+            kept = "\n" + existing[existing.index(HAND_WRITTEN) :]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines) + "\n" + kept)
