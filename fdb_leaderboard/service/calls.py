@@ -401,6 +401,7 @@ class AccessInterceptor(aio.ServerInterceptor):
 
 def _refusal(code: grpc.StatusCode, message: str) -> grpc.RpcMethodHandler:
     async def refuse(_requests: Any, context: aio.ServicerContext) -> None:
-        await context.abort(code, message)
+        context.set_code(code)  # set, not raised with abort: refusals may come in floods
+        context.set_details(message)
 
     return grpc.stream_stream_rpc_method_handler(refuse)
