@@ -12,7 +12,7 @@ and reports p50/p99 of each and their ratio.  Then it sends ``--bad`` requests t
 and reports the server's resident memory before and after.
 
     .venv/bin/python tools/bench_hostile.py [--records 20000] [--seconds 20] [--stalled 2000] [--heavy 4]
-        [--read-processes 1] [--read-priority idle] [--attacker-priority 0|NICE|idle]
+        [--read-processes 1] [--read-priority idle] [--attacker-priority 0|NICE|idle] [--control]
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import grpc
 from grpc import aio
 
 from fdb_leaderboard.client import LeaderboardClient
+from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import SERVICE_NAME
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,12 +123,19 @@ def staller(
 def heavy_reader(
     address: str, n: int, stop: multiprocessing.Event, out: multiprocessing.Queue, priority: str = "0"
 ) -> None:
+    """Loop maximal Top reads.  As a hostile caller would, it takes the answers as bytes without
+    decoding them (the first is decoded, to check it holds ``n`` rows): the server does all the
+    work, the attacker's own CPU little."""
     lower_priority(priority)
     done, failures = 0, Counter()
-    with LeaderboardClient(address, timeout=120) as lb:
+    request = pb.TopRequest(index="bench", n=n).SerializeToString()
+    with grpc.insecure_channel(address) as channel:
+        top = channel.unary_unary(f"/{SERVICE_NAME}/Top")
         while not stop.is_set():
             try:
-                assert len(lb.top("bench", n)) == n
+                answer = top(request, timeout=120)
+                if not done:
+                    assert len(pb.EntriesResponse.FromString(answer).entries) == n
                 done += 1
             except grpc.RpcError as exc:
                 failures[exc.code().name] += 1
@@ -174,35 +182,40 @@ def main() -> None:
         "machine their own CPU (decoding 2000-row answers) otherwise competes with the server and the "
         "normal client, as it would not from other machines.",
     )
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="Run the attacks against a second server on this machine instead: what sharing the machine "
+        "with the attackers costs the normal client, the server's own share left out.",
+    )
     args = parser.parse_args()
 
-    store = tempfile.mkdtemp(prefix="bench-hostile-")
-    address = f"127.0.0.1:{_free_port()}"
-    server = subprocess.Popen(
-        [CLI, "serve", "--store", f"lmdb:{store}?durable=false", "--address", address, "--max-page",
-         str(args.max_page), "--http-address", "off", "--read-processes", str(args.read_processes),
-         "--read-priority", args.read_priority],
-        stdout=subprocess.PIPE, text=True, cwd=ROOT,
-    )  # fmt: skip
+    servers = [start_server(args)]
+    if args.control:
+        servers.append(start_server(args))
     try:
-        assert "serving on" in server.stdout.readline()
-        with LeaderboardClient(address, timeout=600) as lb:
-            lb.create_index("bench", high_score_first=True)
-            lb.update_windows("bench", high_score_first=True)
-            lb.bulk_load("bench", (((f"p{i}",), [(random.randrange(10**6), i)]) for i in range(args.records)))
-        print(f"server pid {server.pid}, {args.records} records, RSS {_rss_mb(server.pid):.0f} MB")
+        for process, address, _ in servers:
+            with LeaderboardClient(address, timeout=600) as lb:
+                lb.create_index("bench", high_score_first=True)
+                lb.update_windows("bench", high_score_first=True)
+                lb.bulk_load("bench", (((f"p{i}",), [(random.randrange(10**6), i)]) for i in range(args.records)))
+            print(f"server pid {process.pid}, {args.records} records, RSS {_rss_mb(process.pid):.0f} MB")
+        server, address, _ = servers[0]
+        # The attacks press the other server in a control run: the same load on this machine, none
+        # on the measured server, so the ratio shows what sharing the machine alone costs.
+        target = servers[-1][1]
 
         baseline, baseline_failures = measure(address, args)
         stop, ready = multiprocessing.Event(), multiprocessing.Event()
         queue: multiprocessing.Queue = multiprocessing.Queue()
         attackers = [
             multiprocessing.Process(
-                target=staller, args=(address, args.stalled, stop, ready, queue, args.attacker_priority)
+                target=staller, args=(target, args.stalled, stop, ready, queue, args.attacker_priority)
             )
         ]
         attackers += [
             multiprocessing.Process(
-                target=heavy_reader, args=(address, args.max_page, stop, queue, args.attacker_priority)
+                target=heavy_reader, args=(target, args.max_page, stop, queue, args.attacker_priority)
             )
             for _ in range(args.heavy)
         ]
@@ -210,7 +223,7 @@ def main() -> None:
             attacker.start()
         ready.wait()  # every stalled call is open, the heavy reads running
         time.sleep(1)
-        rss_under_attack = _rss_mb(server.pid)
+        rss_under_attack = _rss_mb(servers[-1][0].pid)
         pressed, pressed_failures = measure(address, args)
         stop.set()
         results: dict[str, int] = {}
@@ -234,7 +247,8 @@ def main() -> None:
             f"p99 ratio {percentile(pressed, 0.99) / percentile(baseline, 0.99):.2f}x "
             f"({args.stalled} stalled calls held, {results.get('stalled', 0)} opened in all; "
             f"{results.get('heavy', 0)} maximal reads "
-            f"of {args.max_page} rows by {args.heavy} clients; server RSS {rss_under_attack:.0f} MB)"
+            f"of {args.max_page} rows by {args.heavy} clients; attacked server's RSS {rss_under_attack:.0f} MB)"
+            + (" [control: the attacks pressed another server on this machine]" if args.control else "")
         )
 
         before = _rss_mb(server.pid)
@@ -249,9 +263,24 @@ def main() -> None:
         after = _rss_mb(server.pid)
         print(f"{args.bad} unparseable requests: answered {sorted(codes)}, RSS {before:.1f} -> {after:.1f} MB")
     finally:
-        server.terminate()
-        server.wait(timeout=30)
-        subprocess.run(["rm", "-rf", store], check=False)
+        for process, _, store in servers:
+            process.terminate()
+            process.wait(timeout=30)
+            subprocess.run(["rm", "-rf", store], check=False)
+
+
+def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen, str, str]:
+    """``fdb-leaderboard serve`` on a fresh store: (process, address, store directory)."""
+    store = tempfile.mkdtemp(prefix="bench-hostile-")
+    address = f"127.0.0.1:{_free_port()}"
+    process = subprocess.Popen(
+        [CLI, "serve", "--store", f"lmdb:{store}?durable=false", "--address", address, "--max-page",
+         str(args.max_page), "--http-address", "off", "--read-processes", str(args.read_processes),
+         "--read-priority", args.read_priority],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert process.stdout is not None and "serving on" in process.stdout.readline()
+    return process, address, store
 
 
 if __name__ == "__main__":
