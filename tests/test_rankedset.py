@@ -888,11 +888,12 @@ def test_structure_checked_in_batches_finds_each_kind_of_damage(db, prefix, dama
         problems = check_in_batches(db, rs, max_keys, max_span=max_span)[0]
         assert sorted(problems) == sorted(oracle), (max_keys, max_span)
     # The problem limit stops the batches at once.
-    assert check_in_batches(db, rs, 16, max_problems=1)[0] == oracle[:1] or len(oracle) > 1
+    first = check_in_batches(db, rs, 16, max_problems=1)[0]
+    assert len(first) == 1 and first[0] in oracle
 
 
 def test_structure_check_tolerates_adds_and_removes_between_batches(db, prefix):
-    count = 1500
+    count = 800
     rs = _built(db, prefix, count)
     rng = random.Random(7)
     present = sorted(fdb.tuple.pack((i,)) for i in range(count))
@@ -911,13 +912,13 @@ def test_structure_check_tolerates_adds_and_removes_between_batches(db, prefix):
             present.append(absent.pop(rng.randrange(len(absent))))
             db.run(rs.add, present[-1])
 
-    for max_keys in (4, 40):  # spans are never cut: each is checked in one transaction
+    for max_keys in (6, 40):  # spans are never cut: each is checked in one transaction
         problems, calls, _, continued = check_in_batches(db, rs, max_keys, replace)
-        assert problems == [] and calls > 50 and not continued
+        assert problems == [] and calls > 30 and not continued
     # Spans cut between calls (longer than max_span) are compared only if their node's count is
     # the same at both ends: an add or a remove in the span changes it.
-    problems, calls, _, continued = check_in_batches(db, rs, 4, add_or_remove, max_span=3)
-    assert problems == [] and calls > 50 and continued
+    problems, calls, _, continued = check_in_batches(db, rs, 8, add_or_remove, max_span=3)
+    assert problems == [] and calls > 30 and continued
     assert db.read(rs.check_consistency) == []
     assert db.read(rs.range) == sorted(present)
 
