@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import logging
 import os
 import signal
@@ -33,7 +34,16 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from fdb_leaderboard import access
 from fdb_leaderboard.cli.maintenance import maintenance_pass
 from fdb_leaderboard.client import LeaderboardClient
-from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, ScanType, WindowSpec, WindowUpdate, tuplecodec
+from fdb_leaderboard.index import (
+    CheckReport,
+    Entry,
+    IndexSettings,
+    LeaderboardIndex,
+    ScanType,
+    WindowSpec,
+    WindowUpdate,
+    tuplecodec,
+)
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import SERVICE_NAME, Server, ServerSettings, StartupError, TlsFiles
 from fdb_leaderboard.store import StoreError, open_database
@@ -697,3 +707,67 @@ def test_verify_tolerates_writes_between_its_batches(tmp_path: Path) -> None:
             stop.set()
             writer.join()
         assert index.check() == []
+
+
+def _large_index(db: object, prefix: bytes) -> LeaderboardIndex:
+    """An all-time window whose ranked set (600 elements) and distinct-score set (300 scores) are
+    each many structure batches long at batch_keys=3 (48 node keys a batch)."""
+    index = LeaderboardIndex.create(db, prefix, IndexSettings(dense_ranks=True))  # type: ignore[arg-type]
+    index.update_windows(WindowUpdate())
+    index.bulk_load((((f"p{i}",), [Entry(i * 7 % 300, i)]) for i in range(600)), batch_size=300)
+    return index
+
+
+def test_verify_checks_the_structure_of_large_sets_in_bounded_batches(db, prefix) -> None:
+    index = _large_index(db, prefix)
+    node_reads: list[int] = []
+    report = index.check_report(batch_keys=3, progress=lambda r: node_reads.append(r.nodes))
+    assert report.problems == [] and report.complete
+    assert report.ranked_sets == 2 and report.windows == 1
+    per_batch = [after - before for before, after in itertools.pairwise([0, *node_reads])]
+    structure_batches = [n for n in per_batch if n]
+    assert sum(structure_batches) == report.nodes > 2 * (600 + 300)  # every level of both sets
+    assert len(structure_batches) > (600 + 300) // (3 * 16)  # many batches...
+    assert max(structure_batches) <= 2 * 3 * 16 + 100  # ...each bounded (a sound set's spans are short)
+    assert f"and 2 ranked sets ({report.nodes} nodes) in 1 windows" in report.describe()
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_verify_finds_damage_to_a_large_sets_structure(db, prefix, dense: bool) -> None:
+    index = _large_index(db, prefix)
+    window = index.directory().windows[0]
+    ranked = (index.dense_set if dense else index.ranked_set)(window, b"")
+    level_1 = db.read(lambda tr: tr.get_range_startswith(ranked.prefix + tuplecodec.pack((1,))))
+    node, _count = level_1[len(level_1) // 2]
+    db.run(lambda tr: tr.set(node, (99).to_bytes(8, "little")))  # a wrong count, mid-set
+    level_0 = db.read(lambda tr: tr.get_range_startswith(ranked.prefix + tuplecodec.pack((0,))))
+    db.run(lambda tr: tr.set(level_0[-2][0], bytes(8)))  # a level-0 count of 0
+    where = f"{window.describe()}, group (){', distinct scores' if dense else ''}"
+    oracle = [f"{where}: {message}" for message in db.read(ranked.check_consistency)]
+    assert any("level 1: node" in p and "counts 99" in p for p in oracle), oracle
+    assert any("level 0:" in p and "has count 0" in p for p in oracle), oracle
+    found = index.check_report(batch_keys=3).problems
+    assert sorted(p for p in found if p.startswith(where + ": level ")) == sorted(oracle)
+
+
+def test_verify_tolerates_writes_between_its_structure_batches(db, prefix) -> None:
+    index = _large_index(db, prefix)
+    writes = iter(range(10_000))
+    checked = [0]
+
+    def write(report: CheckReport) -> None:  # in its own transaction, after each structure batch
+        if report.nodes == checked[0]:
+            return
+        checked[0] = report.nodes
+        i = next(writes)
+        if i % 3 == 0:
+            index.add_score((f"new{i}",), 300 + i, i)  # an add, with a new distinct score
+        elif i % 3 == 1:
+            index.add_score((f"p{i * 13 % 600}",), 1000 + i, i)  # a move: a better score
+        else:
+            index.delete_record((f"p{i * 17 % 600}",))  # a remove
+        index.add_score((f"p{i * 11 % 600}",), i % 300, i)  # a score no better: no change
+
+    report = index.check_report(batch_keys=3, progress=write)
+    assert report.problems == [] and report.ranked_sets == 2 and next(writes) > 20
+    assert index.check() == []

@@ -29,7 +29,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from fdb_leaderboard.rankedset import HashFunction, RankedSet
+from fdb_leaderboard.rankedset import HashFunction, RankedSet, StructureCursor
 from fdb_leaderboard.store import Database, ReadView
 from fdb_leaderboard.store.api import Answered
 
@@ -776,6 +776,159 @@ def test_check_consistency_stops_at_max_problems(db, prefix):
     assert {p.split(":")[0] for p in everything} >= {"level 0", "level 1", "level 2", "level 3"}
     for limit in range(1, len(everything) + 1):
         assert db.read(rs.check_consistency, limit) == everything[:limit]
+
+
+# -- 3b. the structure checked in bounded batches ----------------------------------------------
+
+
+def check_in_batches(db, rs: RankedSet, max_keys: int, between=None, max_problems: int = 100, max_span: int = 16_384):
+    """Run ``check_structure`` to the end, one read transaction per call; ``between(batch)`` runs
+    after each.  Returns the problems, the calls, the most keys one call read, and whether a span
+    was continued from one call to the next."""
+    problems: list[str] = []
+    cursor: StructureCursor | None = StructureCursor()
+    calls, most, continued = 0, 0, False
+
+    def batch(tr, start):
+        found: list[str] = []  # per attempt: a retried transaction reports again
+
+        def report(message: str) -> bool:
+            found.append(message)
+            return len(problems) + len(found) >= max_problems
+
+        return (*rs.check_structure(tr, start, max_keys, report, max_span), found)
+
+    while cursor is not None:
+        cursor, keys, found = db.read(batch, cursor)
+        problems += found
+        calls += 1
+        most = max(most, keys)
+        continued = continued or (cursor is not None and cursor.span_node is not None)
+        if between is not None and cursor is not None:
+            between(calls)
+    return problems, calls, most, continued
+
+
+def _height(rs: RankedSet, element: bytes) -> int:
+    """The highest level ``element`` is a node of."""
+    h = rs.hash_function(element)
+    return max(level for level in range(rs.nlevels) if h & ((1 << (4 * level)) - 1) == 0)
+
+
+def _built(db, prefix: bytes, count: int, nlevels: int = 4, count_duplicates: bool = False) -> RankedSet:
+    rs = RankedSet(prefix, nlevels, HashFunction.MURMUR3, count_duplicates)
+    elements = sorted(fdb.tuple.pack((i,)) for i in range(count))
+    for start in range(0, count, 1000):
+        db.run(
+            rs.append,
+            [(e, 1 + (i % 3 if count_duplicates else 0)) for i, e in enumerate(elements[start : start + 1000])],
+        )
+    return rs
+
+
+@pytest.mark.parametrize("count_duplicates", [False, True])
+def test_structure_checked_in_many_small_batches_is_clean(db, prefix, count_duplicates):
+    count = 2000
+    rs = _built(db, prefix, count, count_duplicates=count_duplicates)
+    assert db.read(rs.check_consistency) == []
+    for max_keys, max_span in [(4, 3), (16, 16_384), (200, 16_384)]:
+        problems, calls, most, continued = check_in_batches(db, rs, max_keys, max_span=max_span)
+        assert problems == []
+        assert calls > count // max_keys  # level 0 by ranges, then each level against the one below
+        assert most <= 2 * max_keys + min(max_span, 100) + 2  # a sound set's spans are short
+        assert continued == (max_span == 3)  # only spans longer than max_span go on in the next call
+    problems, calls, _, continued = check_in_batches(db, rs, 10_000)
+    assert (problems, calls, continued) == ([], 1, False)  # a set smaller than a batch: one call
+
+
+def _nodes_of_height(rs: RankedSet, count: int, height: int) -> list[bytes]:
+    """Elements of the set built by ``_built`` whose highest level is ``height``, in order."""
+    elements = sorted(fdb.tuple.pack((i,)) for i in range(count))
+    return [e for e in elements if _height(rs, e) == height]
+
+
+DAMAGES = {
+    # name: (change, what the message says)
+    "count_at_level_0": (lambda rs, p, n: [(0, n[0][len(n[0]) // 2], _one(2))], "level 0:"),
+    "count_at_level_1": (lambda rs, p, n: [(1, n[1][len(n[1]) // 2], _one(40))], "level 1: node"),
+    "count_at_level_2": (lambda rs, p, n: [(2, n[2][len(n[2]) // 2], _one(300))], "level 2: node"),
+    "upper_node_missing_below": (lambda rs, p, n: [(1, n[2][len(n[2]) // 2], None)], "is missing from level 1"),
+    "bogus_node_missing_below": (lambda rs, p, n: [(2, fdb.tuple.pack((1500, "x")), _one(0))], "missing from level 1"),
+    "bogus_last_node": (lambda rs, p, n: [(3, b"\xff", _one(0))], "missing from level 2"),
+    "node_its_hash_does_not_reach": (
+        lambda rs, p, n: [(1, n[0][len(n[0]) // 3], _one(1))],
+        "present against the MURMUR3 hash",
+    ),
+    "node_its_hash_reaches_missing": (
+        lambda rs, p, n: [(1, n[1][len(n[1]) // 3], None)],
+        "missing against the MURMUR3 hash",
+    ),
+    "sentinel_missing": (lambda rs, p, n: [(2, b"", None)], "level 2: sentinel missing"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_structure_checked_in_batches_finds_each_kind_of_damage(db, prefix, damage):
+    count = 1200
+    rs = _built(db, prefix, count)
+    by_height = {height: _nodes_of_height(rs, count, height) for height in range(4)}
+    change, expected = DAMAGES[damage]
+
+    def tamper(tr):
+        for level, element, value in change(rs, prefix, by_height):
+            if value is None:
+                tr.clear(_level_key(prefix, level, element))
+            else:
+                tr.set(_level_key(prefix, level, element), value)
+
+    db.run(tamper)
+    oracle = db.read(rs.check_consistency)
+    assert any(expected in problem for problem in oracle), oracle
+    for max_keys, max_span in [(4, 3), (16, 16_384), (64, 8), (10_000, 16_384)]:
+        problems = check_in_batches(db, rs, max_keys, max_span=max_span)[0]
+        assert sorted(problems) == sorted(oracle), (max_keys, max_span)
+    # The problem limit stops the batches at once.
+    first = check_in_batches(db, rs, 16, max_problems=1)[0]
+    assert len(first) == 1 and first[0] in oracle
+
+
+def test_structure_check_tolerates_adds_and_removes_between_batches(db, prefix):
+    count = 800
+    rs = _built(db, prefix, count)
+    rng = random.Random(7)
+    present = sorted(fdb.tuple.pack((i,)) for i in range(count))
+    absent = [fdb.tuple.pack((i, "new")) for i in range(count)]
+
+    def replace(_batch: int) -> None:  # a remove and an add in one transaction: no count changes
+        removed = present.pop(rng.randrange(len(present)))
+        added = absent.pop(rng.randrange(len(absent)))
+        db.run(lambda tr: (rs.remove(tr, removed), rs.add(tr, added)))
+        present.append(added)
+
+    def add_or_remove(batch: int) -> None:
+        if batch % 2:
+            db.run(rs.remove, present.pop(rng.randrange(len(present))))
+        else:
+            present.append(absent.pop(rng.randrange(len(absent))))
+            db.run(rs.add, present[-1])
+
+    for max_keys in (6, 40):  # spans are never cut: each is checked in one transaction
+        problems, calls, _, continued = check_in_batches(db, rs, max_keys, replace)
+        assert problems == [] and calls > 30 and not continued
+    # Spans cut between calls (longer than max_span) are compared only if their node's count is
+    # the same at both ends: an add or a remove in the span changes it.
+    problems, calls, _, continued = check_in_batches(db, rs, 8, add_or_remove, max_span=3)
+    assert problems == [] and calls > 30 and continued
+    assert db.read(rs.check_consistency) == []
+    assert db.read(rs.range) == sorted(present)
+
+
+def test_structure_check_refuses_too_small_batches(db, prefix):
+    rs = _built(db, prefix, 10)
+    with pytest.raises(ValueError, match="max_keys must be at least 2 and max_span at least 1, not 1 and 5"):
+        db.read(rs.check_structure, StructureCursor(), 1, lambda message: False, 5)
+    with pytest.raises(ValueError, match="not 2 and 0"):
+        db.read(rs.check_structure, StructureCursor(), 2, lambda message: False, 0)
 
 
 # -- 4. init, init_needed, clear, the never-initialized set -----------------------------------

@@ -11,8 +11,9 @@ meanwhile do not show as problems:
 - each primary B-tree entry of a complete window (a batch per transaction): the record's head has
   that value there, and the ranked set counts the entry's element as often as the B-tree holds it;
 - each ranked-set element (a batch per transaction): some B-tree entry has it;
-- each ranked set's structure (node counts match the level below, levels follow the hash), one
-  transaction per set;
+- each ranked set's structure (node counts match the level below, levels follow the hash): by ranges
+  of nodes, a batch per transaction, each comparing every node it reads with the level below as one
+  snapshot saw them (``RankedSet.check_structure``);
 - with ``dense_ranks``, each distinct-score set holds exactly the B-tree's distinct scores (checked
   with each B-tree entry, and each of its elements in batches) and its structure is sound.
 
@@ -27,7 +28,8 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..proto import index_pb2
-from ..store.api import TransactionTimedOut, strinc
+from ..rankedset import StructureCursor
+from ..store.api import strinc
 from . import tuplecodec as tuples
 from .aggregation import Value
 from .directory import MAX_LEVELS, MIN_LEVELS, Directory, Window, sub_directory_from_bytes
@@ -70,6 +72,9 @@ def check_directory(directory: Directory) -> list[str]:
 T = TypeVar("T")
 Reader = Callable[[Callable[[IndexTransaction, RecordWriter], T]], T]
 BATCH_KEYS = 200  # records, B-tree entries or ranked-set elements per read transaction
+# A structure batch reads node keys in ranges, cheaper per key than the point reads of the other
+# batches: 16 per batch key (a span's mean length), so a batch covers about ``batch_keys`` spans.
+STRUCTURE_KEYS_PER_BATCH_KEY = 16
 
 
 @dataclasses.dataclass
@@ -81,6 +86,7 @@ class CheckReport:
     entries: int = 0  # primary B-tree entries matched with their record and ranked set
     elements: int = 0  # ranked-set elements matched with the B-tree
     ranked_sets: int = 0  # ranked sets whose structure was checked
+    nodes: int = 0  # ranked-set node keys read by the structure checks
     windows: int = 0  # complete windows checked
     batches: int = 0  # read transactions
     complete: bool = True  # False: stopped early (``keep_going`` said so), the counts say how far it got
@@ -88,7 +94,8 @@ class CheckReport:
     def describe(self) -> str:
         return (
             f"checked {self.records} records, {self.entries} B-tree entries, {self.elements} ranked-set elements "
-            f"and {self.ranked_sets} ranked sets in {self.windows} windows ({self.batches} read transactions)"
+            f"and {self.ranked_sets} ranked sets ({self.nodes} nodes) in {self.windows} windows "
+            f"({self.batches} read transactions)"
         )
 
 
@@ -172,10 +179,11 @@ def _run_checks(
                             txn, w, g, e, batch_keys, problems, report, d
                         )
                     )
-                if len(problems) < problems.limit:
-                    batch(
-                        lambda txn, _w, g=group_bytes, w=window, d=dense: _check_structure(
-                            txn, w, g, problems, report, d
+                structure: StructureCursor | None = StructureCursor()
+                while structure is not None and len(problems) < problems.limit:
+                    structure = batch(
+                        lambda txn, _w, c=structure, g=group_bytes, w=window, d=dense: _check_structure(
+                            txn, w, g, c, batch_keys * STRUCTURE_KEYS_PER_BATCH_KEY, problems, report, d
                         )
                     )
 
@@ -374,20 +382,27 @@ def _check_structure(
     txn: IndexTransaction,
     window: Window,
     group_bytes: bytes,
+    cursor: StructureCursor,
+    max_keys: int,
     problems: _Problems,
     report: CheckReport,
     dense: bool = False,
-) -> None:
+) -> StructureCursor | None:
+    """A batch of a ranked set's (or, ``dense``, a distinct-score set's) structure check, from
+    ``cursor``; where the next batch resumes, None when the set is checked (or checking stops)."""
     if not _still_complete(txn, window):
-        return
+        return None
     ranked = (txn.space.dense_set if dense else txn.space.ranked_set)(window, group_bytes)
     where = f"{window.describe()}, group {tuples.unpack(group_bytes)}{', distinct scores' if dense else ''}"
-    try:
-        messages = ranked.check_consistency(txn.tr, problems.limit)
-    except TransactionTimedOut:
-        problems.add(f"{where}: the ranked set is too large to check its structure in one transaction")
-        return
-    report.ranked_sets += 1
-    for message in messages:
-        if problems.add(f"{where}: {message}"):
-            return
+    stopped = False
+
+    def found(message: str) -> bool:
+        nonlocal stopped
+        stopped = problems.add(f"{where}: {message}")
+        return stopped
+
+    resume, keys_read = ranked.check_structure(txn.tr, cursor, max_keys, found)
+    report.nodes += keys_read
+    if resume is None and not stopped:
+        report.ranked_sets += 1
+    return resume

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""``verify`` on an index whose ranked set is too large to check in one transaction.
+
+It loads ``--records`` records (each a distinct score, one all-time window: one ranked set of
+that many elements) into a fresh index with ``bulk_load``, then:
+
+1. checks the set's structure the old way, ``RankedSet.check_consistency`` in one read
+   transaction, and says whether it finished within the store's transaction limit (the
+   embedded store enforces FoundationDB's 5 s through ``transaction_seconds``);
+2. runs ``verify`` (``LeaderboardIndex.check_report``, as the service does) and prints its read
+   transactions, its elapsed time, and for the batches of the structure check (those that read
+   ranked-set nodes): how many, their time, the most node keys one read and the longest one;
+   with ``--structure-only`` it runs only the batches of the structure check, as verify does.
+
+    tools/bench_verify.py --records 1000000 --structure-only [--hash JDK]
+    tools/bench_verify.py --records 200000 --store 'lmdb:/tmp/v?durable=false'
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fdb_leaderboard.index import CheckReport, Entry, IndexSettings, LeaderboardIndex, WindowUpdate
+from fdb_leaderboard.index.checker import BATCH_KEYS, STRUCTURE_KEYS_PER_BATCH_KEY
+from fdb_leaderboard.rankedset import HashFunction, StructureCursor
+from fdb_leaderboard.store import TransactionTimedOut, open_database
+
+
+class BatchTimes:
+    """What each batch of a check read and how long it took (from the progress callback)."""
+
+    def __init__(self) -> None:
+        self.started = self.last = time.perf_counter()
+        self.nodes = 0
+        self.structure_batches = 0
+        self.structure_seconds = 0.0
+        self.most_nodes = 0
+        self.longest = 0.0  # seconds, of a structure batch
+
+    def batch_done(self, nodes: int) -> None:
+        now = time.perf_counter()
+        read, seconds = nodes - self.nodes, now - self.last
+        self.nodes, self.last = nodes, now
+        if read:
+            self.structure_batches += 1
+            self.structure_seconds += seconds
+            self.most_nodes = max(self.most_nodes, read)
+            self.longest = max(self.longest, seconds)
+
+    def describe(self) -> str:
+        return (
+            f"structure: {self.structure_batches:,} batches, {self.nodes:,} node keys read in "
+            f"{self.structure_seconds:.1f} s; most node keys in one batch: {self.most_nodes:,}; "
+            f"longest batch: {1000 * self.longest:.1f} ms"
+        )
+
+
+def one_transaction(index: LeaderboardIndex, db: object) -> str:
+    ranked = index.ranked_set(index.directory().windows[0], b"")
+    started = time.perf_counter()
+    try:
+        problems = db.read(ranked.check_consistency)  # type: ignore[attr-defined]
+    except TransactionTimedOut as exc:
+        return f"timed out after {time.perf_counter() - started:.1f} s: {exc}"
+    return f"finished in {time.perf_counter() - started:.2f} s, {len(problems)} problems"
+
+
+def structure_only(index: LeaderboardIndex, db: object, batch_keys: int, times: BatchTimes) -> tuple[int, list[str]]:
+    """The structure check's batches as verify runs them (one read transaction each)."""
+    ranked = index.ranked_set(index.directory().windows[0], b"")
+    max_keys = batch_keys * STRUCTURE_KEYS_PER_BATCH_KEY
+    problems: list[str] = []
+    cursor: StructureCursor | None = StructureCursor()
+    batches = 0
+    while cursor is not None:
+        found: list[str] = []
+
+        def batch(tr, start=cursor, found=found):  # type: ignore[no-untyped-def]
+            found.clear()
+            return ranked.check_structure(tr, start, max_keys, lambda message: found.append(message) is not None)
+
+        cursor, read = db.read(batch)  # type: ignore[attr-defined]
+        problems += found
+        batches += 1
+        times.batch_done(times.nodes + read)
+    return batches, problems
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--store", default=None, help="store URL (default: a temporary embedded store, durable=false)")
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--batch-keys", type=int, default=BATCH_KEYS)
+    parser.add_argument(
+        "--hash", choices=[h.value for h in HashFunction], default="MURMUR3", help="the ranked sets' level hash"
+    )
+    parser.add_argument("--structure-only", action="store_true", help="run only the structure check's batches")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        url = args.store or f"lmdb:{scratch}/store?durable=false&map_size={8 << 30}"
+        db = open_database(url)
+        prefix = b"\x15\x7d" + uuid.uuid4().bytes[:6]
+        try:
+            index = LeaderboardIndex.create(db, prefix, IndexSettings(hash_function=HashFunction(args.hash)))
+            index.update_windows(WindowUpdate())
+            started = time.perf_counter()
+            loaded = index.bulk_load(((f"p{i}",), [Entry(i, i)]) for i in range(args.records))
+            print(f"{url}: loaded {loaded:,} records in {time.perf_counter() - started:.1f} s", flush=True)
+            print(f"check_consistency in one transaction: {one_transaction(index, db)}", flush=True)
+            times = BatchTimes()
+            if args.structure_only:
+                batches, problems = structure_only(index, db, args.batch_keys, times)
+                print(f"structure check, batch_keys={args.batch_keys}: {batches:,} read transactions, ", end="")
+                print(f"{len(problems)} problems")
+            else:
+                report: CheckReport = index.check_report(
+                    batch_keys=args.batch_keys, progress=lambda r: times.batch_done(r.nodes)
+                )
+                print(f"verify, batch_keys={args.batch_keys}: {report.describe()}; {len(report.problems)} problems")
+            print(f"elapsed {time.perf_counter() - times.started:.1f} s; {times.describe()}")
+        finally:
+            if url.startswith("fdb:"):
+                db.run(lambda tr: tr.clear_range_startswith(prefix))
+            db.close()
+
+
+if __name__ == "__main__":
+    main()
