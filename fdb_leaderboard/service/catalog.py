@@ -28,7 +28,7 @@ import fdb.tuple
 from ..errors import AlreadyExists, InvalidArgument, NotFound
 from ..index import IndexSettings, LeaderboardIndex
 from ..proto import index_pb2
-from ..store.api import Database, Transaction, strinc
+from ..store.api import Database, Transaction, WrappedDatabase, strinc
 
 ROOT = fdb.tuple.pack(("lb",))
 T = TypeVar("T")
@@ -53,13 +53,12 @@ class StaleIndex(Exception):
         self.name = name
 
 
-class _EntryChecked(Database):
+class _EntryChecked(WrappedDatabase):
     """The store as an index opened through the catalog sees it: each transaction also checks
     that the index's catalog entry still names its prefix (see the module docstring)."""
 
     def __init__(self, inner: Database, name: str, entry_key: bytes, prefix: bytes) -> None:
-        self.inner = inner
-        self.url = inner.url
+        super().__init__(inner)
         self.name = name
         self.entry_key = entry_key
         self.prefix = prefix
@@ -78,19 +77,8 @@ class _EntryChecked(Database):
             raise StaleIndex(self.name)
         return result
 
-    @property
-    def batched_reads(self) -> bool:  # type: ignore[override]
-        return self.inner.batched_reads
-
-    @property
-    def shared_by_processes(self) -> bool:  # type: ignore[override]
-        return self.inner.shared_by_processes
-
     def close(self) -> None:
         """Nothing: the store belongs to the catalog's owner."""
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 class Catalog:

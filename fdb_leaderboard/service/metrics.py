@@ -35,7 +35,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from ..store.api import Database
+from ..store.api import Database, WrappedDatabase
 from .catalog import Catalog
 
 T = TypeVar("T")
@@ -222,13 +222,12 @@ def remember_first(messages: Iterator[Any], first: list[Any]) -> Iterator[Any]:
         yield message
 
 
-class MeasuredDatabase(Database):
+class MeasuredDatabase(WrappedDatabase):
     """A store whose transactions are timed and whose retries are counted; anything else is the
     store's own (``commits``, ``durable``... are read through)."""
 
     def __init__(self, inner: Database, metrics: Metrics) -> None:
-        self.inner = inner
-        self.url = inner.url
+        super().__init__(inner)
         self._metrics = metrics
         metrics.watch_store_stats(inner)
         if hasattr(inner, "on_commit"):  # the embedded store tells how many transactions each commit carried
@@ -256,17 +255,3 @@ class MeasuredDatabase(Database):
             return result
         finally:
             self._metrics.observe_transaction(kind, outcome, time.perf_counter() - started, attempts)
-
-    @property
-    def batched_reads(self) -> bool:  # type: ignore[override]
-        return self.inner.batched_reads
-
-    @property
-    def shared_by_processes(self) -> bool:  # type: ignore[override]
-        return self.inner.shared_by_processes
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)

@@ -337,3 +337,34 @@ class Database(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class WrappedDatabase(Database):
+    """A store seen through a layer that adds to its transactions (timing them, checking them):
+    ``run``, ``read`` and ``close`` go to ``inner`` unless a subclass changes them, and so does
+    everything else the store has (``stats``, ``batched_reads``, a backend's own counters)."""
+
+    def __init__(self, inner: Database) -> None:
+        self.inner = inner
+        self.url = inner.url
+
+    def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return self.inner.run(fn, *args, **kwargs)
+
+    def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return self.inner.read(fn, *args, **kwargs)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    # Class attributes of Database would hide the store's own values from __getattr__.
+    @property
+    def batched_reads(self) -> bool:  # type: ignore[override]
+        return self.inner.batched_reads
+
+    @property
+    def shared_by_processes(self) -> bool:  # type: ignore[override]
+        return self.inner.shared_by_processes
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
