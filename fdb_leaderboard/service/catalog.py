@@ -62,6 +62,7 @@ class _EntryChecked(WrappedDatabase):
         self.name = name
         self.entry_key = entry_key
         self.prefix = prefix
+        self._current: bytes | None = None  # the entry last found to name ``prefix``: not parsed again
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return self.inner.run(self._checked, fn, *args, **kwargs)
@@ -73,8 +74,10 @@ class _EntryChecked(WrappedDatabase):
         entry = tr.get_async(self.entry_key)
         result = fn(tr, *args, **kwargs)
         stored = entry.value
-        if stored is None or index_pb2.CatalogEntry.FromString(stored).prefix != self.prefix:
-            raise StaleIndex(self.name)
+        if stored != self._current:
+            if stored is None or index_pb2.CatalogEntry.FromString(stored).prefix != self.prefix:
+                raise StaleIndex(self.name)
+            self._current = stored
         return result
 
     def close(self) -> None:

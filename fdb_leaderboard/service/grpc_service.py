@@ -78,6 +78,11 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
     return handle
 
 
+def _score_answer(score: int | float | None) -> pb.ScoreForRankResponse:
+    """A score found, or an empty answer when there is none (ScoreForRank, ScoreForPercentile)."""
+    return pb.ScoreForRankResponse() if score is None else pb.ScoreForRankResponse(score=wire.python_to_score(score))
+
+
 class LeaderboardService(pb_grpc.LeaderboardServicer):
     def __init__(self, catalog: Catalog, max_page: int = DEFAULT_MAX_PAGE) -> None:
         self.catalog = catalog
@@ -468,12 +473,11 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     @_rpc
     def ScoreForRank(self, request: pb.ScoreForRankRequest, context: CallContext) -> pb.ScoreForRankResponse:
         ref = convert.window_ref(request.window)
-        score = self._index(request.index).score_for_rank(
-            request.rank, ref.type, ref.timestamp, wire.items_to_tuple(request.group)
+        return _score_answer(
+            self._index(request.index).score_for_rank(
+                request.rank, ref.type, ref.timestamp, wire.items_to_tuple(request.group)
+            )
         )
-        if score is None:
-            return pb.ScoreForRankResponse()
-        return pb.ScoreForRankResponse(score=wire.python_to_score(score))
 
     @_rpc
     def RankForScore(self, request: pb.RankForScoreRequest, context: CallContext) -> pb.RankResponse:
@@ -568,12 +572,11 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         self, request: pb.ScoreForPercentileRequest, context: CallContext
     ) -> pb.ScoreForRankResponse:
         ref = convert.window_ref(request.window)
-        score = self._index(request.index).score_for_percentile(
-            request.percentile, ref.type, ref.timestamp, wire.items_to_tuple(request.group)
+        return _score_answer(
+            self._index(request.index).score_for_percentile(
+                request.percentile, ref.type, ref.timestamp, wire.items_to_tuple(request.group)
+            )
         )
-        if score is None:
-            return pb.ScoreForRankResponse()
-        return pb.ScoreForRankResponse(score=wire.python_to_score(score))
 
     @_rpc
     def GetMovement(self, request: pb.RankRequest, context: CallContext) -> pb.MovementResponse:
