@@ -60,7 +60,8 @@ def running(tmp_path) -> Iterator[tuple[Server, HttpServer]]:
 
 @pytest.fixture
 def web(running: tuple[Server, HttpServer]) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=running[1].url, timeout=20) as client:
+    # A body is JSON (the server refuses other types: see test_http_hardening.py).
+    with httpx.Client(base_url=running[1].url, timeout=20, headers={"content-type": "application/json"}) as client:
         yield client
 
 

@@ -135,6 +135,21 @@ def main(
     help=f"Address of the HTTP/JSON API, the page and /metrics, with the same tokens and TLS ('off': none) "
     f"[default: {DEFAULT_HTTP_ADDRESS}; off with --processes, which serve gRPC only].",
 )
+@click.option(
+    "--http-max-connections",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Open HTTP connections (at most half the process's file descriptors, so gRPC keeps its own).",
+)
+@click.option("--http-max-streams", default=500, show_default=True, type=click.IntRange(1), help="Open event streams.")
+@click.option(
+    "--http-host",
+    "http_hosts",
+    multiple=True,
+    help="A host name the HTTP server answers to ('*.example.com' for its sub-domains; repeat for more) "
+    "[default: the loopback names on a loopback address, any otherwise].",
+)
 def serve(
     store: str | None,
     cluster_file: str | None,
@@ -156,13 +171,16 @@ def serve(
     read_priority: str,
     processes: int,
     http_address: str | None,
+    http_max_connections: int,
+    http_max_streams: int,
+    http_hosts: tuple[str, ...],
 ) -> None:
     """Start the gRPC service and its HTTP front end (embedded store in ./data by default).
 
     Without tokens it listens on loopback addresses only (unless --allow-unauthenticated).
     SIGTERM or Ctrl-C stops it: no new calls, in-flight ones get --grace seconds, the store is closed.
     """
-    from ..http import HttpServer
+    from ..http import HttpLimits, HttpServer
     from ..service import Server, ServerSettings, StartupError, Supervisor, TlsFiles
     from ..service.server import tune_for_serving
     from ..service.settings import load_tokens
@@ -197,7 +215,12 @@ def serve(
             server.start_readers()
             try:
                 wanted = http_address or DEFAULT_HTTP_ADDRESS
-                http = None if wanted == "off" else HttpServer(server, wanted).start()
+                limits = HttpLimits(
+                    max_connections=http_max_connections,
+                    max_event_streams=http_max_streams,
+                    hosts=http_hosts or None,
+                )
+                http = None if wanted == "off" else HttpServer(server, wanted, limits).start()
             except BaseException:
                 server.stop(grace=0)
                 raise

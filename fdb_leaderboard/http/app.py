@@ -2,7 +2,11 @@
 OpenAPI document and the metrics.
 
 Handlers are async only to wait: each call runs the (blocking) servicer in a worker thread,
-at most ``max_workers`` at once, as the gRPC server's pool does.
+at most ``max_workers`` at once, as the gRPC server's pool does.  A handler checks the bearer
+token before it reads anything else of the request; a body must arrive within the server's
+``receive_timeout`` (each NDJSON line within ``stream_idle_timeout``), and a large one is parsed
+on a heavy worker, never on the event loop.  Input a library refuses is INVALID_ARGUMENT (400),
+a client gone before its answer CANCELLED (499), neither a server error.
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ from typing import Any
 
 import anyio
 import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import grpc
 from google.protobuf.message import Message
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
@@ -33,49 +39,91 @@ from ..service.grpc_service import ClientGone
 from ..service.metrics import Metrics
 from ..service.status import Answer
 from . import openapi
+from .events import EventBoards
+from .guard import guarded
+from .limits import HttpLimits
 from .rest import ROUTES, RestRoute
-from .transcode import CallFailed, Rpc, Transcoder, check_access, dumps, parse_json, to_json
+from .transcode import UNEXPECTED, CallFailed, Rpc, Transcoder, check_access, invalid_input, parse_json, to_json
 
 STATIC = pathlib.Path(__file__).parent / "static"
+# Bodies larger than this are parsed on a heavy worker: JSON decoding costs about 0.6 s per MB,
+# which on the event loop would hold every other request.
+PARSE_ON_LOOP_BYTES = 64 * 1024
+# HTTP methods counted by name in the metrics; any other is "other" (a label per made-up method
+# would let anyone grow the metrics without bound).
+COUNTED_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"})
 
 
 def _error(exc: CallFailed) -> JSONResponse:
     return JSONResponse(exc.body(), status_code=exc.http_status)
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The body, at most ``limit`` bytes (the server's message limit, as for a gRPC request)."""
+async def _read_body(request: Request, limit: int, timeout: float) -> bytes:
+    """The body, at most ``limit`` bytes (the server's message limit, as for a gRPC request),
+    arriving within ``timeout`` seconds."""
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise CallFailed(grpc.StatusCode.RESOURCE_EXHAUSTED, f"the request body is larger than {limit} bytes")
-        chunks.append(chunk)
+    try:
+        with anyio.fail_after(timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise CallFailed(
+                        grpc.StatusCode.RESOURCE_EXHAUSTED, f"the request body is larger than {limit} bytes"
+                    )
+                chunks.append(chunk)
+    except TimeoutError:
+        raise CallFailed(
+            grpc.StatusCode.DEADLINE_EXCEEDED, f"the request body did not arrive within {timeout:g} s"
+        ) from None
+    except ClientDisconnect:
+        raise CallFailed(grpc.StatusCode.CANCELLED, "the client went away before sending its request") from None
     return b"".join(chunks)
 
 
-async def _lines(chunks: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes]:
-    """The lines of a streamed body, each at most ``limit`` bytes, like a message."""
+async def _lines(chunks: AsyncIterator[bytes], limit: int, idle: float, what: str) -> AsyncIterator[bytes]:
+    """The lines of a streamed body, each at most ``limit`` bytes, like a message, and each
+    complete within ``idle`` seconds of the one before."""
     pending = b""
-    async for chunk in chunks:
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        for line in complete:
-            yield line
-        if len(pending) > limit:
+    iterator = aiter(chunks)
+    while True:
+        ends = time.monotonic() + idle
+        while b"\n" not in pending:
+            try:
+                with anyio.fail_after(max(0.0, ends - time.monotonic())):
+                    chunk = await anext(iterator)
+            except TimeoutError:
+                raise Answer(grpc.StatusCode.DEADLINE_EXCEEDED, f"{what} did not arrive within {idle:g} s") from None
+            except StopAsyncIteration:
+                if pending:
+                    yield pending
+                return
+            pending += chunk
+            if len(pending) > limit and b"\n" not in pending:
+                raise Answer(grpc.StatusCode.RESOURCE_EXHAUSTED, f"a line is larger than {limit} bytes")
+        line, pending = pending.split(b"\n", 1)
+        if len(line) > limit:
             raise Answer(grpc.StatusCode.RESOURCE_EXHAUSTED, f"a line is larger than {limit} bytes")
-    if pending:
-        yield pending
+        yield line
 
 
 class HttpApi:
     """The Starlette application over one servicer."""
 
-    def __init__(self, dispatcher: Dispatcher, max_workers: int = 16, tokens: Tokens | None = None) -> None:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        max_workers: int = 16,
+        tokens: Tokens | None = None,
+        limits: HttpLimits | None = None,
+        hosts: list[str] | None = None,
+    ) -> None:
+        """``hosts``: the host names answered (see :meth:`HttpLimits.allowed_hosts`; None: any)."""
         self.transcoder = Transcoder(dispatcher, tokens)
+        self.limits = limits = limits or HttpLimits()
         self.metrics = metrics = dispatcher.metrics
         self.max_workers = max_workers
         self._limiters: dict[bool, anyio.CapacityLimiter] = {}
+        self.events = EventBoards(limits.max_event_streams, self.transcoder.stopping)
         routes: list[Route | Mount] = [
             Route("/", self.page, methods=["GET"], name="page"),
             Route("/openapi.json", self.openapi, methods=["GET"], name="openapi"),
@@ -88,15 +136,15 @@ class HttpApi:
         for rest in ROUTES:
             routes.append(Route(rest.path, self._rest(rest), methods=[rest.method], name=f"{rest.method} {rest.path}"))
         routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
-        self.app: ASGIApp = Starlette(routes=routes, exception_handlers={Exception: _unexpected})
+        self.starlette = Starlette(routes=routes, exception_handlers={Exception: _unexpected})
+        self.app: ASGIApp = guarded(self.starlette, hosts or ["*"])
         if metrics is not None:
             self.app = _MetricsMiddleware(self.app, metrics)
         self.document = openapi.document(list(self.transcoder.rpcs.values()), ROUTES, metrics is not None)
 
     @property
     def routes(self) -> list[Route | Mount]:
-        app = self.app.app if isinstance(self.app, _MetricsMiddleware) else self.app
-        return app.routes  # type: ignore[attr-defined]
+        return self.starlette.routes
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any, heavy: bool = False) -> Any:
         """``fn(*args)`` on a worker thread: at most ``max_workers`` at once, and heavy calls (as
@@ -109,18 +157,32 @@ class HttpApi:
         return await anyio.to_thread.run_sync(functools.partial(fn, *args), limiter=limiter)
 
     async def _body(self, request: Request) -> bytes:
-        return await _read_body(request, self.transcoder.settings.max_message_bytes)
+        settings = self.transcoder.settings
+        return await _read_body(request, settings.max_message_bytes, settings.receive_timeout)
+
+    async def _parsed(self, body: bytes, parse: Callable[[bytes], Any]) -> Any:
+        """``parse(body)``: on a heavy worker if the body is large, so the event loop goes on."""
+        if len(body) > PARSE_ON_LOOP_BYTES:
+            return await self._in_thread(parse, body, heavy=True)
+        return parse(body)
 
     async def _call(self, request: Request, name: str, message: Any) -> Message:
         heavy = self.transcoder.dispatcher.is_heavy(name, message)
         return await self._in_thread(self.transcoder.call, name, message, request.headers, heavy=heavy)
 
+    def _check_access(self, request: Request, method: str) -> None:
+        check_access(self.transcoder.tokens, request.headers, method)
+
     # -- the RPCs ---------------------------------------------------------------------------------
 
     def _unary_rpc(self, rpc: Rpc) -> Callable[[Request], Awaitable[Response]]:
+        def parse(body: bytes) -> Message:
+            return parse_json(body, rpc.request_type)
+
         async def handle(request: Request) -> Response:
             try:
-                message = parse_json(await self._body(request), rpc.request_type)
+                self._check_access(request, rpc.name)
+                message = await self._parsed(await self._body(request), parse)
                 return JSONResponse(to_json(await self._call(request, rpc.name, message)))
             except CallFailed as exc:
                 return _error(exc)
@@ -129,14 +191,26 @@ class HttpApi:
 
     def _streaming_rpc(self, rpc: Rpc) -> Callable[[Request], Awaitable[Response]]:
         """A client-streaming RPC: the body is NDJSON, one request message per line, read as the
-        servicer asks for them (the body is never held whole)."""
+        servicer asks for them (the body is never held whole), each within the server's
+        ``stream_idle_timeout``.  The servicer may read them from any thread (Load's loader)."""
 
         async def handle(request: Request) -> Response:
-            lines = _lines(request.stream(), self.transcoder.settings.max_message_bytes)
+            try:
+                self._check_access(request, rpc.name)
+            except CallFailed as exc:
+                return _error(exc)
+            settings = self.transcoder.settings
+            lines = _lines(
+                request.stream(),
+                settings.max_message_bytes,
+                settings.stream_idle_timeout,
+                f"the next {rpc.name} message",
+            )
+            loop = anyio.lowlevel.current_token()
 
             async def next_line() -> bytes | None:
                 try:
-                    return await lines.__anext__()
+                    return await anext(lines)
                 except StopAsyncIteration:
                     return None
                 except ClientDisconnect:
@@ -144,7 +218,7 @@ class HttpApi:
 
             def messages() -> Iterator[Message]:
                 number = 0
-                while (line := anyio.from_thread.run(next_line)) is not None:
+                while (line := anyio.from_thread.run(next_line, token=loop)) is not None:
                     number += 1
                     if line.strip():
                         try:
@@ -164,13 +238,12 @@ class HttpApi:
     def _rest(self, route: RestRoute) -> Callable[[Request], Awaitable[Response]]:
         async def handle(request: Request) -> Response:
             try:
-                values = route.parse(request.path_params, request.query_params)
+                self._check_access(request, route.rpc)
+                with invalid_input("the request"):
+                    values = route.parse(request.path_params, request.query_params)
                 body = None
                 if route.method == "POST":
-                    try:
-                        body = json.loads(await self._body(request) or b"null")
-                    except ValueError as exc:
-                        raise CallFailed(grpc.StatusCode.INVALID_ARGUMENT, f"the body is not JSON: {exc}") from None
+                    body = await self._parsed(await self._body(request), _json_body)
                 if route.events:
                     return await self._events(request, route, values)
                 status, answer = await self._answer(request, route, values, body)
@@ -182,39 +255,30 @@ class HttpApi:
 
     async def _answer(self, request: Request, route: RestRoute, values: dict[str, Any], body: Any) -> tuple[int, Any]:
         # Building may read (at=latest), so it runs on a worker too.
-        message = await self._in_thread(route.build, values, body, self.transcoder, request.headers)
+        message = await self._in_thread(_built, route, values, body, self.transcoder, request.headers)
         return route.answer(await self._call(request, route.rpc, message))
 
     async def _events(self, request: Request, route: RestRoute, values: dict[str, Any]) -> Response:
-        """Server-Sent Events: the answer now, then again each time it changes (checked every
-        ``interval`` seconds), with a comment line every 15 s to keep proxies from closing the
-        stream.  A stream ends after 10 minutes (browsers reconnect by themselves) or when the
-        server stops.  A first failure is the HTTP answer; later ones are ``problem`` events."""
+        """Server-Sent Events of the route's answer, shared by the streams of one board (see
+        ``events.py``).  A first failure is the HTTP answer; later ones are ``problem`` events."""
+        most = self.limits.max_event_rows
+        if values.get("n", 10) > most:
+            raise CallFailed(
+                grpc.StatusCode.INVALID_ARGUMENT, f"an event stream sends at most {most} rows: ask for n <= {most}"
+            )
         interval = values.pop("interval", 1.0)
-        first = await self._answer(request, route, values, None)
+        key = (route.path, interval, tuple(sorted(values.items())))
+        first, stream, close = await self.events.open(
+            key, interval, functools.partial(self._answer, request, route, values, None)
+        )
         if first[0] != 200:
             return JSONResponse(first[1], status_code=first[0])
-
-        async def stream() -> AsyncIterator[bytes]:
-            sent, quiet_since, ends = first, time.monotonic(), time.monotonic() + 600
-            yield b"data: " + dumps(first[1]) + b"\n\n"
-            while time.monotonic() < ends and not self.transcoder.stopping.is_set():
-                await anyio.sleep(interval)
-                if await request.is_disconnected():
-                    return
-                try:
-                    now = await self._answer(request, route, values, None)
-                except CallFailed as exc:
-                    now = (exc.http_status, exc.body())
-                if now != sent:
-                    event = b"data: " if now[0] == 200 else b"event: problem\ndata: "
-                    yield event + dumps(now[1]) + b"\n\n"
-                    sent, quiet_since = now, time.monotonic()
-                elif time.monotonic() - quiet_since > 15:
-                    yield b": unchanged\n\n"
-                    quiet_since = time.monotonic()
-
-        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        return StreamingResponse(
+            stream,
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache"},
+            background=BackgroundTask(close),
+        )
 
     # -- the page, the document, the metrics ----------------------------------------------------------
 
@@ -235,10 +299,24 @@ class HttpApi:
         return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
+def _json_body(body: bytes) -> Any:
+    try:
+        return json.loads(body or b"null")
+    except (ValueError, RecursionError) as exc:
+        raise CallFailed(grpc.StatusCode.INVALID_ARGUMENT, f"the body is not JSON: {exc}") from None
+
+
+def _built(route: RestRoute, values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Any) -> Message:
+    """The route's request message; values a library refuses (a key item out of range, a lone
+    surrogate) are INVALID_ARGUMENT."""
+    with invalid_input("the request"):
+        return route.build(values, body, transcoder, headers)
+
+
 async def _unexpected(request: Request, exc: Exception) -> Response:
     """A bug of this layer: answered like gRPC's INTERNAL (never a stack trace); Starlette raises
     it on to uvicorn, which logs it."""
-    return _error(CallFailed(grpc.StatusCode.INTERNAL, "the request failed unexpectedly; see the server log"))
+    return _error(CallFailed(grpc.StatusCode.INTERNAL, UNEXPECTED))
 
 
 class _MetricsMiddleware:
@@ -265,6 +343,7 @@ class _MetricsMiddleware:
         finally:
             route = scope.get("route")
             label = getattr(route, "path", None) or "unmatched"
-            labels = (label, scope["method"], str(status[0]))
+            method = scope["method"] if scope["method"] in COUNTED_METHODS else "other"
+            labels = (label, method, str(status[0]))
             self.metrics.http_requests.labels(*labels).inc()
             self.metrics.http_seconds.labels(*labels).observe(time.perf_counter() - started)

@@ -14,6 +14,7 @@ numbers are accepted on input).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import threading
@@ -56,6 +57,7 @@ HTTP_STATUS: dict[grpc.StatusCode, int] = {
 
 # The largest integer JavaScript's numbers hold exactly.
 JSON_SAFE_INTEGER = 2**53 - 1
+UNEXPECTED = "the request failed unexpectedly; see the server log"
 
 
 class CallFailed(Exception):
@@ -120,13 +122,24 @@ def rpcs() -> list[Rpc]:
     ]
 
 
+@contextlib.contextmanager
+def invalid_input(what: str) -> Iterator[None]:
+    """Malformed input that a library refuses (a value out of range, a lone surrogate, nesting
+    too deep to decode) as INVALID_ARGUMENT naming ``what``, never as a server error."""
+    try:
+        yield
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # UnicodeError is a ValueError
+        raise CallFailed(grpc.StatusCode.INVALID_ARGUMENT, cap_message(f"{what}: {exc}")) from None
+
+
 def parse_json(text: str | bytes, message_type: type[Message], what: str = "request body") -> Message:
     """A message from JSON; malformed JSON or a field the message lacks is INVALID_ARGUMENT."""
     try:
         return json_format.Parse(text or b"{}", message_type())
-    except (json_format.ParseError, UnicodeDecodeError) as exc:
+    except (json_format.ParseError, UnicodeDecodeError, RecursionError) as exc:
         raise CallFailed(
-            grpc.StatusCode.INVALID_ARGUMENT, f"{what} is not a valid {message_type.DESCRIPTOR.name}: {exc}"
+            grpc.StatusCode.INVALID_ARGUMENT,
+            cap_message(f"{what} is not a valid {message_type.DESCRIPTOR.name}: {exc}"),
         ) from None
 
 
