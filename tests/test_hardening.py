@@ -569,7 +569,10 @@ def test_a_second_server_on_a_taken_address_fails_at_once(tmp_path: Path) -> Non
     ("args", "message"),
     [
         (["--store", "nosuch:x"], "Error: "),
-        (["--address", "0.0.0.0:0"], "Error: refusing to listen on 0.0.0.0:0 without authentication"),
+        (
+            ["--address", "0.0.0.0:0"],
+            "Error: refusing to listen on 0.0.0.0:0 without authentication: configure tokens (serve --tokens FILE",
+        ),
         (["--tokens", "/nonexistent/tokens"], "Error: cannot read token file /nonexistent/tokens"),
     ],
 )
