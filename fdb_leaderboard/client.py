@@ -235,10 +235,28 @@ class LeaderboardClient:
         """Problems the server's consistency check finds in the index (empty: sound)."""
         return list(self.verify_report(index, max_problems).problems)
 
-    def verify_report(self, index: str, max_problems: int = 0, timeout: float | None = None) -> pb.VerifyResponse:
-        """The server's consistency check: problems, what it checked, whether it finished."""
-        request = pb.VerifyRequest(index=index, max_problems=max_problems)
-        return self.stub.Verify(request, timeout=timeout or self.timeout)
+    def verify_report(
+        self,
+        index: str,
+        max_problems: int = 0,
+        timeout: float | None = None,
+        progress: Callable[[pb.VerifyResponse], None] | None = None,
+    ) -> pb.VerifyResponse:
+        """The server's consistency check of the whole index, in as many calls (parts) as it takes,
+        each within the server's deadline and ``timeout``: every part's problems and what the check
+        looked at.  ``progress`` sees each part's answer."""
+        request = pb.VerifyRequest(index=index, max_problems=max_problems, continuation=b"")
+        problems: list[str] = []
+        while True:
+            answer = self.stub.Verify(request, timeout=timeout or self.timeout)
+            problems.extend(answer.problems)
+            if progress is not None:
+                progress(answer)
+            if answer.complete:
+                del answer.problems[:]
+                answer.problems.extend(problems)
+                return answer
+            request.continuation = answer.continuation
 
     # -- writes ---------------------------------------------------------------------------
 
