@@ -506,7 +506,12 @@ def test_tokens_in_plaintext_beyond_loopback_are_warned_of(caplog: pytest.LogCap
 
 
 def test_store_files_are_owner_only(tmp_path: Path) -> None:
-    for url in (f"lmdb:{tmp_path / 'a'}", f"lmdb:{tmp_path / 'b'}?redo_log=true&checkpoint_seconds=0.01"):
+    (tmp_path / "c").mkdir(mode=0o755)  # made beforehand, as the usual umask makes directories
+    for url in (
+        f"lmdb:{tmp_path / 'a'}",
+        f"lmdb:{tmp_path / 'b'}?redo_log=true&checkpoint_seconds=0.01",
+        f"lmdb:{tmp_path / 'c'}",
+    ):
         with open_database(url) as db:
             db.run(lambda tr: tr.set(b"k", b"v"))
             time.sleep(0.05)

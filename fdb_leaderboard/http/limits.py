@@ -23,6 +23,7 @@ ACCEPT_BACKLOG = 32
 # freed a few event-loop iterations after its accept, each of which may accept a backlog more.
 IN_FLIGHT_ACCEPTS = 4 * ACCEPT_BACKLOG
 
+
 @dataclasses.dataclass(frozen=True)
 class HttpLimits:
     """Limits of the HTTP front end (every field has a safe default).
