@@ -395,6 +395,8 @@ def test_event_streams_share_one_computation_are_capped_and_freed(door) -> None:
     while events.boards or events.streams:  # closed streams free their board
         assert time.monotonic() < until, (events.boards, events.streams)
         time.sleep(0.05)
+    # Boards are read on the reader process (no caller waits for them: they never hold the server).
+    assert server.dispatcher.readers is not None and server.dispatcher.readers.served == top_calls()
 
 
 # -- 7. malformed input, abandoned uploads ---------------------------------------------------------

@@ -46,6 +46,8 @@ from .rest import ROUTES, RestRoute
 from .transcode import UNEXPECTED, CallFailed, Rpc, Transcoder, check_access, invalid_input, parse_json, to_json
 
 STATIC = pathlib.Path(__file__).parent / "static"
+# Thread pools of the calls: point reads and writes, heavy calls, event streams' boards.
+WORKERS, HEAVY, EVENTS = "workers", "heavy", "events"
 # Bodies larger than this are parsed on a heavy worker: JSON decoding costs about 0.6 s per MB,
 # which on the event loop would hold every other request.
 PARSE_ON_LOOP_BYTES = 64 * 1024
@@ -122,7 +124,7 @@ class HttpApi:
         self.limits = limits = limits or HttpLimits()
         self.metrics = metrics = dispatcher.metrics
         self.max_workers = max_workers
-        self._limiters: dict[bool, anyio.CapacityLimiter] = {}
+        self._limiters: dict[str, anyio.CapacityLimiter] = {}
         self.events = EventBoards(limits.max_event_streams, self.transcoder.stopping)
         routes: list[Route | Mount] = [
             Route("/", self.page, methods=["GET"], name="page"),
@@ -146,14 +148,14 @@ class HttpApi:
     def routes(self) -> list[Route | Mount]:
         return self.starlette.routes
 
-    async def _in_thread(self, fn: Callable[..., Any], *args: Any, heavy: bool = False) -> Any:
-        """``fn(*args)`` on a worker thread: at most ``max_workers`` at once, and heavy calls (as
-        the gRPC dispatcher judges them) on their own ``heavy_workers``, so they never hold the
-        threads of point reads and score writes."""
-        limiter = self._limiters.get(heavy)
+    async def _in_thread(self, fn: Callable[..., Any], *args: Any, pool: str = WORKERS) -> Any:
+        """``fn(*args)`` on a worker thread of ``pool``: at most ``max_workers`` at once, heavy calls
+        (as the gRPC dispatcher judges them) on their own ``heavy_workers``, so they never hold
+        the threads of point reads and score writes, and event streams' boards on one thread."""
+        limiter = self._limiters.get(pool)
         if limiter is None:  # made on the event loop, on first use
-            size = self.transcoder.settings.heavy_workers if heavy else self.max_workers
-            limiter = self._limiters[heavy] = anyio.CapacityLimiter(size)
+            sizes = {WORKERS: self.max_workers, HEAVY: self.transcoder.settings.heavy_workers, EVENTS: 1}
+            limiter = self._limiters[pool] = anyio.CapacityLimiter(sizes[pool])
         return await anyio.to_thread.run_sync(functools.partial(fn, *args), limiter=limiter)
 
     async def _body(self, request: Request) -> bytes:
@@ -163,12 +165,13 @@ class HttpApi:
     async def _parsed(self, body: bytes, parse: Callable[[bytes], Any]) -> Any:
         """``parse(body)``: on a heavy worker if the body is large, so the event loop goes on."""
         if len(body) > PARSE_ON_LOOP_BYTES:
-            return await self._in_thread(parse, body, heavy=True)
+            return await self._in_thread(parse, body, pool=HEAVY)
         return parse(body)
 
-    async def _call(self, request: Request, name: str, message: Any) -> Message:
-        heavy = self.transcoder.dispatcher.is_heavy(name, message)
-        return await self._in_thread(self.transcoder.call, name, message, request.headers, heavy=heavy)
+    async def _call(self, request: Request, name: str, message: Any, background: bool = False) -> Message:
+        """The call's answer; ``background``: an event stream's (see :meth:`Transcoder.call`)."""
+        pool = EVENTS if background else HEAVY if self.transcoder.dispatcher.is_heavy(name, message) else WORKERS
+        return await self._in_thread(self.transcoder.call, name, message, request.headers, background, pool=pool)
 
     def _check_access(self, request: Request, method: str) -> None:
         check_access(self.transcoder.tokens, request.headers, method)
@@ -253,10 +256,13 @@ class HttpApi:
 
         return handle
 
-    async def _answer(self, request: Request, route: RestRoute, values: dict[str, Any], body: Any) -> tuple[int, Any]:
+    async def _answer(
+        self, request: Request, route: RestRoute, values: dict[str, Any], body: Any, background: bool = False
+    ) -> tuple[int, Any]:
         # Building may read (at=latest), so it runs on a worker too.
-        message = await self._in_thread(_built, route, values, body, self.transcoder, request.headers)
-        return route.answer(await self._call(request, route.rpc, message))
+        pool = EVENTS if background else WORKERS
+        message = await self._in_thread(_built, route, values, body, self.transcoder, request.headers, pool=pool)
+        return route.answer(await self._call(request, route.rpc, message, background))
 
     async def _events(self, request: Request, route: RestRoute, values: dict[str, Any]) -> Response:
         """Server-Sent Events of the route's answer, shared by the streams of one board (see
@@ -269,7 +275,7 @@ class HttpApi:
         interval = values.pop("interval", 1.0)
         key = (route.path, interval, tuple(sorted(values.items())))
         first, stream, close = await self.events.open(
-            key, interval, functools.partial(self._answer, request, route, values, None)
+            key, interval, functools.partial(self._answer, request, route, values, None, True)
         )
         if first[0] != 200:
             return JSONResponse(first[1], status_code=first[0])

@@ -31,6 +31,7 @@ from ..access import PermissionDenied, Tokens, Unauthenticated, bearer_token
 from ..proto import service_pb2 as pb
 from ..service.calls import Dispatcher
 from ..service.metrics import remember_first
+from ..service.readers import READ_METHODS
 from ..service.status import Answer, cap_message
 
 SERVICE = pb.DESCRIPTOR.services_by_name["Leaderboard"]
@@ -208,8 +209,12 @@ class Transcoder:
         self.rpcs = {rpc.name: rpc for rpc in rpcs()}
         self.stopping = threading.Event()
 
-    def call(self, name: str, request: Message | Iterator[Message], headers: Mapping[str, str]) -> Message:
-        """Call the RPC ``name`` (blocking: run it in a worker thread); raises :class:`CallFailed`."""
+    def call(
+        self, name: str, request: Message | Iterator[Message], headers: Mapping[str, str], background: bool = False
+    ) -> Message:
+        """Call the RPC ``name`` (blocking: run it in a worker thread); raises :class:`CallFailed`.
+        ``background``: a read no caller waits for (an event stream's), served on a reader process
+        like a heavy read, whatever its size, where the server has them."""
         rpc = self.rpcs[name]
         started = time.perf_counter()
         code = grpc.StatusCode.UNKNOWN
@@ -227,7 +232,8 @@ class Transcoder:
                 load_slot = True
                 deadline = float("inf")  # a load may run long, as over gRPC
                 request = remember_first(request, first)  # type: ignore[arg-type]
-            if self.dispatcher.reads_elsewhere(name, request):  # a heavy read: on a reader process
+            elsewhere = background and self.dispatcher.readers is not None and name in READ_METHODS
+            if elsewhere or self.dispatcher.reads_elsewhere(name, request):  # a heavy read: on a reader process
                 response = rpc.response_type.FromString(self.dispatcher.read_elsewhere(name, request, deadline))
             else:
                 response = getattr(self.service, name)(request, HttpCallContext(deadline, self.stopping))
