@@ -7,9 +7,10 @@
 | ``openapi.py`` | the OpenAPI document, generated from the protobuf descriptors and the routes |
 | ``app.py`` | the Starlette application: routes, NDJSON bulk loads, metrics per route; token before body |
 | ``events.py`` | Server-Sent Events: one shared computation per board, streams capped |
-| ``guard.py`` | what the door refuses first: foreign hosts, cross-site and non-JSON writes; security headers |
+| ``guard.py`` | what the door refuses first: foreign hosts, cross-site and non-JSON writes; the page's headers |
 | ``limits.py`` | :class:`HttpLimits`: connections, keep-alive, event streams, host names answered |
 | ``connections.py`` | uvicorn's h11 protocol with a cap on connections and a time limit on request heads |
+| ``deadlines.py`` | :class:`Deadlines`: time limits of one length kept by one timer (request heads, bodies) |
 | ``server.py`` | :class:`HttpServer`: uvicorn in the gRPC server's process, stopped with it |
 | ``static/`` | the page (HTML, JavaScript, CSS; no build step, nothing fetched from elsewhere) |
 

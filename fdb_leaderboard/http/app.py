@@ -11,11 +11,12 @@ a client gone before its answer CANCELLED (499), neither a server error.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import pathlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterator
 from typing import Any
 
 import anyio
@@ -39,11 +40,22 @@ from ..service.grpc_service import ClientGone
 from ..service.metrics import Metrics
 from ..service.status import Answer
 from . import openapi
+from .deadlines import Deadlines
 from .events import EventBoards
-from .guard import guarded
+from .guard import CLOSE, DoorGuard, has_body
 from .limits import HttpLimits
 from .rest import ROUTES, RestRoute
-from .transcode import UNEXPECTED, CallFailed, Rpc, Transcoder, check_access, invalid_input, parse_json, to_json
+from .transcode import (
+    INPUT_ERRORS,
+    UNEXPECTED,
+    CallFailed,
+    Rpc,
+    Transcoder,
+    check_access,
+    invalid_input,
+    parse_json,
+    to_json,
+)
 
 STATIC = pathlib.Path(__file__).parent / "static"
 # Thread pools of the calls: point reads and writes, heavy calls, event streams' boards.
@@ -56,29 +68,38 @@ PARSE_ON_LOOP_BYTES = 64 * 1024
 COUNTED_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"})
 
 
-def _error(exc: CallFailed) -> JSONResponse:
-    return JSONResponse(exc.body(), status_code=exc.http_status)
+def _error(exc: CallFailed, request: Request | None = None) -> JSONResponse:
+    """The error's answer; for a request with a body (perhaps unread: a refusal does not wait for
+    it), the connection then closes, so nobody can keep the server reading what it refused."""
+    headers = CLOSE if request is not None and has_body(request.headers) else None
+    return JSONResponse(exc.body(), status_code=exc.http_status, headers=headers)
 
 
-async def _read_body(request: Request, limit: int, timeout: float) -> bytes:
+async def _read_body(request: Request, limit: int, deadlines: Deadlines, late: set[Hashable]) -> bytes:
     """The body, at most ``limit`` bytes (the server's message limit, as for a gRPC request),
-    arriving within ``timeout`` seconds."""
+    arriving within the time ``deadlines`` keep (a late read's task is cancelled, and in ``late``)."""
+    task = asyncio.current_task()
+    assert task is not None
+    deadlines.add(task, task.get_loop())
     chunks, size = [], 0
     try:
-        with anyio.fail_after(timeout):
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > limit:
-                    raise CallFailed(
-                        grpc.StatusCode.RESOURCE_EXHAUSTED, f"the request body is larger than {limit} bytes"
-                    )
-                chunks.append(chunk)
-    except TimeoutError:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise CallFailed(grpc.StatusCode.RESOURCE_EXHAUSTED, f"the request body is larger than {limit} bytes")
+            chunks.append(chunk)
+    except asyncio.CancelledError:
+        if task not in late:
+            raise
+        late.discard(task)
+        task.uncancel()
         raise CallFailed(
-            grpc.StatusCode.DEADLINE_EXCEEDED, f"the request body did not arrive within {timeout:g} s"
+            grpc.StatusCode.DEADLINE_EXCEEDED, f"the request body did not arrive within {deadlines.seconds:g} s"
         ) from None
     except ClientDisconnect:
         raise CallFailed(grpc.StatusCode.CANCELLED, "the client went away before sending its request") from None
+    finally:
+        deadlines.discard(task)
     return b"".join(chunks)
 
 
@@ -87,11 +108,12 @@ async def _lines(chunks: AsyncIterator[bytes], limit: int, idle: float, what: st
     complete within ``idle`` seconds of the one before."""
     pending = b""
     iterator = aiter(chunks)
+    loop = asyncio.get_running_loop()
     while True:
-        ends = time.monotonic() + idle
+        ends = loop.time() + idle
         while b"\n" not in pending:
             try:
-                with anyio.fail_after(max(0.0, ends - time.monotonic())):
+                async with asyncio.timeout_at(ends):
                     chunk = await anext(iterator)
             except TimeoutError:
                 raise Answer(grpc.StatusCode.DEADLINE_EXCEEDED, f"{what} did not arrive within {idle:g} s") from None
@@ -126,6 +148,9 @@ class HttpApi:
         self.max_workers = max_workers
         self._limiters: dict[str, anyio.CapacityLimiter] = {}
         self.events = EventBoards(limits.max_event_streams, self.transcoder.stopping)
+        # A body's time limit (each late read's task is cancelled, and answered DEADLINE_EXCEEDED).
+        self.bodies = Deadlines(self.transcoder.settings.receive_timeout, self._body_too_late)
+        self.late_bodies: set[Hashable] = set()
         routes: list[Route | Mount] = [
             Route("/", self.page, methods=["GET"], name="page"),
             Route("/openapi.json", self.openapi, methods=["GET"], name="openapi"),
@@ -139,7 +164,7 @@ class HttpApi:
             routes.append(Route(rest.path, self._rest(rest), methods=[rest.method], name=f"{rest.method} {rest.path}"))
         routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
         self.starlette = Starlette(routes=routes, exception_handlers={Exception: _unexpected})
-        self.app: ASGIApp = guarded(self.starlette, hosts or ["*"])
+        self.app: ASGIApp = DoorGuard(self.starlette, hosts or ["*"])
         if metrics is not None:
             self.app = _MetricsMiddleware(self.app, metrics)
         self.document = openapi.document(list(self.transcoder.rpcs.values()), ROUTES, metrics is not None)
@@ -159,8 +184,12 @@ class HttpApi:
         return await anyio.to_thread.run_sync(functools.partial(fn, *args), limiter=limiter)
 
     async def _body(self, request: Request) -> bytes:
-        settings = self.transcoder.settings
-        return await _read_body(request, settings.max_message_bytes, settings.receive_timeout)
+        return await _read_body(request, self.transcoder.settings.max_message_bytes, self.bodies, self.late_bodies)
+
+    def _body_too_late(self, task: Hashable) -> None:
+        """Stop a body's read (``_read_body`` answers DEADLINE_EXCEEDED)."""
+        self.late_bodies.add(task)
+        task.cancel()  # type: ignore[attr-defined]
 
     async def _parsed(self, body: bytes, parse: Callable[[bytes], Any]) -> Any:
         """``parse(body)``: on a heavy worker if the body is large, so the event loop goes on."""
@@ -188,7 +217,7 @@ class HttpApi:
                 message = await self._parsed(await self._body(request), parse)
                 return JSONResponse(to_json(await self._call(request, rpc.name, message)))
             except CallFailed as exc:
-                return _error(exc)
+                return _error(exc, request)
 
         return handle
 
@@ -201,7 +230,7 @@ class HttpApi:
             try:
                 self._check_access(request, rpc.name)
             except CallFailed as exc:
-                return _error(exc)
+                return _error(exc, request)
             settings = self.transcoder.settings
             lines = _lines(
                 request.stream(),
@@ -232,7 +261,7 @@ class HttpApi:
             try:
                 return JSONResponse(to_json(await self._call(request, rpc.name, messages())))
             except CallFailed as exc:
-                return _error(exc)
+                return _error(exc, request)
 
         return handle
 
@@ -242,8 +271,10 @@ class HttpApi:
         async def handle(request: Request) -> Response:
             try:
                 self._check_access(request, route.rpc)
-                with invalid_input("the request"):
+                try:
                     values = route.parse(request.path_params, request.query_params)
+                except INPUT_ERRORS as exc:
+                    raise invalid_input("the request", exc) from None
                 body = None
                 if route.method == "POST":
                     body = await self._parsed(await self._body(request), _json_body)
@@ -252,7 +283,7 @@ class HttpApi:
                 status, answer = await self._answer(request, route, values, body)
                 return JSONResponse(answer, status_code=status)
             except CallFailed as exc:
-                return _error(exc)
+                return _error(exc, request)
 
         return handle
 
@@ -300,7 +331,7 @@ class HttpApi:
         try:
             check_access(self.transcoder.tokens, request.headers, None)
         except CallFailed as exc:
-            return _error(exc)
+            return _error(exc, request)
         text = await self._in_thread(self.metrics.exposition)  # windows per index are read from the store
         return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
@@ -315,8 +346,10 @@ def _json_body(body: bytes) -> Any:
 def _built(route: RestRoute, values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Any) -> Message:
     """The route's request message; values a library refuses (a key item out of range, a lone
     surrogate) are INVALID_ARGUMENT."""
-    with invalid_input("the request"):
+    try:
         return route.build(values, body, transcoder, headers)
+    except INPUT_ERRORS as exc:
+        raise invalid_input("the request", exc) from None
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:

@@ -17,21 +17,23 @@ do both:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Hashable
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..service.calls import RateLimitedLog
+from .deadlines import Deadlines
 
 
 class ConnectionBudget:
-    """The open connections of one HTTP server, and those waiting for a request head (oldest first)."""
+    """The open connections of one HTTP server, and those waiting for a request head (oldest
+    first), each closed if it has none within ``head_timeout``."""
 
     def __init__(self, limit: int, head_timeout: float) -> None:
         self.limit = limit
-        self.head_timeout = head_timeout
         self.open: set[H11Protocol] = set()
-        self.waiting: dict[H11Protocol, None] = {}  # insertion order: the oldest first
+        self.waiting = Deadlines(head_timeout, _close)
         self.refusals = RateLimitedLog()
         self.refused = 0  # connections closed at the limit (new ones, or waiting ones for them)
 
@@ -39,28 +41,37 @@ class ConnectionBudget:
         """Whether a new connection may stay open, closing the oldest waiting one if need be."""
         if len(self.open) >= self.limit:
             self.refused += 1
-            if not self.waiting:
+            if not self.waiting.pending:
                 self.refusals.warning(f"{self.limit} HTTP connections are open, all busy: refusing new connections")
                 return False
-            oldest = next(iter(self.waiting))
-            self.forget(oldest)
-            oldest.transport.close()
+            oldest = next(iter(self.waiting.pending))
+            self.forget(oldest)  # type: ignore[arg-type]
+            _close(oldest)
             self.refusals.warning(
                 f"{self.limit} HTTP connections are open: closing the oldest waiting for a request for new ones"
             )
         self.open.add(protocol)
         return True
 
+    def wait(self, protocol: H11Protocol) -> None:
+        """``protocol`` waits for a request head, from now (the newest waiting)."""
+        self.waiting.add(protocol, protocol.loop)
+
     def forget(self, protocol: H11Protocol) -> None:
         self.open.discard(protocol)
-        self.waiting.pop(protocol, None)
+        self.waiting.discard(protocol)
+
+
+def _close(protocol: Hashable) -> None:
+    transport = protocol.transport  # type: ignore[attr-defined]
+    if not transport.is_closing():
+        transport.close()
 
 
 def guarded_protocol(budget: ConnectionBudget) -> type[H11Protocol]:
     """uvicorn's h11 protocol, held to ``budget``."""
 
     class GuardedH11Protocol(H11Protocol):
-        _head_timer: asyncio.TimerHandle | None = None
         _awaited_after: Any = None  # the request cycle before the awaited head
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -68,39 +79,22 @@ def guarded_protocol(budget: ConnectionBudget) -> type[H11Protocol]:
             if not budget.admit(self):
                 transport.abort()  # refused: its descriptor is freed at once
                 return
-            self._await_head()
+            budget.wait(self)
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
-            if self._head_timer is not None and self.cycle is not self._awaited_after:  # a new request began
-                self._stop_waiting()
+            if self.cycle is not self._awaited_after:  # a new request began
+                self._awaited_after = self.cycle
+                budget.waiting.discard(self)
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
             if not self.transport.is_closing() and self.cycle is not None and self.cycle.response_complete:
-                self._await_head()  # (unless a pipelined request already began)
+                self._awaited_after = self.cycle  # (unless a pipelined request already began)
+                budget.wait(self)
 
         def connection_lost(self, exc: Exception | None) -> None:
-            self._stop_waiting()
             budget.forget(self)
             super().connection_lost(exc)
-
-        def _await_head(self) -> None:
-            self._stop_waiting()
-            self._awaited_after = self.cycle
-            self._head_timer = self.loop.call_later(budget.head_timeout, self._head_too_late)
-            budget.waiting[self] = None
-
-        def _stop_waiting(self) -> None:
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
-            budget.waiting.pop(self, None)
-
-        def _head_too_late(self) -> None:
-            self._head_timer = None
-            budget.waiting.pop(self, None)
-            if not self.transport.is_closing():
-                self.transport.close()
 
     return GuardedH11Protocol

@@ -14,7 +14,6 @@ numbers are accepted on input).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import threading
@@ -123,14 +122,14 @@ def rpcs() -> list[Rpc]:
     ]
 
 
-@contextlib.contextmanager
-def invalid_input(what: str) -> Iterator[None]:
-    """Malformed input that a library refuses (a value out of range, a lone surrogate, nesting
-    too deep to decode) as INVALID_ARGUMENT naming ``what``, never as a server error."""
-    try:
-        yield
-    except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # UnicodeError is a ValueError
-        raise CallFailed(grpc.StatusCode.INVALID_ARGUMENT, cap_message(f"{what}: {exc}")) from None
+# What a library raises for malformed input (a value out of range, a lone surrogate, nesting too
+# deep to decode; UnicodeError is a ValueError).
+INPUT_ERRORS = (ValueError, TypeError, OverflowError, RecursionError)
+
+
+def invalid_input(what: str, exc: BaseException) -> CallFailed:
+    """Malformed input a library refused, as INVALID_ARGUMENT naming ``what``, never a server error."""
+    return CallFailed(grpc.StatusCode.INVALID_ARGUMENT, cap_message(f"{what}: {exc}"))
 
 
 def parse_json(text: str | bytes, message_type: type[Message], what: str = "request body") -> Message:
