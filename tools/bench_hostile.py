@@ -12,17 +12,19 @@ connection).  Each phase lasts ``--seconds``:
 3. ``http``: while ``--idle`` connections send nothing and ``--slow`` more send their request head,
    and as many their body, a line or a byte a second (each re-opened as the server closes it);
    ``--uploads`` NDJSON uploads stall after their first record; ``--posters`` clients post 4 MB
-   WriteBatch bodies without a token; ``--streams`` event streams watch as many boards (top 1 to
-   100 rows, every 0.2 to 0.5 s); and one client loops made-up HTTP methods, unknown paths and
-   malformed requests (a lone surrogate, a key >= 2^64, nesting 1,000 deep).
+   WriteBatch bodies without a token (``--post-rate`` a second each); ``--streams`` event streams
+   watch as many boards (top 1 to 100 rows, every 0.2 to 0.5 s); and ``--junk`` clients loop
+   made-up HTTP methods, unknown paths and malformed requests (a lone surrogate, a key >= 2^64,
+   nesting 1,000 deep).
 
 It reports each client's p50/p99 per phase and the ratio of its p99 to the baseline's, what the
 attackers got, the server's resident memory and its ``/metrics`` size.  Then it sends ``--bad``
 gRPC requests that do not parse and reports the server's memory before and after.
 
     .venv/bin/python tools/bench_hostile.py [--records 20000] [--seconds 20] [--phases baseline,grpc,http]
-        [--stalled 2000] [--heavy 4] [--idle 1100] [--slow 200] [--uploads 2] [--posters 4] [--streams 400]
-        [--read-processes 1] [--read-priority idle] [--attacker-priority 0|NICE|idle] [--control]
+        [--stalled 2000] [--heavy 4] [--idle 1100] [--slow 200] [--uploads 2] [--posters 4] [--post-rate 5]
+        [--streams 400] [--junk 1] [--read-processes 1] [--read-priority idle]
+        [--attacker-priority 0|NICE|idle] [--control]
 """
 
 from __future__ import annotations
@@ -285,8 +287,8 @@ def http_uploader(url: str, count: int, stop: Any, ready: Any, out: multiprocess
     out.put((f"stalled uploads answered {dict(answers) or 'never (still stalled)'}", sum(answers.values()), Counter()))
 
 
-def http_poster(url: str, stop: Any, ready: Any, out: multiprocessing.Queue, priority: str) -> None:
-    """Post a 4 MB WriteBatch body without a token, again and again."""
+def http_poster(url: str, rate: float, stop: Any, ready: Any, out: multiprocessing.Queue, priority: str) -> None:
+    """Post a 4 MB WriteBatch body without a token, ``rate`` times a second (0: as fast as it can)."""
     lower_priority(priority)
     records = [
         {"pk": [{"string": f"x{i:07d}"}], "entries": [{"score": {"int": i}, "timestamp": i}]} for i in range(60_000)
@@ -295,6 +297,7 @@ def http_poster(url: str, stop: Any, ready: Any, out: multiprocessing.Queue, pri
     done, failures = 0, Counter()
     with httpx.Client(base_url=url, timeout=60, headers={"content-type": "application/json"}) as web:
         ready.set()
+        started = time.monotonic()
         while not stop.is_set():
             try:
                 answer = web.post("/v1/WriteBatch", content=body)
@@ -302,6 +305,8 @@ def http_poster(url: str, stop: Any, ready: Any, out: multiprocessing.Queue, pri
             except httpx.HTTPError as exc:
                 failures[type(exc).__name__] += 1
             done += 1
+            if rate:
+                time.sleep(max(0.0, started + done / rate - time.monotonic()))
     out.put(("unauthenticated 4 MB posts", done, failures))
 
 
@@ -398,9 +403,9 @@ def attackers_of(phase: str, address: str, url: str, args: argparse.Namespace) -
         return [
             (http_holder, (url, args.idle, args.slow)),
             *[(http_uploader, (url, args.uploads))] * bool(args.uploads),
-            *[(http_poster, (url,))] * args.posters,
+            *[(http_poster, (url, args.post_rate))] * args.posters,
             *[(http_streams, (url, args.streams))] * bool(args.streams),
-            (http_junk, (url,)),
+            *[(http_junk, (url,))] * args.junk,
         ]
     return []
 
@@ -445,7 +450,15 @@ def main() -> None:
     parser.add_argument("--slow", type=int, default=200)
     parser.add_argument("--uploads", type=int, default=2)
     parser.add_argument("--posters", type=int, default=4)
+    parser.add_argument(
+        "--post-rate",
+        type=float,
+        default=5,
+        help="4 MB posts per second per poster (0: as fast as it can; 5 by 4 posters: 80 MB/s, as from other "
+        "machines over a gigabit link; faster, the attackers' own copying takes this machine's cores).",
+    )
     parser.add_argument("--streams", type=int, default=400)
+    parser.add_argument("--junk", type=int, default=1, help="Clients looping made-up and malformed requests.")
     parser.add_argument("--bad", type=int, default=10_000)
     parser.add_argument("--max-page", type=int, default=2000)
     parser.add_argument("--read-processes", type=int, default=1, help="The server's --read-processes.")
