@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import re
 import resource
 import socket
@@ -41,15 +40,6 @@ T0 = 1_795_420_000
 JSON = {"content-type": "application/json"}
 NDJSON = {"content-type": "application/x-ndjson"}
 READER, ADMIN = "r" * 20, "a" * 20
-
-
-@pytest.fixture
-def no_unexpected_http_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
-    """uvicorn logs an exception the application let through (a 500 with a traceback): none may."""
-    caplog.set_level(logging.ERROR, logger="uvicorn.error")
-    yield
-    unexpected = [r for r in caplog.records if r.name == "uvicorn.error" and r.levelno >= logging.ERROR]
-    assert not unexpected, [r.getMessage() for r in unexpected]
 
 
 def start(path: Path, limits: HttpLimits | None = None, **settings: Any) -> tuple[Server, HttpServer]:

@@ -160,13 +160,7 @@ def staller(address: str, count: int, stop: Any, ready: Any, out: multiprocessin
                     await method(never(), timeout=3600, metadata=_bearer(READ))
 
         tasks = [asyncio.create_task(hold(i)) for i in range(count)]
-        while opened < count:
-            await asyncio.sleep(0.1)
-        ready.set()
-        while not stop.is_set():
-            await asyncio.sleep(0.2)
-        for task in tasks:
-            task.cancel()
+        await run_until_stopped(tasks, lambda: opened >= count, ready, stop)
         for channel in channels:
             await channel.close()
         return opened
@@ -242,14 +236,7 @@ def http_holder(
         tasks = [asyncio.create_task(hold("idle", b"", b"")) for _ in range(idle)]
         tasks += [asyncio.create_task(hold("slow head", slow_head, b"X-Slow: 1\r\n")) for _ in range(slow)]
         tasks += [asyncio.create_task(hold("slow body", slow_body, b" ")) for _ in range(slow)]
-        while sum(opened.values()) < idle + 2 * slow:
-            await asyncio.sleep(0.1)
-        ready.set()
-        while not stop.is_set():
-            await asyncio.sleep(0.2)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await run_until_stopped(tasks, lambda: sum(opened.values()) >= idle + 2 * slow, ready, stop)
 
     asyncio.run(run())
     out.put(("HTTP connections opened " + str(dict(opened)), sum(opened.values()), Counter()))
@@ -341,14 +328,7 @@ def http_streams(url: str, count: int, stop: Any, ready: Any, out: multiprocessi
         headers = {"authorization": f"Bearer {READ}"}
         async with httpx.AsyncClient(base_url=url, timeout=None, limits=limits, headers=headers) as web:
             tasks = [asyncio.create_task(watch(web, i)) for i in range(count)]
-            while sum(statuses.values()) < count:
-                await asyncio.sleep(0.1)
-            ready.set()
-            while not stop.is_set():
-                await asyncio.sleep(0.2)
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await run_until_stopped(tasks, lambda: sum(statuses.values()) >= count, ready, stop)
 
     asyncio.run(run())
     out.put((f"event streams opened {dict(statuses)}, chunks read", events, Counter()))
@@ -377,6 +357,18 @@ def http_junk(url: str, stop: Any, ready: Any, out: multiprocessing.Queue, prior
                 statuses[web.request(method, path, content=body).status_code] += 1
             done += 1
     out.put(("made-up and malformed requests", done, Counter({str(k): v for k, v in statuses.items()})))
+
+
+async def run_until_stopped(tasks: list[asyncio.Task], started: Callable[[], bool], ready: Any, stop: Any) -> None:
+    """Say ``ready`` once ``started()``, then let ``tasks`` run until ``stop``, and cancel them."""
+    while not started():
+        await asyncio.sleep(0.1)
+    ready.set()
+    while not stop.is_set():
+        await asyncio.sleep(0.2)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def lower_priority(priority: str) -> None:
