@@ -25,6 +25,7 @@ from . import wire
 from .access import is_loopback
 from .errors import NoWindowsWarning
 from .index import Entry, History, Movement, Page, RankedEntry
+from .index.values import check_timestamp
 from .proto import service_pb2 as pb
 from .proto import service_pb2_grpc as pb_grpc
 
@@ -46,7 +47,7 @@ def _window(window_type: int, timestamp: int | None) -> pb.WindowSelector:
 def _pb_entry(score: int | float, timestamp: int, context: Key = (), group: Key = ()) -> pb.Entry:
     return pb.Entry(
         score=wire.python_to_score(score),
-        timestamp=timestamp,
+        timestamp=check_timestamp(timestamp),
         context=wire.key_to_items(context, "context"),
         group=wire.key_to_items(group, "group"),
     )
@@ -457,7 +458,7 @@ class LeaderboardClient:
             window=_window(window_type, timestamp),
             group=wire.key_to_items(group, "group"),
             score=wire.python_to_score(key[0]),
-            key_context=wire.tuple_to_items(key[2:]),
+            key_context=wire.tuple_to_items(key[2:], "score key context"),
         )
         if len(key) > 1:
             request.key_timestamp = key[1]

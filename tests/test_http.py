@@ -468,6 +468,12 @@ def test_rest_refusals(web: httpx.Client, lb: LeaderboardClient) -> None:
         ("/v1/indexes/game/windows/x/top", {}, 400, "type must be an integer"),
         ("/v1/indexes/game/windows/0/records/[1,/rank", {}, 400, "not a JSON array"),
         ("/v1/indexes/game/windows/0/records/p01/rank", {"group": "[[1]]"}, 400, "cannot be a list"),
+        ("/v1/indexes/game/windows/0/top", {"group": '[{"int": "99999999999999999999"}]'}, 400, "group holds 9999"),
+        ("/v1/indexes/game/windows/0/top", {"group": "[NaN]"}, 400, "group holds nan: NaN and infinities"),
+        ("/v1/indexes/game/windows/0/records/[1e999]/rank", {}, 400, "pk holds inf: NaN and infinities"),
+        ("/v1/indexes/game/windows/0/records/%5B%22%5Cud800%22%5D/rank", {}, 400, "pk holds a string with surrogates"),
+        ("/v1/indexes/game/windows/0/top", {"n": "99999999999"}, 400, "n must be between 0 and 4294967295"),
+        ("/v1/indexes/game/windows/1/top", {"at": str(2**63)}, 400, "at 9223372036854775808 is out of the int64"),
         ("/v1/indexes/nope/windows/0/top", {}, 404, "no index named 'nope'"),
         ("/v1/indexes/game/windows/0/top/events", {"interval": "0"}, 400, "between 0.2 and 60"),
     ]:

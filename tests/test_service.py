@@ -26,7 +26,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from fdb_leaderboard.client import LeaderboardClient
-from fdb_leaderboard.errors import NoWindowsWarning
+from fdb_leaderboard.errors import InvalidArgument, NoWindowsWarning
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import SERVICE_NAME, Server
 
@@ -490,7 +490,7 @@ def test_bulk_load_whose_source_fails_saves_what_came_before(client: Leaderboard
     assert not any(w.filling for w in client.list_windows("loaded").windows)
     # A record the client cannot convert ends the stream the same way.
     bad = [(("q",), [(5, 5)]), (("r",), [("five", 5)])]
-    with pytest.raises(TypeError) as caught:
+    with pytest.raises(InvalidArgument, match="score must be an integer or a finite float, not str") as caught:
         client.bulk_load("loaded", bad)
     assert caught.value.__notes__ == ["BulkLoad saved the 1 records before it"]
     assert client.count("loaded") == 1235 and client.verify("loaded") == []
@@ -1046,25 +1046,30 @@ def _invalid_argument_cases(tokens: dict) -> list[tuple[str, str, Any, tuple[str
             pb.AroundMeRequest(index="game", pk=[S], mode=3),
             ("unknown rank mode",),
         ),
-        ("AroundMe", "unknown if_absent", pb.AroundMeRequest(index="game", pk=[S], if_absent=7), ("IfAbsent", "7")),
-        ("Scan", "unknown scan type", pb.ScanRequest(index="game", type=7), ("ScanType", "7")),
+        (
+            "AroundMe",
+            "unknown if_absent",
+            pb.AroundMeRequest(index="game", pk=[S], if_absent=7),
+            ("if_absent 7 is unknown", "EMPTY, TOP, BOTTOM"),
+        ),
+        ("Scan", "unknown scan type", pb.ScanRequest(index="game", type=7), ("scan type 7 is unknown", "BY_RANK")),
         (
             "UpdateWindows",
             "unknown rebuild",
             pb.UpdateWindowsRequest(index="game", high_score_first=True, rebuild=7),
-            ("Rebuild", "7"),
+            ("rebuild 7 is unknown", "IF_OVERLAPPING_CHANGED"),
         ),
         (
             "CreateIndex",
             "unknown aggregation",
             pb.CreateIndexRequest(name="new", options=pb.IndexOptions(aggregation=7)),
-            ("Aggregation", "7"),
+            ("aggregation 7 is unknown", "BEST, SUM, LATEST"),
         ),
         (
             "CreateIndex",
             "unknown hash",
             pb.CreateIndexRequest(name="new", options=pb.IndexOptions(hash_function=7)),
-            ("RankHash", "7"),
+            ("hash_function 7 is unknown", "MURMUR3"),
         ),
         # index names and options
         (

@@ -82,9 +82,9 @@ def items_from_json(values: Any, what: str) -> list[pb.Item]:
     if not isinstance(values, list):
         raise bad(f"{what} must be a string or an array of items, not {values!r}")
     try:
-        return wire.tuple_to_items([python_item(v, what) for v in values])
-    except InvalidArgument as exc:
-        raise bad(f"{what}: {exc}") from None
+        return wire.tuple_to_items([python_item(v, what) for v in values], what)
+    except InvalidArgument as exc:  # names ``what``
+        raise bad(str(exc)) from None
 
 
 def plain_entry(message: pb.RankedEntry) -> dict[str, Any]:

@@ -115,10 +115,7 @@ class Reader:
     # -- resolving ----------------------------------------------------------------------
 
     def window(self, ref: WindowRef) -> Window:
-        try:
-            window_type = check_window_type(ref.type, allow_all_time=True)
-        except (TypeError, ValueError) as exc:  # a bad type is the caller's error, like every other
-            raise InvalidArgument(str(exc)) from None
+        window_type = check_window_type(ref.type, allow_all_time=True)
         if window_type != ALL_TIME and ref.timestamp is None:
             raise InvalidArgument(f"window type {window_type} needs a timestamp to choose the window")
         ts = 0 if ref.timestamp is None else check_timestamp(ref.timestamp)
