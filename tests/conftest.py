@@ -3,6 +3,8 @@
 The FoundationDB backend runs when FDB_CLUSTER_FILE names a reachable cluster and the
 native client library loads; otherwise its tests are skipped with the reason, unless
 FDB_LEADERBOARD_REQUIRE_FDB is set (CI and ``tools/test-fdb`` set it): then they fail.
+The same goes for the live page's browser tests, which need Debian's chromium and its
+driver, and FDB_LEADERBOARD_REQUIRE_BROWSER (CI sets it: ``.ci/run``).
 Servers (``server_place``, ``server``, ``client``) run on the embedded store and on
 FoundationDB, where each test's server keeps its indexes under a private catalog root.
 """
@@ -25,13 +27,13 @@ from fdb_leaderboard.store import Database, StoreUnavailable, open_database
 
 BACKENDS = ["lmdb", "lmdb-redo-log", "fdb"]
 SERVER_BACKENDS = ["lmdb", "fdb"]
-REQUIRE_FDB = os.environ.get("FDB_LEADERBOARD_REQUIRE_FDB", "") not in ("", "0")
 
 
-def skip_unless_required(reason: str) -> None:
-    """Skip a FoundationDB test that cannot run here; fail it when FoundationDB is required."""
-    if REQUIRE_FDB:
-        pytest.fail(f"{reason} (FDB_LEADERBOARD_REQUIRE_FDB is set: the FoundationDB tests must run)", pytrace=False)
+def skip_unless_required(reason: str, switch: str = "FDB_LEADERBOARD_REQUIRE_FDB", what: str = "FoundationDB") -> None:
+    """Skip a test that cannot run here (by default, a FoundationDB test); fail it instead when
+    the environment variable ``switch`` says tests of ``what`` must run."""
+    if os.environ.get(switch, "") not in ("", "0"):
+        pytest.fail(f"{reason} ({switch} is set: the {what} tests must run)", pytrace=False)
     pytest.skip(reason)
 
 
