@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import fdb.tuple
@@ -35,6 +36,15 @@ def skip_unless_required(reason: str, switch: str = "FDB_LEADERBOARD_REQUIRE_FDB
     if os.environ.get(switch, "") not in ("", "0"):
         pytest.fail(f"{reason} ({switch} is set: the {what} tests must run)", pytrace=False)
     pytest.skip(reason)
+
+
+def wait_until(condition: Callable[[], object], what: str = "the condition", timeout: float = 60.0) -> None:
+    """Return once ``condition()`` holds; fail if it still does not after ``timeout`` seconds (far
+    more than it ever needs: a guard against hanging, not a measure of speed)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: still not so after {timeout:g} s"
+        time.sleep(0.01)
 
 
 def fdb_unavailable_reason() -> str | None:

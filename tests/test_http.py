@@ -28,7 +28,7 @@ import grpc
 import httpx
 import jsonschema
 import pytest
-from conftest import start_server
+from conftest import start_server, wait_until
 from google.protobuf import json_format
 from model import Model
 from openapi_spec_validator import validate as validate_openapi
@@ -37,7 +37,7 @@ from test_hardening import certificates  # noqa: F401  (a fixture: openssl-made 
 
 from fdb_leaderboard.access import Tokens
 from fdb_leaderboard.client import LeaderboardClient
-from fdb_leaderboard.http import HttpServer
+from fdb_leaderboard.http import HttpServer, rest
 from fdb_leaderboard.http.transcode import HTTP_STATUS, rpcs
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.proto import service_pb2_grpc as pb_grpc
@@ -412,7 +412,9 @@ def test_every_status_code_has_an_http_status() -> None:
 # -- REST routes -------------------------------------------------------------------------------------------
 
 
-def test_rest_reads_match_the_model(web: httpx.Client, lb: LeaderboardClient, document: dict) -> None:
+def test_rest_reads_match_the_model(
+    web: httpx.Client, lb: LeaderboardClient, document: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
     model = seed(lb)
     base = "/v1/indexes/game/windows"
     for window_type, at in ((0, None), (1, T0), (1, T0 + DAY), (2, T0)):
@@ -449,9 +451,11 @@ def test_rest_reads_match_the_model(web: httpx.Client, lb: LeaderboardClient, do
     assert response.json()["pk"] == [7, "x"]
     latest = web.get(f"{base}/1/top", params={"at": "latest", "group": "eu", "n": 3}).json()
     assert rest_rows(latest) == model_rows(model.top(3, 1, model.latest, ("eu",), "ORDINAL"))
-    clock = web.get(f"{base}/1/top", params={"at": int(time.time()), "group": "eu"})
+    # The server's clock, pinned to the second day of the windows (the data is the same whatever the date).
+    monkeypatch.setattr(rest, "server_clock", lambda: T0 + DAY + 7)
     now = web.get(f"{base}/1/top", params={"at": "now", "group": "eu"})
-    assert (now.status_code, now.json()) == (clock.status_code, clock.json())
+    assert now.status_code == 200 and rest_rows(now.json())
+    assert rest_rows(now.json()) == model_rows(model.top(10, 1, T0 + DAY + 7, ("eu",), "ORDINAL"))
     indexes = conforms(document, "/v1/indexes", "get", web.get("/v1/indexes"))
     assert [i["name"] for i in indexes["indexes"]] == ["game"]
     windows = conforms(document, "/v1/indexes/{index}/windows", "get", web.get("/v1/indexes/game/windows"))
@@ -484,17 +488,21 @@ def test_rest_refusals(web: httpx.Client, lb: LeaderboardClient) -> None:
     assert web.get("/v1/indexes/empty/windows/1/top", params={"at": "latest"}).status_code == 412
 
 
-def test_scores_route_submits_like_add_score(web: httpx.Client, lb: LeaderboardClient, document: dict) -> None:
+def test_scores_route_submits_like_add_score(
+    web: httpx.Client, lb: LeaderboardClient, document: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lb.create_index("g", high_score_first=True)
     lb.update_windows("g", high_score_first=True)
     path = "/v1/indexes/{index}/scores"
     example = document["paths"][path]["post"]["requestBody"]["content"]["application/json"]["example"]
     assert conforms(document, path, "post", web.post("/v1/indexes/g/scores", json=example)) == {"windows_changed": 1}
     web.post("/v1/indexes/g/scores", json={"pk": ["bob", 2], "score": 1500, "timestamp": T0 + 1})
-    before = time.time()
+    before = int(time.time())
+    assert before <= rest.server_clock() <= time.time()  # the server's clock is the wall clock...
+    monkeypatch.setattr(rest, "server_clock", lambda: T0 + 99)  # ...pinned here
     web.post("/v1/indexes/g/scores", json={"pk": "now", "score": 10})  # no timestamp: the server's clock
     assert [(e.pk, e.score) for e in lb.top("g", 5)] == [(("bob", 2), 1500), (("alice",), 1200), (("now",), 10)]
-    assert before - 1 <= lb.rank_and_entry("g", ("now",)).timestamp <= time.time()
+    assert lb.rank_and_entry("g", ("now",)).timestamp == T0 + 99
     for body, needle in [
         ({"pk": "a"}, "needs pk and score"),
         ({"pk": "a", "score": "lots"}, "not a valid Entry"),
@@ -526,11 +534,19 @@ def test_events_stream_the_top_as_it_changes(running: tuple[Server, HttpServer],
                 lb.add_score("g", ("bob",), 20, T0 + 1)
             elif len(events) == 2:
                 lb.add_score("g", ("cid",), 1, T0 + 2)  # below the top 2: no event
-                time.sleep(0.6)
+                # Twice checked since (the second check began after the score): then a change.
+                checked = answered_tops(running[0])
+                wait_until(lambda c=checked: answered_tops(running[0]) >= c + 2, "two checks of the board")
                 lb.add_score("g", ("dan",), 30, T0 + 3)
             else:
                 break
     assert [[e["pk"][0] for e in event["entries"]] for event in events] == [["ann"], ["bob", "ann"], ["dan", "bob"]]
+
+
+def answered_tops(server: Server) -> float:
+    """How many Top calls the server answered over HTTP: an events stream makes one each check."""
+    labels = {"transport": "http", "method": "Top", "code": "OK"}
+    return server.metrics.registry.get_sample_value("fdb_leaderboard_calls_total", labels) or 0.0
 
 
 # -- the OpenAPI document ------------------------------------------------------------------------------------
@@ -618,13 +634,11 @@ def test_the_http_server_stops_with_the_server_even_with_a_stream_open(tmp_path)
     listener = threading.Thread(target=listen, daemon=True)
     listener.start()
     assert opened.wait(10)
-    started = time.monotonic()
-    server.stop(grace=2)
-    assert time.monotonic() - started < 6
-    listener.join(5)
+    server.stop(grace=2)  # returns, though the stream would otherwise run for STREAM_SECONDS
+    listener.join(60)  # a guard against a hang only
     assert not listener.is_alive()
     with pytest.raises(httpx.ConnectError):
-        httpx.get(http.url + "/v1/indexes", timeout=2)
+        httpx.get(http.url + "/v1/indexes", timeout=30)
 
 
 def test_serve_runs_http_beside_grpc_and_stops_on_sigterm(tmp_path) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import grpc
 import pytest
-from conftest import SERVER_BACKENDS, ServerPlace
+from conftest import SERVER_BACKENDS, ServerPlace, wait_until
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
@@ -512,18 +512,15 @@ def test_bulk_load_cancelled_midway_keeps_whole_transactions(client: Leaderboard
                     for i in range(start, start + 250)
                 ]
             )
-        more.wait(20)  # the stream stays open until the test cancels it
+        more.wait(120)  # the stream stays open until the test cancels it
 
     call = client.stub.BulkLoad.future(requests())
-    deadline = time.monotonic() + 20
-    while client.count("loaded") != 1000 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: client.count("loaded") == 1000, "the 1000 records loaded")
     assert call.cancel() and call.cancelled()
     more.set()
     # grpcio reports the cancel either as an error or, racing with it, as the end of the stream.
     messages = {f"BulkLoad of 'loaded' {how} 1000 records" for how in ("cancelled by the client after", "ended after")}
-    while not messages & set(caplog.messages) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: messages & set(caplog.messages), "the load's end logged")
     assert len(messages & set(caplog.messages)) == 1, caplog.messages
     assert client.count("loaded") == 1000  # the 10 transactions committed before the cancel stay
     assert [e.pk[0] for e in client.top("loaded", 3)] == ["p0999", "p0998", "p0997"]
@@ -1306,15 +1303,18 @@ def test_graceful_shutdown_keeps_every_acknowledged_write(server_place: ServerPl
     lb.create_index("game", aggregation="SUM")
     lb.update_windows("game")
 
-    # One call is certainly in flight when stop() starts: its handler is held for a moment.
+    # One call is certainly in flight when stop() starts: its handler is held until stop() has
+    # begun (the server refuses a new call), then writes.
     index = running.catalog.get("game")
     real_write_batch = index.write_batch
-    handler_started = threading.Event()
+    handler_started, release = threading.Event(), threading.Event()
+    handler_finished: list[float] = []
 
     def slow_write_batch(*args: Any, **kwargs: Any) -> None:
         handler_started.set()
-        time.sleep(0.4)
+        assert release.wait(60)
         real_write_batch(*args, **kwargs)
+        handler_finished.append(time.monotonic())
 
     index.write_batch = slow_write_batch  # type: ignore[method-assign]
     slow_result: list[Any] = []
@@ -1350,22 +1350,27 @@ def test_graceful_shutdown_keeps_every_acknowledged_write(server_place: ServerPl
     threads = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
     for thread in threads:
         thread.start()
-    deadline = time.monotonic() + 20
-    while len(calls) < 60 and time.monotonic() < deadline:
-        time.sleep(0.005)
+    wait_until(lambda: len(calls) >= 60, "60 writes")
     slow = threading.Thread(target=slow_call)
     slow.start()
-    assert handler_started.wait(10)
-    stop_began = time.monotonic()
-    running.stop(grace=5)
+    assert handler_started.wait(60)
+
+    def release_once_stopping() -> None:
+        wait_until(lambda: any(code == Code.UNAVAILABLE for _, _, code in calls), "a call refused by stop()")
+        release.set()
+
+    releaser = threading.Thread(target=release_once_stopping)
+    releaser.start()
+    running.stop(grace=30)
     stop_ended = time.monotonic()
+    releaser.join()
     stop_writing.set()
     for thread in [*threads, slow]:
         thread.join(timeout=20)
     assert not any(thread.is_alive() for thread in [*threads, slow])
 
-    assert slow_result == ["OK"]  # the in-flight call finished before the store closed
-    assert stop_ended - stop_began >= 0.2
+    assert slow_result == ["OK"]  # the in-flight call finished before the store closed...
+    assert handler_finished and handler_finished[0] < stop_ended  # ...and stop() waited for it
     acknowledged = [pk for _, pk, code in calls if code is None]
     assert len(acknowledged) >= 60
     # A call racing stop() may be CANCELLED (gRPC drops calls not yet handed to a handler);

@@ -34,6 +34,11 @@ def bad(message: str) -> CallFailed:
     return CallFailed(grpc.StatusCode.INVALID_ARGUMENT, message)
 
 
+def server_clock() -> int:
+    """The server's clock in seconds: ``at=now``, and a score sent without a timestamp."""
+    return int(time.time())
+
+
 # -- plain JSON values of key items and entries -----------------------------------------------------
 
 
@@ -267,7 +272,7 @@ def selector(values: dict[str, Any], transcoder: Transcoder, headers: Mapping[st
     window = pb.WindowSelector(type=values.get("type", 0))
     at = values.get("at")
     if at == "now":
-        window.timestamp = int(time.time())
+        window.timestamp = server_clock()
     elif at == "latest":
         listing = transcoder.call("ListWindows", pb.ListWindowsRequest(index=values["index"]), headers)
         if not listing.HasField("latest_timestamp"):
@@ -354,7 +359,7 @@ def build_add_score(values: dict[str, Any], body: Any, transcoder: Transcoder, h
     else:
         score_json = {"int": score} if not isinstance(score, str) or "." not in score else {"double": score}
     entry = message_from_dict(
-        {"score": score_json, "timestamp": body.get("timestamp", int(time.time()))}, pb.Entry, "the score"
+        {"score": score_json, "timestamp": body.get("timestamp", server_clock())}, pb.Entry, "the score"
     )
     entry.context.extend(items_from_json(body.get("context", []), "context"))
     entry.group.extend(items_from_json(body.get("group", []), "group"))
