@@ -13,22 +13,28 @@ import datetime as dt
 import io
 import json
 import pathlib
+import queue
 import re
+import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from zoneinfo import ZoneInfo
 
+import httpx
 import pytest
 from click.testing import CliRunner, Result
 from conftest import start_server
 
 from fdb_leaderboard.cli import main
 from fdb_leaderboard.client import LeaderboardClient
-from fdb_leaderboard.index import Entry, IndexSettings, WindowUpdate
+from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowUpdate
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import LeaderboardService, Server
+from fdb_leaderboard.service.catalog import Catalog
 from fdb_leaderboard.store import open_database
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -382,6 +388,74 @@ def test_maintain_survives_a_server_restart(tmp_path: pathlib.Path) -> None:
         assert re.search(r"game: added [12] window\(s\)", output)
     finally:
         server.stop(grace=0)
+
+
+# -- demo: the README's first suggestion ------------------------------------------------------------------
+
+
+def test_demo_feeds_live_boards_to_the_terminal_and_the_page(tmp_path: pathlib.Path) -> None:
+    """Simulated games on daily, weekly and all-time boards, shown in the terminal and served on
+    the live page: on a free port when the one asked for is taken (here, by the test)."""
+    store = tmp_path / "demo"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        demo = subprocess.Popen(
+            [str(pathlib.Path(sys.executable).parent / "fdb-leaderboard"), "demo", "--no-open", "--players", "40",
+             "--refresh", "0.2", "--duration", "600", "--store", f"lmdb:{store}?durable=false",
+             "--http-address", f"127.0.0.1:{port}"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            screen = _next_full_screen(demo)
+            url = screen["live page"].split("/#")[0]
+            assert url.startswith("http://127.0.0.1:") and not url.endswith(f":{port}"), url
+            with httpx.Client(base_url=url, timeout=30) as web:
+                assert web.get("/").text.startswith("<!doctype html>")
+                assert [i["name"] for i in web.get("/v1/indexes").json()["indexes"]] == ["demo"]
+                assert {w["type"] for w in web.get("/v1/indexes/demo/windows").json()["windows"]} == {0, 1, 2}
+                assert len(web.get("/v1/indexes/demo/windows/0/top", params={"n": 3}).json()["entries"]) == 3
+            for board in ("today", "this week", "all time"):
+                rows = screen[board]
+                assert [rank for rank, _, _ in rows] == list(range(1, len(rows) + 1)) and rows, (board, rows)
+                assert [score for _, _, score in rows] == sorted((score for _, _, score in rows), reverse=True)
+            assert screen["counts"]["today"] <= screen["counts"]["this week"] <= screen["counts"]["all time"]
+            demo.send_signal(signal.SIGINT)  # Ctrl-C: the demo stops its server and closes the store
+            assert demo.wait(60) == 0, demo.stderr.read()  # type: ignore[union-attr]
+        finally:
+            if demo.poll() is None:
+                demo.kill()
+                demo.wait()
+    with open_database(f"lmdb:{store}?durable=false") as db:
+        index = LeaderboardIndex.open(db, Catalog(db).entry("demo").prefix)
+        assert index.check() == [] and index.count() > 0
+
+
+def _next_full_screen(demo: subprocess.Popen) -> dict:
+    """The boards of the first screen showing all three with rows: {board: [(rank, player, score)]},
+    "counts" {board: players}, and "live page"."""
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in demo.stdout], daemon=True).start()  # type: ignore[union-attr]
+    screen: dict = {"counts": {}}
+    board, screens = None, 0
+    while True:
+        line = lines.get(timeout=120).rstrip("\n")  # a guard against a hang only
+        if "fdb-leaderboard demo: simulated time" in line:  # a new screen (its clear-screen codes dropped: no tty)
+            if all(screen.get(name) for name in ("today", "this week", "all time")):
+                return screen
+            screens += 1
+            assert screens < 300, f"no screen shows all three boards: the last one was {screen}"
+            screen, board = {"counts": {}}, None
+        elif line.startswith("live page: "):
+            screen["live page"] = line.removeprefix("live page: ")
+        elif match := re.fullmatch(r"(today|this week|all time) +\((\d+) players\)", line):
+            board = match.group(1)
+            screen[board], screen["counts"][board] = [], int(match.group(2))
+        elif board and (match := re.fullmatch(r" +(\d+)\. (player-\d+) +(-?\d+)", line)):
+            screen[board].append((int(match.group(1)), match.group(2), int(match.group(3))))
+        else:
+            board = None
 
 
 # -- the README's tour, as written ----------------------------------------------------------------------------

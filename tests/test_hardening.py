@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import stat
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import grpc
+import httpx
 import pytest
 from conftest import wait_until
 from grpc import aio
@@ -513,6 +515,60 @@ def test_cli_passes_token_and_ca(tmp_path: Path, certificates: dict[str, str]) -
         assert done.returncode == 1 and "PERMISSION_DENIED: CreateIndex needs the admin role" in done.stderr
     finally:
         running.stop(grace=1)
+
+
+def test_serve_with_tls_files_serves_grpc_and_https_to_certified_clients(
+    tmp_path: Path, certificates: dict[str, str]
+) -> None:
+    c = certificates
+    server = subprocess.Popen(
+        [CLI, "serve", "--store", f"lmdb:{tmp_path / 's'}?durable=false", "--address", "127.0.0.1:0",
+         "--http-address", "127.0.0.1:0", "--tls-cert", c["server"], "--tls-key", c["server_key"],
+         "--client-ca", c["ca"]],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    )  # fmt: skip
+    try:
+        line = server.stdout.readline()  # type: ignore[union-attr]
+        assert "(TLS, no authentication;" in line, line + server.stderr.read()  # type: ignore[union-attr]
+        address, url = line.split(" serving on ")[1].split()[0], line.split(" and ")[1].split()[0]
+        assert url.startswith("https://127.0.0.1:")
+        certified = {"ca": c["ca"], "cert": c["client"], "key": c["client_key"]}
+        with LeaderboardClient(address, **certified) as lb:
+            lb.create_index("game")
+        with LeaderboardClient(address, ca=c["ca"], timeout=30) as no_cert:
+            assert code_of(no_cert.list_indexes)[0] is Code.UNAVAILABLE
+        context = ssl.create_default_context(cafile=c["ca"])
+        context.load_cert_chain(c["client"], c["client_key"])
+        assert httpx.get(f"{url}/v1/indexes", verify=context, timeout=30).json()["indexes"][0]["name"] == "game"
+        with pytest.raises(httpx.HTTPError):  # no client certificate
+            httpx.get(f"{url}/v1/indexes", verify=ssl.create_default_context(cafile=c["ca"]), timeout=30)
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        ["--tls-cert", "server"],
+        ["--tls-key", "server_key"],
+        ["--client-ca", "ca"],
+        ["--client-ca", "ca", "--tls-key", "server_key"],
+    ],
+)
+def test_serve_refuses_tls_files_apart_as_a_usage_mistake(
+    tmp_path: Path, certificates: dict[str, str], given: list[str]
+) -> None:
+    files = [certificates.get(arg, arg) for arg in given]
+    done = _cli([CLI, "serve", "--store", f"lmdb:{tmp_path / 's'}", "--address", "127.0.0.1:0", *files])
+    assert (done.returncode, done.stderr.splitlines()) == (
+        2,
+        ["Error: --tls-cert and --tls-key go together (and --client-ca needs them) (see fdb-leaderboard serve --help)"],
+    )
+    assert not (tmp_path / "s").exists()  # refused before the store was opened
 
 
 def test_no_authentication_only_on_loopback_unless_told(tmp_path: Path) -> None:

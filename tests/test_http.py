@@ -37,7 +37,7 @@ from test_hardening import certificates  # noqa: F401  (a fixture: openssl-made 
 
 from fdb_leaderboard.access import Tokens
 from fdb_leaderboard.client import LeaderboardClient
-from fdb_leaderboard.http import HttpServer, rest
+from fdb_leaderboard.http import HttpServer, app, rest
 from fdb_leaderboard.http.transcode import HTTP_STATUS, rpcs
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.proto import service_pb2_grpc as pb_grpc
@@ -547,6 +547,107 @@ def answered_tops(server: Server) -> float:
     """How many Top calls the server answered over HTTP: an events stream makes one each check."""
     labels = {"transport": "http", "method": "Top", "code": "OK"}
     return server.metrics.registry.get_sample_value("fdb_leaderboard_calls_total", labels) or 0.0
+
+
+def sse(stream: httpx.Response) -> Iterator[tuple[str, Any]]:
+    """The events of a stream as (event, data): "message" unless named, and comments as (":", text)."""
+    event, data = "message", []
+    for line in stream.iter_lines():
+        if line.startswith(":"):
+            yield ":", line[1:].strip()
+        elif line.startswith("event: "):
+            event = line[len("event: ") :]
+        elif line.startswith("data: "):
+            data.append(line[len("data: ") :])
+        elif not line and data:
+            yield event, json.loads("\n".join(data))
+            event, data = "message", []
+
+
+def test_events_answer_a_first_failure_and_send_later_ones_as_problem_events(
+    running: tuple[Server, HttpServer], lb: LeaderboardClient
+) -> None:
+    with httpx.Client(base_url=running[1].url, timeout=20) as web:
+        # A failure before the first answer is the HTTP answer itself, not a stream.
+        lb.create_index("g", high_score_first=True)
+        lb.update_windows("g", high_score_first=True)
+        lb.add_score("g", ("ann",), 10, T0)
+        for path, status, needle in [
+            ("/v1/indexes/nope/windows/0/top/events", 404, "no index named 'nope'"),
+            ("/v1/indexes/g/windows/1/top/events", 400, "window type 1 needs a timestamp"),
+        ]:
+            response = web.get(path)
+            assert response.status_code == status and response.headers["content-type"] == "application/json"
+            assert needle in response.json()["message"], response.text
+        seen = []
+        with web.stream("GET", "/v1/indexes/g/windows/0/top/events", params={"interval": 0.2}) as stream:
+            for event, data in sse(stream):
+                if event == ":":
+                    continue
+                seen.append((event, data))
+                if len(seen) == 1:
+                    lb.drop_index("g")  # later failures: problem events, and the stream goes on
+                elif len(seen) == 2:
+                    lb.create_index("g", high_score_first=True)
+                    lb.update_windows("g", high_score_first=True)
+                    lb.add_score("g", ("bob",), 20, T0)
+                else:
+                    break
+    assert [event for event, _ in seen] == ["message", "problem", "message"]
+    assert [e["pk"] for e in seen[0][1]["entries"]] == [["ann"]]
+    assert seen[1][1] == {"code": "NOT_FOUND", "message": "no index named 'g'"}
+    assert [e["pk"] for e in seen[2][1]["entries"]] == [["bob"]]
+
+
+def test_events_keep_a_quiet_stream_alive_and_end_it_in_time(
+    running: tuple[Server, HttpServer], lb: LeaderboardClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A comment after KEEP_ALIVE_SECONDS without an event, and the end after STREAM_SECONDS
+    (15 s and 10 minutes, pinned shorter here)."""
+    monkeypatch.setattr(app, "KEEP_ALIVE_SECONDS", 0.5)
+    monkeypatch.setattr(app, "STREAM_SECONDS", 3.0)
+    lb.create_index("g", high_score_first=True)
+    lb.update_windows("g", high_score_first=True)
+    lb.add_score("g", ("ann",), 10, T0)
+    seen = []
+    with (
+        httpx.Client(base_url=running[1].url, timeout=20) as web,
+        web.stream("GET", "/v1/indexes/g/windows/0/top/events", params={"interval": 0.2}) as stream,
+    ):
+        for event in sse(stream):
+            seen.append(event)
+            assert len(seen) < 100, seen  # the stream would go on forever
+    assert seen[0] == ("message", {"entries": [{**seen[0][1]["entries"][0], "pk": ["ann"]}]})
+    assert set(seen[1:]) == {(":", "unchanged")} and len(seen) >= 3, seen  # nothing changed: comments only
+
+
+def test_a_bulk_load_line_over_the_message_limit_is_refused(tmp_path) -> None:
+    server = Server(
+        f"lmdb:{tmp_path / 's'}?durable=false", "127.0.0.1:0", settings=ServerSettings(max_message_bytes=2000)
+    ).start()
+    try:
+        http = HttpServer(server, "127.0.0.1:0").start()
+        with LeaderboardClient(server.address) as lb, httpx.Client(base_url=http.url, timeout=20) as web:
+            lb.create_index("plain")
+            lb.update_windows("plain")
+
+            def line(pk: str) -> bytes:
+                record = {"pk": [{"string": pk}], "entries": [{"score": {"int": 1}, "timestamp": 5}]}
+                return json.dumps({"records": [record]}).encode() + b"\n"
+
+            first = json.dumps({"index": "plain", "batch_size": 1}).encode() + b"\n"
+            for long_line in (line("x" * 2000), line("y" * 30_000)):  # within a chunk, and over several
+                body = first + line("before") + long_line + line("after")
+                response = web.post("/v1/BulkLoad", content=body)
+                assert response.status_code == 429, response.text
+                assert response.json() == {
+                    "code": "RESOURCE_EXHAUSTED",
+                    "message": "a line is larger than 2000 bytes; the 1 records before it were saved",
+                }
+            assert lb.rank_and_entry("plain", ("before",)).score == 1  # what came before the line is saved
+            assert lb.count("plain") == 1 and lb.verify("plain") == []
+    finally:
+        server.stop(grace=1)
 
 
 # -- the OpenAPI document ------------------------------------------------------------------------------------

@@ -122,7 +122,19 @@ def test_the_page_shows_the_boards_a_record_and_live_updates(board, browser: Web
     )
 
 
-def test_the_page_reports_an_unknown_index(board, browser: WebDriver) -> None:
+def test_the_page_shows_a_known_index_for_an_unknown_one_and_says_when_its_index_is_gone(
+    board, browser: WebDriver
+) -> None:
+    _, http, lb = board
+    browser.get(f"{http.url}/#index=nope")  # a stale link: the first index instead
+    until(browser, "top", expected(lb.top("game", 10, 1, T0 + 28)))
+    assert Select(browser.find_element(By.ID, "index")).first_selected_option.text == "game"
+    assert "index=game" in browser.current_url
+    lb.drop_index("game")  # the live board's index goes: the stream's next check is a problem
+    WebDriverWait(browser, 15).until(lambda d: d.find_element(By.ID, "error").text == "no index named 'game'")
+
+
+def test_the_page_reports_an_index_without_windows(board, browser: WebDriver) -> None:
     _, http, lb = board
     lb.create_index("empty")  # no windows yet
     browser.get(f"{http.url}/#index=empty")

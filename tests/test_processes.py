@@ -144,6 +144,20 @@ def test_workers_share_the_address_and_the_store(group: Group) -> None:
             client.close()
 
 
+def test_processes_serve_grpc_only_and_refuse_an_http_address(tmp_path: Path) -> None:
+    cli = str(Path(sys.executable).parent / "fdb-leaderboard")
+    serve = [cli, "serve", "--store", f"lmdb:{tmp_path / 's'}", "--address", "127.0.0.1:0", "--processes", "2"]
+    done = subprocess.run([*serve, "--http-address", "127.0.0.1:0"], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr.splitlines()) == (
+        2,
+        [
+            "Error: --processes serves gRPC only: run the HTTP front end (--http-address) in a server of its own "
+            "(see fdb-leaderboard serve --help)"
+        ],
+    )
+    assert not (tmp_path / "s").exists()  # refused before the store was opened
+
+
 def test_a_second_server_on_the_address_is_refused_at_once(group: Group, tmp_path: Path) -> None:
     for extra in ([], ["--processes", "2"]):  # at once: the run's timeout would end one waiting for the address
         result = subprocess.run(

@@ -169,9 +169,13 @@ def serve(
     from ..store import StoreError
 
     url = f"fdb:{cluster_file}" if cluster_file else store or DEFAULT_STORE
+    if (tls_cert is None) != (tls_key is None) or (client_ca and not tls_cert):
+        raise click.UsageError("--tls-cert and --tls-key go together (and --client-ca needs them)")
+    if processes > 1 and http_address not in (None, "off"):
+        raise click.UsageError(
+            "--processes serves gRPC only: run the HTTP front end (--http-address) in a server of its own"
+        )
     try:
-        if (tls_cert is None) != (tls_key is None) or (client_ca and not tls_cert):
-            raise StartupError("--tls-cert and --tls-key go together (and --client-ca needs them)")
         settings = ServerSettings(
             max_page=max_page,
             max_concurrent_calls=max_calls,
@@ -186,10 +190,6 @@ def serve(
             reflection=reflection,
         )
         if processes > 1:
-            if http_address not in (None, "off"):
-                raise StartupError(
-                    "--processes serves gRPC only: run the HTTP front end (--http-address) in a server of its own"
-                )
             settings.check_address(address)
             group = Supervisor(url, address, processes, workers, grace, settings=settings).start()
         else:
