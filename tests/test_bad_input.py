@@ -224,6 +224,35 @@ WRITES = {
 READS = ["rank", "rank_and_entry", "top", "around", "count", "score_for_rank", "rank_for_score", "scan"]
 
 
+def point_read(
+    op: Callable[..., Operation],
+    kind: str,
+    draw: Callable,
+    pks: st.SearchStrategy,
+    counts: st.SearchStrategy,
+    scores: st.SearchStrategy,
+    modes: st.SearchStrategy,
+    if_absents: st.SearchStrategy,
+    group: object,
+    where: dict,
+) -> Operation | None:
+    """The call of ``kind`` if it is a read other than a scan, its arguments drawn from these; else None."""
+    if kind in ("rank", "rank_and_entry"):
+        return op(draw(pks), group=group, mode=draw(modes), **where)
+    if kind == "top":
+        return op(draw(counts), group=group, mode=draw(modes), **where)
+    if kind == "around":
+        above, below = draw(counts), draw(counts)
+        return op(draw(pks), above, below, group=group, mode=draw(modes), if_absent=draw(if_absents), **where)
+    if kind == "count":
+        return op(group=group, **where)
+    if kind == "score_for_rank":
+        return op(draw(counts), group=group, **where)
+    if kind == "rank_for_score":
+        return op(draw(scores), group=group, **where)
+    return None
+
+
 def draw_operation(draw: Callable, index: LeaderboardIndex, tokens: list[bytes]) -> Operation:
     """One random call of the index's Python API."""
     s = index.settings
@@ -249,19 +278,9 @@ def draw_operation(draw: Callable, index: LeaderboardIndex, tokens: list[bytes])
         return op(draw(groups), draw(st.booleans()))
     where = {"window_type": draw(window_types), "timestamp": draw(st.one_of(st.none(), timestamps))}
     group = draw(groups)
-    if kind in ("rank", "rank_and_entry"):
-        return op(draw(pks), group=group, mode=draw(modes), **where)
-    if kind == "top":
-        return op(draw(counts), group=group, mode=draw(modes), **where)
-    if kind == "around":
-        if_absent = draw(st.sampled_from([None, *IfAbsent, "TOP"]))
-        return op(draw(pks), draw(counts), draw(counts), group=group, mode=draw(modes), if_absent=if_absent, **where)
-    if kind == "count":
-        return op(group=group, **where)
-    if kind == "score_for_rank":
-        return op(draw(counts), group=group, **where)
-    if kind == "rank_for_score":
-        return op(draw(scores), group=group, **where)
+    if_absents = st.sampled_from([None, *IfAbsent, "TOP"])
+    if (read := point_read(op, kind, draw, pks, counts, scores, modes, if_absents, group, where)) is not None:
+        return read
     scan = {
         "low": draw(st.one_of(st.none(), scores)),
         "high": draw(st.one_of(st.none(), scores)),
@@ -340,20 +359,10 @@ def draw_well_formed_operation(draw: Callable, index: LeaderboardIndex, tokens: 
     if windows and pick >= 0:
         window = windows[pick % len(windows)]
         where = {"window_type": window.type, "timestamp": window.start} if window.type else {"window_type": 0}
-    group, mode = draw(groups), draw(st.sampled_from([None, RankMode.ORDINAL, RankMode.COMPETITION]))
-    if kind in ("rank", "rank_and_entry"):
-        return op(draw(pks), group=group, mode=mode, **where)
-    if kind == "top":
-        return op(draw(good_counts), group=group, mode=mode, **where)
-    if kind == "around":
-        if_absent = draw(st.sampled_from([None, *IfAbsent]))
-        return op(draw(pks), draw(good_counts), draw(good_counts), group=group, mode=mode, if_absent=if_absent, **where)
-    if kind == "count":
-        return op(group=group, **where)
-    if kind == "score_for_rank":
-        return op(draw(good_counts), group=group, **where)
-    if kind == "rank_for_score":
-        return op(draw(good_scores), group=group, **where)
+    group, modes = draw(groups), st.sampled_from([None, RankMode.ORDINAL, RankMode.COMPETITION])
+    if_absents = st.sampled_from([None, *IfAbsent])
+    if (read := point_read(op, kind, draw, pks, good_counts, good_scores, modes, if_absents, group, where)) is not None:
+        return read
     scan_type = draw(st.sampled_from(list(ScanType)))
     if scan_type is not ScanType.BY_TIME_WINDOW:
         where = {}  # the all-time window: these scans take no window
