@@ -4,11 +4,12 @@
     .venv/bin/python tools/bench_idempotency.py                      # the embedded store (durable)
     .venv/bin/python tools/bench_idempotency.py --store fdb:/path/to/fdb.cluster
 
-On one index of ``--records`` records with four windows (all-time, day, week, month), it runs
-``--calls`` submissions unkeyed and keyed in alternating rounds (same records, same scores, so
-each round moves the same values) and prints per submission: read rounds, reads, mutations,
-bytes written (the store's own counters, ``Database.stats``), this process's CPU time and the
-p50/p99 latency; then keyed repeats (the answer replayed, nothing written).
+On two identical indexes of ``--records`` records with four windows (all-time, day, week,
+month), it runs the same ``--calls`` submissions on each, unkeyed on one and keyed on the other,
+in alternating order round by round (so both make exactly the same changes), and prints per
+submission: read rounds, reads, mutations, bytes written (the store's own counters,
+``Database.stats``), this process's CPU time and the p50/p99 latency; then the keyed calls sent
+again (each answered from its key, nothing written).
 """
 
 from __future__ import annotations
@@ -60,24 +61,30 @@ def main() -> None:
     args = parser.parse_args()
     url = args.store or f"lmdb:{tempfile.mkdtemp(prefix='bench-idem-')}"
     db = open_database(url)
-    prefix = b"\x15\x7d" + os.urandom(4)
-    index = LeaderboardIndex.create(db, prefix, IndexSettings())
-    index.update_windows(WindowUpdate(windows=WINDOWS))
     rng = random.Random(1)
     pks = [f"p{i:06d}" for i in range(args.records)]
-    for start in range(0, len(pks), 500):
-        index.write_batch([((pk,), [Entry(rng.randrange(10**6), NOW)]) for pk in pks[start : start + 500]])
+    records = [((pk,), [Entry(rng.randrange(10**6), NOW)]) for pk in pks]
+    prefixes = [b"\x15\x7d" + os.urandom(4) for _ in range(2)]
+    plain, keyed = (LeaderboardIndex.create(db, prefix, IndexSettings()) for prefix in prefixes)
+    for index in (plain, keyed):
+        index.update_windows(WindowUpdate(windows=WINDOWS))
+        for start in range(0, len(records), 500):
+            index.write_batch(records[start : start + 500])
     rows: dict[str, list[dict[str, float]]] = {"plain": [], "keyed": [], "repeat": []}
     try:
-        for _ in range(args.rounds):
-            for kind in ("plain", "keyed"):
-                calls = [(rng.choice(pks), rng.randrange(10**6), uuid.uuid4().hex if kind == "keyed" else None)
-                         for _ in range(args.calls)]  # fmt: skip
-                rows[kind].append(measure(index, calls))
-                if kind == "keyed":
-                    rows["repeat"].append(measure(index, calls))
+        for round_ in range(args.rounds):
+            calls = [(rng.choice(pks), rng.randrange(10**6)) for _ in range(args.calls)]
+            keys = [uuid.uuid4().hex for _ in calls]
+            runs = [
+                ("plain", plain, [(pk, score, None) for pk, score in calls]),
+                ("keyed", keyed, [(pk, score, key) for (pk, score), key in zip(calls, keys, strict=True)]),
+            ]
+            for kind, index, made in runs if round_ % 2 == 0 else runs[::-1]:
+                rows[kind].append(measure(index, made))
+            rows["repeat"].append(measure(keyed, runs[1][2]))
     finally:
-        db.run(lambda tr: tr.clear_range(prefix, prefix + b"\xff"))
+        for prefix in prefixes:
+            db.run(lambda tr, prefix=prefix: tr.clear_range(prefix, prefix + b"\xff"))
         db.close()
     print(f"store {url}, {args.records} records, 4 windows, {args.calls} submissions x {args.rounds} rounds")
     columns = ("read_rounds", "reads", "writes", "bytes_written", "cpu_ms", "p50_ms", "p99_ms")
