@@ -32,7 +32,7 @@ from typing import Any
 import grpc
 
 from . import wire
-from .access import is_loopback
+from .access import ROLE_BY_METHOD, Role, is_loopback
 from .errors import NoWindowsWarning
 from .index import Entry, History, Movement, Page, RankedEntry
 from .index.calendar import board_periods
@@ -42,31 +42,8 @@ from .proto import service_pb2_grpc as pb_grpc
 _MESSAGE_RECORDS = 500  # a BulkLoad message carries up to this many records
 _MESSAGE_BYTES = 1 << 20  # or about this many bytes (gRPC refuses messages over 4 MB)
 MODES = {"ORDINAL": pb.ORDINAL, "COMPETITION": pb.COMPETITION, "DENSE": pb.DENSE}
-# Calls that only read: sent again when the server was unavailable.
-_READS = frozenset(
-    {
-        "ListIndexes",
-        "ListWindows",
-        "ListSubDirectories",
-        "GetRank",
-        "GetRankAndEntry",
-        "AroundMe",
-        "Top",
-        "Count",
-        "ScoreForRank",
-        "RankForScore",
-        "Scan",
-        "GetMetadata",
-        "GetRanks",
-        "FriendsBoard",
-        "GetPage",
-        "GetPercentile",
-        "ScoreForPercentile",
-        "GetMovement",
-        "GetRankHistory",
-        "ScoreTrim",
-    }
-)
+# Calls that only read (the read role's): sent again when the server was unavailable.
+_READS = frozenset(method for method, role in ROLE_BY_METHOD.items() if role is Role.READ)
 # A primary key, group or context: a sequence of elements, or one str, bytes or number standing
 # for a one-element key ("alice" is ("alice",)).
 Key = Sequence[object] | str | bytes | int | float
