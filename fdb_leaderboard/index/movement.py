@@ -71,7 +71,7 @@ def movement(
     reader: Reader,
     pk: object,
     window_type: int,
-    timestamp: int,
+    timestamp: int | None,
     group: object = (),
     mode: RankMode = RankMode.ORDINAL,
 ) -> Movement:
