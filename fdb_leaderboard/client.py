@@ -8,6 +8,12 @@
 
 Errors arrive as ``grpc.RpcError`` with the server's status code and message.
 
+Writes are exactly-once: each write call carries an idempotency key (a new UUID unless one is
+given), and a write that fails with UNAVAILABLE or DEADLINE_EXCEEDED (the server may or may not
+have applied it) is sent again with the same key, with capped exponential backoff
+(:class:`RetryPolicy`; ``retry=None`` sends every call once).  The server applies a key once and
+answers its repeats with the first answer.  Reads are retried on UNAVAILABLE.
+
 A server with access control needs ``token=`` (sent as ``authorization: Bearer TOKEN`` on every
 call); one with TLS needs ``ca=`` (the PEM file of the CA that signed its certificate), and with
 mutual TLS also ``cert=`` and ``key=`` (the client's certificate and key).
@@ -15,6 +21,10 @@ mutual TLS also ``cert=`` and ``key=`` (the client's certificate and key).
 
 from __future__ import annotations
 
+import dataclasses
+import random
+import time
+import uuid
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -22,9 +32,10 @@ from typing import Any
 import grpc
 
 from . import wire
-from .access import is_loopback
+from .access import ROLE_BY_METHOD, Role, is_loopback
 from .errors import NoWindowsWarning
 from .index import Entry, History, Movement, Page, RankedEntry
+from .index.calendar import board_periods
 from .index.values import check_timestamp
 from .proto import service_pb2 as pb
 from .proto import service_pb2_grpc as pb_grpc
@@ -32,9 +43,46 @@ from .proto import service_pb2_grpc as pb_grpc
 _MESSAGE_RECORDS = 500  # a BulkLoad message carries up to this many records
 _MESSAGE_BYTES = 1 << 20  # or about this many bytes (gRPC refuses messages over 4 MB)
 MODES = {"ORDINAL": pb.ORDINAL, "COMPETITION": pb.COMPETITION, "DENSE": pb.DENSE}
+# Calls that only read (the read role's): sent again when the server was unavailable.
+_READS = frozenset(method for method, role in ROLE_BY_METHOD.items() if role is Role.READ)
 # A primary key, group or context: a sequence of elements, or one str, bytes or number standing
 # for a one-element key ("alice" is ("alice",)).
 Key = Sequence[object] | str | bytes | int | float
+
+
+@dataclasses.dataclass(frozen=True)
+class RetryPolicy:
+    """How calls that may not have reached the server, or whose answer was lost, are sent again.
+
+    ``attempts`` counts the first try (1: never again).  After try ``n`` fails the client waits
+    ``b / 2`` plus a random part of ``b / 2`` seconds, ``b = min(max_backoff, initial_backoff *
+    multiplier ** (n - 1))``: about 2-4 s over the default 5 tries, time for a server to restart
+    or a connection to come back, and clients cut off together do not return together.  Writes
+    are retried on ``write_codes``, reads on ``read_codes``; a write keeps its idempotency key.
+    """
+
+    attempts: int = 5
+    initial_backoff: float = 0.25
+    max_backoff: float = 4.0
+    multiplier: float = 2.0
+    write_codes: frozenset[grpc.StatusCode] = frozenset(
+        {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+    )
+    read_codes: frozenset[grpc.StatusCode] = frozenset({grpc.StatusCode.UNAVAILABLE})
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1 or self.initial_backoff < 0 or self.max_backoff < 0 or self.multiplier < 1:
+            raise ValueError("a retry policy needs attempts >= 1, backoffs >= 0 and a multiplier >= 1")
+
+    def backoff(self, tries: int) -> float:
+        """Seconds to wait after ``tries`` failed tries."""
+        ceiling = min(self.max_backoff, self.initial_backoff * self.multiplier ** (tries - 1))
+        return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+def new_idempotency_key() -> str:
+    """A key for one logical write (sent again with the write, never with another)."""
+    return uuid.uuid4().hex
 
 
 def _window(window_type: int, timestamp: int | None) -> pb.WindowSelector:
@@ -98,9 +146,11 @@ class LeaderboardClient:
         ca: str | None = None,
         cert: str | None = None,
         key: str | None = None,
+        retry: RetryPolicy | None = RetryPolicy(),  # frozen: one shared default is safe
     ) -> None:
         """``token``: a bearer token; ``ca``: a CA file to verify the server's TLS certificate
-        (TLS is used when ``ca`` or ``cert`` is given); ``cert``/``key``: a client certificate."""
+        (TLS is used when ``ca`` or ``cert`` is given); ``cert``/``key``: a client certificate;
+        ``retry``: how calls are sent again (None: once), each try with ``timeout``."""
         if (cert is None) != (key is None):
             raise ValueError("a client certificate needs both cert and key")
         if ca is None and cert is None:
@@ -118,6 +168,7 @@ class LeaderboardClient:
         self.channel = grpc.intercept_channel(channel, _BearerToken(token)) if token else channel
         self.stub = pb_grpc.LeaderboardStub(self.channel)
         self.timeout = timeout
+        self.retry = retry or RetryPolicy(attempts=1)
 
     def close(self) -> None:
         self._raw_channel.close()
@@ -129,7 +180,26 @@ class LeaderboardClient:
         self.close()
 
     def _call(self, method: str, request: Any) -> Any:
-        return getattr(self.stub, method)(request, timeout=self.timeout)
+        """A read or an admin call (reads are sent again on the retry policy's read codes)."""
+        return self._tries(method, request, self.retry.read_codes if method in _READS else frozenset())
+
+    def _write(self, method: str, request: Any, idempotency_key: str | None) -> Any:
+        """A write, under ``idempotency_key`` (a new one if None), sent again with the same key when
+        its outcome is unknown."""
+        request.idempotency_key = idempotency_key or new_idempotency_key()
+        return self._tries(method, request, self.retry.write_codes)
+
+    def _tries(self, method: str, request: Any, retry_on: frozenset[grpc.StatusCode]) -> Any:
+        send = getattr(self.stub, method)
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                return send(request, timeout=self.timeout)
+            except grpc.RpcError as exc:
+                if exc.code() not in retry_on or tries >= self.retry.attempts:  # type: ignore[attr-defined]
+                    raise
+            time.sleep(self.retry.backoff(tries))
 
     # -- admin ----------------------------------------------------------------------------
 
@@ -146,7 +216,16 @@ class LeaderboardClient:
         maintenance: pb.MaintenancePolicy | None = None,
         score_type: str = "INT",
         dense_ranks: bool = False,
+        *,
+        boards: Sequence[str] = (),
+        timezone: str = "UTC",
+        all_time: bool = True,
     ) -> bool:
+        """Create index ``name`` (False: it exists with these options).  It ranks all-time from its
+        first score (unless ``all_time`` is False) and keeps the calendar ``boards`` named (daily,
+        weekly, monthly: window types 1, 2, 3) in ``timezone``, today's ones from the start: they
+        join ``maintenance`` (the server keeps them ahead and expires them per that policy)."""
+        maintenance = _with_boards(maintenance, boards, timezone)
         options = pb.IndexOptions(
             aggregation=pb.Aggregation.Value(aggregation),
             hash_function=pb.RankHash.Value(hash_function),
@@ -158,7 +237,7 @@ class LeaderboardClient:
             dense_ranks=dense_ranks,
         )
         request = pb.CreateIndexRequest(
-            name=name, options=options, reference_layout=reference_layout, maintenance=maintenance
+            name=name, options=options, reference_layout=reference_layout, maintenance=maintenance, all_time=all_time
         )
         return self._call("CreateIndex", request).created
 
@@ -232,6 +311,19 @@ class LeaderboardClient:
             request.now = now
         return list(self._call("KeepAhead", request).added)
 
+    def expire_idempotency_keys(self, index: str, before: int | None = None) -> int:
+        """Forget the index's idempotency keys applied before ``before`` (Unix seconds; default: its
+        policy's retention ago), in bounded batches; returns how many.  The server does it too."""
+        request = pb.ExpireIdempotencyKeysRequest(index=index)
+        if before is not None:
+            request.before = before
+        expired = 0
+        while True:
+            response = self._call("ExpireIdempotencyKeys", request)
+            expired += response.expired
+            if response.done:
+                return expired
+
     def verify(self, index: str, max_problems: int = 0) -> list[str]:
         """Problems the server's consistency check finds in the index (empty: sound)."""
         return list(self.verify_report(index, max_problems).problems)
@@ -252,38 +344,60 @@ class LeaderboardClient:
         context: Key = (),
         group: Key = (),
         metadata: Mapping[str, str] | None = None,
+        idempotency_key: str | None = None,
     ) -> int:
-        """Add one entry; ``metadata`` fields are merged into the record's in the same transaction."""
+        """Add one entry; ``metadata`` fields are merged into the record's in the same transaction.
+        Applied once, however often it is sent (see the module docstring)."""
         request = pb.AddScoreRequest(
             index=index,
             pk=wire.key_to_items(pk),
             entry=_pb_entry(score, timestamp, context, group),
             metadata=metadata or {},
         )
-        return _warned(self._call("AddScore", request))
+        return _warned(self._write("AddScore", request, idempotency_key))
 
     def set_metadata(
-        self, index: str, pk: Key, metadata: Mapping[str, str], merge: bool = False, remove: Sequence[str] = ()
+        self,
+        index: str,
+        pk: Key,
+        metadata: Mapping[str, str],
+        merge: bool = False,
+        remove: Sequence[str] = (),
+        idempotency_key: str | None = None,
     ) -> dict[str, str]:
         """Replace (or merge into) a record's display metadata; returns what is stored now."""
         request = pb.SetMetadataRequest(
             index=index, pk=wire.key_to_items(pk), metadata=metadata, merge=merge, remove=list(remove)
         )
-        return dict(self._call("SetMetadata", request).metadata)
+        return dict(self._write("SetMetadata", request, idempotency_key).metadata)
 
     def metadata(self, index: str, pk: Key) -> dict[str, str] | None:
         """A record's display metadata ({} if none), or None if the record does not exist."""
         response = self._call("GetMetadata", pb.MetadataRequest(index=index, pk=wire.key_to_items(pk)))
         return dict(response.metadata) if response.exists else None
 
-    def save_record(self, index: str, pk: Key, entries: Sequence[tuple]) -> int:
+    def add_entries(self, index: str, pk: Key, entries: Sequence[tuple], idempotency_key: str | None = None) -> int:
+        """Add ``(score, timestamp[, context[, group]])`` entries to a record."""
+        request = pb.AddEntriesRequest(index=index, pk=wire.key_to_items(pk), entries=[_pb_entry(*e) for e in entries])
+        return _warned(self._write("AddEntries", request, idempotency_key))
+
+    def save_record(self, index: str, pk: Key, entries: Sequence[tuple], idempotency_key: str | None = None) -> int:
+        """Replace a record's entries with ``(score, timestamp[, context[, group]])`` entries."""
         request = pb.SaveRecordRequest(index=index, pk=wire.key_to_items(pk), entries=[_pb_entry(*e) for e in entries])
-        return _warned(self._call("SaveRecord", request))
+        return _warned(self._write("SaveRecord", request, idempotency_key))
 
-    def delete_record(self, index: str, pk: Key) -> bool:
-        return self._call("DeleteRecord", pb.DeleteRecordRequest(index=index, pk=wire.key_to_items(pk))).existed
+    def delete_record(self, index: str, pk: Key, idempotency_key: str | None = None) -> bool:
+        """Delete a record from every window (False: there was none)."""
+        request = pb.DeleteRecordRequest(index=index, pk=wire.key_to_items(pk))
+        return self._write("DeleteRecord", request, idempotency_key).existed
 
-    def write_batch(self, index: str, records: Sequence[tuple[Key, Sequence[tuple]]], replace: bool = True) -> None:
+    def write_batch(
+        self,
+        index: str,
+        records: Sequence[tuple[Key, Sequence[tuple]]],
+        replace: bool = True,
+        idempotency_key: str | None = None,
+    ) -> None:
         request = pb.WriteBatchRequest(
             index=index,
             replace=replace,
@@ -292,7 +406,7 @@ class LeaderboardClient:
                 for pk, entries in records
             ],
         )
-        self._call("WriteBatch", request)
+        self._write("WriteBatch", request, idempotency_key)
 
     def bulk_load(
         self,
@@ -302,6 +416,7 @@ class LeaderboardClient:
         rank_as_loaded: bool = False,
         progress: Callable[[int], None] | None = None,
         timeout: float | None = None,
+        idempotency_key: str | None = None,
     ) -> int:
         """Stream ``(pk, entries)`` records to the server's Load; returns how many it saved.
 
@@ -311,12 +426,42 @@ class LeaderboardClient:
         exception is raised here (noting how many were saved).  A record the server refuses
         raises ``grpc.RpcError``; :func:`load_refusal` tells which record and how many were
         saved.  No timeout by default: a load takes as long as its data.
+
+        The load goes under an idempotency key: each of its transactions is applied once.  When
+        ``records`` can be iterated again (a list, or an object whose ``__iter__`` starts over:
+        not an iterator), a load cut off (UNAVAILABLE, DEADLINE_EXCEEDED) is sent again from
+        its start and the server saves only the transactions it had not.
         """
+        key = idempotency_key or new_idempotency_key()
+        again = iter(records) is not records
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                return self._load(index, records, batch_size, rank_as_loaded, progress, timeout, key)
+            except grpc.RpcError as exc:
+                if not again or exc.code() not in self.retry.write_codes or tries >= self.retry.attempts:  # type: ignore[attr-defined]
+                    raise
+            time.sleep(self.retry.backoff(tries))
+
+    def _load(
+        self,
+        index: str,
+        records: Iterable[tuple[Key, Sequence[tuple]]],
+        batch_size: int,
+        rank_as_loaded: bool,
+        progress: Callable[[int], None] | None,
+        timeout: float | None,
+        idempotency_key: str,
+    ) -> int:
+        """One try of :meth:`bulk_load`."""
         failure: Exception | None = None
 
         def requests() -> Iterator[pb.BulkLoadRequest]:
             nonlocal failure
-            message = pb.BulkLoadRequest(index=index, batch_size=batch_size, rank_as_loaded=rank_as_loaded)
+            message = pb.BulkLoadRequest(
+                index=index, batch_size=batch_size, rank_as_loaded=rank_as_loaded, idempotency_key=idempotency_key
+            )
             size = 0
             try:
                 for pk, entries in records:
@@ -641,6 +786,20 @@ class LeaderboardClient:
             yield from entries
             if not continuation:
                 return
+
+
+def _with_boards(
+    maintenance: pb.MaintenancePolicy | None, boards: Sequence[str], timezone: str
+) -> pb.MaintenancePolicy | None:
+    """``maintenance`` keeping the calendar ``boards`` named (daily, weekly, monthly) too."""
+    if not boards:
+        return maintenance
+    policy = pb.MaintenancePolicy()
+    if maintenance is not None:
+        policy.CopyFrom(maintenance)
+    for periods in board_periods(boards, timezone, policy.timebase or "seconds"):
+        policy.calendar.add(type=periods.type, period=periods.period, timezone=timezone)
+    return policy
 
 
 def load_refusal(error: grpc.RpcError) -> tuple[int | None, int | None]:

@@ -128,7 +128,10 @@ class ServerPlace:
             raise ValueError(f"unknown server backend {backend!r}")
 
     def start(self, settings: ServerSettings | None = None) -> Server:
-        """A gRPC server on a free local port."""
+        """A gRPC server on a free local port.  Without ``settings``, its background maintenance is
+        off, so what a test reads changes only through its own calls (tests/test_first_score.py
+        runs servers with it on)."""
+        settings = settings or ServerSettings(maintain_every=0)
         return Server(self.url, "127.0.0.1:0", catalog_root=self.root, settings=settings).start()
 
     def clear(self) -> None:

@@ -33,7 +33,7 @@ from fdb_leaderboard.cli import main
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowUpdate
 from fdb_leaderboard.proto import service_pb2 as pb
-from fdb_leaderboard.service import LeaderboardService, Server
+from fdb_leaderboard.service import LeaderboardService, Server, ServerSettings
 from fdb_leaderboard.service.catalog import Catalog
 from fdb_leaderboard.store import open_database
 
@@ -75,7 +75,7 @@ def error_line(result: Result) -> str:
 
 
 def test_read_and_fix_a_board(cli: Cli, client: LeaderboardClient, tmp_path: pathlib.Path) -> None:
-    cli("index", "create", "game", "--group-size", "1")
+    cli("index", "create", "game", "--group-size", "1", "--no-all-time")
     assert (
         "warning: the index has no windows yet"
         in cli("add", "game", "early", "--score", 5, "--at", 1, "--group", "eu").output
@@ -147,7 +147,8 @@ def test_index_drop(cli: Cli, client: LeaderboardClient, server: Server) -> None
     assert server.db.read(lambda tr: tr.get_range(prefix, prefix + b"\xff")) == []
     assert "NOT_FOUND: no index named 'old'" in error_line(cli("index", "drop", "old", "--yes", code=1))
     cli("index", "create", "old", "--low-score-first")  # the name is free again, with other options
-    assert not client.list_windows("old").exists
+    assert [w.type for w in client.list_windows("old").windows] == [0]  # a new index: all-time only
+    assert client.count("old") == 0
 
 
 def test_index_drop_clears_in_bounded_batches(server: Server) -> None:
@@ -199,8 +200,9 @@ def test_timeouts_and_one_line_errors(cli: Cli, tmp_path: pathlib.Path, monkeypa
     assert error_line(usage).startswith("Error: Invalid value for '--every': 'often' is not a duration")
     assert len(usage.output.splitlines()) == 1
     assert "--timeout" in error_line(cli("count", "game", "--timeout", "soon", code=2))
-    bad_url = cli("serve", "--store", "bogus:x", code=1)
-    assert error_line(bad_url).startswith("Error: cannot serve store bogus:x on 127.0.0.1:50051: unknown store URL")
+    # (never the default address: the suite must pass beside a running ./tools/serve)
+    bad_url = cli("serve", "--store", "bogus:x", "--address", "127.0.0.1:0", code=1)
+    assert error_line(bad_url).startswith("Error: cannot serve store bogus:x on 127.0.0.1:0: unknown store URL")
     bind = cli("serve", "--store", f"lmdb:{tmp_path / 'b'}", "--address", "nonsense:abc", code=1)
     assert error_line(bind).startswith("Error: ") and "nonsense:abc" in error_line(bind)
     locked = open_database(f"lmdb:{tmp_path / 'held'}?redo_log=true")
@@ -280,7 +282,8 @@ def test_maintain_keeps_calendar_periods_ahead_across_dst(cli: Cli, client: Lead
         "2d",
     ).output.splitlines()
     assert shown == [
-        "game: keep windows starting within 86400 s ahead (certain within 86400 s); expire windows ended 172800 s ago",
+        "game: keep windows starting within 86400 s ahead (certain within 86400 s); expire windows ended 172800 s ago"
+        "; writes' idempotency keys kept 86400 s",
         "  type 1: daily in Europe/Paris",
         "  type 3: monthly in Europe/Paris",
     ]
@@ -376,7 +379,9 @@ def test_maintain_survives_a_server_restart(tmp_path: pathlib.Path) -> None:
         while not any("cannot reach a server" in line for line in seen):
             assert time.monotonic() < deadline and job.poll() is None, "".join(seen)
             seen.append(job.stdout.readline())  # type: ignore[union-attr]
-        server = Server(f"lmdb:{tmp_path / 's'}?durable=false", address).start()  # same store and port
+        # same store and port; its own maintenance off, so what the job does shows
+        server = Server(f"lmdb:{tmp_path / 's'}?durable=false", address, settings=ServerSettings(maintain_every=0))
+        server.start()
         rest, _ = job.communicate(timeout=60)
         output = "".join(seen) + rest
     finally:
@@ -470,8 +475,8 @@ def test_readme_tour_runs_as_written(cli: Cli, server: Server, monkeypatch: pyte
     consoles = readme_blocks("console")
     # The tour proper: the player features' section after it runs on an index of its own.
     readme = (ROOT / "README.md").read_text()
-    tour_end = readme.index("### Display data")
-    shell = [c for c in consoles if "fdb-leaderboard" in c and readme.index(c) < tour_end]
+    tour_start, tour_end = readme.index("## A five-minute tour"), readme.index("### Display data")
+    shell = [c for c in consoles if "fdb-leaderboard" in c and tour_start < readme.index(c) < tour_end]
     ran = 0
     for block in shell:
         for command, expected in re.findall(r"^\$ (.*)\n((?:(?!\$ ).*\n)*)", block, re.M):
@@ -499,6 +504,23 @@ def test_readme_tour_runs_as_written(cli: Cli, server: Server, monkeypatch: pyte
             assert printed.getvalue() == following
             ran += 1
     assert ran == 6  # index create, windows apply, the Python part, top, rank, count
+
+
+def test_readme_three_commands_run_as_written(cli: Cli) -> None:
+    """Create, add, top: the README's first board, its times (the clock's) masked."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## From nothing to a board") : readme.index("## A five-minute tour")]
+    (block,) = re.findall(r"```console\n(.*?)```", section, re.S)
+    commands = re.findall(r"^\$ (.*)\n((?:(?!\$ ).*\n)*)", block, re.M)
+    assert len(commands) == 3
+
+    def masked(text: str) -> str:
+        return re.sub(r"\b\d{10}\b", "TIME", text)
+
+    for command, expected in commands:
+        args = command.split()
+        assert args[0] == ".venv/bin/fdb-leaderboard"
+        assert masked(cli(*args[1:]).output) == masked(expected)
 
 
 def test_readme_window_update_example_applies_once(cli: Cli, client: LeaderboardClient, tmp_path) -> None:

@@ -59,7 +59,9 @@ CLI = str(Path(sys.executable).parent / "fdb-leaderboard")
 
 
 def serve(path: Path, **settings: object) -> Server:
+    """A server over an embedded store; its background maintenance off unless asked for."""
     workers = settings.pop("max_workers", 16)
+    settings.setdefault("maintain_every", 0)
     return Server(f"lmdb:{path}?durable=false", "127.0.0.1:0", workers, settings=ServerSettings(**settings)).start()
 
 
@@ -714,7 +716,7 @@ def _prefix_of(db: object, name: str) -> bytes:
 
 
 def test_windows_left_filling_are_finished_when_a_server_starts(tmp_path: Path) -> None:
-    running = serve(tmp_path / "s")
+    running = serve(tmp_path / "s")  # (without maintenance: the windows stay filling)
     with LeaderboardClient(running.address) as lb:
         for name in ("started", "maintained"):  # two indexes: each is resumed
             lb.create_index(name)
@@ -724,7 +726,7 @@ def test_windows_left_filling_are_finished_when_a_server_starts(tmp_path: Path) 
             lb.update_windows(name, specs=[(1, 0, DAY, DAY, 1)], rebuild="IF_OVERLAPPING_CHANGED")
             assert any(w.filling for w in lb.list_windows(name).windows)
     running.stop(grace=1)
-    running = serve(tmp_path / "s")
+    running = serve(tmp_path / "s", maintain_every=60)  # the default: it maintains on start
     try:
         with LeaderboardClient(running.address) as lb:
             wait_until(

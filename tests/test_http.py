@@ -356,7 +356,7 @@ def test_errors_carry_grpc_codes_and_messages_with_http_statuses(
     seed(lb)
     for method, request, status, code in [
         ("Top", pb.TopRequest(index="nope", n=1), 404, "NOT_FOUND"),
-        ("Top", pb.TopRequest(index="game", window=pb.WindowSelector(type=1), n=1), 400, "INVALID_ARGUMENT"),
+        ("Top", pb.TopRequest(index="game", window=pb.WindowSelector(type=7), n=1), 404, "NOT_FOUND"),
         (
             "CreateIndex",
             pb.CreateIndexRequest(name="game", options=pb.IndexOptions(high_score_first=False)),
@@ -413,7 +413,7 @@ def test_every_status_code_has_an_http_status() -> None:
 
 
 def test_rest_reads_match_the_model(
-    web: httpx.Client, lb: LeaderboardClient, document: dict, monkeypatch: pytest.MonkeyPatch
+    running: tuple[Server, HttpServer], web: httpx.Client, lb: LeaderboardClient, document: dict
 ) -> None:
     model = seed(lb)
     base = "/v1/indexes/game/windows"
@@ -425,7 +425,7 @@ def test_rest_reads_match_the_model(
         )
         assert rest_rows(body) == model_rows(model.top(5, window_type, at, ("eu",), "ORDINAL"))
         counted = web.get(f"{base}/{window_type}/count", params=query).json()
-        assert counted == {"count": model.count(window_type, at, ("eu",))}
+        assert counted["count"] == model.count(window_type, at, ("eu",)) and counted["window"]["type"] == window_type
         for name in ("p01", "p10", "p02", "p03"):
             mine = model.rank_and_entry((name,), window_type, at, ("eu",), "COMPETITION")
             response = web.get(f"{base}/{window_type}/records/{name}/rank", params={**query, "mode": "COMPETITION"})
@@ -451,11 +451,17 @@ def test_rest_reads_match_the_model(
     assert response.json()["pk"] == [7, "x"]
     latest = web.get(f"{base}/1/top", params={"at": "latest", "group": "eu", "n": 3}).json()
     assert rest_rows(latest) == model_rows(model.top(3, 1, model.latest, ("eu",), "ORDINAL"))
-    # The server's clock, pinned to the second day of the windows (the data is the same whatever the date).
-    monkeypatch.setattr(rest, "server_clock", lambda: T0 + DAY + 7)
+    # "now" (the default) is the index's clock: pinned inside the second day of the windows, then
+    # after them (the answers do not depend on the date the test runs).
+    index = running[0].catalog.get("game")
+    index.clock = lambda: T0 + DAY + 7
     now = web.get(f"{base}/1/top", params={"at": "now", "group": "eu"})
     assert now.status_code == 200 and rest_rows(now.json())
     assert rest_rows(now.json()) == model_rows(model.top(10, 1, T0 + DAY + 7, ("eu",), "ORDINAL"))
+    assert web.get(f"{base}/1/top", params={"group": "eu"}).json() == now.json()  # now: the default
+    index.clock = lambda: T0 + 10 * DAY
+    now = web.get(f"{base}/1/top", params={"at": "now", "group": "eu"})
+    assert now.status_code == 404 and "no window of type 1 contains now" in now.json()["message"]
     indexes = conforms(document, "/v1/indexes", "get", web.get("/v1/indexes"))
     assert [i["name"] for i in indexes["indexes"]] == ["game"]
     windows = conforms(document, "/v1/indexes/{index}/windows", "get", web.get("/v1/indexes/game/windows"))
@@ -572,11 +578,12 @@ def test_events_answer_a_first_failure_and_send_later_ones_as_problem_events(
         lb.create_index("g", high_score_first=True)
         lb.update_windows("g", high_score_first=True)
         lb.add_score("g", ("ann",), 10, T0)
-        for path, status, needle in [
-            ("/v1/indexes/nope/windows/0/top/events", 404, "no index named 'nope'"),
-            ("/v1/indexes/g/windows/1/top/events", 400, "window type 1 needs a timestamp"),
+        for path, params, status, needle in [
+            ("/v1/indexes/nope/windows/0/top/events", {}, 404, "no index named 'nope'"),
+            ("/v1/indexes/g/windows/1/top/events", {}, 404, "no window of type 1 contains now"),
+            ("/v1/indexes/g/windows/0/top/events", {"group": "eu"}, 400, "this index groups by 0 element(s)"),
         ]:
-            response = web.get(path)
+            response = web.get(path, params=params)
             assert response.status_code == status and response.headers["content-type"] == "application/json"
             assert needle in response.json()["message"], response.text
         seen = []
@@ -617,7 +624,7 @@ def test_events_keep_a_quiet_stream_alive_and_end_it_in_time(
         for event in sse(stream):
             seen.append(event)
             assert len(seen) < 100, seen  # the stream would go on forever
-    assert seen[0] == ("message", {"entries": [{**seen[0][1]["entries"][0], "pk": ["ann"]}]})
+    assert seen[0][0] == "message" and [e["pk"] for e in seen[0][1]["entries"]] == [["ann"]]
     assert set(seen[1:]) == {(":", "unchanged")} and len(seen) >= 3, seen  # nothing changed: comments only
 
 

@@ -57,6 +57,7 @@ def board(tmp_path) -> Iterator[tuple[Server, HttpServer, LeaderboardClient]]:
         lb.add_score("game", (f"player-{i:02d}",), (i * 37) % 41 * 10, D0 - DAY + 100 + i)
     for i in range(0, 30, 2):
         lb.add_score("game", (f"player-{i:02d}",), 500 + (i * 13) % 17 * 20, T0 + i)
+    server.catalog.get("game").clock = lambda: T0 + 60  # the server's "now": today is D0's day
     yield server, http, lb
     lb.close()
     server.stop(grace=1)
@@ -90,7 +91,7 @@ def test_the_page_shows_the_boards_a_record_and_live_updates(board, browser: Web
     _, http, lb = board
     latest = T0 + 28
     browser.get(f"{http.url}/#index=game")
-    # Today's board first (the window holding the latest score), then all time.
+    # Today's board first (the window holding the server's clock), then all time.
     until(browser, "top", expected(lb.top("game", 10, 1, latest)))
     picker = Select(browser.find_element(By.ID, "window"))
     assert [o.text for o in picker.options] == ["Today", "All time"]
@@ -136,7 +137,7 @@ def test_the_page_shows_a_known_index_for_an_unknown_one_and_says_when_its_index
 
 def test_the_page_reports_an_index_without_windows(board, browser: WebDriver) -> None:
     _, http, lb = board
-    lb.create_index("empty")  # no windows yet
+    lb.create_index("empty", all_time=False)  # no windows at all
     browser.get(f"{http.url}/#index=empty")
     WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "board-title").text == "No windows yet")
     assert shown(browser, "top") == []

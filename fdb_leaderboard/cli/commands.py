@@ -20,6 +20,7 @@ from ..service.settings import DEFAULT_MAX_PAGE
 from . import players
 from .common import (
     DEFAULT_SERVER,
+    DURATION,
     CliGroup,
     Session,
     one_line,
@@ -130,6 +131,14 @@ def main(
     help="Server processes sharing the address (Python serves about one core per process).",
 )
 @click.option(
+    "--maintain-every",
+    default="60s",
+    show_default=True,
+    type=DURATION,
+    help="Interval of the server's own maintenance: keep windows ahead, fill, expire, forget old "
+    "idempotency keys (0: none; then run `fdb-leaderboard maintain`).",
+)
+@click.option(
     "--http-address",
     default=None,
     help=f"Address of the HTTP/JSON API, the page and /metrics, with the same tokens and TLS ('off': none) "
@@ -155,6 +164,7 @@ def serve(
     read_processes: int,
     read_priority: str,
     processes: int,
+    maintain_every: float,
     http_address: str | None,
 ) -> None:
     """Start the gRPC service and its HTTP front end (embedded store in ./data by default).
@@ -188,6 +198,7 @@ def serve(
             allow_unauthenticated=allow_unauthenticated,
             health=health,
             reflection=reflection,
+            maintain_every=maintain_every,
         )
         if processes > 1:
             settings.check_address(address)
@@ -240,6 +251,11 @@ def index() -> None:
 @click.option("--score-type", type=click.Choice(["INT", "DOUBLE"]), default="INT", show_default=True)
 @click.option("--reference-layout", is_flag=True, help="Ranked sets exactly as the Record Layer lays them out.")
 @click.option("--dense-ranks", is_flag=True, help="Also rank each window's distinct scores (DENSE rank mode).")
+@click.option("--daily", is_flag=True, help="Keep a board per day (window type 1), today's from the start.")
+@click.option("--weekly", is_flag=True, help="Keep a board per ISO week (window type 2).")
+@click.option("--monthly", is_flag=True, help="Keep a board per month (window type 3).")
+@click.option("--timezone", default="UTC", show_default=True, help="Time zone of the days, weeks and months.")
+@click.option("--all-time/--no-all-time", default=True, show_default=True, help="Rank every score all-time too.")
 def index_create(
     session: Session,
     name: str,
@@ -251,8 +267,19 @@ def index_create(
     score_type: str,
     reference_layout: bool,
     dense_ranks: bool,
+    daily: bool,
+    weekly: bool,
+    monthly: bool,
+    timezone: str,
+    all_time: bool,
 ) -> None:
-    """Create index NAME (no error if it exists with the same options); high score first by default."""
+    """Create index NAME (no error if it exists with the same options); high score first by default.
+
+    It ranks scores all-time from the first one, and on the calendar boards named: --daily
+    --weekly --monthly keep today's, this week's and this month's windows (types 1, 2, 3) in
+    --timezone, added ahead and expired by the server (see `policy show`).
+    """
+    boards = [board for board, wanted in (("daily", daily), ("weekly", weekly), ("monthly", monthly)) if wanted]
     created = session.client.create_index(
         name,
         aggregation,
@@ -263,10 +290,14 @@ def index_create(
         reference_layout,
         score_type=score_type,
         dense_ranks=dense_ranks,
+        boards=boards,
+        timezone=timezone,
+        all_time=all_time,
     )
+    what = ", ".join(["all-time"] * all_time + boards) or "no"
     session.emit(
-        {"index": name, "created": created},
-        f"index {name} {'created' if created else 'already exists with these options'}",
+        {"index": name, "created": created, "boards": ["all-time"] * all_time + boards, "timezone": timezone},
+        f"index {name} created ({what} boards)" if created else f"index {name} already exists with these options",
     )
 
 

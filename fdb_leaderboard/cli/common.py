@@ -17,7 +17,6 @@ import logging
 import os
 import re
 import sys
-import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -102,15 +101,13 @@ def window_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         "at",
         type=int,
         default=None,
-        help="A time in the window (default: now, in seconds, when --type is given).",
+        help="A time in the window (default: now, the server's clock in the index's timebase).",
     )(fn)
     return click.option("-t", "--type", "window_type", type=int, default=0, show_default=True, help="Window type.")(fn)
 
 
 def window_arguments(window_type: int, at: int | None, group: str | None) -> dict[str, Any]:
     """The client's window and group arguments for ``--type``, ``--at`` and ``--group``."""
-    if window_type and at is None:
-        at = int(time.time())
     return {"window_type": window_type, "timestamp": at if window_type else None, "group": group_key(group)}
 
 
@@ -175,7 +172,7 @@ def entry_lines(entries: Iterable[RankedEntry]) -> list[str]:
 
 
 def window_json(window: pb.Window) -> dict[str, object]:
-    return {
+    data: dict[str, object] = {
         "type": window.type,
         "start": window.start,
         "end": window.end,
@@ -183,11 +180,28 @@ def window_json(window: pb.Window) -> dict[str, object]:
         "nlevels": window.nlevels,
         "filling": window.filling,
     }
+    if window.filling:
+        data["fill"] = {
+            "records_processed": window.records_processed,
+            "entries_ranked": window.entries_ranked,
+            "records_total": window.records_total if window.HasField("records_total") else None,
+        }
+    return data
 
 
 def window_line(window: pb.Window) -> str:
     label = "all-time" if window.type == 0 else f"type {window.type} [{window.start}, {window.end})"
-    return f"  key {window.key:>4}  {label}{'  (filling)' if window.filling else ''}"
+    return f"  key {window.key:>4}  {label}{fill_note(window)}"
+
+
+def fill_note(window: pb.Window) -> str:
+    """How far a filling window got, as ``windows show`` prints it (nothing for a complete one)."""
+    if not window.filling:
+        return ""
+    total = f" of {window.records_total:,}" if window.HasField("records_total") else ""
+    if window.entries_ranked:
+        return f"  (filling: {window.entries_ranked:,}{total} ranked)"
+    return f"  (filling: {window.records_processed:,}{total} records in)"
 
 
 @dataclasses.dataclass

@@ -3,7 +3,9 @@
 The progress bar counts records the server has saved (it reports each transaction), out of
 the file's records when the file can be counted first.  A refused record is named by its line;
 Ctrl-C says how many records were saved.  Rerunning a load is always safe: each line replaces
-its record.
+its record.  A load cut off (the server restarting, say) is sent again from the file's start by
+the client, under the same idempotency key, so the server saves only what it had not; a pipe
+cannot be read twice, so a load from one is not sent again.
 """
 
 from __future__ import annotations
@@ -28,8 +30,16 @@ class _Lines:
 
     def __init__(self, source: IO[str]) -> None:
         self.source = source
+        self.start = source.tell() if source.seekable() else None
         self.blank: list[int] = []  # line numbers of the blank lines read so far
         self.bad_line: RecordsFileError | None = None
+
+    def __iter__(self) -> Iterator[Record]:
+        """The file's records from its start, each time (a file that can be read again)."""
+        if self.start is not None:
+            self.source.seek(self.start)
+        self.blank, self.bad_line = [], None
+        return self.records()
 
     def records(self) -> Iterator[Record]:
         for number, text in enumerate(self.source, start=1):
@@ -83,14 +93,16 @@ def load(session: Session, name: str, source: Any, batch: int, rank_as_loaded: b
 
     def progress(count: int) -> None:
         nonlocal saved
-        bar.update(count - saved)
-        saved = count
+        if count > saved:  # a load sent again counts from its start
+            bar.update(count - saved)
+            saved = count
 
     total = _count_records(source)
     with tqdm(total=total, unit=" records", desc=f"saving into {name}", disable=session.json) as bar:
         try:
+            records = lines if lines.start is not None else lines.records()  # a pipe is read once
             saved = session.client.bulk_load(
-                name, lines.records(), batch, rank_as_loaded, progress=progress, timeout=session.timeout
+                name, records, batch, rank_as_loaded, progress=progress, timeout=session.timeout
             )
         except KeyboardInterrupt:
             bar.close()

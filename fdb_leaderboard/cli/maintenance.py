@@ -13,6 +13,7 @@ import grpc
 
 from ..client import LeaderboardClient
 from ..index.calendar import PERIODS, TIMEBASES
+from ..index.idempotency import DEFAULT_RETENTION
 from ..proto import service_pb2 as pb
 from .common import DURATION, Session, rpc_error_message, server_command
 from .spec_file import parse_maintenance
@@ -30,8 +31,9 @@ def _has_policy(policy: pb.MaintenancePolicy) -> bool:
 
 
 def maintenance_pass(client: LeaderboardClient, clock: float) -> list[str]:
-    """One pass over every index: keep ahead and expire per its policy, and finish any window
-    still filling (whatever the policy).  Safe to run anywhere.
+    """One pass over every index: keep ahead and expire per its policy, finish any window still
+    filling (whatever the policy) and forget idempotency keys past their retention.  Safe to run
+    anywhere, and beside the server's own background maintenance.
 
     ``clock`` is the time in seconds; each index's policy says its timebase.  Returns what was
     done, or one "nothing to do" line.  An index's own error is reported as a line; the server
@@ -59,6 +61,9 @@ def maintenance_pass(client: LeaderboardClient, clock: float) -> list[str]:
                 gone = client.expire(info.name, now - policy.retain)
                 if gone:
                     report.append(f"{info.name}: expired {len(gone)} window(s)")
+            forgotten = client.expire_idempotency_keys(info.name)
+            if forgotten:
+                report.append(f"{info.name}: forgot {forgotten} idempotency key(s) past their retention")
         except grpc.RpcError as exc:
             if exc.code() in _SERVER_GONE:
                 raise
@@ -122,13 +127,15 @@ def policy() -> None:
 
 
 def _policy_lines(name: str, policy: pb.MaintenancePolicy) -> list[str]:
+    retention = f"writes' idempotency keys kept {policy.idempotency_retention or DEFAULT_RETENTION} s"
     if not _has_policy(policy):
-        return [f"{name}: no maintenance policy"]
+        return [f"{name}: no maintenance policy; {retention}"]
     unit = "ms" if policy.timebase == "milliseconds" else "s"
     lines = [
         f"{name}: keep windows starting within {policy.horizon} {unit} ahead "
         f"(certain within {policy.certain_within} {unit}); "
         + (f"expire windows ended {policy.retain} {unit} ago" if policy.retain else "keep old windows")
+        + f"; {retention}"
     ]
     lines.extend(
         f"  type {w.type}: every {w.increment} {unit} from {w.base}, lasting {w.duration} {unit}"
@@ -144,6 +151,7 @@ def _policy_json(policy: pb.MaintenancePolicy) -> dict[str, object]:
         "certain_within": policy.certain_within,
         "retain": policy.retain,
         "timebase": policy.timebase or "seconds",
+        "idempotency_retention": policy.idempotency_retention or DEFAULT_RETENTION,
         "regular": [
             {"type": w.type, "base": w.base, "increment": w.increment, "duration": w.duration} for w in policy.windows
         ],
@@ -188,6 +196,12 @@ def _split(text: str, parts: int, what: str, example: str) -> list[str]:
 @click.option("--certain-within", default="1d", show_default=True, help="Always add those starting within this.")
 @click.option("--retain", default="0", show_default=True, help="Expire windows ended this long ago (0: never).")
 @click.option("--timebase", type=click.Choice(sorted(TIMEBASES)), default="seconds", show_default=True)
+@click.option(
+    "--idempotency-retention",
+    default="24h",
+    show_default=True,
+    help="Keep writes' idempotency keys this long (a repeat within it is applied once).",
+)
 def policy_set(
     session: Session,
     name: str,
@@ -197,12 +211,18 @@ def policy_set(
     certain_within: str,
     retain: str,
     timebase: str,
+    idempotency_retention: str,
 ) -> None:
     """Set the maintenance policy of index NAME (replacing it).
 
     Lengths are integers in the timebase or take a unit: 90s, 5m, 2h, 1d, 1w.
     """
-    section: dict[str, object] = {"horizon": horizon, "certain_within": certain_within, "retain": retain}
+    section: dict[str, object] = {
+        "horizon": horizon,
+        "certain_within": certain_within,
+        "retain": retain,
+        "idempotency_retention": idempotency_retention,
+    }
     entries = []
     for text in calendar:
         fields = _split(text, 3, "--calendar", "TYPE:PERIOD[:TIMEZONE] such as 1:daily:Europe/Paris")

@@ -18,6 +18,7 @@
       horizon: 2d                 # add windows starting within this (default 2d)
       certain_within: 1d          # always add those starting within this (default 1d)
       retain: 30d                 # expire windows that ended this long ago (default: keep all)
+      idempotency_retention: 24h  # keep writes' idempotency keys this long (default 24h)
       calendar:                   # calendar periods kept ahead
         - {type: 1, period: daily, timezone: Europe/Paris}
       regular:                    # fixed-length windows kept ahead
@@ -65,7 +66,7 @@ _ENTRY_KEYS = {
     "regular": {"type", "base", "increment", "duration"},
     "maintenance calendar": {"type", "period", "timezone"},
 }
-_MAINTENANCE_KEYS = {"horizon", "certain_within", "retain", "calendar", "regular"}
+_MAINTENANCE_KEYS = {"horizon", "certain_within", "retain", "calendar", "regular", "idempotency_retention"}
 
 
 def _entries(document: dict[str, Any], section: str, kind: str | None = None) -> list[dict[str, Any]]:
@@ -168,6 +169,8 @@ def parse_maintenance(section: object, timebase: str = "seconds") -> pb.Maintena
         certain_within=length(section.get("certain_within", "1d"), scale, "certain_within"),
         retain=length(section.get("retain", 0), scale, "retain"),
         timebase="" if timebase == "seconds" else timebase,
+        # in seconds whatever the timebase: keys are timed by the server's clock
+        idempotency_retention=length(section.get("idempotency_retention", 0), 1, "idempotency_retention"),
     )
     try:
         for regular in _entries(section, "regular"):

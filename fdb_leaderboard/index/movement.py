@@ -68,7 +68,7 @@ def movement(
     reader: Reader,
     pk: object,
     window_type: int,
-    timestamp: int,
+    timestamp: int | None,
     group: object = (),
     mode: RankMode = RankMode.ORDINAL,
 ) -> Movement:

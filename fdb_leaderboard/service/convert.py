@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 
 from .. import wire
@@ -17,6 +19,7 @@ from ..index import (
     check_plan_size,
 )
 from ..index.calendar import TIMEBASES
+from ..index.idempotency import DEFAULT_RETENTION
 from ..proto import index_pb2
 from ..proto import service_pb2 as pb
 from ..rankedset import HashFunction
@@ -81,15 +84,25 @@ def settings_to_proto(settings: IndexSettings) -> pb.IndexOptions:
     )
 
 
+# What a policy keeping windows ahead uses when it names no horizon: windows starting within
+# two days are added, those within one day always (as a window file's defaults).
+DEFAULT_HORIZON_DAYS = 2
+DEFAULT_CERTAIN_DAYS = 1
+DAY_SECONDS = 86_400
+
+
 def maintenance_from_proto(policy: pb.MaintenancePolicy) -> index_pb2.MaintenancePolicy:
     timebase = policy.timebase or "seconds"
     if timebase not in TIMEBASES:
         raise InvalidArgument(f"timebase must be one of {', '.join(TIMEBASES)}, not {policy.timebase!r}")
+    if policy.idempotency_retention < 0:
+        raise InvalidArgument("idempotency_retention must not be negative")
     out = index_pb2.MaintenancePolicy(
         horizon=policy.horizon,
         certain_within=policy.certain_within,
         retain=policy.retain,
         timebase=policy.timebase,
+        idempotency_retention=policy.idempotency_retention,
     )
     for regular in policy.windows:
         if regular.increment <= 0 or regular.duration <= 0 or regular.type == 0:
@@ -102,10 +115,22 @@ def maintenance_from_proto(policy: pb.MaintenancePolicy) -> index_pb2.Maintenanc
         out.calendar.add(type=periods.type, period=periods.period, timezone=periods.timezone)
     if policy.horizon < 0 or policy.retain < 0 or policy.certain_within < 0:
         raise InvalidArgument("horizon, certain_within and retain must not be negative")
-    if (out.windows or out.calendar) and out.horizon <= 0:
-        raise InvalidArgument("a policy keeping windows ahead needs a positive horizon")
+    if (out.windows or out.calendar) and out.horizon == 0:
+        day = DAY_SECONDS * TIMEBASES[timebase]
+        out.horizon = DEFAULT_HORIZON_DAYS * day
+        out.certain_within = out.certain_within or DEFAULT_CERTAIN_DAYS * day
     check_plan_size(out.horizon, regular_windows(out), calendar_periods(out))
     return out
+
+
+def policy_now(policy: index_pb2.MaintenancePolicy) -> int:
+    """The server's clock in the policy's timebase: what "now" is for the index's windows."""
+    return int(time.time() * TIMEBASES[policy.timebase or "seconds"])
+
+
+def idempotency_retention(policy: index_pb2.MaintenancePolicy) -> int:
+    """Seconds the index keeps its writes' idempotency keys."""
+    return policy.idempotency_retention or DEFAULT_RETENTION
 
 
 def regular_windows(policy: index_pb2.MaintenancePolicy) -> list[tuple[int, int, int, int]]:
@@ -128,6 +153,7 @@ def maintenance_to_proto(policy: index_pb2.MaintenancePolicy) -> pb.MaintenanceP
         retain=policy.retain,
         calendar=[pb.CalendarWindows(type=c.type, period=c.period, timezone=c.timezone) for c in policy.calendar],
         timebase=policy.timebase,
+        idempotency_retention=policy.idempotency_retention,
     )
 
 

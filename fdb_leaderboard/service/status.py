@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 
 from ..access import PermissionDenied, Unauthenticated, UnknownOperation
-from ..errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from ..errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
 from ..rankedset import CorruptRankedSet
 from ..store import KeyTooLarge, StoreUnavailable, TransactionTimedOut, TransactionTooLarge, ValueTooLarge
 
@@ -14,6 +14,7 @@ STATUS_BY_ERROR: list[tuple[type[BaseException], grpc.StatusCode]] = [
     (NotFound, grpc.StatusCode.NOT_FOUND),
     (FailedPrecondition, grpc.StatusCode.FAILED_PRECONDITION),
     (AlreadyExists, grpc.StatusCode.ALREADY_EXISTS),
+    (ResourceExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (KeyTooLarge, grpc.StatusCode.INVALID_ARGUMENT),
     (ValueTooLarge, grpc.StatusCode.INVALID_ARGUMENT),
     (TransactionTooLarge, grpc.StatusCode.INVALID_ARGUMENT),
