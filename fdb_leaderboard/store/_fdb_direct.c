@@ -369,6 +369,31 @@ static PyObject *Transaction_add_read_conflict_range(Transaction *self, PyObject
     Py_RETURN_NONE;
 }
 
+static PyObject *Transaction_add_read_conflict_ranges(Transaction *self, PyObject *ranges) {
+    PyObject *items = PySequence_Fast(ranges, "add_read_conflict_ranges needs a sequence of (begin, end) pairs");
+    if (items == NULL) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(items);
+    PyObject **pairs = PySequence_Fast_ITEMS(items);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *pair = pairs[i];
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(pair, 0)) ||
+            !PyBytes_Check(PyTuple_GET_ITEM(pair, 1))) {
+            Py_DECREF(items);
+            PyErr_SetString(PyExc_TypeError, "add_read_conflict_ranges needs (begin: bytes, end: bytes) pairs");
+            return NULL;
+        }
+        PyObject *begin = PyTuple_GET_ITEM(pair, 0), *end = PyTuple_GET_ITEM(pair, 1);
+        fdb_error_t error =
+            api.transaction_add_conflict_range(self->tr, DATA(begin), SIZE(begin), DATA(end), SIZE(end), CONFLICT_RANGE_READ);
+        if (error) {
+            Py_DECREF(items);
+            return raise_fdb_error(error);
+        }
+    }
+    Py_DECREF(items);
+    Py_RETURN_NONE;
+}
+
 static PyObject *Transaction_commit(Transaction *self, PyObject *unused) {
     FDBFuture *future = api.transaction_commit(self->tr);
     fdb_error_t error = wait_ready(future);
@@ -391,6 +416,8 @@ static PyMethodDef Transaction_methods[] = {
     {"min", (PyCFunction)(void (*)(void))Transaction_min, METH_FASTCALL, "min(key, param): atomic MIN"},
     {"add_read_conflict_range", (PyCFunction)(void (*)(void))Transaction_add_read_conflict_range, METH_FASTCALL,
      "add_read_conflict_range(begin, end)"},
+    {"add_read_conflict_ranges", (PyCFunction)Transaction_add_read_conflict_ranges, METH_O,
+     "add_read_conflict_ranges(pairs): add_read_conflict_range for each (begin, end) pair, in one call."},
     {"commit", (PyCFunction)Transaction_commit, METH_NOARGS,
      "Commit and wait for the outcome (raises FDBError; the caller's on_error decides on a retry)."},
     {NULL},

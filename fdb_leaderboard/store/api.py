@@ -318,6 +318,11 @@ class Transaction(ReadView):
     def add_read_conflict_key(self, key: bytes) -> None:
         self.add_read_conflict_range(key, key + b"\x00")
 
+    def add_read_conflict_ranges(self, ranges: Sequence[tuple[bytes, bytes]]) -> None:
+        """:meth:`add_read_conflict_range` for each ``(begin, end)`` (in one call where the backend can)."""
+        for begin, end in ranges:
+            self.add_read_conflict_range(begin, end)
+
 
 class Database(abc.ABC):
     """A store opened by :func:`fdb_leaderboard.store.open_database`."""

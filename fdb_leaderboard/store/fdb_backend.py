@@ -26,7 +26,7 @@ import importlib.metadata
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import fdb.tuple as fdb_tuple
@@ -309,6 +309,9 @@ class DirectFdbTransaction(_DirectReads, _Writes):
     @property
     def snapshot(self) -> ReadView:
         return self._snapshot
+
+    def add_read_conflict_ranges(self, ranges: Sequence[tuple[bytes, bytes]]) -> None:
+        self._writer.add_read_conflict_ranges(ranges)
 
 
 # Errors after which a commit may or may not have happened (commit_unknown_result,
