@@ -261,8 +261,10 @@ class RankedSet:
                 return level
         return self.nlevels
 
-    def _note_size(self, top_nodes: Iterable[KeyValue]) -> None:
-        self._size_hint = sum(_decode_count(value) for _, value in top_nodes)
+    def _note_size(self, top_nodes: Iterable[KeyValue]) -> int:
+        """The size, from the top level's nodes, noted for where later reads go (:meth:`_upper_level`)."""
+        size = self._size_hint = sum(_decode_count(value) for _, value in top_nodes)
+        return size
 
     def _issue_upper(self, tr: Transaction, probes: Sequence[tuple[bytes, bool]]) -> _UpperReads:
         """Snapshot reads, issued now, of what updates need on levels >= 1 for each probe
@@ -584,10 +586,12 @@ class RankedSet:
         Where reads are free (``tr.batched_reads`` false) it walks down from the top level,
         each level's read starting at the node the level above ended on: ``nlevels`` reads of
         about 16 nodes.  Where each round costs a network trip it reads every level at once:
-        the top level up to the element, and on each lower level the last ``_TAIL_NODES``
-        nodes before it, which reach back to the level above's predecessor unless more than
-        that many nodes separate them (probability (15/16)**64, about 1.6% per level); the
-        gaps are then read in one more round.
+        the upper levels whole in one read (see :meth:`_upper_level`; the top level up to the
+        element when none is small enough), and on each lower level the last ``_TAIL_NODES``
+        nodes before the element, which reach back to the level above's predecessor unless more
+        than that many nodes separate them (probability (15/16)**64, about 1.6% per level); the
+        gaps are then read in one more round, as are the upper levels one by one when their
+        read was cut.
         """
         suffix = self._check_element(element)
         if tr.batched_reads:
@@ -612,12 +616,27 @@ class RankedSet:
             rank += from_bytes(value, "little", signed=True)
         return rank
 
-    def _rank_batched(self, tr: ReadView, suffix: bytes, null_if_missing: bool) -> Steps[int | None]:
+    def rank_and_size_steps(self, tr: ReadView, element: bytes) -> Steps[tuple[int, int]]:
+        """The rank ``element`` has or would have, and :meth:`size`, as steps: where reads cost
+        round trips, the size comes from the rank's read of the upper levels when it has the top
+        level whole (else the top level is read with the rank's first reads)."""
+        if tr.batched_reads:
+            return (yield from self._rank_batched(tr, self._check_element(element), False, with_size=True))  # type: ignore[misc]
+        rank = yield from self.rank_steps(tr, element, null_if_missing=False)  # reads cost nothing here
+        return rank, (yield from self.size_steps(tr))  # type: ignore[return-value]
+
+    def _rank_batched(
+        self, tr: ReadView, suffix: bytes, null_if_missing: bool, with_size: bool = False
+    ) -> Steps[int | tuple[int, int] | None]:
+        """The batched rank walk (see :meth:`rank_steps`); ``with_size``: (rank, size)."""
         levels = self._levels
         top = self.nlevels - 1
         low = self._upper_level(tr)
         whole_levels = low < self.nlevels
         present = tr.get_async(levels[0] + suffix) if null_if_missing else None
+        top_whole = None  # a read of the whole top level, for the size, where the others lack it
+        if with_size and not whole_levels:
+            top_whole = tr.get_range_async(self._level_sentinels[top], self._level_ends[top])
         if whole_levels:  # levels low .. top, all their nodes, in one read
             upper = tr.get_range_async(self._level_sentinels[low], self._level_ends[top], _UPPER_LIMIT)
         else:  # the top level up to the element
@@ -632,6 +651,7 @@ class RankedSet:
             return None
         # Per level: the nodes before the element, last first, and whether they are all of them.
         before: dict[int, tuple[list[KeyValue], bool]] = {}
+        size = 0  # with_size: from the whole top level, read below
         rows = upper.value
         if not whole_levels:
             before[top] = (rows[::-1], True)
@@ -640,7 +660,7 @@ class RankedSet:
             for level in range(low, top + 1):
                 first = bisect.bisect_left(keys, self._level_sentinels[level])
                 before[level] = (rows[first : bisect.bisect_left(keys, levels[level] + suffix, first)][::-1], True)
-            self._note_size(rows[first:])  # the top level's
+            size = self._note_size(rows[first:])  # the top level's
         else:  # more nodes than expected: those levels by tails, in one more round
             self._size_hint = None
             more = {
@@ -648,11 +668,15 @@ class RankedSet:
                 for level in range(low, top)
             }
             top_nodes = tr.get_range_async(self._level_sentinels[top], levels[top] + suffix)
+            if with_size:
+                top_whole = tr.get_range_async(self._level_sentinels[top], self._level_ends[top])
             yield
             before = {level: (read.value, False) for level, read in more.items()}
             before[top] = (top_nodes.value[::-1], True)
+        if top_whole is not None:
+            size = self._note_size(top_whole.value)
         if not before[top][0]:
-            return 0  # the set was never initialized: it is empty
+            return (0, 0) if with_size else 0  # the set was never initialized: it is empty
         for level in range(low):
             before[level] = (tails[level].value, False)
         from_bytes = int.from_bytes
@@ -680,7 +704,7 @@ class RankedSet:
             yield
             for gap in gaps:
                 rank += sum(from_bytes(value, "little", signed=True) for _, value in gap.value)
-        return rank
+        return (rank, size) if with_size else rank
 
     def get_nth(self, tr: ReadView, n: int) -> bytes | None:
         """The element of rank ``n`` (0-based), or None when ``n`` is out of range."""
@@ -723,8 +747,7 @@ class RankedSet:
         top = self.nlevels - 1
         nodes = tr.get_range_async(self._level_sentinels[top], self._level_ends[top])
         yield
-        self._note_size(nodes.value)
-        return self._size_hint  # type: ignore[return-value]
+        return self._note_size(nodes.value)
 
     def range(
         self,

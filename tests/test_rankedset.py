@@ -30,7 +30,7 @@ from hypothesis.stateful import (
 )
 
 from fdb_leaderboard import rankedset
-from fdb_leaderboard.rankedset import HashFunction, RankedSet, StructureCursor
+from fdb_leaderboard.rankedset import HashFunction, RankedSet, StructureCursor, run_alone
 from fdb_leaderboard.store import Database, ReadView
 from fdb_leaderboard.store.api import Answered
 
@@ -517,6 +517,7 @@ def _run_machine(
                     "absent_contains": [rs.contains(tr, p) for p in absent],
                     "absent_rank": [rs.rank(tr, p) for p in absent],
                     "absent_position": [rs.rank(tr, p, null_if_missing=False) for p in absent],
+                    "rank_and_size": [run_alone(rs.rank_and_size_steps(tr, p)) for p in distinct[:3] + absent[:3]],
                     "nth": [rs.get_nth(tr, n) for n in range(-1, len(occurrences) + 1)],
                     "range": rs.range(tr),
                     "reverse": rs.range(tr, reverse=True),
@@ -535,6 +536,7 @@ def _run_machine(
                 "absent_contains": [False] * len(absent),
                 "absent_rank": [None] * len(absent),
                 "absent_position": [self._position(p) for p in absent],
+                "rank_and_size": [(self._position(p), len(occurrences)) for p in distinct[:3] + absent[:3]],
                 "nth": [None, *occurrences, None],
                 "range": distinct,
                 "reverse": distinct[::-1],
