@@ -72,6 +72,13 @@ class RankedEntry:
     rank: int | None = None
     metadata: dict[str, str] | None = dataclasses.field(default=None, hash=False)
 
+    def with_metadata(self, metadata: dict[str, str]) -> RankedEntry:
+        """This entry with ``metadata``: ``dataclasses.replace``'s result, made without its per-field
+        introspection (a listing makes one per row)."""
+        copied = object.__new__(RankedEntry)
+        copied.__dict__.update(self.__dict__, metadata=metadata)
+        return copied
+
 
 class _Row(NamedTuple):
     """A primary B-tree key, decoded."""
