@@ -26,10 +26,12 @@ the caller: the trees make the same calls.
 Every measurement runs in a fresh worker process (this module run as ``python -m bench.cpu``,
 always from this checkout) whose ``PYTHONPATH`` puts one tree's ``fdb_leaderboard`` first:
 this checkout, or a revision given with ``--against`` (exported with ``git archive`` into a
-temporary directory).  The trees take turns operation by operation, the first to go
-alternating between rounds, so a neighbour's burst of load falls on both alike; each row
-reports the median round and the range over rounds.  Every tree must read and write the same
-key layout (the workers open the copies the controller loaded).
+temporary directory).  Each starts once the cluster's ``fdbserver`` processes are about idle
+again (the previous measurement's writes made durable, see :func:`settle`).  The trees take
+turns operation by operation, the first to go alternating between rounds, so a neighbour's
+burst of load falls on both alike; each row reports the median round and the range over rounds.
+Every tree must read and write the same key layout (the workers open the copies the controller
+loaded).
 """
 
 from __future__ import annotations
@@ -245,6 +247,17 @@ def open_database_for(url: str) -> Any:
     return open_database(url)
 
 
+def cluster_pids(url: str) -> list[int]:
+    """The fdbserver processes behind ``url`` (none for the embedded store)."""
+    if not url.startswith("fdb:"):
+        return []
+    db = open_database_for(url)
+    try:
+        return fdbserver_pids(db)
+    finally:
+        db.close()
+
+
 def drop(url: str) -> None:
     """Remove every copy (one range clear)."""
     from fdb_leaderboard.store import strinc
@@ -269,6 +282,18 @@ def measure(tree: Path | None, copy: int, args: argparse.Namespace, seed: int, o
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def settle(server_pids: Sequence[int], share: float = 0.05, most_seconds: float = 20.0) -> None:
+    """Wait until the fdbserver processes are about idle (below ``share`` of a core over half a
+    second; at most ``most_seconds``): a measurement must not pay for the work the previous one
+    left behind (a storage server still making the last submissions durable)."""
+    deadline = time.perf_counter() + most_seconds
+    while server_pids and time.perf_counter() < deadline:
+        before = sum(process_cpu(pid) for pid in server_pids)
+        time.sleep(0.5)
+        if sum(process_cpu(pid) for pid in server_pids) - before < share * 0.5:
+            return
+
+
 def summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     """The median round of each figure, and its range over the rounds."""
     out: dict[str, Any] = {"rounds": len(rounds), "ops": sum(r["ops"] for r in rounds)}
@@ -290,12 +315,14 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             trees.append((args.against, other))
         if not args.no_load:
             load(args.store, args.records, len(trees))
+        pids = cluster_pids(args.store)
         try:
             for round_number in range(args.rounds):
                 for threads in args.threads:
                     for op in args.ops:
                         copies = list(enumerate(trees))
                         for copy, (name, tree) in copies if round_number % 2 == 0 else copies[::-1]:
+                            settle(pids)
                             found = measure(tree, copy, args, round_number + 1, op, threads)
                             results.setdefault(name, {}).setdefault(str(threads), {}).setdefault(op, []).append(found)
                             log(f"round {round_number + 1} {threads:>2} threads {op:9} {name:14} {_brief(found)}")
@@ -360,11 +387,15 @@ def report_rows(figures: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                         f"{r['wall_ms_per_op']:.3f}",
                         f"{r['read_rounds_per_op']:.2f}",
                         f"{r['reads_per_op']:.1f}",
-                        f"{r['client_cpu_ms_per_op'] / base['client_cpu_ms_per_op']:.2f}x",
-                        f"{server / base['server_cpu_ms_per_op']:.2f}x" if server is not None else "",
+                        _ratio(r["client_cpu_ms_per_op"], base["client_cpu_ms_per_op"]),
+                        _ratio(server, base.get("server_cpu_ms_per_op")),
                     ]
                 )
     return headers, rows
+
+
+def _ratio(value: float | None, base: float | None) -> str:
+    return f"{value / base:.2f}x" if value is not None and base else ""
 
 
 def _range(values: Sequence[float]) -> str:

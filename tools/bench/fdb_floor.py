@@ -11,14 +11,17 @@ kind for ``seconds`` and divides by the operations done:
 - ``set``, ``add``: ``batch`` sets (or atomic ADDs of 1) in a transaction, then its commit; per
   mutation, the commit's share included;
 - ``commit``: a transaction with one set, committed (a read version, then the commit);
-- ``read transaction``: a transaction with one get: a read version, then the read.
+- ``read transaction``: a transaction with one get (a read version, then the read), and one with
+  two gets waited on one after the other (a read version, then two rounds).
 
-Each row is measured twice: through the binding (``tr.get(k).wait()``, iterating
+Each row is measured three ways: through the binding (``tr.get(k).wait()``, iterating
 ``tr.get_range(...)``'s ``KeyValue`` objects, ``tr.set`` / ``tr.add`` / ``tr.commit().wait()``),
-and through the store layer the index uses (``FdbTransaction``, ``db.run`` / ``db.read``),
-which adds the read-round bookkeeping, the conversion of key-values to pairs and the write
-transactions' idempotency marker.  Figures per operation: the calling process's CPU (every
-thread, the client library's network thread included: ``time.process_time``), the CPU of the
+and through the store layer the index uses (``db.run`` / ``db.read``), which adds the read-round
+bookkeeping and the write transactions' idempotency marker: with its direct calls into the client
+library (``_fdb_direct``, the default when built) and with ``direct=false`` (its calls through the
+binding, key-values converted to pairs).  Figures per operation: the calling process's CPU (every
+thread, the client library's network thread included: ``time.process_time``) and, of it, the
+calling thread's (``time.thread_time``: the rest is the network thread's), the CPU of the
 cluster's ``fdbserver`` processes (``/proc``) and the wall time; the median of ``rounds``
 rounds (the two ways take turns).
 """
@@ -53,7 +56,7 @@ class Floor:
     """The rows on one cluster: binding (``raw``) and store layer (``api``) bodies per kind."""
 
     def __init__(self, db: FdbDatabase, keys: list[bytes], batch: int, seed: int) -> None:
-        self.db = db
+        self.db = db  # the store layer, direct calls or through the binding as opened
         self.raw = db._db
         self.fdb = db._fdb
         self.keys = keys
@@ -106,6 +109,12 @@ class Floor:
         tr.get(self.sample(1)[0]).wait()
         return 1
 
+    def raw_two_rounds(self) -> int:
+        tr = self.raw.create_transaction()
+        for key in self.sample(2):
+            tr.get(key).wait()
+        return 1
+
     # -- through the store layer
 
     def api_get(self) -> int:
@@ -140,6 +149,11 @@ class Floor:
         self.db.read(lambda tr: tr.get(key))
         return 1
 
+    def api_two_rounds(self) -> int:
+        keys = self.sample(2)
+        self.db.read(lambda tr: [tr.get(key) for key in keys])
+        return 1
+
     def rows(self) -> list[tuple[str, int, Callable[[], int], Callable[[], int]]]:
         """(name, keys read per operation, binding body, store-layer body)."""
         out = [("get", 1, self.raw_get, self.api_get)]
@@ -149,6 +163,7 @@ class Floor:
             ("add", 0, self.raw_write("add", self.batch), self.api_write("add", self.batch)),
             ("commit (1 set)", 0, self.raw_write("set", 1), self.api_write("set", 1)),
             ("read transaction (1 get)", 1, self.raw_read_transaction, self.api_read_transaction),
+            ("read transaction (2 rounds of 1 get)", 2, self.raw_two_rounds, self.api_two_rounds),
         ]
         return out
 
@@ -158,20 +173,28 @@ def timed(body: Callable[[], int], seconds: float, server_pids: list[int]) -> di
     body()  # warm
     ops = 0
     meter = CpuMeter(server_pids)
+    caller = time.thread_time()
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
         ops += body()
     spent = meter.read()
+    spent["caller_cpu_s"] = time.thread_time() - caller
     out = {"ops": ops}
     for name, value in spent.items():
         out[name.replace("_s", "_us")] = value * 1e6 / ops
     return out
 
 
+WAYS = ("binding", "store layer", "store layer, direct=false")
+
+
 def measure(url: str, keys: int, batch: int, seconds: float, rounds: int, seed: int) -> dict[str, Any]:
     db = open_database(url)
-    if not isinstance(db, FdbDatabase):
+    through_binding = open_database(url + "?direct=false")
+    if not isinstance(db, FdbDatabase) or not isinstance(through_binding, FdbDatabase):
         raise SystemExit(f"the FoundationDB floor needs fdb:CLUSTER_FILE, not {url}")
+    if not db.direct:
+        log("the store layer's direct calls are not built here: its two ways are the same")
     pids = fdbserver_pids(db)
     if not pids:
         log("no fdbserver process of this cluster runs on this machine: no server CPU column")
@@ -182,26 +205,27 @@ def measure(url: str, keys: int, batch: int, seconds: float, rounds: int, seed: 
         for start in range(0, len(stored), 1000):
             part = stored[start : start + 1000]
             db.run(lambda tr, part=part: [tr.set(key, ONE) for key in part])
-        floor = Floor(db, stored, batch, seed)
+        floors = [Floor(db, stored, batch, seed), Floor(through_binding, stored, batch, seed + 1)]
         found: dict[str, dict[str, list[dict[str, float]]]] = {}
         for number in range(rounds):
-            for name, _, raw, api in floor.rows():
-                ways = [("binding", raw), ("store layer", api)]
+            for (name, _, raw, api), (_, _, _, api_binding) in zip(floors[0].rows(), floors[1].rows(), strict=True):
+                ways = list(zip(WAYS, (raw, api, api_binding), strict=True))
                 for way, body in ways if number % 2 == 0 else ways[::-1]:
                     result = timed(body, seconds, pids)
                     found.setdefault(name, {}).setdefault(way, []).append(result)
                     log(
-                        f"round {number + 1} {name:26} {way:12} client {result['client_cpu_us']:8.2f} us"
+                        f"round {number + 1} {name:26} {way:26} client {result['client_cpu_us']:8.2f} us"
                         + (f"  server {result['server_cpu_us']:8.2f} us" if "server_cpu_us" in result else "")
                     )
     finally:
         db.run(lambda tr: tr.clear_range(SCRATCH, end))
         db.close()
-    keys_per_op = {name: width for name, width, _, _ in floor.rows()}
+        through_binding.close()
+    keys_per_op = {name: width for name, width, _, _ in floors[0].rows()}
     figures: dict[str, Any] = {"url": url, "keys": keys, "batch": batch, "seconds": seconds, "rows": {}}
-    for name, ways in found.items():
+    for name, ways_found in found.items():
         figures["rows"][name] = {"keys_read": keys_per_op[name]}
-        for way, results in ways.items():
+        for way, results in ways_found.items():
             figures["rows"][name][way] = {
                 field: statistics.median(r[field] for r in results) for field in results[0] if field != "ops"
             }
@@ -210,27 +234,18 @@ def measure(url: str, keys: int, batch: int, seconds: float, rounds: int, seed: 
 
 
 def report_rows(figures: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    headers = [
-        "per operation (us)",
-        "binding client CPU",
-        "binding server CPU",
-        "store layer client CPU",
-        "store layer server CPU",
-        "binding wall",
-        "store layer wall",
-    ]
+    """Per operation, each way's client CPU (the calling thread's in parentheses) and fdbserver CPU, in us."""
+    headers = ["per operation (us)"]
+    for way in WAYS:
+        headers += [f"{way}: client CPU (calling thread)", f"{way}: fdbserver CPU"]
     rows = []
     for name, row in figures["rows"].items():
-        raw, api = row["binding"], row["store layer"]
-        rows.append(
-            [
-                name,
-                f"{raw['client_cpu_us']:.1f}",
-                f"{raw.get('server_cpu_us', float('nan')):.1f}",
-                f"{api['client_cpu_us']:.1f}",
-                f"{api.get('server_cpu_us', float('nan')):.1f}",
-                f"{raw['wall_us']:.1f}",
-                f"{api['wall_us']:.1f}",
+        cells = [name]
+        for way in WAYS:
+            r = row[way]
+            cells += [
+                f"{r['client_cpu_us']:.1f} ({r['caller_cpu_us']:.1f})",
+                f"{r.get('server_cpu_us', float('nan')):.1f}",
             ]
-        )
+        rows.append(cells)
     return headers, rows
