@@ -167,17 +167,13 @@ class _DirectFuture(CountedRead[Any]):
         return self._future.wait()
 
 
-class _FdbReads(ReadView):
-    """Reads through an fdb transaction or its ``snapshot``."""
+class _Reads(ReadView):
+    """Reads counted in a transaction's :class:`ReadRounds`: the plain forms wait on the async ones."""
 
-    __slots__ = ("_tr", "_fdb", "_rounds")
+    __slots__ = ()
 
     batched_reads = True
-
-    def __init__(self, tr: Any, fdb: Any, rounds: ReadRounds) -> None:
-        self._tr = tr
-        self._fdb = fdb
-        self._rounds = rounds
+    _rounds: ReadRounds
 
     @property
     def rounds(self) -> ReadRounds:
@@ -186,44 +182,41 @@ class _FdbReads(ReadView):
     def get(self, key: bytes) -> bytes | None:
         return self.get_async(key).value
 
-    def get_async(self, key: bytes) -> _ValueFuture:
-        return _ValueFuture(self._tr.get(key), self._rounds)
-
-    def _range(self, begin: bytes, end: bytes, limit: int, reverse: bool) -> Any:
-        mode = self._fdb.StreamingMode.exact if limit else self._fdb.StreamingMode.want_all
-        return self._tr.get_range(begin, end, limit=limit, reverse=reverse, streaming_mode=mode)
-
     def get_range(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> list[KeyValue]:
         return self.get_range_async(begin, end, limit, reverse).value
 
+
+class _FdbReads(_Reads):
+    """Reads through an fdb transaction or its ``snapshot``."""
+
+    __slots__ = ("_tr", "_fdb", "_rounds")
+
+    def __init__(self, tr: Any, fdb: Any, rounds: ReadRounds) -> None:
+        self._tr = tr
+        self._fdb = fdb
+        self._rounds = rounds
+
+    def get_async(self, key: bytes) -> _ValueFuture:
+        return _ValueFuture(self._tr.get(key), self._rounds)
+
     def get_range_async(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> _RangeFuture:
-        return _RangeFuture(self._range(begin, end, limit, reverse), self._rounds)
+        mode = self._fdb.StreamingMode.exact if limit else self._fdb.StreamingMode.want_all
+        fetched = self._tr.get_range(begin, end, limit=limit, reverse=reverse, streaming_mode=mode)
+        return _RangeFuture(fetched, self._rounds)
 
 
-class _DirectReads(ReadView):
+class _DirectReads(_Reads):
     """Reads through ``_fdb_direct`` (plain, or snapshot reads): the same requests as :class:`_FdbReads`."""
 
     __slots__ = ("_direct", "_is_snapshot", "_rounds")
-
-    batched_reads = True
 
     def __init__(self, direct: Any, snapshot: bool, rounds: ReadRounds) -> None:
         self._direct = direct
         self._is_snapshot = snapshot
         self._rounds = rounds
 
-    @property
-    def rounds(self) -> ReadRounds:
-        return self._rounds
-
-    def get(self, key: bytes) -> bytes | None:
-        return _DirectFuture(self._direct.get(key, self._is_snapshot), self._rounds).value
-
     def get_async(self, key: bytes) -> _DirectFuture:
         return _DirectFuture(self._direct.get(key, self._is_snapshot), self._rounds)
-
-    def get_range(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> list[KeyValue]:
-        return _DirectFuture(self._direct.get_range(begin, end, limit, reverse, self._is_snapshot), self._rounds).value
 
     def get_range_async(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> _DirectFuture:
         return _DirectFuture(self._direct.get_range(begin, end, limit, reverse, self._is_snapshot), self._rounds)
