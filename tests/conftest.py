@@ -26,9 +26,8 @@ from fdb_leaderboard.store import Database, StoreUnavailable, open_database
 BACKENDS = ["lmdb", "lmdb-redo-log", "fdb"]
 SERVER_BACKENDS = ["lmdb", "fdb"]
 # FoundationDB through the binding alone (``direct=false``: the store layer's fallback when its C
-# extension is not built) also runs the tests of the store and of the ranked set, which make
-# every kind of call.
-BINDING_BACKEND_MODULES = {"test_store_conformance", "test_rankedset"}
+# extension is not built) also runs the store's tests, which make every kind of call.
+BINDING_BACKEND_MODULES = {"test_store_conformance"}
 REQUIRE_FDB = os.environ.get("FDB_LEADERBOARD_REQUIRE_FDB", "") not in ("", "0")
 
 

@@ -15,6 +15,9 @@ import math
 import multiprocessing
 import random
 import shutil
+import socket
+import subprocess
+import sys
 import sysconfig
 import threading
 import time
@@ -25,6 +28,7 @@ from typing import Any
 import fdb.tuple
 import lmdb
 import pytest
+from conftest import fdb_url
 from fdb.subspace_impl import Subspace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -1294,3 +1298,38 @@ def test_the_extension_is_built_where_it_can_be() -> None:
     if shutil.which(compiler) is None or not headers.exists():
         pytest.skip(f"no C compiler ({compiler}) or no {headers}: the binding makes the calls")
     assert direct_calls_available()
+
+
+INTERRUPTED_READ = """
+import signal, sys, threading, time
+from fdb_leaderboard.store import open_database
+
+db = open_database(sys.argv[1])
+# Ctrl-C as a terminal delivers it, to the main thread, once the read waits.
+threading.Timer(1.0, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
+started = time.monotonic()
+try:
+    db.read(lambda tr: tr.get(b"x"))
+except KeyboardInterrupt:
+    print(f"interrupted after {time.monotonic() - started:.1f} s")
+"""
+
+
+@pytest.mark.parametrize("direct", ["true", "false"])
+def test_ctrl_c_stops_a_wait_for_a_cluster_that_never_answers(tmp_path: Path, direct: str) -> None:
+    """The main thread's waits run signal handlers, through the binding or the direct calls: a
+    call to a cluster that does not answer (no timeout) stops at Ctrl-C."""
+    fdb_url()  # needs the client library (skips, or fails, without FoundationDB)
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    cluster = tmp_path / "nobody.cluster"
+    cluster.write_text(f"nobody:nobody@127.0.0.1:{port}\n")
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_READ, f"fdb:{cluster}?timeout=0&direct={direct}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.startswith("interrupted after"), done.stderr
+    assert float(done.stdout.split()[2]) < 5

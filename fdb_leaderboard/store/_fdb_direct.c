@@ -17,7 +17,10 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <pythread.h>
+#include <semaphore.h>
 #include <stdint.h>
+#include <time.h>
 
 typedef struct FDBFuture FDBFuture;
 typedef struct FDBTransaction FDBTransaction;
@@ -45,6 +48,8 @@ static struct {
     fdb_error_t (*transaction_add_conflict_range)(FDBTransaction *, const uint8_t *, int, const uint8_t *, int, int);
     FDBFuture *(*transaction_commit)(FDBTransaction *);
     fdb_error_t (*future_block_until_ready)(FDBFuture *);
+    fdb_error_t (*future_set_callback)(FDBFuture *, void (*)(FDBFuture *, void *), void *);
+    void (*future_cancel)(FDBFuture *);
     fdb_bool_t (*future_is_ready)(FDBFuture *);
     fdb_error_t (*future_get_error)(FDBFuture *);
     fdb_error_t (*future_get_value)(FDBFuture *, fdb_bool_t *, const uint8_t **, int *);
@@ -53,6 +58,7 @@ static struct {
 } api;
 
 static PyObject *fdb_error_class = NULL; /* the binding's FDBError */
+static unsigned long main_thread = 0;    /* the interpreter's main thread (signals are handled there) */
 static int bound = 0;
 
 #define STREAMING_WANT_ALL (-2)
@@ -68,16 +74,63 @@ static PyObject *raise_fdb_error(fdb_error_t code) {
     return NULL;
 }
 
-/* Wait for `future` (the GIL released unless it is ready) and return its error code. */
+static void post_ready(FDBFuture *future, void *waiter) { sem_post((sem_t *)waiter); }
+
+/* The main thread waits in slices of 100 ms and runs signal handlers in between, so Ctrl-C stops
+   a call to a cluster that does not answer (as the binding's waits allow).  A handler that raises
+   cancels the future and returns -1 once its callback has run (it runs once, cancelled or not). */
+static fdb_error_t wait_interruptibly(FDBFuture *future) {
+    sem_t ready;
+    sem_init(&ready, 0, 0);
+    fdb_error_t error = api.future_set_callback(future, post_ready, &ready);
+    if (error) {
+        sem_destroy(&ready);
+        return error;
+    }
+    for (;;) {
+        int done;
+        Py_BEGIN_ALLOW_THREADS
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100 * 1000 * 1000;
+        if (until.tv_nsec >= 1000 * 1000 * 1000) {
+            until.tv_sec += 1;
+            until.tv_nsec -= 1000 * 1000 * 1000;
+        }
+        done = sem_timedwait(&ready, &until) == 0;
+        Py_END_ALLOW_THREADS
+        if (done) break;
+        if (PyErr_CheckSignals() < 0) {
+            api.future_cancel(future);
+            Py_BEGIN_ALLOW_THREADS
+            while (sem_wait(&ready) != 0) {
+            }
+            Py_END_ALLOW_THREADS
+            sem_destroy(&ready);
+            return -1;
+        }
+    }
+    sem_destroy(&ready);
+    return api.future_get_error(future);
+}
+
+/* Wait for `future` (the GIL released unless it is ready) and return its error code, or -1 with a
+   Python exception set (a signal handler raised while the main thread waited). */
 static fdb_error_t wait_ready(FDBFuture *future) {
     fdb_error_t error;
     if (!api.future_is_ready(future)) {
+        if (PyThread_get_thread_ident() == main_thread) return wait_interruptibly(future);
         Py_BEGIN_ALLOW_THREADS
         error = api.future_block_until_ready(future);
         Py_END_ALLOW_THREADS
         if (error) return error;
     }
     return api.future_get_error(future);
+}
+
+/* NULL with the exception for a failed wait: FDBError(code), or what a signal handler raised. */
+static PyObject *wait_failed(fdb_error_t error) {
+    return error < 0 ? NULL : raise_fdb_error(error);
 }
 
 /* -- Transaction: the binding's transaction, reached directly ---------------------------- */
@@ -107,7 +160,7 @@ static void ValueFuture_dealloc(ValueFuture *self) {
 static PyObject *ValueFuture_wait(ValueFuture *self, PyObject *unused) {
     if (self->result == NULL) {
         fdb_error_t error = wait_ready(self->future);
-        if (error) return raise_fdb_error(error);
+        if (error) return wait_failed(error);
         fdb_bool_t present = 0;
         const uint8_t *value = NULL;
         int length = 0;
@@ -174,7 +227,7 @@ static FDBFuture *issue_range(RangeFuture *self) {
 static PyObject *RangeFuture_wait(RangeFuture *self, PyObject *unused) {
     while (self->future != NULL) {
         fdb_error_t error = wait_ready(self->future);
-        if (error) return raise_fdb_error(error);
+        if (error) return wait_failed(error);
         const FDBKeyValue *kvs = NULL;
         int count = 0;
         fdb_bool_t more = 0;
@@ -398,7 +451,7 @@ static PyObject *Transaction_commit(Transaction *self, PyObject *unused) {
     FDBFuture *future = api.transaction_commit(self->tr);
     fdb_error_t error = wait_ready(future);
     api.future_destroy(future);
-    if (error) return raise_fdb_error(error);
+    if (error) return wait_failed(error);
     Py_RETURN_NONE;
 }
 
@@ -452,7 +505,8 @@ static int take(PyObject *functions, const char *name, void **slot) {
 
 static PyObject *bind(PyObject *module, PyObject *args) {
     PyObject *functions, *error_class;
-    if (!PyArg_ParseTuple(args, "O!O", &PyDict_Type, &functions, &error_class)) return NULL;
+    unsigned long main_thread_ident;
+    if (!PyArg_ParseTuple(args, "O!Ok", &PyDict_Type, &functions, &error_class, &main_thread_ident)) return NULL;
     struct {
         const char *name;
         void **slot;
@@ -466,6 +520,8 @@ static PyObject *bind(PyObject *module, PyObject *args) {
         {"fdb_transaction_add_conflict_range", (void **)&api.transaction_add_conflict_range},
         {"fdb_transaction_commit", (void **)&api.transaction_commit},
         {"fdb_future_block_until_ready", (void **)&api.future_block_until_ready},
+        {"fdb_future_set_callback", (void **)&api.future_set_callback},
+        {"fdb_future_cancel", (void **)&api.future_cancel},
         {"fdb_future_is_ready", (void **)&api.future_is_ready},
         {"fdb_future_get_error", (void **)&api.future_get_error},
         {"fdb_future_get_value", (void **)&api.future_get_value},
@@ -475,21 +531,24 @@ static PyObject *bind(PyObject *module, PyObject *args) {
     for (size_t i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++)
         if (take(functions, wanted[i].name, wanted[i].slot) < 0) return NULL;
     Py_XSETREF(fdb_error_class, Py_NewRef(error_class));
+    main_thread = main_thread_ident;
     bound = 1;
     Py_RETURN_NONE;
 }
 
 static PyObject *function_names(PyObject *module, PyObject *unused) {
-    return Py_BuildValue("(ssssssssssssss)", "fdb_transaction_get", "fdb_transaction_get_range",
+    return Py_BuildValue("(ssssssssssssssss)", "fdb_transaction_get", "fdb_transaction_get_range",
                          "fdb_transaction_set", "fdb_transaction_clear", "fdb_transaction_clear_range",
                          "fdb_transaction_atomic_op", "fdb_transaction_add_conflict_range", "fdb_transaction_commit",
-                         "fdb_future_block_until_ready", "fdb_future_is_ready", "fdb_future_get_error",
-                         "fdb_future_get_value", "fdb_future_get_keyvalue_array", "fdb_future_destroy");
+                         "fdb_future_block_until_ready", "fdb_future_set_callback", "fdb_future_cancel",
+                         "fdb_future_is_ready", "fdb_future_get_error", "fdb_future_get_value",
+                         "fdb_future_get_keyvalue_array", "fdb_future_destroy");
 }
 
 static PyMethodDef module_methods[] = {
     {"bind", bind, METH_VARARGS,
-     "bind(functions, error_class): the client library's function addresses by name, and the FDBError class."},
+     "bind(functions, error_class, main_thread): the client library's function addresses by name, the FDBError "
+     "class, and the main thread's ident (its waits run signal handlers)."},
     {"function_names", function_names, METH_NOARGS, "The names bind() needs addresses for."},
     {NULL},
 };

@@ -10,9 +10,10 @@ only one API version, so every database it opens uses the first one selected.
 Reads, writes and commits go straight to the client library through ``_fdb_direct`` (a C
 extension built at install time, see ``_fdb_direct.c``) when it is built: the binding reaches
 the library through ctypes, and its per-read Python objects, ctypes structures and callbacks
-cost more client CPU than the reads themselves.  Without it (no compiler at install time, or
-the URL option ``direct=false``) they go through the binding: the same C calls, the same
-answers.  Transactions, their options and retries are the binding's either way.
+cost more client CPU than the reads themselves.  The main thread's waits still run signal
+handlers, so Ctrl-C stops a call to a cluster that does not answer.  Without it (no compiler
+at install time, or the URL option ``direct=false``) they go through the binding: the same C
+calls, the same answers.  Transactions, their options and retries are the binding's either way.
 
 A transaction waits as long as the cluster cannot answer (it is down, or has no quorum):
 URL option ``timeout`` (seconds, default 10; 0 waits forever) bounds each call, retries
@@ -106,7 +107,8 @@ def _bind_direct(fdb: Any) -> None:
 
     library = impl._capi
     names = _fdb_direct.function_names()
-    _fdb_direct.bind({name: ctypes.cast(getattr(library, name), ctypes.c_void_p).value for name in names}, fdb.FDBError)
+    addresses = {name: ctypes.cast(getattr(library, name), ctypes.c_void_p).value for name in names}
+    _fdb_direct.bind(addresses, fdb.FDBError, threading.main_thread().ident)
 
 
 def direct_calls_available() -> bool:
