@@ -79,8 +79,11 @@ def _score_field(value: int | float) -> str:
     return "int" if isinstance(value, int) else "double"
 
 
-def python_to_score(value: int | float) -> pb.Score:
-    return pb.Score(**{_score_field(value): value})
+def python_to_score(value: int | float, name: str = "score") -> pb.Score:
+    try:
+        return pb.Score(**{_score_field(value): value})
+    except (TypeError, ValueError):  # protobuf's message names neither the field nor the value
+        raise InvalidArgument(f"{name} must be an integer or a float, not {value!r}") from None
 
 
 def entry_to_python(entry: pb.Entry) -> Entry:
@@ -131,7 +134,7 @@ def ranked_entry_from_proto(message: pb.RankedEntry) -> RankedEntry:
         context=items_to_tuple(message.context),
         group=items_to_tuple(message.group),
         rank=message.rank if message.HasField("rank") else None,
-        metadata=dict(message.metadata),
+        metadata=dict(sorted(message.metadata.items())) if message.metadata else {},  # one order, whatever the map's
     )
 
 

@@ -26,7 +26,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from fdb_leaderboard.client import LeaderboardClient
-from fdb_leaderboard.errors import NoWindowsWarning
+from fdb_leaderboard.errors import InvalidArgument, NoWindowsWarning
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import SERVICE_NAME, Server
 
@@ -490,7 +490,7 @@ def test_bulk_load_whose_source_fails_saves_what_came_before(client: Leaderboard
     assert not any(w.filling for w in client.list_windows("loaded").windows)
     # A record the client cannot convert ends the stream the same way.
     bad = [(("q",), [(5, 5)]), (("r",), [("five", 5)])]
-    with pytest.raises(TypeError) as caught:
+    with pytest.raises(InvalidArgument, match="record 1 of the load: score must be an integer or a float") as caught:
         client.bulk_load("loaded", bad)
     assert caught.value.__notes__ == ["BulkLoad saved the 1 records before it"]
     assert client.count("loaded") == 1235 and client.verify("loaded") == []
