@@ -18,6 +18,7 @@ import io
 import json
 import os
 import pty
+import signal
 import struct
 import subprocess
 import sys
@@ -511,3 +512,44 @@ def test_export_streams_a_windows_standings(cli: Cli, client: LeaderboardClient,
     assert [r["pk"][0] for r in rows] == [pk for pk, _ in expected]
     assert "is not a resume token" in error_line(cli("export", "game", "--resume", "!!", code=2))
 
+
+# -- the demo ---------------------------------------------------------------------------------------------
+
+
+def test_the_demo_fits_a_terminal_says_where_it_serves_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    """Stopped with Ctrl-C after its first screen; a browser that cannot open says nothing."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    opener = tools / "xdg-open"
+    opener.write_text("#!/bin/sh\necho 'xdg-open: no method available for opening' >&2\nexit 3\n")
+    opener.chmod(0o755)
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {**os.environ, "TMPDIR": str(temporary), "DISPLAY": ":99", "PATH": f"{tools}:{os.environ['PATH']}"}
+    demo = subprocess.Popen(
+        [*CLI, "demo", "--players", "50", "--refresh", "0.2", "--http-address", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        seen = ""
+        while "around player-00001" not in seen:  # the first screen, whole
+            line = demo.stdout.readline()  # type: ignore[union-attr]
+            assert line, f"the demo ended: {seen}{demo.stderr.read()}"  # type: ignore[union-attr]
+            seen += line
+        assert list(temporary.glob("fdb-leaderboard-demo-*"))  # its store, while it runs
+        demo.send_signal(signal.SIGINT)
+        rest, errors = demo.communicate(timeout=120)
+    finally:
+        demo.kill()
+    assert demo.returncode == 0 and errors == ""
+    screens = [s for s in (seen + rest).split("\x1b[2J\x1b[H") if s.strip()]
+    assert screens and rest.endswith("demo stopped; its temporary store is deleted\n")
+    for screen in [*screens[:-1], screens[-1].replace("demo stopped; its temporary store is deleted\n", "")]:
+        lines = screen.rstrip("\n").split("\n")
+        assert len(lines) <= 24 and max(len(line) for line in lines) <= 80, screen
+    header = screens[0].splitlines()[1]
+    assert header.startswith("gRPC 127.0.0.1:") and ", live page http://127.0.0.1:" in header
+    assert not list(temporary.iterdir())  # the temporary store is gone
