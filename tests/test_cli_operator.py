@@ -1,6 +1,6 @@
 """The operator's CLI (issue 24): reading and fixing a board, ``--json`` and ``--timeout``,
 errors as one line, ``load``'s reports, calendar maintenance policies, ``maintain`` across a
-server restart, and the README's tour run as written.
+server restart (the README runs as written in tests/test_readme.py).
 
 Commands run in-process through click's CliRunner (``maintain`` across a restart runs as a
 process); results are checked through the Python client or against hand-checked instants.
@@ -8,9 +8,7 @@ process); results are checked through the Python client or against hand-checked 
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import io
 import json
 import pathlib
 import re
@@ -387,78 +385,6 @@ def test_maintain_survives_a_server_restart(tmp_path: pathlib.Path) -> None:
         assert re.search(r"game: added (1 window|2 windows)\n", output)
     finally:
         server.stop(grace=0)
-
-
-# -- the README's tour, as written ----------------------------------------------------------------------------
-
-
-def readme_blocks(kind: str) -> list[str]:
-    return re.findall(rf"```{kind}\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
-
-
-def test_readme_tour_runs_as_written(cli: Cli, server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(ROOT)
-    consoles = readme_blocks("console")
-    # The tour proper: the player features' section after it runs on an index of its own.
-    readme = (ROOT / "README.md").read_text()
-    tour_start, tour_end = readme.index("## A five-minute tour"), readme.index("### Display data")
-    shell = [c for c in consoles if "fdb-leaderboard" in c and tour_start < readme.index(c) < tour_end]
-    ran = 0
-    for block in shell:
-        for command, expected in re.findall(r"^\$ (.*)\n((?:(?!\$ ).*\n)*)", block, re.M):
-            if command.startswith("grep -v '^#' examples/windows.yaml"):
-                text = (ROOT / "examples" / "windows.yaml").read_text()
-                assert "".join(line + "\n" for line in text.splitlines() if not line.startswith("#")) == expected
-                continue
-            ran += 1
-            args = command.split()
-            assert args[0] == ".venv/bin/fdb-leaderboard"
-            output = cli(*[a.strip("'") for a in args[1:]]).output
-            if "  ...\n" in expected:  # the README elides the middle of a long listing
-                head, tail = expected.split("  ...\n")
-                assert output.startswith(head) and output.endswith(tail), output
-            else:
-                assert output == expected, output
-            if command.endswith("windows apply game examples/windows.yaml"):
-                assert cli(*args[1:]).output.startswith("added 0, deleted 0, filling 0")
-        if "windows apply" in block:  # the Python part of the tour runs between the two shell parts
-            python = readme_blocks("python")[0].replace("127.0.0.1:50051", server.address)
-            printed = io.StringIO()
-            with contextlib.redirect_stdout(printed):
-                exec(python, {})
-            following = consoles[consoles.index(block) + 1]
-            assert printed.getvalue() == following
-            ran += 1
-    assert ran == 6  # index create, windows apply, the Python part, top, rank, count
-
-
-def test_readme_three_commands_run_as_written(cli: Cli) -> None:
-    """Create, add, top: the README's first board, its times (the clock's) masked."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## From nothing to a board") : readme.index("## A five-minute tour")]
-    (block,) = re.findall(r"```console\n(.*?)```", section, re.S)
-    commands = re.findall(r"^\$ (.*)\n((?:(?!\$ ).*\n)*)", block, re.M)
-    assert len(commands) == 3
-
-    def masked(text: str) -> str:
-        return re.sub(r"\b\d{10}\b", "TIME", text)
-
-    for command, expected in commands:
-        args = command.split()
-        assert args[0] == ".venv/bin/fdb-leaderboard"
-        assert masked(cli(*args[1:]).output) == masked(expected)
-
-
-def test_readme_window_update_example_applies_once(cli: Cli, client: LeaderboardClient, tmp_path) -> None:
-    example = next(block for block in readme_blocks("yaml") if "delete_before" in block)
-    path = tmp_path / "full.yaml"
-    path.write_text(example)
-    cli("index", "create", "game")
-    first = cli("windows", "apply", "game", path).output.splitlines()
-    assert first[0].startswith("added ") and first[0] != "added 0, deleted 0, filling 0"
-    before = client.list_windows("game").windows
-    assert cli("windows", "apply", "game", path).output.splitlines()[0] == "added 0, deleted 0, filling 0"
-    assert client.list_windows("game").windows == before
 
 
 def test_window_file_refuses_a_calendar_entry_its_delete_before_removes(cli: Cli, tmp_path: pathlib.Path) -> None:
