@@ -230,14 +230,15 @@ def test_subdir_expire_keep_ahead_trim_fill_verify(
         "INVALID_ARGUMENT: a sub-directory needs a group of 1"
         in cli("subdir", "games", '["a", "b"]', "--high-score-first", code=1).output
     )
-    assert "Got unexpected extra argument (b)" in cli("subdir", "games", "a", "b", "--high-score-first", code=2).output
+    several = cli("subdir", "games", "a", "b", "--high-score-first", code=2).output
+    assert 'one GROUP, not 2 words: several elements go in one JSON list, e.g. \'["a", "b"]\'' in several
     assert client.sub_directories("games") == {("golf",): False, (7,): True}
 
     for pk, score, ts in [("ann", 72, 100), ("ben", 68, 200), ("ann", 75, 300), ("ann", 70, DAY + 5)]:
         client.add_score("games", (pk,), score, ts, group=("golf",))
     client.add_score("games", ("ann",), 1500, 50, group=(7,))
     shown = cli("windows", "show", "games").output
-    assert "sub-directory ('golf',): low score first" in shown and "sub-directory (7,): high score first" in shown
+    assert "sub-directory golf: low score first" in shown and "sub-directory [7]: high score first" in shown
     assert f"latest indexed timestamp: {DAY + 5}" in shown
 
     # trim: ann's 75 (day 0) is nobody's value; her 72 is day 0's value.

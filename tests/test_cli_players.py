@@ -36,7 +36,7 @@ def test_meta(cli: Callable[..., Result]) -> None:
     assert cli("meta", "set", "arena", "ann", "-f", "country=FR", "--merge").output == "country=FR name=Ann\n"
     assert cli("meta", "set", "arena", "ann", "-f", "name=Annie").output == "name=Annie\n"
     assert cli("meta", "get", "arena", "ann").output == "name=Annie\n"
-    assert "NOT_FOUND: no record ['zed'] in arena" in cli("meta", "get", "arena", "zed", code=1).output
+    assert "NOT_FOUND: no record zed in arena" in cli("meta", "get", "arena", "zed", code=1).output
     assert "NOT_FOUND" in cli("meta", "set", "arena", "zed", "-f", "name=Z", code=1).output
     assert "is not NAME=VALUE" in cli("meta", "set", "arena", "ann", "-f", "oops", code=2).output
 

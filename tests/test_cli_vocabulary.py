@@ -215,7 +215,7 @@ def test_one_row_format_with_the_display_name(cli: Cli, client: LeaderboardClien
         (["around", "game", "a", "--above", "-2"], "Invalid value for '--above'"),
         (["top", "game", "--type", "-1"], "Invalid value for '-t' / '--type'"),
         (["top", "game", "--mode", "best"], "Invalid value for '--mode'"),
-        (["rank", "game", "carol", "smith"], "one key, not 2 words: a key of several elements is one JSON list, "
+        (["rank", "game", "carol", "smith"], "one PK, not 2 words: several elements go in one JSON list, "
                                              "e.g. '[\"carol\", \"smith\"]'"),
         (["add", "game", "", "--score", "5"], "Invalid value for PK: empty"),
         (["add", "game", "[]", "--score", "5"], "Invalid value for PK: [] has no element"),

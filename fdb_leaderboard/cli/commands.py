@@ -28,8 +28,8 @@ from .common import (
     CliGroup,
     Session,
     TimeSpec,
+    key_argument,
     one_line,
-    parse_key,
     plural,
     progress_bar,
     server_command,
@@ -445,21 +445,20 @@ def windows_show(session: Session, name: str) -> None:
         lines.append(f"latest indexed timestamp: {listing.latest_timestamp}")
     if listing.HasField("trimmed_before"):
         lines.append(f"entries trimmed before: {listing.trimmed_before}")
-    lines.extend(f"sub-directory {g!r}: {'high' if hsf else 'low'} score first" for g, hsf in subs.items())
+    lines.extend(f"sub-directory {show_key(g)}: {'high' if hsf else 'low'} score first" for g, hsf in subs.items())
     session.emit(data, lines)
 
 
 @server_command(main, "subdir")
 @click.argument("name")
-@click.argument("group")
+@key_argument("group")
 @click.option("--high-score-first/--low-score-first", required=True, help="Whether the group ranks high scores first.")
-def subdir(session: Session, name: str, group: str, high_score_first: bool) -> None:
+def subdir(session: Session, name: str, group: tuple, high_score_first: bool) -> None:
     """Set the score direction of GROUP (a string, or a JSON list such as '["golf", 7]'), before it has scores."""
-    values = parse_key(group, "GROUP")
-    session.client.save_sub_directory(name, values, high_score_first)
+    session.client.save_sub_directory(name, group, high_score_first)
     session.emit(
-        {"group": list(values), "high_score_first": high_score_first},
-        f"group {show_key(values)} of {name}: {'high' if high_score_first else 'low'} score first",
+        {"group": list(group), "high_score_first": high_score_first},
+        f"group {show_key(group)} of {name}: {'high' if high_score_first else 'low'} score first",
     )
 
 

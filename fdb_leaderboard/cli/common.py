@@ -218,7 +218,8 @@ def _one_key(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
     if len(values) > 1:
         together = json.dumps(list(values))
         raise click.BadParameter(
-            f"one key, not {len(values)} words: a key of several elements is one JSON list, e.g. '{together}'",
+            f"one {param.human_readable_name}, not {len(values)} words: several elements go in one JSON list, "
+            f"e.g. '{together}'",
             ctx,
             param,
         )

@@ -24,6 +24,7 @@ from .common import (
     keys_argument,
     mode_option,
     server_command,
+    show_key,
     show_rank,
     where,
     window_options,
@@ -78,7 +79,7 @@ def meta_get(session: Session, index: str, pk: tuple) -> None:
     """Show record PK's metadata."""
     stored = session.client.metadata(index, pk)
     if stored is None:
-        raise click.ClickException(f"NOT_FOUND: no record {json_value(pk)!r} in {index}")
+        raise click.ClickException(f"NOT_FOUND: no record {show_key(pk)} in {index}")
     session.emit({"pk": json_value(pk), "metadata": stored}, _metadata_line(stored))
 
 
