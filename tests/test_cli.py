@@ -11,13 +11,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
-from collections.abc import Callable
 from zoneinfo import ZoneInfo
 
 import pytest
-from click.testing import CliRunner, Result
+from conftest import Cli
 
-from fdb_leaderboard.cli import main
 from fdb_leaderboard.cli.records_file import RecordsFileError, read_records
 from fdb_leaderboard.cli.spec_file import load_window_update, parse_window_update
 from fdb_leaderboard.client import LeaderboardClient
@@ -39,20 +37,6 @@ JAN_1_2026_UTC = 1_767_225_600
 
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
-
-Cli = Callable[..., Result]
-
-
-@pytest.fixture
-def cli(server: Server) -> Cli:
-    runner = CliRunner()
-
-    def invoke(*args: str, code: int = 0, input: str | None = None) -> Result:
-        result = runner.invoke(main, ["--server", server.address, *map(str, args)], input, catch_exceptions=False)
-        assert result.exit_code == code, f"exit {result.exit_code} != {code}:\n{result.output}"
-        return result
-
-    return invoke
 
 
 def write(path, text: str):

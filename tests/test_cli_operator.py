@@ -15,14 +15,11 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from zoneinfo import ZoneInfo
 
 import pytest
-from click.testing import CliRunner, Result
-from conftest import start_server
+from conftest import Cli, error_line, start_server
 
-from fdb_leaderboard.cli import main
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.index import Entry, IndexSettings, WindowUpdate
 from fdb_leaderboard.proto import service_pb2 as pb
@@ -38,30 +35,6 @@ OCT_26 = 1_792_969_200  # Monday 2026-10-26 00:00 +01:00
 NOV_1 = 1_793_487_600  # 2026-11-01 00:00 +01:00
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
-
-Cli = Callable[..., Result]
-
-
-@pytest.fixture
-def cli(server: Server) -> Cli:
-    runner = CliRunner()
-
-    def invoke(*args: object, code: int = 0, input: str | None = None, server_address: str | None = None) -> Result:
-        address = server_address or server.address
-        result = runner.invoke(main, ["--server", address, *map(str, args)], input, catch_exceptions=False)
-        assert result.exit_code == code, f"exit {result.exit_code} != {code}:\n{result.output}"
-        assert "Traceback" not in result.output
-        return result
-
-    return invoke
-
-
-def error_line(result: Result) -> str:
-    """The one error line of a failed command (progress bars aside)."""
-    lines = [line for line in result.output.splitlines() if line.startswith("Error: ")]
-    assert len(lines) == 1, result.output
-    return lines[0]
-
 
 # -- reading and fixing a board ------------------------------------------------------------------------
 

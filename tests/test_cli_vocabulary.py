@@ -23,13 +23,14 @@ import struct
 import subprocess
 import sys
 import termios
-from collections.abc import Callable
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import click
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
+from conftest import Cli, error_line
+from test_hardening import certificates  # noqa: F401  (a fixture: openssl-made CA and certificates)
 
 from fdb_leaderboard.cli import main
 from fdb_leaderboard.cli.common import parse_time
@@ -42,7 +43,6 @@ PARIS = ZoneInfo("Europe/Paris")
 DAY = 86_400
 NOV_23 = int(dt.datetime(2026, 11, 23, tzinfo=PARIS).timestamp())  # a Monday, 00:00 in Paris
 CLI = [str(Path(sys.executable).parent / "fdb-leaderboard")]
-Cli = Callable[..., Result]
 
 # Every command that reads a window, and whether it reads ranks (and so takes --mode).
 READS = {
@@ -59,25 +59,6 @@ READS = {
     "rank-for-score": False,
     "export": True,
 }
-
-
-@pytest.fixture
-def cli(server: Server) -> Cli:
-    runner = CliRunner()
-
-    def invoke(*args: object, code: int = 0, input: str | None = None) -> Result:
-        result = runner.invoke(main, ["--server", server.address, *map(str, args)], input, catch_exceptions=False)
-        assert result.exit_code == code, f"exit {result.exit_code} != {code}:\n{result.output}"
-        assert "Traceback" not in result.output
-        return result
-
-    return invoke
-
-
-def error_line(result: Result) -> str:
-    lines = [line for line in result.output.splitlines() if line.startswith("Error: ")]
-    assert len(lines) == 1, result.output
-    return lines[0]
 
 
 @pytest.fixture
@@ -291,26 +272,9 @@ def test_a_closed_pipe_ends_the_command_quietly(server: Server, client: Leaderbo
     assert job.wait() == 1 and stderr == b""  # not a word (click's exit status for a closed pipe)
 
 
-@pytest.fixture(scope="module")
-def certificates(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A CA and a server certificate for 127.0.0.1, made by openssl."""
-    where = tmp_path_factory.mktemp("tls")
-
-    def openssl(*args: str) -> None:
-        subprocess.run(["openssl", *args], cwd=where, check=True, capture_output=True)
-
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test CA",
-            "-keyout", "ca.key", "-out", "ca.pem")  # fmt: skip
-    (where / "san.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=server", "-keyout", "server.key", "-out",
-            "server.csr")  # fmt: skip
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
-            "-extfile", "san.cnf", "-out", "server.pem")  # fmt: skip
-    return where
-
-
-def test_tls_mismatches_say_tls_and_ca(server: Server, certificates: Path, tmp_path: Path) -> None:
-    tls = TlsFiles(str(certificates / "server.pem"), str(certificates / "server.key"), None)
+def test_tls_mismatches_say_tls_and_ca(server: Server, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    pem = request.getfixturevalue("certificates")
+    tls = TlsFiles(pem["server"], pem["server_key"], None)
     secure = Server(
         f"lmdb:{tmp_path / 's'}?durable=false", "127.0.0.1:0", settings=ServerSettings(maintain_every=0, tls=tls)
     )
@@ -322,7 +286,7 @@ def test_tls_mismatches_say_tls_and_ca(server: Server, certificates: Path, tmp_p
             f"Error: the server at {secure.address} speaks TLS: "
             "give the CA that signed its certificate with --ca FILE\n"
         )
-        ca = str(certificates / "ca.pem")
+        ca = pem["ca"]
         assert runner.invoke(main, ["--server", secure.address, "--ca", ca, "index", "list"]).exit_code == 0
         wrong = runner.invoke(main, ["--server", server.address, "--ca", ca, "index", "list", "--timeout", "5s"])
         assert wrong.exit_code == 1 and wrong.output == (
