@@ -467,7 +467,7 @@ def subdir(session: Session, name: str, group: tuple, high_score_first: bool) ->
 @click.option("--before", type=TIME, required=True, help=f"Delete windows ending at or before this time: {TIME_HELP}.")
 def expire(session: Session, name: str, before: TimeSpec) -> None:
     """Delete old windows and all their data."""
-    gone = session.client.expire(name, session.clock(name, before))
+    gone = session.client.expire(name, session.time_of(name, before))
     session.emit(
         {"deleted": [window_json(w) for w in gone]},
         [f"deleted {plural(len(gone), 'window')}", *map(window_line, gone)],
@@ -491,7 +491,7 @@ def keep_ahead(session: Session, name: str, now: TimeSpec) -> None:
 @click.option("--before", type=TIME, required=True, help=f"Trim entries before this time: {TIME_HELP}.")
 def trim(session: Session, name: str, before: TimeSpec) -> None:
     """Drop entries no window depends on (windows starting earlier can no longer be added)."""
-    removed = session.client.trim(name, session.clock(name, before))
+    removed = session.client.trim(name, session.time_of(name, before))
     session.emit({"entries_removed": removed}, f"removed {plural(removed, 'entry', 'entries')}")
 
 

@@ -123,9 +123,6 @@ class TimeSpec:
         return self.text == "latest"
 
 
-NOW = TimeSpec("now")
-
-
 def parse_time(text: str) -> TimeSpec:
     """A :class:`TimeSpec`; ValueError saying what a time may be otherwise."""
     cleaned = text.strip()
@@ -350,8 +347,8 @@ def entry_lines(entries: Sequence[RankedEntry | Absent], labels: Sequence[str] |
             continue
         metadata = dict(entry.metadata or {})
         name = metadata.pop(DISPLAY_FIELD, "")
-        extra = [f"{what} {show_key(value)}" for what, value in (("context", entry.context), ("group", entry.group))]
-        extra = [text for text, value in zip(extra, (entry.context, entry.group), strict=True) if value]
+        labelled = (("context", entry.context), ("group", entry.group))
+        extra = [f"{what} {show_key(value)}" for what, value in labelled if value]
         extra += [f"{field}={value}" for field, value in sorted(metadata.items())]
         when = f"at {entry.timestamp}"
         rows.append([show_rank(entry.rank), show_key(entry.pk), name, str(entry.score), when, "  ".join(extra)])
@@ -459,7 +456,7 @@ class Session:
             return listing.latest_timestamp
         return time_in(at, self.policy(index), window_type)
 
-    def clock(self, index: str, at: TimeSpec) -> int:
+    def time_of(self, index: str, at: TimeSpec) -> int:
         """``at`` as a timestamp of ``index``, now included (for writes, which carry their time)."""
         if at.is_now:
             return time_in(at, self.policy(index))

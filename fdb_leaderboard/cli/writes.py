@@ -36,7 +36,7 @@ def add(session: Session, name: str, pk: tuple, score: str, at: TimeSpec, contex
             value = float(score)
         except ValueError:
             raise click.BadParameter(f"{score!r} is not a number", param_hint="--score") from None
-    timestamp = session.clock(name, at)
+    timestamp = session.time_of(name, at)
     entry_context = () if context is None else parse_key(context, "--context")
     with warnings.catch_warnings(record=True) as caught:  # e.g. the index has no windows yet
         warnings.simplefilter("always")
