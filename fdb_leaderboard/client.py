@@ -253,12 +253,6 @@ class RetryPolicy:
         ceiling = min(self.max_backoff, self.initial_backoff * self.multiplier ** (tries - 1))
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
-    def codes_for(self, method: str, write: bool) -> frozenset[grpc.StatusCode]:
-        """The codes a call of ``method`` is sent again on (admin calls: none)."""
-        if write:
-            return self.write_codes
-        return self.read_codes if method in _READS else frozenset()
-
     def again(self, error: grpc.RpcError, codes: frozenset[grpc.StatusCode], tries: int) -> bool:
         """Whether a call that failed with ``error`` after ``tries`` tries is sent again."""
         return error.code() in codes and tries < self.attempts  # type: ignore[attr-defined]
@@ -280,6 +274,13 @@ class _Call:
     request: Any
     write: bool = False  # a keyed write: sent again on the policy's write codes
     timeout: float | None = None  # None: the client's
+    changes_nothing: bool = False  # an admin call that only reads (Verify): sent again as reads are
+
+    def retry_codes(self, policy: RetryPolicy) -> frozenset[grpc.StatusCode]:
+        """The codes this call is sent again on (admin calls that change things: none)."""
+        if self.write:
+            return policy.write_codes
+        return policy.read_codes if self.changes_nothing or self.method in _READS else frozenset()
 
 
 _T = TypeVar("_T")
@@ -563,7 +564,7 @@ class _Ops:
     def verify_report(index: str, max_problems: int = 0, timeout: float | None = None) -> Op[pb.VerifyResponse]:
         """The server's consistency check: problems, what it checked, whether it finished."""
         request = pb.VerifyRequest(index=index, max_problems=_natural(max_problems, "max_problems"))
-        return (yield _Call("Verify", request, timeout=timeout))
+        return (yield _Call("Verify", request, timeout=timeout, changes_nothing=True))
 
     # -- writes -----------------------------------------------------------------------------
 
@@ -1110,7 +1111,7 @@ class LeaderboardClient:
 
     def _send(self, call: _Call) -> Any:
         send = getattr(self.stub, call.method)
-        codes = self.retry.codes_for(call.method, call.write)
+        codes = call.retry_codes(self.retry)
         tries = 0
         while True:
             tries += 1
@@ -1290,7 +1291,7 @@ class AsyncLeaderboardClient:
 
     async def _send(self, call: _Call) -> Any:
         send = getattr(self.stub, call.method)
-        codes = self.retry.codes_for(call.method, call.write)
+        codes = call.retry_codes(self.retry)
         tries = 0
         while True:
             tries += 1
