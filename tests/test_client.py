@@ -296,11 +296,12 @@ def test_one_except_serves_the_index_in_process_and_through_the_service(server_p
 def test_unavailable_and_deadline_exceeded_are_typed_after_the_retries(server_place) -> None:
     server = server_place.start()
     try:
+        with LeaderboardClient(server.address) as patient:  # (a store under load may take longer than 0.5 s)
+            patient.create_index("game")
         with (
             AnswerCutter(server.address) as cutter,
             LeaderboardClient(cutter.address, timeout=0.5, retry=RetryPolicy(attempts=2, initial_backoff=0.01)) as lb,
         ):
-            lb.create_index("game")
             cutter.lose_answers(2, stall=1.5)  # both tries run out of time
             raised = _raised(lambda: lb.add_score("game", "alice", 1, T))
             assert type(raised) is client.DeadlineExceeded and raised.code() is grpc.StatusCode.DEADLINE_EXCEEDED
