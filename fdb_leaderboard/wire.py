@@ -133,7 +133,7 @@ def ranked_entry_from_proto(message: pb.RankedEntry) -> RankedEntry:
         context=items_to_tuple(message.context),
         group=items_to_tuple(message.group),
         rank=message.rank if message.HasField("rank") else None,
-        metadata=dict(message.metadata),
+        metadata=dict(sorted(message.metadata.items())) if message.metadata else {},  # one order, whatever the map's
     )
 
 

@@ -20,8 +20,10 @@ from pathlib import Path
 
 import fdb.tuple
 import pytest
+from click.testing import CliRunner, Result
 from hypothesis import settings
 
+from fdb_leaderboard.cli import main
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.service import Server, ServerSettings
 from fdb_leaderboard.service.catalog import ROOT
@@ -176,6 +178,32 @@ def server(server_place: ServerPlace) -> Iterator[Server]:
 def client(server: Server) -> Iterator[LeaderboardClient]:
     with LeaderboardClient(server.address, timeout=20) as lb:
         yield lb
+
+
+Cli = Callable[..., Result]
+
+
+@pytest.fixture
+def cli(server: Server) -> Cli:
+    """The ``fdb-leaderboard`` command against ``server``, in process: ``cli(*args, code=0, input=None)``
+    checks the exit status and that no traceback was printed."""
+    runner = CliRunner()
+
+    def invoke(*args: object, code: int = 0, input: str | None = None, server_address: str | None = None) -> Result:
+        address = server_address or server.address
+        result = runner.invoke(main, ["--server", address, *map(str, args)], input, catch_exceptions=False)
+        assert result.exit_code == code, f"exit {result.exit_code} != {code}:\n{result.output}"
+        assert "Traceback" not in result.output
+        return result
+
+    return invoke
+
+
+def error_line(result: Result) -> str:
+    """The one error line of a failed command (progress bars aside)."""
+    lines = [line for line in result.output.splitlines() if line.startswith("Error: ")]
+    assert len(lines) == 1, result.output
+    return lines[0]
 
 
 @pytest.fixture

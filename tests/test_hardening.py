@@ -746,7 +746,7 @@ def test_maintain_finishes_fills_whatever_the_policy(board) -> None:
     lb.update_windows("game", high_score_first=True, specs=[(1, 0, DAY, DAY, 1)], rebuild="IF_OVERLAPPING_CHANGED")
     assert any(w.filling for w in lb.list_windows("game").windows)
     report = maintenance_pass(lb, 0)
-    assert report == ["game: filled windows from 12 record(s)"]
+    assert report == ["game: filled windows from 12 records"]
     assert not any(w.filling for w in lb.list_windows("game").windows) and lb.count("game", 1, 0) == 12
 
 

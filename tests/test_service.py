@@ -490,7 +490,9 @@ def test_bulk_load_whose_source_fails_saves_what_came_before(client: Leaderboard
     assert not any(w.filling for w in client.list_windows("loaded").windows)
     # A record the client cannot convert ends the stream the same way.
     bad = [(("q",), [(5, 5)]), (("r",), [("five", 5)])]
-    with pytest.raises(InvalidArgument, match="score must be an integer or a finite float, not str") as caught:
+    with pytest.raises(
+        InvalidArgument, match="record 1 of the load: score must be an integer or a finite float, not str"
+    ) as caught:
         client.bulk_load("loaded", bad)
     assert caught.value.__notes__ == ["BulkLoad saved the 1 records before it"]
     assert client.count("loaded") == 1235 and client.verify("loaded") == []
