@@ -110,6 +110,7 @@ def plain_entry(message: pb.RankedEntry) -> dict[str, Any]:
         "timestamp": plain_item(entry.timestamp),
         "context": [plain_item(v) for v in entry.context],
         "group": [plain_item(v) for v in entry.group],
+        "metadata": dict(entry.metadata or {}),
     }
 
 
@@ -221,8 +222,13 @@ ENTRY_SCHEMA = {
         "timestamp": {"type": ["integer", "string"]},
         "context": {"type": "array", "items": {}},
         "group": {"type": "array", "items": {}},
+        "metadata": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "the record's display fields (e.g. name), {} without any",
+        },
     },
-    "required": ["rank", "pk", "score", "timestamp", "context", "group"],
+    "required": ["rank", "pk", "score", "timestamp", "context", "group", "metadata"],
 }
 WINDOW_SCHEMA = {
     "type": "object",
