@@ -475,7 +475,7 @@ def test_rest_refusals(web: httpx.Client, lb: LeaderboardClient) -> None:
         ("/v1/indexes/game/windows/0/top", {"n": "ten"}, 400, "n must be an integer"),
         ("/v1/indexes/game/windows/0/top", {"colour": "red"}, 400, "unknown query parameter 'colour'"),
         ("/v1/indexes/game/windows/0/top", {"at": "yesterday"}, 400, "'now' or 'latest'"),
-        ("/v1/indexes/game/windows/0/top", {"mode": "DENSE"}, 400, "ORDINAL, COMPETITION"),
+        ("/v1/indexes/game/windows/0/top", {"mode": "dense"}, 400, "ORDINAL, COMPETITION, DENSE"),
         ("/v1/indexes/game/windows/x/top", {}, 400, "type must be an integer"),
         ("/v1/indexes/game/windows/0/records/[1,/rank", {}, 400, "not a JSON array"),
         ("/v1/indexes/game/windows/0/records/p01/rank", {"group": "[[1]]"}, 400, "cannot be a list"),

@@ -137,7 +137,8 @@ def _error_responses() -> dict[str, Any]:
         "default": {
             "description": f"An error: the gRPC status code and message, with the HTTP status {mapping}. "
             "A POST from another site (its Origin) is refused with 403, one whose body is not JSON (or NDJSON "
-            "for a stream) by its Content-Type with 415.",
+            "for a stream) by its Content-Type with 415. A path the server does not have is NOT_FOUND (404), "
+            "a method its path does not take UNIMPLEMENTED (405, with Allow), in this same shape.",
             "content": {"application/json": {"schema": {"$ref": _SCHEMAS + "Error"}}},
         }
     }
@@ -231,6 +232,28 @@ def document(rpcs: list[Rpc], routes: tuple[RestRoute, ...], with_metrics: bool)
                 "summary": "This document.",
                 "tags": ["meta"],
                 "responses": {"200": {"description": "OpenAPI 3.1", "content": {"application/json": {}}}},
+            }
+        },
+        "/healthz": {
+            "get": {
+                "operationId": "healthz",
+                "summary": "Liveness: the process answers (whatever the store does).",
+                "tags": ["meta"],
+                "responses": {"200": {"description": '{"status": "SERVING"}', "content": {"application/json": {}}}},
+            }
+        },
+        "/readyz": {
+            "get": {
+                "operationId": "readyz",
+                "summary": "Readiness: the store answered a read within 2 s.",
+                "tags": ["meta"],
+                "responses": {
+                    "200": {"description": '{"status": "SERVING"}', "content": {"application/json": {}}},
+                    "503": {
+                        "description": "the store did not answer in time or failed, or the server is stopping",
+                        "content": {"application/json": {"schema": {"$ref": _SCHEMAS + "Error"}}},
+                    },
+                },
             }
         },
     }

@@ -192,9 +192,10 @@ GROUP = Param("group", "query", f"The group (leaderboard partition): {ITEMS_TEXT
 MODE = Param(
     "mode",
     "query",
-    "ORDINAL (default) or COMPETITION (equal scores share a rank).",
-    {"type": "string", "enum": ["ORDINAL", "COMPETITION"]},
-    parse_choice(("ORDINAL", "COMPETITION")),
+    "ORDINAL (default), COMPETITION (equal scores share a rank, the next skips: 0, 0, 2) or DENSE (equal "
+    "scores share a rank, the next follows: 0, 0, 1; for indexes created with dense_ranks).",
+    {"type": "string", "enum": list(pb.RankMode.keys())},
+    parse_choice(tuple(pb.RankMode.keys())),
 )
 TOP_N = Param("n", "query", "How many entries (default 10).", INT32_SCHEMA, parse_uint)
 ABOVE = Param("above", "query", "Entries above the record (default 4).", INT32_SCHEMA, parse_uint)

@@ -112,6 +112,10 @@ class Catalog:
     def _key(self, name: str) -> bytes:
         return self.root + fdb.tuple.pack(("catalog", name))
 
+    def probe(self) -> None:
+        """One read of the store (the catalog's index counter): raises if the store does not answer."""
+        self.db.read(lambda tr: tr.get(self.root + fdb.tuple.pack(("next_index",))))
+
     def create(
         self,
         name: str,
