@@ -392,3 +392,41 @@ def test_the_page_has_a_favicon_and_loads_without_errors(board, browser: WebDriv
     assert b"<svg" in answer.content
     problems = [entry["message"] for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     assert problems == []
+
+
+def movement_text(change: int | None) -> str:
+    if change is None:
+        return "new"
+    return f"\u25b2{change}" if change > 0 else f"\u25bc{-change}" if change < 0 else "="
+
+
+def test_past_windows_and_movement(board, sized_browser) -> None:
+    server, http, lb = board
+    lb.create_index("days")
+    lb.update_windows("days", high_score_first=True, specs=[(1, D0 - 2 * DAY, DAY, DAY, 4)])  # to tomorrow
+    for i, pk in enumerate(("ann", "bob", "cat", "dan")):
+        lb.add_score("days", (pk,), 10 * (i + 1), D0 - DAY + 10)  # yesterday: dan, cat, bob, ann
+    for pk, score in (("ann", 100), ("cat", 50), ("eve", 45), ("dan", 20)):
+        lb.add_score("days", (pk,), score, T0)  # today: ann up 3, cat =, eve new, dan down 3
+    server.catalog.get("days").clock = lambda: T0 + 60
+    sized_browser.get(f"{http.url}/#index=days&type=1")
+    until(sized_browser, "top", expected(lb.top("days", 10, 1, T0)))
+    moves = [movement_text(lb.movement("days", (pk,), 1, T0).change) for pk in ("ann", "cat", "eve", "dan")]
+    assert moves == ["\u25b23", "=", "new", "\u25bc3"]  # the oracle, by hand
+    WebDriverWait(sized_browser, 10).until(lambda d: [row[4] for row in screenshot_page.table_rows(d, "top")] == moves)
+    zone = text_of(sized_browser, "window-dates").rsplit("(", 1)[1].rstrip(")")  # the reader's own
+    periods = Select(sized_browser.find_element(By.ID, "period"))
+    # Today, yesterday, then the day before by its date; tomorrow's window is not offered.
+    assert [o.text for o in periods.options] == ["Today", "Yesterday", day_text(D0 - 2 * DAY, zone)]
+    assert_fits(sized_browser)
+    periods.select_by_visible_text("Yesterday")
+    until(sized_browser, "top", expected(lb.top("days", 10, 1, D0 - DAY)))
+    assert f"at={D0 - DAY}" in sized_browser.current_url
+    assert text_of(sized_browser, "window-dates") == f"{day_text(D0 - DAY, zone)} ({zone})"
+    WebDriverWait(sized_browser, 10).until(  # the day before yesterday had no scores
+        lambda d: [row[4] for row in screenshot_page.table_rows(d, "top")] == ["new"] * 4
+    )
+    # A record's rank follows the period shown.
+    sized_browser.get(f"{http.url}/#index=days&type=1&at={D0 - DAY}&record=ann")
+    WebDriverWait(sized_browser, 10).until(lambda d: text_of(d, "rank") == "ann is #4 with 10")
+    assert_fits(sized_browser)

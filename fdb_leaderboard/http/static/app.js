@@ -7,8 +7,10 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { index: "", type: null, group: "", n: 10, record: "" };
+const state = { index: "", type: null, group: "", at: "", n: 10, record: "" };
 let info = null;  // the chosen index's IndexInfo (options, maintenance policy)
+let windows = [];  // the chosen index's windows (ListWindows)
+let currentStart = null;  // the start of the board type's window holding the server's clock, once seen
 let stream = null;  // the AbortController of the board's stream
 let previous = new Map();
 let shown = [];
@@ -20,6 +22,7 @@ function readHash() {
   state.index = params.get("index") || "";
   state.type = params.has("type") ? Number(params.get("type")) : null;
   state.group = params.get("group") || "";
+  state.at = params.get("at") || "";
   state.n = Number(params.get("n") || 10);
   state.record = params.get("record") || "";
 }
@@ -27,6 +30,7 @@ function readHash() {
 function writeHash() {
   const params = new URLSearchParams({ index: state.index, type: String(state.type), n: String(state.n) });
   if (state.group) params.set("group", state.group);
+  if (state.at) params.set("at", state.at);
   if (state.record) params.set("record", state.record);
   history.replaceState(null, "", "#" + params.toString());
 }
@@ -105,7 +109,8 @@ function boardPath() {
 
 function boardQuery(extra = []) {
   const parts = [...extra];
-  if (state.type !== 0) parts.push("at=now");  // today's, this week's...: the window holding the server's clock
+  // Today's, this week's...: the window holding the server's clock; or a past one (by its start).
+  if (state.type !== 0) parts.push(`at=${state.at || "now"}`);
   if (state.group) parts.push(`group=${encodeURIComponent(state.group)}`);
   return parts.length ? "?" + parts.join("&") : "";
 }
@@ -114,6 +119,7 @@ function boardQuery(extra = []) {
 
 const CALENDAR_LABELS = { daily: "Today", "iso-weekly": "This week", monthly: "This month" };
 const SECOND_PERIODS = { 3600: "This hour", 86400: "Today", 604800: "This week" };
+const PREVIOUS = { Today: "Yesterday", "This week": "Last week", "This month": "Last month", "This hour": "Last hour" };
 
 function calendarOf(type) {
   const calendar = (info && info.maintenance && info.maintenance.calendar) || [];
@@ -141,7 +147,7 @@ function zoneOf(type) {
   return (calendar && calendar.timezone) || Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
 }
 
-function windowText(window) {
+function windowText(window, withZone = true) {
   if (!window || window.type === 0) return "every score ever submitted";
   const zone = zoneOf(window.type);
   const unit = timeUnit();
@@ -154,7 +160,67 @@ function windowText(window) {
   let text = `${dayOf(start)} – ${dayOf(last)}`;
   if (sameDay && (Number(window.end) - Number(window.start)) * unit >= 23 * 3600 * 1000) text = dayOf(start);
   else if (sameDay) text = `${dayOf(start)} ${start.toLocaleTimeString(undefined, time)} – ${last.toLocaleTimeString(undefined, time)}`;
-  return `${text} (${zone})`;
+  return withZone ? `${text} (${zone})` : text;
+}
+
+// The period picker: the current window, then the earlier windows of the type, latest first
+// (all of them, by date, while the current one is unknown: none holds the server's clock).
+function fillPeriods() {
+  const select = $("period");
+  $("period-choice").hidden = state.type === 0 || state.type === null;
+  if ($("period-choice").hidden) return;
+  const label = $("window").selectedOptions[0] ? $("window").selectedOptions[0].textContent : "Current";
+  const ofType = windows.filter((w) => w.type === state.type).sort((a, b) => Number(b.start) - Number(a.start));
+  const past = currentStart === null ? ofType : ofType.filter((w) => Number(w.start) < currentStart);
+  const name = (w, i) => (i === 0 && currentStart !== null && PREVIOUS[label] ? PREVIOUS[label] : windowText(w, false));
+  select.replaceChildren(new Option(label, ""), ...past.map((w, i) => new Option(name(w, i), String(w.start))));
+  select.value = state.at;
+  if (select.value !== state.at) select.value = "";  // a window no longer listed (expired): still shown as asked
+}
+
+function itemOf(value) {
+  if (typeof value === "string") return { string: value };
+  if (typeof value === "boolean") return { bool: value };
+  if (value === null) return { null: true };
+  if (typeof value === "object" && "base64" in value) return { bytes: value.base64 };
+  return Number.isInteger(value) ? { int: value } : { double: value };
+}
+
+// Movement: each row's rank in the window before the one shown (the one holding its start minus
+// one, as the API's movement reads it), in one GetRanks call: places gained, or "new".
+async function showMovement(entries, window) {
+  const cells = [...$("top").tBodies[0].rows].map((row) => row.cells[4]);
+  const clear = () => cells.forEach((cell) => { cell.textContent = ""; });
+  const before = window ? Number(window.start) - 1 : 0;
+  const listed = window && windows.some((w) => w.type === window.type && Number(w.start) <= before && before < Number(w.end));
+  if (!listed || window.type === 0 || !entries.length) {  // no window before this one: no movement
+    clear();
+    return;
+  }
+  const body = {
+    index: state.index,
+    records: entries.map((e) => ({ pk: e.pk.map(itemOf) })),
+    window: { type: window.type, timestamp: before },
+    group: state.group ? [].concat(groupItems(state.group)).map(itemOf) : [],
+  };
+  try {
+    const { ranks } = await postJSON("/v1/GetRanks", body);
+    entries.forEach((e, i) => {
+      const slot = ranks[i] || {};
+      const cell = cells[i];
+      if (!cell) return;
+      if (!slot.entry) {
+        cell.textContent = "new";
+        cell.className = "move new";
+        return;
+      }
+      const change = Number(slot.entry.rank || 0) - e.rank;
+      cell.textContent = change > 0 ? `▲${change}` : change < 0 ? `▼${-change}` : "=";
+      cell.className = change > 0 ? "move up" : change < 0 ? "move down" : "move";
+    });
+  } catch (error) {
+    clear();  // it went meanwhile (404), or cannot be read now
+  }
 }
 
 // -- rows -------------------------------------------------------------------------------------------
@@ -209,6 +275,7 @@ function fillRows(tbody, entries, highlight) {
       return td;
     };
     tr.append(cell(rankText(e.rank), "num rank"), recordCell(e), cell(e.score, "num"), cell(whenText(e.timestamp), "when"));
+    if (tbody.id === "top-body") tr.append(cell("", "move"));
     return tr;
   });
   tbody.replaceChildren(...rows);
@@ -267,7 +334,12 @@ function onBoard(event, body) {
   showError("");
   setStatus(`live · updated ${new Date().toLocaleTimeString()}`, true);
   $("window-dates").textContent = windowText(body.window || { type: state.type });
+  if (state.at === "" && body.window && Number(body.window.start) !== currentStart) {
+    currentStart = Number(body.window.start);  // a new day (or week...) began: the picker follows
+    fillPeriods();
+  }
   renderTop(body.entries);
+  showMovement(body.entries, body.window);
   refreshSide();
 }
 
@@ -311,6 +383,7 @@ async function subscribe() {
   $("empty").hidden = true;
   $("count").textContent = "";
   $("window-dates").textContent = "";
+  fillPeriods();
   if (!boardReady()) return;
   const controller = new AbortController();
   stream = controller;
@@ -376,6 +449,7 @@ function itemsText(items) {
 
 async function loadWindows() {
   const listing = await getJSON(`/v1/indexes/${encodeURIComponent(state.index)}/windows`);
+  windows = listing.windows;
   const types = [...new Set(listing.windows.map((w) => w.type))].sort((a, b) => (a === 0) - (b === 0) || a - b);
   const select = $("window");
   select.replaceChildren(...types.map((type) => new Option(windowLabel(type, listing.windows), String(type))));
@@ -445,10 +519,19 @@ $("index").addEventListener("change", () => {
   state.index = $("index").value;
   state.type = null;
   state.group = "";
+  state.at = "";
+  currentStart = null;
   choose();
+});
+$("period").addEventListener("change", () => {
+  state.at = $("period").value;
+  writeHash();
+  subscribe();
 });
 $("window").addEventListener("change", () => {
   state.type = Number($("window").value);
+  state.at = "";
+  currentStart = null;
   $("board-title").textContent = $("window").selectedOptions[0].textContent;
   writeHash();
   subscribe();
