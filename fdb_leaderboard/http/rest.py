@@ -114,6 +114,43 @@ def plain_entry(message: pb.RankedEntry) -> dict[str, Any]:
     }
 
 
+def plain_score(message: pb.Score) -> Any:
+    return plain_item(message.double if message.WhichOneof("kind") == "double" else message.int)
+
+
+def plain_item_message(message: pb.Item) -> Any:
+    return plain_item(wire.items_to_tuple([message])[0])
+
+
+_PLAIN_MESSAGES: dict[str, Callable[[Any], Any]] = {
+    pb.RankedEntry.DESCRIPTOR.full_name: plain_entry,
+    pb.Window.DESCRIPTOR.full_name: plain_window,
+    pb.Score.DESCRIPTOR.full_name: plain_score,
+    pb.Item.DESCRIPTOR.full_name: plain_item_message,
+}
+
+
+def plain_message(message: Message) -> dict[str, Any]:
+    """A response in the routes' one JSON shape: its fields as protobuf's JSON mapping prints
+    them, but entries, windows, scores and key items as listings show them (``plain_entry``)."""
+    answer = to_json(message)
+    for field in message.DESCRIPTOR.fields:
+        kind = field.message_type
+        if kind is None or kind.GetOptions().map_entry:
+            continue
+        convert = _PLAIN_MESSAGES.get(kind.full_name, plain_message)
+        value = getattr(message, field.name)
+        if field.is_repeated:
+            answer[field.name] = [convert(v) for v in value]
+        elif message.HasField(field.name):
+            answer[field.name] = convert(value)
+    return answer
+
+
+def answer_plain(response: Message) -> tuple[int, Any]:
+    return 200, plain_message(response)
+
+
 # -- parameters ---------------------------------------------------------------------------------------
 
 
@@ -146,10 +183,14 @@ def parse_text(text: str, name: str) -> str:
 def parse_at(text: str, name: str) -> int | str:
     if text in ("now", "latest"):
         return text
+    return parse_timestamp(text, name, "a timestamp (an integer), 'now' or 'latest'")
+
+
+def parse_timestamp(text: str, name: str, what: str = "a timestamp (an integer)") -> int:
     try:
         value = int(text)
     except ValueError:
-        raise bad(f"{name} must be a timestamp (an integer), 'now' or 'latest', not {text!r}") from None
+        raise bad(f"{name} must be {what}, not {text!r}") from None
     if not -(2**63) <= value < 2**63:
         raise bad(f"{name} {value} is out of the int64 range")
     return value
@@ -162,6 +203,16 @@ def parse_choice(choices: tuple[str, ...]) -> Callable[[str, str], str]:
         return text
 
     return parse
+
+
+def parse_number(text: str, name: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise bad(f"{name} must be a number, not {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise bad(f"{name} must be a finite number, not {text}")
+    return value
 
 
 def parse_seconds(text: str, name: str) -> float:
@@ -207,6 +258,31 @@ IF_ABSENT = Param(
     {"type": "string", "enum": ["EMPTY", "TOP", "BOTTOM"]},
     parse_choice(("EMPTY", "TOP", "BOTTOM")),
 )
+PAGE = Param("page", "query", "The page, from 1 (default 1).", INT32_SCHEMA, parse_uint)
+PAGE_SIZE = Param("size", "query", "Rows per page, 1-1000 (default 10).", INT32_SCHEMA, parse_uint)
+RECORDS = Param(
+    "records",
+    "query",
+    'The records: a JSON array of keys, each one string or an array of items (["alice", "bob"]).',
+    {"type": "string"},
+    parse_text,
+    True,
+)
+PERCENTILE = Param(
+    "percentile",
+    "query",
+    "0 (the worst score) to 100 (the best).",
+    {"type": "number"},
+    lambda t, n: parse_number(t, n),
+    True,
+)
+HISTORY_TYPE = Param(
+    "type", "query", "The window type (not 0: all time has one window).", INT32_SCHEMA, parse_uint, True
+)
+UNTIL = Param(
+    "until", "query", "Windows starting at or before this timestamp (default: all).", {"type": "integer"}, parse_at
+)
+HISTORY_COUNT = Param("count", "query", "The latest 1-100 windows (default 10).", INT32_SCHEMA, parse_uint)
 INTERVAL = Param(
     "interval", "query", "Seconds between checks of the board (0.2-60, default 1).", {"type": "number"}, parse_seconds
 )
@@ -249,6 +325,17 @@ ENTRIES_SCHEMA = {
     },
     "required": ["entries"],
 }
+METADATA_BODY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
+        "merge": {"type": "boolean", "description": "update these fields only (default: replace all)"},
+        "remove": {"type": "array", "items": {"type": "string"}, "description": "with merge: fields to drop"},
+        "idempotency_key": {"type": "string"},
+    },
+    "additionalProperties": False,
+}
+OBJECT_SCHEMA = {"type": "object"}
 SCORE_BODY_SCHEMA = {
     "type": "object",
     "properties": {
@@ -369,6 +456,93 @@ def build_around(values: dict[str, Any], body: Any, transcoder: Transcoder, head
     )
 
 
+def build_page(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    return pb.PageRequest(
+        index=values["index"],
+        window=selector(values, transcoder, headers),
+        group=_group(values),
+        mode=_mode(values),
+        page=values.get("page", 1),
+        size=values.get("size", 10),
+    )
+
+
+def build_ranks(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    try:
+        keys = json.loads(values["records"])
+    except ValueError:
+        raise bad(f"records must be a JSON array of keys, not {values['records']!r}") from None
+    if not isinstance(keys, list):
+        raise bad(f"records must be a JSON array of keys, not {values['records']!r}")
+    return pb.RanksRequest(
+        index=values["index"],
+        records=[pb.RecordKey(pk=items_from_json(key, "records")) for key in keys],
+        window=selector(values, transcoder, headers),
+        group=_group(values),
+        mode=_mode(values),
+    )
+
+
+def build_percentile(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    return pb.PercentileRequest(
+        index=values["index"],
+        pk=items_from_text(values["pk"], "pk"),
+        window=selector(values, transcoder, headers),
+        group=_group(values),
+    )
+
+
+def build_score_for_percentile(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    return pb.ScoreForPercentileRequest(
+        index=values["index"],
+        window=selector(values, transcoder, headers),
+        group=_group(values),
+        percentile=values["percentile"],
+    )
+
+
+def build_history(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    request = pb.RankHistoryRequest(
+        index=values["index"],
+        pk=items_from_text(values["pk"], "pk"),
+        window_type=values["type"],
+        count=values.get("count", 0),
+        group=_group(values),
+        mode=_mode(values),
+    )
+    if "until" in values:
+        request.until = values["until"]
+    return request
+
+
+def build_metadata(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    return pb.MetadataRequest(index=values["index"], pk=items_from_text(values["pk"], "pk"))
+
+
+def build_set_metadata(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    if not isinstance(body, dict) or set(body) - set(METADATA_BODY_SCHEMA["properties"]):
+        raise bad('the body must be a JSON object like {"metadata": {"name": "Alice"}, "merge": true}')
+    metadata, merge, remove = body.get("metadata", {}), body.get("merge", False), body.get("remove", [])
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise bad(f"metadata must be an object of strings, not {metadata!r}")
+    if not isinstance(merge, bool):
+        raise bad(f"merge must be true or false, not {merge!r}")
+    if not isinstance(remove, list) or not all(isinstance(v, str) for v in remove):
+        raise bad(f"remove must be an array of field names, not {remove!r}")
+    return pb.SetMetadataRequest(
+        index=values["index"],
+        pk=items_from_text(values["pk"], "pk"),
+        metadata=metadata,
+        merge=merge,
+        remove=remove,
+        idempotency_key=idempotency_key(body, headers),
+    )
+
+
 def build_list_indexes(
     values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
 ) -> Message:
@@ -442,6 +616,18 @@ def answer_count(response: Message) -> tuple[int, Any]:
     if response.HasField("window"):
         answer["window"] = plain_window(response.window)  # type: ignore[attr-defined]
     return 200, answer
+
+
+def answer_metadata(response: Message) -> tuple[int, Any]:
+    if not response.exists:  # type: ignore[attr-defined]
+        return 404, {"code": "NOT_FOUND", "message": "no such record"}
+    return 200, {"metadata": dict(sorted(response.metadata.items()))}  # type: ignore[attr-defined]
+
+
+def answer_ranks(response: Message) -> tuple[int, Any]:
+    """Each record asked, in order: its entry, or null without a value in the window."""
+    slots = response.ranks  # type: ignore[attr-defined]
+    return 200, {"entries": [plain_entry(s.entry) if s.HasField("entry") else None for s in slots]}
 
 
 def answer_as_json(response: Message) -> tuple[int, Any]:
@@ -535,5 +721,97 @@ ROUTES: tuple[RestRoute, ...] = (
         build_around,
         answer_entries,
         ENTRIES_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/page",
+        "GET",
+        "GetPage",
+        "One page of a window's standings, with the page count and the total.",
+        (INDEX, WINDOW_TYPE, AT, GROUP, MODE, PAGE, PAGE_SIZE),
+        build_page,
+        answer_plain,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/ranks",
+        "GET",
+        "GetRanks",
+        "Several records' entries in a window, in the order asked (null: no value there).",
+        (INDEX, WINDOW_TYPE, RECORDS, AT, GROUP, MODE),
+        build_ranks,
+        answer_ranks,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/friends",
+        "GET",
+        "FriendsBoard",
+        "A board of these records only (friends), best first, with their ranks in the whole window.",
+        (INDEX, WINDOW_TYPE, RECORDS, AT, GROUP, MODE),
+        build_ranks,
+        answer_entries,
+        ENTRIES_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/score-for-percentile",
+        "GET",
+        "ScoreForPercentile",
+        "The score at a percentile of a window (100: the best).",
+        (INDEX, WINDOW_TYPE, PERCENTILE, AT, GROUP),
+        build_score_for_percentile,
+        answer_plain,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/records/{pk}/percentile",
+        "GET",
+        "GetPercentile",
+        "The share of the window's records behind this one, in percent.",
+        (INDEX, WINDOW_TYPE, RECORD, AT, GROUP),
+        build_percentile,
+        answer_plain,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/records/{pk}/movement",
+        "GET",
+        "GetMovement",
+        "A record's rank in a window and in the window of the type before it, and the places gained.",
+        (INDEX, WINDOW_TYPE, RECORD, AT, GROUP, MODE),
+        build_rank,
+        answer_plain,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/records/{pk}/history",
+        "GET",
+        "GetRankHistory",
+        "A record's entry and rank in each of the latest windows of a type, and the best of them.",
+        (INDEX, RECORD, HISTORY_TYPE, UNTIL, HISTORY_COUNT, GROUP, MODE),
+        build_history,
+        answer_plain,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/records/{pk}/metadata",
+        "GET",
+        "GetMetadata",
+        "A record's display metadata (404: no such record).",
+        (INDEX, RECORD),
+        build_metadata,
+        answer_metadata,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/records/{pk}/metadata",
+        "POST",
+        "SetMetadata",
+        "Replace (or with merge, update) a record's display metadata; answers what is stored now.",
+        (INDEX, RECORD),
+        build_set_metadata,
+        answer_metadata,
+        OBJECT_SCHEMA,
+        body_schema=METADATA_BODY_SCHEMA,
+        body_example={"metadata": {"name": "Alice"}, "merge": True},
     ),
 )
