@@ -154,6 +154,8 @@ class HttpApi:
         self.max_workers = max_workers
         self._limiters: dict[str, anyio.CapacityLimiter] = {}
         self.events = EventBoards(limits.max_event_streams, self.transcoder.stopping)
+        if metrics is not None:
+            metrics.event_streams.set_function(lambda: self.events.streams)
         # A body's time limit (each late read's task is cancelled, and answered DEADLINE_EXCEEDED).
         self.bodies = Deadlines(self.transcoder.settings.receive_timeout, self._body_too_late)
         self.late_bodies: set[Hashable] = set()

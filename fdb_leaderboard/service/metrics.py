@@ -11,13 +11,21 @@ process may run several servers, as the tests do).  What it measures:
 - the embedded store's group commits: how many transactions each durable commit carried;
 - what fills, trims, expiries, keep-ahead passes and bulk loads did, per index, read from the
   answers of the calls that did it, whichever transport carried them;
-- at scrape time, windows (and windows still being filled) per index, and the store's own
-  counters where it keeps them (``Database.stats``: transactions, read rounds, retries, conflicts);
+- at scrape time, windows (and windows still being filled) per index, the end of each window
+  type's last window (when windows run out), the store's own counters where it keeps them
+  (``Database.stats``: transactions, read rounds, conflicts; its retries are
+  ``store_transaction_retries_total``, counted here by kind), and the embedded store's size
+  against its map size;
+- the build (``build_info``), and the HTTP door's open event streams (the live page's viewers);
 - the process's CPU, memory, file descriptors and garbage collections.
+
+No ``*_created`` series: one series per quantity.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import platform
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -31,15 +39,19 @@ from prometheus_client import (
     Histogram,
     PlatformCollector,
     ProcessCollector,
+    disable_created_metrics,
     generate_latest,
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from ..index.directory import ALL_TIME
 from ..store.api import Database, WrappedDatabase
-from .catalog import Catalog
+from .catalog import Catalog, timebase_scale
 
 T = TypeVar("T")
+
+disable_created_metrics()  # a counter's creation time is not a quantity anyone watches
 
 PREFIX = "fdb_leaderboard"
 # Calls take from ~50 µs (a cached read) to seconds (a fill pass, a bulk load).
@@ -119,6 +131,15 @@ class Metrics:
             "When the server's background maintenance last went over every index (Unix time).",
             registry=r,
         )
+        Gauge(
+            f"{PREFIX}_build_info",
+            "The running build: the package's version and Python's (always 1).",
+            ["version", "python"],
+            registry=r,
+        ).labels(_version(), platform.python_version()).set(1)
+        self.event_streams = Gauge(
+            f"{PREFIX}_http_event_streams", "Open event streams of the HTTP door (live pages watching).", registry=r
+        )
         self._call_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
         self._transaction_children: dict[tuple[str, str], Any] = {}
 
@@ -148,6 +169,8 @@ class Metrics:
         stats = getattr(db, "stats", None)
         if stats is not None and callable(getattr(stats, "snapshot", None)):
             self.registry.register(_StoreStatsCollector(stats))
+        if all(hasattr(db, name) for name in ("disk_usage", "map_size", "closed")):  # the embedded store
+            self.registry.register(_StoreSizeCollector(db))
 
     def exposition(self) -> bytes:
         """The registry in Prometheus's text format."""
@@ -204,13 +227,26 @@ class _WindowCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         windows = GaugeMetricFamily(f"{PREFIX}_windows", "Windows in the index's directory.", labels=["index"])
         filling = GaugeMetricFamily(f"{PREFIX}_windows_filling", "Windows still being filled.", labels=["index"])
-        for name, _ in self.catalog.list():
+        last_end = GaugeMetricFamily(
+            f"{PREFIX}_windows_last_end_timestamp_seconds",
+            "When the last window of a type ends (Unix time): scores after it land in no window of the type.",
+            labels=["index", "type"],
+        )
+        for name, entry in self.catalog.list():
             directory = self.catalog.get(name).directory()
             found = directory.windows if directory is not None else []
             windows.add_metric([name], len(found))
             filling.add_metric([name], sum(1 for w in found if w.filling))
+            scale = timebase_scale(entry.maintenance if entry.HasField("maintenance") else None)
+            ends: dict[int, int] = {}
+            for window in found:
+                if window.type != ALL_TIME:
+                    ends[window.type] = max(ends.get(window.type, window.end), window.end)
+            for window_type, end in sorted(ends.items()):
+                last_end.add_metric([name, str(window_type)], end / scale)
         yield windows
         yield filling
+        yield last_end
 
 
 class _StoreStatsCollector(Collector):
@@ -224,9 +260,38 @@ class _StoreStatsCollector(Collector):
 
     def collect(self) -> Iterator[CounterMetricFamily]:
         for name, count in sorted(self.stats.snapshot().items()):
+            if name == "retries":  # store_transaction_retries_total counts them, by kind
+                continue
             yield CounterMetricFamily(
                 f"{PREFIX}_store_{name}", f"The store's own count of {name.replace('_', ' ')}.", count
             )
+
+
+class _StoreSizeCollector(Collector):
+    """The embedded store's file against its map size (writes fail once it is full)."""
+
+    def __init__(self, db: Any) -> None:
+        self.db = db
+
+    def describe(self) -> list:
+        return []
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        if self.db.closed:  # a server stopping: nothing to measure
+            return
+        yield GaugeMetricFamily(
+            f"{PREFIX}_store_size_bytes", "Bytes of the embedded store's data file in use.", self.db.disk_usage()
+        )
+        yield GaugeMetricFamily(
+            f"{PREFIX}_store_size_limit_bytes", "The embedded store's map size: its largest size.", self.db.map_size()
+        )
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("fdb-leaderboard")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def remember_first(messages: Iterator[Any], first: list[Any]) -> Iterator[Any]:
