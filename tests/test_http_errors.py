@@ -148,3 +148,22 @@ def test_health_and_readiness(web: httpx.Client, server: Server, monkeypatch: py
     monkeypatch.setattr(server.catalog, "probe", failing)
     body = error_of(web.get("/readyz"), 503)
     assert body["message"] == "the store failed a read: see the server log"
+
+
+def test_a_routes_own_window_lookup_is_not_a_users_call(
+    web: httpx.Client, game: LeaderboardClient, server: Server
+) -> None:
+    """``at=latest`` reads the index's windows first: the metrics count the user's Top only."""
+
+    def counted(method: str) -> float:
+        return sum(
+            s.value
+            for family in server.metrics.registry.collect()
+            for s in family.samples
+            if s.name == "fdb_leaderboard_calls_total"
+            and s.labels["method"] == method
+            and s.labels["transport"] == "http"
+        )
+
+    assert web.get("/v1/indexes/game/windows/0/top", params={"at": "latest"}).status_code == 200
+    assert (counted("Top"), counted("ListWindows")) == (1, 0)

@@ -399,7 +399,8 @@ def selector(values: dict[str, Any], transcoder: Transcoder, headers: Mapping[st
     if at == "now":
         pass  # no timestamp: the server reads the window holding now, in the index's timebase
     elif at == "latest":
-        listing = transcoder.call("ListWindows", pb.ListWindowsRequest(index=values["index"]), headers)
+        request = pb.ListWindowsRequest(index=values["index"])
+        listing = transcoder.call("ListWindows", request, headers, counted=False)  # the route's own lookup
         if not listing.HasField("latest_timestamp"):
             raise CallFailed(
                 grpc.StatusCode.FAILED_PRECONDITION,

@@ -247,11 +247,17 @@ class Transcoder:
         self.stopping = threading.Event()
 
     def call(
-        self, name: str, request: Message | Iterator[Message], headers: Mapping[str, str], background: bool = False
+        self,
+        name: str,
+        request: Message | Iterator[Message],
+        headers: Mapping[str, str],
+        background: bool = False,
+        counted: bool = True,
     ) -> Message:
         """Call the RPC ``name`` (blocking: run it in a worker thread); raises :class:`CallFailed`.
         ``background``: a read no caller waits for (an event stream's), served on a reader process
-        like a heavy read, whatever its size, where the server has them."""
+        like a heavy read, whatever its size, where the server has them.  ``counted``: False for a
+        route's own lookup (``at=latest``'s), which is not a call of the user's in the metrics."""
         rpc = self.rpcs[name]
         started = time.perf_counter()
         code = grpc.StatusCode.UNKNOWN
@@ -293,5 +299,5 @@ class Transcoder:
         finally:
             if load_slot:
                 self.dispatcher.load_slots.release()
-            if self.metrics is not None:
+            if self.metrics is not None and counted:
                 self.metrics.observe_call("http", name, code, time.perf_counter() - started)
