@@ -283,5 +283,17 @@ def document(rpcs: list[Rpc], routes: tuple[RestRoute, ...], with_metrics: bool)
             "(protobuf's JSON mapping, field names as in the proto); the REST routes answer everyday reads.",
         },
         "paths": paths,
-        "components": {"schemas": schemas},
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "A token of the server's --tokens file; its role (read, write, admin) must "
+                    "cover the call. Without tokens configured, no token is needed.",
+                }
+            },
+        },
+        # A token where the server has tokens, none otherwise.
+        "security": [{"bearer": []}, {}],
     }

@@ -309,7 +309,9 @@ ENTRY_SCHEMA = {
 }
 WINDOW_SCHEMA = {
     "type": "object",
-    "description": "the window read: its type and [start, end) in the index's timebase",
+    "description": "the window read: its type and [start, end) in the index's timebase; like every 64-bit "
+    "integer of the API, a bound is a number within +-2^53 and a string of digits beyond (so the all-time "
+    'window\'s end, 2^63 - 1, is "9223372036854775807")',
     "properties": {
         "type": {"type": "integer"},
         "start": {"type": ["integer", "string"]},
