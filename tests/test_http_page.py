@@ -430,3 +430,21 @@ def test_past_windows_and_movement(board, sized_browser) -> None:
     sized_browser.get(f"{http.url}/#index=days&type=1&at={D0 - DAY}&record=ann")
     WebDriverWait(sized_browser, 10).until(lambda d: text_of(d, "rank") == "ann is #4 with 10")
     assert_fits(sized_browser)
+
+
+def test_the_servers_own_documentation_page(board, sized_browser) -> None:
+    """/docs renders /openapi.json with the server's own script: every operation, offline."""
+    _, http, _ = board
+    document = httpx.get(f"{http.url}/openapi.json").json()
+    operations = [op["operationId"] for item in document["paths"].values() for op in item.values()]
+    sized_browser.get(f"{http.url}/docs")
+    shown_ids = lambda d: d.execute_script("return [...document.querySelectorAll('section.operation')].map(s => s.id)")  # noqa: E731
+    WebDriverWait(sized_browser, 10).until(lambda d: shown_ids(d) == operations)
+    assert "GetRankHistory" in operations and "readyz" in operations
+    history = document["paths"]["/v1/indexes/{index}/records/{pk}/history"]["get"]["operationId"]
+    sized_browser.find_element(By.ID, "filter").send_keys("/records/{pk}/history")
+    visible = sized_browser.execute_script(
+        "return [...document.querySelectorAll('section.operation')].filter(s => !s.hidden).map(s => s.id)"
+    )
+    assert visible == [history]
+    assert_fits(sized_browser)

@@ -162,6 +162,7 @@ class HttpApi:
         routes: list[Route | Mount] = [
             Route("/", self.page, methods=["GET"], name="page"),
             Route("/openapi.json", self.openapi, methods=["GET"], name="openapi"),
+            Route("/docs", self.docs, methods=["GET"], name="docs"),
             Route("/healthz", self.healthz, methods=["GET"], name="healthz"),
             Route("/readyz", self.readyz, methods=["GET"], name="readyz"),
         ]
@@ -338,6 +339,10 @@ class HttpApi:
 
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(self.document)
+
+    async def docs(self, request: Request) -> Response:
+        """The API's documentation, rendered from /openapi.json by the page's own script."""
+        return FileResponse(STATIC / "docs.html", media_type="text/html")
 
     async def healthz(self, request: Request) -> Response:
         """The process answers (whatever the store does): for a liveness check."""

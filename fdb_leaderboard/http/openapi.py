@@ -234,6 +234,14 @@ def document(rpcs: list[Rpc], routes: tuple[RestRoute, ...], with_metrics: bool)
                 "responses": {"200": {"description": "OpenAPI 3.1", "content": {"application/json": {}}}},
             }
         },
+        "/docs": {
+            "get": {
+                "operationId": "docs",
+                "summary": "This document as a page, rendered in the browser (works offline).",
+                "tags": ["meta"],
+                "responses": {"200": {"description": "HTML", "content": {"text/html": {}}}},
+            }
+        },
         "/healthz": {
             "get": {
                 "operationId": "healthz",
