@@ -41,7 +41,7 @@ from grpc import aio
 from .. import access
 from ..proto import service_pb2 as pb
 from .grpc_service import SERVICE_NAME, CallContext, ClientGone, LeaderboardService
-from .metrics import Metrics
+from .metrics import COUNTED_RESULTS, Metrics
 from .readers import READ_METHODS, ReadProcesses
 from .settings import ServerSettings
 from .status import Answer, cap_message, status_of
@@ -448,6 +448,7 @@ class _Unary:
         self.heavy = name in HEAVY_METHODS
         self.inline = dispatcher.inline_reads and name in INLINE_READS
         self.elsewhere = dispatcher.readers is not None and name in READ_METHODS
+        self.counts_result = name in COUNTED_RESULTS
 
     async def serve(self, _requests: Any, context: aio.ServicerContext) -> bytes | None:
         return await self.dispatcher.answer(context, self._serve(context), self.name)
@@ -468,7 +469,8 @@ class _Unary:
             return dispatcher.sized(await self._on_reader(request, data, call))
         else:
             response = await self._on_thread(dispatcher.heavy if heavy else dispatcher.workers, request, call)
-        dispatcher._observe(self.name, request, response)
+        if self.counts_result:
+            dispatcher._observe(self.name, request, response)
         return dispatcher.reply(response)
 
     async def _on_thread(self, pool: concurrent.futures.Executor, request: Message, call: _Call) -> Message:
