@@ -243,12 +243,14 @@ class Dispatcher(grpc.GenericRpcHandler):
                 f"the request does not parse as {request_type.DESCRIPTOR.full_name}",
             ) from None
 
+    def rows(self, method: str, request: Any) -> int:
+        """The rows the call answers with (1 for a point read or a write)."""
+        rows = ROWS.get(method)
+        return 1 if rows is None else rows(request, self.settings)
+
     def is_heavy(self, method: str, request: Any) -> bool:
         """Whether a call may do much more work than a point read or a score write."""
-        if method in HEAVY_METHODS:
-            return True
-        rows = ROWS.get(method)
-        return rows is not None and rows(request, self.settings) > self.settings.heavy_rows
+        return method in HEAVY_METHODS or self.rows(method, request) > self.settings.heavy_rows
 
     def reads_elsewhere(self, method: str, request: Any) -> bool:
         """Whether the call is a heavy read that a reader process serves."""
@@ -444,9 +446,10 @@ class _Unary:
         self.name = name
         self.request_type = request_type
         self.handler = handler
-        self.rows = ROWS.get(name)
-        self.heavy = name in HEAVY_METHODS
-        self.inline = dispatcher.inline_reads and name in INLINE_READS
+        # Reads of up to this many rows run on the event loop (0: none of this method's do).
+        self.inline_rows = min(INLINE_ROWS, dispatcher.settings.heavy_rows) if dispatcher.inline_reads else 0
+        if name not in INLINE_READS:
+            self.inline_rows = 0
         self.elsewhere = dispatcher.readers is not None and name in READ_METHODS
         self.counts_result = name in COUNTED_RESULTS
 
@@ -461,14 +464,14 @@ class _Unary:
             raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{self.name} needs a request message")
         request = dispatcher._parse(self.request_type, data, self.name, context)
         call = dispatcher.start(context)
-        rows = 1 if self.rows is None else self.rows(request, settings)
-        heavy = self.heavy or rows > settings.heavy_rows
-        if self.inline and not heavy and rows <= INLINE_ROWS:
+        if dispatcher.rows(self.name, request) <= self.inline_rows:
             response = self.handler(request, call)
-        elif heavy and self.elsewhere:
+        elif not dispatcher.is_heavy(self.name, request):
+            response = await self._on_thread(dispatcher.workers, request, call)
+        elif self.elsewhere:
             return dispatcher.sized(await self._on_reader(request, data, call))
         else:
-            response = await self._on_thread(dispatcher.heavy if heavy else dispatcher.workers, request, call)
+            response = await self._on_thread(dispatcher.heavy, request, call)
         if self.counts_result:
             dispatcher._observe(self.name, request, response)
         return dispatcher.reply(response)
