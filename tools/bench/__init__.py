@@ -25,7 +25,8 @@ keeping its results in a :class:`bench.suite.Run`:
 - :mod:`bench.report`: its tables and ``docs/benchmarks.md``.
 
 The others: :mod:`bench.rankedset` (``tools/bench_rankedset.py``), :mod:`bench.floors`
-(``tools/bench_floor.py``), :mod:`bench.scaling` (``tools/bench_scaling.py``).
+(``tools/bench_floor.py``), :mod:`bench.scaling` (``tools/bench_scaling.py``), :mod:`bench.served`
+(``tools/bench_served.py``: the served path of two revisions side by side).
 """
 
 from __future__ import annotations
