@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ..errors import InvalidArgument, WindowNotFound, WindowNotReady
-from ..rankedset import Steps, run_alone, run_together
+from ..rankedset import Steps, run_alone
 from ..store.api import strinc
 from . import tuplecodec as tuples
 from .directory import ALL_TIME, Window, check_window_type
@@ -71,6 +71,13 @@ class RankedEntry:
     group: tuple = ()
     rank: int | None = None
     metadata: dict[str, str] | None = dataclasses.field(default=None, hash=False)
+
+    def with_metadata(self, metadata: dict[str, str]) -> RankedEntry:
+        """This entry with ``metadata``: ``dataclasses.replace``'s result, made without its per-field
+        introspection (a listing makes one per row)."""
+        copied = object.__new__(RankedEntry)
+        copied.__dict__.update(self.__dict__, metadata=metadata)
+        return copied
 
 
 class _Row(NamedTuple):
@@ -124,10 +131,7 @@ class Reader:
     # -- resolving ----------------------------------------------------------------------
 
     def window(self, ref: WindowRef) -> Window:
-        try:
-            window_type = check_window_type(ref.type, allow_all_time=True)
-        except (TypeError, ValueError) as exc:  # a bad type is the caller's error, like every other
-            raise InvalidArgument(str(exc)) from None
+        window_type = check_window_type(ref.type, allow_all_time=True)
         if ref.timestamp is not None:
             ts = check_timestamp(ref.timestamp)
         else:  # the window holding now: today's of a daily type, this week's of a weekly one
@@ -400,9 +404,7 @@ class Reader:
         key = group_prefix + element + pk_flat
         # One round for the size, the record's rank and the records sharing its key (they sort by pk).
         ties = self.tr.get_range_async(group_prefix + element, key) if ranked.count_duplicates else None
-        size, position = run_together(
-            [ranked.size_steps(self.tr), ranked.rank_steps(self.tr, element, null_if_missing=False)]
-        )
+        position, size = run_alone(ranked.rank_and_size_steps(self.tr, element))
         if ties is None:
             start = max(0, min(position - above, size - span))
             return self._by_position(window, group_bytes, start, span, mode)
