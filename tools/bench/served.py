@@ -64,7 +64,8 @@ PATHS = {
     "writers": f"{SERVICE}/AddScore",
 }
 WARM_UP_CALLS = 50
-LOAD_BATCH = 500
+LOAD_BATCH = 250
+LOAD_ATTEMPTS = 3
 
 
 # -- checkouts --------------------------------------------------------------------------------
@@ -195,7 +196,16 @@ def load(server: Served, records: int) -> None:
             pb.RecordEntries(pk=[pb.Item(string=f"p{i}")], entries=[entry(rng.randrange(10**6), i)])
             for i in range(start, min(records, start + LOAD_BATCH))
         ]
-        batch(pb.WriteBatchRequest(index=INDEX, records=chunk).SerializeToString(), timeout=600)
+        request = pb.WriteBatchRequest(index=INDEX, records=chunk).SerializeToString()
+        for attempt in range(LOAD_ATTEMPTS):
+            try:
+                batch(request, timeout=600)
+                break
+            except grpc.RpcError as exc:
+                # On a busy machine a batch may outrun the store's 5 s transaction limit; it
+                # left nothing behind, and writing the same entries again changes nothing.
+                if exc.code() is not grpc.StatusCode.ABORTED or attempt == LOAD_ATTEMPTS - 1:
+                    raise
 
 
 def requests(kind: str, records: int, seed: int) -> Iterator[bytes]:
