@@ -448,3 +448,21 @@ def test_the_servers_own_documentation_page(board, sized_browser) -> None:
     )
     assert visible == [history]
     assert_fits(sized_browser)
+
+
+def test_a_board_without_a_current_window_says_so_and_offers_the_past_ones(board, sized_browser) -> None:
+    server, http, lb = board
+    lb.create_index("old")
+    lb.update_windows("old", high_score_first=True, specs=[(1, D0 - 3 * DAY, DAY, DAY, 2)])  # ended yesterday
+    lb.add_score("old", ("ann",), 7, D0 - 2 * DAY + 5)
+    server.catalog.get("old").clock = lambda: T0 + 60
+    sized_browser.get(f"{http.url}/#index=old&type=1")
+    WebDriverWait(sized_browser, 10).until(lambda d: "No window of this type holds" in text_of(d, "error"))
+    assert text_of(sized_browser, "status") == "not live: see below"  # not retried
+    assert_fits(sized_browser)
+    periods = Select(sized_browser.find_element(By.ID, "period"))
+    offered = [o.get_attribute("value") for o in periods.options]
+    assert offered == ["", str(D0 - 2 * DAY), str(D0 - 3 * DAY)]  # the stored windows, latest first
+    periods.select_by_value(str(D0 - 2 * DAY))
+    until(sized_browser, "top", expected(lb.top("old", 10, 1, D0 - 2 * DAY)))
+    assert text_of(sized_browser, "error") == ""
