@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from conftest import calls_counted
 
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.http import HttpServer, app
@@ -155,15 +156,5 @@ def test_a_routes_own_window_lookup_is_not_a_users_call(
 ) -> None:
     """``at=latest`` reads the index's windows first: the metrics count the user's Top only."""
 
-    def counted(method: str) -> float:
-        return sum(
-            s.value
-            for family in server.metrics.registry.collect()
-            for s in family.samples
-            if s.name == "fdb_leaderboard_calls_total"
-            and s.labels["method"] == method
-            and s.labels["transport"] == "http"
-        )
-
     assert web.get("/v1/indexes/game/windows/0/top", params={"at": "latest"}).status_code == 200
-    assert (counted("Top"), counted("ListWindows")) == (1, 0)
+    assert (calls_counted(server, "http", "Top"), calls_counted(server, "http", "ListWindows")) == (1, 0)

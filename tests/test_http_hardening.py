@@ -26,6 +26,7 @@ from typing import Any
 import grpc
 import httpx
 import pytest
+from conftest import calls_counted
 
 from fdb_leaderboard.access import Tokens
 from fdb_leaderboard.client import LeaderboardClient
@@ -354,8 +355,7 @@ def test_event_streams_share_one_computation_are_capped_and_freed(door) -> None:
     events = http.api.events
 
     def top_calls() -> float:
-        found = server.metrics.calls.labels("http", "Top", "OK")._value.get()  # type: ignore[attr-defined]
-        return float(found)
+        return calls_counted(server, "http", "Top")
 
     async def watch() -> float:
         async with httpx.AsyncClient(base_url=http.url, timeout=20, limits=httpx.Limits(max_connections=40)) as web:
