@@ -8,6 +8,7 @@
 
 const $ = (id) => document.getElementById(id);
 const state = { index: "", type: null, group: "", at: "", n: 10, record: "" };
+let indexes = [];  // the server's indexes (ListIndexes)
 let info = null;  // the chosen index's IndexInfo (options, maintenance policy)
 let windows = [];  // the chosen index's windows (ListWindows)
 let currentStart = null;  // the start of the board type's window holding the server's clock, once seen
@@ -89,7 +90,7 @@ function advice(error) {
   }
   if (error.status === 404 && /no window of type/.test(error.message)) {
     return "No window of this type holds the server's time: its windows ended or start later " +
-      "(the maintenance policy keeps them ahead: fdb-leaderboard policy set). Choose another board.";
+      "(the maintenance policy keeps them ahead: fdb-leaderboard policy set). Choose an earlier period or another board.";
   }
   return "";
 }
@@ -477,8 +478,6 @@ async function choose() {
     setStatus("not live: see below");
   }
 }
-
-let indexes = [];
 
 async function start() {
   readHash();
