@@ -106,12 +106,16 @@ async def _read_body(request: Request, limit: int, deadlines: Deadlines, late: s
 async def _lines(chunks: AsyncIterator[bytes], limit: int, idle: float, what: str) -> AsyncIterator[bytes]:
     """The lines of a streamed body, each at most ``limit`` bytes, like a message, and each
     complete within ``idle`` seconds of the one before."""
-    pending = b""
+    pending = bytearray()
+    searched = 0  # where to look for the next newline
     iterator = aiter(chunks)
     loop = asyncio.get_running_loop()
     while True:
         ends = loop.time() + idle
-        while b"\n" not in pending:
+        while (newline := pending.find(b"\n", searched)) < 0:
+            if len(pending) > limit:
+                raise Answer(grpc.StatusCode.RESOURCE_EXHAUSTED, f"a line is larger than {limit} bytes")
+            searched = len(pending)
             try:
                 async with asyncio.timeout_at(ends):
                     chunk = await anext(iterator)
@@ -119,14 +123,14 @@ async def _lines(chunks: AsyncIterator[bytes], limit: int, idle: float, what: st
                 raise Answer(grpc.StatusCode.DEADLINE_EXCEEDED, f"{what} did not arrive within {idle:g} s") from None
             except StopAsyncIteration:
                 if pending:
-                    yield pending
+                    yield bytes(pending)
                 return
             pending += chunk
-            if len(pending) > limit and b"\n" not in pending:
-                raise Answer(grpc.StatusCode.RESOURCE_EXHAUSTED, f"a line is larger than {limit} bytes")
-        line, pending = pending.split(b"\n", 1)
-        if len(line) > limit:
+        if newline > limit:
             raise Answer(grpc.StatusCode.RESOURCE_EXHAUSTED, f"a line is larger than {limit} bytes")
+        line = bytes(pending[:newline])
+        del pending[: newline + 1]
+        searched = 0
         yield line
 
 
