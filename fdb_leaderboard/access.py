@@ -94,6 +94,7 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "Trim": Role.ADMIN,
     "KeepAhead": Role.ADMIN,
     "Verify": Role.ADMIN,
+    "ExpireIdempotencyKeys": Role.ADMIN,
     "BulkLoad": Role.ADMIN,
     "Load": Role.ADMIN,
     # write: one record (or a batch of them) at a time

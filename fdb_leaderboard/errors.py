@@ -28,7 +28,12 @@ class WindowNotReady(FailedPrecondition):
 
 
 class AlreadyExists(LeaderboardError):
-    """An index with that name or subspace already exists with other options."""
+    """An index with that name or subspace already exists with other options, or an idempotency
+    key was used before for another request."""
+
+
+class ResourceExhausted(LeaderboardError):
+    """A bound of the index is reached (e.g. the idempotency keys it keeps): retry later."""
 
 
 class NoWindowsWarning(UserWarning):

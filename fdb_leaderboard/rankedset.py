@@ -27,11 +27,13 @@ between levels is a byte concatenation, never a tuple (un)packing.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import enum
+import struct
 import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import fdb.tuple
 import mmh3
@@ -59,6 +61,12 @@ _ZERO = bytes(8)
 _NTH_PAGE = 12
 _NTH_PAGE_BATCHED = 48
 _TAIL_NODES = 64  # nodes read back from an element on each level by a batched rank
+# Where reads cost round trips, the upper levels holding about this many nodes or fewer together
+# are read whole in one range read (the set's size, noted from its top level, tells which levels
+# those are), instead of one read per level; a read that would return more than _UPPER_LIMIT is
+# cut there, and the levels it did not cover are read one by one in one more round.
+_UPPER_NODES = 24
+_UPPER_LIMIT = 256
 
 
 class HashFunction(enum.Enum):
@@ -101,6 +109,15 @@ def _decode_count(value: bytes) -> int:
     return int.from_bytes(value, "little", signed=True)
 
 
+def _sum_counts(nodes: Sequence[KeyValue]) -> int:
+    """The sum of the nodes' counts: one unpacking of them all when each is 8 bytes (as every
+    writer stores them), else one by one."""
+    values = b"".join([value for _, value in nodes])
+    if len(values) == 8 * len(nodes):
+        return sum(struct.unpack(f"<{len(nodes)}q", values))
+    return sum(_decode_count(value) for _, value in nodes)
+
+
 def _suffix(element: bytes) -> bytes:
     """Tuple encoding of ``element`` as a byte-string item: the node key after the level."""
     return b"\x01" + element.replace(b"\x00", b"\x00\xff") + b"\x00"
@@ -108,6 +125,20 @@ def _suffix(element: bytes) -> bytes:
 
 def _element(suffix: bytes) -> bytes:
     return suffix[1:-1].replace(b"\x00\xff", b"\x00")
+
+
+def _merged(ranges: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """The same keys in fewer ranges: overlapping and touching ranges joined (predecessors found
+    for several levels, or for both ends of a move, often share keys)."""
+    ranges.sort()
+    out: list[tuple[bytes, bytes]] = []
+    for begin, end in ranges:
+        if out and begin <= out[-1][1]:
+            if end > out[-1][1]:
+                out[-1] = (out[-1][0], end)
+        else:
+            out.append((begin, end))
+    return out
 
 
 def run_together(operations: Sequence[Steps[Any]]) -> list[Any]:
@@ -141,6 +172,16 @@ def run_alone(operation: Steps[T]) -> T:
             return done.value
 
 
+class _UpperReads(NamedTuple):
+    """Reads issued by :meth:`RankedSet._issue_upper`: per probe, one per level below ``low``;
+    ``whole``, levels ``low`` and up (None when ``low`` is ``nlevels``)."""
+
+    low: int
+    probes: Sequence[tuple[bytes, bool]]
+    per_level: list[list[Future[list[KeyValue]]]]
+    whole: Future[list[KeyValue]] | None
+
+
 class CorruptRankedSet(Exception):
     """The stored skip list is missing nodes it must have."""
 
@@ -162,6 +203,7 @@ class RankedSet:
         "_levels",
         "_level_ends",
         "_level_sentinels",
+        "_size_hint",
     )
 
     def __init__(
@@ -181,6 +223,9 @@ class RankedSet:
         self._levels = [prefix + _LEVEL_KEYS[level] for level in range(nlevels)]
         self._level_sentinels = [level + _SENTINEL for level in self._levels]
         self._level_ends = [level + b"\x02" for level in self._levels]  # after every bytes item
+        # The size last seen (its top level read whole), or None: only where reads go (see
+        # _upper_level), never an answer.
+        self._size_hint: int | None = None
 
     # -- set-up --------------------------------------------------------------------------
 
@@ -211,41 +256,114 @@ class RankedSet:
             raise ValueError("ranked set elements must be non-empty byte strings")
         return _suffix(element)
 
-    def _issue_predecessors(self, tr: Transaction, suffix: bytes, or_equal: bool) -> list[Future[list[KeyValue]]]:
-        """For each level >= 1, a read of the last node before ``suffix`` (or at it, with
-        ``or_equal``): snapshot reads, issued now; :meth:`_predecessors` takes their results."""
-        tail = b"\x00" if or_equal else b""
+    def _upper_level(self, tr: ReadView) -> int:
+        """The lowest level read whole with every level above it (in one range read), or ``nlevels``
+        for none: where reads cost round trips, the lowest level ``l >= 1`` whose nodes and those
+        above are expected to number about ``_UPPER_NODES`` or fewer (a set of n elements has about
+        ``n / 16**l`` nodes on level ``l``), by the size last seen (the top level alone before)."""
+        if not tr.batched_reads:
+            return self.nlevels
+        size = self._size_hint
+        if size is None:
+            return self.nlevels - 1
+        for level in range(1, self.nlevels):
+            if size >> (LEVEL_FAN_POW * level) <= _UPPER_NODES:
+                return level
+        return self.nlevels
+
+    def _note_size(self, top_nodes: Sequence[KeyValue]) -> int:
+        """The size, from the top level's nodes, noted for where later reads go (:meth:`_upper_level`)."""
+        size = self._size_hint = _sum_counts(top_nodes)
+        return size
+
+    def _issue_upper(self, tr: Transaction, probes: Sequence[tuple[bytes, bool]]) -> _UpperReads:
+        """Snapshot reads, issued now, of what updates need on levels >= 1 for each probe
+        ``(suffix, own_node)``: the last node at or before the element on each level and, with
+        ``own_node``, the one before it (then the first may be the element's own node).  Levels
+        below :meth:`_upper_level` are read one range each; that level and those above in one."""
+        low = self._upper_level(tr)
         snapshot = tr.snapshot
-        return [
-            snapshot.get_range_async(self._level_sentinels[level], self._levels[level] + suffix + tail, 1, True)
-            for level in range(1, self.nlevels)
+        per_level = [
+            [
+                snapshot.get_range_async(
+                    self._level_sentinels[level], self._levels[level] + suffix + b"\x00", 2 if own_node else 1, True
+                )
+                for level in range(1, low)
+            ]
+            for suffix, own_node in probes
         ]
+        whole = None
+        if low < self.nlevels:
+            whole = snapshot.get_range_async(self._level_sentinels[low], self._level_ends[-1], _UPPER_LIMIT)
+        return _UpperReads(low, probes, per_level, whole)
 
-    def _predecessors(self, tr: Transaction, suffix: bytes, reads: list[Future[list[KeyValue]]]) -> list[bytes] | None:
-        """The predecessor keys found by :meth:`_issue_predecessors`; None if the set is not initialized.
+    def _upper(self, tr: Transaction, reads: _UpperReads) -> Steps[list[tuple[list[bytes], list[bytes | None]]] | None]:
+        """For each probe of :meth:`_issue_upper`: its predecessor keys on levels 1 .. nlevels-1
+        (the last node before the element, or at it without ``own_node``) and, with ``own_node``,
+        the element's node values there (None where it is no node).  None if the set has no
+        sentinels.  One more round only when the whole-levels read was cut at its limit.
 
-        As in the reference, each lookup declares conflicts only on the keys strictly between
-        the predecessor and the element, and on the predecessor's level-0 key: a node inserted
-        in between, or removal of the predecessor, conflicts, while concurrent atomic ADDs to
-        the predecessor's count do not.
+        As in the reference, each lookup declares conflicts only on the keys between the
+        predecessor and the element (the element's own node included, with ``own_node``) and on
+        the predecessor's level-0 key: a node inserted in between, or removal of the
+        predecessor, conflicts, while concurrent atomic ADDs to the predecessor's count do not.
         """
-        found = [read.value for read in reads]
-        if not any(found):
+        found = [[read.value for read in level_reads] for level_reads in reads.per_level]
+        low = reads.low
+        if reads.whole is not None:
+            rows = reads.whole.value
+            if len(rows) < _UPPER_LIMIT:
+                self._note_size(rows[bisect.bisect_left(rows, (self._level_sentinels[-1],)) :])
+                keys = [key for key, _ in rows]
+                for (suffix, _), levels_found in zip(reads.probes, found, strict=True):
+                    for level in range(low, self.nlevels):
+                        first = bisect.bisect_left(keys, self._level_sentinels[level])
+                        at = bisect.bisect_right(keys, self._levels[level] + suffix)
+                        levels_found.append(rows[max(first, at - 2) : at][::-1])
+            else:  # more nodes than expected: those levels one by one
+                self._size_hint = None
+                snapshot = tr.snapshot
+                more = [
+                    [
+                        snapshot.get_range_async(
+                            self._level_sentinels[level], self._levels[level] + suffix + b"\x00", 2, True
+                        )
+                        for level in range(low, self.nlevels)
+                    ]
+                    for suffix, _ in reads.probes
+                ]
+                yield
+                for levels_found, level_reads in zip(found, more, strict=True):
+                    levels_found.extend(read.value for read in level_reads)
+        if not any(found[0]):
             return None
         levels = self._levels
-        keys = []
-        conflicts = tr.declares_conflicts
-        for level, rows in enumerate(found, start=1):
-            if not rows:
-                raise CorruptRankedSet(f"level {level} of the ranked set at {self.prefix!r} has no sentinel")
-            key = rows[0][0]
-            if conflicts:
+        ranges: list[tuple[bytes, bytes]] = []  # read conflicts
+        out = []
+        for (suffix, own_node), levels_found in zip(reads.probes, found, strict=True):
+            keys: list[bytes] = []
+            nodes: list[bytes | None] = []
+            for level, rows in enumerate(levels_found, start=1):
                 node = levels[level] + suffix
-                if key != node:
-                    tr.add_read_conflict_range(key + b"\x00", node)
-                tr.add_read_conflict_key(levels[0] + key[len(levels[level]) :])
-            keys.append(key)
-        return keys
+                value = None
+                if own_node and rows and rows[0][0] == node:
+                    value = rows[0][1]
+                    rows = rows[1:]
+                if not rows:
+                    raise CorruptRankedSet(f"level {level} of the ranked set at {self.prefix!r} has no sentinel")
+                key = rows[0][0]
+                if own_node:
+                    ranges.append((key + b"\x00", node + b"\x00"))
+                elif key != node:
+                    ranges.append((key + b"\x00", node))
+                below = levels[0] + key[len(levels[level]) :]
+                ranges.append((below, below + b"\x00"))
+                keys.append(key)
+                nodes.append(value)
+            out.append((keys, nodes))
+        if tr.declares_conflicts:
+            tr.add_read_conflict_ranges(_merged(ranges))
+        return out
 
     def _create(self, tr: Transaction) -> list[bytes]:
         """Write the sentinels of a set found to have none; returns the upper levels' sentinels.
@@ -325,10 +443,11 @@ class RankedSet:
         """:meth:`add` as steps (see ``run_together``)."""
         suffix = self._check_element(element)
         present = tr.get_async(self._levels[0] + suffix)
-        before = self._issue_predecessors(tr, suffix, or_equal=True)  # a new element has no node: strict then
+        before = self._issue_upper(tr, [(suffix, False)])  # at or before: a new element has no node, so before
         yield
         exists = present.value is not None
-        return (yield from self._insert(tr, element, suffix, exists, self._predecessors(tr, suffix, before)))
+        upper = yield from self._upper(tr, before)
+        return (yield from self._insert(tr, element, suffix, exists, upper[0][0] if upper is not None else None))
 
     def add(self, tr: Transaction, element: bytes) -> bool:
         """Insert ``element``; False if it was already present (and duplicates are not counted).
@@ -392,23 +511,20 @@ class RankedSet:
                 tr.add(key, _encode_count(count))
         return added
 
-    def _issue_nodes(self, tr: Transaction, suffix: bytes) -> list[Future[bytes | None]]:
-        """Reads of the element's nodes on levels 0 .. nlevels-1 (absent above its height)."""
-        return [tr.get_async(level + suffix) for level in self._levels]
-
     def remove_steps(self, tr: Transaction, element: bytes) -> Steps[bool]:
         """:meth:`remove` as steps (see ``run_together``)."""
         suffix = self._check_element(element)
-        nodes = self._issue_nodes(tr, suffix)
-        before = self._issue_predecessors(tr, suffix, or_equal=False)
+        stored = tr.get_async(self._levels[0] + suffix)
+        before = self._issue_upper(tr, [(suffix, True)])
         yield
-        counts = [node.value for node in nodes]
-        if counts[0] is None or _decode_count(counts[0]) <= 0:
+        count = stored.value
+        if count is None or _decode_count(count) <= 0:
             return False
-        predecessors = self._predecessors(tr, suffix, before)
-        if predecessors is None:
+        upper = yield from self._upper(tr, before)
+        if upper is None:
             raise CorruptRankedSet(f"the ranked set at {self.prefix!r} holds {element!r} but has no sentinels")
-        self._unlink(tr, suffix, _decode_count(counts[0]), counts[1:], predecessors)
+        predecessors, nodes = upper[0]
+        self._unlink(tr, suffix, _decode_count(count), nodes, predecessors)
         return True
 
     def remove(self, tr: Transaction, element: bytes) -> bool:
@@ -420,19 +536,18 @@ class RankedSet:
         promoted (as for :meth:`add`)."""
         old_suffix, new_suffix = self._check_element(old), self._check_element(new)
         levels = self._levels
-        old_nodes = self._issue_nodes(tr, old_suffix)
+        old_stored = tr.get_async(levels[0] + old_suffix)
         new_present = tr.get_async(levels[0] + new_suffix)
-        before_old = self._issue_predecessors(tr, old_suffix, or_equal=False)
-        before_new = self._issue_predecessors(tr, new_suffix, or_equal=True)
+        before = self._issue_upper(tr, [(old_suffix, True), (new_suffix, False)])
         yield
-        counts = [node.value for node in old_nodes]
-        stored = _decode_count(counts[0]) if counts[0] is not None else 0
+        count = old_stored.value
+        stored = _decode_count(count) if count is not None else 0
         exists = new_present.value is not None
-        predecessors_old = self._predecessors(tr, old_suffix, before_old)
-        predecessors_new = self._predecessors(tr, new_suffix, before_new)
-        if stored <= 0 or predecessors_old is None or predecessors_new is None:
+        upper = yield from self._upper(tr, before)
+        if stored <= 0 or upper is None:
             raise CorruptRankedSet(f"cannot move {old!r}: the ranked set at {self.prefix!r} lacks it")
-        if stored == 1 and not exists and counts[1] is None and self._hash(new) & _LEVEL_MASKS[1] != 0:
+        (predecessors_old, old_nodes), (predecessors_new, _) = upper
+        if stored == 1 and not exists and old_nodes[0] is None and self._hash(new) & _LEVEL_MASKS[1] != 0:
             # The common case: neither is a node above level 0, so each upper level only moves
             # one count between predecessors (nothing at all where they share one).
             tr.clear(levels[0] + old_suffix)
@@ -444,7 +559,7 @@ class RankedSet:
             return
         # Otherwise a removal then an insertion, from the same round of reads: where a node of
         # ``old`` preceded ``new``, the predecessor that took over its span precedes ``new`` now.
-        removed = self._unlink(tr, old_suffix, stored, counts[1:], predecessors_old)
+        removed = self._unlink(tr, old_suffix, stored, old_nodes, predecessors_old)
         predecessors_new = [removed.get(key, key) for key in predecessors_new]
         yield from self._insert(tr, new, new_suffix, exists, predecessors_new)
 
@@ -481,10 +596,12 @@ class RankedSet:
         Where reads are free (``tr.batched_reads`` false) it walks down from the top level,
         each level's read starting at the node the level above ended on: ``nlevels`` reads of
         about 16 nodes.  Where each round costs a network trip it reads every level at once:
-        the top level up to the element, and on each lower level the last ``_TAIL_NODES``
-        nodes before it, which reach back to the level above's predecessor unless more than
-        that many nodes separate them (probability (15/16)**64, about 1.6% per level); the
-        gaps are then read in one more round.
+        the upper levels whole in one read (see :meth:`_upper_level`; the top level up to the
+        element when none is small enough), and on each lower level the last ``_TAIL_NODES``
+        nodes before the element, which reach back to the level above's predecessor unless more
+        than that many nodes separate them (probability (15/16)**64, about 1.6% per level); the
+        gaps are then read in one more round, as are the upper levels one by one when their
+        read was cut.
         """
         suffix = self._check_element(element)
         if tr.batched_reads:
@@ -509,45 +626,94 @@ class RankedSet:
             rank += from_bytes(value, "little", signed=True)
         return rank
 
-    def _rank_batched(self, tr: ReadView, suffix: bytes, null_if_missing: bool) -> Steps[int | None]:
+    def rank_and_size_steps(self, tr: ReadView, element: bytes) -> Steps[tuple[int, int]]:
+        """The rank ``element`` has or would have, and :meth:`size`, as steps: where reads cost
+        round trips, the size comes from the rank's read of the upper levels when it has the top
+        level whole (else the top level is read with the rank's first reads)."""
+        if tr.batched_reads:
+            return (yield from self._rank_batched(tr, self._check_element(element), False, with_size=True))  # type: ignore[misc]
+        rank = yield from self.rank_steps(tr, element, null_if_missing=False)  # reads cost nothing here
+        return rank, (yield from self.size_steps(tr))  # type: ignore[return-value]
+
+    def _rank_batched(
+        self, tr: ReadView, suffix: bytes, null_if_missing: bool, with_size: bool = False
+    ) -> Steps[int | tuple[int, int] | None]:
+        """The batched rank walk (see :meth:`rank_steps`); ``with_size``: (rank, size)."""
         levels = self._levels
         top = self.nlevels - 1
+        low = self._upper_level(tr)
+        whole_levels = low < self.nlevels
         present = tr.get_async(levels[0] + suffix) if null_if_missing else None
-        top_nodes = tr.get_range_async(self._level_sentinels[top], levels[top] + suffix)
+        top_whole = None  # a read of the whole top level, for the size, where the others lack it
+        if with_size and not whole_levels:
+            top_whole = tr.get_range_async(self._level_sentinels[top], self._level_ends[top])
+        if whole_levels:  # levels low .. top, all their nodes, in one read
+            upper = tr.get_range_async(self._level_sentinels[low], self._level_ends[top], _UPPER_LIMIT)
+        else:  # the top level up to the element
+            low = top
+            upper = tr.get_range_async(self._level_sentinels[top], levels[top] + suffix)
         tails = [
             tr.get_range_async(self._level_sentinels[level], levels[level] + suffix, _TAIL_NODES, True)
-            for level in range(top)
+            for level in range(low)
         ]
         yield
         if present is not None and present.value is None:
             return None
-        nodes = top_nodes.value
-        if not nodes:
-            return 0  # the set was never initialized: it is empty
-        from_bytes = int.from_bytes
-        rank = sum(from_bytes(value, "little", signed=True) for _, value in nodes[:-1])
-        start = nodes[-1][0][len(levels[top]) :]
+        # Per level: the nodes before the element, last first, and whether they are all of them.
+        before: dict[int, tuple[list[KeyValue], bool]] = {}
+        size = 0  # with_size: from the whole top level, read below
+        rows = upper.value
+        if not whole_levels:
+            before[top] = (rows[::-1], True)
+        elif len(rows) < _UPPER_LIMIT:
+            keys = [key for key, _ in rows]
+            for level in range(low, top + 1):
+                first = bisect.bisect_left(keys, self._level_sentinels[level])
+                before[level] = (rows[first : bisect.bisect_left(keys, levels[level] + suffix, first)][::-1], True)
+            size = self._note_size(rows[first:])  # the top level's
+        else:  # more nodes than expected: those levels by tails, in one more round
+            self._size_hint = None
+            more = {
+                level: tr.get_range_async(self._level_sentinels[level], levels[level] + suffix, _TAIL_NODES, True)
+                for level in range(low, top)
+            }
+            top_nodes = tr.get_range_async(self._level_sentinels[top], levels[top] + suffix)
+            if with_size:
+                top_whole = tr.get_range_async(self._level_sentinels[top], self._level_ends[top])
+            yield
+            before = {level: (read.value, False) for level, read in more.items()}
+            before[top] = (top_nodes.value[::-1], True)
+        if top_whole is not None:
+            size = self._note_size(top_whole.value)
+        if not before[top][0]:
+            return (0, 0) if with_size else 0  # the set was never initialized: it is empty
+        for level in range(low):
+            before[level] = (tails[level].value, False)
+        nodes = before[top][0]  # last first
+        rank = _sum_counts(nodes[1:])
+        start = nodes[0][0][len(levels[top]) :]
         gaps = []
         for level in range(top - 1, -1, -1):
             prefix = levels[level]
-            rows = tails[level].value  # the nodes before the element, last first
-            span = 0
-            for i, (key, value) in enumerate(rows):
-                if i or not level:  # a level's last node before the element is where the walk descends
-                    span += from_bytes(value, "little", signed=True)
-                if key[len(prefix) :] == start:
-                    break
-            else:  # more nodes lie between the level above's predecessor and those read
-                if len(rows) < _TAIL_NODES:
-                    raise CorruptRankedSet(f"level {level} of the ranked set at {self.prefix!r} lacks node {start!r}")
+            rows, whole = before[level]  # the nodes before the element, last first
+            keys = [key for key, _ in rows]
+            try:
+                at = keys.index(prefix + start)  # where the walk came down to this level
+            except ValueError:  # more nodes lie between the level above's predecessor and those read
+                if whole or len(rows) < _TAIL_NODES:
+                    raise CorruptRankedSet(
+                        f"level {level} of the ranked set at {self.prefix!r} lacks node {start!r}"
+                    ) from None
                 gaps.append(tr.get_range_async(prefix + start, rows[-1][0]))
-            rank += span
+                at = len(rows) - 1
+            # A level's last node before the element is where the walk descends (counted below it).
+            rank += _sum_counts(rows[0 if level == 0 else 1 : at + 1])
             start = rows[0][0][len(prefix) :]
         if gaps:
             yield
             for gap in gaps:
-                rank += sum(from_bytes(value, "little", signed=True) for _, value in gap.value)
-        return rank
+                rank += _sum_counts(gap.value)
+        return (rank, size) if with_size else rank
 
     def get_nth(self, tr: ReadView, n: int) -> bytes | None:
         """The element of rank ``n`` (0-based), or None when ``n`` is out of range."""
@@ -590,7 +756,7 @@ class RankedSet:
         top = self.nlevels - 1
         nodes = tr.get_range_async(self._level_sentinels[top], self._level_ends[top])
         yield
-        return sum(_decode_count(value) for _, value in nodes.value)
+        return self._note_size(nodes.value)
 
     def range(
         self,

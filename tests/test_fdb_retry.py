@@ -180,7 +180,8 @@ def seeded(db: Database, prefix: bytes, aggregation: str = "SUM", count: int = 8
     """An index with ``count`` records of two entries each, and no directory yet.  Saved by
     save_record, which replaces the record and so stays exact without idempotency: a
     scenario's failure without it comes from the path it tests."""
-    index = LeaderboardIndex.create(db, prefix, IndexSettings(high_score_first=False, aggregation=aggregation))
+    settings = IndexSettings(high_score_first=False, aggregation=aggregation)
+    index = LeaderboardIndex.create(db, prefix, settings, all_time=False)
     model = Model(aggregation)
     for i, pk in enumerate(PKS[:count]):
         raws = [((), i + 1, 3 * i, ()), ((), 2 * i + 1, 3 * i + 15, ())]
@@ -312,8 +313,8 @@ def catalog(db: Database, prefix: bytes) -> list:
     names = Catalog(db, prefix)
     results = []
     for name in ("a", "b", "a"):
-        index, created = names.create(name, IndexSettings(high_score_first=False, aggregation="SUM"))
-        results.append((name, created))
+        index, added = names.create(name, IndexSettings(high_score_first=False, aggregation="SUM"), all_time=False)
+        results.append((name, added is not None))  # None: it existed
     assert results == [("a", True), ("b", True), ("a", False)]
     index = names.get("b")
     index.update_windows(WindowUpdate(windows=WINDOWS[:2]))

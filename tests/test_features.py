@@ -486,7 +486,7 @@ def test_score_trim(db: Database, prefix: bytes, aggregation: str, high_score_fi
 
 def test_score_trim_keeps_the_best_of_each_window(db: Database, prefix: bytes) -> None:
     """Hand-checked: windows [0,10), [10,20) and all-time, high scores first."""
-    index = LeaderboardIndex.create(db, prefix, IndexSettings(high_score_first=True))
+    index = LeaderboardIndex.create(db, prefix, IndexSettings(high_score_first=True), all_time=False)
     assert index.score_trim([Entry(1, 5), Entry(3, 4)]) == [Entry(3, 4), Entry(1, 5)]  # no directory: all, best first
     index.update_windows(WindowUpdate(high_score_first=True, windows=[(1, 0, 10), (1, 10, 20)]))
     entries = [Entry(5, 1), Entry(7, 2), Entry(7, 3), Entry(6, 12), Entry(2, 15), Entry(9, 30)]

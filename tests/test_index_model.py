@@ -134,7 +134,8 @@ class IndexMachine(RuleBasedStateMachine):
             context_size=1 if self.grouped else 0,
             dense_ranks=True,
         )
-        self.index = LeaderboardIndex.create(self.db, self.prefix, self.settings)
+        # The model starts with no window: so does the index (all_time=False)
+        self.index = LeaderboardIndex.create(self.db, self.prefix, self.settings, all_time=False)
         self.model = Model(self.aggregation, self.high_score_first, self.settings.group_size)
         self.steps = 0
         self.cursors: list[tuple] = []  # where the last fill step stopped

@@ -37,7 +37,10 @@ ALLOWED = {
 
 
 def _modules() -> dict[str, pathlib.Path]:
+    """Every module by name: Python sources, and C extensions by their source (they import nothing of the package)."""
     found = {}
+    for path in ROOT.rglob("*.c"):
+        found[".".join(path.relative_to(ROOT.parent).with_suffix("").parts)] = path
     for path in ROOT.rglob("*.py"):
         parts = path.relative_to(ROOT.parent).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -70,7 +73,7 @@ def _imports(name: str, path: pathlib.Path) -> set[str]:
     return out
 
 
-GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+GRAPH = {name: _imports(name, path) if path.suffix == ".py" else set() for name, path in MODULES.items()}
 
 
 def _part(module: str) -> str:

@@ -73,7 +73,7 @@ def test_metrics_count_what_real_calls_did(running: tuple[Server, HttpServer]) -
             lb.top("nope", 5)
         for _ in range(2):
             assert web.get("/v1/indexes/game/windows/0/top", params={"n": 3}).status_code == 200
-        assert web.post("/v1/Count", json={"index": "game", "window": {"type": 0}}).json() == {"count": records}
+        assert web.post("/v1/Count", json={"index": "game", "window": {"type": 0}}).json()["count"] == records
         assert web.get("/v1/indexes/nope/windows/0/top").status_code == 404
         # Two daily windows over the stored scores: filled, then trimmed and expired.
         lb.update_windows("game", high_score_first=True, specs=[(1, D0, DAY, DAY, 2)])

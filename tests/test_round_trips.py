@@ -105,3 +105,32 @@ def test_reads_take_at_most_two_read_rounds_and_around_three(
     assert max(rank_rounds) <= 3 and rank_rounds[3] <= len(ordered) // 100, rank_rounds
     assert max(around_rounds) <= 4 and around_rounds[4] <= len(ordered) // 100, around_rounds
     assert rank_rounds[2] + rank_rounds[1] >= 140 and around_rounds[3] + around_rounds[2] >= 140
+
+
+def test_a_keyed_submission_checks_its_key_within_its_read_rounds(db: Database, prefix: bytes) -> None:
+    """The idempotency key is read with the write's first reads: every keyed write takes the read
+    rounds of the same write unkeyed on an identical index, and so does its repeat."""
+    if not db.batched_reads:
+        pytest.skip("this store's reads cost no round trip")
+    rng = random.Random(9)
+    scores = [((f"p{i}",), [Entry(rng.randrange(1_000_000), NOW)]) for i in range(RECORDS)]
+    twins = []
+    for twin in (prefix + b"\x01", prefix + b"\x02"):
+        index = LeaderboardIndex.create(db, twin, IndexSettings(high_score_first=True))
+        index.update_windows(WINDOWS)
+        for start in range(0, RECORDS, 500):
+            index.write_batch(scores[start : start + 500])
+        twins.append(index)
+    plain, keyed = twins
+    seen = Counter()
+    for i in range(150):
+        pk, score = (f"p{rng.randrange(RECORDS)}",), rng.randrange(1_000_000)
+        rounds, changed = rounds_of(db, lambda: plain.add_score(pk, score, NOW))  # noqa: B023
+        key = f"key-{i}"
+        assert rounds_of(db, lambda: keyed.add_score(pk, score, NOW, idempotency_key=key)) == (rounds, changed)  # noqa: B023
+        repeat_rounds, answer = rounds_of(db, lambda: keyed.add_score(pk, score, NOW, idempotency_key=key))  # noqa: B023
+        assert answer == changed and repeat_rounds <= rounds  # the repeat writes nothing new: no more reads
+        seen[rounds] += 1
+    assert seen[1] and seen[2], seen  # writes that moved records and writes that changed nothing
+    for pk in rng.sample([pk for pk, _ in scores], 20):
+        assert keyed.rank(pk) == plain.rank(pk)

@@ -14,8 +14,12 @@ from __future__ import annotations
 import math
 import multiprocessing
 import random
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,7 @@ from typing import Any
 import fdb.tuple
 import lmdb
 import pytest
+from conftest import fdb_url, wait_until
 from fdb.subspace_impl import Subspace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -45,6 +50,7 @@ from fdb_leaderboard.store import (
     strinc,
 )
 from fdb_leaderboard.store.api import apply_add, apply_max, apply_min
+from fdb_leaderboard.store.fdb_backend import FdbDatabase, direct_calls_available
 from fdb_leaderboard.store.lmdb_backend import LmdbDatabase, _Pending
 
 INT64_MIN = -(2**63)
@@ -736,13 +742,6 @@ def test_failing_transaction_leaves_nothing(db: Database, prefix: bytes) -> None
     assert everything(db, prefix) == sorted(keep.items())
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.001)
-
-
 def run_behind_blocked_leader(
     db: Database, leader_key: bytes, followers: list[Callable[[Transaction], Any]]
 ) -> tuple[dict[int, Any], dict[int, BaseException]]:
@@ -761,9 +760,15 @@ def run_behind_blocked_leader(
         assert release.wait(10)
         return "leader"
 
+    began: set[int] = set()  # whose function ran (-1: the leader's; on FoundationDB followers' run beside it)
+
     def call(index: int, fn: Callable[[Transaction], Any]) -> None:
+        def noted(tr: Transaction) -> Any:
+            began.add(index)
+            return fn(tr)
+
         try:
-            results[index] = db.run(fn)
+            results[index] = db.run(noted)
         except BaseException as exc:
             errors[index] = exc
 
@@ -777,7 +782,7 @@ def run_behind_blocked_leader(
         if is_lmdb(db):  # keep the queue in the order given
             wait_until(lambda n=index + 1: len(db._queue) == n)
     if not is_lmdb(db):
-        time.sleep(0.2)  # let the followers start their transactions
+        wait_until(lambda: set(range(len(followers))) <= began, "the followers began their transactions")
     release.set()
     for thread in threads:
         thread.join(30)
@@ -1256,8 +1261,12 @@ def test_url_parsing(tmp_path: Path) -> None:
         open_database(f"lmdb:{tmp_path / 'a'}?bogus=1")
     with pytest.raises(ValueError, match="durable must be true or false"):
         open_database(f"lmdb:{tmp_path / 'b'}?durable=maybe")
-    with pytest.raises(ValueError, match=r"unknown fdb option\(s\) \['bogus'\]; known: \['api_version', 'timeout'\]"):
+    with pytest.raises(
+        ValueError, match=r"unknown fdb option\(s\) \['bogus'\]; known: \['api_version', 'direct', 'timeout'\]"
+    ):
         open_database("fdb:?bogus=1")
+    with pytest.raises(ValueError, match="direct must be true or false, not 'maybe'"):
+        open_database("fdb:?direct=maybe")
     for timeout in ("-1", "nan", "soon", "86401"):
         with pytest.raises(ValueError, match=f"timeout must be a number of seconds from 0 to 86400, not '{timeout}'"):
             open_database(f"fdb:?timeout={timeout}")
@@ -1265,3 +1274,60 @@ def test_url_parsing(tmp_path: Path) -> None:
     with open_database(f"lmdb:{tmp_path / 'c'}?durable=off&group_commit=no&transaction_seconds=0") as database:
         assert isinstance(database, LmdbDatabase)
         assert (database.durable, database.group_commit) == (False, False)
+
+
+# -- FoundationDB: direct calls and the binding ---------------------------------------------------
+
+
+def test_fdb_calls_go_direct_when_the_extension_is_built(store_url: str, db: Database) -> None:
+    """``fdb`` makes its calls through ``_fdb_direct`` when it is built, ``fdb-binding`` through the binding
+    (both run every test of this module)."""
+    if not store_url.startswith("fdb:"):
+        pytest.skip("FoundationDB only")
+    assert isinstance(db, FdbDatabase)
+    assert db.direct == (direct_calls_available() and "direct=false" not in store_url)
+
+
+def test_the_extension_is_built_where_it_can_be() -> None:
+    """With a C compiler and Python's headers (the README's fresh Debian has both), installing builds
+    ``_fdb_direct``: a build that failed silently would leave FoundationDB on the slow path."""
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    headers = Path(sysconfig.get_paths()["include"], "Python.h")
+    if shutil.which(compiler) is None or not headers.exists():
+        pytest.skip(f"no C compiler ({compiler}) or no {headers}: the binding makes the calls")
+    assert direct_calls_available()
+
+
+INTERRUPTED_READ = """
+import signal, sys, threading, time
+from fdb_leaderboard.store import open_database
+
+db = open_database(sys.argv[1])
+# Ctrl-C as a terminal delivers it, to the main thread, once the read waits.
+threading.Timer(1.0, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
+started = time.monotonic()
+try:
+    db.read(lambda tr: tr.get(b"x"))
+except KeyboardInterrupt:
+    print(f"interrupted after {time.monotonic() - started:.1f} s")
+"""
+
+
+@pytest.mark.parametrize("direct", ["true", "false"])
+def test_ctrl_c_stops_a_wait_for_a_cluster_that_never_answers(tmp_path: Path, direct: str) -> None:
+    """The main thread's waits run signal handlers, through the binding or the direct calls: a
+    call to a cluster that does not answer (no timeout) stops at Ctrl-C."""
+    fdb_url()  # needs the client library (skips, or fails, without FoundationDB)
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    cluster = tmp_path / "nobody.cluster"
+    cluster.write_text(f"nobody:nobody@127.0.0.1:{port}\n")
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_READ, f"fdb:{cluster}?timeout=0&direct={direct}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.startswith("interrupted after"), done.stderr
+    assert float(done.stdout.split()[2]) < 5

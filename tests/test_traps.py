@@ -176,7 +176,11 @@ def test_service_scan_refuses_arguments_it_would_ignore(client: LeaderboardClien
 
 
 def test_a_score_ranked_nowhere_is_said_so(client: LeaderboardClient, db: Database, prefix: bytes) -> None:
-    client.create_index("game")
+    client.create_index("ranked")  # an index has its all-time window from creation: nothing to warn about
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert client.add_score("ranked", "first", 10, 5) == 1
+    client.create_index("game", all_time=False)  # unless told not to
     with pytest.warns(NoWindowsWarning, match="the index has no windows yet"):
         assert client.add_score("game", "early", 10, 5) == 0
     with pytest.warns(NoWindowsWarning):
@@ -192,7 +196,7 @@ def test_a_score_ranked_nowhere_is_said_so(client: LeaderboardClient, db: Databa
         warnings.simplefilter("error")  # no warning once there are windows, even when nothing changes
         assert client.add_score("game", "early", 3, 7) == 0
 
-    index = LeaderboardIndex.create(db, prefix)
+    index = LeaderboardIndex.create(db, prefix, all_time=False)
     with pytest.warns(NoWindowsWarning):
         assert index.add_score("x", 1, 1) == 0
     outcome = index.write_record("y", [Entry(2, 2)])

@@ -22,7 +22,9 @@ if [ ! -x .venv/bin/python ]; then
   fi
 fi
 stamp=".venv/.installed-$1"
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+# Reinstalled when pyproject.toml or the C extension's source changed (an editable install
+# builds the extension in place).
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ fdb_leaderboard/store/_fdb_direct.c -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   if [ "$1" = dev ]; then .venv/bin/python -m pip install -q -e '.[dev]'; else .venv/bin/python -m pip install -q -e .; fi
   touch "$stamp"

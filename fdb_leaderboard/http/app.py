@@ -113,8 +113,7 @@ async def _lines(chunks: AsyncIterator[bytes], limit: int, idle: float, what: st
     while True:
         ends = loop.time() + idle
         while (newline := pending.find(b"\n", searched)) < 0:
-            if len(pending) > limit:
-                raise Answer(grpc.StatusCode.RESOURCE_EXHAUSTED, f"a line is larger than {limit} bytes")
+            _line_within(len(pending), limit)
             searched = len(pending)
             try:
                 async with asyncio.timeout_at(ends):
@@ -126,12 +125,16 @@ async def _lines(chunks: AsyncIterator[bytes], limit: int, idle: float, what: st
                     yield bytes(pending)
                 return
             pending += chunk
-        if newline > limit:
-            raise Answer(grpc.StatusCode.RESOURCE_EXHAUSTED, f"a line is larger than {limit} bytes")
+        _line_within(newline, limit)
         line = bytes(pending[:newline])
         del pending[: newline + 1]
         searched = 0
         yield line
+
+
+def _line_within(size: int, limit: int) -> None:
+    if size > limit:
+        raise Answer(grpc.StatusCode.RESOURCE_EXHAUSTED, f"a line is larger than {limit} bytes")
 
 
 class HttpApi:

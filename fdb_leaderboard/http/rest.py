@@ -7,8 +7,12 @@ validation, errors and status codes are the RPC's.
 
 A record in a path is its primary key: one string (``alice``), or a JSON array for any other
 key (``[42]``, ``["eu","alice"]``, URL-encoded); ``group`` takes the same forms.  A window is
-its type (0: all time) and ``at``: a timestamp, ``now`` (the server's clock, in seconds) or
-``latest`` (the index's latest score timestamp, so simulated or replayed time works too).
+its type (0: all time) and ``at``: a timestamp, ``now`` (the default: the server's clock in the
+index's timebase, so type 1 of a daily board is today's) or ``latest`` (the index's latest score
+timestamp, so simulated or replayed time works too).  Listings name the window they read.
+
+``POST .../scores`` takes an ``Idempotency-Key`` header (or an ``idempotency_key`` field): a
+score sent again with the same key is applied once and answered as the first time.
 """
 
 from __future__ import annotations
@@ -32,6 +36,11 @@ from .transcode import JSON_SAFE_INTEGER, CallFailed, Transcoder, message_from_d
 
 def bad(message: str) -> CallFailed:
     return CallFailed(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+def server_clock() -> int:
+    """The server's clock in seconds: the time of a score sent without a timestamp."""
+    return int(time.time())
 
 
 # -- plain JSON values of key items and entries -----------------------------------------------------
@@ -82,9 +91,14 @@ def items_from_json(values: Any, what: str) -> list[pb.Item]:
     if not isinstance(values, list):
         raise bad(f"{what} must be a string or an array of items, not {values!r}")
     try:
-        return wire.tuple_to_items([python_item(v, what) for v in values])
-    except InvalidArgument as exc:
-        raise bad(f"{what}: {exc}") from None
+        return wire.tuple_to_items([python_item(v, what) for v in values], what)
+    except InvalidArgument as exc:  # names ``what``
+        raise bad(str(exc)) from None
+
+
+def plain_window(message: pb.Window) -> dict[str, Any]:
+    """A window as listings name it: its type, start and end (in the index's timebase)."""
+    return {"type": message.type, "start": plain_item(message.start), "end": plain_item(message.end)}
 
 
 def plain_entry(message: pb.RankedEntry) -> dict[str, Any]:
@@ -168,8 +182,8 @@ RECORD = Param("pk", "path", f"The record's primary key: {ITEMS_TEXT}.", {"type"
 AT = Param(
     "at",
     "query",
-    "Which window of the type: the oldest containing this timestamp, 'now' (the server's clock in seconds) "
-    "or 'latest' (the index's latest score timestamp). Needed for every type but 0.",
+    "Which window of the type: the oldest containing this timestamp, 'now' (the default: the server's clock in "
+    "the index's timebase, so today's window of a daily type) or 'latest' (the index's latest score timestamp).",
     {"oneOf": [{"type": "integer"}, {"type": "string", "enum": ["now", "latest"]}]},
     parse_at,
 )
@@ -210,9 +224,22 @@ ENTRY_SCHEMA = {
     },
     "required": ["rank", "pk", "score", "timestamp", "context", "group"],
 }
+WINDOW_SCHEMA = {
+    "type": "object",
+    "description": "the window read: its type and [start, end) in the index's timebase",
+    "properties": {
+        "type": {"type": "integer"},
+        "start": {"type": ["integer", "string"]},
+        "end": {"type": ["integer", "string"]},
+    },
+    "required": ["type", "start", "end"],
+}
 ENTRIES_SCHEMA = {
     "type": "object",
-    "properties": {"entries": {"type": "array", "items": {"$ref": "#/components/schemas/PlainEntry"}}},
+    "properties": {
+        "entries": {"type": "array", "items": {"$ref": "#/components/schemas/PlainEntry"}},
+        "window": WINDOW_SCHEMA,
+    },
     "required": ["entries"],
 }
 SCORE_BODY_SCHEMA = {
@@ -226,6 +253,15 @@ SCORE_BODY_SCHEMA = {
         },
         "context": {"type": "array", "items": {}},
         "group": {"type": "array", "items": {}},
+        "metadata": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "display fields merged into the record's metadata in the same transaction",
+        },
+        "idempotency_key": {
+            "type": "string",
+            "description": "as the Idempotency-Key header: a score sent again with it is applied once",
+        },
     },
     "required": ["pk", "score"],
     "additionalProperties": False,
@@ -265,9 +301,9 @@ class RestRoute:
 
 def selector(values: dict[str, Any], transcoder: Transcoder, headers: Mapping[str, str]) -> pb.WindowSelector:
     window = pb.WindowSelector(type=values.get("type", 0))
-    at = values.get("at")
+    at = values.get("at", "now")
     if at == "now":
-        window.timestamp = int(time.time())
+        pass  # no timestamp: the server reads the window holding now, in the index's timebase
     elif at == "latest":
         listing = transcoder.call("ListWindows", pb.ListWindowsRequest(index=values["index"]), headers)
         if not listing.HasField("latest_timestamp"):
@@ -343,7 +379,8 @@ def build_add_score(values: dict[str, Any], body: Any, transcoder: Transcoder, h
         raise bad('the body must be a JSON object like {"pk": "alice", "score": 1200}')
     unknown = sorted(set(body) - set(SCORE_BODY_SCHEMA["properties"]))
     if unknown:
-        raise bad(f"unknown field {unknown[0]!r}: a score has pk, score, timestamp, context and group")
+        known = ", ".join(SCORE_BODY_SCHEMA["properties"])
+        raise bad(f"unknown field {unknown[0]!r}: a score has {known}")
     if "pk" not in body or "score" not in body:
         raise bad("a score needs pk and score")
     score = body["score"]
@@ -354,21 +391,50 @@ def build_add_score(values: dict[str, Any], body: Any, transcoder: Transcoder, h
     else:
         score_json = {"int": score} if not isinstance(score, str) or "." not in score else {"double": score}
     entry = message_from_dict(
-        {"score": score_json, "timestamp": body.get("timestamp", int(time.time()))}, pb.Entry, "the score"
+        {"score": score_json, "timestamp": body.get("timestamp", server_clock())}, pb.Entry, "the score"
     )
     entry.context.extend(items_from_json(body.get("context", []), "context"))
     entry.group.extend(items_from_json(body.get("group", []), "group"))
-    return pb.AddScoreRequest(index=values["index"], pk=items_from_json(body["pk"], "pk"), entry=entry)
+    metadata = body.get("metadata", {})
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise bad(f"metadata must be an object of strings, not {metadata!r}")
+    key = idempotency_key(body, headers)
+    return pb.AddScoreRequest(
+        index=values["index"], pk=items_from_json(body["pk"], "pk"), entry=entry, metadata=metadata, idempotency_key=key
+    )
+
+
+IDEMPOTENCY_HEADER = "idempotency-key"
+
+
+def idempotency_key(body: dict[str, Any], headers: Mapping[str, str]) -> str:
+    """The write's idempotency key: the ``Idempotency-Key`` header or the body's field ("": none)."""
+    header, field = headers.get(IDEMPOTENCY_HEADER, ""), body.get("idempotency_key", "")
+    if not isinstance(field, str):
+        raise bad(f"idempotency_key must be a string, not {field!r}")
+    if header and field and header != field:
+        raise bad("the Idempotency-Key header and the idempotency_key field differ: send one")
+    return header or field
 
 
 def answer_entries(response: Message) -> tuple[int, Any]:
-    return 200, {"entries": [plain_entry(e) for e in response.entries]}  # type: ignore[attr-defined]
+    answer: dict[str, Any] = {"entries": [plain_entry(e) for e in response.entries]}  # type: ignore[attr-defined]
+    if response.HasField("window"):
+        answer["window"] = plain_window(response.window)  # type: ignore[attr-defined]
+    return 200, answer
 
 
 def answer_rank_and_entry(response: Message) -> tuple[int, Any]:
     if not response.HasField("entry"):
         return 404, {"code": "NOT_FOUND", "message": "the record has no value in this window"}
-    return 200, plain_entry(response.entry)  # type: ignore[attr-defined]
+    return 200, {**plain_entry(response.entry), "window": plain_window(response.window)}  # type: ignore[attr-defined]
+
+
+def answer_count(response: Message) -> tuple[int, Any]:
+    answer: dict[str, Any] = {"count": response.count}  # type: ignore[attr-defined]
+    if response.HasField("window"):
+        answer["window"] = plain_window(response.window)  # type: ignore[attr-defined]
+    return 200, answer
 
 
 def answer_as_json(response: Message) -> tuple[int, Any]:
@@ -436,8 +502,12 @@ ROUTES: tuple[RestRoute, ...] = (
         "How many records have a value in a window.",
         (INDEX, WINDOW_TYPE, AT, GROUP),
         build_count,
-        answer_as_json,
-        {"$ref": "#/components/schemas/CountResponse"},
+        answer_count,
+        {
+            "type": "object",
+            "properties": {"count": {"type": "integer"}, "window": WINDOW_SCHEMA},
+            "required": ["count"],
+        },
     ),
     RestRoute(
         "/v1/indexes/{index}/windows/{type}/records/{pk}/rank",

@@ -12,6 +12,7 @@ context of ``transaction.py`` and none imports another's class unless it builds 
 | ``trim.py`` | dropping entries no window depends on |
 | ``reads.py`` | ranks (ORDINAL, COMPETITION, DENSE), top N, around me, counts and scans (both ways) |
 | ``metadata.py`` | records' display metadata, attached to every listing in its transaction |
+| ``idempotency.py`` | writes applied once per idempotency key: repeats answer the first answer |
 | ``social.py`` | the ranks of many records in one call; friends boards |
 | ``pages.py``, ``movement.py`` | pages, percentiles; movement between windows and rank history |
 | ``compat.py`` | the Record Layer's rank for a score key and its score trim |
@@ -32,7 +33,7 @@ from .fill import FillProgress
 from .leaderboard import LeaderboardIndex, Operations
 from .movement import History, Movement
 from .pages import Page
-from .reads import IfAbsent, RankedEntry, RankMode, ScanPage, ScanType, WindowRef
+from .reads import IfAbsent, Listing, RankedEntry, RankMode, ScanPage, ScanType, WindowRef
 from .records import Entry
 from .settings import IndexSettings
 from .windows import WindowUpdateResult, check_plan_size, plan_ahead
@@ -47,6 +48,7 @@ __all__ = [
     "IfAbsent",
     "IndexSettings",
     "LeaderboardIndex",
+    "Listing",
     "Movement",
     "Operations",
     "Page",

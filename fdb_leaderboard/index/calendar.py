@@ -9,12 +9,24 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import InvalidArgument
 
 PERIODS = ("daily", "iso-weekly", "monthly")
 TIMEBASES = {"seconds": 1, "milliseconds": 1000}
+# The calendar boards an index is created with by name (``index create --daily --weekly``):
+# their window types and periods.  Pages and examples read type 1 as today, 2 as this week.
+BOARDS = {"daily": (1, "daily"), "weekly": (2, "iso-weekly"), "monthly": (3, "monthly")}
+
+
+def board_periods(boards: Sequence[str], timezone: str = "UTC", timebase: str = "seconds") -> list[CalendarPeriods]:
+    """The calendar periods of named ``boards`` (daily, weekly, monthly) in ``timezone``."""
+    unknown = [board for board in boards if board not in BOARDS]
+    if unknown or isinstance(boards, str):
+        raise InvalidArgument(f"unknown board {(unknown or [boards])[0]!r}: use {', '.join(BOARDS)}")
+    return [CalendarPeriods(*BOARDS[board], timezone, timebase) for board in dict.fromkeys(boards)]
 
 
 def zone_info(name: str) -> ZoneInfo:

@@ -57,11 +57,12 @@ class Filler:
         self.writer = writer
         self.editor = editor
 
-    def defer_ranks_of_empty_windows(self) -> tuple[Window, ...]:
+    def defer_ranks_of_empty_windows(self, held_until: int = 0) -> tuple[Window, ...]:
         """Mark complete windows holding no value as filling with every record done (phase 2).
 
         Writes then keep their primary B-trees for every record and leave their ranked sets
-        to be built in key order by the fill.  Returns the windows marked.
+        to be built in key order by the fill.  Returns the windows marked, held until
+        ``held_until`` (Unix seconds): a fill that respects holds leaves them to the load.
         """
         directory = self.txn.directory()
         if directory is None:
@@ -74,25 +75,37 @@ class Filler:
         if not empty:
             return ()
         for window in empty:
-            self.txn.save_cursor(window, index_pb2.FillCursor(records_done=True))
+            self.txn.save_cursor(window, index_pb2.FillCursor(records_done=True, held_until=held_until))
         self.editor.save_filling(directory, {window.lb_key for window in empty}, True)
         return tuple(empty)
 
-    def fill_step(self, max_records: int, max_entries: int) -> FillProgress:
+    def hold(self, windows: Iterable[Window], until: int) -> None:
+        """Keep a fill that respects holds away from ``windows`` until ``until`` (Unix seconds)."""
+        for window in windows:
+            cursor = self.txn.cursor(window)
+            if cursor is not None:
+                cursor.held_until = until
+                self.txn.save_cursor(window, cursor)
+
+    def fill_step(self, max_records: int, max_entries: int, unheld_at: int | None = None) -> FillProgress:
         """Fill the windows being filled a bounded amount; one transaction.
 
         Phase 1 puts the values of up to ``max_records`` records (at most about ``max_entries``
         entries read) into the primary B-tree of every window still in it.  Once every record
         is done, phase 2 builds each window's ranked sets from its primary B-tree in key order,
         up to the rest of ``max_entries`` primary entries per step; the window is then complete.
+        With ``unheld_at`` (Unix seconds), windows a bulk load holds beyond it are left alone
+        (the background fill; ``done`` then means nothing is left that it may do).
         """
         check_at_least(max_records, 1, "max_records")
         check_at_least(max_entries, 1, "max_entries")
         directory = self.txn.directory()
         filling = directory.filling() if directory is not None else []
+        cursors = {window.lb_key: self.txn.cursor(window) or index_pb2.FillCursor() for window in filling}
+        if unheld_at is not None:
+            filling = [window for window in filling if cursors[window.lb_key].held_until <= unheld_at]
         if not filling:
             return FillProgress(True, 0, ())
-        cursors = {window.lb_key: self.txn.cursor(window) or index_pb2.FillCursor() for window in filling}
         loading = [window for window in filling if not cursors[window.lb_key].records_done]
         processed = entries_read = 0
         reached: bytes | None = None
@@ -100,6 +113,7 @@ class Filler:
             processed, entries_read, reached = self._fill_records(loading, cursors, max_records, max_entries)
             for window in loading:
                 cursor = cursors[window.lb_key]
+                cursor.records_processed += processed
                 if reached is None:
                     cursor.records_done = True
                 elif not cursor.records_through or reached > cursor.records_through:
@@ -184,6 +198,7 @@ class Filler:
         finished = len(rows) < budget
         if not finished:
             cursor.ranked_through = rows[-1][0][len(prefix) :]
+            cursor.entries_ranked += len(rows)
             self.txn.save_cursor(window, cursor)
         return len(rows), finished
 

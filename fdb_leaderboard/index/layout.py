@@ -13,6 +13,9 @@
 | ``S + (5, pk, ts, seq)`` | one entry of a record: ``(group, score, context)`` packed |
 | ``S + (6, pk)`` | ``RecordMetadata`` protobuf: the record's display data (pk nested) |
 | ``S + (7, lb_key, group..., level, score)`` | ``dense_ranks``: ranked sets of each window's distinct scores |
+| ``S + (8, key)`` | ``AppliedRequest`` protobuf: a write made with idempotency key ``key`` |
+| ``S + (9, applied_at, key)`` | ``b""``: the same keys by when they were applied (for expiry) |
+| ``S + (10,)`` | int64 LE, atomic ADD: how many idempotency keys the index holds |
 
 ``P`` and ``X`` hold exactly what the Record Layer's index holds for the same options.
 """
@@ -28,7 +31,20 @@ INT64_MIN = -(1 << 63)
 class IndexLayout:
     """Key builders for one index.  Pure byte arithmetic: holds no data."""
 
-    __slots__ = ("prefix", "options_key", "records", "primary", "secondary", "cursors", "entries", "metadata", "dense")
+    __slots__ = (
+        "prefix",
+        "options_key",
+        "records",
+        "primary",
+        "secondary",
+        "cursors",
+        "entries",
+        "metadata",
+        "dense",
+        "applied",
+        "applied_by_time",
+        "applied_count_key",
+    )
 
     def __init__(self, prefix: bytes) -> None:
         self.prefix = prefix
@@ -40,6 +56,9 @@ class IndexLayout:
         self.entries = prefix + tuples.pack((5,))
         self.metadata = prefix + tuples.pack((6,))
         self.dense = prefix + tuples.pack((7,))
+        self.applied = prefix + tuples.pack((8,))
+        self.applied_by_time = prefix + tuples.pack((9,))
+        self.applied_count_key = prefix + tuples.pack((10,))
 
     # records
     def head_key(self, pk_nested: bytes) -> bytes:
@@ -61,6 +80,13 @@ class IndexLayout:
 
     def metadata_key(self, pk_nested: bytes) -> bytes:
         return self.metadata + pk_nested
+
+    # idempotency keys
+    def applied_key(self, key: str) -> bytes:
+        return self.applied + tuples.pack((key,))
+
+    def applied_at_key(self, applied_at: int, key: str) -> bytes:
+        return self.applied_by_time + tuples.pack((applied_at, key))
 
     # windows
     @property

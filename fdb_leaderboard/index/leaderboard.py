@@ -22,19 +22,21 @@ from ..proto import index_pb2
 from ..store.api import Database, Transaction
 from . import compat, pages, social
 from . import movement as moves
+from . import tuplecodec as tuples
 from .calendar import CalendarPeriods
 from .checker import CheckReport, check_index
 from .directory import ALL_TIME, Directory, Window, WindowUpdate
 from .fill import Filler, FillProgress, batches
+from .idempotency import DEFAULT_MAX_KEYS, AppliedRequests, Replayed, batch_key, check_key, digest
 from .layout import IndexLayout
 from .metadata import Metadata
-from .reads import IfAbsent, RankedEntry, RankMode, Reader, ScanPage, ScanType, WindowRef
+from .reads import IfAbsent, Listing, RankedEntry, RankMode, Reader, ScanPage, ScanType, WindowRef
 from .records import Entry, RecordWriter
 from .settings import IndexSettings
 from .space import IndexSpace
 from .transaction import IndexTransaction
 from .trim import Trimmer
-from .values import check_at_least, check_timestamp
+from .values import check_at_least, check_timestamp, normalize_score
 from .windows import WindowEditor, WindowUpdateResult, plan_ahead
 
 T = TypeVar("T")
@@ -63,6 +65,10 @@ def check_scan_arguments(scan_type: ScanType, arguments: dict[str, Any]) -> None
         shown = value.name if isinstance(value, RankMode) else repr(value)
         raise InvalidArgument(f"a {scan_type.name} scan does not use {name} (given {shown}): {why}")
 
+
+# A bulk load holds the windows whose ranked sets it builds at its end this long at a time (renewed
+# while it runs): the server's background fill leaves them alone, and takes over if the load died.
+LOAD_HOLD_SECONDS = 120
 
 NO_WINDOWS = (
     "the index has no windows yet: the score is stored but ranked in no window until a window update "
@@ -105,6 +111,10 @@ class Operations:
     def metadata(self) -> Metadata:
         return Metadata(self.txn)
 
+    @functools.cached_property
+    def applied(self) -> AppliedRequests:
+        return AppliedRequests(self.txn)
+
 
 class LeaderboardIndex(IndexSpace):
     """A time-windowed leaderboard index under key prefix ``prefix`` of store ``db``."""
@@ -112,26 +122,47 @@ class LeaderboardIndex(IndexSpace):
     def __init__(self, db: Database, prefix: bytes, settings: IndexSettings) -> None:
         super().__init__(prefix, settings)
         self.db = db
+        self.max_idempotency_keys = DEFAULT_MAX_KEYS
 
     # -- creation ----------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, db: Database, prefix: bytes, settings: IndexSettings | None = None) -> LeaderboardIndex:
-        """Create the index (or open it if it exists with the same settings)."""
-        settings = settings or IndexSettings()
-        layout = IndexLayout(prefix)
+    def create(
+        cls,
+        db: Database,
+        prefix: bytes,
+        settings: IndexSettings | None = None,
+        all_time: bool = True,
+        windows: Sequence[tuple[int, int, int]] = (),
+    ) -> LeaderboardIndex:
+        """Create the index (or open it if it exists with the same settings).
 
-        def create(tr: Transaction) -> None:
-            stored = tr.get(layout.options_key)
-            if stored is not None:
-                existing = IndexSettings.from_proto(index_pb2.IndexOptions.FromString(stored))
-                if existing != settings:
-                    raise AlreadyExists(f"an index exists at {prefix!r} with other settings: {existing}")
-                return
-            tr.set(layout.options_key, settings.to_proto().SerializeToString())
+        A new index has its all-time window from the start (unless ``all_time`` is False) and the
+        ``(type, start, end)`` ``windows`` given, so it ranks its first score; see :meth:`initialize`.
+        """
+        index = cls(db, prefix, settings or IndexSettings())
+        db.run(lambda tr: index.initialize(tr, all_time, windows))
+        return index
 
-        db.run(create)
-        return cls(db, prefix, settings)
+    def initialize(
+        self, tr: Transaction, all_time: bool = True, windows: Sequence[tuple[int, int, int]] = ()
+    ) -> tuple[Window, ...] | None:
+        """In transaction ``tr``: store the index's settings and first windows, unless it exists.
+
+        Returns the windows added, or None when the index existed already with the same settings
+        (AlreadyExists when with other settings).
+        """
+        stored = tr.get(self.layout.options_key)
+        if stored is not None:
+            existing = IndexSettings.from_proto(index_pb2.IndexOptions.FromString(stored))
+            if existing != self.settings:
+                raise AlreadyExists(f"an index exists at {self.prefix!r} with other settings: {existing}")
+            return None
+        tr.set(self.layout.options_key, self.settings.to_proto().SerializeToString())
+        if not all_time and not windows:
+            return ()
+        update = WindowUpdate(all_time=all_time, windows=windows)
+        return Operations(self, tr).windows.update_windows(update).added
 
     @classmethod
     def open(cls, db: Database, prefix: bytes) -> LeaderboardIndex:
@@ -149,6 +180,48 @@ class LeaderboardIndex(IndexSpace):
     def read(self, fn: Callable[[Operations], T]) -> T:
         return self.db.read(lambda tr: fn(Operations(self, tr)))
 
+    def run_once(
+        self,
+        idempotency_key: str | None,
+        operation: str,
+        arguments: Callable[[Operations], tuple],
+        write: Callable[[Operations], T],
+        encode: Callable[[T], tuple],
+        decode: Callable[[tuple], T],
+    ) -> T:
+        """``write(ops)`` in one transaction, applied once per ``idempotency_key`` (see
+        ``idempotency.py``): a repeat of the same ``operation`` with the same ``arguments(ops)``
+        (checked values, as a tuple) answers the first answer, ``encode``-d and ``decode``-d as
+        tuples; None runs it plainly."""
+        if idempotency_key is None:
+            return self.run(write)
+        key = check_key(idempotency_key)
+
+        def once(ops: Operations) -> T:
+            return ops.applied.once(
+                key,
+                lambda: digest(operation, arguments(ops)),
+                lambda: write(ops),
+                lambda answer: tuples.pack(encode(answer)),
+                int(self.clock()),
+                self.max_idempotency_keys,
+            )
+
+        try:
+            return self.run(once)
+        except Replayed as replay:
+            return decode(tuples.unpack(replay.answer))
+
+    def expire_idempotency_keys(self, before: int, max_keys: int = 1000) -> tuple[int, bool]:
+        """Forget up to ``max_keys`` idempotency keys applied before ``before`` (Unix seconds) in
+        one transaction; returns (forgotten, done)."""
+        check_at_least(max_keys, 1, "max_keys")
+        return self.run(lambda ops: ops.applied.expire_step(before, max_keys))
+
+    def idempotency_keys(self) -> int:
+        """How many idempotency keys the index holds."""
+        return self.read(lambda ops: ops.applied.count())
+
     # -- writes -------------------------------------------------------------------------------
 
     def add_score(
@@ -159,20 +232,23 @@ class LeaderboardIndex(IndexSpace):
         context: tuple = (),
         group: tuple = (),
         metadata: Mapping[str, str] | None = None,
+        idempotency_key: str | None = None,
     ) -> int:
         """Add one entry to a record; returns the number of window values that changed.
 
         ``metadata`` fields, if given, are merged into the record's metadata in the same
-        transaction.  In an index with no windows yet the score is stored, 0 is returned and a
+        transaction.  In an index with no windows the score is stored, 0 is returned and a
         :class:`NoWindowsWarning` is issued (the first window update fills from stored scores).
+        With ``idempotency_key``, a repeat of this very call changes nothing and answers the same.
         """
-        return _warn(self.write_record(pk, [Entry(score, timestamp, context, group)], metadata=metadata))
+        entries = [Entry(score, timestamp, context, group)]
+        return _warn(self.write_record(pk, entries, metadata=metadata, idempotency_key=idempotency_key))
 
-    def add_entries(self, pk: object, entries: Sequence[Entry]) -> int:
-        return _warn(self.write_record(pk, entries))
+    def add_entries(self, pk: object, entries: Sequence[Entry], idempotency_key: str | None = None) -> int:
+        return _warn(self.write_record(pk, entries, idempotency_key=idempotency_key))
 
-    def save_record(self, pk: object, entries: Sequence[Entry]) -> int:
-        return _warn(self.write_record(pk, entries, replace=True))
+    def save_record(self, pk: object, entries: Sequence[Entry], idempotency_key: str | None = None) -> int:
+        return _warn(self.write_record(pk, entries, replace=True, idempotency_key=idempotency_key))
 
     def write_record(
         self,
@@ -180,9 +256,14 @@ class LeaderboardIndex(IndexSpace):
         entries: Sequence[Entry],
         replace: bool = False,
         metadata: Mapping[str, str] | None = None,
+        idempotency_key: str | None = None,
     ) -> WriteOutcome:
         """Add entries to a record (or replace them), saying so when the index has no window to
         rank them; ``metadata`` fields are merged into the record's in the same transaction."""
+
+        def arguments(ops: Operations) -> tuple:
+            fields = tuple(sorted((metadata or {}).items()))
+            return ops.txn.pk(pk).pk, self._entry_arguments(entries), fields, replace
 
         def write(ops: Operations) -> WriteOutcome:
             changed = ops.writer.save_record(pk, entries) if replace else ops.writer.add_entries(pk, entries)
@@ -193,16 +274,49 @@ class LeaderboardIndex(IndexSpace):
                 return WriteOutcome(changed)
             return WriteOutcome(changed, NO_WINDOWS)
 
-        return self.run(write)
+        return self.run_once(
+            idempotency_key,
+            "SaveRecord" if replace else "AddEntries",
+            arguments,
+            write,
+            lambda outcome: (outcome.windows_changed, outcome.warning),
+            lambda answer: WriteOutcome(*answer),
+        )
 
-    def delete_record(self, pk: object) -> bool:
-        return self.run(lambda ops: ops.writer.delete_record(pk))
+    def _entry_arguments(self, entries: Sequence[Entry]) -> tuple:
+        """Entries as checked values, for a request's digest (an int score of a DOUBLE index is
+        its float, so every door's form of one request has one digest)."""
+        out = []
+        for entry in entries:
+            if not isinstance(entry, Entry):
+                raise InvalidArgument(f"expected an Entry, not {type(entry).__name__}")
+            score = normalize_score(entry.score, self.settings.score_type)
+            out.append((score, entry.timestamp, tuple(entry.context), tuple(entry.group)))
+        return tuple(out)
 
-    def write_batch(self, records: Sequence[tuple[object, Sequence[Entry]]], replace: bool = True) -> None:
+    def delete_record(self, pk: object, idempotency_key: str | None = None) -> bool:
+        return self.run_once(
+            idempotency_key,
+            "DeleteRecord",
+            lambda ops: (ops.txn.pk(pk).pk,),
+            lambda ops: ops.writer.delete_record(pk),
+            lambda existed: (existed,),
+            lambda answer: answer[0],
+        )
+
+    def write_batch(
+        self,
+        records: Sequence[tuple[object, Sequence[Entry]]],
+        replace: bool = True,
+        idempotency_key: str | None = None,
+    ) -> None:
         """Save (or add to, with ``replace=False``) many records in one transaction.
 
         A record the index refuses raises with ``record_position``: its position in ``records``.
         """
+
+        def arguments(ops: Operations) -> tuple:
+            return replace, tuple((ops.txn.pk(pk).pk, self._entry_arguments(entries)) for pk, entries in records)
 
         def write(ops: Operations) -> None:
             # The keys are checked first so the records' heads are read together (one round trip).
@@ -216,7 +330,7 @@ class LeaderboardIndex(IndexSpace):
                 with _refused_at(position):
                     save(key, entries)
 
-        self.run(write)
+        self.run_once(idempotency_key, "WriteBatch", arguments, write, lambda _: (), lambda _: None)
 
     def bulk_load(
         self,
@@ -225,8 +339,13 @@ class LeaderboardIndex(IndexSpace):
         progress: Callable[[int], None] | None = None,
         defer_ranks: bool = True,
         max_entries: int = 20_000,
+        idempotency_key: str | None = None,
     ) -> int:
         """Save records in transactions of ``batch_size``; returns how many were written.
+
+        With ``idempotency_key``, transaction ``n`` of the load is applied once under
+        ``key#n``: a load sent again with the same key, records and ``batch_size`` saves only
+        the batches not saved before (and refuses, ALREADY_EXISTS, a batch that differs).
 
         With ``defer_ranks``, windows that hold no value when the first transaction starts are
         built the way a fill builds a new window: the load writes their primary B-trees only,
@@ -239,14 +358,24 @@ class LeaderboardIndex(IndexSpace):
         sets are built in fill steps of ``batch_size`` records and ``max_entries`` entries.
         """
         check_at_least(batch_size, 1, "batch_size")
-        deferred = False
+        if idempotency_key is not None:
+            check_key(idempotency_key)
+        deferred: tuple[Window, ...] = ()
+        held_until = 0.0
         written = 0
         try:
-            for batch in batches(records, batch_size):
+            for number, batch in enumerate(batches(records, batch_size)):
                 if defer_ranks and not deferred:
-                    self.run(lambda ops: ops.filler.defer_ranks_of_empty_windows())
-                    deferred = True
-                self.write_batch(batch)
+                    held_until = self.clock() + LOAD_HOLD_SECONDS
+                    until = int(held_until)
+                    deferred = self.run(lambda ops, until=until: ops.filler.defer_ranks_of_empty_windows(until))
+                    defer_ranks = False
+                elif deferred and self.clock() > held_until - LOAD_HOLD_SECONDS / 2:
+                    held_until = self.clock() + LOAD_HOLD_SECONDS
+                    windows, until = deferred, int(held_until)
+                    self.run(lambda ops, windows=windows, until=until: ops.filler.hold(windows, until))
+                key = None if idempotency_key is None else batch_key(idempotency_key, number)
+                self.write_batch(batch, idempotency_key=key)
                 written += len(batch)
                 if progress:
                     progress(written)
@@ -256,11 +385,23 @@ class LeaderboardIndex(IndexSpace):
         return written
 
     def set_metadata(
-        self, pk: object, metadata: Mapping[str, str], merge: bool = False, remove: Sequence[str] = ()
+        self,
+        pk: object,
+        metadata: Mapping[str, str],
+        merge: bool = False,
+        remove: Sequence[str] = (),
+        idempotency_key: str | None = None,
     ) -> dict[str, str]:
         """Replace a record's display metadata (or merge fields into it, dropping ``remove``);
         returns what is stored now.  Scores and windows are not touched.  See ``metadata.py``."""
-        return self.run(lambda ops: ops.metadata.set(pk, metadata, merge, remove))
+        return self.run_once(
+            idempotency_key,
+            "SetMetadata",
+            lambda ops: (ops.txn.pk(pk).pk, tuple(sorted(metadata.items())), merge, tuple(sorted(remove))),
+            lambda ops: ops.metadata.set(pk, metadata, merge, remove),
+            lambda stored: tuple(item for pair in sorted(stored.items()) for item in pair),
+            lambda answer: dict(zip(answer[::2], answer[1::2], strict=True)),
+        )
 
     def metadata(self, pk: object) -> dict[str, str] | None:
         """A record's display metadata ({} if none), or None if the record does not exist."""
@@ -284,8 +425,11 @@ class LeaderboardIndex(IndexSpace):
         """Delete windows ending at or before ``before``; repeated calls are harmless."""
         return self.run(lambda ops: ops.windows.expire(before))
 
-    def fill_step(self, max_records: int = 200, max_entries: int = 20_000) -> FillProgress:
-        return self.run(lambda ops: ops.filler.fill_step(max_records, max_entries))
+    def fill_step(self, max_records: int = 200, max_entries: int = 20_000, respect_holds: bool = False) -> FillProgress:
+        """One bounded fill transaction; ``respect_holds`` leaves alone the windows a running bulk
+        load will build (what the server's background fill does)."""
+        unheld_at = int(self.clock()) if respect_holds else None
+        return self.run(lambda ops: ops.filler.fill_step(max_records, max_entries, unheld_at))
 
     def fill(
         self, max_records: int = 200, max_entries: int = 20_000, progress: Callable[[FillProgress], None] | None = None
@@ -334,12 +478,13 @@ class LeaderboardIndex(IndexSpace):
     def _reader(self, fn: Callable[[Reader], T]) -> T:
         return self.db.read(lambda tr: fn(Reader(IndexTransaction(self, tr))))
 
-    def _listing(self, fn: Callable[[Reader], list[RankedEntry]]) -> list[RankedEntry]:
-        """A listing with each record's metadata, read in the listing's own transaction."""
+    def _listing(self, fn: Callable[[Reader], list[RankedEntry]]) -> Listing:
+        """A listing with each record's metadata, read in the listing's own transaction, and the
+        window it was read from."""
 
-        def read(tr: Any) -> list[RankedEntry]:
+        def read(tr: Any) -> Listing:
             txn = IndexTransaction(self, tr)
-            return Metadata(txn).attach_to(lambda: fn(Reader(txn)))
+            return Listing(Metadata(txn).attach_to(lambda: fn(Reader(txn))), txn.window_read)
 
         return self.db.read(read)
 
@@ -371,11 +516,22 @@ class LeaderboardIndex(IndexSpace):
         group: tuple = (),
         mode: RankMode | None = None,
     ) -> RankedEntry | None:
+        found = self.rank_listing(pk, window_type, timestamp, group, mode)
+        return found[0] if found else None
+
+    def rank_listing(
+        self,
+        pk: object,
+        window_type: int = ALL_TIME,
+        timestamp: int | None = None,
+        group: tuple = (),
+        mode: RankMode | None = None,
+    ) -> Listing:
+        """:meth:`rank_and_entry` as a listing of at most one entry, naming the window read."""
         mode = self._mode(mode)
-        found = self._listing(
+        return self._listing(
             lambda r: [e] if (e := r.rank_and_entry(pk, WindowRef(window_type, timestamp), group, mode)) else []
         )
-        return found[0] if found else None
 
     def top(
         self,
@@ -384,7 +540,7 @@ class LeaderboardIndex(IndexSpace):
         timestamp: int | None = None,
         group: tuple = (),
         mode: RankMode | None = None,
-    ) -> list[RankedEntry]:
+    ) -> Listing:
         mode = self._mode(mode)
         return self._listing(lambda r: r.top(n, WindowRef(window_type, timestamp), group, mode))
 
@@ -398,7 +554,7 @@ class LeaderboardIndex(IndexSpace):
         group: tuple = (),
         mode: RankMode | None = None,
         if_absent: IfAbsent | None = None,
-    ) -> list[RankedEntry]:
+    ) -> Listing:
         mode = self._mode(mode)
         return self._listing(
             lambda r: r.around(
@@ -414,6 +570,12 @@ class LeaderboardIndex(IndexSpace):
 
     def count(self, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()) -> int:
         return self._reader(lambda r: r.count(WindowRef(window_type, timestamp), group))
+
+    def count_in_window(
+        self, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
+    ) -> tuple[int, Window]:
+        """:meth:`count` and the window counted."""
+        return self._reader(lambda r: (r.count(WindowRef(window_type, timestamp), group), r.txn.window_read))
 
     def score_for_rank(
         self, rank: int, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
@@ -466,7 +628,7 @@ class LeaderboardIndex(IndexSpace):
         timestamp: int | None = None,
         group: tuple = (),
         mode: RankMode | None = None,
-    ) -> list[RankedEntry]:
+    ) -> Listing:
         """A board of just these records (friends), ordered as the window orders them, with their
         ranks in the whole window; records absent from it are left out."""
         mode = self._mode(mode)
@@ -506,9 +668,15 @@ class LeaderboardIndex(IndexSpace):
         )
 
     def movement(
-        self, pk: object, window_type: int, timestamp: int, group: tuple = (), mode: RankMode | None = None
+        self,
+        pk: object,
+        window_type: int,
+        timestamp: int | None = None,
+        group: tuple = (),
+        mode: RankMode | None = None,
     ) -> moves.Movement:
-        """The record's rank now and in the previous window of the type, and the change."""
+        """The record's rank in the window of the type holding ``timestamp`` (None: now) and in the
+        previous window of the type, and the change."""
         mode = self._mode(mode)
 
         def read(tr: Any) -> moves.Movement:

@@ -14,7 +14,6 @@ most :data:`MAX_METADATA_BYTES` bytes once encoded.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
@@ -121,7 +120,7 @@ class Metadata:
         """``entries`` with each record's metadata, read together in this transaction."""
         keys = [self.layout.metadata_key(self.txn.pk(entry.pk)[1]) for entry in entries]
         found = self.tr.get_many(keys) if keys else []
-        return [dataclasses.replace(entry, metadata=decode(data)) for entry, data in zip(entries, found, strict=True)]
+        return [entry.with_metadata(decode(data)) for entry, data in zip(entries, found, strict=True)]
 
     def attach_to(self, listing: Callable[[], Sequence[RankedEntry]]) -> list[RankedEntry]:
         """The entries of ``listing()`` with each record's metadata.
@@ -134,7 +133,7 @@ class Metadata:
         entries = listing()
         if anything.value:
             return self.attach(entries)
-        return [dataclasses.replace(entry, metadata={}) for entry in entries]
+        return [entry.with_metadata({}) for entry in entries]
 
     def attach_one(self, entry: RankedEntry | None) -> RankedEntry | None:
         return None if entry is None else self.attach([entry])[0]

@@ -23,6 +23,7 @@ import dataclasses
 import math
 
 from ..errors import InvalidArgument
+from .directory import Window
 from .reads import RankedEntry, RankMode, Reader, ScanType, WindowRef
 from .values import check_at_least
 
@@ -36,6 +37,7 @@ class Page:
     size: int
     total: int  # records in the window
     pages: int  # ceil(total / size): the last page's number (0 when the window is empty)
+    window: Window | None = None  # the window read
 
 
 def page(
@@ -61,7 +63,7 @@ def page(
             mode=mode,
         )
         entries = scan.entries
-    return Page(entries, number, size, total, math.ceil(total / size))
+    return Page(entries, number, size, total, math.ceil(total / size), reader.txn.window_read)
 
 
 def percentile(reader: Reader, pk: object, ref: WindowRef, group: object = ()) -> float | None:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ..errors import InvalidArgument, WindowNotFound, WindowNotReady
-from ..rankedset import Steps, run_alone, run_together
+from ..rankedset import Steps, run_alone
 from ..store.api import strinc
 from . import tuplecodec as tuples
 from .directory import ALL_TIME, Window, check_window_type
@@ -72,6 +72,13 @@ class RankedEntry:
     rank: int | None = None
     metadata: dict[str, str] | None = dataclasses.field(default=None, hash=False)
 
+    def with_metadata(self, metadata: dict[str, str]) -> RankedEntry:
+        """This entry with ``metadata``: ``dataclasses.replace``'s result, made without its per-field
+        introspection (a listing makes one per row)."""
+        copied = object.__new__(RankedEntry)
+        copied.__dict__.update(self.__dict__, metadata=metadata)
+        return copied
+
 
 class _Row(NamedTuple):
     """A primary B-tree key, decoded."""
@@ -89,6 +96,14 @@ class _Row(NamedTuple):
         return RankedEntry(self.pk, self.score, self.timestamp, self.context, self.group, rank)
 
 
+class Listing(list[RankedEntry]):
+    """Entries read from one window, best first, with that ``window`` (None: several or none)."""
+
+    def __init__(self, entries: Sequence[RankedEntry] = (), window: Window | None = None) -> None:
+        super().__init__(entries)
+        self.window = window
+
+
 @dataclasses.dataclass(frozen=True)
 class ScanPage:
     entries: list[RankedEntry]
@@ -97,7 +112,8 @@ class ScanPage:
 
 @dataclasses.dataclass(frozen=True)
 class WindowRef:
-    """Which window a read uses: type 0 is all-time; other types need a timestamp."""
+    """Which window a read uses: type 0 is all-time; another type's window is the oldest holding
+    ``timestamp``, or now (the index's clock in its timebase) without one."""
 
     type: int = ALL_TIME
     timestamp: int | None = None
@@ -115,21 +131,25 @@ class Reader:
     # -- resolving ----------------------------------------------------------------------
 
     def window(self, ref: WindowRef) -> Window:
-        try:
-            window_type = check_window_type(ref.type, allow_all_time=True)
-        except (TypeError, ValueError) as exc:  # a bad type is the caller's error, like every other
-            raise InvalidArgument(str(exc)) from None
-        if window_type != ALL_TIME and ref.timestamp is None:
-            raise InvalidArgument(f"window type {window_type} needs a timestamp to choose the window")
-        ts = 0 if ref.timestamp is None else check_timestamp(ref.timestamp)
+        window_type = check_window_type(ref.type, allow_all_time=True)
+        if ref.timestamp is not None:
+            ts = check_timestamp(ref.timestamp)
+        else:  # the window holding now: today's of a daily type, this week's of a weekly one
+            ts = self.txn.now() if window_type != ALL_TIME else 0
         directory = self.txn.directory()
         window = directory.oldest(window_type, ts) if directory is not None else None
         if window is None:
             if window_type == ALL_TIME:
                 raise WindowNotFound("the index has no all-time window: add one with a window update")
-            raise WindowNotFound(f"no window of type {window_type} contains timestamp {ts}")
+            when = f"timestamp {ts}" if ref.timestamp is not None else f"now ({ts})"
+            raise WindowNotFound(f"no window of type {window_type} contains {when}")
         if window.filling:
-            raise WindowNotReady(f"{window.describe()} is still being filled from stored records")
+            state = self.txn.fill_state(window)
+            raise WindowNotReady(
+                f"{window.describe()} is still being filled from stored records ({state.describe()}); "
+                "it is served once complete"
+            )
+        self.txn.window_read = window
         return window
 
     def group_bytes(self, group: object) -> bytes:
@@ -384,9 +404,7 @@ class Reader:
         key = group_prefix + element + pk_flat
         # One round for the size, the record's rank and the records sharing its key (they sort by pk).
         ties = self.tr.get_range_async(group_prefix + element, key) if ranked.count_duplicates else None
-        size, position = run_together(
-            [ranked.size_steps(self.tr), ranked.rank_steps(self.tr, element, null_if_missing=False)]
-        )
+        position, size = run_alone(ranked.rank_and_size_steps(self.tr, element))
         if ties is None:
             start = max(0, min(position - above, size - span))
             return self._by_position(window, group_bytes, start, span, mode)
@@ -440,9 +458,7 @@ class Reader:
         if scan_type is ScanType.BY_RANK:
             ref = WindowRef()
         elif scan_type is ScanType.BY_TIME_WINDOW:
-            if timestamp is None:
-                raise InvalidArgument("a BY_TIME_WINDOW scan needs a window type and a timestamp")
-            ref = WindowRef(window_type, timestamp)
+            ref = WindowRef(window_type, timestamp)  # no timestamp: the window holding now
         else:
             raise InvalidArgument(f"unknown scan type {scan_type!r}")
         return self._scan_by_rank(

@@ -8,7 +8,9 @@ read are the same).
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 
 from ..rankedset import RankedSet
 from .aggregation import AGGREGATIONS, Aggregation
@@ -29,6 +31,15 @@ class IndexSpace:
         self.aggregation: Aggregation = AGGREGATIONS[settings.aggregation]
         self._ranked_sets: OrderedDict[tuple[int, int, bytes, bool], RankedSet] = OrderedDict()
         self._directory_cache: tuple[bytes, Directory] | None = None
+        # What "now" is for the index: the clock (Unix seconds) in its timebase, ``timebase``
+        # units per second (1: seconds; 1000: the index's times are milliseconds).  A read of a
+        # window type without a timestamp reads the window containing now.
+        self.clock: Callable[[], float] = time.time
+        self.timebase = 1
+
+    def now(self) -> int:
+        """The clock in the index's timebase."""
+        return int(self.clock() * self.timebase)
 
     def ranked_set(self, window: Window, group_bytes: bytes) -> RankedSet:
         """The ranked set of one window and group (key derivation only, so cached)."""

@@ -29,6 +29,22 @@ MAX_PK_BYTES = 200
 Packer = Callable[[int | float, int, tuple], bytes]
 
 
+class FillState(NamedTuple):
+    """How far the fill of a window got: phase 1 puts records into it, phase 2 ranks them."""
+
+    phase: int
+    records_processed: int
+    entries_ranked: int
+    records_total: int | None  # the index's records (its all-time window's count), when known
+
+    def describe(self) -> str:
+        if self.phase == 1:
+            total = f" of {self.records_total:,}" if self.records_total is not None else ""
+            return f"phase 1 of 2, {self.records_processed:,}{total} records put in"
+        total = f" of {self.records_total:,}" if self.records_total is not None else ""
+        return f"phase 2 of 2, {self.entries_ranked:,}{total} ranked"
+
+
 class RecordKey(NamedTuple):
     """A checked primary key: the tuple, packed as one nested item, and packed flat."""
 
@@ -52,6 +68,8 @@ class IndexTransaction:
         self._hsf: dict[bytes, bool] = {}
         self._packers: dict[bytes, Packer] = {}
         self._cursors: dict[int, index_pb2.FillCursor | None] = {}
+        self.window_read: Window | None = None  # the window a read resolved (listings name it)
+        self._now: int | None = None
 
     # -- reading ahead -----------------------------------------------------------------------
 
@@ -150,6 +168,19 @@ class IndexTransaction:
             return False
         return cursor.records_done or (bool(cursor.records_through) and pk_nested <= cursor.records_through)
 
+    def fill_state(self, window: Window) -> FillState:
+        """How far the fill of ``window`` (a filling window) got; the total is the ranked record
+        count of a complete all-time window, when the index has one and no groups."""
+        cursor = self.cursor(window) or index_pb2.FillCursor()
+        total = None
+        directory = self.directory()
+        every = [w for w in directory.windows if w.type == 0 and not w.filling] if directory is not None else []
+        if every and not self.settings.group_size:
+            total = self.space.ranked_set(every[0], b"").size(self.tr)
+        phase = 2 if cursor.records_done else 1
+        processed = min(cursor.records_processed, total) if total is not None else cursor.records_processed
+        return FillState(phase, processed, cursor.entries_ranked, total)
+
     def rank_limit(self, window: Window) -> bytes | None:
         """The last primary key (after the window's prefix) whose element the ranked set holds.
 
@@ -210,6 +241,12 @@ class IndexTransaction:
         return entries
 
     # -- index-wide values ---------------------------------------------------------------------
+
+    def now(self) -> int:
+        """The index's clock in its timebase, read once: every read of one transaction sees one now."""
+        if self._now is None:
+            self._now = self.space.now()
+        return self._now
 
     def latest_timestamp(self) -> int | None:
         raw = self.tr.get(self.layout.latest_timestamp_key)

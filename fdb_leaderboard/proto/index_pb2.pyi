@@ -104,17 +104,23 @@ class RecordHead(_message.Message):
     def __init__(self, next_seq: _Optional[int] = ..., windows: _Optional[_Iterable[_Union[WindowState, _Mapping]]] = ..., carried: _Optional[_Iterable[_Union[CarriedTotal, _Mapping]]] = ...) -> None: ...
 
 class FillCursor(_message.Message):
-    __slots__ = ("records_through", "records_done", "ranked_through")
+    __slots__ = ("records_through", "records_done", "ranked_through", "records_processed", "entries_ranked", "held_until")
     RECORDS_THROUGH_FIELD_NUMBER: _ClassVar[int]
     RECORDS_DONE_FIELD_NUMBER: _ClassVar[int]
     RANKED_THROUGH_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_PROCESSED_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_RANKED_FIELD_NUMBER: _ClassVar[int]
+    HELD_UNTIL_FIELD_NUMBER: _ClassVar[int]
     records_through: bytes
     records_done: bool
     ranked_through: bytes
-    def __init__(self, records_through: _Optional[bytes] = ..., records_done: _Optional[bool] = ..., ranked_through: _Optional[bytes] = ...) -> None: ...
+    records_processed: int
+    entries_ranked: int
+    held_until: int
+    def __init__(self, records_through: _Optional[bytes] = ..., records_done: _Optional[bool] = ..., ranked_through: _Optional[bytes] = ..., records_processed: _Optional[int] = ..., entries_ranked: _Optional[int] = ..., held_until: _Optional[int] = ...) -> None: ...
 
 class MaintenancePolicy(_message.Message):
-    __slots__ = ("windows", "horizon", "certain_within", "retain", "calendar", "timebase")
+    __slots__ = ("windows", "horizon", "certain_within", "retain", "calendar", "timebase", "idempotency_retention")
     class Regular(_message.Message):
         __slots__ = ("type", "base", "increment", "duration")
         TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -141,13 +147,25 @@ class MaintenancePolicy(_message.Message):
     RETAIN_FIELD_NUMBER: _ClassVar[int]
     CALENDAR_FIELD_NUMBER: _ClassVar[int]
     TIMEBASE_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_RETENTION_FIELD_NUMBER: _ClassVar[int]
     windows: _containers.RepeatedCompositeFieldContainer[MaintenancePolicy.Regular]
     horizon: int
     certain_within: int
     retain: int
     calendar: _containers.RepeatedCompositeFieldContainer[MaintenancePolicy.Calendar]
     timebase: str
-    def __init__(self, windows: _Optional[_Iterable[_Union[MaintenancePolicy.Regular, _Mapping]]] = ..., horizon: _Optional[int] = ..., certain_within: _Optional[int] = ..., retain: _Optional[int] = ..., calendar: _Optional[_Iterable[_Union[MaintenancePolicy.Calendar, _Mapping]]] = ..., timebase: _Optional[str] = ...) -> None: ...
+    idempotency_retention: int
+    def __init__(self, windows: _Optional[_Iterable[_Union[MaintenancePolicy.Regular, _Mapping]]] = ..., horizon: _Optional[int] = ..., certain_within: _Optional[int] = ..., retain: _Optional[int] = ..., calendar: _Optional[_Iterable[_Union[MaintenancePolicy.Calendar, _Mapping]]] = ..., timebase: _Optional[str] = ..., idempotency_retention: _Optional[int] = ...) -> None: ...
+
+class AppliedRequest(_message.Message):
+    __slots__ = ("digest", "answer", "applied_at")
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_AT_FIELD_NUMBER: _ClassVar[int]
+    digest: bytes
+    answer: bytes
+    applied_at: int
+    def __init__(self, digest: _Optional[bytes] = ..., answer: _Optional[bytes] = ..., applied_at: _Optional[int] = ...) -> None: ...
 
 class CatalogEntry(_message.Message):
     __slots__ = ("prefix", "options", "maintenance")

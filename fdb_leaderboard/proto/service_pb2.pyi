@@ -147,20 +147,22 @@ class CalendarWindows(_message.Message):
     def __init__(self, type: _Optional[int] = ..., period: _Optional[str] = ..., timezone: _Optional[str] = ...) -> None: ...
 
 class MaintenancePolicy(_message.Message):
-    __slots__ = ("windows", "horizon", "certain_within", "retain", "calendar", "timebase")
+    __slots__ = ("windows", "horizon", "certain_within", "retain", "calendar", "timebase", "idempotency_retention")
     WINDOWS_FIELD_NUMBER: _ClassVar[int]
     HORIZON_FIELD_NUMBER: _ClassVar[int]
     CERTAIN_WITHIN_FIELD_NUMBER: _ClassVar[int]
     RETAIN_FIELD_NUMBER: _ClassVar[int]
     CALENDAR_FIELD_NUMBER: _ClassVar[int]
     TIMEBASE_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_RETENTION_FIELD_NUMBER: _ClassVar[int]
     windows: _containers.RepeatedCompositeFieldContainer[RegularWindows]
     horizon: int
     certain_within: int
     retain: int
     calendar: _containers.RepeatedCompositeFieldContainer[CalendarWindows]
     timebase: str
-    def __init__(self, windows: _Optional[_Iterable[_Union[RegularWindows, _Mapping]]] = ..., horizon: _Optional[int] = ..., certain_within: _Optional[int] = ..., retain: _Optional[int] = ..., calendar: _Optional[_Iterable[_Union[CalendarWindows, _Mapping]]] = ..., timebase: _Optional[str] = ...) -> None: ...
+    idempotency_retention: int
+    def __init__(self, windows: _Optional[_Iterable[_Union[RegularWindows, _Mapping]]] = ..., horizon: _Optional[int] = ..., certain_within: _Optional[int] = ..., retain: _Optional[int] = ..., calendar: _Optional[_Iterable[_Union[CalendarWindows, _Mapping]]] = ..., timebase: _Optional[str] = ..., idempotency_retention: _Optional[int] = ...) -> None: ...
 
 class WindowSelector(_message.Message):
     __slots__ = ("type", "timestamp")
@@ -196,38 +198,48 @@ class RankedEntry(_message.Message):
     def __init__(self, pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., score: _Optional[_Union[Score, _Mapping]] = ..., timestamp: _Optional[int] = ..., context: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., rank: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class Window(_message.Message):
-    __slots__ = ("type", "start", "end", "key", "nlevels", "filling")
+    __slots__ = ("type", "start", "end", "key", "nlevels", "filling", "records_processed", "entries_ranked", "records_total")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     START_FIELD_NUMBER: _ClassVar[int]
     END_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     NLEVELS_FIELD_NUMBER: _ClassVar[int]
     FILLING_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_PROCESSED_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_RANKED_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_TOTAL_FIELD_NUMBER: _ClassVar[int]
     type: int
     start: int
     end: int
     key: int
     nlevels: int
     filling: bool
-    def __init__(self, type: _Optional[int] = ..., start: _Optional[int] = ..., end: _Optional[int] = ..., key: _Optional[int] = ..., nlevels: _Optional[int] = ..., filling: _Optional[bool] = ...) -> None: ...
+    records_processed: int
+    entries_ranked: int
+    records_total: int
+    def __init__(self, type: _Optional[int] = ..., start: _Optional[int] = ..., end: _Optional[int] = ..., key: _Optional[int] = ..., nlevels: _Optional[int] = ..., filling: _Optional[bool] = ..., records_processed: _Optional[int] = ..., entries_ranked: _Optional[int] = ..., records_total: _Optional[int] = ...) -> None: ...
 
 class CreateIndexRequest(_message.Message):
-    __slots__ = ("name", "options", "reference_layout", "maintenance")
+    __slots__ = ("name", "options", "reference_layout", "maintenance", "all_time")
     NAME_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     REFERENCE_LAYOUT_FIELD_NUMBER: _ClassVar[int]
     MAINTENANCE_FIELD_NUMBER: _ClassVar[int]
+    ALL_TIME_FIELD_NUMBER: _ClassVar[int]
     name: str
     options: IndexOptions
     reference_layout: bool
     maintenance: MaintenancePolicy
-    def __init__(self, name: _Optional[str] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., reference_layout: _Optional[bool] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ...) -> None: ...
+    all_time: bool
+    def __init__(self, name: _Optional[str] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., reference_layout: _Optional[bool] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ..., all_time: _Optional[bool] = ...) -> None: ...
 
 class CreateIndexResponse(_message.Message):
-    __slots__ = ("created",)
+    __slots__ = ("created", "added")
     CREATED_FIELD_NUMBER: _ClassVar[int]
+    ADDED_FIELD_NUMBER: _ClassVar[int]
     created: bool
-    def __init__(self, created: _Optional[bool] = ...) -> None: ...
+    added: _containers.RepeatedCompositeFieldContainer[Window]
+    def __init__(self, created: _Optional[bool] = ..., added: _Optional[_Iterable[_Union[Window, _Mapping]]] = ...) -> None: ...
 
 class ListIndexesRequest(_message.Message):
     __slots__ = ()
@@ -483,8 +495,28 @@ class VerifyResponse(_message.Message):
     continuation: bytes
     def __init__(self, problems: _Optional[_Iterable[str]] = ..., records: _Optional[int] = ..., entries: _Optional[int] = ..., elements: _Optional[int] = ..., ranked_sets: _Optional[int] = ..., windows: _Optional[int] = ..., batches: _Optional[int] = ..., complete: _Optional[bool] = ..., continuation: _Optional[bytes] = ...) -> None: ...
 
+class ExpireIdempotencyKeysRequest(_message.Message):
+    __slots__ = ("index", "before", "max_keys")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    MAX_KEYS_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    before: int
+    max_keys: int
+    def __init__(self, index: _Optional[str] = ..., before: _Optional[int] = ..., max_keys: _Optional[int] = ...) -> None: ...
+
+class ExpireIdempotencyKeysResponse(_message.Message):
+    __slots__ = ("expired", "done", "kept")
+    EXPIRED_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    KEPT_FIELD_NUMBER: _ClassVar[int]
+    expired: int
+    done: bool
+    kept: int
+    def __init__(self, expired: _Optional[int] = ..., done: _Optional[bool] = ..., kept: _Optional[int] = ...) -> None: ...
+
 class AddScoreRequest(_message.Message):
-    __slots__ = ("index", "pk", "entry", "metadata")
+    __slots__ = ("index", "pk", "entry", "metadata", "idempotency_key")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -496,11 +528,13 @@ class AddScoreRequest(_message.Message):
     PK_FIELD_NUMBER: _ClassVar[int]
     ENTRY_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     index: str
     pk: _containers.RepeatedCompositeFieldContainer[Item]
     entry: Entry
     metadata: _containers.ScalarMap[str, str]
-    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., entry: _Optional[_Union[Entry, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    idempotency_key: str
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., entry: _Optional[_Union[Entry, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class AddScoreResponse(_message.Message):
     __slots__ = ("windows_changed", "warning")
@@ -511,24 +545,28 @@ class AddScoreResponse(_message.Message):
     def __init__(self, windows_changed: _Optional[int] = ..., warning: _Optional[str] = ...) -> None: ...
 
 class AddEntriesRequest(_message.Message):
-    __slots__ = ("index", "pk", "entries")
+    __slots__ = ("index", "pk", "entries", "idempotency_key")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     PK_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     index: str
     pk: _containers.RepeatedCompositeFieldContainer[Item]
     entries: _containers.RepeatedCompositeFieldContainer[Entry]
-    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ...) -> None: ...
+    idempotency_key: str
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class SaveRecordRequest(_message.Message):
-    __slots__ = ("index", "pk", "entries")
+    __slots__ = ("index", "pk", "entries", "idempotency_key")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     PK_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     index: str
     pk: _containers.RepeatedCompositeFieldContainer[Item]
     entries: _containers.RepeatedCompositeFieldContainer[Entry]
-    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ...) -> None: ...
+    idempotency_key: str
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class WriteResponse(_message.Message):
     __slots__ = ("windows_changed", "warning")
@@ -539,12 +577,14 @@ class WriteResponse(_message.Message):
     def __init__(self, windows_changed: _Optional[int] = ..., warning: _Optional[str] = ...) -> None: ...
 
 class DeleteRecordRequest(_message.Message):
-    __slots__ = ("index", "pk")
+    __slots__ = ("index", "pk", "idempotency_key")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     PK_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     index: str
     pk: _containers.RepeatedCompositeFieldContainer[Item]
-    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ...) -> None: ...
+    idempotency_key: str
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class DeleteRecordResponse(_message.Message):
     __slots__ = ("existed",)
@@ -561,30 +601,34 @@ class RecordEntries(_message.Message):
     def __init__(self, pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ...) -> None: ...
 
 class WriteBatchRequest(_message.Message):
-    __slots__ = ("index", "records", "replace")
+    __slots__ = ("index", "records", "replace", "idempotency_key")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
     REPLACE_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     index: str
     records: _containers.RepeatedCompositeFieldContainer[RecordEntries]
     replace: bool
-    def __init__(self, index: _Optional[str] = ..., records: _Optional[_Iterable[_Union[RecordEntries, _Mapping]]] = ..., replace: _Optional[bool] = ...) -> None: ...
+    idempotency_key: str
+    def __init__(self, index: _Optional[str] = ..., records: _Optional[_Iterable[_Union[RecordEntries, _Mapping]]] = ..., replace: _Optional[bool] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class WriteBatchResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class BulkLoadRequest(_message.Message):
-    __slots__ = ("index", "records", "batch_size", "rank_as_loaded")
+    __slots__ = ("index", "records", "batch_size", "rank_as_loaded", "idempotency_key")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
     BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     RANK_AS_LOADED_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     index: str
     records: _containers.RepeatedCompositeFieldContainer[RecordEntries]
     batch_size: int
     rank_as_loaded: bool
-    def __init__(self, index: _Optional[str] = ..., records: _Optional[_Iterable[_Union[RecordEntries, _Mapping]]] = ..., batch_size: _Optional[int] = ..., rank_as_loaded: _Optional[bool] = ...) -> None: ...
+    idempotency_key: str
+    def __init__(self, index: _Optional[str] = ..., records: _Optional[_Iterable[_Union[RecordEntries, _Mapping]]] = ..., batch_size: _Optional[int] = ..., rank_as_loaded: _Optional[bool] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class BulkLoadResponse(_message.Message):
     __slots__ = ("records_written",)
@@ -593,7 +637,7 @@ class BulkLoadResponse(_message.Message):
     def __init__(self, records_written: _Optional[int] = ...) -> None: ...
 
 class SetMetadataRequest(_message.Message):
-    __slots__ = ("index", "pk", "metadata", "merge", "remove")
+    __slots__ = ("index", "pk", "metadata", "merge", "remove", "idempotency_key")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -606,12 +650,14 @@ class SetMetadataRequest(_message.Message):
     METADATA_FIELD_NUMBER: _ClassVar[int]
     MERGE_FIELD_NUMBER: _ClassVar[int]
     REMOVE_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     index: str
     pk: _containers.RepeatedCompositeFieldContainer[Item]
     metadata: _containers.ScalarMap[str, str]
     merge: bool
     remove: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., merge: _Optional[bool] = ..., remove: _Optional[_Iterable[str]] = ...) -> None: ...
+    idempotency_key: str
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., merge: _Optional[bool] = ..., remove: _Optional[_Iterable[str]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class MetadataRequest(_message.Message):
     __slots__ = ("index", "pk")
@@ -663,10 +709,12 @@ class RankResponse(_message.Message):
     def __init__(self, rank: _Optional[int] = ...) -> None: ...
 
 class RankAndEntryResponse(_message.Message):
-    __slots__ = ("entry",)
+    __slots__ = ("entry", "window")
     ENTRY_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
     entry: RankedEntry
-    def __init__(self, entry: _Optional[_Union[RankedEntry, _Mapping]] = ...) -> None: ...
+    window: Window
+    def __init__(self, entry: _Optional[_Union[RankedEntry, _Mapping]] = ..., window: _Optional[_Union[Window, _Mapping]] = ...) -> None: ...
 
 class AroundMeRequest(_message.Message):
     __slots__ = ("index", "pk", "window", "group", "mode", "above", "below", "if_absent")
@@ -703,10 +751,12 @@ class TopRequest(_message.Message):
     def __init__(self, index: _Optional[str] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., mode: _Optional[_Union[RankMode, str]] = ..., n: _Optional[int] = ...) -> None: ...
 
 class EntriesResponse(_message.Message):
-    __slots__ = ("entries",)
+    __slots__ = ("entries", "window")
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
     entries: _containers.RepeatedCompositeFieldContainer[RankedEntry]
-    def __init__(self, entries: _Optional[_Iterable[_Union[RankedEntry, _Mapping]]] = ...) -> None: ...
+    window: Window
+    def __init__(self, entries: _Optional[_Iterable[_Union[RankedEntry, _Mapping]]] = ..., window: _Optional[_Union[Window, _Mapping]] = ...) -> None: ...
 
 class CountRequest(_message.Message):
     __slots__ = ("index", "window", "group")
@@ -719,10 +769,12 @@ class CountRequest(_message.Message):
     def __init__(self, index: _Optional[str] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ...) -> None: ...
 
 class CountResponse(_message.Message):
-    __slots__ = ("count",)
+    __slots__ = ("count", "window")
     COUNT_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
     count: int
-    def __init__(self, count: _Optional[int] = ...) -> None: ...
+    window: Window
+    def __init__(self, count: _Optional[int] = ..., window: _Optional[_Union[Window, _Mapping]] = ...) -> None: ...
 
 class ScoreForRankRequest(_message.Message):
     __slots__ = ("index", "window", "group", "rank")
@@ -843,18 +895,20 @@ class PageRequest(_message.Message):
     def __init__(self, index: _Optional[str] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., mode: _Optional[_Union[RankMode, str]] = ..., page: _Optional[int] = ..., size: _Optional[int] = ...) -> None: ...
 
 class PageResponse(_message.Message):
-    __slots__ = ("entries", "page", "size", "total", "pages")
+    __slots__ = ("entries", "page", "size", "total", "pages", "window")
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     PAGE_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     TOTAL_FIELD_NUMBER: _ClassVar[int]
     PAGES_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
     entries: _containers.RepeatedCompositeFieldContainer[RankedEntry]
     page: int
     size: int
     total: int
     pages: int
-    def __init__(self, entries: _Optional[_Iterable[_Union[RankedEntry, _Mapping]]] = ..., page: _Optional[int] = ..., size: _Optional[int] = ..., total: _Optional[int] = ..., pages: _Optional[int] = ...) -> None: ...
+    window: Window
+    def __init__(self, entries: _Optional[_Iterable[_Union[RankedEntry, _Mapping]]] = ..., page: _Optional[int] = ..., size: _Optional[int] = ..., total: _Optional[int] = ..., pages: _Optional[int] = ..., window: _Optional[_Union[Window, _Mapping]] = ...) -> None: ...
 
 class PercentileRequest(_message.Message):
     __slots__ = ("index", "pk", "window", "group")

@@ -99,6 +99,11 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.VerifyRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.VerifyResponse.FromString,
                 _registered_method=True)
+        self.ExpireIdempotencyKeys = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/ExpireIdempotencyKeys',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireIdempotencyKeysRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireIdempotencyKeysResponse.FromString,
+                _registered_method=True)
         self.AddScore = channel.unary_unary(
                 '/fdb_leaderboard.v1.Leaderboard/AddScore',
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.AddScoreRequest.SerializeToString,
@@ -303,6 +308,12 @@ class LeaderboardServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Verify(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExpireIdempotencyKeys(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -527,6 +538,11 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     servicer.Verify,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.VerifyRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.VerifyResponse.SerializeToString,
+            ),
+            'ExpireIdempotencyKeys': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExpireIdempotencyKeys,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireIdempotencyKeysRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireIdempotencyKeysResponse.SerializeToString,
             ),
             'AddScore': grpc.unary_unary_rpc_method_handler(
                     servicer.AddScore,
@@ -1005,6 +1021,33 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/Verify',
             fdb__leaderboard_dot_proto_dot_service__pb2.VerifyRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.VerifyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExpireIdempotencyKeys(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/ExpireIdempotencyKeys',
+            fdb__leaderboard_dot_proto_dot_service__pb2.ExpireIdempotencyKeysRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.ExpireIdempotencyKeysResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -11,6 +11,7 @@
 | ``convert.py`` | requests into index arguments (settings, window updates, maintenance policies) |
 | ``status.py`` | which status code answers which error |
 | ``catalog.py`` | the named indexes of a store and their maintenance policies |
+| ``housekeeping.py`` | the server's background maintenance: keep ahead, fill, expire, forget idempotency keys |
 | ``metrics.py`` | Prometheus metrics: calls, store transactions, group commits, maintenance progress |
 
 Item, score and entry conversions shared with the client are in :mod:`fdb_leaderboard.wire`.

@@ -20,13 +20,14 @@ index would be acknowledged into the dropped index's prefix and lost.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import fdb.tuple
 
 from ..errors import AlreadyExists, InvalidArgument, NotFound
-from ..index import IndexSettings, LeaderboardIndex
+from ..index import IndexSettings, LeaderboardIndex, Window
+from ..index.calendar import TIMEBASES
 from ..proto import index_pb2
 from ..store.api import Database, Transaction, WrappedDatabase, strinc
 
@@ -44,6 +45,11 @@ def check_name(name: object) -> str:
     return name
 
 
+def timebase_scale(policy: index_pb2.MaintenancePolicy | None) -> int:
+    """Units of the index's times per second, as its policy says (seconds unless told)."""
+    return TIMEBASES[(policy.timebase if policy is not None else "") or "seconds"]
+
+
 class StaleIndex(Exception):
     """The index ``name`` this process opened was dropped since, maybe created again, by another
     process; the transaction that found out committed nothing."""
@@ -57,11 +63,19 @@ class _EntryChecked(WrappedDatabase):
     """The store as an index opened through the catalog sees it: each transaction also checks
     that the index's catalog entry still names its prefix (see the module docstring)."""
 
-    def __init__(self, inner: Database, name: str, entry_key: bytes, prefix: bytes) -> None:
+    def __init__(
+        self,
+        inner: Database,
+        name: str,
+        entry_key: bytes,
+        prefix: bytes,
+        on_entry: Callable[[index_pb2.CatalogEntry], None] | None = None,
+    ) -> None:
         super().__init__(inner)
         self.name = name
         self.entry_key = entry_key
         self.prefix = prefix
+        self.on_entry = on_entry  # told of an entry found changed (another process set a policy)
         self._current: bytes | None = None  # the entry last found to name ``prefix``: not parsed again
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -75,9 +89,12 @@ class _EntryChecked(WrappedDatabase):
         result = fn(tr, *args, **kwargs)
         stored = entry.value
         if stored != self._current:
-            if stored is None or index_pb2.CatalogEntry.FromString(stored).prefix != self.prefix:
+            parsed = index_pb2.CatalogEntry.FromString(stored) if stored is not None else None
+            if parsed is None or parsed.prefix != self.prefix:
                 raise StaleIndex(self.name)
             self._current = stored
+            if self.on_entry is not None:
+                self.on_entry(parsed)
         return result
 
     def close(self) -> None:
@@ -100,33 +117,42 @@ class Catalog:
         name: str,
         settings: IndexSettings,
         maintenance: index_pb2.MaintenancePolicy | None = None,
-    ) -> tuple[LeaderboardIndex, bool]:
-        """Create the index ``name``; returns (index, created).  Same options: not an error."""
+        all_time: bool = True,
+        windows: Sequence[tuple[int, int, int]] = (),
+    ) -> tuple[LeaderboardIndex, tuple[Window, ...] | None]:
+        """Create the index ``name`` with its all-time window (unless ``all_time`` is False) and
+        ``windows``; returns (index, windows added), None for those when it existed with the same
+        options (not an error)."""
         check_name(name)
         options = settings.to_proto()
 
-        def create(tr: Transaction) -> tuple[bytes, bool]:
+        def create(tr: Transaction) -> tuple[bytes, tuple[Window, ...] | None]:
             stored = tr.get(self._key(name))
             if stored is not None:
                 entry = index_pb2.CatalogEntry.FromString(stored)
                 if IndexSettings.from_proto(entry.options) != settings:
                     raise AlreadyExists(f"index {name!r} exists with other options")
-                return entry.prefix, False
+                return entry.prefix, None
             counter_key = self.root + fdb.tuple.pack(("next_index",))
             number = int.from_bytes(tr.get(counter_key) or b"\x00" * 8, "little")
             tr.set(counter_key, (number + 1).to_bytes(8, "little"))
             prefix = self.root + fdb.tuple.pack((number,))
             entry = index_pb2.CatalogEntry(prefix=prefix, options=options, maintenance=maintenance)
             tr.set(self._key(name), entry.SerializeToString())
-            tr.set(prefix + fdb.tuple.pack((0,)), options.SerializeToString())
-            return prefix, True
+            return prefix, LeaderboardIndex(self.db, prefix, settings).initialize(tr, all_time, windows)
 
-        prefix, created = self.db.run(create)
-        return self._keep(name, prefix, settings), created
+        prefix, added = self.db.run(create)
+        return self._keep(name, prefix, settings, maintenance), added
 
-    def _keep(self, name: str, prefix: bytes, settings: IndexSettings) -> LeaderboardIndex:
-        """The index ``name`` at ``prefix``, kept open; its transactions check its entry."""
-        index = LeaderboardIndex(_EntryChecked(self.db, name, self._key(name), prefix), prefix, settings)
+    def _keep(
+        self, name: str, prefix: bytes, settings: IndexSettings, policy: index_pb2.MaintenancePolicy | None
+    ) -> LeaderboardIndex:
+        """The index ``name`` at ``prefix``, kept open; its transactions check its entry (and
+        follow its policy's timebase: what "now" is for its windows)."""
+        checked = _EntryChecked(self.db, name, self._key(name), prefix)
+        index = LeaderboardIndex(checked, prefix, settings)
+        index.timebase = timebase_scale(policy)
+        checked.on_entry = lambda entry: setattr(index, "timebase", timebase_scale(entry.maintenance))
         self._open[name] = (prefix, index)
         return index
 
@@ -146,7 +172,7 @@ class Catalog:
         if cached is not None:
             return cached[1]
         entry = self.entry(name)
-        return self._keep(name, entry.prefix, IndexSettings.from_proto(entry.options))
+        return self._keep(name, entry.prefix, IndexSettings.from_proto(entry.options), entry.maintenance)
 
     def list(self) -> list[tuple[str, index_pb2.CatalogEntry]]:
         begin = self.root + fdb.tuple.pack(("catalog",))
@@ -206,3 +232,6 @@ class Catalog:
             tr.set(self._key(name), entry.SerializeToString())
 
         self.db.run(update)
+        kept = self._open.get(name)
+        if kept is not None:
+            kept[1].timebase = timebase_scale(maintenance)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import time
+
+from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
+
 from .. import wire
 from ..errors import InvalidArgument
 from ..index import (
@@ -15,6 +19,7 @@ from ..index import (
     check_plan_size,
 )
 from ..index.calendar import TIMEBASES
+from ..index.idempotency import DEFAULT_RETENTION
 from ..proto import index_pb2
 from ..proto import service_pb2 as pb
 from ..rankedset import HashFunction
@@ -39,13 +44,18 @@ def rank_mode(mode: int) -> RankMode:
     raise InvalidArgument(f"unknown rank mode {mode}: use ORDINAL (0), COMPETITION (1) or DENSE (2)")
 
 
-def settings_from_proto(options: pb.IndexOptions, reference_layout: bool) -> IndexSettings:
+def enum_name(enum_type: EnumTypeWrapper, number: int, field: str) -> str:
+    """The name of ``number`` in a request's enum ``field``; an unknown number is refused, naming the field."""
     try:
-        hash_name = pb.RankHash.Name(options.hash_function)
-        aggregation = pb.Aggregation.Name(options.aggregation)
-        score_type = pb.ScoreType.Name(options.score_type)
-    except ValueError as exc:
-        raise InvalidArgument(f"unknown enum value: {exc}") from None
+        return enum_type.Name(number)
+    except ValueError:
+        raise InvalidArgument(f"{field} {number} is unknown: use one of {', '.join(enum_type.keys())}") from None
+
+
+def settings_from_proto(options: pb.IndexOptions, reference_layout: bool) -> IndexSettings:
+    hash_name = enum_name(pb.RankHash, options.hash_function, "hash_function")
+    aggregation = enum_name(pb.Aggregation, options.aggregation, "aggregation")
+    score_type = enum_name(pb.ScoreType, options.score_type, "score_type")
     if reference_layout and options.hash_function == pb.MURMUR3:
         hash_name = "JDK"  # the reference's default when none is given
     return IndexSettings(
@@ -74,15 +84,25 @@ def settings_to_proto(settings: IndexSettings) -> pb.IndexOptions:
     )
 
 
+# What a policy keeping windows ahead uses when it names no horizon: windows starting within
+# two days are added, those within one day always (as a window file's defaults).
+DEFAULT_HORIZON_DAYS = 2
+DEFAULT_CERTAIN_DAYS = 1
+DAY_SECONDS = 86_400
+
+
 def maintenance_from_proto(policy: pb.MaintenancePolicy) -> index_pb2.MaintenancePolicy:
     timebase = policy.timebase or "seconds"
     if timebase not in TIMEBASES:
         raise InvalidArgument(f"timebase must be one of {', '.join(TIMEBASES)}, not {policy.timebase!r}")
+    if policy.idempotency_retention < 0:
+        raise InvalidArgument("idempotency_retention must not be negative")
     out = index_pb2.MaintenancePolicy(
         horizon=policy.horizon,
         certain_within=policy.certain_within,
         retain=policy.retain,
         timebase=policy.timebase,
+        idempotency_retention=policy.idempotency_retention,
     )
     for regular in policy.windows:
         if regular.increment <= 0 or regular.duration <= 0 or regular.type == 0:
@@ -95,10 +115,22 @@ def maintenance_from_proto(policy: pb.MaintenancePolicy) -> index_pb2.Maintenanc
         out.calendar.add(type=periods.type, period=periods.period, timezone=periods.timezone)
     if policy.horizon < 0 or policy.retain < 0 or policy.certain_within < 0:
         raise InvalidArgument("horizon, certain_within and retain must not be negative")
-    if (out.windows or out.calendar) and out.horizon <= 0:
-        raise InvalidArgument("a policy keeping windows ahead needs a positive horizon")
+    if (out.windows or out.calendar) and out.horizon == 0:
+        day = DAY_SECONDS * TIMEBASES[timebase]
+        out.horizon = DEFAULT_HORIZON_DAYS * day
+        out.certain_within = out.certain_within or DEFAULT_CERTAIN_DAYS * day
     check_plan_size(out.horizon, regular_windows(out), calendar_periods(out))
     return out
+
+
+def policy_now(policy: index_pb2.MaintenancePolicy) -> int:
+    """The server's clock in the policy's timebase: what "now" is for the index's windows."""
+    return int(time.time() * TIMEBASES[policy.timebase or "seconds"])
+
+
+def idempotency_retention(policy: index_pb2.MaintenancePolicy) -> int:
+    """Seconds the index keeps its writes' idempotency keys."""
+    return policy.idempotency_retention or DEFAULT_RETENTION
 
 
 def regular_windows(policy: index_pb2.MaintenancePolicy) -> list[tuple[int, int, int, int]]:
@@ -121,6 +153,7 @@ def maintenance_to_proto(policy: index_pb2.MaintenancePolicy) -> pb.MaintenanceP
         retain=policy.retain,
         calendar=[pb.CalendarWindows(type=c.type, period=c.period, timezone=c.timezone) for c in policy.calendar],
         timebase=policy.timebase,
+        idempotency_retention=policy.idempotency_retention,
     )
 
 
@@ -133,5 +166,5 @@ def window_update_from_proto(request: pb.UpdateWindowsRequest) -> WindowUpdate:
         specs=[WindowSpec(s.type, s.base, s.increment, s.duration, s.count) for s in request.specs],
         windows=[(w.type, w.start, w.end) for w in request.windows],
         nlevels=request.nlevels or 6,
-        rebuild=Rebuild[pb.Rebuild.Name(request.rebuild)],
+        rebuild=Rebuild[enum_name(pb.Rebuild, request.rebuild, "rebuild")],
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import logging
 import queue
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,8 +26,8 @@ from google.protobuf.message import Message
 
 from .. import wire
 from ..errors import FailedPrecondition, InvalidArgument, LeaderboardError
-from ..index import CheckReport, IfAbsent, IndexSettings, LeaderboardIndex, Operations, RankMode, ScanType
-from ..index.calendar import TIMEBASES
+from ..index import CheckReport, IfAbsent, IndexSettings, LeaderboardIndex, Operations, RankMode, ScanType, plan_ahead
+from ..index.idempotency import DEFAULT_EXPIRY_BATCH
 from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
 from . import convert
@@ -78,6 +79,16 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
     return handle
 
 
+def _key(request: Any) -> str | None:
+    """A write request's idempotency key (None: the write is not keyed)."""
+    return request.idempotency_key or None
+
+
+def _window_read(window: Any) -> pb.Window | None:
+    """The window a read resolved, for its answer (None: none, e.g. a friends board of no one)."""
+    return wire.window_to_proto(window) if window is not None else None
+
+
 def _score_answer(score: int | float | None) -> pb.ScoreForRankResponse:
     """A score found, or an empty answer when there is none (ScoreForRank, ScoreForPercentile)."""
     return pb.ScoreForRankResponse() if score is None else pb.ScoreForRankResponse(score=wire.python_to_score(score))
@@ -87,6 +98,12 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     def __init__(self, catalog: Catalog, max_page: int = DEFAULT_MAX_PAGE) -> None:
         self.catalog = catalog
         self.max_page = max_page
+        self.housekeeping: Any = None  # woken when windows are left filling (the server's, if any)
+
+    def _fill_soon(self, filling: Any) -> None:
+        """Have the server's background maintenance fill ``filling`` windows now, if there are any."""
+        if filling and self.housekeeping is not None:
+            self.housekeeping.wake()
 
     def _check_page(self, rows: int, what: str, hint: str) -> None:
         if rows > self.max_page:
@@ -103,8 +120,18 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     def CreateIndex(self, request: pb.CreateIndexRequest, context: CallContext) -> pb.CreateIndexResponse:
         settings = convert.settings_from_proto(request.options, request.reference_layout)
         maintenance = convert.maintenance_from_proto(request.maintenance)
-        _, created = self.catalog.create(request.name, settings, maintenance)
-        return pb.CreateIndexResponse(created=created)
+        # The policy's current windows come with the index, so its first score is ranked in them.
+        windows = plan_ahead(
+            convert.policy_now(maintenance),
+            convert.regular_windows(maintenance),
+            maintenance.horizon,
+            maintenance.certain_within,
+            random.Random(),
+            convert.calendar_periods(maintenance),
+        )
+        all_time = request.all_time if request.HasField("all_time") else True
+        _, added = self.catalog.create(request.name, settings, maintenance, all_time, windows)
+        return pb.CreateIndexResponse(created=added is not None, added=[wire.window_to_proto(w) for w in added or ()])
 
     @_rpc
     def ListIndexes(self, request: pb.ListIndexesRequest, context: CallContext) -> pb.ListIndexesResponse:
@@ -136,6 +163,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         index = self._index(request.index)
         update = convert.window_update_from_proto(request)
         result = index.update_windows(update)
+        self._fill_soon(result.filling)
         return pb.UpdateWindowsResponse(
             changed=result.changed,
             added=[wire.window_to_proto(w) for w in result.added],
@@ -153,7 +181,15 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             if directory is not None:
                 response.update_timestamp = directory.update_timestamp
                 response.high_score_first = directory.high_score_first
-                response.windows.extend(wire.window_to_proto(w) for w in directory.windows)
+                for window in directory.windows:
+                    message = response.windows.add()
+                    message.CopyFrom(wire.window_to_proto(window))
+                    if window.filling:  # how far the server's background fill got
+                        state = ops.txn.fill_state(window)
+                        message.records_processed = state.records_processed
+                        message.entries_ranked = state.entries_ranked
+                        if state.records_total is not None:
+                            message.records_total = state.records_total
             latest = ops.txn.latest_timestamp()
             if latest is not None:
                 response.latest_timestamp = latest
@@ -218,8 +254,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         policy = self.catalog.entry(request.index).maintenance
         if not policy.windows and not policy.calendar:
             raise FailedPrecondition(f"index {request.index!r} has no maintenance policy with windows to keep ahead")
-        scale = TIMEBASES[policy.timebase or "seconds"]
-        now = request.now if request.HasField("now") else int(time.time() * scale)
+        now = request.now if request.HasField("now") else convert.policy_now(policy)
         added = self._index(request.index).keep_ahead(
             now,
             convert.regular_windows(policy),
@@ -227,6 +262,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             policy.certain_within,
             calendar=convert.calendar_periods(policy),
         )
+        self._fill_soon(added)  # windows added over stored scores are left filling
         return pb.KeepAheadResponse(added=[wire.window_to_proto(w) for w in added])
 
     @_rpc
@@ -277,6 +313,21 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             continuation=report.continuation or b"",
         )
 
+    @_rpc
+    def ExpireIdempotencyKeys(
+        self, request: pb.ExpireIdempotencyKeysRequest, context: CallContext
+    ) -> pb.ExpireIdempotencyKeysResponse:
+        index = self._index(request.index)
+        if request.HasField("before"):
+            before = request.before
+        else:
+            before = int(time.time()) - convert.idempotency_retention(self.catalog.entry(request.index).maintenance)
+        expired, done = 0, False
+        while not done and context.is_active():
+            count, done = index.expire_idempotency_keys(before, request.max_keys or DEFAULT_EXPIRY_BATCH)
+            expired += count
+        return pb.ExpireIdempotencyKeysResponse(expired=expired, done=done, kept=index.idempotency_keys())
+
     # -- writes ---------------------------------------------------------------------------
 
     @_rpc
@@ -284,32 +335,41 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         if not request.HasField("entry"):
             raise InvalidArgument("AddScore needs an entry")
         outcome = self._index(request.index).write_record(
-            wire.items_to_tuple(request.pk), [wire.entry_to_python(request.entry)], metadata=dict(request.metadata)
+            wire.items_to_tuple(request.pk),
+            [wire.entry_to_python(request.entry)],
+            metadata=dict(request.metadata),
+            idempotency_key=_key(request),
         )
         return pb.AddScoreResponse(windows_changed=outcome.windows_changed, warning=outcome.warning)
 
     @_rpc
     def AddEntries(self, request: pb.AddEntriesRequest, context: CallContext) -> pb.WriteResponse:
         entries = [wire.entry_to_python(entry) for entry in request.entries]
-        outcome = self._index(request.index).write_record(wire.items_to_tuple(request.pk), entries)
+        outcome = self._index(request.index).write_record(
+            wire.items_to_tuple(request.pk), entries, idempotency_key=_key(request)
+        )
         return pb.WriteResponse(windows_changed=outcome.windows_changed, warning=outcome.warning)
 
     @_rpc
     def SaveRecord(self, request: pb.SaveRecordRequest, context: CallContext) -> pb.WriteResponse:
         entries = [wire.entry_to_python(entry) for entry in request.entries]
-        outcome = self._index(request.index).write_record(wire.items_to_tuple(request.pk), entries, replace=True)
+        outcome = self._index(request.index).write_record(
+            wire.items_to_tuple(request.pk), entries, replace=True, idempotency_key=_key(request)
+        )
         return pb.WriteResponse(windows_changed=outcome.windows_changed, warning=outcome.warning)
 
     @_rpc
     def DeleteRecord(self, request: pb.DeleteRecordRequest, context: CallContext) -> pb.DeleteRecordResponse:
         return pb.DeleteRecordResponse(
-            existed=self._index(request.index).delete_record(wire.items_to_tuple(request.pk))
+            existed=self._index(request.index).delete_record(
+                wire.items_to_tuple(request.pk), idempotency_key=_key(request)
+            )
         )
 
     @_rpc
     def WriteBatch(self, request: pb.WriteBatchRequest, context: CallContext) -> pb.WriteBatchResponse:
         records = [convert.record_from_proto(record) for record in request.records]
-        self._index(request.index).write_batch(records, replace=request.replace)
+        self._index(request.index).write_batch(records, replace=request.replace, idempotency_key=_key(request))
         return pb.WriteBatchResponse()
 
     @_rpc
@@ -336,7 +396,13 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             written = done
 
         try:
-            index.bulk_load(records(), first.batch_size or 500, progress, defer_ranks=not first.rank_as_loaded)
+            index.bulk_load(
+                records(),
+                first.batch_size or 500,
+                progress,
+                defer_ranks=not first.rank_as_loaded,
+                idempotency_key=_key(first),
+            )
         except ClientGone:  # the client went away mid-stream; what it sent before is saved
             log.info("BulkLoad of %r cancelled by the client after %d records", first.index, written)
             raise Answer(grpc.StatusCode.CANCELLED, f"cancelled after {written} records") from None
@@ -354,7 +420,11 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     @_rpc
     def SetMetadata(self, request: pb.SetMetadataRequest, context: CallContext) -> pb.MetadataResponse:
         stored = self._index(request.index).set_metadata(
-            wire.items_to_tuple(request.pk), dict(request.metadata), request.merge, list(request.remove)
+            wire.items_to_tuple(request.pk),
+            dict(request.metadata),
+            request.merge,
+            list(request.remove),
+            idempotency_key=_key(request),
         )
         return pb.MetadataResponse(exists=True, metadata=stored)
 
@@ -397,7 +467,11 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             def run() -> None:
                 try:
                     index.bulk_load(
-                        records(), first.batch_size or 500, progress.put, defer_ranks=not first.rank_as_loaded
+                        records(),
+                        first.batch_size or 500,
+                        progress.put,
+                        defer_ranks=not first.rank_as_loaded,
+                        idempotency_key=_key(first),
                     )
                     progress.put(None)
                 except BaseException as exc:  # handed to the generator, which answers with it
@@ -451,17 +525,16 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def GetRankAndEntry(self, request: pb.RankRequest, context: CallContext) -> pb.RankAndEntryResponse:
-        entry = self._index(request.index).rank_and_entry(*self._rank_arguments(request))
-        if entry is None:
-            return pb.RankAndEntryResponse()
-        response = pb.RankAndEntryResponse()
-        wire.fill_ranked_entry(response.entry, entry)
+        found = self._index(request.index).rank_listing(*self._rank_arguments(request))
+        response = pb.RankAndEntryResponse(window=_window_read(found.window))
+        if found:
+            wire.fill_ranked_entry(response.entry, found[0])
         return response
 
     @_rpc
     def AroundMe(self, request: pb.AroundMeRequest, context: CallContext) -> pb.EntriesResponse:
         ref = convert.window_ref(request.window)
-        if_absent = IfAbsent[pb.IfAbsent.Name(request.if_absent)]
+        if_absent = IfAbsent[convert.enum_name(pb.IfAbsent, request.if_absent, "if_absent")]
         self._check_page(request.above + request.below + 1, "AroundMe (above + below + 1)", "")
         entries = self._index(request.index).around(
             wire.items_to_tuple(request.pk),
@@ -473,7 +546,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             convert.rank_mode(request.mode),
             if_absent,
         )
-        response = pb.EntriesResponse()
+        response = pb.EntriesResponse(window=_window_read(entries.window))
         wire.add_ranked_entries(response.entries, entries)
         return response
 
@@ -484,15 +557,17 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         entries = self._index(request.index).top(
             request.n, ref.type, ref.timestamp, wire.items_to_tuple(request.group), convert.rank_mode(request.mode)
         )
-        response = pb.EntriesResponse()
+        response = pb.EntriesResponse(window=_window_read(entries.window))
         wire.add_ranked_entries(response.entries, entries)
         return response
 
     @_rpc
     def Count(self, request: pb.CountRequest, context: CallContext) -> pb.CountResponse:
         ref = convert.window_ref(request.window)
-        count = self._index(request.index).count(ref.type, ref.timestamp, wire.items_to_tuple(request.group))
-        return pb.CountResponse(count=count)
+        count, window = self._index(request.index).count_in_window(
+            ref.type, ref.timestamp, wire.items_to_tuple(request.group)
+        )
+        return pb.CountResponse(count=count, window=_window_read(window))
 
     @_rpc
     def ScoreForRank(self, request: pb.ScoreForRankRequest, context: CallContext) -> pb.ScoreForRankResponse:
@@ -518,13 +593,11 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def Scan(self, request: pb.ScanRequest, context: CallContext) -> pb.ScanResponse:
-        scan_type = ScanType[pb.ScanType.Name(request.type)]
+        scan_type = ScanType[convert.enum_name(pb.ScanType, request.type, "scan type")]
         low = wire.score_to_python(request.low, "low bound") if request.HasField("low") else None
         high = wire.score_to_python(request.high, "high bound") if request.HasField("high") else None
         if scan_type is not ScanType.BY_VALUE and any(isinstance(b, float) for b in (low, high)):
             raise InvalidArgument("rank bounds must be integers")
-        if scan_type is ScanType.BY_TIME_WINDOW and not request.window.HasField("timestamp"):
-            raise InvalidArgument("a BY_TIME_WINDOW scan needs window.type and window.timestamp")
         self._check_page(request.limit, "Scan limit", "; page with the continuation")
         page = self._index(request.index).scan(
             scan_type,
@@ -564,7 +637,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     @_rpc
     def FriendsBoard(self, request: pb.RanksRequest, context: CallContext) -> pb.EntriesResponse:
         entries = self._index(request.index).board_of(*self._ranks_arguments(request))
-        response = pb.EntriesResponse()
+        response = pb.EntriesResponse(window=_window_read(entries.window))
         wire.add_ranked_entries(response.entries, entries)
         return response
 
@@ -579,7 +652,9 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             wire.items_to_tuple(request.group),
             convert.rank_mode(request.mode),
         )
-        response = pb.PageResponse(page=page.page, size=page.size, total=page.total, pages=page.pages)
+        response = pb.PageResponse(
+            page=page.page, size=page.size, total=page.total, pages=page.pages, window=_window_read(page.window)
+        )
         wire.add_ranked_entries(response.entries, page.entries)
         return response
 
@@ -605,8 +680,6 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     @_rpc
     def GetMovement(self, request: pb.RankRequest, context: CallContext) -> pb.MovementResponse:
         pk, window_type, timestamp, group, mode = self._rank_arguments(request)
-        if timestamp is None:
-            raise InvalidArgument("GetMovement needs window.type and window.timestamp")
         moved = self._index(request.index).movement(pk, window_type, timestamp, group, mode)
         response = pb.MovementResponse(window=wire.window_to_proto(moved.window))
         if moved.entry is not None:

@@ -26,6 +26,7 @@ import grpc
 from prometheus_client import (
     CollectorRegistry,
     Counter,
+    Gauge,
     GCCollector,
     Histogram,
     PlatformCollector,
@@ -107,6 +108,17 @@ class Metrics:
         self.bulk_loaded = Counter(
             f"{PREFIX}_bulk_load_records", "Records written by bulk loads.", ["index"], registry=r
         )
+        self.idempotency_keys_expired = Counter(
+            f"{PREFIX}_idempotency_keys_expired",
+            "Idempotency keys of writes forgotten after their retention.",
+            ["index"],
+            registry=r,
+        )
+        self.last_maintenance = Gauge(
+            f"{PREFIX}_maintenance_last_pass_timestamp_seconds",
+            "When the server's background maintenance last went over every index (Unix time).",
+            registry=r,
+        )
         self._call_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
         self._transaction_children: dict[tuple[str, str], Any] = {}
 
@@ -158,6 +170,9 @@ class Metrics:
         if attempts > 1:
             self.transaction_retries.labels(kind).inc(attempts - 1)
 
+    def maintenance_passed(self, clock: float) -> None:
+        self.last_maintenance.set(clock)
+
     def observe_result(self, method: str, request: Any, response: Any) -> None:
         """Count what a successful maintenance call did (its answer says)."""
         index = getattr(request, "index", "")
@@ -171,8 +186,8 @@ class Metrics:
         elif method == "UpdateWindows":
             self.windows_added.labels(index).inc(len(response.added))
             self.windows_expired.labels(index).inc(len(response.deleted))
-        elif method == "KeepAhead":
-            self.windows_added.labels(index).inc(len(response.added))
+        elif method in ("KeepAhead", "CreateIndex"):
+            self.windows_added.labels(index or request.name).inc(len(response.added))
         elif method == "BulkLoad":
             self.bulk_loaded.labels(index).inc(response.records_written)
 

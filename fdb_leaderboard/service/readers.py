@@ -109,11 +109,11 @@ class ReadProcesses:
         options = index.settings.to_proto().SerializeToString()
         pool = self._executor()
         try:
-            future = pool.submit(_serve, method, name, index.prefix, options, request, deadline)
+            future = pool.submit(_serve, method, name, index.prefix, options, index.timebase, request, deadline)
         except BrokenProcessPool:  # a reader died since the last call: start anew
             self._discard(pool)
             pool = self._executor()
-            future = pool.submit(_serve, method, name, index.prefix, options, request, deadline)
+            future = pool.submit(_serve, method, name, index.prefix, options, index.timebase, request, deadline)
         outer: concurrent.futures.Future = concurrent.futures.Future()
         # A call given up (its client went away) leaves the queue if no reader has begun it.
         outer.add_done_callback(lambda mine: future.cancel() if mine.cancelled() else None)
@@ -199,10 +199,14 @@ _db: Database | None = None
 class _PinnedCatalog(Catalog):
     """A catalog whose names resolve to what the calling server resolved."""
 
-    def pin(self, name: str, prefix: bytes, options: bytes) -> None:
+    def pin(self, name: str, prefix: bytes, options: bytes, timebase: int) -> None:
         cached = self._open.get(name)
         if cached is None or cached[0] != prefix:
-            self._keep(name, prefix, IndexSettings.from_proto(index_pb2.IndexOptions.FromString(options)))
+            cached = (
+                prefix,
+                self._keep(name, prefix, IndexSettings.from_proto(index_pb2.IndexOptions.FromString(options)), None),
+            )
+        cached[1].timebase = timebase
 
 
 class _TransactionTimings(Metrics):
@@ -253,7 +257,7 @@ def _ready() -> int:
     return os.getpid()
 
 
-def _serve(method: str, name: str, prefix: bytes, options: bytes, data: bytes, deadline: float) -> tuple:
+def _serve(method: str, name: str, prefix: bytes, options: bytes, timebase: int, data: bytes, deadline: float) -> tuple:
     """(ok, answer bytes or (code, message, trailing), store counters, transaction timings)."""
     assert _service is not None and _catalog is not None and _timings is not None and _db is not None
     before = _db.stats.snapshot()
@@ -261,7 +265,7 @@ def _serve(method: str, name: str, prefix: bytes, options: bytes, data: bytes, d
     try:
         if time.monotonic() >= deadline:  # it waited its whole deadline in the queue
             raise Answer(grpc.StatusCode.DEADLINE_EXCEEDED, f"{method} waited past its deadline on the server")
-        _catalog.pin(name, prefix, options)
+        _catalog.pin(name, prefix, options, timebase)
         request = getattr(pb, pb.DESCRIPTOR.services_by_name["Leaderboard"].methods_by_name[method].input_type.name)
         response = getattr(_service, method)(request.FromString(data), _Deadline(deadline))
         outcome: tuple[bool, Any] = (True, response.SerializeToString())

@@ -32,6 +32,7 @@ from ..store import Database, open_database
 from .calls import AccessInterceptor, Dispatcher
 from .catalog import ROOT, Catalog
 from .grpc_service import SERVICE_NAME, LeaderboardService
+from .housekeeping import Housekeeping
 from .metrics import MeasuredDatabase, Metrics
 from .readers import ReadProcesses, can_share
 from .settings import ServerSettings, StartupError
@@ -105,7 +106,10 @@ class Server:
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
         self._grace = 10.0
-        self._filler: threading.Thread | None = None
+        self.housekeeping: Housekeeping | None = None
+        if settings.maintain_every > 0:
+            self.housekeeping = Housekeeping(self.catalog, settings.maintain_every, self._stop_requested, self.metrics)
+            self.service.housekeeping = self.housekeeping
 
     def _count_reader_work(self, stats: dict[str, int], transactions: list[tuple]) -> None:
         """A reader process's store work for one call, added to this server's counters and metrics."""
@@ -156,8 +160,8 @@ class Server:
         if self.health is not None:
             for name in ("", SERVICE_NAME):
                 self._on_loop(self.health.set(name, health_pb2.HealthCheckResponse.SERVING))
-        self._filler = threading.Thread(target=self._resume_fills, name="resume-fills", daemon=True)
-        self._filler.start()
+        if self.housekeeping is not None:
+            self.housekeeping.start()
         return self
 
     def start_readers(self) -> None:
@@ -165,31 +169,6 @@ class Server:
         (a fresh interpreter takes a second to start)."""
         if self.dispatcher.readers is not None:
             self.dispatcher.readers.start()
-
-    def _resume_fills(self) -> None:
-        """Finish windows a crashed bulk load or fill left filling (they are not served until then),
-        in the fill's bounded, resumable batches, until done or the server stops."""
-        try:
-            names = [name for name, _ in self.catalog.list()]
-        except Exception:
-            log.exception("cannot list the indexes to resume their fills")
-            return
-        for name in names:
-            try:
-                index = self.catalog.get(name)
-                directory = index.directory()
-                if directory is None or not directory.filling():
-                    continue
-                log.warning("index %r has windows still filling: resuming the fill", name)
-                records = 0
-                while not self._stop_requested.is_set():
-                    step = index.fill_step()
-                    records += step.records_processed
-                    if step.done:
-                        log.warning("index %r: fill finished (%d records)", name, records)
-                        break
-            except Exception:
-                log.exception("resuming the fill of index %r failed; `fdb-leaderboard fill` retries it", name)
 
     def stop(self, grace: float = 10.0) -> None:
         """Refuse new calls, let in-flight ones (writes included) finish within ``grace`` seconds,
@@ -210,8 +189,8 @@ class Server:
                 for hook in hooks:
                     hook.join()
                 self.dispatcher.shutdown()  # threads of cancelled calls end before the store closes
-                if self._filler is not None:
-                    self._filler.join()
+                if self.housekeeping is not None:
+                    self.housekeeping.join()
                 self._close_loop()
                 self.db.close()
                 self._stopped.set()

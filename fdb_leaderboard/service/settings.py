@@ -67,6 +67,9 @@ class ServerSettings:
     - ``tls``: certificate and key (and optionally a client CA for mutual TLS).
     - ``health`` / ``reflection``: serve the standard health and reflection services (health
       needs no token, reflection needs the read role when tokens are configured).
+    - ``maintain_every``: seconds between the server's background maintenance passes (keep
+      windows ahead, fill, expire, forget old idempotency keys; see ``housekeeping.py``); 0: none
+      (then ``fdb-leaderboard maintain`` and ``fill`` do it).
     """
 
     max_page: int = DEFAULT_MAX_PAGE
@@ -85,6 +88,7 @@ class ServerSettings:
     allow_unauthenticated: bool = False
     health: bool = True
     reflection: bool = True
+    maintain_every: float = 60.0
 
     def __post_init__(self) -> None:
         for name in ("max_page", "max_concurrent_calls", "max_bulk_loads", "max_message_bytes", "heavy_workers"):
@@ -99,6 +103,8 @@ class ServerSettings:
         for name in ("receive_timeout", "stream_idle_timeout", "default_deadline"):
             if not getattr(self, name) > 0:
                 raise StartupError(f"{name} must be a positive number of seconds")
+        if not self.maintain_every >= 0:
+            raise StartupError("maintain_every must be a number of seconds, 0 for none")
 
     def check_address(self, address: str) -> None:
         """Refuse to listen beyond this machine without authentication, unless allowed explicitly;

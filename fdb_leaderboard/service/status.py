@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 
 from ..access import PermissionDenied, Unauthenticated, UnknownOperation
-from ..errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from ..errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
 from ..rankedset import CorruptRankedSet
 from ..store import KeyTooLarge, StoreUnavailable, TransactionTimedOut, TransactionTooLarge, ValueTooLarge
 
@@ -14,6 +14,7 @@ STATUS_BY_ERROR: list[tuple[type[BaseException], grpc.StatusCode]] = [
     (NotFound, grpc.StatusCode.NOT_FOUND),
     (FailedPrecondition, grpc.StatusCode.FAILED_PRECONDITION),
     (AlreadyExists, grpc.StatusCode.ALREADY_EXISTS),
+    (ResourceExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (KeyTooLarge, grpc.StatusCode.INVALID_ARGUMENT),
     (ValueTooLarge, grpc.StatusCode.INVALID_ARGUMENT),
     (TransactionTooLarge, grpc.StatusCode.INVALID_ARGUMENT),
@@ -47,12 +48,14 @@ class Answer(Exception):
 
 
 def status_of(exc: BaseException) -> grpc.StatusCode | None:
-    """The status code answering ``exc``, or None for an unexpected error (INTERNAL)."""
+    """The status code answering ``exc``, or None for an unexpected error (INTERNAL).
+
+    Only the project's own errors are refusals: inputs are checked where they enter and refused
+    with :class:`InvalidArgument` naming the field, so a ``TypeError`` or ``ValueError`` from
+    deeper down is a defect, answered INTERNAL and logged, never blamed on the caller."""
     if isinstance(exc, Answer):
         return exc.code
     for error_type, code in STATUS_BY_ERROR:
         if isinstance(exc, error_type):
             return code
-    if isinstance(exc, (TypeError, ValueError, OverflowError)):  # malformed values caught by a library
-        return grpc.StatusCode.INVALID_ARGUMENT
     return None

@@ -9,9 +9,11 @@
   (default false: commits made durable by a synced log instead, see ``redo_log.py``) and
   ``checkpoint_seconds`` (default 1: how often the redo log's checkpoints sync the data file).
 - ``fdb:`` (default cluster file) or ``fdb:CLUSTER_FILE``: FoundationDB through the
-  official bindings.  Options ``api_version`` (default: the installed binding's latest) and
+  official bindings.  Options ``api_version`` (default: the installed binding's latest),
   ``timeout`` (default 10 seconds, 0: none): how long a call may wait for the cluster,
-  retries included, before it raises StoreUnavailable.
+  retries included, before it raises StoreUnavailable, and ``direct`` (default true): reads,
+  writes and commits through the C extension ``_fdb_direct`` when it is built, the binding's
+  ctypes calls otherwise (false: always the binding).
 """
 
 from __future__ import annotations

@@ -105,6 +105,16 @@ def apply_min(existing: bytes | None, param: bytes) -> bytes:
     return param if int.from_bytes(param, "little") <= int.from_bytes(old, "little") else old
 
 
+def option_boolean(text: str, name: str) -> bool:
+    """A store URL option's true/false value (1/0, yes/no and on/off too)."""
+    lowered = text.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"option {name} must be true or false, not {text!r}")
+
+
 def strinc(prefix: bytes) -> bytes:
     """The first key after every key that starts with ``prefix`` (FoundationDB's strinc)."""
     stripped = prefix.rstrip(b"\xff")
@@ -307,6 +317,11 @@ class Transaction(ReadView):
 
     def add_read_conflict_key(self, key: bytes) -> None:
         self.add_read_conflict_range(key, key + b"\x00")
+
+    def add_read_conflict_ranges(self, ranges: Sequence[tuple[bytes, bytes]]) -> None:
+        """:meth:`add_read_conflict_range` for each ``(begin, end)`` (in one call where the backend can)."""
+        for begin, end in ranges:
+            self.add_read_conflict_range(begin, end)
 
 
 class Database(abc.ABC):

@@ -7,6 +7,14 @@ to the binding's latest (``fdb.LATEST_API_VERSION``, 710 for the 7.1 binding); o
 ``api_version`` or the environment variable ``FDB_API_VERSION``.  A process can select
 only one API version, so every database it opens uses the first one selected.
 
+Reads, writes and commits go straight to the client library through ``_fdb_direct`` (a C
+extension built at install time, see ``_fdb_direct.c``) when it is built: the binding reaches
+the library through ctypes, and its per-read Python objects, ctypes structures and callbacks
+cost more client CPU than the reads themselves.  The main thread's waits still run signal
+handlers, so Ctrl-C stops a call to a cluster that does not answer.  Without it (no compiler
+at install time, or the URL option ``direct=false``) they go through the binding: the same C
+calls, the same answers.  Transactions, their options and retries are the binding's either way.
+
 A transaction waits as long as the cluster cannot answer (it is down, or has no quorum):
 URL option ``timeout`` (seconds, default 10; 0 waits forever) bounds each call, retries
 included (FoundationDB's transaction ``timeout`` option), and a call that runs out
@@ -19,10 +27,15 @@ import importlib.metadata
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import fdb.tuple as fdb_tuple
+
+try:
+    from . import _fdb_direct
+except ImportError:  # not built (no compiler at install time): the binding does the calls
+    _fdb_direct = None  # type: ignore[assignment]
 
 from .api import (
     CountedRead,
@@ -40,6 +53,7 @@ from .api import (
     TransactionTimedOut,
     TransactionTooLarge,
     ValueTooLarge,
+    option_boolean,
 )
 
 T = TypeVar("T")
@@ -49,6 +63,7 @@ _TRANSACTION_TIMED_OUT = 1031  # the `timeout` option ran out (not retryable)
 _TRANSACTION_TOO_OLD = 1007  # FoundationDB's 5 s limit
 
 _api_lock = threading.Lock()
+_direct_bound = False  # whether _fdb_direct has the client library's functions
 
 # FoundationDB error codes that are the caller's fault, mapped to our exceptions.
 _LIMIT_ERRORS = {
@@ -66,19 +81,39 @@ def load_fdb(api_version: int | None = None) -> Any:
         import fdb
     except ImportError as exc:  # pragma: no cover - a runtime dependency
         raise StoreUnavailable("the foundationdb Python package is not installed") from exc
+    global _direct_bound
     with _api_lock:
-        if fdb.is_api_version_selected():
-            return fdb
-        version = api_version or int(os.environ.get("FDB_API_VERSION", 0)) or binding_api_version(fdb)
-        try:
-            fdb.api_version(version)
-        except Exception as exc:  # the native client is missing or does not support `version`
-            raise StoreUnavailable(
-                f"cannot select FoundationDB API version {version} with binding {binding_version()}: {exc}. "
-                "Install the FoundationDB client library and the matching `foundationdb` package "
-                "(same major.minor), or pass api_version=..."
-            ) from exc
+        if not fdb.is_api_version_selected():
+            version = api_version or int(os.environ.get("FDB_API_VERSION", 0)) or binding_api_version(fdb)
+            try:
+                fdb.api_version(version)
+            except Exception as exc:  # the native client is missing or does not support `version`
+                raise StoreUnavailable(
+                    f"cannot select FoundationDB API version {version} with binding {binding_version()}: {exc}. "
+                    "Install the FoundationDB client library and the matching `foundationdb` package "
+                    "(same major.minor), or pass api_version=..."
+                ) from exc
+        if _fdb_direct is not None and not _direct_bound:  # also when the caller selected the version
+            _bind_direct(fdb)
+            _direct_bound = True
     return fdb
+
+
+def _bind_direct(fdb: Any) -> None:
+    """Hand ``_fdb_direct`` the client library's functions as the binding loaded them (ctypes)."""
+    import ctypes
+
+    from fdb import impl
+
+    library = impl._capi
+    names = _fdb_direct.function_names()
+    addresses = {name: ctypes.cast(getattr(library, name), ctypes.c_void_p).value for name in names}
+    _fdb_direct.bind(addresses, fdb.FDBError, threading.main_thread().ident)
+
+
+def direct_calls_available() -> bool:
+    """Whether ``_fdb_direct`` was built (the C extension; see the module docstring)."""
+    return _fdb_direct is not None
 
 
 def binding_version() -> str:
@@ -121,17 +156,26 @@ class _RangeFuture(CountedRead[list[KeyValue]]):
         return [(kv.key, kv.value) for kv in self._range]
 
 
-class _FdbReads(ReadView):
-    """Reads through an fdb transaction or its ``snapshot``."""
+class _DirectFuture(CountedRead[Any]):
+    """A read in flight through ``_fdb_direct``: its ``wait`` gives the answer as the store API has it."""
 
-    __slots__ = ("_tr", "_fdb", "_rounds")
+    __slots__ = ("_future",)
+
+    def __init__(self, future: Any, rounds: ReadRounds) -> None:
+        super().__init__(rounds)
+        self._future = future
+
+    def _answer(self) -> Any:
+        return self._future.wait()
+
+
+class _Reads(ReadView):
+    """Reads counted in a transaction's :class:`ReadRounds`: the plain forms wait on the async ones."""
+
+    __slots__ = ()
 
     batched_reads = True
-
-    def __init__(self, tr: Any, fdb: Any, rounds: ReadRounds) -> None:
-        self._tr = tr
-        self._fdb = fdb
-        self._rounds = rounds
+    _rounds: ReadRounds
 
     @property
     def rounds(self) -> ReadRounds:
@@ -140,34 +184,54 @@ class _FdbReads(ReadView):
     def get(self, key: bytes) -> bytes | None:
         return self.get_async(key).value
 
-    def get_async(self, key: bytes) -> _ValueFuture:
-        return _ValueFuture(self._tr.get(key), self._rounds)
-
-    def _range(self, begin: bytes, end: bytes, limit: int, reverse: bool) -> Any:
-        mode = self._fdb.StreamingMode.exact if limit else self._fdb.StreamingMode.want_all
-        return self._tr.get_range(begin, end, limit=limit, reverse=reverse, streaming_mode=mode)
-
     def get_range(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> list[KeyValue]:
         return self.get_range_async(begin, end, limit, reverse).value
 
+
+class _FdbReads(_Reads):
+    """Reads through an fdb transaction or its ``snapshot``."""
+
+    __slots__ = ("_tr", "_fdb", "_rounds")
+
+    def __init__(self, tr: Any, fdb: Any, rounds: ReadRounds) -> None:
+        self._tr = tr
+        self._fdb = fdb
+        self._rounds = rounds
+
+    def get_async(self, key: bytes) -> _ValueFuture:
+        return _ValueFuture(self._tr.get(key), self._rounds)
+
     def get_range_async(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> _RangeFuture:
-        return _RangeFuture(self._range(begin, end, limit, reverse), self._rounds)
+        mode = self._fdb.StreamingMode.exact if limit else self._fdb.StreamingMode.want_all
+        fetched = self._tr.get_range(begin, end, limit=limit, reverse=reverse, streaming_mode=mode)
+        return _RangeFuture(fetched, self._rounds)
 
 
-class FdbTransaction(_FdbReads, Transaction):
-    __slots__ = ("_snapshot", "_writable", "writes", "bytes_written")
+class _DirectReads(_Reads):
+    """Reads through ``_fdb_direct`` (plain, or snapshot reads): the same requests as :class:`_FdbReads`."""
 
-    def __init__(self, tr: Any, fdb: Any, writable: bool) -> None:
-        rounds = ReadRounds()
-        super().__init__(tr, fdb, rounds)
-        self._snapshot = _FdbReads(tr.snapshot, fdb, rounds)
-        self._writable = writable
-        self.writes = 0  # mutations made and their key and value bytes (StoreStats)
-        self.bytes_written = 0
+    __slots__ = ("_direct", "_is_snapshot", "_rounds")
 
-    @property
-    def snapshot(self) -> ReadView:
-        return self._snapshot
+    def __init__(self, direct: Any, snapshot: bool, rounds: ReadRounds) -> None:
+        self._direct = direct
+        self._is_snapshot = snapshot
+        self._rounds = rounds
+
+    def get_async(self, key: bytes) -> _DirectFuture:
+        return _DirectFuture(self._direct.get(key, self._is_snapshot), self._rounds)
+
+    def get_range_async(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> _DirectFuture:
+        return _DirectFuture(self._direct.get_range(begin, end, limit, reverse, self._is_snapshot), self._rounds)
+
+
+class _Writes(Transaction):
+    """The writes of one attempt, through ``_writer`` (the binding's transaction, or
+    ``_fdb_direct``'s on it: both offer these methods), with the counts StoreStats sums."""
+
+    _writer: Any
+    _writable: bool
+    writes: int
+    bytes_written: int
 
     def _write(self, size: int) -> None:
         if not self._writable:
@@ -177,30 +241,72 @@ class FdbTransaction(_FdbReads, Transaction):
 
     def set(self, key: bytes, value: bytes) -> None:
         self._write(len(key) + len(value))
-        self._tr.set(key, value)
+        self._writer.set(key, value)
 
     def clear(self, key: bytes) -> None:
         self._write(len(key))
-        self._tr.clear(key)
+        self._writer.clear(key)
 
     def clear_range(self, begin: bytes, end: bytes) -> None:
         self._write(len(begin) + len(end))
-        self._tr.clear_range(begin, end)
+        self._writer.clear_range(begin, end)
 
     def add(self, key: bytes, param: bytes) -> None:
         self._write(len(key) + len(param))
-        self._tr.add(key, param)
+        self._writer.add(key, param)
 
     def max(self, key: bytes, param: bytes) -> None:
         self._write(len(key) + len(param))
-        self._tr.max(key, param)
+        self._writer.max(key, param)
 
     def min(self, key: bytes, param: bytes) -> None:
         self._write(len(key) + len(param))
-        self._tr.min(key, param)
+        self._writer.min(key, param)
 
     def add_read_conflict_range(self, begin: bytes, end: bytes) -> None:
-        self._tr.add_read_conflict_range(begin, end)
+        self._writer.add_read_conflict_range(begin, end)
+
+
+class FdbTransaction(_FdbReads, _Writes):
+    """One attempt of a transaction, through the binding."""
+
+    __slots__ = ("_snapshot", "_writer", "_writable", "writes", "bytes_written")
+
+    def __init__(self, tr: Any, fdb: Any, writable: bool) -> None:
+        rounds = ReadRounds()
+        super().__init__(tr, fdb, rounds)
+        self._snapshot = _FdbReads(tr.snapshot, fdb, rounds)
+        self._writer = tr
+        self._writable = writable
+        self.writes = 0
+        self.bytes_written = 0
+
+    @property
+    def snapshot(self) -> ReadView:
+        return self._snapshot
+
+
+class DirectFdbTransaction(_DirectReads, _Writes):
+    """One attempt of a transaction, through ``_fdb_direct`` on the binding's transaction."""
+
+    __slots__ = ("_snapshot", "_writer", "_writable", "writes", "bytes_written")
+
+    def __init__(self, tr: Any, writable: bool) -> None:
+        rounds = ReadRounds()
+        direct = _fdb_direct.Transaction(tr)
+        super().__init__(direct, False, rounds)
+        self._snapshot = _DirectReads(direct, True, rounds)
+        self._writer = direct
+        self._writable = writable
+        self.writes = 0
+        self.bytes_written = 0
+
+    @property
+    def snapshot(self) -> ReadView:
+        return self._snapshot
+
+    def add_read_conflict_ranges(self, ranges: Sequence[tuple[bytes, bytes]]) -> None:
+        self._writer.add_read_conflict_ranges(ranges)
 
 
 # Errors after which a commit may or may not have happened (commit_unknown_result,
@@ -227,8 +333,10 @@ class FdbDatabase(Database):
         cluster_file: str | None,
         api_version: int | None = None,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        direct: bool = True,
     ) -> None:
         self._fdb = load_fdb(api_version)
+        self.direct = direct and _fdb_direct is not None  # calls through _fdb_direct (see the module docstring)
         self.url = f"fdb:{cluster_file or ''}"
         self.timeout_seconds = timeout_seconds
         self.stats = StoreStats()
@@ -241,7 +349,10 @@ class FdbDatabase(Database):
 
     def _commit(self, tr: Any) -> None:
         """Commit ``tr`` (a seam: tests replace it to make commits report an unknown result)."""
-        tr.commit().wait()
+        if self.direct:
+            _fdb_direct.Transaction(tr).commit()
+        else:
+            tr.commit().wait()
 
     def _transact(self, writable: bool, fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
         """Run ``fn`` until it commits, idempotently.
@@ -264,11 +375,11 @@ class FdbDatabase(Database):
         results: dict[int, T] = {}  # attempts whose commit outcome is unknown, by number
         attempt = retries = conflicts = unknown = 0
         last_retried: int | None = None
-        view = None
+        view: FdbTransaction | DirectFdbTransaction | None = None
         try:
             while True:
                 attempt += 1
-                view = FdbTransaction(tr, self._fdb, writable)
+                view = DirectFdbTransaction(tr, writable) if self.direct else FdbTransaction(tr, self._fdb, writable)
                 try:
                     if writable:
                         if marker is None:
@@ -376,7 +487,7 @@ class FdbDatabase(Database):
 
 
 def open_fdb(cluster_file: str | None, options: dict[str, str]) -> FdbDatabase:
-    known = {"api_version", "timeout"}
+    known = {"api_version", "timeout", "direct"}
     unknown = set(options) - known
     if unknown:
         raise ValueError(f"unknown fdb option(s) {sorted(unknown)}; known: {sorted(known)}")
@@ -388,7 +499,16 @@ def open_fdb(cluster_file: str | None, options: dict[str, str]) -> FdbDatabase:
         timeout = -1.0
     if not 0 <= timeout <= 86_400:  # also refuses nan
         raise ValueError(f"fdb option timeout must be a number of seconds from 0 to 86400, not {text!r}")
-    return FdbDatabase(cluster_file, version, timeout)
+    return FdbDatabase(cluster_file, version, timeout, option_boolean(options.get("direct", "true"), "direct"))
 
 
-__all__ = ["FdbDatabase", "FdbTransaction", "binding_api_version", "binding_version", "load_fdb", "open_fdb"]
+__all__ = [
+    "FdbDatabase",
+    "DirectFdbTransaction",
+    "FdbTransaction",
+    "binding_api_version",
+    "binding_version",
+    "direct_calls_available",
+    "load_fdb",
+    "open_fdb",
+]

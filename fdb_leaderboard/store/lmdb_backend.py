@@ -58,6 +58,7 @@ from .api import (
     apply_add,
     apply_max,
     apply_min,
+    option_boolean,
 )
 
 T = TypeVar("T")
@@ -628,23 +629,14 @@ def open_lmdb(path: str, options: dict[str, str]) -> LmdbDatabase:
         raise ValueError(f"unknown lmdb option(s) {sorted(unknown)}; known: {sorted(known)}")
     return LmdbDatabase(
         path,
-        durable=_boolean(options.get("durable", "true"), "durable"),
-        group_commit=_boolean(options.get("group_commit", "true"), "group_commit"),
+        durable=option_boolean(options.get("durable", "true"), "durable"),
+        group_commit=option_boolean(options.get("group_commit", "true"), "group_commit"),
         map_size=int(options.get("map_size", DEFAULT_MAP_SIZE)),
         transaction_seconds=float(options.get("transaction_seconds", DEFAULT_TRANSACTION_SECONDS)),
-        redo_log=_boolean(options.get("redo_log", "false"), "redo_log"),
+        redo_log=option_boolean(options.get("redo_log", "false"), "redo_log"),
         checkpoint_seconds=float(options.get("checkpoint_seconds", redo.DEFAULT_CHECKPOINT_SECONDS)),
-        batched_reads=_boolean(options.get("batched_reads", "false"), "batched_reads"),
+        batched_reads=option_boolean(options.get("batched_reads", "false"), "batched_reads"),
     )
-
-
-def _boolean(text: str, name: str) -> bool:
-    lowered = text.lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"option {name} must be true or false, not {text!r}")
 
 
 __all__ = ["LmdbDatabase", "LmdbTransaction", "open_lmdb"]

@@ -25,7 +25,10 @@ keeping its results in a :class:`bench.suite.Run`:
 - :mod:`bench.report`: its tables and ``docs/benchmarks.md``.
 
 The others: :mod:`bench.rankedset` (``tools/bench_rankedset.py``), :mod:`bench.floors`
-(``tools/bench_floor.py``), :mod:`bench.scaling` (``tools/bench_scaling.py``).
+(``tools/bench_floor.py``), :mod:`bench.scaling` (``tools/bench_scaling.py``), :mod:`bench.cpu`
+(``tools/bench_cpu.py``: CPU per index operation, client and fdbserver, against another
+revision) and :mod:`bench.fdb_floor` (``tools/bench_fdb_floor.py``: what the ``fdb`` binding and
+the store layer cost per read, write and commit).
 """
 
 from __future__ import annotations

@@ -10,7 +10,10 @@ per-operation costs measured on the same store (:mod:`bench.rawstore`): the stor
 of one operation.
 
 :class:`StoreCounters` reads a store's own counters (``Database.stats``: read rounds, reads,
-writes, bytes written, commits, retries, conflicts) around a timed run, per call.  The
+writes, bytes written, commits, retries, conflicts) around a timed run, per call, with the CPU
+time it took: the calling process's (every thread, FoundationDB's network thread included) and,
+on a FoundationDB cluster whose processes run on this machine, the ``fdbserver`` processes'
+(``/proc``), in microseconds per call (``client_cpu_us``, ``server_cpu_us``).  The
 counting proxy also tells which reads add read conflict ranges on FoundationDB: every read not
 made through ``tr.snapshot`` adds one (``conflict_reads``), as does each explicit
 ``add_read_conflict_range``.
@@ -25,6 +28,9 @@ from typing import Any, TypeVar
 
 from fdb_leaderboard.store import Database, KeyValue, ReadView, Transaction
 from fdb_leaderboard.store.api import Future, RangeRequest, ReadRounds
+from fdb_leaderboard.store.fdb_backend import FdbDatabase
+
+from .cpu import CpuMeter, fdbserver_pids
 
 T = TypeVar("T")
 
@@ -159,17 +165,37 @@ class _CountedRange:
 
 
 class StoreCounters:
-    """A store's own counters (``Database.stats``) from now on: :meth:`per_call` divides what
-    they grew by since by the calls made (transactions, read rounds, reads, writes, bytes
-    written, commits, retries, conflicts, unknown results)."""
+    """A store's own counters (``Database.stats``) and the CPU time spent from now on:
+    :meth:`per_call` divides what they grew by since by the calls made (transactions, read
+    rounds, reads, writes, bytes written, commits, retries, conflicts, unknown results; client
+    and fdbserver CPU in microseconds)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
         self.before = db.stats.snapshot()
+        self.cpu = CpuMeter(server_pids(db))
 
     def per_call(self, calls: int) -> dict[str, float]:
         after = self.db.stats.snapshot()
-        return {name: (after[name] - self.before[name]) / calls for name in after}
+        spent = self.cpu.read()
+        out = {name: (after[name] - self.before[name]) / calls for name in after}
+        out["client_cpu_us"] = spent["client_cpu_s"] * 1e6 / calls
+        if "server_cpu_s" in spent:
+            out["server_cpu_us"] = spent["server_cpu_s"] * 1e6 / calls
+        return out
+
+
+_server_pids: dict[str, list[int]] = {}
+
+
+def server_pids(db: Database) -> list[int]:
+    """The fdbserver processes on this machine behind ``db`` (none for the embedded store)."""
+    if not db.url.startswith("fdb:"):
+        return []
+    if db.url not in _server_pids:
+        raw = db.inner if hasattr(db, "inner") else db
+        _server_pids[db.url] = fdbserver_pids(raw) if isinstance(raw, FdbDatabase) else []
+    return _server_pids[db.url]
 
 
 class RolledBack(Exception):

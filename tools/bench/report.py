@@ -79,6 +79,8 @@ def counters_table(fig: dict[str, Any], cfg: dict[str, Any]) -> Table:
     """The store's own counters per call (``Database.stats``) of every in-process run."""
     headers = [
         "workload / system",
+        "client CPU ms",
+        "fdbserver CPU ms",
         "read rounds",
         "reads",
         "writes",
@@ -98,6 +100,8 @@ def counters_table(fig: dict[str, Any], cfg: dict[str, Any]) -> Table:
             rows.append(
                 [
                     f"    {measured[system]['label']}",
+                    fmt_ms(c["client_cpu_us"]) if "client_cpu_us" in c else "-",
+                    fmt_ms(c["server_cpu_us"]) if "server_cpu_us" in c else "",
                     f"{c['read_rounds']:.2f}",
                     f"{c['reads']:.2f}",
                     f"{c.get('writes', 0):.2f}",
@@ -111,8 +115,18 @@ def counters_table(fig: dict[str, Any], cfg: dict[str, Any]) -> Table:
 
 
 def fdb_table(fig: dict[str, Any], cfg: dict[str, Any]) -> Table:
-    """FoundationDB's throughput against the embedded store's, workload by workload."""
-    headers = ["workload", "embedded ops/s", "FoundationDB ops/s", "FDB/embedded", "FDB p50 ms", "FDB p99 ms"]
+    """FoundationDB's throughput and CPU per operation against the embedded store's, workload by workload."""
+    headers = [
+        "workload",
+        "embedded ops/s",
+        "FoundationDB ops/s",
+        "FDB/embedded",
+        "FDB p50 ms",
+        "FDB p99 ms",
+        "embedded client CPU ms",
+        "FDB client CPU ms",
+        "fdbserver CPU ms",
+    ]
     rows = []
     for name, title in WORKLOADS:
         measured = fig["workloads"][name]
@@ -121,6 +135,8 @@ def fdb_table(fig: dict[str, Any], cfg: dict[str, Any]) -> Table:
             if fdb is None:
                 continue
             peer = measured.get("ours_grpc" if mode == "fdb_grpc" else "ours")
+            cpu = fdb.get("counters_per_call", {})
+            peer_cpu = peer.get("counters_per_call", {}) if peer else {}
             rows.append(
                 [
                     title.format(**cfg) + suffix,
@@ -129,6 +145,9 @@ def fdb_table(fig: dict[str, Any], cfg: dict[str, Any]) -> Table:
                     fmt_ratio(fdb["ops_per_s"], peer["ops_per_s"] if peer else None),
                     fmt_ms(fdb.get("p50_us", float("nan"))),
                     fmt_ms(fdb.get("p99_us", float("nan"))),
+                    fmt_ms(peer_cpu["client_cpu_us"]) if "client_cpu_us" in peer_cpu else "-",
+                    fmt_ms(cpu["client_cpu_us"]) if "client_cpu_us" in cpu else "-",
+                    fmt_ms(cpu["server_cpu_us"]) if "server_cpu_us" in cpu else "-",
                 ]
             )
     return headers, rows

@@ -59,7 +59,7 @@ function boardPath() {
 }
 
 function windowQuery() {
-  return state.type === 0 ? "" : "at=latest";  // the window holding the index's latest score
+  return state.type === 0 ? "" : "at=now";  // today's, this week's...: the window holding the server's clock
 }
 
 const SECOND_PERIODS = { 3600: "This hour", 86400: "Today", 604800: "This week" };

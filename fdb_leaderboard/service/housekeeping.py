@@ -1,0 +1,141 @@
+"""The server's own maintenance, in the background: nobody has to know that fills exist.
+
+Each pass goes over every index of the catalog and, per the index's maintenance policy:
+
+- adds the windows the policy keeps ahead (today's and tomorrow's calendar days, say);
+- fills windows added over stored scores (they are not served until complete), in the fill's
+  bounded, resumable transactions, leaving alone the windows a running bulk load holds;
+- expires windows that ended longer ago than the policy retains them;
+- forgets writes' idempotency keys older than the policy's ``idempotency_retention``.
+
+A pass runs when the server starts, every ``every`` seconds, and at once when a window update or
+an index creation leaves windows filling (:meth:`Housekeeping.wake`).  Every step is idempotent
+and conflicts only with the same step elsewhere, so several server processes or hosts, and
+``fdb-leaderboard maintain`` jobs, may run passes at the same time.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+
+from ..errors import NotFound
+from ..proto import index_pb2
+from . import convert
+from .catalog import Catalog
+from .metrics import Metrics
+
+log = logging.getLogger("fdb_leaderboard.service")
+
+DEFAULT_EVERY = 60.0
+
+
+class Housekeeping:
+    """Maintenance passes over ``catalog`` on a thread of their own until ``stopping`` is set."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        every: float = DEFAULT_EVERY,
+        stopping: threading.Event | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.every = every
+        self.stopping = stopping or threading.Event()
+        self.metrics = metrics
+        self._woken = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.passes = 0  # passes finished (tests wait for them)
+        self._rng = random.Random()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="housekeeping", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Run a pass now (windows were added that need filling)."""
+        self._woken.set()
+
+    def join(self) -> None:
+        """Wait for the thread (set ``stopping`` first): a pass stops at its next step."""
+        self._woken.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self.stopping.is_set():
+            self._woken.clear()
+            try:
+                self.run_pass(time.time())
+            except Exception:  # the store gone away, say: the next pass tries again
+                log.exception("maintenance pass failed; the next one retries")
+            self.passes += 1
+            self._woken.wait(self.every)
+
+    def run_pass(self, clock: float) -> list[str]:
+        """One pass over every index at time ``clock`` (Unix seconds); returns what it did."""
+        done: list[str] = []
+        for name, entry in self.catalog.list():
+            if self.stopping.is_set():
+                break
+            try:
+                done.extend(f"{name}: {line}" for line in self._maintain(name, entry.maintenance, clock))
+            except NotFound:  # dropped since the listing
+                continue
+            except Exception:
+                log.exception("maintenance of index %r failed; the next pass retries", name)
+        for line in done:
+            log.info("maintenance: %s", line)
+        if self.metrics is not None:
+            self.metrics.maintenance_passed(clock)
+        return done
+
+    def _maintain(self, name: str, policy: index_pb2.MaintenancePolicy, clock: float) -> list[str]:
+        index = self.catalog.get(name)
+        now = int(clock * index.timebase)
+        done = []
+        if policy.windows or policy.calendar:
+            added = index.keep_ahead(
+                now,
+                convert.regular_windows(policy),
+                policy.horizon,
+                policy.certain_within,
+                self._rng,
+                calendar=convert.calendar_periods(policy),
+            )
+            if added:
+                done.append(f"added {len(added)} window(s)")
+                if self.metrics is not None:
+                    self.metrics.windows_added.labels(name).inc(len(added))
+        records = ranked = 0
+        while not self.stopping.is_set():
+            step = index.fill_step(respect_holds=True)
+            records += step.records_processed
+            ranked += step.entries_ranked
+            if step.done:
+                break
+        if records or ranked:
+            done.append(f"filled windows from {records} record(s), {ranked} entries ranked")
+            if self.metrics is not None:
+                self.metrics.fill_records.labels(name).inc(records)
+                self.metrics.fill_entries_ranked.labels(name).inc(ranked)
+        if policy.retain:
+            gone = index.expire(now - policy.retain)
+            if gone:
+                done.append(f"expired {len(gone)} window(s)")
+                if self.metrics is not None:
+                    self.metrics.windows_expired.labels(name).inc(len(gone))
+        before = int(clock) - convert.idempotency_retention(policy)
+        forgotten = 0
+        finished = False
+        while not finished and not self.stopping.is_set():
+            count, finished = index.expire_idempotency_keys(before)
+            forgotten += count
+        if forgotten:
+            done.append(f"forgot {forgotten} idempotency key(s)")
+            if self.metrics is not None:
+                self.metrics.idempotency_keys_expired.labels(name).inc(forgotten)
+        return done
