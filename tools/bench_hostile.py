@@ -293,12 +293,13 @@ def http_uploader(url: str, count: int, stop: Any, ready: Any, out: multiprocess
 
 
 def _large_body() -> bytes:
-    """A WriteBatch body of 4 MB (cut short: the server refuses it before reading it whole, or
-    finds it malformed)."""
+    """A well-formed WriteBatch body of about 4 MB (within the server's message limit)."""
     records = [
-        {"pk": [{"string": f"x{i:07d}"}], "entries": [{"score": {"int": i}, "timestamp": i}]} for i in range(60_000)
+        {"pk": [{"string": f"x{i:07d}"}], "entries": [{"score": {"int": i}, "timestamp": i}]} for i in range(44_500)
     ]
-    return json.dumps({"index": "bench", "records": records}).encode()[: 4 * 1024 * 1024 - 1]
+    body = json.dumps({"index": "bench", "records": records}).encode()
+    assert 3_900_000 < len(body) < 4 * 1024 * 1024, len(body)
+    return body
 
 
 def unauthenticated_cost(url: str, pid: int, count: int) -> None:
