@@ -154,7 +154,7 @@ class HttpApi:
         self.metrics = metrics = dispatcher.metrics
         self.max_workers = max_workers
         self._limiters: dict[str, anyio.CapacityLimiter] = {}
-        self.events = EventBoards(limits.max_event_streams, self.transcoder.stopping)
+        self.events = EventBoards(limits.event_stream_budget(), self.transcoder.stopping)
         # A body's time limit (each late read's task is cancelled, and answered DEADLINE_EXCEEDED).
         self.bodies = Deadlines(self.transcoder.settings.receive_timeout, self._body_too_late)
         self.late_bodies: set[Hashable] = set()
