@@ -187,17 +187,6 @@ def _no_errors_logged(caplog: pytest.LogCaptureFixture, logger: str) -> Iterator
     assert not unexpected, [r.getMessage() for r in unexpected]
 
 
-def calls_counted(server: Server, transport: str, method: str, code: str = "OK") -> float:
-    """The server's fdb_leaderboard_calls_total for one transport, method and status code."""
-    return sum(
-        sample.value
-        for family in server.metrics.registry.collect()
-        for sample in family.samples
-        if sample.name == "fdb_leaderboard_calls_total"
-        and (sample.labels["transport"], sample.labels["method"], sample.labels["code"]) == (transport, method, code)
-    )
-
-
 Cli = Callable[..., Result]
 
 

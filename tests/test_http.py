@@ -612,7 +612,7 @@ def test_events_keep_a_quiet_stream_alive_and_end_it_in_time(
 ) -> None:
     """A comment after QUIET_SECONDS without an event, and the end after STREAM_SECONDS
     (15 s and 10 minutes, pinned shorter here)."""
-    monkeypatch.setattr(events, "QUIET_SECONDS", 0.5)
+    monkeypatch.setattr(events, "KEEP_ALIVE_SECONDS", 0.5)
     monkeypatch.setattr(events, "STREAM_SECONDS", 3.0)
     lb.create_index("g", high_score_first=True)
     lb.update_windows("g", high_score_first=True)
@@ -646,7 +646,7 @@ def test_a_bulk_load_line_over_the_message_limit_is_refused(tmp_path) -> None:
             first = json.dumps({"index": "plain", "batch_size": 1}).encode() + b"\n"
             for long_line in (line("x" * 2000), line("y" * 30_000)):  # within a chunk, and over several
                 body = first + line("before") + long_line + line("after")
-                response = web.post("/v1/BulkLoad", content=body, headers={"Content-Type": "application/x-ndjson"})
+                response = web.post("/v1/BulkLoad", content=body, headers={"content-type": "application/x-ndjson"})
                 assert response.status_code == 429, response.text
                 assert response.json() == {
                     "code": "RESOURCE_EXHAUSTED",

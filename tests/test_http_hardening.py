@@ -26,7 +26,6 @@ from typing import Any
 import grpc
 import httpx
 import pytest
-from conftest import calls_counted
 
 from fdb_leaderboard.access import Tokens
 from fdb_leaderboard.client import LeaderboardClient
@@ -355,7 +354,8 @@ def test_event_streams_share_one_computation_are_capped_and_freed(door) -> None:
     events = http.api.events
 
     def top_calls() -> float:
-        return calls_counted(server, "http", "Top")
+        labels = {"transport": "http", "method": "Top", "code": "OK"}
+        return server.metrics.registry.get_sample_value("fdb_leaderboard_calls_total", labels) or 0.0
 
     async def watch() -> float:
         async with httpx.AsyncClient(base_url=http.url, timeout=20, limits=httpx.Limits(max_connections=40)) as web:
@@ -391,6 +391,41 @@ def test_event_streams_share_one_computation_are_capped_and_freed(door) -> None:
         time.sleep(0.05)
     # Boards are read on the reader process (no caller waits for them: they never hold the server).
     assert server.dispatcher.readers is not None and server.dispatcher.readers.served == top_calls()
+
+
+def test_event_streams_leave_half_the_connections_to_requests(tmp_path: Path) -> None:
+    """8 connections allowed: 4 streams at most (not the 100 asked), and while they and more
+    callers of streams are open, a request still gets in and is answered."""
+    assert HttpLimits(max_connections=8, max_event_streams=100).event_stream_budget() == 4
+    assert HttpLimits(max_connections=1000, max_event_streams=3).event_stream_budget() == 3
+    server, http = start(tmp_path / "s", HttpLimits(max_connections=8, max_event_streams=100))
+    try:
+        with LeaderboardClient(server.address) as lb:
+            lb.create_index("game")
+            lb.update_windows("game")
+
+        async def crowd() -> list[int]:
+            path = "/v1/indexes/game/windows/0/top/events"
+            async with httpx.AsyncClient(base_url=http.url, timeout=20) as web:
+                opened = []
+                for _ in range(4):
+                    response = await web.send(web.build_request("GET", path), stream=True)
+                    assert response.status_code == 200
+                    opened.append(response)
+                statuses = []
+                for _ in range(3):  # more would-be streams, each refused: their connections wait
+                    refused = await web.get(path, timeout=10)  # (a stream, not refused, would not end)
+                    assert refused.status_code == 429 and "4 event streams are open" in refused.json()["message"]
+                async with httpx.AsyncClient(base_url=http.url, timeout=20) as other:  # new connections
+                    for _ in range(10):
+                        statuses.append((await other.get("/v1/indexes")).status_code)
+                for response in opened:
+                    await response.aclose()
+                return statuses
+
+        assert asyncio.run(crowd()) == [200] * 10
+    finally:
+        server.stop(grace=1)
 
 
 # -- 7. malformed input, abandoned uploads ---------------------------------------------------------

@@ -56,8 +56,9 @@ D0 = T0 - T0 % DAY
 
 @pytest.fixture
 def board(tmp_path) -> Iterator[tuple[Server, HttpServer, LeaderboardClient]]:
-    # Read in this process, where the pinned clock below is the server's (a reader process has its own).
-    server = ServerPlace("lmdb", tmp_path / "s").start(ServerSettings(read_processes=0))
+    # No reader process: the clock pinned below is this process's catalog's, and the page's
+    # boards are otherwise read on a reader process, with a catalog (and a clock) of its own.
+    server = ServerPlace("lmdb", tmp_path / "s").start(ServerSettings(maintain_every=0, read_processes=0))
     http = HttpServer(server, "127.0.0.1:0").start()
     lb = LeaderboardClient(server.address, timeout=20)
     lb.create_index("game", high_score_first=True)

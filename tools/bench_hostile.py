@@ -17,14 +17,18 @@ connection).  Each phase lasts ``--seconds``:
    made-up HTTP methods, unknown paths and malformed requests (a lone surrogate, a key >= 2^64,
    nesting 1,000 deep).
 
+Before the phases, ``--unauthenticated`` 4 MB posts without a token, one at a time, give the
+server's CPU for each before its refusal.  The server runs with ``--nofile`` file descriptors.
+
 It reports each client's p50/p99 per phase and the ratio of its p99 to the baseline's, what the
-attackers got, the server's resident memory and its ``/metrics`` size.  Then it sends ``--bad``
-gRPC requests that do not parse and reports the server's memory before and after.
+attackers got, the server's resident memory, open file descriptors and log growth, and its
+``/metrics`` size.  Then it sends ``--bad`` gRPC requests that do not parse and reports the
+server's memory before and after.
 
     .venv/bin/python tools/bench_hostile.py [--records 20000] [--seconds 20] [--phases baseline,grpc,http]
         [--stalled 2000] [--heavy 4] [--idle 1100] [--slow 200] [--uploads 2] [--posters 4] [--post-rate 5]
         [--streams 400] [--junk 1] [--read-processes 1] [--read-priority idle]
-        [--attacker-priority 0|NICE|idle] [--control]
+        [--attacker-priority 0|NICE|idle] [--control] [--unauthenticated 10] [--nofile 1024]
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import json
 import multiprocessing
 import os
 import random
+import resource
 import socket
 import subprocess
 import sys
@@ -73,6 +78,17 @@ def _rss_mb(pid: int) -> float:
     raise RuntimeError("no VmRSS")
 
 
+def _cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far (user and system, every thread)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _descriptors(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
 def _bearer(token: str) -> tuple[tuple[str, str]]:
     return (("authorization", f"Bearer {token}"),)
 
@@ -83,7 +99,8 @@ def _bearer(token: str) -> tuple[tuple[str, str]]:
 def grpc_client(address: str, records: int, seconds: float, out: multiprocessing.Queue) -> None:
     latencies, failures = [], Counter()
     with LeaderboardClient(address, token=READ) as lb:
-        lb.rank("bench", ("p0",))  # connect
+        with contextlib.suppress(grpc.RpcError):  # connect (a failure is counted below, as the calls')
+            lb.rank("bench", ("p0",))
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             pk = (f"p{random.randrange(records)}",)
@@ -100,7 +117,8 @@ def grpc_client(address: str, records: int, seconds: float, out: multiprocessing
 def http_client(url: str, records: int, seconds: float, out: multiprocessing.Queue) -> None:
     latencies, failures = [], Counter()
     with httpx.Client(base_url=url, headers={"authorization": f"Bearer {READ}"}, timeout=60) as web:
-        web.get("/v1/indexes/bench/windows/0/records/p0/rank")  # connect
+        with contextlib.suppress(httpx.HTTPError):  # connect
+            web.get("/v1/indexes/bench/windows/0/records/p0/rank")
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             started = time.perf_counter()
@@ -274,13 +292,39 @@ def http_uploader(url: str, count: int, stop: Any, ready: Any, out: multiprocess
     out.put((f"stalled uploads answered {dict(answers) or 'never (still stalled)'}", sum(answers.values()), Counter()))
 
 
+def _large_body() -> bytes:
+    """A well-formed WriteBatch body of about 4 MB (within the server's message limit)."""
+    records = [
+        {"pk": [{"string": f"x{i:07d}"}], "entries": [{"score": {"int": i}, "timestamp": i}]} for i in range(44_500)
+    ]
+    body = json.dumps({"index": "bench", "records": records}).encode()
+    assert 3_900_000 < len(body) < 4 * 1024 * 1024, len(body)
+    return body
+
+
+def unauthenticated_cost(url: str, pid: int, count: int) -> None:
+    """``count`` 4 MB WriteBatch posts without a token, one after another: the server's CPU and the
+    wall time each costs before its answer."""
+    body = _large_body()
+    statuses, walls = Counter(), []
+    with httpx.Client(base_url=url, timeout=120, headers={"content-type": "application/json"}) as web:
+        web.get("/v1/indexes")  # connect
+        cpu = _cpu_seconds(pid)
+        for _ in range(count):
+            started = time.perf_counter()
+            statuses[web.post("/v1/WriteBatch", content=body).status_code] += 1
+            walls.append(time.perf_counter() - started)
+        cpu = _cpu_seconds(pid) - cpu
+    print(
+        f"{count} unauthenticated 4 MB posts, one at a time: answered {dict(statuses)}, server CPU "
+        f"{cpu / count * 1000:.0f} ms each, answer after {percentile(walls, 0.5) * 1000:.0f} ms (p50)"
+    )
+
+
 def http_poster(url: str, rate: float, stop: Any, ready: Any, out: multiprocessing.Queue, priority: str) -> None:
     """Post a 4 MB WriteBatch body without a token, ``rate`` times a second (0: as fast as it can)."""
     lower_priority(priority)
-    records = [
-        {"pk": [{"string": f"x{i:07d}"}], "entries": [{"score": {"int": i}, "timestamp": i}]} for i in range(60_000)
-    ]
-    body = json.dumps({"index": "bench", "records": records}).encode()[: 4 * 1024 * 1024 - 1]
+    body = _large_body()
     done, failures = 0, Counter()
     with httpx.Client(base_url=url, timeout=60, headers={"content-type": "application/json"}) as web:
         ready.set()
@@ -404,10 +448,10 @@ def attackers_of(phase: str, address: str, url: str, args: argparse.Namespace) -
 
 def run_phase(
     phase: str, servers: list[tuple[subprocess.Popen, str, str, str]], args: argparse.Namespace
-) -> tuple[dict[str, tuple[list[float], Counter]], list[tuple[str, int, Counter]], float]:
+) -> tuple[dict[str, tuple[list[float], Counter]], list[tuple[str, int, Counter]], float, int]:
     """Measure the normal clients on the first server while the phase's attackers press the last
     (the same server unless ``--control``): their latencies, what the attackers got, the attacked
-    server's resident memory."""
+    server's resident memory and open file descriptors (the more of when they start and end)."""
     _, address, url, _ = servers[0]
     target, target_address, target_url, _ = servers[-1]
     stop = multiprocessing.Event()
@@ -422,13 +466,14 @@ def run_phase(
         ready.wait()  # every connection and stream open, every loop running
     if started:
         time.sleep(1)
-    rss = _rss_mb(target.pid)
+    rss, descriptors = _rss_mb(target.pid), _descriptors(target.pid)
     measured = measure(address, url, args)
+    descriptors = max(descriptors, _descriptors(target.pid))
     stop.set()
     results = [queue.get() for _ in started]
     for process, _ in started:
         process.join()
-    return measured, results, rss
+    return measured, results, rss, descriptors
 
 
 def main() -> None:
@@ -452,6 +497,15 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=400)
     parser.add_argument("--junk", type=int, default=1, help="Clients looping made-up and malformed requests.")
     parser.add_argument("--bad", type=int, default=10_000)
+    parser.add_argument(
+        "--unauthenticated",
+        type=int,
+        default=10,
+        help="4 MB posts without a token sent one at a time before the phases: the server's CPU for each.",
+    )
+    parser.add_argument(
+        "--nofile", type=int, default=1024, help="The server's file descriptor limit (1024: a usual default)."
+    )
     parser.add_argument("--max-page", type=int, default=2000)
     parser.add_argument("--read-processes", type=int, default=1, help="The server's --read-processes.")
     parser.add_argument("--read-priority", default="idle", help="The server's --read-priority.")
@@ -486,12 +540,16 @@ def main() -> None:
                 lb.bulk_load("bench", (((f"p{i}",), [(random.randrange(10**6), i)]) for i in range(args.records)))
             rss = _rss_mb(process.pid)
             print(f"server pid {process.pid} ({address}, {url}), {args.records} records, RSS {rss:.0f} MB")
+        if args.unauthenticated:
+            unauthenticated_cost(servers[0][2], servers[0][0].pid, args.unauthenticated)
         if args.control:
             print("[control: the attacks press another server on this machine]")
         baseline: dict[str, float] = {}
         print(f"{'phase':>9} {'client':>6} {'calls':>6} {'p50 ms':>7} {'p99 ms':>7} {'p99 ratio':>9}  failed")
         for phase in phases:
-            measured, results, rss = run_phase(phase, servers, args)
+            logged = os.path.getsize(servers[-1][3] + ".log")
+            measured, results, rss, descriptors = run_phase(phase, servers, args)
+            logged = os.path.getsize(servers[-1][3] + ".log") - logged
             for kind in ("grpc", "http"):
                 latencies, failures = measured[kind]
                 p99 = percentile(latencies, 0.99)
@@ -503,7 +561,10 @@ def main() -> None:
             for what, count, failures in results:
                 print(f"{'':>17}{what}: {count}{f', answered {dict(failures)}' if failures else ''}")
             if results:
-                print(f"{'':>17}attacked server's RSS {rss:.0f} MB")
+                print(
+                    f"{'':>17}attacked server: RSS {rss:.0f} MB, {descriptors} file descriptors open "
+                    f"(of {args.nofile}), {logged} bytes logged"
+                )
         metrics = httpx.get(servers[-1][2] + "/metrics", headers={"authorization": f"Bearer {READ}"}, timeout=60)
         print(f"/metrics of the attacked server: {len(metrics.content)} bytes, {len(metrics.text.splitlines())} lines")
 
@@ -523,7 +584,7 @@ def main() -> None:
         for process, _, _, store in servers:
             process.terminate()
             process.wait(timeout=30)
-            subprocess.run(["rm", "-rf", store], check=False)
+            subprocess.run(["rm", "-rf", store, store + ".log"], check=False)
         os.unlink(tokens.name)
 
 
@@ -531,12 +592,15 @@ def start_server(args: argparse.Namespace, tokens: str) -> tuple[subprocess.Pope
     """``fdb-leaderboard serve`` on a fresh store: (process, gRPC address, HTTP URL, store directory)."""
     store = tempfile.mkdtemp(prefix="bench-hostile-")
     address, http = f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"
-    process = subprocess.Popen(
-        [CLI, "serve", "--store", f"lmdb:{store}?durable=false", "--address", address, "--max-page",
-         str(args.max_page), "--http-address", http, "--tokens", tokens, "--read-processes",
-         str(args.read_processes), "--read-priority", args.read_priority],
-        stdout=subprocess.PIPE, text=True, cwd=ROOT,
-    )  # fmt: skip
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with open(store + ".log", "wb") as log:  # the server's log, measured per phase
+        process = subprocess.Popen(
+            [CLI, "serve", "--store", f"lmdb:{store}?durable=false", "--address", address, "--max-page",
+             str(args.max_page), "--http-address", http, "--tokens", tokens, "--read-processes",
+             str(args.read_processes), "--read-priority", args.read_priority],
+            stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT,
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (min(args.nofile, hard), hard)),
+        )  # fmt: skip
     assert process.stdout is not None and "serving on" in process.stdout.readline()
     return process, address, f"http://{http}", store
 

@@ -161,7 +161,13 @@ def main(
     type=click.IntRange(1),
     help="Open HTTP connections (at most half the process's file descriptors, so gRPC keeps its own).",
 )
-@click.option("--http-max-streams", default=500, show_default=True, type=click.IntRange(1), help="Open event streams.")
+@click.option(
+    "--http-max-streams",
+    default=500,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Open event streams (at most half the HTTP connections, so requests keep the other half).",
+)
 @click.option(
     "--http-host",
     "http_hosts",

@@ -112,12 +112,15 @@ async def _read_body(request: Request, limit: int, deadlines: Deadlines, late: s
 async def _lines(chunks: AsyncIterator[bytes], limit: int, idle: float, what: str) -> AsyncIterator[bytes]:
     """The lines of a streamed body, each at most ``limit`` bytes, like a message, and each
     complete within ``idle`` seconds of the one before."""
-    pending = b""
+    pending = bytearray()
+    searched = 0  # where to look for the next newline
     iterator = aiter(chunks)
     loop = asyncio.get_running_loop()
     while True:
         ends = loop.time() + idle
-        while b"\n" not in pending:
+        while (newline := pending.find(b"\n", searched)) < 0:
+            _line_within(len(pending), limit)
+            searched = len(pending)
             try:
                 async with asyncio.timeout_at(ends):
                     chunk = await anext(iterator)
@@ -125,15 +128,19 @@ async def _lines(chunks: AsyncIterator[bytes], limit: int, idle: float, what: st
                 raise Answer(grpc.StatusCode.DEADLINE_EXCEEDED, f"{what} did not arrive within {idle:g} s") from None
             except StopAsyncIteration:
                 if pending:
-                    yield pending
+                    yield bytes(pending)
                 return
             pending += chunk
-            if len(pending) > limit and b"\n" not in pending:
-                raise Answer(grpc.StatusCode.RESOURCE_EXHAUSTED, f"a line is larger than {limit} bytes")
-        line, pending = pending.split(b"\n", 1)
-        if len(line) > limit:
-            raise Answer(grpc.StatusCode.RESOURCE_EXHAUSTED, f"a line is larger than {limit} bytes")
+        _line_within(newline, limit)
+        line = bytes(pending[:newline])
+        del pending[: newline + 1]
+        searched = 0
         yield line
+
+
+def _line_within(size: int, limit: int) -> None:
+    if size > limit:
+        raise Answer(grpc.StatusCode.RESOURCE_EXHAUSTED, f"a line is larger than {limit} bytes")
 
 
 class HttpApi:
@@ -153,7 +160,7 @@ class HttpApi:
         self.metrics = metrics = dispatcher.metrics
         self.max_workers = max_workers
         self._limiters: dict[str, anyio.CapacityLimiter] = {}
-        self.events = EventBoards(limits.max_event_streams, self.transcoder.stopping)
+        self.events = EventBoards(limits.event_stream_budget(), self.transcoder.stopping)
         if metrics is not None:
             metrics.event_streams.set_function(lambda: self.events.streams)
         # A body's time limit (each late read's task is cancelled, and answered DEADLINE_EXCEEDED).

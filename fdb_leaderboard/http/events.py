@@ -27,7 +27,7 @@ from .transcode import UNEXPECTED, CallFailed, dumps
 log = logging.getLogger("fdb_leaderboard.http")
 
 Compute = Callable[[], Awaitable[tuple[int, Any]]]
-QUIET_SECONDS = 15.0
+KEEP_ALIVE_SECONDS = 15.0
 STREAM_SECONDS = 600.0
 STOP_CHECK_SECONDS = 0.5  # how soon a board's task sees the server stopping
 
@@ -112,10 +112,10 @@ class Board:
                     return
                 changed = self.changed
                 try:
-                    async with asyncio.timeout(min(quiet_since + QUIET_SECONDS, started + STREAM_SECONDS) - now):
+                    async with asyncio.timeout(min(quiet_since + KEEP_ALIVE_SECONDS, started + STREAM_SECONDS) - now):
                         await changed.wait()
                 except TimeoutError:
-                    if time.monotonic() - quiet_since >= QUIET_SECONDS:
+                    if time.monotonic() - quiet_since >= KEEP_ALIVE_SECONDS:
                         yield b": unchanged\n\n"
                         quiet_since = time.monotonic()
         finally:

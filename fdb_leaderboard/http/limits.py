@@ -33,6 +33,8 @@ class HttpLimits:
       At most half of the process's file descriptors, so gRPC and the store always have theirs.
     - ``keep_alive``: seconds an idle kept-alive connection stays open.
     - ``max_event_streams``: open Server-Sent Events streams; beyond it, RESOURCE_EXHAUSTED (429).
+      At most half the connections allowed: a stream holds its connection, and the other half
+      stays for requests (streams filling every connection would shut the door to them).
     - ``max_event_rows``: rows of one stream's top (its ``n``).
     - ``hosts``: the host names (``Host`` header) answered; ``*.example.com`` matches its
       sub-domains, ``*`` any.  None: the loopback names on a loopback address, any otherwise
@@ -71,3 +73,7 @@ class HttpLimits:
         if soft == resource.RLIM_INFINITY:
             return self.max_connections
         return max(1, min(self.max_connections, soft // 2 - IN_FLIGHT_ACCEPTS))
+
+    def event_stream_budget(self) -> int:
+        """Event streams allowed: ``max_event_streams``, within half the connections allowed."""
+        return max(1, min(self.max_event_streams, self.connection_budget() // 2))
