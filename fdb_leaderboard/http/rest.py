@@ -1,9 +1,12 @@
-"""Resource-style routes for the everyday reads and the score submission (seed 003's REST API).
+"""Resource-style routes for the players' reads and writes (seed 003's REST API): top, count,
+rank, around, pages, ranks of many records, friends, percentiles, movement, rank history,
+metadata, and the score submission.
 
 Each route builds the request of one RPC from its path, query and body and answers with that
-RPC's result in plain JSON: key items as JSON values (bytes as ``{"base64": ...}``), scores
-and timestamps as numbers.  The RPC runs through :class:`~.transcode.Transcoder`, so
-validation, errors and status codes are the RPC's.
+RPC's result in plain JSON, one shape wherever an entry, a window or a score appears
+(:func:`plain_message`): key items as JSON values (bytes as ``{"base64": ...}``), scores
+and timestamps as numbers (strings beyond 2^53, as every 64-bit integer of the API).  The RPC
+runs through :class:`~.transcode.Transcoder`, so validation, errors and status codes are the RPC's.
 
 A record in a path is its primary key: one string (``alice``), or a JSON array for any other
 key (``[42]``, ``["eu","alice"]``, URL-encoded); ``group`` takes the same forms.  A window is
