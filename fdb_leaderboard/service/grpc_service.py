@@ -30,6 +30,7 @@ from ..index import CheckReport, IfAbsent, IndexSettings, LeaderboardIndex, Oper
 from ..index.idempotency import DEFAULT_EXPIRY_BATCH
 from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
+from ..store.api import call_deadline
 from . import convert
 from .catalog import Catalog, StaleIndex
 from .settings import DEFAULT_MAX_PAGE
@@ -58,13 +59,17 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def handle(self: LeaderboardService, request: Any, context: CallContext) -> Any:
         try:
-            try:
-                return method(self, request, context)
-            except StaleIndex as stale:  # nothing was committed: open the name afresh and run again
-                self.catalog.forget(stale.name)
-                if not isinstance(request, Message):  # a stream's messages are consumed already
-                    raise Answer(grpc.StatusCode.ABORTED, f"{stale}; retry") from None
-                return method(self, request, context)
+            # The store waits for its cluster no longer than the call's deadline: a call the
+            # cluster cannot serve in time answers UNAVAILABLE (saying whether a write may have
+            # committed) before the caller gives up on it.
+            with call_deadline(context.time_remaining()):
+                try:
+                    return method(self, request, context)
+                except StaleIndex as stale:  # nothing was committed: open the name afresh and run again
+                    self.catalog.forget(stale.name)
+                    if not isinstance(request, Message):  # a stream's messages are consumed already
+                        raise Answer(grpc.StatusCode.ABORTED, f"{stale}; retry") from None
+                    return method(self, request, context)
         except Answer:
             raise
         except Exception as exc:
