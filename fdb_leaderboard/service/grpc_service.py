@@ -31,8 +31,8 @@ from ..index.idempotency import DEFAULT_EXPIRY_BATCH
 from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
 from ..store.api import call_deadline
-from . import convert
-from .catalog import Catalog, StaleIndex
+from . import convert, dumps
+from .catalog import Catalog, StaleIndex, writes_paused
 from .settings import DEFAULT_MAX_PAGE
 from .status import Answer, cap_message, status_of
 
@@ -82,6 +82,24 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
             raise Answer(code, cap_message(str(exc))) from exc
 
     return handle
+
+
+def _streamed(method: str, replies: Iterator[Any]) -> Iterator[Any]:
+    """``replies``, with what ends them early answered as ``_rpc`` answers (a stream's status)."""
+    try:
+        yield from replies
+    except Answer:
+        raise
+    except (ClientGone, dumps.Stopped):
+        raise Answer(grpc.StatusCode.CANCELLED, f"{method} cancelled by the client") from None
+    except StaleIndex as stale:
+        raise Answer(grpc.StatusCode.ABORTED, f"{stale} during the {method}") from None
+    except Exception as exc:
+        code = status_of(exc)
+        if code is None:
+            log.exception("%s failed", method)
+            raise Answer(grpc.StatusCode.INTERNAL, f"{method} failed unexpectedly; see the server log") from exc
+        raise Answer(code, cap_message(str(exc))) from exc
 
 
 def _key(request: Any) -> str | None:
@@ -140,12 +158,14 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def ListIndexes(self, request: pb.ListIndexesRequest, context: CallContext) -> pb.ListIndexesResponse:
+        now = time.time()
         return pb.ListIndexesResponse(
             indexes=[
                 pb.IndexInfo(
                     name=name,
                     options=convert.settings_to_proto(IndexSettings.from_proto(entry.options)),
                     maintenance=convert.maintenance_to_proto(entry.maintenance),
+                    writes_paused=writes_paused(entry, now),
                 )
                 for name, entry in self.catalog.list()
             ]
@@ -308,6 +328,35 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             count, done = index.expire_idempotency_keys(before, request.max_keys or DEFAULT_EXPIRY_BATCH)
             expired += count
         return pb.ExpireIdempotencyKeysResponse(expired=expired, done=done, kept=index.idempotency_keys())
+
+    # -- dumps ------------------------------------------------------------------------------
+
+    def Dump(self, requests: Iterator[pb.DumpRequest], context: CallContext) -> Iterator[pb.DumpPart]:
+        """The index's dump as it takes writes (``dumps.py``): one request, a stream of parts."""
+        request = next(requests, None)
+        if request is None or not request.index:
+            raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "Dump's request must name the index")
+        if next(requests, None) is not None:
+            raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "Dump takes exactly one request message")
+        if request.catch_up_seconds < 0 or request.catch_up_seconds != request.catch_up_seconds:
+            raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "catch_up_seconds must be a number of seconds, 0 or more")
+        return _streamed("Dump", dumps.ServedDump(self.catalog, request, context.is_active).parts())
+
+    def Restore(self, requests: Iterator[pb.RestoreRequest], context: CallContext) -> Iterator[pb.RestoreProgress]:
+        """A new index from a dump's parts (``dumps.py``), named once complete; yields progress."""
+        first = next(requests, None)
+        if first is None:
+            raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "Restore needs the dump's parts, its header first")
+        return _streamed("Restore", dumps.restore_served(self.catalog, first, requests, context.is_active))
+
+    @_rpc
+    def SetWritesPaused(self, request: pb.SetWritesPausedRequest, context: CallContext) -> pb.SetWritesPausedResponse:
+        if request.paused:
+            reason = request.reason or "an operator paused them (fdb-leaderboard index pause)"
+            self.catalog.set_writes_paused(request.index, -1, reason[:200])
+        else:
+            self.catalog.set_writes_paused(request.index, 0)
+        return pb.SetWritesPausedResponse()
 
     # -- writes ---------------------------------------------------------------------------
 
