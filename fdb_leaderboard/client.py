@@ -22,6 +22,7 @@ mutual TLS also ``cert=`` and ``key=`` (the client's certificate and key).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 import time
 import uuid
@@ -490,6 +491,85 @@ class LeaderboardClient:
             raise failure
         return written
 
+    # -- dumps, restores, moves ---------------------------------------------------------------
+
+    def dump(
+        self,
+        index: str,
+        keep_paused: bool = False,
+        moved_to: str = "",
+        catch_up_seconds: float = 0.0,
+        timeout: float | None = None,
+    ) -> Iterator[pb.DumpPart]:
+        """The index's dump, part by part, as the server copies it while the index takes writes
+        (``fdb_leaderboard.index.dumps``; :func:`~fdb_leaderboard.index.dumpfile.write_dump` writes
+        it to a file).  ``keep_paused``: the index's writes stay refused afterwards (a move,
+        see :meth:`move`).  A dump cut off is not sent again: start it again."""
+        request = pb.DumpRequest(
+            index=index, keep_paused=keep_paused, moved_to=moved_to, catch_up_seconds=catch_up_seconds
+        )
+        call = self.stub.Dump(iter([request]), timeout=timeout)
+        try:
+            yield from call
+        finally:
+            call.cancel()  # the caller stopped reading: the server stops the dump (a no-op once done)
+
+    def restore(
+        self, parts: Iterable[pb.DumpPart], index: str = "", timeout: float | None = None
+    ) -> Iterator[pb.RestoreProgress]:
+        """Send a dump's parts to the server, which restores them as the new index ``index`` (empty:
+        the dumped index's name); yields its progress, the last with phase "done"."""
+
+        def requests() -> Iterator[pb.RestoreRequest]:
+            first = True
+            for part in parts:
+                yield pb.RestoreRequest(index=index if first else "", part=part)
+                first = False
+
+        call = self.stub.Restore(requests(), timeout=timeout)
+        try:
+            yield from call
+        finally:
+            call.cancel()
+
+    def set_writes_paused(self, index: str, paused: bool, reason: str = "") -> None:
+        """Refuse the index's writes (UNAVAILABLE, saying ``reason``) until resumed, or resume them."""
+        self._call("SetWritesPaused", pb.SetWritesPausedRequest(index=index, paused=paused, reason=reason))
+
+    def move(
+        self,
+        index: str,
+        target: LeaderboardClient,
+        target_index: str = "",
+        moved_to: str = "",
+        catch_up_seconds: float = 0.0,
+        progress: Callable[[pb.DumpPart | pb.RestoreProgress], None] | None = None,
+    ) -> tuple[pb.DumpEnd, pb.RestoreProgress]:
+        """Copy the index to ``target``'s store while it takes writes here, and leave its writes
+        refused here once copied (they answer UNAVAILABLE naming ``moved_to``): point the writers
+        at the target then.  Returns the dump's end and the restore's last progress.  If the
+        restore fails, the index takes writes here again."""
+        ends: list[pb.DumpEnd] = []
+
+        def parts() -> Iterator[pb.DumpPart]:
+            for part in self.dump(index, True, moved_to, catch_up_seconds):
+                if part.WhichOneof("part") == "end":
+                    ends.append(part.end)
+                elif progress is not None:
+                    progress(part)
+                yield part
+
+        last = pb.RestoreProgress()
+        try:
+            for last in target.restore(parts(), target_index or index):
+                if progress is not None:
+                    progress(last)
+        except BaseException:
+            if ends:  # the dump ended paused here: take writes again
+                self.set_writes_paused(index, False)
+            raise
+        return ends[0], last
+
     # -- reads ----------------------------------------------------------------------------
 
     def _rank_request(
@@ -785,6 +865,50 @@ class LeaderboardClient:
             yield from entries
             if not continuation:
                 return
+
+
+@dataclasses.dataclass
+class Comparison:
+    """What :func:`compare_boards` found: differences (empty: the same), windows and entries compared."""
+
+    differences: list[str]
+    windows: int
+    entries: int
+
+
+def compare_boards(
+    first: LeaderboardClient, first_index: str, second: LeaderboardClient, second_index: str, page: int = 500
+) -> Comparison:
+    """Compare two indexes window by window: the same windows, and in each the same records in the
+    same order with the same ranks, scores, times, contexts and metadata (the first difference of
+    each window is reported).  For indexes without groups (groups cannot be listed)."""
+    for lb, name in ((first, first_index), (second, second_index)):
+        info = {i.name: i for i in lb.list_indexes()}.get(name)
+        if info is None:
+            raise ValueError(f"no index named {name!r}")
+        if info.options.group_size:
+            raise ValueError(f"index {name!r} has groups: its boards cannot be listed to compare")
+    ours = {(w.type, w.start, w.end): w for w in first.list_windows(first_index).windows}
+    theirs = {(w.type, w.start, w.end): w for w in second.list_windows(second_index).windows}
+    differences = [
+        f"window type {key[0]} [{key[1]}, {key[2]}) is only in {first_index if key in ours else second_index}"
+        for key in sorted(ours.keys() ^ theirs.keys())
+    ]
+    entries = 0
+    for key in sorted(ours.keys() & theirs.keys()):
+        label = "all-time" if key[0] == 0 else f"type {key[0]} [{key[1]}, {key[2]})"
+        if ours[key].filling or theirs[key].filling:
+            differences.append(f"window {label} is still filling: fill both, then compare")
+            continue
+        at = {"window_type": key[0], "timestamp": None if key[0] == 0 else key[1]}
+        left = first.scan_all(first_index, "BY_TIME_WINDOW", page=page, **at)
+        right = second.scan_all(second_index, "BY_TIME_WINDOW", page=page, **at)
+        for mine, other in itertools.zip_longest(left, right):
+            if mine != other:
+                differences.append(f"window {label}: {mine} in {first_index}, {other} in {second_index}")
+                break
+            entries += 1
+    return Comparison(differences, len(ours.keys() & theirs.keys()), entries)
 
 
 def _with_boards(

@@ -164,6 +164,7 @@ class Write:
     pk: str
     value: int
     key: str
+    sent_at: float = 0.0  # its first attempt (monotonic)
     acked_at: float | None = None
 
 
@@ -237,7 +238,7 @@ class Load:
         while not self._stop.is_set():
             name = rng.choice(names)
             value = rng.randint(1, 5) if self.indexes[name] == "SUM" else rng.randint(0, 1_000_000)
-            write = Write(name, rng.choice(self.records), value, uuid.uuid4().hex)
+            write = Write(name, rng.choice(self.records), value, uuid.uuid4().hex, time.monotonic())
             self.writes.append(write)
             tries = 0
             give_up = None

@@ -17,7 +17,7 @@ import click
 
 from ..proto import service_pb2 as pb
 from ..service.settings import DEFAULT_MAX_PAGE
-from . import players
+from . import dumps, players
 from .common import (
     DEFAULT_SERVER,
     DURATION,
@@ -313,6 +313,7 @@ def index_list(session: Session) -> None:
             f"{info.name}: {aggregation}, hash {hash_name}, "
             f"group size {options.group_size}, context size {options.context_size}, "
             f"{'high' if options.high_score_first else 'low'} score first"
+            + (f"; writes refused: {info.writes_paused}" if info.writes_paused else "")
         )
     data = [
         {
@@ -323,6 +324,7 @@ def index_list(session: Session) -> None:
             "context_size": info.options.context_size,
             "high_score_first": info.options.high_score_first,
             "score_type": pb.ScoreType.Name(info.options.score_type),
+            "writes_paused": info.writes_paused or None,
         }
         for info in infos
     ]
@@ -524,5 +526,9 @@ def verify(session: Session, name: str, max_problems: int) -> None:
 
 for command in (top, rank, around, count, add, delete, load, maintain, policy, demo, *players.COMMANDS):
     main.add_command(command)
+for command in dumps.COMMANDS:
+    main.add_command(command)
+for command in dumps.INDEX_COMMANDS:
+    index.add_command(command)
 
 __all__ = ["main"]

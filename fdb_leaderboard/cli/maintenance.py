@@ -42,6 +42,8 @@ def maintenance_pass(client: LeaderboardClient, clock: float) -> list[str]:
     report = []
     checked = 0
     for info in client.list_indexes():
+        if info.writes_paused:  # moved elsewhere (or a dump finishing): left alone
+            continue
         policy = info.maintenance
         has_policy = _has_policy(policy)
         checked += has_policy
