@@ -2,8 +2,9 @@
 (not a test module: tests/test_fdb_replicated.py and tools/bench_failover.py use it).
 
 - :class:`Cluster`: ``fdb-local`` on a directory (``start DIR ssd 3 double``: 3 processes, each
-  its own zone and machine, 3 coordinators); kill and bring back processes, read each one's roles
-  from ``status json``, exclude and include them.
+  its own zone and machine, 3 coordinators; or one process); kill and bring back processes, read
+  each one's roles from ``status json``, exclude and include them; :func:`own_cluster`, a test's
+  own (skipped, or failed where FoundationDB is required, when none can start here).
 - :class:`ServeProcess`: ``fdb-leaderboard serve`` in a process of its own, as a user runs it.
 - :class:`Load`: writer threads adding to records of a SUM and a BEST index and reader threads
   asking ranks and top 10s, each call sent once per attempt (``retry=None``) and sent again with
@@ -27,7 +28,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
@@ -57,8 +58,9 @@ class Cluster:
         """Create (ssd engine) or bring back every stopped process, and wait until available."""
         self._run("start", str(self.directory), "ssd", str(self.processes), self.redundancy)
 
-    def kill(self, number: int) -> None:
-        self._run("kill", str(self.directory), str(number))
+    def kill(self, number: int | None = None) -> None:
+        """SIGKILL process ``number``, or every process."""
+        self._run("kill", str(self.directory), *([str(number)] if number is not None else []))
 
     def stop(self) -> None:
         self._run("stop", str(self.directory))
@@ -103,6 +105,28 @@ class Cluster:
             if time.monotonic() - started > timeout:
                 raise AssertionError(f"the cluster in {self.directory} did not recover in {timeout} s")
             time.sleep(0.5)
+
+
+def own_cluster(directory: Path, processes: int = 1, redundancy: str = "single") -> Iterator[Cluster]:
+    """A cluster of a test's own in ``directory`` (ssd engine), stopped afterwards; the test is
+    skipped (failed where FoundationDB is required) when none can start here."""
+    from conftest import skip_unless_required
+
+    from fdb_leaderboard.store import StoreUnavailable
+    from fdb_leaderboard.store.fdb_backend import load_fdb
+
+    if not os.access(FDB_LOCAL, os.X_OK):
+        skip_unless_required(f"no FoundationDB server to start here ({FDB_LOCAL} is missing; set FDB_LOCAL)")
+    try:
+        load_fdb()
+    except StoreUnavailable as exc:
+        skip_unless_required(f"the FoundationDB client cannot be used here: {exc}")
+    own = Cluster(directory, processes, redundancy)
+    own.start()
+    try:
+        yield own
+    finally:
+        own.stop()
 
 
 class ServeProcess:

@@ -24,19 +24,24 @@ measures it over more rounds.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 
 import grpc
 import pytest
-from conftest import skip_unless_required
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from replicated import FDB_LOCAL, Cluster, Load, ServeProcess, boards_served, describe_outage, outage_figures, wait_for
+from replicated import (
+    Cluster,
+    Load,
+    ServeProcess,
+    boards_served,
+    describe_outage,
+    outage_figures,
+    own_cluster,
+    wait_for,
+)
 
 from fdb_leaderboard.client import LeaderboardClient
-from fdb_leaderboard.store import StoreUnavailable
-from fdb_leaderboard.store.fdb_backend import load_fdb
 
 pytestmark = pytest.mark.slow
 
@@ -46,18 +51,7 @@ RECORDS = 50
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    if not os.access(FDB_LOCAL, os.X_OK):
-        skip_unless_required(f"no FoundationDB server to start here ({FDB_LOCAL} is missing; set FDB_LOCAL)")
-    try:
-        load_fdb()
-    except StoreUnavailable as exc:
-        skip_unless_required(f"the FoundationDB client cannot be used here: {exc}")
-    own = Cluster(tmp_path_factory.mktemp("fdb-replicated"))
-    own.start()
-    try:
-        yield own
-    finally:
-        own.stop()
+    yield from own_cluster(tmp_path_factory.mktemp("fdb-replicated"), 3, "double")
 
 
 @pytest.fixture(scope="module")
