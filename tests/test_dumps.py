@@ -30,12 +30,14 @@ from replicated import Load, wait_for
 
 from fdb_leaderboard.cli import main
 from fdb_leaderboard.client import LeaderboardClient, compare_boards
-from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowSpec, WindowUpdate
+from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowSpec, WindowUpdate, tuplecodec
 from fdb_leaderboard.index.dumpfile import read_dump, write_dump
 from fdb_leaderboard.index.dumps import DumpError, dump_parts
 from fdb_leaderboard.index.restore import restore_parts
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service.catalog import Catalog
+from fdb_leaderboard.service.convert import maintenance_from_proto
+from fdb_leaderboard.service.housekeeping import Housekeeping
 from fdb_leaderboard.store import Database, open_database
 from fdb_leaderboard.store.api import strinc
 
@@ -196,8 +198,6 @@ def test_damaged_cut_and_foreign_files_are_refused_before_anything_is_written(
 
 def applied_keys(url: str, root: bytes, name: str) -> set[str]:
     """The idempotency keys the index ``name`` holds (its writes applied), read from the store."""
-    from fdb_leaderboard.index import tuplecodec
-
     with open_database(url) as db:
         index = Catalog(db, root).get(name)
         begin = index.layout.applied
@@ -335,3 +335,19 @@ def test_a_dump_out_of_order_is_refused(db: Database, prefix: bytes) -> None:
     parts[-1].end.sha256 = b"\x00" * 32
     with pytest.raises(DumpError, match="checksum does not match"):
         restore_parts(db, prefix + b"v", parts)
+
+
+def test_the_servers_maintenance_leaves_a_paused_index_alone(tmp_path: Path) -> None:
+
+    with open_database(f"lmdb:{tmp_path / 's'}?durable=false") as db:
+        catalog = Catalog(db)
+        policy = pb.MaintenancePolicy(
+            windows=[pb.RegularWindows(type=1, base=0, increment=100, duration=100)], horizon=300, certain_within=300
+        )
+        catalog.create("game", IndexSettings(), maintenance_from_proto(policy))
+        catalog.set_writes_paused("game", -1, "moved to elsewhere:50051")
+        upkeep = Housekeeping(catalog)
+        assert upkeep.run_pass(1000.0) == []  # nothing added: the index is left alone
+        assert [w.type for w in catalog.get("game").directory().windows] == [0]
+        catalog.set_writes_paused("game", 0)
+        assert upkeep.run_pass(1000.0) == ["game: added 4 window(s)"]
