@@ -1073,6 +1073,28 @@ def _can_send_again(records: object) -> bool:
     return iter(records) is not records  # type: ignore[call-overload]
 
 
+# -- dumps: the streams' messages, shared -----------------------------------------------------------
+
+
+def _dump_request(index: str, keep_paused: bool, moved_to: str, catch_up_seconds: float) -> pb.DumpRequest:
+    return pb.DumpRequest(index=index, keep_paused=keep_paused, moved_to=moved_to, catch_up_seconds=catch_up_seconds)
+
+
+def _restore_request(number: int, part: pb.DumpPart, index: str) -> pb.RestoreRequest:
+    """The restore stream's ``number``-th message: the first names the index to create."""
+    return pb.RestoreRequest(index="" if number else index, part=part)
+
+
+def _note_dump_part(
+    part: pb.DumpPart, ends: list[pb.DumpEnd], progress: Callable[[pb.DumpPart | pb.RestoreProgress], None] | None
+) -> None:
+    """A move's bookkeeping of a part on its way to the target: the dump's end kept, others shown."""
+    if part.WhichOneof("part") == "end":
+        ends.append(part.end)
+    elif progress is not None:
+        progress(part)
+
+
 # -- the blocking client ------------------------------------------------------------------------------
 
 
@@ -1265,9 +1287,7 @@ class LeaderboardClient:
         (``fdb_leaderboard.index.dumps``; :func:`~fdb_leaderboard.index.dumpfile.write_dump` writes
         it to a file).  ``keep_paused``: the index's writes stay refused afterwards (a move,
         see :meth:`move`).  A dump cut off is not sent again: start it again."""
-        request = pb.DumpRequest(
-            index=index, keep_paused=keep_paused, moved_to=moved_to, catch_up_seconds=catch_up_seconds
-        )
+        request = _dump_request(index, keep_paused, moved_to, catch_up_seconds)
         call = self.stub.Dump(iter([request]), timeout=timeout)
         try:
             yield from call
@@ -1283,10 +1303,8 @@ class LeaderboardClient:
         the dumped index's name); yields its progress, the last with phase "done"."""
 
         def requests() -> Iterator[pb.RestoreRequest]:
-            first = True
-            for part in parts:
-                yield pb.RestoreRequest(index=index if first else "", part=part)
-                first = False
+            for number, part in enumerate(parts):
+                yield _restore_request(number, part, index)
 
         call = self.stub.Restore(requests(), timeout=timeout)
         try:
@@ -1313,10 +1331,7 @@ class LeaderboardClient:
 
         def parts() -> Iterator[pb.DumpPart]:
             for part in self.dump(index, True, moved_to, catch_up_seconds):
-                if part.WhichOneof("part") == "end":
-                    ends.append(part.end)
-                elif progress is not None:
-                    progress(part)
+                _note_dump_part(part, ends, progress)
                 yield part
 
         last = pb.RestoreProgress()
@@ -1505,6 +1520,79 @@ class AsyncLeaderboardClient:
             raise
         messages.raise_failure(written)
         return written
+
+    # -- dumps, restores, moves ---------------------------------------------------------------
+
+    async def dump(
+        self,
+        index: str,
+        keep_paused: bool = False,
+        moved_to: str = "",
+        catch_up_seconds: float = 0.0,
+        timeout: float | None = None,
+    ) -> AsyncIterator[pb.DumpPart]:
+        """:meth:`LeaderboardClient.dump`, an async iterator."""
+        request = _dump_request(index, keep_paused, moved_to, catch_up_seconds)
+        call = self.stub.Dump(iter([request]), timeout=timeout, metadata=self._metadata)
+        try:
+            async for part in call:
+                yield part
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from None
+        finally:
+            call.cancel()
+
+    async def restore(
+        self, parts: Iterable[pb.DumpPart] | AsyncIterable[pb.DumpPart], index: str = "", timeout: float | None = None
+    ) -> AsyncIterator[pb.RestoreProgress]:
+        """:meth:`LeaderboardClient.restore`, an async iterator; ``parts`` may be an async iterable."""
+
+        async def requests() -> AsyncIterator[pb.RestoreRequest]:
+            number = 0
+            if isinstance(parts, AsyncIterable):
+                async for part in parts:
+                    yield _restore_request(number, part, index)
+                    number += 1
+            else:
+                for number, part in enumerate(parts):
+                    yield _restore_request(number, part, index)
+
+        call = self.stub.Restore(requests(), timeout=timeout, metadata=self._metadata)
+        try:
+            async for step in call:
+                yield step
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from None
+        finally:
+            call.cancel()
+
+    async def move(
+        self,
+        index: str,
+        target: AsyncLeaderboardClient,
+        target_index: str = "",
+        moved_to: str = "",
+        catch_up_seconds: float = 0.0,
+        progress: Callable[[pb.DumpPart | pb.RestoreProgress], None] | None = None,
+    ) -> tuple[pb.DumpEnd, pb.RestoreProgress]:
+        """:meth:`LeaderboardClient.move`, to another asyncio client's server."""
+        ends: list[pb.DumpEnd] = []
+
+        async def parts() -> AsyncIterator[pb.DumpPart]:
+            async for part in self.dump(index, True, moved_to, catch_up_seconds):
+                _note_dump_part(part, ends, progress)
+                yield part
+
+        last = pb.RestoreProgress()
+        try:
+            async for last in target.restore(parts(), target_index or index):
+                if progress is not None:
+                    progress(last)
+        except BaseException:
+            if ends:  # the dump ended paused here: take writes again
+                await self.set_writes_paused(index, False)
+            raise
+        return ends[0], last
 
 
 @dataclasses.dataclass

@@ -13,10 +13,12 @@
 - An index moved from the embedded store to another store while writers run: every write is
   acknowledged once, by one store or the other, and the moved index holds exactly those; the
   source then refuses writes, naming where the index went.
+- The asyncio client dumps, restores and moves as the blocking one does (the copies compared).
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 from collections.abc import Iterator
@@ -28,8 +30,9 @@ from click.testing import CliRunner
 from conftest import ServerPlace
 from replicated import Load, wait_for
 
+from fdb_leaderboard import client
 from fdb_leaderboard.cli import main
-from fdb_leaderboard.client import LeaderboardClient, compare_boards
+from fdb_leaderboard.client import AsyncLeaderboardClient, LeaderboardClient, compare_boards
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowSpec, WindowUpdate, tuplecodec
 from fdb_leaderboard.index.dumpfile import read_dump, write_dump
 from fdb_leaderboard.index.dumps import DumpError, dump_parts
@@ -247,6 +250,38 @@ def test_a_dump_taken_while_writers_run_is_the_index_at_one_moment(server_place:
         for server in {source, writes_to, restored}:
             server.stop(grace=1)
         target.clear()
+
+
+@pytest.mark.parametrize("places", [("lmdb", "fdb")], indirect=True)
+def test_the_asyncio_client_dumps_restores_and_moves_as_the_blocking_one(
+    places: tuple[ServerPlace, ServerPlace],
+) -> None:
+    source, target = places
+    servers = source.start(), target.start()
+
+    async def session() -> tuple[pb.DumpEnd, pb.RestoreProgress, list[pb.RestoreProgress]]:
+        async with AsyncLeaderboardClient(servers[0].address) as a, AsyncLeaderboardClient(servers[1].address) as b:
+            copied = [step async for step in b.restore(a.dump("game"), "copy")]
+            end, last = await a.move("game", b, "moved", moved_to="elsewhere")
+            return end, last, copied
+
+    try:
+        with LeaderboardClient(servers[0].address) as a, LeaderboardClient(servers[1].address) as b:
+            fill_source(a, "game")
+            a.fill("game")
+            end, last, copied = asyncio.run(session())
+            assert copied[-1].phase == "done" and last.phase == "done" and last.rows == copied[-1].rows == end.rows
+            for name in ("copy", "moved"):
+                assert b.verify(name) == []
+                assert compare_boards(a, "game", b, name).differences == []
+            with (
+                LeaderboardClient(servers[0].address, retry=None) as old,
+                pytest.raises(client.Unavailable, match="moved to elsewhere"),
+            ):
+                old.add_score("game", "late", 1, 1, (0,))
+    finally:
+        for server in servers:
+            server.stop(grace=1)
 
 
 @pytest.mark.parametrize("target_backend", ["lmdb", "fdb"])
