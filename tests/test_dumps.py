@@ -227,7 +227,10 @@ def test_a_dump_taken_while_writers_run_is_the_index_at_one_moment(server_place:
             with Load(lambda: writes_to.address, indexes, writers=3, readers=0, records=200) as load:
                 assert wait_for(lambda: len(load.acknowledged()) > 100, 30)
                 path = tmp_path / "live.dump"
-                end = write_dump(a.dump("live", catch_up_seconds=0.2), path)
+                for _ in range(20):  # until writes came during a dump (a busy machine may starve them)
+                    end = write_dump(a.dump("live", catch_up_seconds=0.2), path)
+                    if end.changes:
+                        break
                 dumped = time.monotonic()
                 assert wait_for(lambda: load.first_write_after(dumped) is not None, 30)
             assert load.unexpected() == []
@@ -303,7 +306,10 @@ def test_moving_a_live_board_from_the_embedded_store_loses_and_doubles_nothing(
                 moved = time.monotonic()
                 assert wait_for(lambda: load.first_write_after(moved) is not None, 30)
             assert last.phase == "done" and end.pause_seconds > 0
-            assert load.unexpected() == [], load.unexpected()[:3]
+            # The servers share this process (and its GIL) with the target's rebuild: a write may wait
+            # past its deadline, and is sent again with its key like one refused.
+            unexpected = [a for a in load.unexpected() if a.code != "DEADLINE_EXCEEDED"]
+            assert unexpected == [], unexpected[:3]
             assert all(write.acked_at is not None for write in load.writes)
             assert {e.pk[0]: e.score for e in b.top("board", 200)} == load.expected_boards()["board"]
             assert b.verify("board") == []

@@ -106,8 +106,9 @@ RETAIN = 5
 
 
 def _reported(lines: list[str], name: str, what: str) -> int:
-    """Windows ``what`` ("added" or "expired") in the maintenance lines about index ``name``."""
-    pattern = re.compile(rf"\b{re.escape(name)}: {what} (\d+) window\(s\)")
+    """Windows ``what`` ("added" or "expired") in the maintenance lines about index ``name`` (the
+    server's "1 window(s)", the CLI's "1 window" or "2 windows")."""
+    pattern = re.compile(rf"\b{re.escape(name)}: {what} (\d+) window(?:\(s\)|s)?\b")
     return sum(int(found[1]) for line in lines for found in pattern.finditer(line))
 
 
