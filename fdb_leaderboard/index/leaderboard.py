@@ -1,7 +1,9 @@
 """The index's facade: :class:`LeaderboardIndex`, one method per operation, each one transaction.
 
 Every public method runs in one store transaction unless its docstring says it works in
-bounded batches.  ``LeaderboardIndex.run(fn)`` composes several operations in one
+bounded batches.  Admin methods take ``actor`` (who acts: a token's name) and, when the index
+has an audit trail (``audit``: the catalog gives every index it opens one), record themselves
+in it in the transaction that takes effect.  ``LeaderboardIndex.run(fn)`` composes several operations in one
 transaction: ``fn(ops)`` receives the :class:`Operations` of that transaction, whose parts
 are the concerns of this package (``ops.writer``, ``ops.windows``, ``ops.filler``,
 ``ops.trimmer``, and ``ops.txn``, the state they share).
@@ -23,15 +25,19 @@ from ..store.api import Database, Transaction
 from . import compat, pages, social
 from . import movement as moves
 from . import tuplecodec as tuples
+from .audit import IndexAudit
 from .calendar import CalendarPeriods
 from .checker import CheckReport, check_index
+from .deletion import Deleter, DeletionProgress
 from .directory import ALL_TIME, Directory, Window, WindowUpdate
 from .fill import Filler, FillProgress, batches
+from .hiding import HiddenRecord, Hider
 from .idempotency import DEFAULT_MAX_KEYS, AppliedRequests, Replayed, batch_key, check_key, digest
 from .layout import IndexLayout
 from .metadata import Metadata
 from .reads import IfAbsent, Listing, RankedEntry, RankMode, Reader, ScanPage, ScanType, WindowRef
 from .records import Entry, RecordWriter
+from .rules import ScoreRules
 from .settings import IndexSettings
 from .space import IndexSpace
 from .transaction import IndexTransaction
@@ -115,6 +121,14 @@ class Operations:
     def applied(self) -> AppliedRequests:
         return AppliedRequests(self.txn)
 
+    @functools.cached_property
+    def hider(self) -> Hider:
+        return Hider(self.txn, self.writer)
+
+    @functools.cached_property
+    def deleter(self) -> Deleter:
+        return Deleter(self.txn, self.writer)
+
 
 class LeaderboardIndex(IndexSpace):
     """A time-windowed leaderboard index under key prefix ``prefix`` of store ``db``."""
@@ -123,6 +137,7 @@ class LeaderboardIndex(IndexSpace):
         super().__init__(prefix, settings)
         self.db = db
         self.max_idempotency_keys = DEFAULT_MAX_KEYS
+        self.audit: IndexAudit | None = None  # where admin actions are recorded (None: nowhere)
 
     # -- creation ----------------------------------------------------------------------------
 
@@ -179,6 +194,11 @@ class LeaderboardIndex(IndexSpace):
 
     def read(self, fn: Callable[[Operations], T]) -> T:
         return self.db.read(lambda tr: fn(Operations(self, tr)))
+
+    def record(self, ops: Operations, actor: str | None, action: str, **details: object) -> None:
+        """Record an admin action in the audit trail, in the transaction of ``ops``."""
+        if self.audit is not None:
+            self.audit.record(ops.tr, actor, action, details)
 
     def run_once(
         self,
@@ -309,10 +329,12 @@ class LeaderboardIndex(IndexSpace):
         records: Sequence[tuple[object, Sequence[Entry]]],
         replace: bool = True,
         idempotency_key: str | None = None,
+        limited: bool = True,
     ) -> None:
         """Save (or add to, with ``replace=False``) many records in one transaction.
 
         A record the index refuses raises with ``record_position``: its position in ``records``.
+        ``limited``: the writes count against the index's submission limits (see rules.py).
         """
 
         def arguments(ops: Operations) -> tuple:
@@ -325,6 +347,7 @@ class LeaderboardIndex(IndexSpace):
                 with _refused_at(position):
                     keys.append(ops.txn.pk(pk))
             ops.txn.prefetch(heads=[key.nested for key in keys])
+            ops.writer.limited = limited
             save = ops.writer.save_record if replace else ops.writer.add_entries
             for position, (key, (_, entries)) in enumerate(zip(keys, records, strict=True)):
                 with _refused_at(position):
@@ -375,7 +398,7 @@ class LeaderboardIndex(IndexSpace):
                     windows, until = deferred, int(held_until)
                     self.run(lambda ops, windows=windows, until=until: ops.filler.hold(windows, until))
                 key = None if idempotency_key is None else batch_key(idempotency_key, number)
-                self.write_batch(batch, idempotency_key=key)
+                self.write_batch(batch, idempotency_key=key, limited=False)
                 written += len(batch)
                 if progress:
                     progress(written)
@@ -409,21 +432,45 @@ class LeaderboardIndex(IndexSpace):
 
     # -- windows -------------------------------------------------------------------------------
 
-    def update_windows(self, update: WindowUpdate) -> WindowUpdateResult:
-        return self.run(lambda ops: ops.windows.update_windows(update))
+    def update_windows(self, update: WindowUpdate, actor: str | None = None) -> WindowUpdateResult:
+        def write(ops: Operations) -> WindowUpdateResult:
+            result = ops.windows.update_windows(update)
+            if result.changed:
+                self.record(
+                    ops,
+                    actor,
+                    "UpdateWindows",
+                    added=_windows(result.added),
+                    deleted=_windows(result.deleted),
+                    filling=_windows(result.filling),
+                )
+            return result
+
+        return self.run(write)
 
     def directory(self) -> Directory | None:
         return self.read(lambda ops: ops.txn.directory())
 
-    def save_sub_directory(self, group: tuple, high_score_first: bool) -> None:
-        self.run(lambda ops: ops.windows.save_sub_directory(group, high_score_first))
+    def save_sub_directory(self, group: tuple, high_score_first: bool, actor: str | None = None) -> None:
+        def write(ops: Operations) -> None:
+            ops.windows.save_sub_directory(group, high_score_first)
+            self.record(ops, actor, "SaveSubDirectory", group=group, high_score_first=high_score_first)
+
+        self.run(write)
 
     def sub_directories(self) -> dict[tuple, bool]:
         return self.read(lambda ops: ops.windows.sub_directories())
 
-    def expire(self, before: int) -> tuple[Window, ...]:
+    def expire(self, before: int, actor: str | None = None) -> tuple[Window, ...]:
         """Delete windows ending at or before ``before``; repeated calls are harmless."""
-        return self.run(lambda ops: ops.windows.expire(before))
+
+        def write(ops: Operations) -> tuple[Window, ...]:
+            gone = ops.windows.expire(before)
+            if gone:
+                self.record(ops, actor, "Expire", before=before, deleted=_windows(gone))
+            return gone
+
+        return self.run(write)
 
     def fill_step(self, max_records: int = 200, max_entries: int = 20_000, respect_holds: bool = False) -> FillProgress:
         """One bounded fill transaction; ``respect_holds`` leaves alone the windows a running bulk
@@ -457,6 +504,7 @@ class LeaderboardIndex(IndexSpace):
         rng: random.Random | None = None,
         nlevels: int | None = None,
         calendar: Sequence[CalendarPeriods] = (),
+        actor: str | None = None,
     ) -> tuple[Window, ...]:
         """Add the regular and calendar windows needed from ``now`` until ``now + horizon``.
 
@@ -471,7 +519,161 @@ class LeaderboardIndex(IndexSpace):
         if not wanted:
             return ()
 
-        return self.run(lambda ops: ops.windows.add_missing(wanted, now, nlevels or 6))
+        def write(ops: Operations) -> tuple[Window, ...]:
+            added = ops.windows.add_missing(wanted, now, nlevels or 6)
+            if added:
+                self.record(ops, actor, "KeepAhead", now=now, added=_windows(added))
+            return added
+
+        return self.run(write)
+
+    # -- fair play: hidden records, score rules, deleting many records --------------------
+
+    def hide_record(
+        self, pk: object, reason: str = "", actor: str | None = None, idempotency_key: str | None = None
+    ) -> bool:
+        """Hide a record from every window at once, keeping its entries and metadata (see
+        hiding.py); True if it was hidden now, False if it was hidden already.  NotFound if it
+        does not exist."""
+        now = int(self.clock())
+
+        def write(ops: Operations) -> bool:
+            hidden = ops.hider.hide(pk, actor, reason, now)
+            if hidden:
+                self.record(ops, actor, "HideRecord", pk=ops.txn.pk(pk).pk, reason=reason)
+            return hidden
+
+        return self.run_once(
+            idempotency_key,
+            "HideRecord",
+            lambda ops: (ops.txn.pk(pk).pk, reason),
+            write,
+            lambda hidden: (hidden,),
+            lambda answer: answer[0],
+        )
+
+    def restore_record(self, pk: object, actor: str | None = None, idempotency_key: str | None = None) -> bool:
+        """Put a hidden record back in every window, exactly as if it had never been hidden; True
+        if it was restored now, False if it was not hidden.  NotFound if it does not exist."""
+
+        def write(ops: Operations) -> bool:
+            restored = ops.hider.restore(pk)
+            if restored:
+                self.record(ops, actor, "RestoreRecord", pk=ops.txn.pk(pk).pk)
+            return restored
+
+        return self.run_once(
+            idempotency_key,
+            "RestoreRecord",
+            lambda ops: (ops.txn.pk(pk).pk,),
+            write,
+            lambda restored: (restored,),
+            lambda answer: answer[0],
+        )
+
+    def hidden_record(self, pk: object) -> HiddenRecord | None:
+        """Who hid the record, when and why; None if it is not hidden."""
+        return self.read(lambda ops: ops.hider.get(pk))
+
+    def hidden_records(
+        self, limit: int = 100, continuation: bytes | None = None
+    ) -> tuple[list[HiddenRecord], bytes | None]:
+        """A page of hidden records in primary-key order, and the continuation of the next (None: last)."""
+        return self.read(lambda ops: ops.hider.list(limit, continuation))
+
+    def score_rules(self) -> ScoreRules:
+        """The index's score rules (see rules.py)."""
+        return self.read(lambda ops: ops.txn.rules())
+
+    def set_score_rules(self, rules: ScoreRules, actor: str | None = None) -> ScoreRules:
+        """Replace the index's score rules (``ScoreRules()``: none); returns them as kept (bounds in
+        the index's score type).  Writes from then on follow them."""
+        if not isinstance(rules, ScoreRules):
+            raise InvalidArgument(f"expected ScoreRules, not {type(rules).__name__}")
+        checked = rules.checked(self.settings.score_type)
+
+        def write(ops: Operations) -> ScoreRules:
+            directory = ops.txn.directory() or Directory(0, ops.txn.default_high_score_first())
+            ops.txn.save_directory(directory.replace(rules=checked.to_proto() if checked else None))
+            self.record(ops, actor, "SetScoreRules", rules=checked.describe())
+            return checked
+
+        return self.run(write)
+
+    def delete_records(
+        self,
+        group: tuple | None,
+        max_records: int = 200,
+        continuation: bytes | None = None,
+        progress: Callable[[DeletionProgress], None] | None = None,
+        keep_going: Callable[[], bool] | None = None,
+        actor: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> DeletionProgress:
+        """Delete every record of ``group`` (its entries, and the records left with nothing), or
+        every record of the index (``group`` None), in transactions of ``max_records`` records,
+        until done or ``keep_going()`` says stop; returns the totals, ``done`` and, for a group
+        of an index without a complete all-time window, the ``continuation`` to resume from.
+        The index, its windows and settings stay.  See deletion.py.
+
+        With ``idempotency_key``, batch ``n`` is applied once under ``key#n``: the same call sent
+        again answers the batches it applied from their keys and goes on from there.
+        """
+        check_at_least(max_records, 1, "max_records")
+        if idempotency_key is not None:
+            check_key(idempotency_key)
+        action = "DeleteRecords" if group is None else "DeleteGroup"
+        total = DeletionProgress(False, continuation=continuation)
+        number = 0
+        while True:
+            step = self._delete_step(group, max_records, total, action, actor, idempotency_key, number)
+            total = total + step
+            number += 1
+            if progress is not None:
+                progress(total)
+            if total.done or (keep_going is not None and not keep_going()):
+                return total
+
+    def _delete_step(
+        self,
+        group: tuple | None,
+        max_records: int,
+        total: DeletionProgress,
+        action: str,
+        actor: str | None,
+        idempotency_key: str | None,
+        number: int,
+    ) -> DeletionProgress:
+        """One batch of :meth:`delete_records` (``total``: what the batches before it did)."""
+
+        def write(ops: Operations) -> DeletionProgress:
+            if group is None:
+                step = ops.deleter.delete_all_step(max_records)
+            else:
+                step = ops.deleter.delete_group_step(ops.deleter.check_group(group), max_records, total.continuation)
+            if step.done:
+                done = total + step
+                where = {} if group is None else {"group": group}
+                self.record(
+                    ops,
+                    actor,
+                    action,
+                    **where,
+                    records_changed=done.records_changed,
+                    records_deleted=done.records_deleted,
+                    entries_deleted=done.entries_deleted,
+                )
+            return step
+
+        key = None if idempotency_key is None else batch_key(idempotency_key, number)
+        return self.run_once(
+            key,
+            action,
+            lambda ops: (group, max_records, total.continuation or b""),
+            write,
+            lambda p: (p.done, p.records_changed, p.records_deleted, p.entries_deleted, p.continuation or b""),
+            lambda a: DeletionProgress(a[0], a[1], a[2], a[3], a[4] or None),
+        )
 
     # -- reads (see reads.py for the semantics) -------------------------------------------
 
@@ -727,7 +929,7 @@ class LeaderboardIndex(IndexSpace):
 
         return self.db.read(read)
 
-    def trim(self, before: int, max_records: int = 200) -> int:
+    def trim(self, before: int, max_records: int = 200, actor: str | None = None) -> int:
         """Drop entries before ``before`` that no window's value depends on, in batches.
 
         BEST and LATEST keep every entry that is some window's value; SUM keeps entries in
@@ -737,8 +939,15 @@ class LeaderboardIndex(IndexSpace):
         before = check_timestamp(before)
         removed = 0
         cursor: bytes | None = None
+
+        def step(ops: Operations, cursor: bytes | None) -> tuple[int, bytes | None]:
+            count, following = ops.trimmer.trim_step(before, cursor, max_records)
+            if following is None:  # the last batch: the trim took effect
+                self.record(ops, actor, "Trim", before=before, entries_removed=removed + count)
+            return count, following
+
         while True:
-            count, cursor = self.run(lambda ops, c=cursor: ops.trimmer.trim_step(before, c, max_records))
+            count, cursor = self.run(lambda ops, c=cursor: step(ops, c))
             removed += count
             if cursor is None:
                 return removed
@@ -769,6 +978,11 @@ def _refused_at(position: int) -> Iterator[None]:
     except LeaderboardError as exc:
         exc.record_position = position  # type: ignore[attr-defined]
         raise
+
+
+def _windows(windows: Sequence[Window]) -> str:
+    """Windows as an audit event's detail."""
+    return ", ".join(window.describe() for window in windows) or "none"
 
 
 def _warn(outcome: WriteOutcome) -> int:
