@@ -15,7 +15,8 @@ API (small on purpose):
   answers the token's :class:`Role`; ``authorize(token, method)`` also checks the method's role;
   ``identify(token)`` answers its :class:`Identity` (name and role): who did what, for the audit
   trail and hidden records.
-- :func:`bearer_token`: the token of an ``Authorization: Bearer ...`` header value.
+- :func:`bearer_token`: the token of an ``Authorization: Bearer ...`` header value;
+  :func:`actor_name`: the name of whoever sends one (``anonymous`` without tokens).
 - :func:`is_loopback`: whether an address names this machine only (where tokens may travel
   without TLS: a server refuses other addresses without tokens, a client warns).
 - :class:`Unauthenticated` (no or unknown token) and :class:`PermissionDenied` (the token's role
@@ -105,6 +106,10 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "KeepAhead": Role.ADMIN,
     "Verify": Role.ADMIN,
     "ExpireIdempotencyKeys": Role.ADMIN,
+    "HideRecord": Role.ADMIN,
+    "RestoreRecord": Role.ADMIN,
+    "ListHiddenRecords": Role.ADMIN,  # who hid whom and why is for admins
+    "SetScoreRules": Role.ADMIN,
     "BulkLoad": Role.ADMIN,
     "Load": Role.ADMIN,
     # write: one record (or a batch of them) at a time
@@ -134,6 +139,7 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "ScoreForPercentile": Role.READ,
     "GetMovement": Role.READ,
     "GetRankHistory": Role.READ,
+    "GetScoreRules": Role.READ,  # what a game client may submit
     "ScoreTrim": Role.READ,  # computes on the entries given: reads nothing stored
 }
 
@@ -166,6 +172,21 @@ class Identity(NamedTuple):
 
     name: str
     role: Role
+
+
+ANONYMOUS = "anonymous"  # who calls a server without tokens
+
+
+def actor_name(tokens: Tokens | None, authorization: str | None) -> str:
+    """The name of whoever sends ``authorization`` (an ``Authorization`` header value), for the
+    record of what they did: ``anonymous`` without tokens or with a token the server does not
+    know (such a call is refused before it acts)."""
+    if tokens is None:
+        return ANONYMOUS
+    try:
+        return tokens.identify(bearer_token(authorization)).name
+    except Unauthenticated:
+        return ANONYMOUS
 
 
 def derived_name(role: Role, token: str) -> str:

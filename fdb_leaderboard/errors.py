@@ -40,7 +40,7 @@ class RuleRefusal(LeaderboardError):
     """A write one of the index's score rules refuses; ``rule`` names it (``min_score``,
     ``max_score``, ``max_per_window``, ``max_per_minute``)."""
 
-    def __init__(self, message: str, rule: str) -> None:
+    def __init__(self, message: str, rule: str = "") -> None:
         super().__init__(message)
         self.rule = rule
 
@@ -53,7 +53,7 @@ class SubmissionLimited(RuleRefusal, ResourceExhausted):
     """A record submitted as many entries as a limit allows; ``retry_after`` says in how many
     seconds it may again (None: not for this entry's window, which will not accept more)."""
 
-    def __init__(self, message: str, rule: str, retry_after: float | None) -> None:
+    def __init__(self, message: str, rule: str = "", retry_after: float | None = None) -> None:
         super().__init__(message, rule)
         self.retry_after = retry_after
 

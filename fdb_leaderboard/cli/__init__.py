@@ -7,6 +7,7 @@
 | ``reads.py`` | ``top``, ``rank``, ``around``, ``count`` |
 | ``writes.py`` | ``add`` (a score), ``delete`` (a record) |
 | ``players.py`` | what players see: metadata, many ranks and friends, pages, percentiles, movement, the bottom |
+| ``fair_play.py`` | ``hide`` / ``restore`` a record, the ``hidden`` list, score ``rules`` |
 | ``loading.py`` | ``load``: records files streamed to the server |
 | ``export.py`` | ``export``: a window's standings as NDJSON or CSV, page by page, resumable |
 | ``maintenance.py`` | the maintenance pass, ``maintain`` (retrying when the server restarts) and ``policy`` |

@@ -19,7 +19,7 @@ import click
 
 from ..proto import service_pb2 as pb
 from ..service.settings import DEFAULT_MAX_PAGE
-from . import players
+from . import fair_play, players
 from .common import (
     DEFAULT_SERVER,
     DURATION,
@@ -547,7 +547,21 @@ def verify(session: Session, name: str, max_problems: int) -> None:
         click.echo(f"{name}: every window matches the records")
 
 
-for command in (top, rank, around, count, add, delete, load, export, maintain, policy, demo, *players.COMMANDS):
+for command in (
+    top,
+    rank,
+    around,
+    count,
+    add,
+    delete,
+    load,
+    export,
+    maintain,
+    policy,
+    demo,
+    *players.COMMANDS,
+    *fair_play.COMMANDS,
+):
     main.add_command(command)
 
 __all__ = ["main"]

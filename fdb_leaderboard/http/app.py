@@ -44,7 +44,7 @@ STREAM_SECONDS = 600.0
 
 
 def _error(exc: CallFailed) -> JSONResponse:
-    return JSONResponse(exc.body(), status_code=exc.http_status)
+    return JSONResponse(exc.body(), status_code=exc.http_status, headers=exc.headers())
 
 
 async def _read_body(request: Request, limit: int) -> bytes:

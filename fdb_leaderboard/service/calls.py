@@ -70,9 +70,10 @@ class RateLimitedLog:
 class _Call(CallContext):
     """A call as its handler sees it: still wanted?  how long is left?"""
 
-    def __init__(self, deadline: float) -> None:
+    def __init__(self, deadline: float, actor: str = access.ANONYMOUS) -> None:
         self.deadline = deadline
         self.cancelled = threading.Event()
+        self.actor = actor  # the caller's token's name, for what admins do (hidden records)
 
     def is_active(self) -> bool:
         return not self.cancelled.is_set() and time.monotonic() < self.deadline
@@ -137,9 +138,18 @@ class Dispatcher(grpc.GenericRpcHandler):
         remaining = context.time_remaining()
         if remaining is not None:
             limit = min(limit, remaining)
-        call = _Call(time.monotonic() + limit)
+        call = _Call(time.monotonic() + limit, self._actor(context))
         self.calls.add(call)
         return call
+
+    def _actor(self, context: aio.ServicerContext) -> str:
+        if self.settings.tokens is None:
+            return access.ANONYMOUS
+        header = None
+        for key, value in context.invocation_metadata() or ():
+            if key == "authorization":
+                header = value if isinstance(value, str) else value.decode("latin-1")
+        return access.actor_name(self.settings.tokens, header)
 
     async def _read(self, context: aio.ServicerContext, timeout: float, what: str) -> bytes | None:
         """The next message's bytes, None at the end of the stream."""
@@ -225,6 +235,8 @@ class Dispatcher(grpc.GenericRpcHandler):
             context.set_details(cap_message(str(answer)))
             if answer.trailing:
                 context.set_trailing_metadata(answer.trailing)
+                if self.metrics is not None:
+                    self.metrics.observe_refusal(method, answer.trailing)
             return None
         finally:
             if self.metrics is not None:

@@ -1,0 +1,196 @@
+"""Fair play through every door (gRPC, the sync and asyncio clients, HTTP, the CLI), on each store.
+
+- Hiding a record takes it out of every window's listings, ranks and counts at once; writes to it
+  while hidden are stored, and restoring it shows it with them; the consistency check passes
+  throughout.  Hidden records are listed with the name of the token that hid them, when and why;
+  only the admin role may hide, restore or list.
+- Score rules, set from the CLI and read back by the client: a score out of range is refused
+  INVALID_ARGUMENT (HTTP 400) naming its rule; past a submission limit RESOURCE_EXHAUSTED (HTTP
+  429 with Retry-After); the refused write changes nothing; the metrics count refusals by rule.
+
+The expected boards are written out by hand from the scores sent (three records, one window).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from click.testing import CliRunner
+from conftest import ServerPlace
+
+from fdb_leaderboard.access import Tokens
+from fdb_leaderboard.cli import main
+from fdb_leaderboard.client import (
+    AsyncLeaderboardClient,
+    LeaderboardClient,
+    PermissionDenied,
+    ScoreOutOfRange,
+    SubmissionLimited,
+)
+from fdb_leaderboard.http import HttpServer
+from fdb_leaderboard.index import ScoreRules
+from fdb_leaderboard.service import Server, ServerSettings
+
+pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
+
+READER = "reader-token-0123456789"
+WRITER = "writer-token-0123456789"
+ADMIN = "admin-token-01234567890"
+T0 = 1_795_420_000
+NOW = 1_800_000_030.0  # the server's clock, pinned: 30 s into a minute
+
+
+@pytest.fixture
+def served(server_place: ServerPlace) -> Iterator[tuple[Server, HttpServer]]:
+    tokens = Tokens.parse(f"read:{READER} write:{WRITER} alice:admin:{ADMIN}")
+    server = server_place.start(ServerSettings(maintain_every=0, tokens=tokens))
+    http = HttpServer(server, "127.0.0.1:0").start()
+    with LeaderboardClient(server.address, token=ADMIN, timeout=20) as admin:
+        admin.create_index("game")
+        admin.update_windows("game", all_time=True)
+    server.catalog.get("game").clock = lambda: NOW
+    yield server, http
+    server.stop(grace=1)
+
+
+def _cli(server: Server, token: str, *args: object, code: int = 0) -> str:
+    result = CliRunner().invoke(
+        main, ["--server", server.address, *map(str, args)], env={"FDB_LEADERBOARD_TOKEN": token}
+    )
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output
+    return result.output
+
+
+def _board(client: LeaderboardClient) -> list[tuple[str, int]]:
+    return [(entry.pk[0], entry.score) for entry in client.top("game", 10)]  # type: ignore[misc]
+
+
+def test_hide_and_restore_through_every_door(served: tuple[Server, HttpServer]) -> None:
+    server, http = served
+    with (
+        LeaderboardClient(server.address, token=WRITER, timeout=20) as writer,
+        LeaderboardClient(server.address, token=ADMIN, timeout=20) as admin,
+        httpx.Client(base_url=http.url, timeout=20) as web,
+    ):
+        for pk, score in (("ann", 30), ("bob", 50), ("cat", 10)):
+            writer.add_score("game", pk, score, T0)
+        assert _board(writer) == [("bob", 50), ("ann", 30), ("cat", 10)]
+
+        with pytest.raises(PermissionDenied):
+            writer.hide_record("game", "bob", "aimbot")
+        assert admin.hide_record("game", "bob", "aimbot") is True
+        assert admin.hide_record("game", "bob", "again") is False  # hidden already: the first note stays
+        assert _board(writer) == [("ann", 30), ("cat", 10)]
+        assert writer.count("game") == 2
+        assert writer.rank("game", "bob") is None
+        assert writer.rank("game", "cat") == 1
+
+        writer.add_score("game", "bob", 70, T0 + 1)  # stored while hidden, ranked nowhere
+        assert _board(writer) == [("ann", 30), ("cat", 10)]
+
+        (record,), following = admin.hidden_records("game")
+        assert following is None
+        assert (record.pk, record.actor, record.hidden_at, record.reason) == (("bob",), "alice", int(NOW), "aimbot")
+        listed = json.loads(_cli(server, ADMIN, "hidden", "game", "--json"))
+        assert listed == {"records": [{"pk": ["bob"], "actor": "alice", "hidden_at": int(NOW), "reason": "aimbot"}]}
+        assert "bob  hidden by alice at" in _cli(server, ADMIN, "hidden", "game")
+        assert "PERMISSION_DENIED" in _cli(server, READER, "hidden", "game", code=1)
+        answer = web.post("/v1/ListHiddenRecords", json={"index": "game"}, headers={"authorization": f"Bearer {ADMIN}"})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["records"][0]["actor"] == "alice"
+        refused = web.post("/v1/RestoreRecord", json={"index": "game", "pk": [{"string": "bob"}]})
+        assert refused.status_code == 401
+
+        restored = web.post(
+            "/v1/RestoreRecord",
+            json={"index": "game", "pk": [{"string": "bob"}]},
+            headers={"authorization": f"Bearer {ADMIN}"},
+        )
+        assert restored.status_code == 200 and restored.json() == {"changed": True}
+        assert _board(writer) == [("bob", 70), ("ann", 30), ("cat", 10)]  # with the score sent while hidden
+        assert admin.hidden_records("game") == ([], None)
+        assert admin.verify("game") == []
+
+        async def hide_and_restore_async() -> tuple[bool, list[str], bool]:
+            async with AsyncLeaderboardClient(server.address, token=ADMIN, timeout=20) as lb:
+                hidden = await lb.hide_record("game", "ann", "smurf")
+                top = [entry.pk[0] for entry in await lb.top("game", 10)]  # type: ignore[misc]
+                return hidden, top, await lb.restore_record("game", "ann")
+
+        assert asyncio.run(hide_and_restore_async()) == (True, ["bob", "cat"], True)
+        assert "cat hidden" in _cli(server, ADMIN, "hide", "game", "cat", "--reason", "bot")
+        assert _board(writer) == [("bob", 70), ("ann", 30)]
+        assert json.loads(_cli(server, ADMIN, "restore", "game", "cat", "--json")) == {"pk": ["cat"], "changed": True}
+        assert _board(writer) == [("bob", 70), ("ann", 30), ("cat", 10)]
+        assert "NOT_FOUND" in _cli(server, ADMIN, "hide", "game", "nobody", code=1)
+        assert admin.verify("game") == []
+
+
+def test_score_rules_through_every_door(served: tuple[Server, HttpServer]) -> None:
+    server, http = served
+    with (
+        LeaderboardClient(server.address, token=WRITER, timeout=20) as writer,
+        httpx.Client(base_url=http.url, timeout=20, headers={"authorization": f"Bearer {WRITER}"}) as web,
+    ):
+        assert writer.score_rules("game") == ScoreRules()
+        assert "PERMISSION_DENIED" in _cli(server, WRITER, "rules", "set", "game", "--max-score", "100", code=1)
+        shown = _cli(
+            server, ADMIN, "rules", "set", "game", "--min-score", "0", "--max-score", "100", "--max-per-minute", 2
+        )
+        assert shown.strip() == "scores from 0, scores up to 100, 2 submissions per record and minute"
+        assert writer.score_rules("game") == ScoreRules(0, 100, 0, 2)
+        assert json.loads(_cli(server, READER, "rules", "show", "game", "--json")) == {
+            "min_score": 0,
+            "max_score": 100,
+            "max_per_window": 0,
+            "max_per_minute": 2,
+        }
+
+        with pytest.raises(ScoreOutOfRange) as high:
+            writer.add_score("game", "ann", 101, T0)
+        assert high.value.rule == "max_score"
+        out_of_range = web.post("/v1/indexes/game/scores", json={"pk": "ann", "score": -1, "timestamp": T0})
+        assert out_of_range.status_code == 400
+        assert (out_of_range.json()["code"], out_of_range.json()["rule"]) == ("INVALID_ARGUMENT", "min_score")
+        assert writer.count("game") == 0  # refused writes changed nothing
+
+        writer.add_score("game", "ann", 10, T0)
+        writer.add_score("game", "ann", 20, T0 + 1)
+        with pytest.raises(SubmissionLimited) as limited:
+            writer.add_score("game", "ann", 90, T0 + 2)
+        assert (limited.value.rule, limited.value.retry_after) == ("max_per_minute", 30.0)
+        over = web.post("/v1/indexes/game/scores", json={"pk": "ann", "score": 95, "timestamp": T0 + 3})
+        assert over.status_code == 429
+        assert over.headers["retry-after"] == "30"
+        assert (over.json()["rule"], over.json()["retry_after"]) == ("max_per_minute", 30.0)
+        assert "RESOURCE_EXHAUSTED" in _cli(server, WRITER, "add", "game", "ann", "--score", 99, "--at", T0, code=1)
+        assert _board(writer) == [("ann", 20)]
+        writer.add_score("game", "bob", 5, T0)  # the limit is per record
+
+        server.catalog.get("game").clock = lambda: NOW + 30  # the next minute
+        writer.add_score("game", "ann", 90, T0 + 4)
+        assert _board(writer) == [("ann", 90), ("bob", 5)]
+
+        metrics = web.get("/metrics").text
+        refusals = {
+            line.split("{")[1].split("}")[0]: float(line.rsplit(" ", 1)[1])
+            for line in metrics.splitlines()
+            if line.startswith("fdb_leaderboard_score_rule_refusals_total{")
+        }
+        assert refusals == {
+            'method="AddScore",rule="max_score"': 1.0,
+            'method="AddScore",rule="min_score"': 1.0,
+            'method="AddScore",rule="max_per_minute"': 3.0,
+        }
+
+        cleared = _cli(server, ADMIN, "rules", "set", "game")
+        assert cleared.strip() == "no score rules"
+        writer.add_score("game", "ann", 1000, T0 + 5)
+        assert _board(writer) == [("ann", 1000), ("bob", 5)]
+    with LeaderboardClient(server.address, token=ADMIN, timeout=20) as admin:
+        assert admin.verify("game") == []
