@@ -22,8 +22,7 @@
 The hidden B-tree is the primary B-tree's twin for hidden records' values: no ranked set counts
 them, no read lists them (see ``hiding.py``).
 
-The index's score rules are a field of the directory (``X``); the audit trail and its policy
-live outside any index, under the catalog's root (``service/catalog.py``).
+The index's score rules are a field of the directory (``X``).
 
 ``P`` and ``X`` hold exactly what the Record Layer's index holds for the same options.
 """

@@ -1,9 +1,7 @@
 """The index's facade: :class:`LeaderboardIndex`, one method per operation, each one transaction.
 
 Every public method runs in one store transaction unless its docstring says it works in
-bounded batches.  Admin methods take ``actor`` (who acts: a token's name) and, when the index
-has an audit trail (``audit``: the catalog gives every index it opens one), record themselves
-in it in the transaction that takes effect.  ``LeaderboardIndex.run(fn)`` composes several operations in one
+bounded batches.  ``LeaderboardIndex.run(fn)`` composes several operations in one
 transaction: ``fn(ops)`` receives the :class:`Operations` of that transaction, whose parts
 are the concerns of this package (``ops.writer``, ``ops.windows``, ``ops.filler``,
 ``ops.trimmer``, and ``ops.txn``, the state they share).
@@ -25,7 +23,6 @@ from ..store.api import Database, Transaction
 from . import compat, pages, social
 from . import movement as moves
 from . import tuplecodec as tuples
-from .audit import IndexAudit
 from .calendar import CalendarPeriods
 from .checker import CheckReport, check_index
 from .deletion import Deleter, DeletionProgress
@@ -137,7 +134,6 @@ class LeaderboardIndex(IndexSpace):
         super().__init__(prefix, settings)
         self.db = db
         self.max_idempotency_keys = DEFAULT_MAX_KEYS
-        self.audit: IndexAudit | None = None  # where admin actions are recorded (None: nowhere)
 
     # -- creation ----------------------------------------------------------------------------
 
@@ -194,11 +190,6 @@ class LeaderboardIndex(IndexSpace):
 
     def read(self, fn: Callable[[Operations], T]) -> T:
         return self.db.read(lambda tr: fn(Operations(self, tr)))
-
-    def record(self, ops: Operations, actor: str | None, action: str, **details: object) -> None:
-        """Record an admin action in the audit trail, in the transaction of ``ops``."""
-        if self.audit is not None:
-            self.audit.record(ops.tr, actor, action, details)
 
     def run_once(
         self,
@@ -432,45 +423,21 @@ class LeaderboardIndex(IndexSpace):
 
     # -- windows -------------------------------------------------------------------------------
 
-    def update_windows(self, update: WindowUpdate, actor: str | None = None) -> WindowUpdateResult:
-        def write(ops: Operations) -> WindowUpdateResult:
-            result = ops.windows.update_windows(update)
-            if result.changed:
-                self.record(
-                    ops,
-                    actor,
-                    "UpdateWindows",
-                    added=_windows(result.added),
-                    deleted=_windows(result.deleted),
-                    filling=_windows(result.filling),
-                )
-            return result
-
-        return self.run(write)
+    def update_windows(self, update: WindowUpdate) -> WindowUpdateResult:
+        return self.run(lambda ops: ops.windows.update_windows(update))
 
     def directory(self) -> Directory | None:
         return self.read(lambda ops: ops.txn.directory())
 
-    def save_sub_directory(self, group: tuple, high_score_first: bool, actor: str | None = None) -> None:
-        def write(ops: Operations) -> None:
-            ops.windows.save_sub_directory(group, high_score_first)
-            self.record(ops, actor, "SaveSubDirectory", group=group, high_score_first=high_score_first)
-
-        self.run(write)
+    def save_sub_directory(self, group: tuple, high_score_first: bool) -> None:
+        self.run(lambda ops: ops.windows.save_sub_directory(group, high_score_first))
 
     def sub_directories(self) -> dict[tuple, bool]:
         return self.read(lambda ops: ops.windows.sub_directories())
 
-    def expire(self, before: int, actor: str | None = None) -> tuple[Window, ...]:
+    def expire(self, before: int) -> tuple[Window, ...]:
         """Delete windows ending at or before ``before``; repeated calls are harmless."""
-
-        def write(ops: Operations) -> tuple[Window, ...]:
-            gone = ops.windows.expire(before)
-            if gone:
-                self.record(ops, actor, "Expire", before=before, deleted=_windows(gone))
-            return gone
-
-        return self.run(write)
+        return self.run(lambda ops: ops.windows.expire(before))
 
     def fill_step(self, max_records: int = 200, max_entries: int = 20_000, respect_holds: bool = False) -> FillProgress:
         """One bounded fill transaction; ``respect_holds`` leaves alone the windows a running bulk
@@ -504,7 +471,6 @@ class LeaderboardIndex(IndexSpace):
         rng: random.Random | None = None,
         nlevels: int | None = None,
         calendar: Sequence[CalendarPeriods] = (),
-        actor: str | None = None,
     ) -> tuple[Window, ...]:
         """Add the regular and calendar windows needed from ``now`` until ``now + horizon``.
 
@@ -519,13 +485,7 @@ class LeaderboardIndex(IndexSpace):
         if not wanted:
             return ()
 
-        def write(ops: Operations) -> tuple[Window, ...]:
-            added = ops.windows.add_missing(wanted, now, nlevels or 6)
-            if added:
-                self.record(ops, actor, "KeepAhead", now=now, added=_windows(added))
-            return added
-
-        return self.run(write)
+        return self.run(lambda ops: ops.windows.add_missing(wanted, now, nlevels or 6))
 
     # -- fair play: hidden records, score rules, deleting many records --------------------
 
@@ -537,36 +497,23 @@ class LeaderboardIndex(IndexSpace):
         does not exist."""
         now = int(self.clock())
 
-        def write(ops: Operations) -> bool:
-            hidden = ops.hider.hide(pk, actor, reason, now)
-            if hidden:
-                self.record(ops, actor, "HideRecord", pk=ops.txn.pk(pk).pk, reason=reason)
-            return hidden
-
         return self.run_once(
             idempotency_key,
             "HideRecord",
             lambda ops: (ops.txn.pk(pk).pk, reason),
-            write,
+            lambda ops: ops.hider.hide(pk, actor, reason, now),
             lambda hidden: (hidden,),
             lambda answer: answer[0],
         )
 
-    def restore_record(self, pk: object, actor: str | None = None, idempotency_key: str | None = None) -> bool:
+    def restore_record(self, pk: object, idempotency_key: str | None = None) -> bool:
         """Put a hidden record back in every window, exactly as if it had never been hidden; True
         if it was restored now, False if it was not hidden.  NotFound if it does not exist."""
-
-        def write(ops: Operations) -> bool:
-            restored = ops.hider.restore(pk)
-            if restored:
-                self.record(ops, actor, "RestoreRecord", pk=ops.txn.pk(pk).pk)
-            return restored
-
         return self.run_once(
             idempotency_key,
             "RestoreRecord",
             lambda ops: (ops.txn.pk(pk).pk,),
-            write,
+            lambda ops: ops.hider.restore(pk),
             lambda restored: (restored,),
             lambda answer: answer[0],
         )
@@ -585,7 +532,7 @@ class LeaderboardIndex(IndexSpace):
         """The index's score rules (see rules.py)."""
         return self.read(lambda ops: ops.txn.rules())
 
-    def set_score_rules(self, rules: ScoreRules, actor: str | None = None) -> ScoreRules:
+    def set_score_rules(self, rules: ScoreRules) -> ScoreRules:
         """Replace the index's score rules (``ScoreRules()``: none); returns them as kept (bounds in
         the index's score type).  Writes from then on follow them."""
         if not isinstance(rules, ScoreRules):
@@ -595,7 +542,6 @@ class LeaderboardIndex(IndexSpace):
         def write(ops: Operations) -> ScoreRules:
             directory = ops.txn.directory() or Directory(0, ops.txn.default_high_score_first())
             ops.txn.save_directory(directory.replace(rules=checked.to_proto() if checked else None))
-            self.record(ops, actor, "SetScoreRules", rules=checked.describe())
             return checked
 
         return self.run(write)
@@ -607,7 +553,6 @@ class LeaderboardIndex(IndexSpace):
         continuation: bytes | None = None,
         progress: Callable[[DeletionProgress], None] | None = None,
         keep_going: Callable[[], bool] | None = None,
-        actor: str | None = None,
         idempotency_key: str | None = None,
     ) -> DeletionProgress:
         """Delete every record of ``group`` (its entries, and the records left with nothing), or
@@ -626,7 +571,7 @@ class LeaderboardIndex(IndexSpace):
         total = DeletionProgress(False, continuation=continuation)
         number = 0
         while True:
-            step = self._delete_step(group, max_records, total, action, actor, idempotency_key, number)
+            step = self._delete_step(group, max_records, total, action, idempotency_key, number)
             total = total + step
             number += 1
             if progress is not None:
@@ -640,7 +585,6 @@ class LeaderboardIndex(IndexSpace):
         max_records: int,
         total: DeletionProgress,
         action: str,
-        actor: str | None,
         idempotency_key: str | None,
         number: int,
     ) -> DeletionProgress:
@@ -648,22 +592,8 @@ class LeaderboardIndex(IndexSpace):
 
         def write(ops: Operations) -> DeletionProgress:
             if group is None:
-                step = ops.deleter.delete_all_step(max_records)
-            else:
-                step = ops.deleter.delete_group_step(ops.deleter.check_group(group), max_records, total.continuation)
-            if step.done:
-                done = total + step
-                where = {} if group is None else {"group": group}
-                self.record(
-                    ops,
-                    actor,
-                    action,
-                    **where,
-                    records_changed=done.records_changed,
-                    records_deleted=done.records_deleted,
-                    entries_deleted=done.entries_deleted,
-                )
-            return step
+                return ops.deleter.delete_all_step(max_records)
+            return ops.deleter.delete_group_step(ops.deleter.check_group(group), max_records, total.continuation)
 
         key = None if idempotency_key is None else batch_key(idempotency_key, number)
         return self.run_once(
@@ -929,7 +859,7 @@ class LeaderboardIndex(IndexSpace):
 
         return self.db.read(read)
 
-    def trim(self, before: int, max_records: int = 200, actor: str | None = None) -> int:
+    def trim(self, before: int, max_records: int = 200) -> int:
         """Drop entries before ``before`` that no window's value depends on, in batches.
 
         BEST and LATEST keep every entry that is some window's value; SUM keeps entries in
@@ -939,15 +869,8 @@ class LeaderboardIndex(IndexSpace):
         before = check_timestamp(before)
         removed = 0
         cursor: bytes | None = None
-
-        def step(ops: Operations, cursor: bytes | None) -> tuple[int, bytes | None]:
-            count, following = ops.trimmer.trim_step(before, cursor, max_records)
-            if following is None:  # the last batch: the trim took effect
-                self.record(ops, actor, "Trim", before=before, entries_removed=removed + count)
-            return count, following
-
         while True:
-            count, cursor = self.run(lambda ops, c=cursor: step(ops, c))
+            count, cursor = self.run(lambda ops, c=cursor: ops.trimmer.trim_step(before, c, max_records))
             removed += count
             if cursor is None:
                 return removed
@@ -978,11 +901,6 @@ def _refused_at(position: int) -> Iterator[None]:
     except LeaderboardError as exc:
         exc.record_position = position  # type: ignore[attr-defined]
         raise
-
-
-def _windows(windows: Sequence[Window]) -> str:
-    """Windows as an audit event's detail."""
-    return ", ".join(window.describe() for window in windows) or "none"
 
 
 def _warn(outcome: WriteOutcome) -> int:

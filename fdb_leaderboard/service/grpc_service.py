@@ -506,9 +506,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def RestoreRecord(self, request: pb.RestoreRecordRequest, context: CallContext) -> pb.HiddenChangeResponse:
-        changed = self._index(request.index).restore_record(
-            wire.items_to_tuple(request.pk), _actor(context), _key(request)
-        )
+        changed = self._index(request.index).restore_record(wire.items_to_tuple(request.pk), _key(request))
         return pb.HiddenChangeResponse(changed=changed)
 
     @_rpc
@@ -527,7 +525,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     @_rpc
     def SetScoreRules(self, request: pb.SetScoreRulesRequest, context: CallContext) -> pb.ScoreRulesResponse:
         rules = wire.rules_from_proto(request.rules)
-        kept = self._index(request.index).set_score_rules(rules, _actor(context))
+        kept = self._index(request.index).set_score_rules(rules)
         return pb.ScoreRulesResponse(rules=wire.rules_to_proto(kept))
 
     @_rpc
