@@ -110,6 +110,7 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "RestoreRecord": Role.ADMIN,
     "ListHiddenRecords": Role.ADMIN,  # who hid whom and why is for admins
     "SetScoreRules": Role.ADMIN,
+    "DeleteRecords": Role.ADMIN,
     "BulkLoad": Role.ADMIN,
     "Load": Role.ADMIN,
     # write: one record (or a batch of them) at a time

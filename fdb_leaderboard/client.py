@@ -60,7 +60,7 @@ import grpc.aio
 from . import access, errors, wire
 from .access import ROLE_BY_METHOD, Role, is_loopback
 from .errors import NoWindowsWarning
-from .index import Entry, HiddenRecord, History, Movement, Page, RankedEntry, ScoreRules
+from .index import DeletionProgress, Entry, HiddenRecord, History, Movement, Page, RankedEntry, ScoreRules
 from .index.calendar import board_periods
 from .index.values import check_timestamp
 from .proto import service_pb2 as pb
@@ -694,6 +694,39 @@ class _Ops:
         return wire.rules_from_proto((yield _Call("SetScoreRules", request, changes_nothing=True)).rules)
 
     @staticmethod
+    def delete_records(
+        index: str,
+        group: Key | None = None,
+        all_records: bool = False,
+        max_records: int = 200,
+        progress: Callable[[DeletionProgress], None] | None = None,
+    ) -> Op[DeletionProgress]:
+        """Delete every record of ``group`` (its data in the group), or with ``all_records`` every record
+        of the index, in bounded batches (admin); calls until done, ``progress`` getting the
+        totals after each call.  The index and its windows stay."""
+        total = DeletionProgress(False)
+        while True:
+            request = pb.DeleteRecordsRequest(
+                index=index,
+                group=wire.key_to_items(group or (), "group"),
+                all_records=all_records,
+                max_records=_natural(max_records, "max_records"),
+                continuation=total.continuation or b"",
+            )
+            answer = yield _write("DeleteRecords", request, None)
+            total = total + DeletionProgress(
+                answer.done,
+                answer.records_changed,
+                answer.records_deleted,
+                answer.entries_deleted,
+                answer.continuation or None,
+            )
+            if progress is not None:
+                progress(total)
+            if total.done:
+                return total
+
+    @staticmethod
     def write_batch(
         index: str,
         records: Sequence[tuple[Key, Sequence[tuple]]],
@@ -1213,6 +1246,7 @@ class LeaderboardClient:
     hidden_records = _blocking(_Ops.hidden_records)
     score_rules = _blocking(_Ops.score_rules)
     set_score_rules = _blocking(_Ops.set_score_rules)
+    delete_records = _blocking(_Ops.delete_records)
     write_batch = _blocking(_Ops.write_batch)
     rank = _blocking(_Ops.rank)
     rank_and_entry = _blocking(_Ops.rank_and_entry)
@@ -1398,6 +1432,7 @@ class AsyncLeaderboardClient:
     hidden_records = _awaiting(_Ops.hidden_records)
     score_rules = _awaiting(_Ops.score_rules)
     set_score_rules = _awaiting(_Ops.set_score_rules)
+    delete_records = _awaiting(_Ops.delete_records)
     write_batch = _awaiting(_Ops.write_batch)
     rank = _awaiting(_Ops.rank)
     rank_and_entry = _awaiting(_Ops.rank_and_entry)

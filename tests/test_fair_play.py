@@ -194,3 +194,51 @@ def test_score_rules_through_every_door(served: tuple[Server, HttpServer]) -> No
         assert _board(writer) == [("ann", 1000), ("bob", 5)]
     with LeaderboardClient(server.address, token=ADMIN, timeout=20) as admin:
         assert admin.verify("game") == []
+
+
+def test_deleting_a_groups_records_and_every_record_through_every_door(served: tuple[Server, HttpServer]) -> None:
+    server, http = served
+    with (
+        LeaderboardClient(server.address, token=ADMIN, timeout=20) as admin,
+        httpx.Client(base_url=http.url, timeout=20, headers={"authorization": f"Bearer {ADMIN}"}) as web,
+    ):
+        admin.create_index("seasons", group_size=1)
+        admin.update_windows("seasons", windows=[(1, T0, T0 + 86_400)], all_time=True, update_timestamp=1)
+        for pk, season, score in (
+            ("ann", "s1", 5),
+            ("ann", "s2", 7),
+            ("bob", "s1", 9),
+            ("cat", "s1", 3),
+            ("dan", "s2", 4),
+        ):
+            admin.add_score("seasons", pk, score, T0, group=season)
+
+        def board(season: str, window_type: int = 0) -> list[tuple[str, int]]:
+            top = admin.top("seasons", 10, window_type, T0, group=season)
+            return [(entry.pk[0], entry.score) for entry in top]  # type: ignore[misc]
+
+        with LeaderboardClient(server.address, token=WRITER, timeout=20) as writer, pytest.raises(PermissionDenied):
+            writer.delete_records("seasons", "s1")
+        assert "--group GROUP or --all-records" in _cli(server, ADMIN, "delete-records", "seasons", code=2)
+
+        shown = json.loads(_cli(server, ADMIN, "delete-records", "seasons", "--group", "s1", "--batch", 1, "--json"))
+        assert shown == {"records_changed": 3, "records_deleted": 2, "entries_deleted": 3}
+        assert board("s1") == [] and board("s1", 1) == []
+        assert board("s2") == [("ann", 7), ("dan", 4)] == board("s2", 1)
+        assert admin.metadata("seasons", "bob") is None  # left with nothing: deleted whole
+        assert admin.metadata("seasons", "ann") == {}  # keeps its other season
+
+        totals = []
+        done = admin.delete_records("seasons", all_records=True, max_records=1, progress=totals.append)
+        assert (done.done, done.records_changed, done.records_deleted, done.entries_deleted) == (True, 2, 2, 2)
+        assert totals[-1] == done
+        assert board("s2") == [] and admin.count("seasons", 0, None, "s2") == 0
+        assert [w.type for w in admin.list_windows("seasons").windows] == [0, 1]  # the index and its windows stay
+
+        admin.add_score("seasons", "eve", 8, T0, group="s3")
+        answer = web.post("/v1/DeleteRecords", json={"index": "seasons", "all_records": True})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["done"] is True and int(answer.json()["records_deleted"]) == 1
+        refused = web.post("/v1/DeleteRecords", json={"index": "seasons"})
+        assert (refused.status_code, refused.json()["code"]) == (400, "INVALID_ARGUMENT")
+        assert admin.verify("seasons") == []

@@ -1,10 +1,12 @@
-"""CLI commands for fair play: ``hide`` and ``restore`` a record, list the ``hidden`` ones, ``rules``.
+"""CLI commands for fair play and operations: ``hide`` and ``restore`` a record, list the ``hidden``
+ones, score ``rules``, ``delete-records`` (a group's or every record).
 
 Hiding takes a record out of every window at once and keeps its entries; restoring puts it back
 as if it had never been hidden.  Hidden records are listed with who hid them (the token's name),
 when and why.  ``rules show`` / ``rules set`` read and replace an index's score rules (the score
-range, submissions per record and window or minute); a refused write names its rule.  All but
-``rules show`` need the admin role.
+range, submissions per record and window or minute); a refused write names its rule.
+``delete-records`` deletes a group's data or every record in bounded batches, reporting progress,
+and leaves the index and its windows.  All but ``rules show`` need the admin role.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ import datetime as dt
 
 import click
 
-from ..index import HiddenRecord, ScoreRules
-from .common import Session, json_value, key_argument, parse_score, server_command, show_key
+from ..index import DeletionProgress, HiddenRecord, ScoreRules
+from .common import Session, group_option, json_value, key_argument, parse_score, server_command, show_key
 
 
 def _hidden_json(record: HiddenRecord) -> dict[str, object]:
@@ -123,4 +125,40 @@ def rules_set(
     session.emit(_rules_json(kept), kept.describe())
 
 
-COMMANDS = [hide, restore, hidden, rules]
+def _deletion_json(done: DeletionProgress) -> dict[str, object]:
+    return {
+        "records_changed": done.records_changed,
+        "records_deleted": done.records_deleted,
+        "entries_deleted": done.entries_deleted,
+    }
+
+
+def _deletion_line(done: DeletionProgress) -> str:
+    return (
+        f"{done.records_changed} record(s) changed, {done.records_deleted} of them deleted whole, "
+        f"{done.entries_deleted} entries deleted"
+    )
+
+
+@server_command(name="delete-records", timeout=None)
+@click.argument("index")
+@group_option
+@click.option("--all-records", is_flag=True, help="Delete every record of INDEX instead of a group's.")
+@click.option(
+    "--batch", type=click.IntRange(1, 10_000), default=200, show_default=True, help="Records per transaction."
+)
+def delete_records(session: Session, index: str, group: tuple, all_records: bool, batch: int) -> None:
+    """Delete the data of a group (--group) or every record (--all-records) of INDEX, in batches;
+    the index and its windows stay.  Progress goes to stderr; run it again if it is stopped."""
+    if bool(group) == all_records:
+        raise click.UsageError("give --group GROUP or --all-records (one of them)")
+
+    def progress(total: DeletionProgress) -> None:
+        if not total.done:
+            session.note(f"{_deletion_line(total)} so far")
+
+    done = session.client.delete_records(index, group or None, all_records, batch, progress)
+    session.emit(_deletion_json(done), _deletion_line(done))
+
+
+COMMANDS = [hide, restore, hidden, rules, delete_records]

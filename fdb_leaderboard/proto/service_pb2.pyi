@@ -1085,3 +1085,33 @@ class ScoreRulesResponse(_message.Message):
     RULES_FIELD_NUMBER: _ClassVar[int]
     rules: ScoreRules
     def __init__(self, rules: _Optional[_Union[ScoreRules, _Mapping]] = ...) -> None: ...
+
+class DeleteRecordsRequest(_message.Message):
+    __slots__ = ("index", "group", "all_records", "max_records", "continuation", "idempotency_key")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    ALL_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    all_records: bool
+    max_records: int
+    continuation: bytes
+    idempotency_key: str
+    def __init__(self, index: _Optional[str] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., all_records: _Optional[bool] = ..., max_records: _Optional[int] = ..., continuation: _Optional[bytes] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+
+class DeleteRecordsResponse(_message.Message):
+    __slots__ = ("done", "records_changed", "records_deleted", "entries_deleted", "continuation")
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_DELETED_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_DELETED_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    done: bool
+    records_changed: int
+    records_deleted: int
+    entries_deleted: int
+    continuation: bytes
+    def __init__(self, done: _Optional[bool] = ..., records_changed: _Optional[int] = ..., records_deleted: _Optional[int] = ..., entries_deleted: _Optional[int] = ..., continuation: _Optional[bytes] = ...) -> None: ...

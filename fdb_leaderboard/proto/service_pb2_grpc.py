@@ -124,6 +124,11 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetScoreRulesRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.FromString,
                 _registered_method=True)
+        self.DeleteRecords = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/DeleteRecords',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.DeleteRecordsRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.DeleteRecordsResponse.FromString,
+                _registered_method=True)
         self.AddScore = channel.unary_unary(
                 '/fdb_leaderboard.v1.Leaderboard/AddScore',
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.AddScoreRequest.SerializeToString,
@@ -363,6 +368,12 @@ class LeaderboardServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SetScoreRules(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteRecords(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -618,6 +629,11 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     servicer.SetScoreRules,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetScoreRulesRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.SerializeToString,
+            ),
+            'DeleteRecords': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteRecords,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.DeleteRecordsRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.DeleteRecordsResponse.SerializeToString,
             ),
             'AddScore': grpc.unary_unary_rpc_method_handler(
                     servicer.AddScore,
@@ -1236,6 +1252,33 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/SetScoreRules',
             fdb__leaderboard_dot_proto_dot_service__pb2.SetScoreRulesRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteRecords(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/DeleteRecords',
+            fdb__leaderboard_dot_proto_dot_service__pb2.DeleteRecordsRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.DeleteRecordsResponse.FromString,
             options,
             channel_credentials,
             insecure,

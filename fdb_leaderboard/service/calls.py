@@ -42,7 +42,18 @@ log = logging.getLogger("fdb_leaderboard.service")
 REPORT_SECONDS = 1.0
 # Whole-index or many-record work: these run on the heavy workers (as do reads of many rows).
 HEAVY_METHODS = frozenset(
-    {"Verify", "Fill", "Trim", "ScoreTrim", "Expire", "UpdateWindows", "WriteBatch", "KeepAhead", "GetRankHistory"}
+    {
+        "Verify",
+        "Fill",
+        "Trim",
+        "ScoreTrim",
+        "Expire",
+        "UpdateWindows",
+        "WriteBatch",
+        "KeepAhead",
+        "GetRankHistory",
+        "DeleteRecords",
+    }
 )
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
 REFLECTION_PREFIX = "/grpc.reflection."

@@ -51,6 +51,9 @@ class CallContext(Protocol):
     def time_remaining(self) -> float: ...
 
 
+MAX_DELETE_BATCH = 1000  # records per DeleteRecords transaction
+
+
 def _actor(context: CallContext) -> str:
     """Who makes the call: its token's name (``anonymous`` without tokens)."""
     return getattr(context, "actor", ANONYMOUS)
@@ -527,6 +530,28 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         rules = wire.rules_from_proto(request.rules)
         kept = self._index(request.index).set_score_rules(rules)
         return pb.ScoreRulesResponse(rules=wire.rules_to_proto(kept))
+
+    @_rpc
+    def DeleteRecords(self, request: pb.DeleteRecordsRequest, context: CallContext) -> pb.DeleteRecordsResponse:
+        group = wire.items_to_tuple(request.group)
+        if request.all_records == bool(group):
+            raise InvalidArgument("give either a group whose records to delete or all_records, not both nor neither")
+        if request.max_records > MAX_DELETE_BATCH:  # a batch stays well within a transaction's limits
+            raise InvalidArgument(f"max_records is at most {MAX_DELETE_BATCH}, not {request.max_records}")
+        done = self._index(request.index).delete_records(
+            None if request.all_records else group,
+            request.max_records or 200,
+            request.continuation or None,
+            keep_going=context.is_active,
+            idempotency_key=_key(request),
+        )
+        return pb.DeleteRecordsResponse(
+            done=done.done,
+            records_changed=done.records_changed,
+            records_deleted=done.records_deleted,
+            entries_deleted=done.entries_deleted,
+            continuation=done.continuation or b"",
+        )
 
     @_rpc
     def GetMetadata(self, request: pb.MetadataRequest, context: CallContext) -> pb.MetadataResponse:
