@@ -242,3 +242,15 @@ def test_deleting_a_groups_records_and_every_record_through_every_door(served: t
         refused = web.post("/v1/DeleteRecords", json={"index": "seasons"})
         assert (refused.status_code, refused.json()["code"]) == (400, "INVALID_ARGUMENT")
         assert admin.verify("seasons") == []
+
+
+def test_a_window_files_rules_section_sets_the_score_rules(served: tuple[Server, HttpServer], tmp_path) -> None:
+    server, _ = served
+    spec = tmp_path / "windows.yaml"
+    spec.write_text("all_time: true\nrules: {min_score: 1, max_per_window: 3}\n")
+    applied = json.loads(_cli(server, ADMIN, "windows", "apply", "game", spec, "--json"))
+    assert applied["rules_set"] is True
+    with LeaderboardClient(server.address, token=READER, timeout=20) as reader:
+        assert reader.score_rules("game") == ScoreRules(1, None, 3, 0)
+    spec.write_text("rules: {max_per_hour: 3}\n")
+    assert "unknown key(s) in rules: max_per_hour" in _cli(server, ADMIN, "windows", "apply", "game", spec, code=1)

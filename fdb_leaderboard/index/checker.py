@@ -288,7 +288,7 @@ def _check_record(
         if want is not None:
             window = directory.by_key(state_key[0])
             entry_key = tree + window.key_bytes + state_key[1] + want.element + pk_flat  # type: ignore[union-attr]
-            if tr.get(entry_key) is None and problems.add(f"{where}: {which} B-tree entry missing"):
+            if tr.get(entry_key) is None and problems.add(f"{where}: {which} entry missing"):
                 return None
             states.append(state_key)
     return states
