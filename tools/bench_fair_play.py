@@ -23,10 +23,8 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import statistics
 import sys
 import tempfile
-import time
 
 
 def _code_dir() -> str:
@@ -40,28 +38,9 @@ sys.path.insert(0, _code_dir())
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowUpdate  # noqa: E402
 from fdb_leaderboard.store import open_database  # noqa: E402
 
-NOW = 1_795_420_000
-WINDOWS = [(1, NOW - NOW % 86_400, NOW - NOW % 86_400 + 86_400), (2, NOW - 86_400 * 3, NOW + 86_400 * 4),
-           (3, NOW - 86_400 * 20, NOW + 86_400 * 10)]  # fmt: skip
-
-
-def measure(index: LeaderboardIndex, calls: list[tuple[str, int]]) -> dict[str, float]:
-    before = index.db.stats.snapshot()
-    cpu = time.process_time()
-    latencies = []
-    for pk, score in calls:
-        started = time.perf_counter()
-        index.add_score((pk,), score, NOW)
-        latencies.append(time.perf_counter() - started)
-    cpu = time.process_time() - cpu
-    after = index.db.stats.snapshot()
-    n = len(calls)
-    row = {name: (after[name] - before[name]) / n for name in ("read_rounds", "reads", "writes", "bytes_written")}
-    latencies.sort()
-    row["cpu_ms"] = 1000 * cpu / n
-    row["p50_ms"] = 1000 * statistics.median(latencies)
-    row["p99_ms"] = 1000 * latencies[int(0.99 * (n - 1))]
-    return row
+# isort: split
+# The package is imported already (from --code): bench_idempotency's own path does not change it.
+from bench_idempotency import NOW, WINDOWS, measure, print_rows  # noqa: E402
 
 
 def prepare(kind: str, index: LeaderboardIndex, pks: list[str]) -> None:
@@ -102,22 +81,13 @@ def main() -> None:
             calls = [(rng.choice(targets), rng.randrange(10**6)) for _ in range(args.calls)]
             order = kinds[round_ % len(kinds) :] + kinds[: round_ % len(kinds)]
             for kind in order:
-                rows[kind].append(measure(indexes[kind], calls))
+                rows[kind].append(measure(indexes[kind], [(pk, score, None) for pk, score in calls]))
     finally:
         for index in indexes.values():
             db.run(lambda tr, prefix=index.prefix: tr.clear_range(prefix, prefix + b"\xff"))
         db.close()
     print(f"store {url}, {args.records} records, 4 windows, {args.calls} submissions x {args.rounds} rounds")
-    columns = ("read_rounds", "reads", "writes", "bytes_written", "cpu_ms", "p50_ms", "p99_ms")
-    print(f"{'per submission':<16}" + "".join(f"{c:>15}" for c in columns))
-    for kind, measured in rows.items():
-        cells = []
-        for column in columns:
-            values = [row[column] for row in measured]
-            cells.append(
-                f"{min(values):.3f}-{max(values):.3f}" if column.endswith("ms") else f"{statistics.mean(values):.2f}"
-            )
-        print(f"{kind:<16}" + "".join(f"{cell:>15}" for cell in cells))
+    print_rows(rows)
 
 
 if __name__ == "__main__":
