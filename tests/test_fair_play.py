@@ -95,6 +95,7 @@ def test_hide_and_restore_through_every_door(served: tuple[Server, HttpServer]) 
 
         (record,), following = admin.hidden_records("game")
         assert following is None
+        assert admin.hidden_records("game", 10, b"\xff\xff") == ([], None)  # a made-up continuation: past the end
         assert (record.pk, record.actor, record.hidden_at, record.reason) == (("bob",), "alice", int(NOW), "aimbot")
         listed = json.loads(_cli(server, ADMIN, "hidden", "game", "--json"))
         assert listed == {"records": [{"pk": ["bob"], "actor": "alice", "hidden_at": int(NOW), "reason": "aimbot"}]}

@@ -125,6 +125,8 @@ class Deleter:
     def _scanned_records(self, limit: int, after: bytes | None) -> tuple[list[bytes], bytes | None]:
         records = self.layout.records
         begin = records + after + b"\x00" if after else records
+        if begin >= strinc(records):  # a continuation past every key (only a made-up one is)
+            return [], None
         rows = self.tr.get_range(begin, strinc(records), limit)
         pks = [key[len(records) :] for key, _ in rows]
         return pks, (pks[-1] if len(rows) == limit else None)

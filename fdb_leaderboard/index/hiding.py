@@ -125,6 +125,8 @@ class Hider:
         limit = min(limit, MAX_LISTED)
         base = self.layout.hidden_records
         begin = base if not after else base + after + b"\x00"
+        if begin >= strinc(base):  # a continuation past every key (only a made-up one is)
+            return [], None
         rows = self.tr.get_range(begin, strinc(base), limit)
         found = [_hidden(tuples.unpack(key[len(base) :])[0], raw) for key, raw in rows]
         return found, (rows[-1][0][len(base) :] if len(rows) == limit else None)
