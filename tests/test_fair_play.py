@@ -255,3 +255,28 @@ def test_a_window_files_rules_section_sets_the_score_rules(served: tuple[Server,
         assert reader.score_rules("game") == ScoreRules(1, None, 3, 0)
     spec.write_text("rules: {max_per_hour: 3}\n")
     assert "unknown key(s) in rules: max_per_hour" in _cli(server, ADMIN, "windows", "apply", "game", spec, code=1)
+
+
+def test_a_per_window_limit_refuses_past_its_count_and_says_when_to_retry(served: tuple[Server, HttpServer]) -> None:
+    server, http = served
+    day = int(NOW) - int(NOW) % 86_400  # today's window of the server's clock, and yesterday's
+    with (
+        LeaderboardClient(server.address, token=ADMIN, timeout=20) as admin,
+        httpx.Client(base_url=http.url, timeout=20, headers={"authorization": f"Bearer {WRITER}"}) as web,
+    ):
+        admin.update_windows("game", windows=[(1, day - 86_400, day), (1, day, day + 86_400)], update_timestamp=1)
+        admin.set_score_rules("game", ScoreRules(max_per_window=2))
+        for score in (1, 2):
+            admin.add_score("game", "ann", score, day + 10)
+        with pytest.raises(SubmissionLimited) as today:
+            admin.add_score("game", "ann", 3, day + 20)
+        assert (today.value.rule, today.value.retry_after) == ("max_per_window", day + 86_400 - NOW)
+        admin.add_score("game", "ann", 4, day - 10)  # yesterday's window counts apart
+        admin.add_score("game", "bob", 5, day + 20)  # and each record apart
+        admin.add_score("game", "ann", 6, day - 20)
+        over = web.post("/v1/indexes/game/scores", json={"pk": "ann", "score": 7, "timestamp": day - 30})
+        assert over.status_code == 429 and "retry-after" not in over.headers  # that window has ended
+        assert (over.json()["rule"], "retry_after" in over.json()) == ("max_per_window", False)
+        top = admin.top("game", 5, 1, day + 20)
+        assert [(entry.pk[0], entry.score) for entry in top] == [("bob", 5), ("ann", 2)]
+        assert admin.verify("game") == []
