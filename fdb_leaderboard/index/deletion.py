@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..errors import InvalidArgument
 from ..proto import index_pb2
 from ..store.api import strinc
 from . import tuplecodec as tuples
@@ -28,7 +27,7 @@ from .directory import ALL_TIME
 from .layout import extensions_end
 from .records import RecordWriter, head_bytes
 from .transaction import IndexTransaction
-from .values import check_at_least, check_items
+from .values import check_at_least
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,13 +58,6 @@ class Deleter:
         self.tr = txn.tr
         self.layout = txn.layout
         self.writer = writer
-
-    def check_group(self, group: object) -> bytes:
-        group = check_items(group, "group")
-        size = self.txn.settings.group_size
-        if len(group) != size:
-            raise InvalidArgument(f"this index groups by {size} element(s); got group {group!r}")
-        return tuples.pack(group)
 
     def delete_all_step(self, max_records: int) -> DeletionProgress:
         """Delete the first ``max_records`` records whole."""

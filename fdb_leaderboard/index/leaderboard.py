@@ -593,7 +593,7 @@ class LeaderboardIndex(IndexSpace):
         def write(ops: Operations) -> DeletionProgress:
             if group is None:
                 return ops.deleter.delete_all_step(max_records)
-            return ops.deleter.delete_group_step(ops.deleter.check_group(group), max_records, total.continuation)
+            return ops.deleter.delete_group_step(Reader(ops.txn).group_bytes(group), max_records, total.continuation)
 
         key = None if idempotency_key is None else batch_key(idempotency_key, number)
         return self.run_once(
