@@ -97,10 +97,10 @@ def test_hide_and_restore_through_every_door(served: tuple[Server, HttpServer]) 
         assert following is None
         assert admin.hidden_records("game", 10, b"\xff\xff") == ([], None)  # a made-up continuation: past the end
         assert (record.pk, record.actor, record.hidden_at, record.reason) == (("bob",), "alice", int(NOW), "aimbot")
-        listed = json.loads(_cli(server, ADMIN, "hidden", "game", "--json"))
+        listed = json.loads(_cli(server, ADMIN, "hidden-records", "game", "--json"))
         assert listed == {"records": [{"pk": ["bob"], "actor": "alice", "hidden_at": int(NOW), "reason": "aimbot"}]}
-        assert "bob  hidden by alice at" in _cli(server, ADMIN, "hidden", "game")
-        assert "PERMISSION_DENIED" in _cli(server, READER, "hidden", "game", code=1)
+        assert "bob  hidden by alice at" in _cli(server, ADMIN, "hidden-records", "game")
+        assert "PERMISSION_DENIED" in _cli(server, READER, "hidden-records", "game", code=1)
         answer = web.post("/v1/ListHiddenRecords", json={"index": "game"}, headers={"authorization": f"Bearer {ADMIN}"})
         assert answer.status_code == 200, answer.text
         assert answer.json()["records"][0]["actor"] == "alice"
@@ -124,11 +124,12 @@ def test_hide_and_restore_through_every_door(served: tuple[Server, HttpServer]) 
                 return hidden, top, await lb.restore_record("game", "ann")
 
         assert asyncio.run(hide_and_restore_async()) == (True, ["bob", "cat"], True)
-        assert "cat hidden" in _cli(server, ADMIN, "hide", "game", "cat", "--reason", "bot")
+        assert "cat hidden" in _cli(server, ADMIN, "hide-record", "game", "cat", "--reason", "bot")
         assert _board(writer) == [("bob", 70), ("ann", 30)]
-        assert json.loads(_cli(server, ADMIN, "restore", "game", "cat", "--json")) == {"pk": ["cat"], "changed": True}
+        restored_cat = json.loads(_cli(server, ADMIN, "restore-record", "game", "cat", "--json"))
+        assert restored_cat == {"pk": ["cat"], "changed": True}
         assert _board(writer) == [("bob", 70), ("ann", 30), ("cat", 10)]
-        assert "NOT_FOUND" in _cli(server, ADMIN, "hide", "game", "nobody", code=1)
+        assert "NOT_FOUND" in _cli(server, ADMIN, "hide-record", "game", "nobody", code=1)
         assert admin.verify("game") == []
 
 

@@ -1,5 +1,5 @@
-"""CLI commands for fair play and operations: ``hide`` and ``restore`` a record, list the ``hidden``
-ones, score ``rules``, ``delete-records`` (a group's or every record).
+"""CLI commands for fair play and operations: ``hide-record`` and ``restore-record``, list the
+``hidden-records``, score ``rules``, ``delete-records`` (a group's or every record).
 
 Hiding takes a record out of every window at once and keeps its entries; restoring puts it back
 as if it had never been hidden.  Hidden records are listed with who hid them (the token's name),
@@ -29,12 +29,12 @@ def _hidden_line(record: HiddenRecord) -> str:
     return f"{show_key(record.pk)}  hidden by {record.actor or '(unknown)'} at {when}{reason}"
 
 
-@server_command(name="hide")
+@server_command(name="hide-record")
 @click.argument("index")
 @key_argument()
 @click.option("--reason", default="", help="Why (listed with the record by `hidden`).")
 def hide(session: Session, index: str, pk: tuple, reason: str) -> None:
-    """Hide record PK of INDEX from every window, keeping its entries (undo with `restore`)."""
+    """Hide record PK of INDEX from every window, keeping its entries (undo with `restore-record`)."""
     changed = session.client.hide_record(index, pk, reason)
     session.emit(
         {"pk": json_value(pk), "changed": changed},
@@ -42,7 +42,7 @@ def hide(session: Session, index: str, pk: tuple, reason: str) -> None:
     )
 
 
-@server_command(name="restore")
+@server_command(name="restore-record")
 @click.argument("index")
 @key_argument()
 def restore(session: Session, index: str, pk: tuple) -> None:
@@ -54,7 +54,7 @@ def restore(session: Session, index: str, pk: tuple) -> None:
     )
 
 
-@server_command(name="hidden")
+@server_command(name="hidden-records")
 @click.argument("index")
 def hidden(session: Session, index: str) -> None:
     """List the hidden records of INDEX: who hid each, when and why (all pages)."""
