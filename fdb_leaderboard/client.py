@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import itertools
 import random
 import time
 import uuid
@@ -60,7 +61,7 @@ import grpc.aio
 from . import access, errors, wire
 from .access import ROLE_BY_METHOD, Role, is_loopback
 from .errors import NoWindowsWarning
-from .index import Entry, History, Movement, Page, RankedEntry
+from .index import DeletionProgress, Entry, HiddenRecord, History, Movement, Page, RankedEntry, ScoreRules
 from .index.calendar import board_periods
 from .index.values import check_timestamp
 from .proto import service_pb2 as pb
@@ -145,6 +146,23 @@ class ResourceExhausted(CallError, errors.ResourceExhausted):
     status = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
+class ScoreOutOfRange(InvalidArgument, errors.ScoreOutOfRange):
+    """INVALID_ARGUMENT from the index's score range: ``rule`` is ``min_score`` or ``max_score``."""
+
+
+class SubmissionLimited(ResourceExhausted, errors.SubmissionLimited):
+    """RESOURCE_EXHAUSTED from a submission limit: ``rule`` is ``max_per_window`` or
+    ``max_per_minute``, ``retry_after`` the seconds until the record may submit again (None: never
+    into that window)."""
+
+
+# A score rule's refusal carries trailing metadata "rule": these classes answer it, by code.
+RULE_ERRORS: dict[grpc.StatusCode, type[ScoreOutOfRange | SubmissionLimited]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: ScoreOutOfRange,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: SubmissionLimited,
+}
+
+
 class PermissionDenied(CallError, access.PermissionDenied):
     """PERMISSION_DENIED: the token's role is too low for the call."""
 
@@ -219,6 +237,14 @@ def error_from_rpc(error: grpc.RpcError) -> CallError:
         return error
     code = error.code() if callable(getattr(error, "code", None)) else grpc.StatusCode.UNKNOWN  # type: ignore[attr-defined]
     details = error.details() if callable(getattr(error, "details", None)) else None  # type: ignore[attr-defined]
+    if code in RULE_ERRORS:
+        trailing = dict(getattr(error, "trailing_metadata", lambda: None)() or ())
+        if "rule" in trailing:
+            refusal = RULE_ERRORS[code](details or code.name, code=code, rpc=error)
+            refusal.rule = str(trailing["rule"])
+            retry = trailing.get("retry-after")
+            refusal.retry_after = float(retry) if retry is not None else None
+            return refusal
     return ERRORS.get(code, Internal)(details or code.name, code=code, rpc=error)
 
 
@@ -465,6 +491,11 @@ class _Ops:
         yield _Call("SetMaintenancePolicy", pb.SetMaintenancePolicyRequest(index=index, maintenance=policy))
 
     @staticmethod
+    def set_writes_paused(index: str, paused: bool, reason: str = "") -> Op[None]:
+        """Refuse the index's writes (UNAVAILABLE, saying ``reason``) until resumed, or resume them."""
+        yield _Call("SetWritesPaused", pb.SetWritesPausedRequest(index=index, paused=paused, reason=reason))
+
+    @staticmethod
     def update_windows(
         index: str,
         specs: Sequence[tuple[int, int, int, int, int]] = (),
@@ -645,6 +676,78 @@ class _Ops:
         """Delete a record from every window (False: there was none)."""
         request = pb.DeleteRecordRequest(index=index, pk=wire.key_to_items(pk))
         return (yield _write("DeleteRecord", request, idempotency_key)).existed
+
+    # -- fair play: hidden records, score rules ----------------------------------------------
+
+    @staticmethod
+    def hide_record(index: str, pk: Key, reason: str = "", idempotency_key: str | None = None) -> Op[bool]:
+        """Hide a record from every window, keeping its entries (admin); False: it was hidden already."""
+        request = pb.HideRecordRequest(index=index, pk=wire.key_to_items(pk), reason=reason)
+        return (yield _write("HideRecord", request, idempotency_key)).changed
+
+    @staticmethod
+    def restore_record(index: str, pk: Key, idempotency_key: str | None = None) -> Op[bool]:
+        """Put a hidden record back in every window (admin); False: it was not hidden."""
+        request = pb.RestoreRecordRequest(index=index, pk=wire.key_to_items(pk))
+        return (yield _write("RestoreRecord", request, idempotency_key)).changed
+
+    @staticmethod
+    def hidden_records(
+        index: str, limit: int = 100, continuation: bytes | None = None
+    ) -> Op[tuple[list[HiddenRecord], bytes | None]]:
+        """A page of hidden records (who hid each, when, why) and the next page's continuation (admin)."""
+        request = pb.ListHiddenRecordsRequest(
+            index=index, limit=_natural(limit, "limit"), continuation=continuation or b""
+        )
+        response = yield _Call("ListHiddenRecords", request, changes_nothing=True)
+        return [wire.hidden_from_proto(record) for record in response.records], response.continuation or None
+
+    @staticmethod
+    def score_rules(index: str) -> Op[ScoreRules]:
+        """The index's score rules."""
+        return wire.rules_from_proto((yield _Call("GetScoreRules", pb.GetScoreRulesRequest(index=index))).rules)
+
+    @staticmethod
+    def set_score_rules(index: str, rules: ScoreRules) -> Op[ScoreRules]:
+        """Replace the index's score rules (admin); returns them as kept."""
+        if not isinstance(rules, ScoreRules):
+            raise InvalidArgument(f"expected ScoreRules, not {type(rules).__name__}")
+        request = pb.SetScoreRulesRequest(index=index, rules=wire.rules_to_proto(rules))
+        # Setting the same rules again changes nothing: sent again as reads are.
+        return wire.rules_from_proto((yield _Call("SetScoreRules", request, changes_nothing=True)).rules)
+
+    @staticmethod
+    def delete_records(
+        index: str,
+        group: Key | None = None,
+        all_records: bool = False,
+        max_records: int = 200,
+        progress: Callable[[DeletionProgress], None] | None = None,
+    ) -> Op[DeletionProgress]:
+        """Delete every record of ``group`` (its data in the group), or with ``all_records`` every record
+        of the index, in bounded batches (admin); calls until done, ``progress`` getting the
+        totals after each call.  The index and its windows stay."""
+        total = DeletionProgress(False)
+        while True:
+            request = pb.DeleteRecordsRequest(
+                index=index,
+                group=wire.key_to_items(group or (), "group"),
+                all_records=all_records,
+                max_records=_natural(max_records, "max_records"),
+                continuation=total.continuation or b"",
+            )
+            answer = yield _write("DeleteRecords", request, None)
+            total = total + DeletionProgress(
+                answer.done,
+                answer.records_changed,
+                answer.records_deleted,
+                answer.entries_deleted,
+                answer.continuation or None,
+            )
+            if progress is not None:
+                progress(total)
+            if total.done:
+                return total
 
     @staticmethod
     def write_batch(
@@ -1084,6 +1187,28 @@ def _can_send_again(records: object) -> bool:
     return iter(records) is not records  # type: ignore[call-overload]
 
 
+# -- dumps: the streams' messages, shared -----------------------------------------------------------
+
+
+def _dump_request(index: str, keep_paused: bool, moved_to: str, catch_up_seconds: float) -> pb.DumpRequest:
+    return pb.DumpRequest(index=index, keep_paused=keep_paused, moved_to=moved_to, catch_up_seconds=catch_up_seconds)
+
+
+def _restore_request(number: int, part: pb.DumpPart, index: str) -> pb.RestoreRequest:
+    """The restore stream's ``number``-th message: the first names the index to create."""
+    return pb.RestoreRequest(index="" if number else index, part=part)
+
+
+def _note_dump_part(
+    part: pb.DumpPart, ends: list[pb.DumpEnd], progress: Callable[[pb.DumpPart | pb.RestoreProgress], None] | None
+) -> None:
+    """A move's bookkeeping of a part on its way to the target: the dump's end kept, others shown."""
+    if part.WhichOneof("part") == "end":
+        ends.append(part.end)
+    elif progress is not None:
+        progress(part)
+
+
 # -- the blocking client ------------------------------------------------------------------------------
 
 
@@ -1144,6 +1269,7 @@ class LeaderboardClient:
     list_indexes = _blocking(_Ops.list_indexes)
     drop_index = _blocking(_Ops.drop_index)
     set_maintenance = _blocking(_Ops.set_maintenance)
+    set_writes_paused = _blocking(_Ops.set_writes_paused)
     update_windows = _blocking(_Ops.update_windows)
     list_windows = _blocking(_Ops.list_windows)
     save_sub_directory = _blocking(_Ops.save_sub_directory)
@@ -1161,6 +1287,12 @@ class LeaderboardClient:
     add_entries = _blocking(_Ops.add_entries)
     save_record = _blocking(_Ops.save_record)
     delete_record = _blocking(_Ops.delete_record)
+    hide_record = _blocking(_Ops.hide_record)
+    restore_record = _blocking(_Ops.restore_record)
+    hidden_records = _blocking(_Ops.hidden_records)
+    score_rules = _blocking(_Ops.score_rules)
+    set_score_rules = _blocking(_Ops.set_score_rules)
+    delete_records = _blocking(_Ops.delete_records)
     write_batch = _blocking(_Ops.write_batch)
     rank = _blocking(_Ops.rank)
     rank_and_entry = _blocking(_Ops.rank_and_entry)
@@ -1261,6 +1393,78 @@ class LeaderboardClient:
         messages.raise_failure(written)
         return written
 
+    # -- dumps, restores, moves ---------------------------------------------------------------
+
+    def dump(
+        self,
+        index: str,
+        keep_paused: bool = False,
+        moved_to: str = "",
+        catch_up_seconds: float = 0.0,
+        timeout: float | None = None,
+    ) -> Iterator[pb.DumpPart]:
+        """The index's dump, part by part, as the server copies it while the index takes writes
+        (``fdb_leaderboard.index.dumps``; :func:`~fdb_leaderboard.index.dumpfile.write_dump` writes
+        it to a file).  ``keep_paused``: the index's writes stay refused afterwards (a move,
+        see :meth:`move`).  A dump cut off is not sent again: start it again."""
+        request = _dump_request(index, keep_paused, moved_to, catch_up_seconds)
+        call = self.stub.Dump(iter([request]), timeout=timeout)
+        try:
+            yield from call
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from None
+        finally:
+            call.cancel()  # the caller stopped reading: the server stops the dump (a no-op once done)
+
+    def restore(
+        self, parts: Iterable[pb.DumpPart], index: str = "", timeout: float | None = None
+    ) -> Iterator[pb.RestoreProgress]:
+        """Send a dump's parts to the server, which restores them as the new index ``index`` (empty:
+        the dumped index's name); yields its progress, the last with phase "done"."""
+
+        def requests() -> Iterator[pb.RestoreRequest]:
+            for number, part in enumerate(parts):
+                yield _restore_request(number, part, index)
+
+        call = self.stub.Restore(requests(), timeout=timeout)
+        try:
+            yield from call
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from None
+        finally:
+            call.cancel()
+
+    def move(
+        self,
+        index: str,
+        target: LeaderboardClient,
+        target_index: str = "",
+        moved_to: str = "",
+        catch_up_seconds: float = 0.0,
+        progress: Callable[[pb.DumpPart | pb.RestoreProgress], None] | None = None,
+    ) -> tuple[pb.DumpEnd, pb.RestoreProgress]:
+        """Copy the index to ``target``'s store while it takes writes here, and leave its writes
+        refused here once copied (they answer UNAVAILABLE naming ``moved_to``): point the writers
+        at the target then.  Returns the dump's end and the restore's last progress.  If the
+        restore fails, the index takes writes here again."""
+        ends: list[pb.DumpEnd] = []
+
+        def parts() -> Iterator[pb.DumpPart]:
+            for part in self.dump(index, True, moved_to, catch_up_seconds):
+                _note_dump_part(part, ends, progress)
+                yield part
+
+        last = pb.RestoreProgress()
+        try:
+            for last in target.restore(parts(), target_index or index):
+                if progress is not None:
+                    progress(last)
+        except BaseException:
+            if ends:  # the dump ended paused here: take writes again
+                self.set_writes_paused(index, False)
+            raise
+        return ends[0], last
+
 
 # -- the asyncio client -------------------------------------------------------------------------------
 
@@ -1324,6 +1528,7 @@ class AsyncLeaderboardClient:
     list_indexes = _awaiting(_Ops.list_indexes)
     drop_index = _awaiting(_Ops.drop_index)
     set_maintenance = _awaiting(_Ops.set_maintenance)
+    set_writes_paused = _awaiting(_Ops.set_writes_paused)
     update_windows = _awaiting(_Ops.update_windows)
     list_windows = _awaiting(_Ops.list_windows)
     save_sub_directory = _awaiting(_Ops.save_sub_directory)
@@ -1341,6 +1546,12 @@ class AsyncLeaderboardClient:
     add_entries = _awaiting(_Ops.add_entries)
     save_record = _awaiting(_Ops.save_record)
     delete_record = _awaiting(_Ops.delete_record)
+    hide_record = _awaiting(_Ops.hide_record)
+    restore_record = _awaiting(_Ops.restore_record)
+    hidden_records = _awaiting(_Ops.hidden_records)
+    score_rules = _awaiting(_Ops.score_rules)
+    set_score_rules = _awaiting(_Ops.set_score_rules)
+    delete_records = _awaiting(_Ops.delete_records)
     write_batch = _awaiting(_Ops.write_batch)
     rank = _awaiting(_Ops.rank)
     rank_and_entry = _awaiting(_Ops.rank_and_entry)
@@ -1436,6 +1647,123 @@ class AsyncLeaderboardClient:
         messages.raise_failure(written)
         return written
 
+    # -- dumps, restores, moves ---------------------------------------------------------------
+
+    async def dump(
+        self,
+        index: str,
+        keep_paused: bool = False,
+        moved_to: str = "",
+        catch_up_seconds: float = 0.0,
+        timeout: float | None = None,
+    ) -> AsyncIterator[pb.DumpPart]:
+        """:meth:`LeaderboardClient.dump`, an async iterator."""
+        request = _dump_request(index, keep_paused, moved_to, catch_up_seconds)
+        call = self.stub.Dump(iter([request]), timeout=timeout, metadata=self._metadata)
+        try:
+            async for part in call:
+                yield part
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from None
+        finally:
+            call.cancel()
+
+    async def restore(
+        self, parts: Iterable[pb.DumpPart] | AsyncIterable[pb.DumpPart], index: str = "", timeout: float | None = None
+    ) -> AsyncIterator[pb.RestoreProgress]:
+        """:meth:`LeaderboardClient.restore`, an async iterator; ``parts`` may be an async iterable."""
+
+        async def requests() -> AsyncIterator[pb.RestoreRequest]:
+            number = 0
+            if isinstance(parts, AsyncIterable):
+                async for part in parts:
+                    yield _restore_request(number, part, index)
+                    number += 1
+            else:
+                for number, part in enumerate(parts):
+                    yield _restore_request(number, part, index)
+
+        call = self.stub.Restore(requests(), timeout=timeout, metadata=self._metadata)
+        try:
+            async for step in call:
+                yield step
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from None
+        finally:
+            call.cancel()
+
+    async def move(
+        self,
+        index: str,
+        target: AsyncLeaderboardClient,
+        target_index: str = "",
+        moved_to: str = "",
+        catch_up_seconds: float = 0.0,
+        progress: Callable[[pb.DumpPart | pb.RestoreProgress], None] | None = None,
+    ) -> tuple[pb.DumpEnd, pb.RestoreProgress]:
+        """:meth:`LeaderboardClient.move`, to another asyncio client's server."""
+        ends: list[pb.DumpEnd] = []
+
+        async def parts() -> AsyncIterator[pb.DumpPart]:
+            async for part in self.dump(index, True, moved_to, catch_up_seconds):
+                _note_dump_part(part, ends, progress)
+                yield part
+
+        last = pb.RestoreProgress()
+        try:
+            async for last in target.restore(parts(), target_index or index):
+                if progress is not None:
+                    progress(last)
+        except BaseException:
+            if ends:  # the dump ended paused here: take writes again
+                await self.set_writes_paused(index, False)
+            raise
+        return ends[0], last
+
+
+@dataclasses.dataclass
+class Comparison:
+    """What :func:`compare_boards` found: differences (empty: the same), windows and entries compared."""
+
+    differences: list[str]
+    windows: int
+    entries: int
+
+
+def compare_boards(
+    first: LeaderboardClient, first_index: str, second: LeaderboardClient, second_index: str, page: int = 500
+) -> Comparison:
+    """Compare two indexes window by window: the same windows, and in each the same records in the
+    same order with the same ranks, scores, times, contexts and metadata (the first difference of
+    each window is reported).  For indexes without groups (groups cannot be listed)."""
+    for lb, name in ((first, first_index), (second, second_index)):
+        info = {i.name: i for i in lb.list_indexes()}.get(name)
+        if info is None:
+            raise ValueError(f"no index named {name!r}")
+        if info.options.group_size:
+            raise ValueError(f"index {name!r} has groups: its boards cannot be listed to compare")
+    ours = {(w.type, w.start, w.end): w for w in first.list_windows(first_index).windows}
+    theirs = {(w.type, w.start, w.end): w for w in second.list_windows(second_index).windows}
+    differences = [
+        f"window type {key[0]} [{key[1]}, {key[2]}) is only in {first_index if key in ours else second_index}"
+        for key in sorted(ours.keys() ^ theirs.keys())
+    ]
+    entries = 0
+    for key in sorted(ours.keys() & theirs.keys()):
+        label = "all-time" if key[0] == 0 else f"type {key[0]} [{key[1]}, {key[2]})"
+        if ours[key].filling or theirs[key].filling:
+            differences.append(f"window {label} is still filling: fill both, then compare")
+            continue
+        at = {"window_type": key[0], "timestamp": None if key[0] == 0 else key[1]}
+        left = first.scan_all(first_index, "BY_TIME_WINDOW", page=page, **at)
+        right = second.scan_all(second_index, "BY_TIME_WINDOW", page=page, **at)
+        for mine, other in itertools.zip_longest(left, right):
+            if mine != other:
+                differences.append(f"window {label}: {mine} in {first_index}, {other} in {second_index}")
+                break
+            entries += 1
+    return Comparison(differences, len(ours.keys() & theirs.keys()), entries)
+
 
 def load_refusal(error: grpc.RpcError) -> tuple[int | None, int | None]:
     """For an error ending a load: (0-based position of the refused record, records saved before it).
@@ -1467,6 +1795,8 @@ __all__ = [
     "PermissionDenied",
     "ResourceExhausted",
     "RetryPolicy",
+    "ScoreOutOfRange",
+    "SubmissionLimited",
     "Unauthenticated",
     "Unavailable",
     "error_from_rpc",

@@ -946,11 +946,7 @@ def test_http_generated_bad_requests(server: Server, no_unexpected_server_errors
     """Every answer is 200 or a refusal with the RPC's code and a message (never a 5xx), and a
     refused request leaves the store as it was."""
     http = HttpServer(server, "127.0.0.1:0").start()
-    json_typed = {"content-type": "application/json"}  # as the door requires of a body (else 415)
-    with (
-        LeaderboardClient(server.address, timeout=30) as lb,
-        httpx.Client(base_url=http.url, timeout=30, headers=json_typed) as web,
-    ):
+    with LeaderboardClient(server.address, timeout=30) as lb, httpx.Client(base_url=http.url, timeout=30) as web:
         tokens = populate(lb)
         tally: collections.Counter[str] = collections.Counter()
 
@@ -959,7 +955,9 @@ def test_http_generated_bad_requests(server: Server, no_unexpected_server_errors
         def run(data: st.DataObject) -> None:
             method, path, query, body = draw_http_request(data.draw, tokens)
             before = snapshot(server.db)
-            response = web.request(method, path, params=query, content=body)
+            # JSON bodies typed as JSON (as every client sends them): an untyped one is refused (415) first
+            headers = {"Content-Type": "application/json"} if body is not None else {}
+            response = web.request(method, path, params=query, content=body, headers=headers)
             tally["inputs"] += 1
             if response.status_code == 200:
                 tally["succeeded"] += 1

@@ -25,13 +25,15 @@ import grpc
 from google.protobuf.message import Message
 
 from .. import wire
-from ..errors import FailedPrecondition, InvalidArgument, LeaderboardError
+from ..access import ANONYMOUS
+from ..errors import FailedPrecondition, InvalidArgument, LeaderboardError, RuleRefusal, SubmissionLimited
 from ..index import CheckReport, IfAbsent, IndexSettings, LeaderboardIndex, Operations, RankMode, ScanType, plan_ahead
 from ..index.idempotency import DEFAULT_EXPIRY_BATCH
 from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
-from . import convert
-from .catalog import Catalog, StaleIndex
+from ..store.api import call_deadline
+from . import convert, dumps
+from .catalog import Catalog, StaleIndex, writes_paused
 from .settings import DEFAULT_MAX_PAGE
 from .status import Answer, cap_message, status_of
 
@@ -50,6 +52,22 @@ class CallContext(Protocol):
     def time_remaining(self) -> float: ...
 
 
+MAX_DELETE_BATCH = 1000  # records per DeleteRecords transaction
+
+
+def _actor(context: CallContext) -> str:
+    """Who makes the call: its token's name (``anonymous`` without tokens)."""
+    return getattr(context, "actor", ANONYMOUS)
+
+
+def rule_trailing(exc: RuleRefusal) -> tuple[tuple[str, str], ...]:
+    """The trailing metadata of a score rule's refusal: the rule, and when to retry."""
+    trailing = [("rule", exc.rule)]
+    if isinstance(exc, SubmissionLimited) and exc.retry_after is not None:
+        trailing.append(("retry-after", f"{exc.retry_after:g}"))
+    return tuple(trailing)
+
+
 class ClientGone(Exception):
     """The client cancelled a stream, or it ended while the handler was reading it."""
 
@@ -58,13 +76,17 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def handle(self: LeaderboardService, request: Any, context: CallContext) -> Any:
         try:
-            try:
-                return method(self, request, context)
-            except StaleIndex as stale:  # nothing was committed: open the name afresh and run again
-                self.catalog.forget(stale.name)
-                if not isinstance(request, Message):  # a stream's messages are consumed already
-                    raise Answer(grpc.StatusCode.ABORTED, f"{stale}; retry") from None
-                return method(self, request, context)
+            # The store waits for its cluster no longer than the call's deadline: a call the
+            # cluster cannot serve in time answers UNAVAILABLE (saying whether a write may have
+            # committed) before the caller gives up on it.
+            with call_deadline(context.time_remaining()):
+                try:
+                    return method(self, request, context)
+                except StaleIndex as stale:  # nothing was committed: open the name afresh and run again
+                    self.catalog.forget(stale.name)
+                    if not isinstance(request, Message):  # a stream's messages are consumed already
+                        raise Answer(grpc.StatusCode.ABORTED, f"{stale}; retry") from None
+                    return method(self, request, context)
         except Answer:
             raise
         except Exception as exc:
@@ -74,9 +96,28 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
                 raise Answer(
                     grpc.StatusCode.INTERNAL, f"{method.__name__} failed unexpectedly; see the server log"
                 ) from exc
-            raise Answer(code, cap_message(str(exc))) from exc
+            trailing = rule_trailing(exc) if isinstance(exc, RuleRefusal) else ()
+            raise Answer(code, cap_message(str(exc)), trailing) from exc
 
     return handle
+
+
+def _streamed(method: str, replies: Iterator[Any]) -> Iterator[Any]:
+    """``replies``, with what ends them early answered as ``_rpc`` answers (a stream's status)."""
+    try:
+        yield from replies
+    except Answer:
+        raise
+    except (ClientGone, dumps.Stopped):
+        raise Answer(grpc.StatusCode.CANCELLED, f"{method} cancelled by the client") from None
+    except StaleIndex as stale:
+        raise Answer(grpc.StatusCode.ABORTED, f"{stale} during the {method}") from None
+    except Exception as exc:
+        code = status_of(exc)
+        if code is None:
+            log.exception("%s failed", method)
+            raise Answer(grpc.StatusCode.INTERNAL, f"{method} failed unexpectedly; see the server log") from exc
+        raise Answer(code, cap_message(str(exc))) from exc
 
 
 def _key(request: Any) -> str | None:
@@ -135,12 +176,14 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def ListIndexes(self, request: pb.ListIndexesRequest, context: CallContext) -> pb.ListIndexesResponse:
+        now = time.time()
         return pb.ListIndexesResponse(
             indexes=[
                 pb.IndexInfo(
                     name=name,
                     options=convert.settings_to_proto(IndexSettings.from_proto(entry.options)),
                     maintenance=convert.maintenance_to_proto(entry.maintenance),
+                    writes_paused=writes_paused(entry, now),
                 )
                 for name, entry in self.catalog.list()
             ]
@@ -328,6 +371,35 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             expired += count
         return pb.ExpireIdempotencyKeysResponse(expired=expired, done=done, kept=index.idempotency_keys())
 
+    # -- dumps ------------------------------------------------------------------------------
+
+    def Dump(self, requests: Iterator[pb.DumpRequest], context: CallContext) -> Iterator[pb.DumpPart]:
+        """The index's dump as it takes writes (``dumps.py``): one request, a stream of parts."""
+        request = next(requests, None)
+        if request is None or not request.index:
+            raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "Dump's request must name the index")
+        if next(requests, None) is not None:
+            raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "Dump takes exactly one request message")
+        if request.catch_up_seconds < 0 or request.catch_up_seconds != request.catch_up_seconds:
+            raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "catch_up_seconds must be a number of seconds, 0 or more")
+        return _streamed("Dump", dumps.ServedDump(self.catalog, request, context.is_active).parts())
+
+    def Restore(self, requests: Iterator[pb.RestoreRequest], context: CallContext) -> Iterator[pb.RestoreProgress]:
+        """A new index from a dump's parts (``dumps.py``), named once complete; yields progress."""
+        first = next(requests, None)
+        if first is None:
+            raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "Restore needs the dump's parts, its header first")
+        return _streamed("Restore", dumps.restore_served(self.catalog, first, requests, context.is_active))
+
+    @_rpc
+    def SetWritesPaused(self, request: pb.SetWritesPausedRequest, context: CallContext) -> pb.SetWritesPausedResponse:
+        if request.paused:
+            reason = request.reason or "an operator paused them (fdb-leaderboard index pause)"
+            self.catalog.set_writes_paused(request.index, -1, reason[:200])
+        else:
+            self.catalog.set_writes_paused(request.index, 0)
+        return pb.SetWritesPausedResponse()
+
     # -- writes ---------------------------------------------------------------------------
 
     @_rpc
@@ -505,6 +577,59 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             if written:
                 message = f"{message}; the {written} records before it were saved"
             raise Answer(code, message, tuple(trailing)) from exc
+
+    @_rpc
+    def HideRecord(self, request: pb.HideRecordRequest, context: CallContext) -> pb.HiddenChangeResponse:
+        changed = self._index(request.index).hide_record(
+            wire.items_to_tuple(request.pk), request.reason, _actor(context), _key(request)
+        )
+        return pb.HiddenChangeResponse(changed=changed)
+
+    @_rpc
+    def RestoreRecord(self, request: pb.RestoreRecordRequest, context: CallContext) -> pb.HiddenChangeResponse:
+        changed = self._index(request.index).restore_record(wire.items_to_tuple(request.pk), _key(request))
+        return pb.HiddenChangeResponse(changed=changed)
+
+    @_rpc
+    def ListHiddenRecords(
+        self, request: pb.ListHiddenRecordsRequest, context: CallContext
+    ) -> pb.ListHiddenRecordsResponse:
+        found, following = self._index(request.index).hidden_records(request.limit or 100, request.continuation or None)
+        return pb.ListHiddenRecordsResponse(
+            records=[wire.hidden_to_proto(record) for record in found], continuation=following or b""
+        )
+
+    @_rpc
+    def GetScoreRules(self, request: pb.GetScoreRulesRequest, context: CallContext) -> pb.ScoreRulesResponse:
+        return pb.ScoreRulesResponse(rules=wire.rules_to_proto(self._index(request.index).score_rules()))
+
+    @_rpc
+    def SetScoreRules(self, request: pb.SetScoreRulesRequest, context: CallContext) -> pb.ScoreRulesResponse:
+        rules = wire.rules_from_proto(request.rules)
+        kept = self._index(request.index).set_score_rules(rules)
+        return pb.ScoreRulesResponse(rules=wire.rules_to_proto(kept))
+
+    @_rpc
+    def DeleteRecords(self, request: pb.DeleteRecordsRequest, context: CallContext) -> pb.DeleteRecordsResponse:
+        group = wire.items_to_tuple(request.group)
+        if request.all_records == bool(group):
+            raise InvalidArgument("give either a group whose records to delete or all_records, not both nor neither")
+        if request.max_records > MAX_DELETE_BATCH:  # a batch stays well within a transaction's limits
+            raise InvalidArgument(f"max_records is at most {MAX_DELETE_BATCH}, not {request.max_records}")
+        done = self._index(request.index).delete_records(
+            None if request.all_records else group,
+            request.max_records or 200,
+            request.continuation or None,
+            keep_going=context.is_active,
+            idempotency_key=_key(request),
+        )
+        return pb.DeleteRecordsResponse(
+            done=done.done,
+            records_changed=done.records_changed,
+            records_deleted=done.records_deleted,
+            entries_deleted=done.entries_deleted,
+            continuation=done.continuation or b"",
+        )
 
     @_rpc
     def GetMetadata(self, request: pb.MetadataRequest, context: CallContext) -> pb.MetadataResponse:
