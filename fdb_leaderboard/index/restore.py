@@ -117,6 +117,7 @@ class Restorer:
             yield self.counts
         yield from self._fill()
         self.built = True
+        self.counts.phase = "built"
 
     def _mark_windows(self, ops: Operations) -> set[int]:
         """Complete windows become phase-2 fills (their B-trees come from the heads), filling ones
