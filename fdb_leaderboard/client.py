@@ -568,10 +568,27 @@ class _Ops:
         return list((yield from _Ops.verify_report(index, max_problems)).problems)
 
     @staticmethod
-    def verify_report(index: str, max_problems: int = 0, timeout: float | None = None) -> Op[pb.VerifyResponse]:
-        """The server's consistency check: problems, what it checked, whether it finished."""
-        request = pb.VerifyRequest(index=index, max_problems=_natural(max_problems, "max_problems"))
-        return (yield _Call("Verify", request, timeout=timeout, changes_nothing=True))
+    def verify_report(
+        index: str,
+        max_problems: int = 0,
+        timeout: float | None = None,
+        progress: Callable[[pb.VerifyResponse], None] | None = None,
+    ) -> Op[pb.VerifyResponse]:
+        """The server's consistency check of the whole index, in as many calls (parts) as it takes,
+        each within the server's deadline and ``timeout``: every part's problems and what the check
+        looked at.  ``progress`` sees each part's answer."""
+        request = pb.VerifyRequest(index=index, max_problems=_natural(max_problems, "max_problems"), continuation=b"")
+        problems: list[str] = []
+        while True:
+            answer = yield _Call("Verify", request, timeout=timeout, changes_nothing=True)
+            problems.extend(answer.problems)
+            if progress is not None:
+                progress(answer)
+            if answer.complete:
+                del answer.problems[:]
+                answer.problems.extend(problems)
+                return answer
+            request.continuation = answer.continuation
 
     # -- writes -----------------------------------------------------------------------------
 

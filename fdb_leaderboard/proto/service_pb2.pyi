@@ -464,15 +464,19 @@ class KeepAheadResponse(_message.Message):
     def __init__(self, added: _Optional[_Iterable[_Union[Window, _Mapping]]] = ...) -> None: ...
 
 class VerifyRequest(_message.Message):
-    __slots__ = ("index", "max_problems")
+    __slots__ = ("index", "max_problems", "continuation", "max_batches")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     MAX_PROBLEMS_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    MAX_BATCHES_FIELD_NUMBER: _ClassVar[int]
     index: str
     max_problems: int
-    def __init__(self, index: _Optional[str] = ..., max_problems: _Optional[int] = ...) -> None: ...
+    continuation: bytes
+    max_batches: int
+    def __init__(self, index: _Optional[str] = ..., max_problems: _Optional[int] = ..., continuation: _Optional[bytes] = ..., max_batches: _Optional[int] = ...) -> None: ...
 
 class VerifyResponse(_message.Message):
-    __slots__ = ("problems", "records", "entries", "elements", "ranked_sets", "windows", "batches", "complete")
+    __slots__ = ("problems", "records", "entries", "elements", "ranked_sets", "windows", "batches", "complete", "continuation")
     PROBLEMS_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
@@ -481,6 +485,7 @@ class VerifyResponse(_message.Message):
     WINDOWS_FIELD_NUMBER: _ClassVar[int]
     BATCHES_FIELD_NUMBER: _ClassVar[int]
     COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
     problems: _containers.RepeatedScalarFieldContainer[str]
     records: int
     entries: int
@@ -489,7 +494,8 @@ class VerifyResponse(_message.Message):
     windows: int
     batches: int
     complete: bool
-    def __init__(self, problems: _Optional[_Iterable[str]] = ..., records: _Optional[int] = ..., entries: _Optional[int] = ..., elements: _Optional[int] = ..., ranked_sets: _Optional[int] = ..., windows: _Optional[int] = ..., batches: _Optional[int] = ..., complete: _Optional[bool] = ...) -> None: ...
+    continuation: bytes
+    def __init__(self, problems: _Optional[_Iterable[str]] = ..., records: _Optional[int] = ..., entries: _Optional[int] = ..., elements: _Optional[int] = ..., ranked_sets: _Optional[int] = ..., windows: _Optional[int] = ..., batches: _Optional[int] = ..., complete: _Optional[bool] = ..., continuation: _Optional[bytes] = ...) -> None: ...
 
 class ExpireIdempotencyKeysRequest(_message.Message):
     __slots__ = ("index", "before", "max_keys")

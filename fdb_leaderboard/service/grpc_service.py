@@ -292,17 +292,40 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def Verify(self, request: pb.VerifyRequest, context: CallContext) -> pb.VerifyResponse:
+        """The consistency check, whole or in parts (``continuation``): a part checks what the
+        call's deadline and ``max_batches`` allow, at least one batch, and says where the next
+        goes on; a whole check that cannot finish in time is DEADLINE_EXCEEDED, so no answer
+        ever passes an index it did not check through."""
+        in_parts = request.HasField("continuation")
+        if request.max_batches and not in_parts:
+            raise InvalidArgument('max_batches is for a check in parts: give a continuation ("" to start one)')
+        index = self._index(request.index)
         started = last_log = time.monotonic()
+        batches = 0
 
         def progress(report: CheckReport) -> None:
-            nonlocal last_log
+            nonlocal batches, last_log
+            batches += 1
             if time.monotonic() - last_log > 10:
                 last_log = time.monotonic()
                 log.info("Verify %r: %s so far (%.0f s)", request.index, report.describe(), last_log - started)
 
-        report = self._index(request.index).check_report(
-            request.max_problems or 100, progress, keep_going=context.is_active
+        def keep_going() -> bool:
+            if not batches:
+                return True  # each call moves the check on
+            return context.is_active() and not (request.max_batches and batches >= request.max_batches)
+
+        report = index.check_report(
+            request.max_problems or 100, progress, keep_going=keep_going, continuation=request.continuation or None
         )
+        if not report.complete and not in_parts:
+            found = len(report.problems)
+            raise Answer(
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"Verify of {request.index!r} stopped at the call's deadline after it {report.describe()}, "
+                f'with {found} problem(s) found so far: check in parts (a continuation, "" to start; '
+                "the client and the CLI do), or give it a longer deadline",
+            )
         return pb.VerifyResponse(
             problems=report.problems,
             records=report.records,
@@ -312,6 +335,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             windows=report.windows,
             batches=report.batches,
             complete=report.complete,
+            continuation=report.continuation or b"",
         )
 
     @_rpc
