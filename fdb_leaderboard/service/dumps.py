@@ -52,7 +52,7 @@ RENEW_EVERY = 120.0
 PAUSE_LEASE = 30.0  # a dump's pause, renewed while it copies the last changes
 DEFAULT_CATCH_UP = 10.0
 UNITS_PER_STEP = 200
-WAIT_FOR_PAUSE = 0.05  # seconds between a move's catch-up rounds that found nothing to copy
+MOVE_ROUND = 0.1  # seconds between a move's catch-up rounds once it has caught up, until it is paused
 
 
 class Stopped(Exception):
@@ -141,8 +141,10 @@ class ServedDump:
                 yield units, state, paused, True
                 return
             yield units, None, paused, drained
-            if not units:  # a move's dump, waiting for the mover's pause
-                time.sleep(WAIT_FOR_PAUSE)
+            if moving and drained and not paused:
+                # Waiting for the mover's pause: the next round takes the writes of a moment at once
+                # (a record written many times meanwhile copied once; the target applies them together).
+                time.sleep(MOVE_ROUND)
 
     def _step(
         self, tr: Transaction, prefix: bytes, noted: bytes, entry_key: bytes
