@@ -52,7 +52,8 @@ RENEW_EVERY = 120.0
 PAUSE_LEASE = 30.0  # a dump's pause, renewed while it copies the last changes
 DEFAULT_CATCH_UP = 10.0
 UNITS_PER_STEP = 200
-MOVE_ROUND = 0.1  # seconds between a move's catch-up rounds once it has caught up, until it is paused
+MOVE_ROUND = 0.5  # seconds between a move's catch-up rounds once it has caught up, until it is paused
+MOVE_ROUND_POLL = 0.05  # and how often it looks for the pause meanwhile
 
 
 class Stopped(Exception):
@@ -143,8 +144,17 @@ class ServedDump:
             yield units, None, paused, drained
             if moving and drained and not paused:
                 # Waiting for the mover's pause: the next round takes the writes of a moment at once
-                # (a record written many times meanwhile copied once; the target applies them together).
-                time.sleep(MOVE_ROUND)
+                # (a record written many times meanwhile is copied once: the target, which moves its
+                # values in every window, keeps up), unless the writes are paused meanwhile.
+                self._wait_round(entry_key)
+
+    def _wait_round(self, entry_key: bytes) -> None:
+        ends = time.monotonic() + MOVE_ROUND
+        while time.monotonic() < ends:
+            time.sleep(MOVE_ROUND_POLL)
+            raw = self.catalog.db.read(lambda tr: tr.get(entry_key))
+            if raw is not None and writes_paused(index_pb2.CatalogEntry.FromString(raw), time.time()):
+                return
 
     def _step(
         self, tr: Transaction, prefix: bytes, noted: bytes, entry_key: bytes
