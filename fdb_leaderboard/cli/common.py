@@ -293,6 +293,17 @@ def mode_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 # -- output ------------------------------------------------------------------------------------------
 
 
+def parse_score(text: str, param_hint: str) -> int | float:
+    """A score as typed: an integer, or a number (for DOUBLE indexes)."""
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            raise click.BadParameter(f"{text!r} is not a number", param_hint=param_hint) from None
+
+
 def json_value(value: object) -> object:
     """A key element or score as JSON: bytes as {"bytes": base64}, the rest as is."""
     if isinstance(value, bytes):
