@@ -1190,6 +1190,9 @@ def _can_send_again(records: object) -> bool:
 # -- dumps: the streams' messages, shared -----------------------------------------------------------
 
 
+DEFAULT_MOVE_CATCH_UP = 10.0  # seconds a move catches up after the target's rebuild before it pauses the writes
+
+
 def _dump_request(index: str, keep_paused: bool, moved_to: str, catch_up_seconds: float) -> pb.DumpRequest:
     return pb.DumpRequest(index=index, keep_paused=keep_paused, moved_to=moved_to, catch_up_seconds=catch_up_seconds)
 
@@ -1199,14 +1202,53 @@ def _restore_request(number: int, part: pb.DumpPart, index: str) -> pb.RestoreRe
     return pb.RestoreRequest(index="" if number else index, part=part)
 
 
-def _note_dump_part(
-    part: pb.DumpPart, ends: list[pb.DumpEnd], progress: Callable[[pb.DumpPart | pb.RestoreProgress], None] | None
-) -> None:
-    """A move's bookkeeping of a part on its way to the target: the dump's end kept, others shown."""
-    if part.WhichOneof("part") == "end":
-        ends.append(part.end)
-    elif progress is not None:
-        progress(part)
+class _Move:
+    """A move's bookkeeping (blocking and asyncio alike): the dump's parts shown on their way to
+    the target and its end kept; and when to pause the source's writes.  The source keeps taking
+    writes while the target rebuilds the board and applies the changes made meanwhile; the pause
+    comes once the target has applied every change the source had noted at its last "caught up"
+    mark (or ``catch_up_seconds`` after the rebuild, if writes never let it catch up), so it
+    covers only the changes written since then."""
+
+    def __init__(self, catch_up_seconds: float, progress: Callable[[pb.DumpPart | pb.RestoreProgress], None] | None):
+        self.catch_up_seconds = catch_up_seconds or DEFAULT_MOVE_CATCH_UP
+        self.progress = progress
+        self.ends: list[pb.DumpEnd] = []
+        self.caught_up: int | None = None  # the dump's changes count at its last "caught up" mark
+        self.built_at: float | None = None
+        self.paused = False
+
+    def part(self, part: pb.DumpPart) -> pb.DumpPart:
+        """A part on its way to the target."""
+        kind = part.WhichOneof("part")
+        if kind == "end":
+            self.ends.append(part.end)
+            return part
+        if kind == "progress" and part.progress.phase == "caught up":
+            self.caught_up = part.progress.changes
+        if self.progress is not None:
+            self.progress(part)
+        return part
+
+    def restored(self, step: pb.RestoreProgress) -> bool:
+        """The target's progress: whether to pause the source's writes now."""
+        if self.progress is not None:
+            self.progress(step)
+        if self.paused or step.phase not in ("built", "catching up"):
+            return False
+        if self.built_at is None:
+            self.built_at = time.monotonic()
+        caught_up = self.caught_up is not None and step.changes >= self.caught_up
+        return caught_up or time.monotonic() - self.built_at >= self.catch_up_seconds
+
+    def pausing(self) -> None:
+        self.paused = True
+        if self.progress is not None:
+            self.progress(pb.DumpPart(progress=pb.DumpProgress(phase="paused")))
+
+
+def _moved_reason(index: str, moved_to: str) -> str:
+    return f"index {index!r} moved to {moved_to or 'another store'}"
 
 
 # -- the blocking client ------------------------------------------------------------------------------
@@ -1443,27 +1485,26 @@ class LeaderboardClient:
         catch_up_seconds: float = 0.0,
         progress: Callable[[pb.DumpPart | pb.RestoreProgress], None] | None = None,
     ) -> tuple[pb.DumpEnd, pb.RestoreProgress]:
-        """Copy the index to ``target``'s store while it takes writes here, and leave its writes
-        refused here once copied (they answer UNAVAILABLE naming ``moved_to``): point the writers
-        at the target then.  Returns the dump's end and the restore's last progress.  If the
-        restore fails, the index takes writes here again."""
-        ends: list[pb.DumpEnd] = []
-
-        def parts() -> Iterator[pb.DumpPart]:
-            for part in self.dump(index, True, moved_to, catch_up_seconds):
-                _note_dump_part(part, ends, progress)
-                yield part
-
+        """Copy the index to ``target``'s store while it takes writes here: the target rebuilds
+        the board and applies the changes made meanwhile; the writes here are then refused
+        (UNAVAILABLE naming ``moved_to``) while the last changes are copied, and stay refused:
+        point the writers at the target then.  ``catch_up_seconds``: the longest the writes run
+        on once the target's rebuild is done if they never let it catch up (0: 10 s).  Returns
+        the dump's end and the restore's last progress.  If the restore fails, the index takes
+        writes here again."""
+        move = _Move(catch_up_seconds, progress)
+        parts = (move.part(part) for part in self.dump(index, True, moved_to, catch_up_seconds))
         last = pb.RestoreProgress()
         try:
-            for last in target.restore(parts(), target_index or index):
-                if progress is not None:
-                    progress(last)
+            for last in target.restore(parts, target_index or index):
+                if move.restored(last):
+                    move.pausing()
+                    self.set_writes_paused(index, True, _moved_reason(index, moved_to))
         except BaseException:
-            if ends:  # the dump ended paused here: take writes again
+            if move.paused:  # take writes here again
                 self.set_writes_paused(index, False)
             raise
-        return ends[0], last
+        return move.ends[0], last
 
 
 # -- the asyncio client -------------------------------------------------------------------------------
@@ -1702,23 +1743,23 @@ class AsyncLeaderboardClient:
         progress: Callable[[pb.DumpPart | pb.RestoreProgress], None] | None = None,
     ) -> tuple[pb.DumpEnd, pb.RestoreProgress]:
         """:meth:`LeaderboardClient.move`, to another asyncio client's server."""
-        ends: list[pb.DumpEnd] = []
+        move = _Move(catch_up_seconds, progress)
 
         async def parts() -> AsyncIterator[pb.DumpPart]:
             async for part in self.dump(index, True, moved_to, catch_up_seconds):
-                _note_dump_part(part, ends, progress)
-                yield part
+                yield move.part(part)
 
         last = pb.RestoreProgress()
         try:
             async for last in target.restore(parts(), target_index or index):
-                if progress is not None:
-                    progress(last)
+                if move.restored(last):
+                    move.pausing()
+                    await self.set_writes_paused(index, True, _moved_reason(index, moved_to))
         except BaseException:
-            if ends:  # the dump ended paused here: take writes again
+            if move.paused:  # take writes here again
                 await self.set_writes_paused(index, False)
             raise
-        return ends[0], last
+        return move.ends[0], last
 
 
 @dataclasses.dataclass

@@ -289,6 +289,25 @@ def test_the_asyncio_client_dumps_restores_and_moves_as_the_blocking_one(
             server.stop(grace=1)
 
 
+class MoveSteps:
+    """A move's progress as seen when it paused the writes: the target's last progress and the
+    dump's changes count at its last "caught up" mark."""
+
+    def __init__(self) -> None:
+        self.restored: pb.RestoreProgress | None = None
+        self.caught_up: int | None = None
+        self.at_pause: pb.RestoreProgress | None = None
+        self.caught_up_at_pause: int | None = None
+
+    def __call__(self, step: pb.DumpPart | pb.RestoreProgress) -> None:
+        if isinstance(step, pb.RestoreProgress):
+            self.restored = step
+        elif step.progress.phase == "caught up":
+            self.caught_up = step.progress.changes
+        elif step.progress.phase == "paused" and self.at_pause is None:
+            self.at_pause, self.caught_up_at_pause = self.restored, self.caught_up
+
+
 @pytest.mark.parametrize("target_backend", ["lmdb", "fdb"])
 def test_moving_a_live_board_from_the_embedded_store_loses_and_doubles_nothing(
     target_backend: str, tmp_path: Path
@@ -303,11 +322,19 @@ def test_moving_a_live_board_from_the_embedded_store_loses_and_doubles_nothing(
             a.create_index("board", aggregation="SUM")
             with Load(lambda: current[0], indexes, writers=3, readers=1, records=100) as load:
                 assert wait_for(lambda: len(load.acknowledged()) > 100, 30)
-                end, last = a.move("board", b, moved_to=servers[1].address, catch_up_seconds=0.3)
+                seen = MoveSteps()
+                # catch_up_seconds: writes never keep the target from catching up here; the limit is not reached.
+                end, last = a.move("board", b, moved_to=servers[1].address, catch_up_seconds=60, progress=seen)
                 current[0] = servers[1].address  # the writers are pointed at the new store
                 moved = time.monotonic()
                 assert wait_for(lambda: load.first_write_after(moved) is not None, 30)
-            assert last.phase == "done" and end.pause_seconds > 0
+            assert last.phase == "done" and seen.at_pause is not None
+            # The writes were paused only once the target had rebuilt the board and applied every change
+            # up to the dump's last "caught up" mark: the pause covered no ranking, only the changes after it.
+            assert seen.at_pause.phase in ("built", "catching up"), seen.at_pause
+            assert last.entries_ranked == seen.at_pause.entries_ranked
+            assert seen.caught_up_at_pause is not None and seen.at_pause.changes >= seen.caught_up_at_pause
+            assert last.changes == end.changes and end.pause_seconds > 0
             # The servers share this process (and its GIL) with the target's rebuild: a write may wait
             # past its deadline, and is sent again with its key like one refused.
             unexpected = [a for a in load.unexpected() if a.code != "DEADLINE_EXCEEDED"]

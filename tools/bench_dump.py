@@ -63,6 +63,33 @@ def timed(what: str, fn):  # type: ignore[no-untyped-def]
     return result, seconds
 
 
+def dump_and_restore(
+    args: argparse.Namespace,
+    where: Path,
+    source: LeaderboardClient,
+    on_fdb: LeaderboardClient,
+    on_lmdb: LeaderboardClient,
+) -> None:
+    """Steps 2 and 3: the board dumped to a file, restored into each store, verified (and compared)."""
+    path = where / "board.dump"
+    end, dumped = timed("dump to a file", lambda: write_dump(source.dump("board"), path))
+    size = path.stat().st_size
+    print(
+        f"  file {size / 1e6:,.1f} MB ({size / args.records:.1f} bytes per record), {end.rows:,} rows, "
+        f"{end.records:,} records, {args.records / dumped:,.0f} records/s",
+        flush=True,
+    )
+    for name, lb in (("FoundationDB", on_fdb), ("a new embedded store", on_lmdb)):
+        _, seconds = timed(f"restore into {name}", lambda lb=lb: list(lb.restore(read_dump(path), "board")))
+        print(f"  {args.records / seconds:,.0f} records/s", flush=True)
+        report, _ = timed("  verify there", lambda lb=lb: lb.verify_report("board", timeout=7200))
+        done = "" if report.complete else ", stopped by the server's deadline"
+        print(f"  verify: {list(report.problems) or 'clean'} ({report.records:,} records{done})", flush=True)
+        if args.compare:
+            found, _ = timed("  compare every window", lambda lb=lb: compare_boards(source, "board", lb, "board"))
+            print(f"  {found.windows} windows, {found.entries:,} entries: {found.differences or 'equal'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -70,6 +97,7 @@ def main() -> None:
     parser.add_argument("--writers", type=int, default=2, help="Threads writing during the move.")
     parser.add_argument("--compare", action="store_true", help="Compare every window of each copy with the source.")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--move-only", action="store_true", help="Only the move (step 4).")
     parser.add_argument("--dir", default=None, help="Where the stores and the dump go (default: a temporary one).")
     args = parser.parse_args()
     fdb_url = f"fdb:{args.cluster_file}"
@@ -87,36 +115,24 @@ def main() -> None:
             for lb in (on_fdb, on_lmdb):
                 if any(info.name == "board" for info in lb.list_indexes()):
                     raise SystemExit("the cluster already has an index named board: drop it first")
-            path = where / "board.dump"
-            end, dumped = timed("dump to a file", lambda: write_dump(source.dump("board"), path))
-            size = path.stat().st_size
-            print(
-                f"  file {size / 1e6:,.1f} MB ({size / args.records:.1f} bytes per record), {end.rows:,} rows, "
-                f"{end.records:,} records, {args.records / dumped:,.0f} records/s",
-                flush=True,
-            )
-            for name, lb in (("FoundationDB", on_fdb), ("a new embedded store", on_lmdb)):
-                _, seconds = timed(f"restore into {name}", lambda lb=lb: list(lb.restore(read_dump(path), "board")))
-                print(f"  {args.records / seconds:,.0f} records/s", flush=True)
-                report, _ = timed("  verify there", lambda lb=lb: lb.verify_report("board", timeout=7200))
-                done = "" if report.complete else ", stopped by the server's deadline"
-                print(f"  verify: {list(report.problems) or 'clean'} ({report.records:,} records{done})", flush=True)
-                if args.compare:
-                    found, _ = timed(
-                        "  compare every window", lambda lb=lb: compare_boards(source, "board", lb, "board")
-                    )
-                    print(f"  {found.windows} windows, {found.entries:,} entries: {found.differences or 'equal'}")
+            if not args.move_only:
+                dump_and_restore(args, where, source, on_fdb, on_lmdb)
             # The move: writers on the embedded store, pointed at FoundationDB once it returns (to
             # the same name: the restored copy there is dropped first).
-            on_fdb.drop_index("board")
+            if not args.move_only:
+                on_fdb.drop_index("board")
             current = [servers[0].address]
             with Load(lambda: current[0], {"board": "BEST"}, writers=args.writers, readers=0) as load:
                 assert wait_for(lambda: len(load.acknowledged()) > 50, 60)
                 seen: dict[str, float] = {}
+                restored = [pb.RestoreProgress()]  # the target's last progress; then its progress at the pause
 
                 def progress(step: pb.DumpPart | pb.RestoreProgress) -> None:
-                    if isinstance(step, pb.DumpPart) and step.progress.phase == "paused":
-                        seen.setdefault("paused", time.monotonic())
+                    if isinstance(step, pb.RestoreProgress):
+                        restored[0] = step
+                    elif step.progress.phase == "paused" and "paused" not in seen:
+                        seen["paused"] = time.monotonic()
+                        restored.append(restored[0])
 
                 started = time.monotonic()
                 (end, last) = source.move("board", on_fdb, "board", servers[1].address, 10.0, progress)
@@ -128,6 +144,13 @@ def main() -> None:
                 f"move to FoundationDB under {args.writers} writers: {done - started:.1f} s, {last.changes:,} records "
                 f"copied again, writes refused for {refused:.2f} s (the source's last catch-up: "
                 f"{end.pause_seconds:.2f} s), {len(load.acknowledged()):,} writes acknowledged",
+                flush=True,
+            )
+            at_pause = restored[-1]
+            print(
+                f"  the target at the pause: {at_pause.phase or 'not started'}, {at_pause.changes:,} changes applied, "
+                f"{at_pause.entries_ranked:,} entries ranked; during the pause: {last.changes - at_pause.changes:,} "
+                f"changes applied, {last.entries_ranked - at_pause.entries_ranked:,} entries ranked",
                 flush=True,
             )
             expected = load.expected_boards()["board"]

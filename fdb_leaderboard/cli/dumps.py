@@ -123,15 +123,22 @@ _TOKEN_FILE = click.Path(exists=True, dir_okay=False)
 @click.option("--to", "target", required=True, help="gRPC address of a server on the store to move the index to.")
 @click.option("--to-index", default=None, help="Its name there (default: NAME).")
 @click.option("--to-token-file", type=_TOKEN_FILE, help="Token for that server (default: this command's).")
-@click.option("--catch-up", default="10s", type=DURATION, show_default=True, help="As for `dump`.")
+@click.option(
+    "--catch-up",
+    default="10s",
+    type=DURATION,
+    show_default=True,
+    help="The longest writes go on here once the other store has rebuilt the index, if they never let it catch up.",
+)
 def move(
     session: Session, name: str, target: str, to_index: str | None, to_token_file: str | None, catch_up: float
 ) -> None:
     """Move index NAME to the server at --to while it takes writes here.
 
-    The index is copied to the other server's store, then the writes made meanwhile; its writes
-    here are then refused (UNAVAILABLE, naming --to) while the last of them are copied, and stay
-    refused: point the writers at the other server.  `index resume NAME` takes them here again.
+    The index is copied to the other server's store, which rebuilds it and applies the writes made
+    meanwhile while it keeps taking writes here; its writes here are then refused (UNAVAILABLE,
+    naming --to) while the last of them are copied, and stay refused: point the writers at the
+    other server.  `index resume NAME` takes them here again.
     """
     started = time.monotonic()
     paused_at: float | None = None

@@ -221,8 +221,9 @@ class Checksum:
 
 # A live dump's catch-up yields, until it is done, the units changed since they were copied
 # (unit, rows), then the state rows read at the moment no change was left to copy (else None),
-# and whether the index's writes are paused.
-CatchUp = Iterator[tuple[list[tuple[bytes, list[KeyValue]]], list[KeyValue] | None, bool]]
+# whether the index's writes are paused, and whether the units are all that were left to copy.
+CatchUp = Iterator[tuple[list[tuple[bytes, list[KeyValue]]], list[KeyValue] | None, bool, bool]]
+CAUGHT_UP_EVERY = 0.1  # seconds between a catch-up's "caught up" progress parts
 
 
 def dump_parts(
@@ -275,7 +276,8 @@ def dump_parts(
     else:
         state = None
         paused = False
-        for units, final, pausing in catch_up():
+        caught_up: tuple[int, float] = (-1, 0.0)  # the changes count and time of the last "caught up"
+        for units, final, pausing, drained in catch_up():
             if pausing and not paused:
                 paused = True
                 yield progress("paused")
@@ -287,6 +289,11 @@ def dump_parts(
                 if time.monotonic() >= progress_at:
                     progress_at = time.monotonic() + progress_every
                     yield progress("catching up")
+            # Every change noted so far is sent: a mover pauses the writes once its target has them.
+            fresh = caught_up[0] != changes and (not units or time.monotonic() >= caught_up[1] + CAUGHT_UP_EVERY)
+            if drained and not paused and final is None and fresh:
+                caught_up = (changes, time.monotonic())
+                yield progress("caught up")
             if final is not None:
                 state = final
         assert state is not None, "a catch-up ends with the index's state"

@@ -117,6 +117,7 @@ class Restorer:
             yield self.counts
         yield from self._fill()
         self.built = True
+        self.counts.phase = "built"
 
     def _mark_windows(self, ops: Operations) -> set[int]:
         """Complete windows become phase-2 fills (their B-trees come from the heads), filling ones
@@ -188,11 +189,13 @@ class Restorer:
     def _replace(self, ops: Operations, units: Sequence[tuple[bytes, list[KeyValue]]]) -> None:
         records = [unit[len(RECORDS) :] for unit, _ in units if unit.startswith(RECORDS)]
         ops.txn.prefetch(heads=records)
+        # The idempotency keys' old rows, read together (one round trip, not one per key).
+        applied = {unit: ops.tr.get_async(self.prefix + unit) for unit, _ in units if unit.startswith(APPLIED)}
         for unit, rows in units:
             if unit.startswith(RECORDS):
                 self._replace_record(ops, unit[len(RECORDS) :], rows)
             elif unit.startswith(APPLIED):
-                self._replace_applied(ops.tr, unit, rows)
+                self._replace_applied(ops.tr, unit, applied[unit].value, rows)
             else:
                 raise DumpError(f"the dump names a changed unit {unit!r} of no known kind")
 
@@ -233,10 +236,9 @@ class Restorer:
         for key, value in rows:
             tr.set(self.prefix + key, value)
 
-    def _replace_applied(self, tr: Transaction, unit: bytes, rows: list[KeyValue]) -> None:
+    def _replace_applied(self, tr: Transaction, unit: bytes, old: bytes | None, rows: list[KeyValue]) -> None:
         layout = self.layout
         key = tuples.unpack(unit[len(APPLIED) :])[0]
-        old = tr.get(self.prefix + unit)
         if old is not None:
             tr.clear(layout.applied_at_key(index_pb2.AppliedRequest.FromString(old).applied_at, key))
             tr.clear(self.prefix + unit)

@@ -14,7 +14,13 @@ at different moments.  A served index's dump stays consistent by catching up wit
 4. if writes keep coming so that no such moment arrives within ``catch_up_seconds``, the index's
    writes are refused (UNAVAILABLE, retried by clients) while the last notes are copied, which
    takes about as long as copying the writes of one catch-up round: the pause the dump's end
-   reports.  A dump for a move (``keep_paused``) always ends paused, and stays so.
+   reports;
+5. a dump for a move (``keep_paused``) never pauses the writes itself: it keeps copying the
+   noted units, marking each moment it has sent all of them ("caught up" progress), while the
+   target rebuilds the board and applies them; the mover pauses the writes (SetWritesPaused)
+   once the target has applied the changes up to such a mark, and the dump ends at the first
+   transaction that finds no note left and the writes paused: the pause covers only the last
+   changes' copy.  Its writes then stay refused (the index moved).
 
 A restore writes a dump under a new prefix, noted as being restored (a restore that dies is
 cleared by a later drop), and publishes the name only once the index is complete.
@@ -34,15 +40,20 @@ from ..proto import index_pb2
 from ..proto import service_pb2 as pb
 from ..store.api import KeyValue, Transaction, strinc
 from . import convert
-from .catalog import Catalog, StaleIndex, changes_prefix, check_name
+from .catalog import Catalog, StaleIndex, changes_prefix, check_name, writes_paused
 
 log = logging.getLogger("fdb_leaderboard.service")
 
 CAPTURE_LEASE = 600.0  # seconds a capture lasts unless renewed (a dump that died stops costing writes)
+# A move's dump may wait, unable to renew, while the target rebuilds the board (its stream stalls):
+# its capture outlasts the longest rebuild (a dump that dies with its caller still ends at once).
+MOVE_CAPTURE_LEASE = 6 * 3600.0
 RENEW_EVERY = 120.0
 PAUSE_LEASE = 30.0  # a dump's pause, renewed while it copies the last changes
 DEFAULT_CATCH_UP = 10.0
 UNITS_PER_STEP = 200
+MOVE_ROUND = 0.5  # seconds between a move's catch-up rounds once it has caught up, until it is paused
+MOVE_ROUND_POLL = 0.05  # and how often it looks for the pause meanwhile
 
 
 class Stopped(Exception):
@@ -58,6 +69,7 @@ class ServedDump:
         self.request = request
         self.keep_going = keep_going
         self.capture = b""
+        self.lease = CAPTURE_LEASE
         self._renewed = 0.0
         self._paused_at: float | None = None
         self._pause_until = 0.0
@@ -73,7 +85,8 @@ class ServedDump:
             maintenance=convert.maintenance_to_proto(entry.maintenance),
             source=catalog.db.url,
         )
-        self.capture = catalog.start_capture(self.name, CAPTURE_LEASE)
+        self.lease = MOVE_CAPTURE_LEASE if self.request.keep_paused else CAPTURE_LEASE
+        self.capture = catalog.start_capture(self.name, self.lease)
         self._renewed = time.monotonic()
         finished = False
         try:
@@ -99,7 +112,7 @@ class ServedDump:
         if not self.keep_going():
             raise Stopped()
         if time.monotonic() - self._renewed > RENEW_EVERY:
-            self.catalog.renew_capture(self.name, self.capture, CAPTURE_LEASE)
+            self.catalog.renew_capture(self.name, self.capture, self.lease)
             self._renewed = time.monotonic()
         if self._paused_at is not None and time.time() > self._pause_until - PAUSE_LEASE / 2:
             self._pause()
@@ -111,36 +124,58 @@ class ServedDump:
 
     def _catch_up(self) -> CatchUp:
         ends = time.monotonic() + (self.request.catch_up_seconds or DEFAULT_CATCH_UP)
-        if self.request.keep_paused:
-            ends = time.monotonic()  # a move ends paused: pause before the last round
+        moving = self.request.keep_paused  # the mover pauses the writes itself, once its target is built
         index = self.catalog.get(self.name)
         noted = changes_prefix(self.catalog.root, self.capture)
         entry_key = self.catalog.entry_key(self.name)
         while True:
             self._tick()
-            if self._paused_at is None and time.monotonic() >= ends:
+            if not moving and self._paused_at is None and time.monotonic() >= ends:
                 self._pause()
                 self._paused_at = time.monotonic()
-            units, state = self.catalog.db.run(self._step, index.prefix, noted, entry_key)
-            paused = self._paused_at is not None
+            units, state, drained, paused = self.catalog.db.run(self._step, index.prefix, noted, entry_key)
+            if paused and self._paused_at is None:
+                self._paused_at = time.monotonic()
             if state is not None:
-                if paused:
-                    self.pause_seconds = time.monotonic() - self._paused_at  # type: ignore[operator]
-                yield units, state, paused
+                if self._paused_at is not None:
+                    self.pause_seconds = time.monotonic() - self._paused_at
+                yield units, state, paused, True
                 return
-            yield units, None, paused
+            yield units, None, paused, drained
+            if moving and drained and not paused:
+                # Waiting for the mover's pause: the next round takes the writes of a moment at once
+                # (a record written many times meanwhile is copied once: the target, which moves its
+                # values in every window, keeps up), unless the writes are paused meanwhile.
+                self._wait_round(entry_key)
+
+    def _wait_round(self, entry_key: bytes) -> None:
+        ends = time.monotonic() + MOVE_ROUND
+        while time.monotonic() < ends:
+            time.sleep(MOVE_ROUND_POLL)
+            raw = self.catalog.db.read(lambda tr: tr.get(entry_key))
+            if raw is not None and writes_paused(index_pb2.CatalogEntry.FromString(raw), time.time()):
+                return
 
     def _step(
         self, tr: Transaction, prefix: bytes, noted: bytes, entry_key: bytes
-    ) -> tuple[list[tuple[bytes, list[KeyValue]]], list[KeyValue] | None]:
+    ) -> tuple[list[tuple[bytes, list[KeyValue]]], list[KeyValue] | None, bool, bool]:
         """One catch-up transaction: up to UNITS_PER_STEP noted units read and their notes
-        cleared; or, with none noted, the index's own rows (the dump's moment)."""
+        cleared; or, with none noted, the index's own rows (the dump's moment) unless a move's
+        writes are not paused yet.  Also says whether every noted unit was read, and whether the
+        index's writes are paused."""
         found = tr.snapshot.get_range(noted, strinc(noted), UNITS_PER_STEP)
-        if not found:
-            entry = tr.get(entry_key)
-            if entry is None or index_pb2.CatalogEntry.FromString(entry).prefix != prefix:
+        paused = self._paused_at is not None
+        if not found or (self.request.keep_paused and not paused):
+            reader = tr if not found else tr.snapshot  # the dump's moment reads its entry for good
+            raw = reader.get(entry_key)
+            entry = index_pb2.CatalogEntry.FromString(raw) if raw is not None else None
+            if entry is None or entry.prefix != prefix:
                 raise StaleIndex(self.name)
-            return [], state_rows(tr, prefix)
+            paused = paused or bool(writes_paused(entry, time.time()))
+        if not found:
+            if self.request.keep_paused and not paused:
+                return [], None, True, False
+            return [], state_rows(tr, prefix), True, paused
         reads = [(key, issue_unit(tr.snapshot, prefix, key[len(noted) :])) for key, _ in found]
         units = []
         size = 0
@@ -153,7 +188,7 @@ class ServedDump:
             tr.add_read_conflict_key(key)
             tr.clear(key)
             units.append((key[len(noted) :], rows))
-        return units, None
+        return units, None, len(units) == len(found) < UNITS_PER_STEP, paused
 
 
 RESERVATION_LEASE = 600.0
