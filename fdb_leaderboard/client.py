@@ -47,6 +47,8 @@ _READS = frozenset(method for method, role in ROLE_BY_METHOD.items() if role is 
 # A primary key, group or context: a sequence of elements, or one str, bytes or number standing
 # for a one-element key ("alice" is ("alice",)).
 Key = Sequence[object] | str | bytes | int | float
+# A score: an int, a float (DOUBLE indexes), or a tuple or list of ints (indexes ranking by columns).
+Score = int | float | Sequence[int]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,7 +93,7 @@ def _window(window_type: int, timestamp: int | None) -> pb.WindowSelector:
     return selector
 
 
-def _pb_entry(score: int | float, timestamp: int, context: Key = (), group: Key = ()) -> pb.Entry:
+def _pb_entry(score: Score, timestamp: int, context: Key = (), group: Key = ()) -> pb.Entry:
     return pb.Entry(
         score=wire.python_to_score(score),
         timestamp=timestamp,
@@ -219,11 +221,14 @@ class LeaderboardClient:
         boards: Sequence[str] = (),
         timezone: str = "UTC",
         all_time: bool = True,
+        columns: Sequence[str] = (),
     ) -> bool:
         """Create index ``name`` (False: it exists with these options).  It ranks all-time from its
         first score (unless ``all_time`` is False) and keeps the calendar ``boards`` named (daily,
         weekly, monthly: window types 1, 2, 3) in ``timezone``, today's ones from the start: they
-        join ``maintenance`` (the server keeps them ahead and expires them per that policy)."""
+        join ``maintenance`` (the server keeps them ahead and expires them per that policy).
+        ``columns``: rank by 2 to 4 integer columns, each ``"HIGH"`` or ``"LOW"`` (most kills, then
+        fewest deaths: ``("HIGH", "LOW")``); its scores are then tuples of ints."""
         maintenance = _with_boards(maintenance, boards, timezone)
         options = pb.IndexOptions(
             aggregation=pb.Aggregation.Value(aggregation),
@@ -234,6 +239,7 @@ class LeaderboardClient:
             count_duplicates=count_duplicates,
             score_type=pb.ScoreType.Value(score_type),
             dense_ranks=dense_ranks,
+            columns=[pb.ColumnOrder.Value(direction) for direction in columns],
         )
         request = pb.CreateIndexRequest(
             name=name, options=options, reference_layout=reference_layout, maintenance=maintenance, all_time=all_time
@@ -338,7 +344,7 @@ class LeaderboardClient:
         self,
         index: str,
         pk: Key,
-        score: int | float,
+        score: Score,
         timestamp: int,
         context: Key = (),
         group: Key = (),
@@ -577,7 +583,7 @@ class LeaderboardClient:
 
     def score_for_rank(
         self, index: str, rank: int, window_type: int = 0, timestamp: int | None = None, group: Key = ()
-    ) -> int | float | None:
+    ) -> Score | None:
         request = pb.ScoreForRankRequest(
             index=index, window=_window(window_type, timestamp), group=wire.key_to_items(group, "group"), rank=rank
         )
@@ -587,13 +593,15 @@ class LeaderboardClient:
     def rank_for_score(
         self,
         index: str,
-        score: int | float | tuple,
+        score: int | float | list | tuple,
         window_type: int = 0,
         timestamp: int | None = None,
         group: Key = (),
     ) -> int:
         """The rank a record with ``score`` would have; ``score`` may be a score key
-        ``(score, timestamp, context...)`` or a prefix of one, as the Record Layer takes it."""
+        ``(score, timestamp, context...)`` or a prefix of one, as the Record Layer takes it.  A
+        tuple is a score key here, so a multi-column score is given as a list (``[10, 2]``), or
+        as a key's first item (``((10, 2), timestamp)``)."""
         key = score if isinstance(score, tuple) else (score,)
         if not key:
             raise ValueError("a score key needs at least the score")
@@ -690,7 +698,7 @@ class LeaderboardClient:
 
     def score_for_percentile(
         self, index: str, percentile: float, window_type: int = 0, timestamp: int | None = None, group: Key = ()
-    ) -> int | float | None:
+    ) -> Score | None:
         request = pb.ScoreForPercentileRequest(
             index=index,
             window=_window(window_type, timestamp),
@@ -746,8 +754,8 @@ class LeaderboardClient:
         index: str,
         scan_type: str = "BY_RANK",
         *,
-        low: int | float | None = None,
-        high: int | float | None = None,
+        low: Score | None = None,
+        high: Score | None = None,
         low_exclusive: bool = False,
         high_exclusive: bool = False,
         window_type: int = 0,

@@ -68,10 +68,13 @@ def add_items(out: Any, values: Sequence[object]) -> None:
         setattr(out.add(), field, set_to)
 
 
-def score_to_python(score: pb.Score, name: str = "score") -> int | float:
+def score_to_python(score: pb.Score, name: str = "score") -> int | float | tuple:
+    """A Score as Python's: an int, a float, or a tuple of ints (a multi-column score)."""
     kind = score.WhichOneof("kind")
     if kind is None:
-        raise InvalidArgument(f"{name} is not set: give an int or a double")
+        raise InvalidArgument(f"{name} is not set: give an int, a double or columns")
+    if kind == "columns":
+        return tuple(score.columns.values)
     return getattr(score, kind)
 
 
@@ -79,8 +82,21 @@ def _score_field(value: int | float) -> str:
     return "int" if isinstance(value, int) else "double"
 
 
-def python_to_score(value: int | float) -> pb.Score:
-    return pb.Score(**{_score_field(value): value})
+def set_score(message: pb.Score, value: int | float | tuple | list) -> None:
+    """Set the empty Score ``message`` to ``value`` (a tuple or list: a multi-column score)."""
+    if isinstance(value, tuple | list):
+        try:
+            message.columns.values.extend(value)
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgument(f"a score's columns are int64 integers, not {value!r}") from exc
+    else:
+        setattr(message, _score_field(value), value)
+
+
+def python_to_score(value: int | float | tuple | list) -> pb.Score:
+    message = pb.Score()
+    set_score(message, value)
+    return message
 
 
 def entry_to_python(entry: pb.Entry) -> Entry:
@@ -106,7 +122,11 @@ def entry_to_proto(entry: Entry) -> pb.Entry:
 def fill_ranked_entry(message: pb.RankedEntry, entry: RankedEntry) -> None:
     """Set the empty ``message`` (usually one a repeated field just added) to ``entry``."""
     add_items(message.pk, entry.pk)
-    setattr(message.score, _score_field(entry.score), entry.score)
+    score = entry.score
+    if type(score) is tuple:
+        message.score.columns.values.extend(score)
+    else:
+        setattr(message.score, _score_field(score), score)
     message.timestamp = entry.timestamp
     add_items(message.context, entry.context)
     add_items(message.group, entry.group)

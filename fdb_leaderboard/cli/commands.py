@@ -24,6 +24,7 @@ from .common import (
     CliGroup,
     Session,
     one_line,
+    parse_columns,
     server_command,
     show_warnings_briefly,
     window_json,
@@ -251,6 +252,13 @@ def index() -> None:
 @click.option("--score-type", type=click.Choice(["INT", "DOUBLE"]), default="INT", show_default=True)
 @click.option("--reference-layout", is_flag=True, help="Ranked sets exactly as the Record Layer lays them out.")
 @click.option("--dense-ranks", is_flag=True, help="Also rank each window's distinct scores (DENSE rank mode).")
+@click.option(
+    "--columns",
+    default="",
+    callback=lambda ctx, param, value: parse_columns(value),
+    help="Rank by 2-4 integer columns, compared in order, each HIGH or LOW first: e.g. high,low,low "
+    "(most kills, then fewest deaths, then earliest time).",
+)
 @click.option("--daily", is_flag=True, help="Keep a board per day (window type 1), today's from the start.")
 @click.option("--weekly", is_flag=True, help="Keep a board per ISO week (window type 2).")
 @click.option("--monthly", is_flag=True, help="Keep a board per month (window type 3).")
@@ -267,6 +275,7 @@ def index_create(
     score_type: str,
     reference_layout: bool,
     dense_ranks: bool,
+    columns: tuple[str, ...],
     daily: bool,
     weekly: bool,
     monthly: bool,
@@ -293,6 +302,7 @@ def index_create(
         boards=boards,
         timezone=timezone,
         all_time=all_time,
+        columns=columns,
     )
     what = ", ".join(["all-time"] * all_time + boards) or "no"
     session.emit(
@@ -312,7 +322,11 @@ def index_list(session: Session) -> None:
         lines.append(
             f"{info.name}: {aggregation}, hash {hash_name}, "
             f"group size {options.group_size}, context size {options.context_size}, "
-            f"{'high' if options.high_score_first else 'low'} score first"
+            + (
+                f"columns {','.join(pb.ColumnOrder.Name(c) for c in options.columns)}"
+                if options.columns
+                else f"{'high' if options.high_score_first else 'low'} score first"
+            )
         )
     data = [
         {
@@ -323,6 +337,7 @@ def index_list(session: Session) -> None:
             "context_size": info.options.context_size,
             "high_score_first": info.options.high_score_first,
             "score_type": pb.ScoreType.Name(info.options.score_type),
+            "columns": [pb.ColumnOrder.Name(c) for c in info.options.columns],
         }
         for info in infos
     ]

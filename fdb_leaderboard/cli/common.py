@@ -85,6 +85,37 @@ def parse_key(values: Sequence[str], what: str = "key") -> tuple:
     return tuple(values)
 
 
+def parse_score(text: str, hint: str = "--score") -> int | float | tuple[int, ...]:
+    """A score from the command line: an integer, a number (DOUBLE indexes), or integers separated
+    by commas for an index ranking by columns (``12,3,95``)."""
+    try:
+        if "," in text:
+            return tuple(int(part) for part in text.split(","))
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise click.BadParameter(
+            f"{text!r} is not a number (or integers separated by commas, for columns)", param_hint=hint
+        ) from None
+
+
+def parse_columns(text: str) -> tuple[str, ...]:
+    """``--columns``: directions separated by commas (``high,low,low``), each HIGH or LOW."""
+    columns = tuple(direction.strip().upper() for direction in text.split(",")) if text else ()
+    for direction in columns:
+        if direction not in ("HIGH", "LOW"):
+            raise click.BadParameter(f"a column is HIGH or LOW, not {direction!r}", param_hint="--columns")
+    return columns
+
+
+def show_score(score: object) -> str:
+    """A score for people: a multi-column score as its columns separated by commas."""
+    return ",".join(str(value) for value in score) if isinstance(score, tuple | list) else str(score)
+
+
 def group_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--group",
@@ -161,7 +192,7 @@ def entry_lines(entries: Iterable[RankedEntry]) -> list[str]:
         labelled = (("context", entry.context), ("group", entry.group))
         extra = "".join(f"  {name} {show_key(value)}" for name, value in labelled if value)
         rank = "-" if entry.rank is None else str(entry.rank)
-        rows.append((rank, show_key(entry.pk), str(entry.score), str(entry.timestamp), extra))
+        rows.append((rank, show_key(entry.pk), show_score(entry.score), str(entry.timestamp), extra))
     if not rows:
         return []
     widths = [max(len(row[i]) for row in rows) for i in range(3)]

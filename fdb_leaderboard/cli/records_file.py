@@ -48,8 +48,10 @@ def _entry(raw: Any) -> tuple:
     if "score" not in raw or "timestamp" not in raw:
         raise ValueError("an entry needs score and timestamp")
     score, timestamp = raw["score"], raw["timestamp"]
-    if isinstance(score, bool) or not isinstance(score, int | float):
-        raise ValueError(f"score must be a number, not {score!r}")
+    if isinstance(score, list) and all(isinstance(value, int) and not isinstance(value, bool) for value in score):
+        score = tuple(score)  # a multi-column score
+    elif isinstance(score, bool) or not isinstance(score, int | float):
+        raise ValueError(f"score must be a number (or a list of integers, for columns), not {score!r}")
     if isinstance(timestamp, bool) or not isinstance(timestamp, int):
         raise ValueError(f"timestamp must be an integer, not {timestamp!r}")
     return score, timestamp, _items(raw.get("context", []), "context"), _items(raw.get("group", []), "group")

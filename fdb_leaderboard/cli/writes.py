@@ -7,13 +7,17 @@ import warnings
 
 import click
 
-from .common import Session, group_key, group_option, parse_key, server_command, show_key
+from .common import Session, group_key, group_option, parse_key, parse_score, server_command, show_key, show_score
 
 
 @server_command(name="add")
 @click.argument("name")
 @click.argument("pk", nargs=-1, required=True)
-@click.option("--score", required=True, help="The score (an integer, or a number for DOUBLE indexes).")
+@click.option(
+    "--score",
+    required=True,
+    help="The score: an integer, a number for DOUBLE indexes, or integers separated by commas for columns.",
+)
 @click.option("--at", "timestamp", type=int, default=None, help="Its time (default: now, in seconds).")
 @click.option("--context", default=None, help="The entry's context: a string or a JSON list.")
 @group_option
@@ -27,13 +31,7 @@ def add(
     group: str | None,
 ) -> None:
     """Add a score to record PK of index NAME (PK: strings, or one JSON list such as '["bob", 7]')."""
-    try:
-        value: int | float = int(score)
-    except ValueError:
-        try:
-            value = float(score)
-        except ValueError:
-            raise click.BadParameter(f"{score!r} is not a number", param_hint="--score") from None
+    value = parse_score(score)
     key = parse_key(pk, "PK")
     at = int(time.time()) if timestamp is None else timestamp
     with warnings.catch_warnings(record=True) as caught:  # e.g. the index has no windows yet
@@ -42,7 +40,7 @@ def add(
     warning = next((str(w.message) for w in caught), None)
     session.emit(
         {"pk": list(key), "score": value, "timestamp": at, "windows_changed": changed, "warning": warning},
-        f"added {value} at {at} to {show_key(key)}: {changed} window value(s) changed",
+        f"added {show_score(value)} at {at} to {show_key(key)}: {changed} window value(s) changed",
     )
     if warning:
         session.note(f"warning: {warning}")

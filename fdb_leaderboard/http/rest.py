@@ -91,6 +91,11 @@ def items_from_json(values: Any, what: str) -> list[pb.Item]:
         raise bad(f"{what}: {exc}") from None
 
 
+def plain_score(score: int | float | tuple) -> Any:
+    """A score as JSON: a number, or an array of numbers for a multi-column score."""
+    return [plain_item(value) for value in score] if isinstance(score, tuple) else plain_item(score)
+
+
 def plain_window(message: pb.Window) -> dict[str, Any]:
     """A window as listings name it: its type, start and end (in the index's timebase)."""
     return {"type": message.type, "start": plain_item(message.start), "end": plain_item(message.end)}
@@ -101,7 +106,7 @@ def plain_entry(message: pb.RankedEntry) -> dict[str, Any]:
     return {
         "rank": entry.rank,
         "pk": [plain_item(v) for v in entry.pk],
-        "score": plain_item(entry.score),
+        "score": plain_score(entry.score),
         "timestamp": plain_item(entry.timestamp),
         "context": [plain_item(v) for v in entry.context],
         "group": [plain_item(v) for v in entry.group],
@@ -207,12 +212,22 @@ INTERVAL = Param(
 
 # -- routes ---------------------------------------------------------------------------------------------
 
+SCORE_SCHEMA = {
+    "oneOf": [
+        {"type": ["number", "string"], "description": "int64 (or a double for a DOUBLE index)"},
+        {
+            "type": "array",
+            "items": {"type": ["integer", "string"]},
+            "description": "one int64 per column, for an index ranking by columns",
+        },
+    ]
+}
 ENTRY_SCHEMA = {
     "type": "object",
     "properties": {
         "rank": {"type": "integer", "description": "0-based rank in the window"},
         "pk": {"type": "array", "items": {}},
-        "score": {"type": ["number", "string"]},
+        "score": SCORE_SCHEMA,
         "timestamp": {"type": ["integer", "string"]},
         "context": {"type": "array", "items": {}},
         "group": {"type": "array", "items": {}},
@@ -241,7 +256,7 @@ SCORE_BODY_SCHEMA = {
     "type": "object",
     "properties": {
         "pk": {"description": f"The record's primary key: {ITEMS_TEXT}.", "type": ["string", "array"]},
-        "score": {"type": ["number", "string"], "description": "int64 (or a double for a DOUBLE index)"},
+        "score": SCORE_SCHEMA,
         "timestamp": {
             "type": ["integer", "string"],
             "description": "when the score was made, in the index's timebase; default: now, in seconds",
@@ -378,13 +393,7 @@ def build_add_score(values: dict[str, Any], body: Any, transcoder: Transcoder, h
         raise bad(f"unknown field {unknown[0]!r}: a score has {known}")
     if "pk" not in body or "score" not in body:
         raise bad("a score needs pk and score")
-    score = body["score"]
-    if isinstance(score, bool) or not isinstance(score, (int, float, str)):
-        raise bad(f"score must be a number, not {score!r}")
-    if isinstance(score, float):
-        score_json: dict[str, Any] = {"double": score}
-    else:
-        score_json = {"int": score} if not isinstance(score, str) or "." not in score else {"double": score}
+    score_json = score_from_json(body["score"])
     entry = message_from_dict(
         {"score": score_json, "timestamp": body.get("timestamp", int(time.time()))}, pb.Entry, "the score"
     )
@@ -397,6 +406,21 @@ def build_add_score(values: dict[str, Any], body: Any, transcoder: Transcoder, h
     return pb.AddScoreRequest(
         index=values["index"], pk=items_from_json(body["pk"], "pk"), entry=entry, metadata=metadata, idempotency_key=key
     )
+
+
+def score_from_json(score: Any) -> dict[str, Any]:
+    """A plain JSON score (a number, a string of digits, or an array of them for a multi-column
+    score) as the Score message's JSON."""
+    if isinstance(score, list):
+        for value in score:
+            if isinstance(value, bool) or not isinstance(value, int | str):
+                raise bad(f"a score's columns are integers, not {value!r}")
+        return {"columns": {"values": score}}
+    if isinstance(score, bool) or not isinstance(score, (int, float, str)):
+        raise bad(f"score must be a number or an array of integers (columns), not {score!r}")
+    if isinstance(score, float):
+        return {"double": score}
+    return {"int": score} if not isinstance(score, str) or "." not in score else {"double": score}
 
 
 IDEMPOTENCY_HEADER = "idempotency-key"
