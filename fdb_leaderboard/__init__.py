@@ -11,6 +11,7 @@ Layers, each a sub-package or module; dependencies point one way (``tests/test_l
 - :mod:`~fdb_leaderboard.index`: the leaderboard index (writes, windows, fills, trims, reads).
 - :mod:`~fdb_leaderboard.service`: the server (gRPC, catalog of named indexes, metrics).
 - :mod:`~fdb_leaderboard.http`: the same service over HTTP/JSON, the live page, ``/metrics``.
-- :mod:`~fdb_leaderboard.wire`, :mod:`~fdb_leaderboard.client`: the protocol's Python values, the client.
+- :mod:`~fdb_leaderboard.wire`, :mod:`~fdb_leaderboard.client`: the protocol's Python values, the
+  clients (blocking and asyncio) and their errors.
 - :mod:`~fdb_leaderboard.cli`: the ``fdb-leaderboard`` command.
 """

@@ -1,12 +1,25 @@
-"""A small Python client for the gRPC service, taking and returning plain Python values.
+"""Python clients for the gRPC service, taking and returning plain Python values.
 
     with LeaderboardClient("127.0.0.1:50051") as lb:
-        lb.create_index("game")
-        lb.update_windows("game", specs=[(1, 0, 86_400, 86_400, 7)])
+        lb.create_index("game", boards=["daily"])
         lb.add_score("game", "alice", 1200, timestamp=1_700_000_000)  # pk ("alice",)
         lb.top("game", 10)
 
-Errors arrive as ``grpc.RpcError`` with the server's status code and message.
+    async with AsyncLeaderboardClient("127.0.0.1:50051") as lb:  # for asyncio servers (grpc.aio)
+        await lb.add_score("game", "alice", 1200, timestamp=1_700_000_000)
+        await lb.top("game", 10)
+
+Both clients have the same methods, with the same arguments and answers: each operation is
+written once, as a generator that builds its requests and turns the answers into Python values
+(:class:`_Ops`); a client only sends what it yields, blocking or awaiting.
+
+Errors are :class:`CallError` subclasses named after the status code (:class:`NotFound`,
+:class:`InvalidArgument`, :class:`Unavailable`...), carrying the server's message.  Each is also
+the in-process index's class of that error where there is one (``client.NotFound`` is an
+``errors.NotFound``, ``client.InvalidArgument`` an ``errors.InvalidArgument`` and so a
+``ValueError``), so one ``except`` serves both, and a ``grpc.RpcError`` (``.code()``,
+``.details()``, ``.trailing_metadata()``).  An argument the client cannot send (a key of the
+wrong type, a negative count, an unknown mode) is refused before any call as InvalidArgument.
 
 Writes are exactly-once: each write call carries an idempotency key (a new UUID unless one is
 given), and a write that fails with UNAVAILABLE or DEADLINE_EXCEEDED (the server may or may not
@@ -21,21 +34,35 @@ mutual TLS also ``cert=`` and ``key=`` (the client's certificate and key).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import inspect
 import random
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
 import grpc
+import grpc.aio
 
-from . import wire
+from . import access, errors, wire
 from .access import ROLE_BY_METHOD, Role, is_loopback
 from .errors import NoWindowsWarning
 from .index import Entry, History, Movement, Page, RankedEntry
 from .index.calendar import board_periods
+from .index.values import check_timestamp
 from .proto import service_pb2 as pb
 from .proto import service_pb2_grpc as pb_grpc
 
@@ -44,11 +71,160 @@ _MESSAGE_BYTES = 1 << 20  # or about this many bytes (gRPC refuses messages over
 MODES = {"ORDINAL": pb.ORDINAL, "COMPETITION": pb.COMPETITION, "DENSE": pb.DENSE}
 # Calls that only read (the read role's): sent again when the server was unavailable.
 _READS = frozenset(method for method, role in ROLE_BY_METHOD.items() if role is Role.READ)
+_UINT32 = 2**32
 # A primary key, group or context: a sequence of elements, or one str, bytes or number standing
 # for a one-element key ("alice" is ("alice",)).
 Key = Sequence[object] | str | bytes | int | float
 # A score: an int, a float (DOUBLE indexes), or a tuple or list of ints (indexes ranking by columns).
 Score = int | float | Sequence[int]
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+class CallError(errors.LeaderboardError, grpc.RpcError):
+    """A call refused by the server (or, for an argument it cannot send, by the client).
+
+    ``str(error)`` and ``details()`` are the server's message, ``code()`` the ``grpc.StatusCode``;
+    ``trailing_metadata()`` holds what the server added (e.g. :func:`load_refusal`'s fields).
+    The subclass says the code; each is also the index's own class of that error, if any.
+    """
+
+    status: grpc.StatusCode = grpc.StatusCode.UNKNOWN
+
+    def __init__(self, message: str, *, code: grpc.StatusCode | None = None, rpc: Any = None) -> None:
+        super().__init__(message)
+        self._code = code or self.status
+        self._rpc = rpc  # the transport's error, for its metadata and debug string
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return str(self)
+
+    def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
+        found = self._rpc.trailing_metadata() if self._rpc is not None else None
+        return tuple(found or ())
+
+    def initial_metadata(self) -> tuple[tuple[str, str], ...]:
+        found = self._rpc.initial_metadata() if self._rpc is not None else None
+        return tuple(found or ())
+
+    def debug_error_string(self) -> str:
+        return self._rpc.debug_error_string() if self._rpc is not None else f"{self._code.name}: {self}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._code.name}: {str(self)!r})"
+
+
+class InvalidArgument(CallError, errors.InvalidArgument):
+    """INVALID_ARGUMENT: the request is malformed (also raised before sending one)."""
+
+    status = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class NotFound(CallError, errors.NotFound):
+    """NOT_FOUND: no such index, window (of that type at that time) or record."""
+
+    status = grpc.StatusCode.NOT_FOUND
+
+
+class FailedPrecondition(CallError, errors.FailedPrecondition):
+    """FAILED_PRECONDITION: the index's state does not allow it (e.g. a window still filling)."""
+
+    status = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class AlreadyExists(CallError, errors.AlreadyExists):
+    """ALREADY_EXISTS: an index with other options, or an idempotency key used for another request."""
+
+    status = grpc.StatusCode.ALREADY_EXISTS
+
+
+class ResourceExhausted(CallError, errors.ResourceExhausted):
+    """RESOURCE_EXHAUSTED: a bound is reached (the server's concurrent calls, the index's keys): retry later."""
+
+    status = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+class PermissionDenied(CallError, access.PermissionDenied):
+    """PERMISSION_DENIED: the token's role is too low for the call."""
+
+    status = grpc.StatusCode.PERMISSION_DENIED
+
+
+class Unauthenticated(CallError, access.Unauthenticated):
+    """UNAUTHENTICATED: no token, or one the server does not know."""
+
+    status = grpc.StatusCode.UNAUTHENTICATED
+
+
+class Unavailable(CallError):
+    """UNAVAILABLE: the server (or its store) could not be reached; already retried per the policy."""
+
+    status = grpc.StatusCode.UNAVAILABLE
+
+
+class DeadlineExceeded(CallError):
+    """DEADLINE_EXCEEDED: no answer within the call's timeout; already retried per the policy."""
+
+    status = grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+class Aborted(CallError):
+    """ABORTED: the store gave up on the transaction (e.g. it ran past 5 seconds)."""
+
+    status = grpc.StatusCode.ABORTED
+
+
+class Cancelled(CallError):
+    """CANCELLED: the call was cancelled."""
+
+    status = grpc.StatusCode.CANCELLED
+
+
+class DataLoss(CallError):
+    """DATA_LOSS: the server found stored data damaged (run ``verify``)."""
+
+    status = grpc.StatusCode.DATA_LOSS
+
+
+class Internal(CallError):
+    """INTERNAL (or UNKNOWN, UNIMPLEMENTED, OUT_OF_RANGE): a defect; the server logged it."""
+
+    status = grpc.StatusCode.INTERNAL
+
+
+ERRORS: dict[grpc.StatusCode, type[CallError]] = {
+    cls.status: cls
+    for cls in (
+        InvalidArgument,
+        NotFound,
+        FailedPrecondition,
+        AlreadyExists,
+        ResourceExhausted,
+        PermissionDenied,
+        Unauthenticated,
+        Unavailable,
+        DeadlineExceeded,
+        Aborted,
+        Cancelled,
+        DataLoss,
+        Internal,
+    )
+}
+
+
+def error_from_rpc(error: grpc.RpcError) -> CallError:
+    """The :class:`CallError` for a transport's error (sync or asyncio), keeping its code and metadata."""
+    if isinstance(error, CallError):
+        return error
+    code = error.code() if callable(getattr(error, "code", None)) else grpc.StatusCode.UNKNOWN  # type: ignore[attr-defined]
+    details = error.details() if callable(getattr(error, "details", None)) else None  # type: ignore[attr-defined]
+    return ERRORS.get(code, Internal)(details or code.name, code=code, rpc=error)
+
+
+# -- retries and keys ----------------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,14 +256,66 @@ class RetryPolicy:
         ceiling = min(self.max_backoff, self.initial_backoff * self.multiplier ** (tries - 1))
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
+    def again(self, error: grpc.RpcError, codes: frozenset[grpc.StatusCode], tries: int) -> bool:
+        """Whether a call that failed with ``error`` after ``tries`` tries is sent again."""
+        return error.code() in codes and tries < self.attempts  # type: ignore[attr-defined]
+
 
 def new_idempotency_key() -> str:
     """A key for one logical write (sent again with the write, never with another)."""
     return uuid.uuid4().hex
 
 
+# -- requests and answers, shared by both clients ---------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Call:
+    """One unary call an operation asks its client to make."""
+
+    method: str
+    request: Any
+    write: bool = False  # a keyed write: sent again on the policy's write codes
+    timeout: float | None = None  # None: the client's
+    changes_nothing: bool = False  # an admin call that only reads (Verify): sent again as reads are
+
+    def retry_codes(self, policy: RetryPolicy) -> frozenset[grpc.StatusCode]:
+        """The codes this call is sent again on (admin calls that change things: none)."""
+        if self.write:
+            return policy.write_codes
+        return policy.read_codes if self.changes_nothing or self.method in _READS else frozenset()
+
+
+_T = TypeVar("_T")
+_P = ParamSpec("_P")
+# An operation: yields the calls it needs, gets each answer back, returns its result.
+Op = Generator[_Call, Any, _T]
+
+
+def _natural(value: object, name: str) -> int:
+    """A count or size the protocol carries as uint32, refused as InvalidArgument (naming it) otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < _UINT32:
+        raise InvalidArgument(f"{name} must be an integer from 0 to {_UINT32 - 1}, not {value!r}")
+    return value
+
+
+def _enum(enum_type: Any, name: str, what: str) -> int:
+    """The value of the protobuf enum member ``name`` (any case), or InvalidArgument naming the choices."""
+    members = list(enum_type.keys())
+    if not isinstance(name, str) or name.upper() not in members:
+        raise InvalidArgument(f"{what} must be one of {', '.join(members)}, not {name!r}")
+    return enum_type.Value(name.upper())
+
+
+def rank_mode(mode: str) -> int:
+    """A rank mode's name (ORDINAL, COMPETITION, DENSE; any case) as the protocol's value."""
+    if not isinstance(mode, str) or mode.upper() not in MODES:
+        raise InvalidArgument(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    return MODES[mode.upper()]
+
+
 def _window(window_type: int, timestamp: int | None) -> pb.WindowSelector:
-    selector = pb.WindowSelector(type=window_type)
+    selector = pb.WindowSelector(type=_natural(window_type, "window_type"))
     if timestamp is not None:
         selector.timestamp = timestamp
     return selector
@@ -96,23 +324,691 @@ def _window(window_type: int, timestamp: int | None) -> pb.WindowSelector:
 def _pb_entry(score: Score, timestamp: int, context: Key = (), group: Key = ()) -> pb.Entry:
     return pb.Entry(
         score=wire.python_to_score(score),
-        timestamp=timestamp,
+        timestamp=check_timestamp(timestamp),
         context=wire.key_to_items(context, "context"),
         group=wire.key_to_items(group, "group"),
     )
 
 
+def _pb_entries(entries: Sequence[tuple]) -> list[pb.Entry]:
+    return [_pb_entry(*entry) for entry in entries]
+
+
+def _record(pk: Key, entries: Sequence[tuple]) -> pb.RecordEntries:
+    return pb.RecordEntries(pk=wire.key_to_items(pk), entries=_pb_entries(entries))
+
+
 def _warned(response: pb.AddScoreResponse | pb.WriteResponse) -> int:
     """The windows a write changed, issuing the server's warning (e.g. no windows yet) if any."""
     if response.warning:
-        warnings.warn(response.warning, NoWindowsWarning, stacklevel=3)
+        warnings.warn(response.warning, NoWindowsWarning, stacklevel=6)  # the caller's line, past _step and _run
     return response.windows_changed
+
+
+def _entries(response: Any) -> list[RankedEntry]:
+    return [wire.ranked_entry_from_proto(e) for e in response.entries]
+
+
+def _write(method: str, request: Any, idempotency_key: str | None) -> _Call:
+    """A write under ``idempotency_key`` (a new one if None), sent again with the same key when
+    its outcome is unknown."""
+    request.idempotency_key = idempotency_key or new_idempotency_key()
+    return _Call(method, request, write=True)
+
+
+def _rank_request(
+    index: str, pk: Key, window_type: int, timestamp: int | None, group: Key, mode: str
+) -> pb.RankRequest:
+    return pb.RankRequest(
+        index=index,
+        pk=wire.key_to_items(pk),
+        window=_window(window_type, timestamp),
+        group=wire.key_to_items(group, "group"),
+        mode=rank_mode(mode),
+    )
+
+
+def _ranks_request(
+    index: str, pks: Sequence[Key], window_type: int, timestamp: int | None, group: Key, mode: str
+) -> pb.RanksRequest:
+    if isinstance(pks, str | bytes):
+        raise InvalidArgument("pks is a list of keys, not one key")
+    return pb.RanksRequest(
+        index=index,
+        records=[pb.RecordKey(pk=wire.key_to_items(pk)) for pk in pks],
+        window=_window(window_type, timestamp),
+        group=wire.key_to_items(group, "group"),
+        mode=rank_mode(mode),
+    )
+
+
+def _score(response: Any) -> Score | None:
+    return wire.score_to_python(response.score) if response.HasField("score") else None
+
+
+def _with_boards(
+    maintenance: pb.MaintenancePolicy | None, boards: Sequence[str], timezone: str
+) -> pb.MaintenancePolicy | None:
+    """``maintenance`` keeping the calendar ``boards`` named (daily, weekly, monthly) too."""
+    if not boards:
+        return maintenance
+    policy = pb.MaintenancePolicy()
+    if maintenance is not None:
+        policy.CopyFrom(maintenance)
+    for periods in board_periods(boards, timezone, policy.timebase or "seconds"):
+        policy.calendar.add(type=periods.type, period=periods.period, timezone=timezone)
+    return policy
+
+
+class _Ops:
+    """Every unary operation of the service, written once for both clients.
+
+    Each is a generator: it builds its requests (refusing what cannot be sent), yields a
+    :class:`_Call` per request, receives its answer and returns the Python result.  The clients
+    wrap each one (:func:`_blocking`, :func:`_awaiting`) under the same name and signature.
+    """
+
+    # -- admin ------------------------------------------------------------------------------
+
+    @staticmethod
+    def create_index(
+        name: str,
+        aggregation: str = "BEST",
+        hash_function: str = "MURMUR3",
+        group_size: int = 0,
+        context_size: int = 0,
+        high_score_first: bool = True,
+        reference_layout: bool = False,
+        count_duplicates: bool = False,
+        maintenance: pb.MaintenancePolicy | None = None,
+        score_type: str = "INT",
+        dense_ranks: bool = False,
+        *,
+        boards: Sequence[str] = (),
+        timezone: str = "UTC",
+        all_time: bool = True,
+        columns: Sequence[str] = (),
+    ) -> Op[bool]:
+        """Create index ``name`` (False: it exists with these options).  It ranks all-time from its
+        first score (unless ``all_time`` is False) and keeps the calendar ``boards`` named (daily,
+        weekly, monthly: window types 1, 2, 3) in ``timezone``, today's ones from the start: they
+        join ``maintenance`` (the server keeps them ahead and expires them per that policy).
+        ``columns``: rank by 2 to 4 integer columns, each ``"HIGH"`` or ``"LOW"`` (most kills, then
+        fewest deaths: ``("HIGH", "LOW")``); its scores are then tuples of ints."""
+        options = pb.IndexOptions(
+            aggregation=_enum(pb.Aggregation, aggregation, "aggregation"),
+            hash_function=_enum(pb.RankHash, hash_function, "hash_function"),
+            group_size=_natural(group_size, "group_size"),
+            context_size=_natural(context_size, "context_size"),
+            high_score_first=high_score_first,
+            count_duplicates=count_duplicates,
+            score_type=_enum(pb.ScoreType, score_type, "score_type"),
+            dense_ranks=dense_ranks,
+            columns=[_enum(pb.ColumnOrder, direction, "a column's direction") for direction in columns],
+        )
+        request = pb.CreateIndexRequest(
+            name=name,
+            options=options,
+            reference_layout=reference_layout,
+            maintenance=_with_boards(maintenance, boards, timezone),
+            all_time=all_time,
+        )
+        return (yield _Call("CreateIndex", request)).created
+
+    @staticmethod
+    def list_indexes() -> Op[list[pb.IndexInfo]]:
+        """Every index with its options and maintenance policy."""
+        return list((yield _Call("ListIndexes", pb.ListIndexesRequest())).indexes)
+
+    @staticmethod
+    def drop_index(name: str) -> Op[None]:
+        """Delete the index and all its data (NotFound if there is none)."""
+        yield _Call("DropIndex", pb.DropIndexRequest(index=name))
+
+    @staticmethod
+    def set_maintenance(index: str, policy: pb.MaintenancePolicy) -> Op[None]:
+        """Replace the index's maintenance policy (windows kept ahead, retention, timebase)."""
+        yield _Call("SetMaintenancePolicy", pb.SetMaintenancePolicyRequest(index=index, maintenance=policy))
+
+    @staticmethod
+    def update_windows(
+        index: str,
+        specs: Sequence[tuple[int, int, int, int, int]] = (),
+        windows: Sequence[tuple[int, int, int]] = (),
+        high_score_first: bool | None = None,
+        all_time: bool = True,
+        delete_before: int | None = None,
+        update_timestamp: int = 0,
+        nlevels: int = 0,
+        rebuild: str = "IF_OVERLAPPING_CHANGED",
+    ) -> Op[pb.UpdateWindowsResponse]:
+        """Add (and with ``delete_before``, delete) windows; see ``WindowUpdate``.
+
+        ``high_score_first`` None keeps the index's direction; True or False changes it (every
+        window is then rebuilt).
+        """
+        request = pb.UpdateWindowsRequest(
+            index=index,
+            update_timestamp=update_timestamp,
+            high_score_first=high_score_first,
+            all_time=all_time,
+            specs=[pb.WindowSpec(type=t, base=b, increment=i, duration=d, count=c) for t, b, i, d, c in specs],
+            windows=[pb.ExplicitWindow(type=t, start=s, end=e) for t, s, e in windows],
+            nlevels=nlevels,
+            rebuild=_enum(pb.Rebuild, rebuild, "rebuild"),
+        )
+        if delete_before is not None:
+            request.delete_before = delete_before
+        return (yield _Call("UpdateWindows", request))
+
+    @staticmethod
+    def list_windows(index: str) -> Op[pb.ListWindowsResponse]:
+        """The index's windows, direction, latest timestamp and fill progress."""
+        return (yield _Call("ListWindows", pb.ListWindowsRequest(index=index)))
+
+    @staticmethod
+    def save_sub_directory(index: str, group: Key, high_score_first: bool) -> Op[None]:
+        """Set a group's score direction (before it has scores)."""
+        request = pb.SaveSubDirectoryRequest(
+            index=index, group=wire.key_to_items(group, "group"), high_score_first=high_score_first
+        )
+        yield _Call("SaveSubDirectory", request)
+
+    @staticmethod
+    def sub_directories(index: str) -> Op[dict[tuple, bool]]:
+        """Each group with a direction of its own: whether it ranks high scores first."""
+        response = yield _Call("ListSubDirectories", pb.ListSubDirectoriesRequest(index=index))
+        return {wire.items_to_tuple(s.group): s.high_score_first for s in response.sub_directories}
+
+    @staticmethod
+    def expire(index: str, before: int) -> Op[list[pb.Window]]:
+        """Delete the windows ending at or before ``before``, with their data."""
+        return list((yield _Call("Expire", pb.ExpireRequest(index=index, before=before))).deleted)
+
+    @staticmethod
+    def fill(index: str, max_records: int = 0, max_batches: int = 0) -> Op[pb.FillResponse]:
+        """Fill windows added over stored scores, for at most this many records and batches (0: all)."""
+        request = pb.FillRequest(
+            index=index,
+            max_records=_natural(max_records, "max_records"),
+            max_batches=_natural(max_batches, "max_batches"),
+        )
+        return (yield _Call("Fill", request))
+
+    @staticmethod
+    def trim(index: str, before: int) -> Op[int]:
+        """Drop entries before ``before`` no window depends on; returns how many."""
+        return (yield _Call("Trim", pb.TrimRequest(index=index, before=before))).entries_removed
+
+    @staticmethod
+    def keep_ahead(index: str, now: int | None = None) -> Op[list[pb.Window]]:
+        """Add the windows the index's policy needs soon (``now`` default: the server's clock)."""
+        request = pb.KeepAheadRequest(index=index)
+        if now is not None:
+            request.now = now
+        return list((yield _Call("KeepAhead", request)).added)
+
+    @staticmethod
+    def expire_idempotency_keys(index: str, before: int | None = None) -> Op[int]:
+        """Forget the index's idempotency keys applied before ``before`` (Unix seconds; default: its
+        policy's retention ago), in bounded batches; returns how many.  The server does it too."""
+        request = pb.ExpireIdempotencyKeysRequest(index=index)
+        if before is not None:
+            request.before = before
+        expired = 0
+        while True:
+            response = yield _Call("ExpireIdempotencyKeys", request)
+            expired += response.expired
+            if response.done:
+                return expired
+
+    @staticmethod
+    def verify(index: str, max_problems: int = 0) -> Op[list[str]]:
+        """Problems the server's consistency check finds in the index (empty: sound)."""
+        return list((yield from _Ops.verify_report(index, max_problems)).problems)
+
+    @staticmethod
+    def verify_report(index: str, max_problems: int = 0, timeout: float | None = None) -> Op[pb.VerifyResponse]:
+        """The server's consistency check: problems, what it checked, whether it finished."""
+        request = pb.VerifyRequest(index=index, max_problems=_natural(max_problems, "max_problems"))
+        return (yield _Call("Verify", request, timeout=timeout, changes_nothing=True))
+
+    # -- writes -----------------------------------------------------------------------------
+
+    @staticmethod
+    def add_score(
+        index: str,
+        pk: Key,
+        score: Score,
+        timestamp: int,
+        context: Key = (),
+        group: Key = (),
+        metadata: Mapping[str, str] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Op[int]:
+        """Add one entry; ``metadata`` fields are merged into the record's in the same transaction.
+        Applied once, however often it is sent (see the module docstring)."""
+        request = pb.AddScoreRequest(
+            index=index,
+            pk=wire.key_to_items(pk),
+            entry=_pb_entry(score, timestamp, context, group),
+            metadata=metadata or {},
+        )
+        return _warned((yield _write("AddScore", request, idempotency_key)))
+
+    @staticmethod
+    def set_metadata(
+        index: str,
+        pk: Key,
+        metadata: Mapping[str, str],
+        merge: bool = False,
+        remove: Sequence[str] = (),
+        idempotency_key: str | None = None,
+    ) -> Op[dict[str, str]]:
+        """Replace (or merge into) a record's display metadata; returns what is stored now."""
+        request = pb.SetMetadataRequest(
+            index=index, pk=wire.key_to_items(pk), metadata=metadata, merge=merge, remove=list(remove)
+        )
+        return dict(sorted((yield _write("SetMetadata", request, idempotency_key)).metadata.items()))
+
+    @staticmethod
+    def metadata(index: str, pk: Key) -> Op[dict[str, str] | None]:
+        """A record's display metadata ({} if none), or None if the record does not exist."""
+        response = yield _Call("GetMetadata", pb.MetadataRequest(index=index, pk=wire.key_to_items(pk)))
+        return dict(sorted(response.metadata.items())) if response.exists else None
+
+    @staticmethod
+    def add_entries(index: str, pk: Key, entries: Sequence[tuple], idempotency_key: str | None = None) -> Op[int]:
+        """Add ``(score, timestamp[, context[, group]])`` entries to a record."""
+        request = pb.AddEntriesRequest(index=index, pk=wire.key_to_items(pk), entries=_pb_entries(entries))
+        return _warned((yield _write("AddEntries", request, idempotency_key)))
+
+    @staticmethod
+    def save_record(index: str, pk: Key, entries: Sequence[tuple], idempotency_key: str | None = None) -> Op[int]:
+        """Replace a record's entries with ``(score, timestamp[, context[, group]])`` entries."""
+        request = pb.SaveRecordRequest(index=index, pk=wire.key_to_items(pk), entries=_pb_entries(entries))
+        return _warned((yield _write("SaveRecord", request, idempotency_key)))
+
+    @staticmethod
+    def delete_record(index: str, pk: Key, idempotency_key: str | None = None) -> Op[bool]:
+        """Delete a record from every window (False: there was none)."""
+        request = pb.DeleteRecordRequest(index=index, pk=wire.key_to_items(pk))
+        return (yield _write("DeleteRecord", request, idempotency_key)).existed
+
+    @staticmethod
+    def write_batch(
+        index: str,
+        records: Sequence[tuple[Key, Sequence[tuple]]],
+        replace: bool = True,
+        idempotency_key: str | None = None,
+    ) -> Op[None]:
+        """Write ``(pk, entries)`` records in one transaction: replacing them, or adding to them."""
+        request = pb.WriteBatchRequest(
+            index=index, replace=replace, records=[_record(pk, entries) for pk, entries in records]
+        )
+        yield _write("WriteBatch", request, idempotency_key)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    @staticmethod
+    def rank(
+        index: str, pk: Key, window_type: int = 0, timestamp: int | None = None, group: Key = (), mode: str = "ORDINAL"
+    ) -> Op[int | None]:
+        """The record's 0-based rank in the window (None: no value there)."""
+        response = yield _Call("GetRank", _rank_request(index, pk, window_type, timestamp, group, mode))
+        return response.rank if response.HasField("rank") else None
+
+    @staticmethod
+    def rank_and_entry(
+        index: str, pk: Key, window_type: int = 0, timestamp: int | None = None, group: Key = (), mode: str = "ORDINAL"
+    ) -> Op[RankedEntry | None]:
+        """The record's value in the window with its rank and metadata (None: no value there)."""
+        request = _rank_request(index, pk, window_type, timestamp, group, mode)
+        return wire.optional_entry((yield _Call("GetRankAndEntry", request)), "entry")
+
+    @staticmethod
+    def around(
+        index: str,
+        pk: Key,
+        above: int,
+        below: int,
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Key = (),
+        mode: str = "ORDINAL",
+        if_absent: str = "EMPTY",
+    ) -> Op[list[RankedEntry]]:
+        """The records ranked around ``pk``: ``above`` before it, ``below`` after it (shifted at the ends)."""
+        request = pb.AroundMeRequest(
+            index=index,
+            pk=wire.key_to_items(pk),
+            window=_window(window_type, timestamp),
+            group=wire.key_to_items(group, "group"),
+            mode=rank_mode(mode),
+            above=_natural(above, "above"),
+            below=_natural(below, "below"),
+            if_absent=_enum(pb.IfAbsent, if_absent, "if_absent"),
+        )
+        return _entries((yield _Call("AroundMe", request)))
+
+    @staticmethod
+    def top(
+        index: str, n: int, window_type: int = 0, timestamp: int | None = None, group: Key = (), mode: str = "ORDINAL"
+    ) -> Op[list[RankedEntry]]:
+        """The best ``n`` records of the window, best first."""
+        request = pb.TopRequest(
+            index=index,
+            window=_window(window_type, timestamp),
+            group=wire.key_to_items(group, "group"),
+            mode=rank_mode(mode),
+            n=_natural(n, "n"),
+        )
+        return _entries((yield _Call("Top", request)))
+
+    @staticmethod
+    def count(index: str, window_type: int = 0, timestamp: int | None = None, group: Key = ()) -> Op[int]:
+        """How many records have a value in the window."""
+        request = pb.CountRequest(
+            index=index, window=_window(window_type, timestamp), group=wire.key_to_items(group, "group")
+        )
+        return (yield _Call("Count", request)).count
+
+    @staticmethod
+    def score_for_rank(
+        index: str, rank: int, window_type: int = 0, timestamp: int | None = None, group: Key = ()
+    ) -> Op[Score | None]:
+        """The score at 0-based ``rank`` (None: the window has fewer records)."""
+        request = pb.ScoreForRankRequest(
+            index=index, window=_window(window_type, timestamp), group=wire.key_to_items(group, "group"), rank=rank
+        )
+        return _score((yield _Call("ScoreForRank", request)))
+
+    @staticmethod
+    def rank_for_score(
+        index: str,
+        score: int | float | list | tuple,
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Key = (),
+    ) -> Op[int]:
+        """The rank a record with ``score`` would have; ``score`` may be a score key
+        ``(score, timestamp, context...)`` or a prefix of one, as the Record Layer takes it.  A
+        tuple is a score key here, so a multi-column score is given as a list (``[10, 2]``), or
+        as a key's first item (``((10, 2), timestamp)``)."""
+        key = score if isinstance(score, tuple) else (score,)
+        if not key:
+            raise InvalidArgument("a score key needs at least the score")
+        request = pb.RankForScoreRequest(
+            index=index,
+            window=_window(window_type, timestamp),
+            group=wire.key_to_items(group, "group"),
+            score=wire.python_to_score(key[0]),
+            key_context=wire.tuple_to_items(key[2:], "score key context"),
+        )
+        if len(key) > 1:
+            request.key_timestamp = key[1]
+        return (yield _Call("RankForScore", request)).rank
+
+    @staticmethod
+    def score_trim(index: str, entries: Sequence[tuple]) -> Op[list[Entry]]:
+        """Of ``(score, timestamp[, context[, group]])`` entries, those the index's current windows
+        use, best first (the Record Layer's score trim)."""
+        request = pb.ScoreTrimRequest(index=index, entries=_pb_entries(entries))
+        return [wire.entry_to_python(e) for e in (yield _Call("ScoreTrim", request)).entries]
+
+    # -- several records, pages, percentiles, movement --------------------------------------
+
+    @staticmethod
+    def ranks(
+        index: str,
+        pks: Sequence[Key],
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Key = (),
+        mode: str = "ORDINAL",
+    ) -> Op[list[RankedEntry | None]]:
+        """Each record's entry and rank (None: no value in the window), in the order given (up to 200)."""
+        response = yield _Call("GetRanks", _ranks_request(index, pks, window_type, timestamp, group, mode))
+        return [wire.optional_entry(slot, "entry") for slot in response.ranks]
+
+    @staticmethod
+    def friends_board(
+        index: str,
+        pks: Sequence[Key],
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Key = (),
+        mode: str = "ORDINAL",
+    ) -> Op[list[RankedEntry]]:
+        """The board of just these records, in the window's order, with their global ranks."""
+        request = _ranks_request(index, pks, window_type, timestamp, group, mode)
+        return _entries((yield _Call("FriendsBoard", request)))
+
+    @staticmethod
+    def page(
+        index: str,
+        page: int,
+        size: int,
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Key = (),
+        mode: str = "ORDINAL",
+    ) -> Op[Page]:
+        """Page ``page`` (1-based) of ``size`` records, with the window's total and page count."""
+        request = pb.PageRequest(
+            index=index,
+            window=_window(window_type, timestamp),
+            group=wire.key_to_items(group, "group"),
+            mode=rank_mode(mode),
+            page=_natural(page, "page"),
+            size=_natural(size, "size"),
+        )
+        response = yield _Call("GetPage", request)
+        window = wire.window_from_proto(response.window) if response.HasField("window") else None
+        return Page(_entries(response), response.page, response.size, response.total, response.pages, window)
+
+    @staticmethod
+    def percentile(
+        index: str, pk: Key, window_type: int = 0, timestamp: int | None = None, group: Key = ()
+    ) -> Op[float | None]:
+        """The share of the window's records behind ``pk``, in percent (None: no value there)."""
+        request = pb.PercentileRequest(
+            index=index,
+            pk=wire.key_to_items(pk),
+            window=_window(window_type, timestamp),
+            group=wire.key_to_items(group, "group"),
+        )
+        response = yield _Call("GetPercentile", request)
+        return response.percentile if response.HasField("percentile") else None
+
+    @staticmethod
+    def score_for_percentile(
+        index: str, percentile: float, window_type: int = 0, timestamp: int | None = None, group: Key = ()
+    ) -> Op[Score | None]:
+        """The score at ``percentile`` (0: the worst, 100: the best), interpolated (None: empty window)."""
+        request = pb.ScoreForPercentileRequest(
+            index=index,
+            window=_window(window_type, timestamp),
+            group=wire.key_to_items(group, "group"),
+            percentile=percentile,
+        )
+        return _score((yield _Call("ScoreForPercentile", request)))
+
+    @staticmethod
+    def movement(
+        index: str,
+        pk: Key,
+        window_type: int,
+        timestamp: int | None = None,
+        group: Key = (),
+        mode: str = "ORDINAL",
+    ) -> Op[Movement]:
+        """The record's rank now (or in the window holding ``timestamp``) and in the previous
+        window of the type (``.change``: places gained)."""
+        response = yield _Call("GetMovement", _rank_request(index, pk, window_type, timestamp, group, mode))
+        previous = wire.window_from_proto(response.previous_window) if response.HasField("previous_window") else None
+        return Movement(
+            wire.window_from_proto(response.window),
+            wire.optional_entry(response, "entry"),
+            previous,
+            wire.optional_entry(response, "previous_entry"),
+        )
+
+    @staticmethod
+    def rank_history(
+        index: str,
+        pk: Key,
+        window_type: int,
+        until: int | None = None,
+        count: int = 10,
+        group: Key = (),
+        mode: str = "ORDINAL",
+    ) -> Op[History]:
+        """The record's rank in each of the latest ``count`` windows of the type, and the best."""
+        request = pb.RankHistoryRequest(
+            index=index,
+            pk=wire.key_to_items(pk),
+            window_type=_natural(window_type, "window_type"),
+            count=_natural(count, "count"),
+            group=wire.key_to_items(group, "group"),
+            mode=rank_mode(mode),
+        )
+        if until is not None:
+            request.until = until
+        response = yield _Call("GetRankHistory", request)
+        rows = [(wire.window_from_proto(row.window), wire.optional_entry(row, "entry")) for row in response.windows]
+        best = None
+        if response.HasField("best"):
+            best = (wire.window_from_proto(response.best.window), wire.ranked_entry_from_proto(response.best.entry))
+        return History(rows, best)
+
+    @staticmethod
+    def scan(
+        index: str,
+        scan_type: str = "BY_RANK",
+        *,
+        low: Score | None = None,
+        high: Score | None = None,
+        low_exclusive: bool = False,
+        high_exclusive: bool = False,
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Key = (),
+        reverse: bool = False,
+        limit: int = 0,
+        continuation: bytes = b"",
+        mode: str = "ORDINAL",
+    ) -> Op[tuple[list[RankedEntry], bytes]]:
+        """One page of a BY_VALUE, BY_RANK or BY_TIME_WINDOW scan and the continuation of the
+        next (empty: done)."""
+        request = pb.ScanRequest(
+            index=index,
+            type=_enum(pb.ScanType, scan_type, "scan_type"),
+            window=_window(window_type, timestamp),
+            group=wire.key_to_items(group, "group"),
+            low_exclusive=low_exclusive,
+            high_exclusive=high_exclusive,
+            reverse=reverse,
+            limit=_natural(limit, "limit"),
+            continuation=continuation,
+            mode=rank_mode(mode),
+        )
+        if low is not None:
+            request.low.CopyFrom(wire.python_to_score(low))
+        if high is not None:
+            request.high.CopyFrom(wire.python_to_score(high))
+        response = yield _Call("Scan", request)
+        return _entries(response), response.continuation
+
+
+def _step(op: Op[_T], answer: Any) -> _Call | _Done[_T]:
+    """Run ``op`` to its next call (or its end), given the answer to its last one.
+
+    What the operation raises while building a request (a ``ValueError`` or ``TypeError`` of
+    protobuf or of the values' checks) is the caller's argument: InvalidArgument.
+    """
+    try:
+        return op.send(answer)
+    except StopIteration as done:
+        return _Done(done.value)
+    except CallError:
+        raise
+    except (ValueError, TypeError) as exc:
+        raise InvalidArgument(" ".join(str(exc).split()) or type(exc).__name__) from exc
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Done(Generic[_T]):
+    """An operation's result."""
+
+    value: _T
+
+
+def _like(method: Callable[..., Any], op: Callable[..., Any], owner: str) -> Callable[..., Any]:
+    """``method`` named, documented and signed as ``op``, with ``self`` and the op's result type."""
+    signature = inspect.signature(op)
+    returns = signature.return_annotation
+    if isinstance(returns, str) and returns.startswith("Op[") and returns.endswith("]"):
+        returns = returns[3:-1]
+    self = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    method.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[self, *signature.parameters.values()], return_annotation=returns
+    )
+    method.__name__ = op.__name__
+    method.__qualname__ = f"{owner}.{op.__name__}"
+    method.__doc__ = op.__doc__
+    return method
+
+
+def _blocking(op: Callable[_P, Op[_T]]) -> Callable[Concatenate[Any, _P], _T]:
+    """The operation as a method of the blocking client."""
+
+    def method(self: LeaderboardClient, *args: Any, **kwargs: Any) -> Any:
+        return self._run(op(*args, **kwargs))
+
+    return _like(method, op, "LeaderboardClient")
+
+
+def _awaiting(op: Callable[_P, Op[_T]]) -> Callable[Concatenate[Any, _P], Coroutine[Any, Any, _T]]:
+    """The operation as a coroutine method of the asyncio client."""
+
+    async def method(self: AsyncLeaderboardClient, *args: Any, **kwargs: Any) -> Any:
+        return await self._run(op(*args, **kwargs))
+
+    return _like(method, op, "AsyncLeaderboardClient")
+
+
+# -- the channel, the same for both clients ---------------------------------------------------------
+
+
+def _read_pem(path: str | None) -> bytes | None:
+    if path is None:
+        return None
+    with open(path, "rb") as file:
+        return file.read()
+
+
+def _credentials(
+    address: str, token: str | None, ca: str | None, cert: str | None, key: str | None
+) -> grpc.ChannelCredentials | None:
+    """TLS credentials for the arguments (None: plaintext), warning of a token sent in the clear."""
+    if (cert is None) != (key is None):
+        raise ValueError("a client certificate needs both cert and key")
+    if ca is None and cert is None:
+        if token and not is_loopback(address):
+            warnings.warn(
+                f"sending a bearer token to {address} without TLS: anyone on the way can read it "
+                "(give the server's CA to use TLS)",
+                stacklevel=3,
+            )
+        return None
+    return grpc.ssl_channel_credentials(_read_pem(ca), _read_pem(key), _read_pem(cert))
 
 
 class _BearerToken(
     grpc.UnaryUnaryClientInterceptor, grpc.StreamUnaryClientInterceptor, grpc.StreamStreamClientInterceptor
 ):
-    """Adds ``authorization: Bearer TOKEN`` to every call of a channel."""
+    """Adds ``authorization: Bearer TOKEN`` to every call of a channel (also those made with ``stub``)."""
 
     def __init__(self, token: str) -> None:
         self._header = ("authorization", f"Bearer {token}")
@@ -130,14 +1026,61 @@ class _BearerToken(
         return continuation(self._details(details), requests)
 
 
-def _read_pem(path: str | None) -> bytes | None:
-    if path is None:
-        return None
-    with open(path, "rb") as file:
-        return file.read()
+# -- loads: the stream's messages, shared ----------------------------------------------------------
+
+
+class _LoadMessages:
+    """A load's records gathered into BulkLoad messages: the first names the index and the key."""
+
+    def __init__(self, index: str, batch_size: int, rank_as_loaded: bool, idempotency_key: str) -> None:
+        self.message = pb.BulkLoadRequest(
+            index=index,
+            batch_size=_natural(batch_size, "batch_size"),
+            rank_as_loaded=rank_as_loaded,
+            idempotency_key=idempotency_key,
+        )
+        self.size = 0
+        self.added = 0
+        self.failure: BaseException | None = None  # what ended the records early, raised after the stream
+
+    def add(self, record: tuple[Key, Sequence[tuple]]) -> pb.BulkLoadRequest | None:
+        """Add a record; returns a full message to send, if this one filled it."""
+        try:
+            pk, entries = record
+            converted = _record(pk, entries)
+        except (ValueError, TypeError) as exc:
+            raise InvalidArgument(f"record {self.added} of the load: {' '.join(str(exc).split())}") from exc
+        self.added += 1
+        self.message.records.append(converted)
+        self.size += converted.ByteSize()
+        if len(self.message.records) < _MESSAGE_RECORDS and self.size < _MESSAGE_BYTES:
+            return None
+        full, self.message, self.size = self.message, pb.BulkLoadRequest(), 0
+        return full
+
+    def last(self) -> pb.BulkLoadRequest | None:
+        """The last message (the first one names the index even with no records)."""
+        return self.message if self.message.records or self.message.index else None
+
+    def raise_failure(self, written: int) -> None:
+        if self.failure is not None:
+            self.failure.add_note(f"BulkLoad saved the {written} records before it")
+            raise self.failure
+
+
+def _can_send_again(records: object) -> bool:
+    """Whether a load's records can be read again from the start (a list, not an iterator)."""
+    if isinstance(records, AsyncIterable):
+        return aiter(records) is not records
+    return iter(records) is not records  # type: ignore[call-overload]
+
+
+# -- the blocking client ------------------------------------------------------------------------------
 
 
 class LeaderboardClient:
+    """The blocking client (see the module docstring); a thread-safe channel, closed by ``close``."""
+
     def __init__(
         self,
         address: str,
@@ -152,19 +1095,8 @@ class LeaderboardClient:
         """``token``: a bearer token; ``ca``: a CA file to verify the server's TLS certificate
         (TLS is used when ``ca`` or ``cert`` is given); ``cert``/``key``: a client certificate;
         ``retry``: how calls are sent again (None: once), each try with ``timeout``."""
-        if (cert is None) != (key is None):
-            raise ValueError("a client certificate needs both cert and key")
-        if ca is None and cert is None:
-            if token and not is_loopback(address):
-                warnings.warn(
-                    f"sending a bearer token to {address} without TLS: anyone on the way can read it "
-                    "(give the server's CA to use TLS)",
-                    stacklevel=2,
-                )
-            channel = grpc.insecure_channel(address)
-        else:
-            credentials = grpc.ssl_channel_credentials(_read_pem(ca), _read_pem(key), _read_pem(cert))
-            channel = grpc.secure_channel(address, credentials)
+        credentials = _credentials(address, token, ca, cert, key)
+        channel = grpc.insecure_channel(address) if credentials is None else grpc.secure_channel(address, credentials)
         self._raw_channel = channel
         self.channel = grpc.intercept_channel(channel, _BearerToken(token)) if token else channel
         self.stub = pb_grpc.LeaderboardStub(self.channel)
@@ -180,238 +1112,72 @@ class LeaderboardClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, method: str, request: Any) -> Any:
-        """A read or an admin call (reads are sent again on the retry policy's read codes)."""
-        return self._tries(method, request, self.retry.read_codes if method in _READS else frozenset())
+    def _run(self, op: Op[_T]) -> _T:
+        step = _step(op, None)
+        while isinstance(step, _Call):
+            step = _step(op, self._send(step))
+        return step.value
 
-    def _write(self, method: str, request: Any, idempotency_key: str | None) -> Any:
-        """A write, under ``idempotency_key`` (a new one if None), sent again with the same key when
-        its outcome is unknown."""
-        request.idempotency_key = idempotency_key or new_idempotency_key()
-        return self._tries(method, request, self.retry.write_codes)
-
-    def _tries(self, method: str, request: Any, retry_on: frozenset[grpc.StatusCode]) -> Any:
-        send = getattr(self.stub, method)
+    def _send(self, call: _Call) -> Any:
+        send = getattr(self.stub, call.method)
+        codes = call.retry_codes(self.retry)
         tries = 0
         while True:
             tries += 1
             try:
-                return send(request, timeout=self.timeout)
+                return send(call.request, timeout=call.timeout or self.timeout)
             except grpc.RpcError as exc:
-                if exc.code() not in retry_on or tries >= self.retry.attempts:  # type: ignore[attr-defined]
-                    raise
+                if not self.retry.again(exc, codes, tries):
+                    raise error_from_rpc(exc) from None
             time.sleep(self.retry.backoff(tries))
 
-    # -- admin ----------------------------------------------------------------------------
+    create_index = _blocking(_Ops.create_index)
+    list_indexes = _blocking(_Ops.list_indexes)
+    drop_index = _blocking(_Ops.drop_index)
+    set_maintenance = _blocking(_Ops.set_maintenance)
+    update_windows = _blocking(_Ops.update_windows)
+    list_windows = _blocking(_Ops.list_windows)
+    save_sub_directory = _blocking(_Ops.save_sub_directory)
+    sub_directories = _blocking(_Ops.sub_directories)
+    expire = _blocking(_Ops.expire)
+    fill = _blocking(_Ops.fill)
+    trim = _blocking(_Ops.trim)
+    keep_ahead = _blocking(_Ops.keep_ahead)
+    expire_idempotency_keys = _blocking(_Ops.expire_idempotency_keys)
+    verify = _blocking(_Ops.verify)
+    verify_report = _blocking(_Ops.verify_report)
+    add_score = _blocking(_Ops.add_score)
+    set_metadata = _blocking(_Ops.set_metadata)
+    metadata = _blocking(_Ops.metadata)
+    add_entries = _blocking(_Ops.add_entries)
+    save_record = _blocking(_Ops.save_record)
+    delete_record = _blocking(_Ops.delete_record)
+    write_batch = _blocking(_Ops.write_batch)
+    rank = _blocking(_Ops.rank)
+    rank_and_entry = _blocking(_Ops.rank_and_entry)
+    around = _blocking(_Ops.around)
+    top = _blocking(_Ops.top)
+    count = _blocking(_Ops.count)
+    score_for_rank = _blocking(_Ops.score_for_rank)
+    rank_for_score = _blocking(_Ops.rank_for_score)
+    score_trim = _blocking(_Ops.score_trim)
+    ranks = _blocking(_Ops.ranks)
+    friends_board = _blocking(_Ops.friends_board)
+    page = _blocking(_Ops.page)
+    percentile = _blocking(_Ops.percentile)
+    score_for_percentile = _blocking(_Ops.score_for_percentile)
+    movement = _blocking(_Ops.movement)
+    rank_history = _blocking(_Ops.rank_history)
+    scan = _blocking(_Ops.scan)
 
-    def create_index(
-        self,
-        name: str,
-        aggregation: str = "BEST",
-        hash_function: str = "MURMUR3",
-        group_size: int = 0,
-        context_size: int = 0,
-        high_score_first: bool = True,
-        reference_layout: bool = False,
-        count_duplicates: bool = False,
-        maintenance: pb.MaintenancePolicy | None = None,
-        score_type: str = "INT",
-        dense_ranks: bool = False,
-        *,
-        boards: Sequence[str] = (),
-        timezone: str = "UTC",
-        all_time: bool = True,
-        columns: Sequence[str] = (),
-    ) -> bool:
-        """Create index ``name`` (False: it exists with these options).  It ranks all-time from its
-        first score (unless ``all_time`` is False) and keeps the calendar ``boards`` named (daily,
-        weekly, monthly: window types 1, 2, 3) in ``timezone``, today's ones from the start: they
-        join ``maintenance`` (the server keeps them ahead and expires them per that policy).
-        ``columns``: rank by 2 to 4 integer columns, each ``"HIGH"`` or ``"LOW"`` (most kills, then
-        fewest deaths: ``("HIGH", "LOW")``); its scores are then tuples of ints."""
-        maintenance = _with_boards(maintenance, boards, timezone)
-        options = pb.IndexOptions(
-            aggregation=pb.Aggregation.Value(aggregation),
-            hash_function=pb.RankHash.Value(hash_function),
-            group_size=group_size,
-            context_size=context_size,
-            high_score_first=high_score_first,
-            count_duplicates=count_duplicates,
-            score_type=pb.ScoreType.Value(score_type),
-            dense_ranks=dense_ranks,
-            columns=[pb.ColumnOrder.Value(direction) for direction in columns],
-        )
-        request = pb.CreateIndexRequest(
-            name=name, options=options, reference_layout=reference_layout, maintenance=maintenance, all_time=all_time
-        )
-        return self._call("CreateIndex", request).created
-
-    def list_indexes(self) -> list[pb.IndexInfo]:
-        return list(self._call("ListIndexes", pb.ListIndexesRequest()).indexes)
-
-    def drop_index(self, name: str) -> None:
-        """Delete the index and all its data (NOT_FOUND if there is none)."""
-        self._call("DropIndex", pb.DropIndexRequest(index=name))
-
-    def set_maintenance(self, index: str, policy: pb.MaintenancePolicy) -> None:
-        self._call("SetMaintenancePolicy", pb.SetMaintenancePolicyRequest(index=index, maintenance=policy))
-
-    def update_windows(
-        self,
-        index: str,
-        specs: Sequence[tuple[int, int, int, int, int]] = (),
-        windows: Sequence[tuple[int, int, int]] = (),
-        high_score_first: bool | None = None,
-        all_time: bool = True,
-        delete_before: int | None = None,
-        update_timestamp: int = 0,
-        nlevels: int = 0,
-        rebuild: str = "IF_OVERLAPPING_CHANGED",
-    ) -> pb.UpdateWindowsResponse:
-        """Add (and with ``delete_before``, delete) windows; see ``WindowUpdate``.
-
-        ``high_score_first`` None keeps the index's direction; True or False changes it (every
-        window is then rebuilt).
-        """
-        request = pb.UpdateWindowsRequest(
-            index=index,
-            update_timestamp=update_timestamp,
-            high_score_first=high_score_first,
-            all_time=all_time,
-            specs=[pb.WindowSpec(type=t, base=b, increment=i, duration=d, count=c) for t, b, i, d, c in specs],
-            windows=[pb.ExplicitWindow(type=t, start=s, end=e) for t, s, e in windows],
-            nlevels=nlevels,
-            rebuild=pb.Rebuild.Value(rebuild),
-        )
-        if delete_before is not None:
-            request.delete_before = delete_before
-        return self._call("UpdateWindows", request)
-
-    def list_windows(self, index: str) -> pb.ListWindowsResponse:
-        return self._call("ListWindows", pb.ListWindowsRequest(index=index))
-
-    def save_sub_directory(self, index: str, group: Key, high_score_first: bool) -> None:
-        request = pb.SaveSubDirectoryRequest(
-            index=index, group=wire.key_to_items(group, "group"), high_score_first=high_score_first
-        )
-        self._call("SaveSubDirectory", request)
-
-    def sub_directories(self, index: str) -> dict[tuple, bool]:
-        response = self._call("ListSubDirectories", pb.ListSubDirectoriesRequest(index=index))
-        return {wire.items_to_tuple(s.group): s.high_score_first for s in response.sub_directories}
-
-    def expire(self, index: str, before: int) -> list[pb.Window]:
-        return list(self._call("Expire", pb.ExpireRequest(index=index, before=before)).deleted)
-
-    def fill(self, index: str, max_records: int = 0, max_batches: int = 0) -> pb.FillResponse:
-        return self._call("Fill", pb.FillRequest(index=index, max_records=max_records, max_batches=max_batches))
-
-    def trim(self, index: str, before: int) -> int:
-        return self._call("Trim", pb.TrimRequest(index=index, before=before)).entries_removed
-
-    def keep_ahead(self, index: str, now: int | None = None) -> list[pb.Window]:
-        """Add the windows the index's policy needs soon (``now`` default: the server's clock)."""
-        request = pb.KeepAheadRequest(index=index)
-        if now is not None:
-            request.now = now
-        return list(self._call("KeepAhead", request).added)
-
-    def expire_idempotency_keys(self, index: str, before: int | None = None) -> int:
-        """Forget the index's idempotency keys applied before ``before`` (Unix seconds; default: its
-        policy's retention ago), in bounded batches; returns how many.  The server does it too."""
-        request = pb.ExpireIdempotencyKeysRequest(index=index)
-        if before is not None:
-            request.before = before
-        expired = 0
+    def scan_all(self, index: str, scan_type: str = "BY_RANK", page: int = 100, **kwargs: Any) -> Iterator[RankedEntry]:
+        """Every entry of a scan, following continuations page by page."""
+        continuation = b""
         while True:
-            response = self._call("ExpireIdempotencyKeys", request)
-            expired += response.expired
-            if response.done:
-                return expired
-
-    def verify(self, index: str, max_problems: int = 0) -> list[str]:
-        """Problems the server's consistency check finds in the index (empty: sound)."""
-        return list(self.verify_report(index, max_problems).problems)
-
-    def verify_report(self, index: str, max_problems: int = 0, timeout: float | None = None) -> pb.VerifyResponse:
-        """The server's consistency check: problems, what it checked, whether it finished."""
-        request = pb.VerifyRequest(index=index, max_problems=max_problems)
-        return self.stub.Verify(request, timeout=timeout or self.timeout)
-
-    # -- writes ---------------------------------------------------------------------------
-
-    def add_score(
-        self,
-        index: str,
-        pk: Key,
-        score: Score,
-        timestamp: int,
-        context: Key = (),
-        group: Key = (),
-        metadata: Mapping[str, str] | None = None,
-        idempotency_key: str | None = None,
-    ) -> int:
-        """Add one entry; ``metadata`` fields are merged into the record's in the same transaction.
-        Applied once, however often it is sent (see the module docstring)."""
-        request = pb.AddScoreRequest(
-            index=index,
-            pk=wire.key_to_items(pk),
-            entry=_pb_entry(score, timestamp, context, group),
-            metadata=metadata or {},
-        )
-        return _warned(self._write("AddScore", request, idempotency_key))
-
-    def set_metadata(
-        self,
-        index: str,
-        pk: Key,
-        metadata: Mapping[str, str],
-        merge: bool = False,
-        remove: Sequence[str] = (),
-        idempotency_key: str | None = None,
-    ) -> dict[str, str]:
-        """Replace (or merge into) a record's display metadata; returns what is stored now."""
-        request = pb.SetMetadataRequest(
-            index=index, pk=wire.key_to_items(pk), metadata=metadata, merge=merge, remove=list(remove)
-        )
-        return dict(self._write("SetMetadata", request, idempotency_key).metadata)
-
-    def metadata(self, index: str, pk: Key) -> dict[str, str] | None:
-        """A record's display metadata ({} if none), or None if the record does not exist."""
-        response = self._call("GetMetadata", pb.MetadataRequest(index=index, pk=wire.key_to_items(pk)))
-        return dict(response.metadata) if response.exists else None
-
-    def add_entries(self, index: str, pk: Key, entries: Sequence[tuple], idempotency_key: str | None = None) -> int:
-        """Add ``(score, timestamp[, context[, group]])`` entries to a record."""
-        request = pb.AddEntriesRequest(index=index, pk=wire.key_to_items(pk), entries=[_pb_entry(*e) for e in entries])
-        return _warned(self._write("AddEntries", request, idempotency_key))
-
-    def save_record(self, index: str, pk: Key, entries: Sequence[tuple], idempotency_key: str | None = None) -> int:
-        """Replace a record's entries with ``(score, timestamp[, context[, group]])`` entries."""
-        request = pb.SaveRecordRequest(index=index, pk=wire.key_to_items(pk), entries=[_pb_entry(*e) for e in entries])
-        return _warned(self._write("SaveRecord", request, idempotency_key))
-
-    def delete_record(self, index: str, pk: Key, idempotency_key: str | None = None) -> bool:
-        """Delete a record from every window (False: there was none)."""
-        request = pb.DeleteRecordRequest(index=index, pk=wire.key_to_items(pk))
-        return self._write("DeleteRecord", request, idempotency_key).existed
-
-    def write_batch(
-        self,
-        index: str,
-        records: Sequence[tuple[Key, Sequence[tuple]]],
-        replace: bool = True,
-        idempotency_key: str | None = None,
-    ) -> None:
-        request = pb.WriteBatchRequest(
-            index=index,
-            replace=replace,
-            records=[
-                pb.RecordEntries(pk=wire.key_to_items(pk), entries=[_pb_entry(*e) for e in entries])
-                for pk, entries in records
-            ],
-        )
-        self._write("WriteBatch", request, idempotency_key)
+            entries, continuation = self.scan(index, scan_type, limit=page, continuation=continuation, **kwargs)
+            yield from entries
+            if not continuation:
+                return
 
     def bulk_load(
         self,
@@ -426,11 +1192,12 @@ class LeaderboardClient:
         """Stream ``(pk, entries)`` records to the server's Load; returns how many it saved.
 
         Each record replaces that record's entries.  ``progress`` gets the count of records
-        saved so far, after each transaction the server commits.  If iterating or converting
-        ``records`` raises, the stream ends there: the server saves what came before, then that
-        exception is raised here (noting how many were saved).  A record the server refuses
-        raises ``grpc.RpcError``; :func:`load_refusal` tells which record and how many were
-        saved.  No timeout by default: a load takes as long as its data.
+        saved so far, after each transaction the server commits.  If iterating ``records``
+        raises, the stream ends there: the server saves what came before, then that exception
+        is raised here (noting how many were saved); a record that cannot be sent does the same
+        as InvalidArgument.  A record the server refuses raises a :class:`CallError`;
+        :func:`load_refusal` tells which record and how many were saved.  No timeout by default:
+        a load takes as long as its data.
 
         The load goes under an idempotency key: each of its transactions is applied once.  When
         ``records`` can be iterated again (a list, or an object whose ``__iter__`` starts over:
@@ -438,15 +1205,15 @@ class LeaderboardClient:
         its start and the server saves only the transactions it had not.
         """
         key = idempotency_key or new_idempotency_key()
-        again = iter(records) is not records
+        again = _can_send_again(records)
         tries = 0
         while True:
             tries += 1
             try:
                 return self._load(index, records, batch_size, rank_as_loaded, progress, timeout, key)
             except grpc.RpcError as exc:
-                if not again or exc.code() not in self.retry.write_codes or tries >= self.retry.attempts:  # type: ignore[attr-defined]
-                    raise
+                if not again or not self.retry.again(exc, self.retry.write_codes, tries):
+                    raise error_from_rpc(exc) from None
             time.sleep(self.retry.backoff(tries))
 
     def _load(
@@ -460,26 +1227,17 @@ class LeaderboardClient:
         idempotency_key: str,
     ) -> int:
         """One try of :meth:`bulk_load`."""
-        failure: Exception | None = None
+        messages = _LoadMessages(index, batch_size, rank_as_loaded, idempotency_key)
 
         def requests() -> Iterator[pb.BulkLoadRequest]:
-            nonlocal failure
-            message = pb.BulkLoadRequest(
-                index=index, batch_size=batch_size, rank_as_loaded=rank_as_loaded, idempotency_key=idempotency_key
-            )
-            size = 0
             try:
-                for pk, entries in records:
-                    record = pb.RecordEntries(pk=wire.key_to_items(pk), entries=[_pb_entry(*e) for e in entries])
-                    message.records.append(record)
-                    size += record.ByteSize()
-                    if len(message.records) == _MESSAGE_RECORDS or size >= _MESSAGE_BYTES:
-                        yield message
-                        message, size = pb.BulkLoadRequest(), 0
+                for record in records:
+                    if (full := messages.add(record)) is not None:
+                        yield full
             except Exception as exc:  # end the stream here; grpc would only say "Exception iterating requests"
-                failure = exc
-            if message.records or message.index:  # the first message names the index even with no records
-                yield message
+                messages.failure = exc
+            if (last := messages.last()) is not None:
+                yield last
 
         call = self.stub.Load(requests(), timeout=timeout)
         written = 0
@@ -491,322 +1249,183 @@ class LeaderboardClient:
         except KeyboardInterrupt:  # stop the server's load too: what it saved stays saved
             call.cancel()
             raise
-        if failure is not None:
-            failure.add_note(f"BulkLoad saved the {written} records before it")
-            raise failure
+        messages.raise_failure(written)
         return written
 
-    # -- reads ----------------------------------------------------------------------------
 
-    def _rank_request(
-        self, index: str, pk: Key, window_type: int, timestamp: int | None, group: Key, mode: str
-    ) -> pb.RankRequest:
-        return pb.RankRequest(
-            index=index,
-            pk=wire.key_to_items(pk),
-            window=_window(window_type, timestamp),
-            group=wire.key_to_items(group, "group"),
-            mode=MODES[mode],
-        )
+# -- the asyncio client -------------------------------------------------------------------------------
 
-    def rank(
+
+class AsyncLeaderboardClient:
+    """The asyncio client (grpc.aio): the blocking client's methods as coroutines, with the same
+    arguments, answers, errors, idempotency keys and retries.  Make it inside the event loop
+    that uses it (``async with AsyncLeaderboardClient(address) as lb``)."""
+
+    def __init__(
         self,
-        index: str,
-        pk: Key,
-        window_type: int = 0,
-        timestamp: int | None = None,
-        group: Key = (),
-        mode: str = "ORDINAL",
-    ) -> int | None:
-        response = self._call("GetRank", self._rank_request(index, pk, window_type, timestamp, group, mode))
-        return response.rank if response.HasField("rank") else None
-
-    def rank_and_entry(
-        self,
-        index: str,
-        pk: Key,
-        window_type: int = 0,
-        timestamp: int | None = None,
-        group: Key = (),
-        mode: str = "ORDINAL",
-    ) -> RankedEntry | None:
-        response = self._call("GetRankAndEntry", self._rank_request(index, pk, window_type, timestamp, group, mode))
-        return wire.ranked_entry_from_proto(response.entry) if response.HasField("entry") else None
-
-    def around(
-        self,
-        index: str,
-        pk: Key,
-        above: int,
-        below: int,
-        window_type: int = 0,
-        timestamp: int | None = None,
-        group: Key = (),
-        mode: str = "ORDINAL",
-        if_absent: str = "EMPTY",
-    ) -> list[RankedEntry]:
-        request = pb.AroundMeRequest(
-            index=index,
-            pk=wire.key_to_items(pk),
-            window=_window(window_type, timestamp),
-            group=wire.key_to_items(group, "group"),
-            mode=MODES[mode],
-            above=above,
-            below=below,
-            if_absent=pb.IfAbsent.Value(if_absent),
-        )
-        return [wire.ranked_entry_from_proto(e) for e in self._call("AroundMe", request).entries]
-
-    def top(
-        self,
-        index: str,
-        n: int,
-        window_type: int = 0,
-        timestamp: int | None = None,
-        group: Key = (),
-        mode: str = "ORDINAL",
-    ) -> list[RankedEntry]:
-        request = pb.TopRequest(
-            index=index,
-            window=_window(window_type, timestamp),
-            group=wire.key_to_items(group, "group"),
-            mode=MODES[mode],
-            n=n,
-        )
-        return [wire.ranked_entry_from_proto(e) for e in self._call("Top", request).entries]
-
-    def count(self, index: str, window_type: int = 0, timestamp: int | None = None, group: Key = ()) -> int:
-        request = pb.CountRequest(
-            index=index, window=_window(window_type, timestamp), group=wire.key_to_items(group, "group")
-        )
-        return self._call("Count", request).count
-
-    def score_for_rank(
-        self, index: str, rank: int, window_type: int = 0, timestamp: int | None = None, group: Key = ()
-    ) -> Score | None:
-        request = pb.ScoreForRankRequest(
-            index=index, window=_window(window_type, timestamp), group=wire.key_to_items(group, "group"), rank=rank
-        )
-        response = self._call("ScoreForRank", request)
-        return wire.score_to_python(response.score) if response.HasField("score") else None
-
-    def rank_for_score(
-        self,
-        index: str,
-        score: int | float | list | tuple,
-        window_type: int = 0,
-        timestamp: int | None = None,
-        group: Key = (),
-    ) -> int:
-        """The rank a record with ``score`` would have; ``score`` may be a score key
-        ``(score, timestamp, context...)`` or a prefix of one, as the Record Layer takes it.  A
-        tuple is a score key here, so a multi-column score is given as a list (``[10, 2]``), or
-        as a key's first item (``((10, 2), timestamp)``)."""
-        key = score if isinstance(score, tuple) else (score,)
-        if not key:
-            raise ValueError("a score key needs at least the score")
-        request = pb.RankForScoreRequest(
-            index=index,
-            window=_window(window_type, timestamp),
-            group=wire.key_to_items(group, "group"),
-            score=wire.python_to_score(key[0]),
-            key_context=wire.tuple_to_items(key[2:]),
-        )
-        if len(key) > 1:
-            request.key_timestamp = key[1]
-        return self._call("RankForScore", request).rank
-
-    def score_trim(self, index: str, entries: Sequence[tuple]) -> list[Entry]:
-        """Of ``(score, timestamp[, context[, group]])`` entries, those the index's current windows
-        use, best first (the Record Layer's score trim)."""
-        request = pb.ScoreTrimRequest(index=index, entries=[_pb_entry(*e) for e in entries])
-        return [wire.entry_to_python(e) for e in self._call("ScoreTrim", request).entries]
-
-    # -- several records, pages, percentiles, movement -------------------------------------
-
-    def _ranks_request(
-        self, index: str, pks: Sequence[Key], window_type: int, timestamp: int | None, group: Key, mode: str
-    ) -> pb.RanksRequest:
-        return pb.RanksRequest(
-            index=index,
-            records=[pb.RecordKey(pk=wire.key_to_items(pk)) for pk in pks],
-            window=_window(window_type, timestamp),
-            group=wire.key_to_items(group, "group"),
-            mode=MODES[mode],
-        )
-
-    def ranks(
-        self,
-        index: str,
-        pks: Sequence[Key],
-        window_type: int = 0,
-        timestamp: int | None = None,
-        group: Key = (),
-        mode: str = "ORDINAL",
-    ) -> list[RankedEntry | None]:
-        """Each record's entry and rank (None: no value in the window), in the order given (up to 200)."""
-        response = self._call("GetRanks", self._ranks_request(index, pks, window_type, timestamp, group, mode))
-        return [wire.optional_entry(slot, "entry") for slot in response.ranks]
-
-    def friends_board(
-        self,
-        index: str,
-        pks: Sequence[Key],
-        window_type: int = 0,
-        timestamp: int | None = None,
-        group: Key = (),
-        mode: str = "ORDINAL",
-    ) -> list[RankedEntry]:
-        """The board of just these records, in the window's order, with their global ranks."""
-        response = self._call("FriendsBoard", self._ranks_request(index, pks, window_type, timestamp, group, mode))
-        return [wire.ranked_entry_from_proto(e) for e in response.entries]
-
-    def page(
-        self,
-        index: str,
-        page: int,
-        size: int,
-        window_type: int = 0,
-        timestamp: int | None = None,
-        group: Key = (),
-        mode: str = "ORDINAL",
-    ) -> Page:
-        """Page ``page`` (1-based) of ``size`` records, with the window's total and page count."""
-        request = pb.PageRequest(
-            index=index,
-            window=_window(window_type, timestamp),
-            group=wire.key_to_items(group, "group"),
-            mode=MODES[mode],
-            page=page,
-            size=size,
-        )
-        response = self._call("GetPage", request)
-        entries = [wire.ranked_entry_from_proto(e) for e in response.entries]
-        return Page(entries, response.page, response.size, response.total, response.pages)
-
-    def percentile(
-        self, index: str, pk: Key, window_type: int = 0, timestamp: int | None = None, group: Key = ()
-    ) -> float | None:
-        request = pb.PercentileRequest(
-            index=index,
-            pk=wire.key_to_items(pk),
-            window=_window(window_type, timestamp),
-            group=wire.key_to_items(group, "group"),
-        )
-        response = self._call("GetPercentile", request)
-        return response.percentile if response.HasField("percentile") else None
-
-    def score_for_percentile(
-        self, index: str, percentile: float, window_type: int = 0, timestamp: int | None = None, group: Key = ()
-    ) -> Score | None:
-        request = pb.ScoreForPercentileRequest(
-            index=index,
-            window=_window(window_type, timestamp),
-            group=wire.key_to_items(group, "group"),
-            percentile=percentile,
-        )
-        response = self._call("ScoreForPercentile", request)
-        return wire.score_to_python(response.score) if response.HasField("score") else None
-
-    def movement(
-        self, index: str, pk: Key, window_type: int, timestamp: int, group: Key = (), mode: str = "ORDINAL"
-    ) -> Movement:
-        """The record's rank now and in the previous window of the type (``.change``: places gained)."""
-        response = self._call("GetMovement", self._rank_request(index, pk, window_type, timestamp, group, mode))
-        previous = wire.window_from_proto(response.previous_window) if response.HasField("previous_window") else None
-        return Movement(
-            wire.window_from_proto(response.window),
-            wire.optional_entry(response, "entry"),
-            previous,
-            wire.optional_entry(response, "previous_entry"),
-        )
-
-    def rank_history(
-        self,
-        index: str,
-        pk: Key,
-        window_type: int,
-        until: int | None = None,
-        count: int = 10,
-        group: Key = (),
-        mode: str = "ORDINAL",
-    ) -> History:
-        """The record's rank in each of the latest ``count`` windows of the type, and the best."""
-        request = pb.RankHistoryRequest(
-            index=index,
-            pk=wire.key_to_items(pk),
-            window_type=window_type,
-            count=count,
-            group=wire.key_to_items(group, "group"),
-            mode=MODES[mode],
-        )
-        if until is not None:
-            request.until = until
-        response = self._call("GetRankHistory", request)
-        rows = [(wire.window_from_proto(row.window), wire.optional_entry(row, "entry")) for row in response.windows]
-        best = None
-        if response.HasField("best"):
-            best = (wire.window_from_proto(response.best.window), wire.ranked_entry_from_proto(response.best.entry))
-        return History(rows, best)
-
-    def scan(
-        self,
-        index: str,
-        scan_type: str = "BY_RANK",
+        address: str,
+        timeout: float | None = 30.0,
         *,
-        low: Score | None = None,
-        high: Score | None = None,
-        low_exclusive: bool = False,
-        high_exclusive: bool = False,
-        window_type: int = 0,
-        timestamp: int | None = None,
-        group: Key = (),
-        reverse: bool = False,
-        limit: int = 0,
-        continuation: bytes = b"",
-        mode: str = "ORDINAL",
-    ) -> tuple[list[RankedEntry], bytes]:
-        request = pb.ScanRequest(
-            index=index,
-            type=pb.ScanType.Value(scan_type),
-            window=_window(window_type, timestamp),
-            group=wire.key_to_items(group, "group"),
-            low_exclusive=low_exclusive,
-            high_exclusive=high_exclusive,
-            reverse=reverse,
-            limit=limit,
-            continuation=continuation,
-            mode=MODES[mode],
-        )
-        if low is not None:
-            request.low.CopyFrom(wire.python_to_score(low))
-        if high is not None:
-            request.high.CopyFrom(wire.python_to_score(high))
-        response = self._call("Scan", request)
-        return [wire.ranked_entry_from_proto(e) for e in response.entries], response.continuation
+        token: str | None = None,
+        ca: str | None = None,
+        cert: str | None = None,
+        key: str | None = None,
+        retry: RetryPolicy | None = RetryPolicy(),  # frozen: one shared default is safe
+    ) -> None:
+        """The arguments of :class:`LeaderboardClient`."""
+        credentials = _credentials(address, token, ca, cert, key)
+        if credentials is None:
+            self.channel = grpc.aio.insecure_channel(address)
+        else:
+            self.channel = grpc.aio.secure_channel(address, credentials)
+        self.stub = pb_grpc.LeaderboardStub(self.channel)
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy(attempts=1)
 
-    def scan_all(self, index: str, scan_type: str = "BY_RANK", page: int = 100, **kwargs: Any) -> Iterator[RankedEntry]:
-        """Every entry of a scan, following continuations page by page."""
+    async def close(self) -> None:
+        await self.channel.close()
+
+    async def __aenter__(self) -> AsyncLeaderboardClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _run(self, op: Op[_T]) -> _T:
+        step = _step(op, None)
+        while isinstance(step, _Call):
+            step = _step(op, await self._send(step))
+        return step.value
+
+    async def _send(self, call: _Call) -> Any:
+        send = getattr(self.stub, call.method)
+        codes = call.retry_codes(self.retry)
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                return await send(call.request, timeout=call.timeout or self.timeout, metadata=self._metadata)
+            except grpc.RpcError as exc:
+                if not self.retry.again(exc, codes, tries):
+                    raise error_from_rpc(exc) from None
+            await asyncio.sleep(self.retry.backoff(tries))
+
+    create_index = _awaiting(_Ops.create_index)
+    list_indexes = _awaiting(_Ops.list_indexes)
+    drop_index = _awaiting(_Ops.drop_index)
+    set_maintenance = _awaiting(_Ops.set_maintenance)
+    update_windows = _awaiting(_Ops.update_windows)
+    list_windows = _awaiting(_Ops.list_windows)
+    save_sub_directory = _awaiting(_Ops.save_sub_directory)
+    sub_directories = _awaiting(_Ops.sub_directories)
+    expire = _awaiting(_Ops.expire)
+    fill = _awaiting(_Ops.fill)
+    trim = _awaiting(_Ops.trim)
+    keep_ahead = _awaiting(_Ops.keep_ahead)
+    expire_idempotency_keys = _awaiting(_Ops.expire_idempotency_keys)
+    verify = _awaiting(_Ops.verify)
+    verify_report = _awaiting(_Ops.verify_report)
+    add_score = _awaiting(_Ops.add_score)
+    set_metadata = _awaiting(_Ops.set_metadata)
+    metadata = _awaiting(_Ops.metadata)
+    add_entries = _awaiting(_Ops.add_entries)
+    save_record = _awaiting(_Ops.save_record)
+    delete_record = _awaiting(_Ops.delete_record)
+    write_batch = _awaiting(_Ops.write_batch)
+    rank = _awaiting(_Ops.rank)
+    rank_and_entry = _awaiting(_Ops.rank_and_entry)
+    around = _awaiting(_Ops.around)
+    top = _awaiting(_Ops.top)
+    count = _awaiting(_Ops.count)
+    score_for_rank = _awaiting(_Ops.score_for_rank)
+    rank_for_score = _awaiting(_Ops.rank_for_score)
+    score_trim = _awaiting(_Ops.score_trim)
+    ranks = _awaiting(_Ops.ranks)
+    friends_board = _awaiting(_Ops.friends_board)
+    page = _awaiting(_Ops.page)
+    percentile = _awaiting(_Ops.percentile)
+    score_for_percentile = _awaiting(_Ops.score_for_percentile)
+    movement = _awaiting(_Ops.movement)
+    rank_history = _awaiting(_Ops.rank_history)
+    scan = _awaiting(_Ops.scan)
+
+    async def scan_all(
+        self, index: str, scan_type: str = "BY_RANK", page: int = 100, **kwargs: Any
+    ) -> AsyncIterator[RankedEntry]:
+        """Every entry of a scan, following continuations page by page (``async for``)."""
         continuation = b""
         while True:
-            entries, continuation = self.scan(index, scan_type, limit=page, continuation=continuation, **kwargs)
-            yield from entries
+            entries, continuation = await self.scan(index, scan_type, limit=page, continuation=continuation, **kwargs)
+            for entry in entries:
+                yield entry
             if not continuation:
                 return
 
+    async def bulk_load(
+        self,
+        index: str,
+        records: Iterable[tuple[Key, Sequence[tuple]]] | AsyncIterable[tuple[Key, Sequence[tuple]]],
+        batch_size: int = 500,
+        rank_as_loaded: bool = False,
+        progress: Callable[[int], None] | None = None,
+        timeout: float | None = None,
+        idempotency_key: str | None = None,
+    ) -> int:
+        """:meth:`LeaderboardClient.bulk_load`; ``records`` may also be an async iterable (sent
+        again when cut off if ``__aiter__`` starts over)."""
+        key = idempotency_key or new_idempotency_key()
+        again = _can_send_again(records)
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                return await self._load(index, records, batch_size, rank_as_loaded, progress, timeout, key)
+            except grpc.RpcError as exc:
+                if not again or not self.retry.again(exc, self.retry.write_codes, tries):
+                    raise error_from_rpc(exc) from None
+            await asyncio.sleep(self.retry.backoff(tries))
 
-def _with_boards(
-    maintenance: pb.MaintenancePolicy | None, boards: Sequence[str], timezone: str
-) -> pb.MaintenancePolicy | None:
-    """``maintenance`` keeping the calendar ``boards`` named (daily, weekly, monthly) too."""
-    if not boards:
-        return maintenance
-    policy = pb.MaintenancePolicy()
-    if maintenance is not None:
-        policy.CopyFrom(maintenance)
-    for periods in board_periods(boards, timezone, policy.timebase or "seconds"):
-        policy.calendar.add(type=periods.type, period=periods.period, timezone=timezone)
-    return policy
+    async def _load(
+        self,
+        index: str,
+        records: Iterable[tuple[Key, Sequence[tuple]]] | AsyncIterable[tuple[Key, Sequence[tuple]]],
+        batch_size: int,
+        rank_as_loaded: bool,
+        progress: Callable[[int], None] | None,
+        timeout: float | None,
+        idempotency_key: str,
+    ) -> int:
+        """One try of :meth:`bulk_load`."""
+        messages = _LoadMessages(index, batch_size, rank_as_loaded, idempotency_key)
+
+        async def requests() -> AsyncIterator[pb.BulkLoadRequest]:
+            try:
+                if isinstance(records, AsyncIterable):
+                    async for record in records:
+                        if (full := messages.add(record)) is not None:
+                            yield full
+                else:
+                    for record in records:
+                        if (full := messages.add(record)) is not None:
+                            yield full
+            except Exception as exc:  # end the stream here, as the blocking client does
+                messages.failure = exc
+            if (last := messages.last()) is not None:
+                yield last
+
+        call = self.stub.Load(requests(), timeout=timeout, metadata=self._metadata)
+        written = 0
+        try:
+            async for step in call:
+                written = step.records_saved
+                if progress:
+                    progress(written)
+        except asyncio.CancelledError:  # stop the server's load too: what it saved stays saved
+            call.cancel()
+            raise
+        messages.raise_failure(written)
+        return written
 
 
 def load_refusal(error: grpc.RpcError) -> tuple[int | None, int | None]:
@@ -819,3 +1438,30 @@ def load_refusal(error: grpc.RpcError) -> tuple[int | None, int | None]:
         if key in ("refused-record", "records-saved"):
             found[key] = int(value)
     return found.get("refused-record"), found.get("records-saved")
+
+
+__all__ = [
+    "ERRORS",
+    "Aborted",
+    "AlreadyExists",
+    "AsyncLeaderboardClient",
+    "CallError",
+    "Cancelled",
+    "DataLoss",
+    "DeadlineExceeded",
+    "FailedPrecondition",
+    "Internal",
+    "InvalidArgument",
+    "Key",
+    "LeaderboardClient",
+    "NotFound",
+    "PermissionDenied",
+    "ResourceExhausted",
+    "RetryPolicy",
+    "Unauthenticated",
+    "Unavailable",
+    "error_from_rpc",
+    "load_refusal",
+    "new_idempotency_key",
+    "rank_mode",
+]

@@ -10,7 +10,7 @@ from typing import Any
 
 from .errors import InvalidArgument
 from .index import Entry, RankedEntry, Window
-from .index.values import as_key
+from .index.values import as_key, check_items, check_score, check_timestamp
 from .proto import service_pb2 as pb
 
 
@@ -49,13 +49,15 @@ def python_to_item(value: object) -> pb.Item:
     return pb.Item(**{field: set_to})
 
 
-def tuple_to_items(values: Sequence[object]) -> list[pb.Item]:
-    return [python_to_item(value) for value in values]
+def tuple_to_items(values: Sequence[object], name: str = "key") -> list[pb.Item]:
+    """Items of a key a caller gave: checked as the index checks them (int64 integers, finite
+    floats, valid text), so a bad one is refused naming ``name`` before anything is sent."""
+    return [python_to_item(value) for value in check_items(values, name)]
 
 
 def key_to_items(value: object, name: str = "primary key") -> list[pb.Item]:
     """A key (primary key, group or context) as Items: a lone str, bytes or number is one element."""
-    return tuple_to_items(as_key(value, name))
+    return tuple_to_items(as_key(value, name), name)
 
 
 def add_items(out: Any, values: Sequence[object]) -> None:
@@ -82,21 +84,15 @@ def _score_field(value: int | float) -> str:
     return "int" if isinstance(value, int) else "double"
 
 
-def set_score(message: pb.Score, value: int | float | tuple | list) -> None:
-    """Set the empty Score ``message`` to ``value`` (a tuple or list: a multi-column score)."""
-    if isinstance(value, tuple | list):
-        try:
-            message.columns.values.extend(value)
-        except (TypeError, ValueError) as exc:
-            raise InvalidArgument(f"a score's columns are int64 integers, not {value!r}") from exc
-    else:
-        setattr(message, _score_field(value), value)
-
-
 def python_to_score(value: int | float | tuple | list) -> pb.Score:
-    message = pb.Score()
-    set_score(message, value)
-    return message
+    """A Python score as a Score (a tuple or list: a multi-column score)."""
+    if isinstance(value, tuple | list):
+        for column in value:
+            if isinstance(column, bool) or not isinstance(column, int):
+                raise InvalidArgument(f"a score's columns are integers, not {column!r}")
+            check_score(column)  # in the int64 range
+        return pb.Score(columns=pb.ScoreColumns(values=value))
+    return pb.Score(**{_score_field(check_score(value)): value})
 
 
 def entry_to_python(entry: pb.Entry) -> Entry:
@@ -113,9 +109,9 @@ def entry_to_python(entry: pb.Entry) -> Entry:
 def entry_to_proto(entry: Entry) -> pb.Entry:
     return pb.Entry(
         score=python_to_score(entry.score),
-        timestamp=entry.timestamp,
-        context=tuple_to_items(entry.context),
-        group=tuple_to_items(entry.group),
+        timestamp=check_timestamp(entry.timestamp),
+        context=tuple_to_items(entry.context, "context"),
+        group=tuple_to_items(entry.group, "group"),
     )
 
 
@@ -151,7 +147,7 @@ def ranked_entry_from_proto(message: pb.RankedEntry) -> RankedEntry:
         context=items_to_tuple(message.context),
         group=items_to_tuple(message.group),
         rank=message.rank if message.HasField("rank") else None,
-        metadata=dict(message.metadata),
+        metadata=dict(sorted(message.metadata.items())) if message.metadata else {},  # one order, whatever the map's
     )
 
 

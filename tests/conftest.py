@@ -3,6 +3,8 @@
 The FoundationDB backend runs when FDB_CLUSTER_FILE names a reachable cluster and the
 native client library loads; otherwise its tests are skipped with the reason, unless
 FDB_LEADERBOARD_REQUIRE_FDB is set (CI and ``tools/test-fdb`` set it): then they fail.
+The same goes for the live page's browser tests, which need Debian's chromium and its
+driver, and FDB_LEADERBOARD_REQUIRE_BROWSER (CI sets it: ``.ci/run``).
 Servers (``server_place``, ``server``, ``client``) run on the embedded store and on
 FoundationDB, where each test's server keeps its indexes under a private catalog root.
 """
@@ -11,31 +13,49 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import fdb.tuple
 import pytest
+from click.testing import CliRunner, Result
+from hypothesis import settings
 
+from fdb_leaderboard.cli import main
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.service import Server, ServerSettings
 from fdb_leaderboard.service.catalog import ROOT
 from fdb_leaderboard.store import Database, StoreUnavailable, open_database
+
+# Hypothesis's default deadline (200 ms an example) is a latency bound: on a busy machine an
+# example fails it (and the test reads as flaky) with nothing wrong in the code.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 BACKENDS = ["lmdb", "lmdb-redo-log", "fdb"]
 SERVER_BACKENDS = ["lmdb", "fdb"]
 # FoundationDB through the binding alone (``direct=false``: the store layer's fallback when its C
 # extension is not built) also runs the store's tests, which make every kind of call.
 BINDING_BACKEND_MODULES = {"test_store_conformance"}
-REQUIRE_FDB = os.environ.get("FDB_LEADERBOARD_REQUIRE_FDB", "") not in ("", "0")
 
 
-def skip_unless_required(reason: str) -> None:
-    """Skip a FoundationDB test that cannot run here; fail it when FoundationDB is required."""
-    if REQUIRE_FDB:
-        pytest.fail(f"{reason} (FDB_LEADERBOARD_REQUIRE_FDB is set: the FoundationDB tests must run)", pytrace=False)
+def skip_unless_required(reason: str, switch: str = "FDB_LEADERBOARD_REQUIRE_FDB", what: str = "FoundationDB") -> None:
+    """Skip a test that cannot run here (by default, a FoundationDB test); fail it instead when
+    the environment variable ``switch`` says tests of ``what`` must run."""
+    if os.environ.get(switch, "") not in ("", "0"):
+        pytest.fail(f"{reason} ({switch} is set: the {what} tests must run)", pytrace=False)
     pytest.skip(reason)
+
+
+def wait_until(condition: Callable[[], object], what: str = "the condition", timeout: float = 60.0) -> None:
+    """Return once ``condition()`` holds; fail if it still does not after ``timeout`` seconds (far
+    more than it ever needs: a guard against hanging, not a measure of speed)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: still not so after {timeout:g} s"
+        time.sleep(0.01)
 
 
 def fdb_unavailable_reason() -> str | None:
@@ -158,6 +178,32 @@ def server(server_place: ServerPlace) -> Iterator[Server]:
 def client(server: Server) -> Iterator[LeaderboardClient]:
     with LeaderboardClient(server.address, timeout=20) as lb:
         yield lb
+
+
+Cli = Callable[..., Result]
+
+
+@pytest.fixture
+def cli(server: Server) -> Cli:
+    """The ``fdb-leaderboard`` command against ``server``, in process: ``cli(*args, code=0, input=None)``
+    checks the exit status and that no traceback was printed."""
+    runner = CliRunner()
+
+    def invoke(*args: object, code: int = 0, input: str | None = None, server_address: str | None = None) -> Result:
+        address = server_address or server.address
+        result = runner.invoke(main, ["--server", address, *map(str, args)], input, catch_exceptions=False)
+        assert result.exit_code == code, f"exit {result.exit_code} != {code}:\n{result.output}"
+        assert "Traceback" not in result.output
+        return result
+
+    return invoke
+
+
+def error_line(result: Result) -> str:
+    """The one error line of a failed command (progress bars aside)."""
+    lines = [line for line in result.output.splitlines() if line.startswith("Error: ")]
+    assert len(lines) == 1, result.output
+    return lines[0]
 
 
 @pytest.fixture

@@ -44,8 +44,11 @@ def open_index(url: str, prefix: bytes = PREFIX) -> tuple[Any, LeaderboardIndex]
     return db, LeaderboardIndex.open(db, prefix)
 
 
-def write_loop(index: LeaderboardIndex, name: str, seed: int, stop: Any, out_path: str) -> None:
-    """Submit scores until ``stop`` is set; append each acknowledged one to ``out_path``.
+def write_loop(
+    index: LeaderboardIndex, name: str, seed: int, stop: Any, out_path: str, quota: int = 0, progress: Any = None
+) -> None:
+    """Submit scores until ``stop`` is set; append each acknowledged one to ``out_path``.  Put
+    ``name`` on the ``progress`` queue once ``quota`` are acknowledged, or when the loop ends.
 
     Lines are JSON: ``["ack", pk, score, ts, op_id]`` or ``["error", text]``.
     """
@@ -53,6 +56,9 @@ def write_loop(index: LeaderboardIndex, name: str, seed: int, stop: Any, out_pat
     n = 0
     with open(out_path, "a", encoding="utf-8") as out:
         while not stop.is_set():
+            if progress is not None and n >= quota:
+                progress.put(name)
+                progress = None
             try:
                 if rng.random() < 0.85:
                     pk = rng.choice(SHARED_PKS)
@@ -81,9 +87,10 @@ def write_loop(index: LeaderboardIndex, name: str, seed: int, stop: Any, out_pat
                         out.write(json.dumps(["ack", pk, score, ts, op]) + "\n")
             except Exception:
                 out.write(json.dumps(["error", traceback.format_exc()]) + "\n")
-                out.flush()
-                return
+                break
         out.flush()
+    if progress is not None:  # stopped, or failed, before its quota: the test need not wait for it
+        progress.put(name)
 
 
 # The kinds of maintenance a run must include, each with a choice of maintenance_loop doing it.
@@ -161,7 +168,17 @@ def _wait_for_start(ready: Any, start: Any) -> None:
 
 
 def writer_process(
-    url: str, prefix: bytes, out_dir: str, name: str, seed: int, threads: int, ready: Any, start: Any, stop: Any
+    url: str,
+    prefix: bytes,
+    out_dir: str,
+    name: str,
+    seed: int,
+    threads: int,
+    ready: Any,
+    start: Any,
+    stop: Any,
+    quota: int = 0,
+    progress: Any = None,
 ):
     """A process of ``threads`` writer threads with its own connection to the store."""
     db, index = open_index(url, prefix)
@@ -170,7 +187,15 @@ def writer_process(
         _run_threads(
             write_loop,
             [
-                (index, f"{name}.{t}", seed * 100 + t, stop, os.path.join(out_dir, f"{name}.{t}.jsonl"))
+                (
+                    index,
+                    f"{name}.{t}",
+                    seed * 100 + t,
+                    stop,
+                    os.path.join(out_dir, f"{name}.{t}.jsonl"),
+                    quota,
+                    progress,
+                )
                 for t in range(threads)
             ],
         )

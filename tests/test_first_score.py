@@ -80,10 +80,10 @@ def test_create_add_top_in_three_commands(server_place) -> None:
         assert created == "index fresh created (all-time, daily, weekly, monthly boards)\n"
         before = time.time()
         cli("add", "fresh", "alice", "--score", "5")
-        assert cli("top", "fresh").split()[:3] == ["0", "alice", "5"]
+        assert cli("top", "fresh").split()[:3] == ["#1", "alice", "5"]
         with LeaderboardClient(server.address) as lb:
             for window_type, period in ((1, "daily"), (2, "weekly"), (3, "monthly")):
-                assert cli("top", "fresh", "--type", str(window_type)).split()[:3] == ["0", "alice", "5"]
+                assert cli("top", "fresh", "--type", str(window_type)).split()[:3] == ["#1", "alice", "5"]
                 listing = lb.stub.Top(lb_top_request("fresh", window_type))
                 assert [e.score.int for e in listing.entries] == [5]
                 expected = {paris_period(before, period), paris_period(time.time(), period)}  # midnight may pass

@@ -28,7 +28,7 @@ import grpc
 import httpx
 import jsonschema
 import pytest
-from conftest import start_server
+from conftest import start_server, wait_until
 from google.protobuf import json_format
 from model import Model
 from openapi_spec_validator import validate as validate_openapi
@@ -37,7 +37,7 @@ from test_hardening import certificates  # noqa: F401  (a fixture: openssl-made 
 
 from fdb_leaderboard.access import Tokens
 from fdb_leaderboard.client import LeaderboardClient
-from fdb_leaderboard.http import HttpServer
+from fdb_leaderboard.http import HttpServer, app, rest
 from fdb_leaderboard.http.transcode import HTTP_STATUS, rpcs
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.proto import service_pb2_grpc as pb_grpc
@@ -412,7 +412,9 @@ def test_every_status_code_has_an_http_status() -> None:
 # -- REST routes -------------------------------------------------------------------------------------------
 
 
-def test_rest_reads_match_the_model(web: httpx.Client, lb: LeaderboardClient, document: dict) -> None:
+def test_rest_reads_match_the_model(
+    running: tuple[Server, HttpServer], web: httpx.Client, lb: LeaderboardClient, document: dict
+) -> None:
     model = seed(lb)
     base = "/v1/indexes/game/windows"
     for window_type, at in ((0, None), (1, T0), (1, T0 + DAY), (2, T0)):
@@ -449,9 +451,17 @@ def test_rest_reads_match_the_model(web: httpx.Client, lb: LeaderboardClient, do
     assert response.json()["pk"] == [7, "x"]
     latest = web.get(f"{base}/1/top", params={"at": "latest", "group": "eu", "n": 3}).json()
     assert rest_rows(latest) == model_rows(model.top(3, 1, model.latest, ("eu",), "ORDINAL"))
-    now = web.get(f"{base}/1/top", params={"at": "now", "group": "eu"})  # (these windows are in the past)
-    assert now.status_code == 404 and "no window of type 1 contains now" in now.json()["message"]
+    # "now" (the default) is the index's clock: pinned inside the second day of the windows, then
+    # after them (the answers do not depend on the date the test runs).
+    index = running[0].catalog.get("game")
+    index.clock = lambda: T0 + DAY + 7
+    now = web.get(f"{base}/1/top", params={"at": "now", "group": "eu"})
+    assert now.status_code == 200 and rest_rows(now.json())
+    assert rest_rows(now.json()) == model_rows(model.top(10, 1, T0 + DAY + 7, ("eu",), "ORDINAL"))
     assert web.get(f"{base}/1/top", params={"group": "eu"}).json() == now.json()  # now: the default
+    index.clock = lambda: T0 + 10 * DAY
+    now = web.get(f"{base}/1/top", params={"at": "now", "group": "eu"})
+    assert now.status_code == 404 and "no window of type 1 contains now" in now.json()["message"]
     indexes = conforms(document, "/v1/indexes", "get", web.get("/v1/indexes"))
     assert [i["name"] for i in indexes["indexes"]] == ["game"]
     windows = conforms(document, "/v1/indexes/{index}/windows", "get", web.get("/v1/indexes/game/windows"))
@@ -468,6 +478,12 @@ def test_rest_refusals(web: httpx.Client, lb: LeaderboardClient) -> None:
         ("/v1/indexes/game/windows/x/top", {}, 400, "type must be an integer"),
         ("/v1/indexes/game/windows/0/records/[1,/rank", {}, 400, "not a JSON array"),
         ("/v1/indexes/game/windows/0/records/p01/rank", {"group": "[[1]]"}, 400, "cannot be a list"),
+        ("/v1/indexes/game/windows/0/top", {"group": '[{"int": "99999999999999999999"}]'}, 400, "group holds 9999"),
+        ("/v1/indexes/game/windows/0/top", {"group": "[NaN]"}, 400, "group holds nan: NaN and infinities"),
+        ("/v1/indexes/game/windows/0/records/[1e999]/rank", {}, 400, "pk holds inf: NaN and infinities"),
+        ("/v1/indexes/game/windows/0/records/%5B%22%5Cud800%22%5D/rank", {}, 400, "pk holds a string with surrogates"),
+        ("/v1/indexes/game/windows/0/top", {"n": "99999999999"}, 400, "n must be between 0 and 4294967295"),
+        ("/v1/indexes/game/windows/1/top", {"at": str(2**63)}, 400, "at 9223372036854775808 is out of the int64"),
         ("/v1/indexes/nope/windows/0/top", {}, 404, "no index named 'nope'"),
         ("/v1/indexes/game/windows/0/top/events", {"interval": "0"}, 400, "between 0.2 and 60"),
     ]:
@@ -478,17 +494,21 @@ def test_rest_refusals(web: httpx.Client, lb: LeaderboardClient) -> None:
     assert web.get("/v1/indexes/empty/windows/1/top", params={"at": "latest"}).status_code == 412
 
 
-def test_scores_route_submits_like_add_score(web: httpx.Client, lb: LeaderboardClient, document: dict) -> None:
+def test_scores_route_submits_like_add_score(
+    web: httpx.Client, lb: LeaderboardClient, document: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lb.create_index("g", high_score_first=True)
     lb.update_windows("g", high_score_first=True)
     path = "/v1/indexes/{index}/scores"
     example = document["paths"][path]["post"]["requestBody"]["content"]["application/json"]["example"]
     assert conforms(document, path, "post", web.post("/v1/indexes/g/scores", json=example)) == {"windows_changed": 1}
     web.post("/v1/indexes/g/scores", json={"pk": ["bob", 2], "score": 1500, "timestamp": T0 + 1})
-    before = time.time()
+    before = int(time.time())
+    assert before <= rest.server_clock() <= time.time()  # the server's clock is the wall clock...
+    monkeypatch.setattr(rest, "server_clock", lambda: T0 + 99)  # ...pinned here
     web.post("/v1/indexes/g/scores", json={"pk": "now", "score": 10})  # no timestamp: the server's clock
     assert [(e.pk, e.score) for e in lb.top("g", 5)] == [(("bob", 2), 1500), (("alice",), 1200), (("now",), 10)]
-    assert before - 1 <= lb.rank_and_entry("g", ("now",)).timestamp <= time.time()
+    assert lb.rank_and_entry("g", ("now",)).timestamp == T0 + 99
     for body, needle in [
         ({"pk": "a"}, "needs pk and score"),
         ({"pk": "a", "score": "lots"}, "not a valid Entry"),
@@ -520,11 +540,121 @@ def test_events_stream_the_top_as_it_changes(running: tuple[Server, HttpServer],
                 lb.add_score("g", ("bob",), 20, T0 + 1)
             elif len(events) == 2:
                 lb.add_score("g", ("cid",), 1, T0 + 2)  # below the top 2: no event
-                time.sleep(0.6)
+                # Twice checked since (the second check began after the score): then a change.
+                checked = answered_tops(running[0])
+                wait_until(lambda c=checked: answered_tops(running[0]) >= c + 2, "two checks of the board")
                 lb.add_score("g", ("dan",), 30, T0 + 3)
             else:
                 break
     assert [[e["pk"][0] for e in event["entries"]] for event in events] == [["ann"], ["bob", "ann"], ["dan", "bob"]]
+
+
+def answered_tops(server: Server) -> float:
+    """How many Top calls the server answered over HTTP: an events stream makes one each check."""
+    labels = {"transport": "http", "method": "Top", "code": "OK"}
+    return server.metrics.registry.get_sample_value("fdb_leaderboard_calls_total", labels) or 0.0
+
+
+def sse(stream: httpx.Response) -> Iterator[tuple[str, Any]]:
+    """The events of a stream as (event, data): "message" unless named, and comments as (":", text)."""
+    event, data = "message", []
+    for line in stream.iter_lines():
+        if line.startswith(":"):
+            yield ":", line[1:].strip()
+        elif line.startswith("event: "):
+            event = line[len("event: ") :]
+        elif line.startswith("data: "):
+            data.append(line[len("data: ") :])
+        elif not line and data:
+            yield event, json.loads("\n".join(data))
+            event, data = "message", []
+
+
+def test_events_answer_a_first_failure_and_send_later_ones_as_problem_events(
+    running: tuple[Server, HttpServer], lb: LeaderboardClient
+) -> None:
+    with httpx.Client(base_url=running[1].url, timeout=20) as web:
+        # A failure before the first answer is the HTTP answer itself, not a stream.
+        lb.create_index("g", high_score_first=True)
+        lb.update_windows("g", high_score_first=True)
+        lb.add_score("g", ("ann",), 10, T0)
+        for path, params, status, needle in [
+            ("/v1/indexes/nope/windows/0/top/events", {}, 404, "no index named 'nope'"),
+            ("/v1/indexes/g/windows/1/top/events", {}, 404, "no window of type 1 contains now"),
+            ("/v1/indexes/g/windows/0/top/events", {"group": "eu"}, 400, "this index groups by 0 element(s)"),
+        ]:
+            response = web.get(path, params=params)
+            assert response.status_code == status and response.headers["content-type"] == "application/json"
+            assert needle in response.json()["message"], response.text
+        seen = []
+        with web.stream("GET", "/v1/indexes/g/windows/0/top/events", params={"interval": 0.2}) as stream:
+            for event, data in sse(stream):
+                if event == ":":
+                    continue
+                seen.append((event, data))
+                if len(seen) == 1:
+                    lb.drop_index("g")  # later failures: problem events, and the stream goes on
+                elif len(seen) == 2:
+                    lb.create_index("g", high_score_first=True)
+                    lb.update_windows("g", high_score_first=True)
+                    lb.add_score("g", ("bob",), 20, T0)
+                else:
+                    break
+    assert [event for event, _ in seen] == ["message", "problem", "message"]
+    assert [e["pk"] for e in seen[0][1]["entries"]] == [["ann"]]
+    assert seen[1][1] == {"code": "NOT_FOUND", "message": "no index named 'g'"}
+    assert [e["pk"] for e in seen[2][1]["entries"]] == [["bob"]]
+
+
+def test_events_keep_a_quiet_stream_alive_and_end_it_in_time(
+    running: tuple[Server, HttpServer], lb: LeaderboardClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A comment after KEEP_ALIVE_SECONDS without an event, and the end after STREAM_SECONDS
+    (15 s and 10 minutes, pinned shorter here)."""
+    monkeypatch.setattr(app, "KEEP_ALIVE_SECONDS", 0.5)
+    monkeypatch.setattr(app, "STREAM_SECONDS", 3.0)
+    lb.create_index("g", high_score_first=True)
+    lb.update_windows("g", high_score_first=True)
+    lb.add_score("g", ("ann",), 10, T0)
+    seen = []
+    with (
+        httpx.Client(base_url=running[1].url, timeout=20) as web,
+        web.stream("GET", "/v1/indexes/g/windows/0/top/events", params={"interval": 0.2}) as stream,
+    ):
+        for event in sse(stream):
+            seen.append(event)
+            assert len(seen) < 100, seen  # the stream would go on forever
+    assert seen[0][0] == "message" and [e["pk"] for e in seen[0][1]["entries"]] == [["ann"]]
+    assert set(seen[1:]) == {(":", "unchanged")} and len(seen) >= 3, seen  # nothing changed: comments only
+
+
+def test_a_bulk_load_line_over_the_message_limit_is_refused(tmp_path) -> None:
+    server = Server(
+        f"lmdb:{tmp_path / 's'}?durable=false", "127.0.0.1:0", settings=ServerSettings(max_message_bytes=2000)
+    ).start()
+    try:
+        http = HttpServer(server, "127.0.0.1:0").start()
+        with LeaderboardClient(server.address) as lb, httpx.Client(base_url=http.url, timeout=20) as web:
+            lb.create_index("plain")
+            lb.update_windows("plain")
+
+            def line(pk: str) -> bytes:
+                record = {"pk": [{"string": pk}], "entries": [{"score": {"int": 1}, "timestamp": 5}]}
+                return json.dumps({"records": [record]}).encode() + b"\n"
+
+            first = json.dumps({"index": "plain", "batch_size": 1}).encode() + b"\n"
+            for long_line in (line("x" * 2000), line("y" * 30_000)):  # within a chunk, and over several
+                body = first + line("before") + long_line + line("after")
+                response = web.post("/v1/BulkLoad", content=body)
+                assert response.status_code == 429, response.text
+                assert response.json() == {
+                    "code": "RESOURCE_EXHAUSTED",
+                    "message": "a line is larger than 2000 bytes; the 1 records before it were saved",
+                }
+            assert lb.rank_and_entry("plain", ("before",)).score == 1  # what came before the line is saved
+            assert lb.count("plain") == 1 and lb.verify("plain") == []
+    finally:
+        server.stop(grace=1)
 
 
 # -- the OpenAPI document ------------------------------------------------------------------------------------
@@ -612,13 +742,11 @@ def test_the_http_server_stops_with_the_server_even_with_a_stream_open(tmp_path)
     listener = threading.Thread(target=listen, daemon=True)
     listener.start()
     assert opened.wait(10)
-    started = time.monotonic()
-    server.stop(grace=2)
-    assert time.monotonic() - started < 6
-    listener.join(5)
+    server.stop(grace=2)  # returns, though the stream would otherwise run for STREAM_SECONDS
+    listener.join(60)  # a guard against a hang only
     assert not listener.is_alive()
     with pytest.raises(httpx.ConnectError):
-        httpx.get(http.url + "/v1/indexes", timeout=2)
+        httpx.get(http.url + "/v1/indexes", timeout=30)
 
 
 def test_serve_runs_http_beside_grpc_and_stops_on_sigterm(tmp_path) -> None:

@@ -3,7 +3,8 @@ selenium) against a running server with data: the board's rows, the window picke
 rank and neighbours, a live update, and ``tools/screenshot_page.py``'s PNG.
 
 Skipped, with the reason, where chromium or chromium-driver is not installed
-(``apt-get install chromium chromium-driver``).
+(``apt-get install chromium chromium-driver``), unless FDB_LEADERBOARD_REQUIRE_BROWSER is set
+(CI sets it): then they fail.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pathlib
 from collections.abc import Iterator
 
 import pytest
-from conftest import start_server
+from conftest import skip_unless_required, start_server
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -28,12 +29,16 @@ assert _spec is not None and _spec.loader is not None
 screenshot_page = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(screenshot_page)
 
-pytestmark = [
-    pytest.mark.usefixtures("no_unexpected_server_errors"),
-    pytest.mark.skipif(
-        screenshot_page.chromium_paths() is None, reason="needs chromium and chromium-driver (Debian packages)"
-    ),
-]
+pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
+BROWSER_SWITCH = "FDB_LEADERBOARD_REQUIRE_BROWSER"
+
+
+@pytest.fixture(autouse=True)
+def chromium() -> None:
+    """Skip where chromium or its driver is missing, or fail when the browser tests are required."""
+    if screenshot_page.chromium_paths() is None:
+        skip_unless_required("needs chromium and chromium-driver (Debian packages)", BROWSER_SWITCH, "browser")
+
 
 DAY = 86_400
 T0 = 1_795_420_000
@@ -118,7 +123,19 @@ def test_the_page_shows_the_boards_a_record_and_live_updates(board, browser: Web
     )
 
 
-def test_the_page_reports_an_unknown_index(board, browser: WebDriver) -> None:
+def test_the_page_shows_a_known_index_for_an_unknown_one_and_says_when_its_index_is_gone(
+    board, browser: WebDriver
+) -> None:
+    _, http, lb = board
+    browser.get(f"{http.url}/#index=nope")  # a stale link: the first index instead
+    until(browser, "top", expected(lb.top("game", 10, 1, T0 + 28)))
+    assert Select(browser.find_element(By.ID, "index")).first_selected_option.text == "game"
+    assert "index=game" in browser.current_url
+    lb.drop_index("game")  # the live board's index goes: the stream's next check is a problem
+    WebDriverWait(browser, 15).until(lambda d: d.find_element(By.ID, "error").text == "no index named 'game'")
+
+
+def test_the_page_reports_an_index_without_windows(board, browser: WebDriver) -> None:
     _, http, lb = board
     lb.create_index("empty", all_time=False)  # no windows at all
     browser.get(f"{http.url}/#index=empty")

@@ -11,6 +11,7 @@ the tuple layer and the protobuf wire format.
 from __future__ import annotations
 
 import math
+import random
 
 import fdb.tuple
 import pytest
@@ -515,6 +516,65 @@ def test_keep_ahead(db: Database, prefix: bytes) -> None:
     index.fill()
     assert rows(index.top(5, 1, 25)) == [("a", 1, 22, 0)]
     assert index.count(2, 30) == 0
+
+
+class _Always(random.Random):
+    """A generator whose every draw is ``u``: keep-ahead then adds exactly the windows whose chance exceeds it."""
+
+    def __init__(self, u: float) -> None:
+        super().__init__()
+        self.u = u
+
+    def random(self) -> float:
+        return self.u
+
+
+# Type 1: [10k, 10k + 10); type 2: [5 + 20k, 25 + 20k).  At now=25 with a horizon of 100, the
+# candidates are those still open at 25 and starting by 125: type 1 from 20 to 120 (leads -5 to
+# 95), type 2 from 25 to 125 (leads 0 to 100).  Within certain_within=20 they are certain; beyond,
+# a window of lead L is added when the draw u < 1 - (L - 20) / 80.
+AHEAD_TYPES = [(1, 0, 10, 10), (2, 5, 20, 20)]
+
+
+@pytest.mark.parametrize(
+    ("u", "starts"),
+    [
+        (0.0, {1: list(range(20, 121, 10)), 2: [25, 45, 65, 85, 105]}),  # all but lead 100 (chance 0)
+        (0.7, {1: [20, 30, 40, 50, 60], 2: [25, 45, 65]}),  # leads under 44
+        (0.999, {1: [20, 30, 40], 2: [25, 45]}),  # the certain ones only
+    ],
+)
+def test_keep_ahead_adds_a_later_window_when_its_chance_beats_the_draw(
+    db: Database, prefix: bytes, u: float, starts: dict[int, list[int]]
+) -> None:
+    index = make(db, prefix)
+    index.update_windows(WindowUpdate())
+    added = index.keep_ahead(25, AHEAD_TYPES, horizon=100, certain_within=20, rng=_Always(u))
+    expected = sorted((t, start, start + (10 if t == 1 else 20)) for t, begins in starts.items() for start in begins)
+    assert sorted((w.type, w.start, w.end) for w in added) == expected
+    assert sorted((w.type, w.start, w.end) for w in index.directory().windows if w.type) == expected
+
+
+def test_keep_ahead_with_a_seeded_generator_adds_exactly_the_windows_its_draws_choose(
+    db: Database, prefix: bytes
+) -> None:
+    """Each uncertain candidate takes the generator's next draw, regular types in the order given and
+    each type's windows by start: replaying the seed tells which windows appear (the certain ones
+    among them, so a pass taking only those adds nothing more)."""
+    index = make(db, prefix)
+    index.update_windows(WindowUpdate())
+    draws = random.Random(39)
+    expected = []
+    for window_type, duration, begins in ((1, 10, range(20, 121, 10)), (2, 20, range(25, 126, 20))):
+        for start in begins:
+            lead = start - 25
+            if lead <= 20 or draws.random() < 1 - (lead - 20) / 80:
+                expected.append((window_type, start, start + duration))
+    assert 8 < len(expected) < 17  # some later windows taken, some not: the draws decided
+    added = index.keep_ahead(25, AHEAD_TYPES, horizon=100, certain_within=20, rng=random.Random(39))
+    assert [(w.type, w.start, w.end) for w in added] == expected
+    assert sorted((w.type, w.start, w.end) for w in index.directory().windows if w.type) == sorted(expected)
+    assert index.keep_ahead(25, AHEAD_TYPES, horizon=100, certain_within=20, rng=_Always(0.999)) == ()
 
 
 def test_oldest_window_is_read(db: Database, prefix: bytes) -> None:

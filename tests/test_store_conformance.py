@@ -20,7 +20,6 @@ import subprocess
 import sys
 import sysconfig
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from typing import Any
 import fdb.tuple
 import lmdb
 import pytest
-from conftest import fdb_url
+from conftest import fdb_url, wait_until
 from fdb.subspace_impl import Subspace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -743,13 +742,6 @@ def test_failing_transaction_leaves_nothing(db: Database, prefix: bytes) -> None
     assert everything(db, prefix) == sorted(keep.items())
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.001)
-
-
 def run_behind_blocked_leader(
     db: Database, leader_key: bytes, followers: list[Callable[[Transaction], Any]]
 ) -> tuple[dict[int, Any], dict[int, BaseException]]:
@@ -768,9 +760,15 @@ def run_behind_blocked_leader(
         assert release.wait(10)
         return "leader"
 
+    began: set[int] = set()  # whose function ran (-1: the leader's; on FoundationDB followers' run beside it)
+
     def call(index: int, fn: Callable[[Transaction], Any]) -> None:
+        def noted(tr: Transaction) -> Any:
+            began.add(index)
+            return fn(tr)
+
         try:
-            results[index] = db.run(fn)
+            results[index] = db.run(noted)
         except BaseException as exc:
             errors[index] = exc
 
@@ -784,7 +782,7 @@ def run_behind_blocked_leader(
         if is_lmdb(db):  # keep the queue in the order given
             wait_until(lambda n=index + 1: len(db._queue) == n)
     if not is_lmdb(db):
-        time.sleep(0.2)  # let the followers start their transactions
+        wait_until(lambda: set(range(len(followers))) <= began, "the followers began their transactions")
     release.set()
     for thread in threads:
         thread.join(30)

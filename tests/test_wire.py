@@ -13,12 +13,15 @@ from fdb_leaderboard.proto import service_pb2 as pb
 
 int64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
 items = st.lists(
-    st.one_of(int64, st.floats(allow_nan=False), st.text(), st.binary(), st.booleans(), st.none()), max_size=4
+    st.one_of(
+        int64, st.floats(allow_nan=False, allow_infinity=False), st.text(), st.binary(), st.booleans(), st.none()
+    ),
+    max_size=4,
 ).map(tuple)
 entries = st.builds(
     RankedEntry,
     pk=items.filter(bool),
-    score=st.one_of(int64, st.floats(allow_nan=False)),
+    score=st.one_of(int64, st.floats(allow_nan=False, allow_infinity=False)),
     timestamp=int64,
     context=items,
     group=items,
@@ -54,3 +57,20 @@ def test_an_item_of_an_unsupported_type_is_refused() -> None:
     response = pb.EntriesResponse()
     with pytest.raises(InvalidArgument, match="cannot send a list as a key item"):
         wire.add_ranked_entries(response.entries, [RankedEntry((1, [2]), 5, 6)])
+
+
+@pytest.mark.parametrize(
+    ("convert", "message"),
+    [
+        (lambda: wire.key_to_items((1, 2**64), "group"), "group holds 18446744073709551616, outside the int64 range"),
+        (lambda: wire.key_to_items("\ud800"), "primary key holds a string with surrogates not allowed"),
+        (lambda: wire.key_to_items((float("nan"),), "context"), "context holds nan: NaN and infinities"),
+        (lambda: wire.python_to_score("five"), "score must be an integer or a finite float, not str"),
+        (lambda: wire.python_to_score(-(2**63) - 1), "score -9223372036854775809 is outside the int64 range"),
+    ],
+)
+def test_values_a_caller_gives_are_refused_naming_the_field(convert, message: str) -> None:
+    """Checked as the index checks them, before anything is sent (protobuf's own errors name no field)."""
+    with pytest.raises(InvalidArgument) as refused:
+        convert()
+    assert message in str(refused.value)

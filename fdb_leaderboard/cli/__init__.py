@@ -3,15 +3,19 @@
 | module | concern |
 |---|---|
 | ``commands.py`` | the group, ``serve``, index and window administration; registers the others |
-| ``common.py`` | shared: ``server_command`` (``--timeout``, ``--json``), keys, windows, one-line errors |
+| ``common.py`` | shared: ``server_command``, the read options, keys and times as typed, rows, one-line errors |
 | ``reads.py`` | ``top``, ``rank``, ``around``, ``count`` |
 | ``writes.py`` | ``add`` (a score), ``delete`` (a record) |
 | ``players.py`` | what players see: metadata, many ranks and friends, pages, percentiles, movement, the bottom |
 | ``loading.py`` | ``load``: records files streamed to the server |
+| ``export.py`` | ``export``: a window's standings as NDJSON or CSV, page by page, resumable |
 | ``maintenance.py`` | the maintenance pass, ``maintain`` (retrying when the server restarts) and ``policy`` |
 | ``demo.py`` | a server on a temporary store with simulated games |
 | ``spec_file.py`` | window-update files (YAML/JSON) into window updates and maintenance policies |
-| ``records_file.py`` | JSON-lines record files for ``load`` |
+| ``records_file.py`` | records files for ``load``: JSON lines (whole records or flat entries) and CSV |
+
+Ranks read by people are ``#1`` for the best (text output); ``--json`` and ``export`` print the
+API's 0-based ``rank`` fields.
 
 A new command goes in the module of its concern (or a new one), is declared with
 ``common.server_command`` and is registered in ``commands.py`` with ``main.add_command``.

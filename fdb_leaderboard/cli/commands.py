@@ -3,15 +3,17 @@
 Commands that talk to a running server (``--server``, default ``$FDB_LEADERBOARD_SERVER`` or
 127.0.0.1:50051) take ``--timeout`` and ``--json`` (see ``common.py``), and reach it with a bearer
 token (``--token-file``, or ``$FDB_LEADERBOARD_TOKEN``) and, over TLS, the server's CA (``--ca``;
-``--cert``/``--key`` for mutual TLS).  Times are integers in the index's timebase (seconds by
-default).  This module holds the group, ``serve`` and the index and window administration;
-reads, record writes, loads and maintenance have their own modules, registered at the end.
+``--cert``/``--key`` for mutual TLS).  Times are what people type (``now``, a timestamp in the
+index's timebase, a date; see ``common.parse_time``).  This module holds the group, ``serve`` and
+the index and window administration; reads, record writes, loads, exports and maintenance have
+their own modules, registered at the end.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from typing import Any
 
 import click
 
@@ -21,16 +23,24 @@ from . import players
 from .common import (
     DEFAULT_SERVER,
     DURATION,
+    TIME,
+    TIME_HELP,
     CliGroup,
     Session,
+    TimeSpec,
+    key_argument,
     one_line,
     parse_columns,
+    plural,
+    progress_bar,
     server_command,
+    show_key,
     show_warnings_briefly,
     window_json,
     window_line,
 )
 from .demo import DEFAULT_HTTP_ADDRESS, demo
+from .export import export
 from .loading import load
 from .maintenance import maintain, policy
 from .reads import around, count, rank, top
@@ -180,9 +190,13 @@ def serve(
     from ..store import StoreError
 
     url = f"fdb:{cluster_file}" if cluster_file else store or DEFAULT_STORE
+    if (tls_cert is None) != (tls_key is None) or (client_ca and not tls_cert):
+        raise click.UsageError("--tls-cert and --tls-key go together (and --client-ca needs them)")
+    if processes > 1 and http_address not in (None, "off"):
+        raise click.UsageError(
+            "--processes serves gRPC only: run the HTTP front end (--http-address) in a server of its own"
+        )
     try:
-        if (tls_cert is None) != (tls_key is None) or (client_ca and not tls_cert):
-            raise StartupError("--tls-cert and --tls-key go together (and --client-ca needs them)")
         settings = ServerSettings(
             max_page=max_page,
             max_concurrent_calls=max_calls,
@@ -198,10 +212,6 @@ def serve(
             maintain_every=maintain_every,
         )
         if processes > 1:
-            if http_address not in (None, "off"):
-                raise StartupError(
-                    "--processes serves gRPC only: run the HTTP front end (--http-address) in a server of its own"
-                )
             settings.check_address(address)
             group = Supervisor(url, address, processes, workers, grace, settings=settings).start()
         else:
@@ -237,19 +247,38 @@ def serve(
 # -- indexes ----------------------------------------------------------------------------------
 
 
-@main.group(cls=click.Group)
+@main.group()
 def index() -> None:
     """Create, list and drop indexes."""
 
 
 @server_command(index, "create")
 @click.argument("name")
-@click.option("--aggregation", type=click.Choice(["BEST", "SUM", "LATEST"]), default="BEST", show_default=True)
-@click.option("--hash", "hash_function", type=click.Choice(["MURMUR3", "JDK", "CRC"]), default="MURMUR3")
-@click.option("--group-size", default=0, show_default=True)
-@click.option("--context-size", default=0, show_default=True)
-@click.option("--high-score-first/--low-score-first", default=True, show_default=True)
-@click.option("--score-type", type=click.Choice(["INT", "DOUBLE"]), default="INT", show_default=True)
+@click.option(
+    "--aggregation",
+    type=click.Choice(["BEST", "SUM", "LATEST"], case_sensitive=False),
+    default="BEST",
+    show_default=True,
+    help="A record's value in a window: its best score, the sum of its scores, or its latest.",
+)
+@click.option(
+    "--hash",
+    "hash_function",
+    type=click.Choice(["MURMUR3", "JDK", "CRC"], case_sensitive=False),
+    default="MURMUR3",
+    show_default=True,
+    help="The ranked sets' level hash (the reference layout uses JDK).",
+)
+@click.option("--group-size", default=0, show_default=True, type=click.IntRange(0), help="Elements of a group.")
+@click.option("--context-size", default=0, show_default=True, type=click.IntRange(0), help="Elements of a context.")
+@click.option("--high-score-first/--low-score-first", default=True, show_default=True, help="Which scores rank first.")
+@click.option(
+    "--score-type",
+    type=click.Choice(["INT", "DOUBLE"], case_sensitive=False),
+    default="INT",
+    show_default=True,
+    help="Integer scores, or finite doubles (not with SUM).",
+)
 @click.option("--reference-layout", is_flag=True, help="Ranked sets exactly as the Record Layer lays them out.")
 @click.option("--dense-ranks", is_flag=True, help="Also rank each window's distinct scores (DENSE rank mode).")
 @click.option(
@@ -307,7 +336,9 @@ def index_create(
     what = ", ".join(["all-time"] * all_time + boards) or "no"
     session.emit(
         {"index": name, "created": created, "boards": ["all-time"] * all_time + boards, "timezone": timezone},
-        f"index {name} created ({what} boards)" if created else f"index {name} already exists with these options",
+        f"index {name} created ({what} board{'s' if len(boards) + all_time != 1 else ''})"
+        if created
+        else f"index {name} already exists with these options",
     )
 
 
@@ -349,6 +380,7 @@ def index_list(session: Session) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def index_drop(session: Session, name: str, yes: bool) -> None:
     """Delete index NAME and all its data."""
+    session.policy(name)  # NOT_FOUND before asking about an index that is not there
     if not yes:
         click.confirm(f"Delete index {name} and all its scores?", abort=True, err=True)
     session.client.drop_index(name)
@@ -365,16 +397,16 @@ def windows() -> None:
 
 @server_command(windows, "apply")
 @click.argument("name")
-@click.argument("spec_file", type=click.Path(exists=True, dir_okay=False))
-def windows_apply(session: Session, name: str, spec_file: str) -> None:
-    """Apply SPEC_FILE (YAML or JSON; see the README) to index NAME.
+@click.argument("spec_file", type=click.File("r"))
+def windows_apply(session: Session, name: str, spec_file: Any) -> None:
+    """Apply SPEC_FILE (YAML or JSON, - for standard input; see the README) to index NAME.
 
-    Applying the same file again changes nothing.  A ``maintenance`` section sets the index's
-    maintenance policy too (what ``maintain`` keeps ahead and expires).
+    Applying the same file again changes nothing.  A maintenance section sets the index's
+    maintenance policy too (what the server, or `maintain`, keeps ahead and expires).
     """
-    from .spec_file import load_window_file
+    from .spec_file import read_window_file
 
-    update, maintenance = load_window_file(spec_file)
+    update, maintenance = read_window_file(spec_file)
     result = session.client.update_windows(
         name,
         specs=[(s.type, s.base, s.increment, s.duration, s.count) for s in update.specs],
@@ -428,70 +460,63 @@ def windows_show(session: Session, name: str) -> None:
         lines.append(f"latest indexed timestamp: {listing.latest_timestamp}")
     if listing.HasField("trimmed_before"):
         lines.append(f"entries trimmed before: {listing.trimmed_before}")
-    lines.extend(f"sub-directory {g!r}: {'high' if hsf else 'low'} score first" for g, hsf in subs.items())
+    lines.extend(f"sub-directory {show_key(g)}: {'high' if hsf else 'low'} score first" for g, hsf in subs.items())
     session.emit(data, lines)
 
 
 @server_command(main, "subdir")
 @click.argument("name")
-@click.argument("group", nargs=-1, required=True)
-@click.option("--high-score-first/--low-score-first", required=True)
-@click.option("--int-group", is_flag=True, help="Parse GROUP elements as integers.")
-def subdir(session: Session, name: str, group: tuple[str, ...], high_score_first: bool, int_group: bool) -> None:
-    """Set a group's score direction (only before it has scores)."""
-    try:
-        values = tuple(int(g) for g in group) if int_group else group
-    except ValueError:
-        raise click.BadParameter(f"--int-group: {' '.join(group)} are not all integers") from None
-    session.client.save_sub_directory(name, values, high_score_first)
+@key_argument("group")
+@click.option("--high-score-first/--low-score-first", required=True, help="Whether the group ranks high scores first.")
+def subdir(session: Session, name: str, group: tuple, high_score_first: bool) -> None:
+    """Set the score direction of GROUP (a string, or a JSON list such as '["golf", 7]'), before it has scores."""
+    session.client.save_sub_directory(name, group, high_score_first)
     session.emit(
-        {"group": list(values), "high_score_first": high_score_first},
-        f"group {values!r} of {name}: {'high' if high_score_first else 'low'} score first",
+        {"group": list(group), "high_score_first": high_score_first},
+        f"group {show_key(group)} of {name}: {'high' if high_score_first else 'low'} score first",
     )
 
 
 @server_command(main)
 @click.argument("name")
-@click.option("--before", type=int, required=True, help="Delete windows ending at or before this time.")
-def expire(session: Session, name: str, before: int) -> None:
+@click.option("--before", type=TIME, required=True, help=f"Delete windows ending at or before this time: {TIME_HELP}.")
+def expire(session: Session, name: str, before: TimeSpec) -> None:
     """Delete old windows and all their data."""
-    gone = session.client.expire(name, before)
+    gone = session.client.expire(name, session.time_of(name, before))
     session.emit(
         {"deleted": [window_json(w) for w in gone]},
-        [f"deleted {len(gone)} window(s)", *map(window_line, gone)],
+        [f"deleted {plural(len(gone), 'window')}", *map(window_line, gone)],
     )
 
 
 @server_command(main, "keep-ahead")
 @click.argument("name")
-@click.option("--now", type=int, default=None, help="Current time (default: the server's clock).")
-def keep_ahead(session: Session, name: str, now: int | None) -> None:
+@click.option("--now", type=TIME, default="now", help=f"The time to plan from: {TIME_HELP} [default: the server's].")
+def keep_ahead(session: Session, name: str, now: TimeSpec) -> None:
     """Add the windows the index's maintenance policy needs soon."""
-    added = session.client.keep_ahead(name, now)
+    added = session.client.keep_ahead(name, session.timestamp(name, now))
     session.emit(
         {"added": [window_json(w) for w in added]},
-        [f"added {len(added)} window(s)", *map(window_line, added)],
+        [f"added {plural(len(added), 'window')}", *map(window_line, added)],
     )
 
 
 @server_command(main)
 @click.argument("name")
-@click.option("--before", type=int, required=True, help="Trim entries before this time.")
-def trim(session: Session, name: str, before: int) -> None:
+@click.option("--before", type=TIME, required=True, help=f"Trim entries before this time: {TIME_HELP}.")
+def trim(session: Session, name: str, before: TimeSpec) -> None:
     """Drop entries no window depends on (windows starting earlier can no longer be added)."""
-    removed = session.client.trim(name, before)
-    session.emit({"entries_removed": removed}, f"removed {removed} entries")
+    removed = session.client.trim(name, session.time_of(name, before))
+    session.emit({"entries_removed": removed}, f"removed {plural(removed, 'entry', 'entries')}")
 
 
 @server_command(main)
 @click.argument("name")
-@click.option("--batch", default=200, show_default=True, help="Records per transaction.")
+@click.option("--batch", default=200, show_default=True, type=click.IntRange(1), help="Records per transaction.")
 def fill(session: Session, name: str, batch: int) -> None:
     """Fill new windows from stored records, batch by batch (interrupt and rerun to resume)."""
-    from tqdm import tqdm
-
     processed = ranked = 0
-    with tqdm(unit=" records", desc=f"filling {name}", disable=session.json) as bar:
+    with progress_bar(session, unit=" records", desc=f"filling {name}") as bar:
         while True:
             step = session.client.fill(name, max_records=batch, max_batches=1)
             processed += step.records_processed
@@ -506,7 +531,7 @@ def fill(session: Session, name: str, batch: int) -> None:
 
 @server_command(main, timeout=600.0)
 @click.argument("name")
-@click.option("--max-problems", default=100, show_default=True)
+@click.option("--max-problems", default=100, show_default=True, help="Stop after this many problems.")
 def verify(session: Session, name: str, max_problems: int) -> None:
     """Recompute every window from the records and compare with the B-tree and ranked sets."""
     report = session.client.verify_report(name, max_problems, timeout=session.timeout)
@@ -537,7 +562,7 @@ def verify(session: Session, name: str, max_problems: int) -> None:
         click.echo(f"{name}: every window matches the records")
 
 
-for command in (top, rank, around, count, add, delete, load, maintain, policy, demo, *players.COMMANDS):
+for command in (top, rank, around, count, add, delete, load, export, maintain, policy, demo, *players.COMMANDS):
     main.add_command(command)
 
 __all__ = ["main"]

@@ -1,25 +1,34 @@
-"""What every command shares: the server connection, ``--timeout``, ``--json`` output, keys and
-windows given on the command line, durations, and errors as one line with a non-zero exit.
+"""What every command shares: the server connection, ``--timeout``, ``--json`` and ``-v``, the
+read commands' options (``--type``, ``--at``, ``--group``, ``--mode``), keys and times as people
+type them, durations, the one row format of ranked entries, and errors as one line.
 
 A command that talks to the server is declared with :func:`server_command`; it receives a
 :class:`Session` (its client, made with the command's ``--timeout``, and its output) and
 returns nothing: what it shows goes through ``session.emit``.  Errors raised anywhere (a gRPC
 status, a bad file, a store that cannot open) are turned into one line by :class:`CliGroup`.
+
+Ranks: ``#1`` is the best, wherever a person reads a rank (text output); the ``rank`` fields
+of ``--json`` output are the API's, 0-based (``"rank": 0``).
 """
 
 from __future__ import annotations
 
 import base64
 import dataclasses
+import datetime as dt
 import functools
 import json
 import logging
 import os
 import re
+import socket
+import ssl
 import sys
+import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 import grpc
@@ -27,6 +36,7 @@ import grpc
 from ..client import LeaderboardClient
 from ..errors import LeaderboardError, NoWindowsWarning
 from ..index import RankedEntry
+from ..index.calendar import TIMEBASES
 from ..proto import service_pb2 as pb
 from ..store import StoreError
 
@@ -36,8 +46,16 @@ START_A_SERVER = (
     "start one with `fdb-leaderboard serve` (or ./tools/serve), or point at one with "
     "--server HOST:PORT or $FDB_LEADERBOARD_SERVER"
 )
+MODES = ("ORDINAL", "COMPETITION", "DENSE")
+DISPLAY_FIELD = "name"  # the metadata field shown beside each key
 
 log = logging.getLogger("fdb_leaderboard.cli")
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``1 record``, ``2 records`` (``nouns`` for an irregular plural)."""
+    return f"{count:,} {noun if count == 1 else nouns or noun + 's'}"
+
 
 # -- durations -------------------------------------------------------------------------------------
 
@@ -51,6 +69,17 @@ def parse_duration(text: str) -> float:
     if not match:
         raise ValueError(f"{text!r} is not a duration: use a number of seconds or e.g. 30s, 5m, 2h, 1d, 250ms")
     return float(match.group(1)) * _UNITS[match.group(2) or "s"]
+
+
+def show_duration(length: int, timebase: str = "seconds") -> str:
+    """A length in the timebase as people type it: ``2d``, ``90m``, ``45s``, ``250ms``."""
+    if timebase == "milliseconds" and length % 1000:
+        return f"{length}ms"
+    seconds = length // 1000 if timebase == "milliseconds" else length
+    for unit in ("d", "h", "m"):
+        if seconds and seconds % _UNITS[unit] == 0:
+            return f"{seconds // int(_UNITS[unit])}{unit}"
+    return f"{seconds}s"
 
 
 class Duration(click.ParamType):
@@ -69,20 +98,147 @@ class Duration(click.ParamType):
 
 DURATION = Duration()
 
+# -- times: what people type -------------------------------------------------------------------------
+
+TIME_HELP = "now, latest (the index's latest score), a timestamp, or a date such as 2026-11-23 or 2026-11-23T18:00"
+_ZONE = re.compile(r"^(?P<when>.+?)(?:\[(?P<bracketed>[^\]]+)\]|\s+(?P<named>[A-Za-z_]+(?:/[A-Za-z0-9_+\-]+)*))$")
+
+
+@dataclasses.dataclass(frozen=True)
+class TimeSpec:
+    """A time as typed: ``now``, ``latest``, a timestamp (in the index's timebase) or a date or
+    date-time (in ``zone``, else in its own offset, else in the index's policy's time zone)."""
+
+    text: str
+    timestamp: int | None = None
+    when: dt.date | dt.datetime | None = None
+    zone: str | None = None
+
+    @property
+    def is_now(self) -> bool:
+        return self.text == "now"
+
+    @property
+    def is_latest(self) -> bool:
+        return self.text == "latest"
+
+
+def parse_time(text: str) -> TimeSpec:
+    """A :class:`TimeSpec`; ValueError saying what a time may be otherwise."""
+    cleaned = text.strip()
+    if cleaned.lower() in ("now", "latest"):
+        return TimeSpec(cleaned.lower())
+    if re.fullmatch(r"[+-]?\d+", cleaned):
+        return TimeSpec(cleaned, timestamp=int(cleaned))
+    zone = None
+    match = _ZONE.match(cleaned)
+    if match and (match.group("bracketed") or match.group("named")):
+        cleaned, zone = match.group("when").strip(), match.group("bracketed") or match.group("named")
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{text!r}: unknown time zone {zone!r} (e.g. Europe/Paris, UTC)") from None
+    try:
+        when: dt.date | dt.datetime = (
+            dt.date.fromisoformat(cleaned) if len(cleaned) == 10 else dt.datetime.fromisoformat(cleaned)
+        )
+    except ValueError:
+        raise ValueError(f"{text!r} is not a time: use {TIME_HELP}, with a time zone as [Europe/Paris]") from None
+    if zone and isinstance(when, dt.datetime) and when.tzinfo is not None:
+        raise ValueError(f"{text!r} gives both an offset and a time zone: give one")
+    return TimeSpec(text, when=when, zone=zone)
+
+
+class Time(click.ParamType):
+    """A time option (see :func:`parse_time`); a bad one is a usage error naming the option."""
+
+    name = "time"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> TimeSpec:
+        if isinstance(value, TimeSpec):
+            return value
+        try:
+            return parse_time(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+TIME = Time()
+
+
+def policy_zone(policy: pb.MaintenancePolicy, window_type: int) -> str:
+    """The time zone of the policy's calendar boards of ``window_type`` (else of all of them, if
+    they share one; else UTC): the one a date typed for those boards is read in."""
+    zones = {c.timezone or "UTC" for c in policy.calendar if c.type == window_type}
+    zones = zones or {c.timezone or "UTC" for c in policy.calendar}
+    return zones.pop() if len(zones) == 1 else "UTC"
+
+
+def time_in(spec: TimeSpec, policy: pb.MaintenancePolicy, window_type: int = 0) -> int:
+    """A date or date-time as a timestamp in the policy's timebase (now's, for ``now``)."""
+    scale = TIMEBASES.get(policy.timebase or "seconds", 1)
+    if spec.is_now:
+        return int(time.time() * scale)
+    if spec.timestamp is not None:
+        return spec.timestamp
+    when = spec.when
+    if not isinstance(when, dt.datetime):
+        when = dt.datetime.combine(when, dt.time())  # a date: its first instant
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=ZoneInfo(spec.zone or policy_zone(policy, window_type)))
+    return int(when.timestamp() * scale)
+
+
 # -- keys and windows on the command line ------------------------------------------------------------
 
 
-def parse_key(values: Sequence[str], what: str = "key") -> tuple:
-    """Command-line elements as a key: each a string, or one JSON list for other types (``'["bob", 7]'``)."""
-    if len(values) == 1 and values[0].lstrip().startswith("["):
+def parse_key(text: str, what: str = "key") -> tuple:
+    """A key as typed: a string (one element), or a JSON list for several elements or other types
+    (``'["bob", 7]'``, ``'[42]'``).  Empty keys are refused."""
+    if text.lstrip().startswith("["):
         try:
-            parsed = json.loads(values[0])
+            parsed = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise click.BadParameter(f"{what} {values[0]!r} is not a JSON list: {exc.msg}") from None
+            raise click.BadParameter(f"{text!r} is not a JSON list: {exc.msg}", param_hint=what) from None
         if not isinstance(parsed, list) or any(isinstance(item, list | dict) for item in parsed):
-            raise click.BadParameter(f"{what} must be a JSON list of strings, numbers, booleans or null")
+            raise click.BadParameter("a JSON list of strings, numbers, booleans or null", param_hint=what)
+        if not parsed:
+            raise click.BadParameter("[] has no element: give at least one", param_hint=what)
         return tuple(parsed)
-    return tuple(values)
+    if not text:
+        raise click.BadParameter("empty: give the key, e.g. alice", param_hint=what)
+    return (text,)
+
+
+def _one_key(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple:
+    """A single key argument (declared with ``nargs=-1`` to explain what several words mean)."""
+    if len(values) > 1:
+        together = json.dumps(list(values))
+        raise click.BadParameter(
+            f"one {param.human_readable_name}, not {len(values)} words: several elements go in one JSON list, "
+            f"e.g. '{together}'",
+            ctx,
+            param,
+        )
+    return parse_key(values[0], param.human_readable_name)
+
+
+def key_argument(name: str = "pk") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A record's key (PK): a string, or one JSON list (``'["bob", 7]'``)."""
+    return click.argument(name, nargs=-1, required=True, callback=_one_key, metavar=name.upper())
+
+
+def _keys(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[tuple]:
+    return [parse_key(value, param.human_readable_name) for value in values]
+
+
+def keys_argument(name: str = "pks") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Several records' keys, each as :func:`key_argument` takes one."""
+    return click.argument(name, nargs=-1, required=True, callback=_keys, metavar=f"{name[:-1].upper()}...")
+
+
+def _group(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple:
+    return () if value is None else parse_key(value, "--group")
 
 
 def parse_score(text: str, hint: str = "--score") -> int | float | tuple[int, ...]:
@@ -121,38 +277,47 @@ def group_option(fn: Callable[..., Any]) -> Callable[..., Any]:
         "--group",
         "group",
         default=None,
+        callback=_group,
         help="The group (for indexes with groups): a string, or a JSON list such as '[\"eu\", 3]'.",
     )(fn)
 
 
-def window_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``--type`` and ``--at``: the window of a type containing a time (type 0: all-time)."""
-    fn = click.option(
-        "--at",
-        "at",
-        type=int,
-        default=None,
-        help="A time in the window (default: now, the server's clock in the index's timebase).",
-    )(fn)
-    return click.option("-t", "--type", "window_type", type=int, default=0, show_default=True, help="Window type.")(fn)
+def window_options(fn: Callable[..., Any] | None = None, *, type_required: bool = False) -> Any:
+    """``--type``, ``--at`` and ``--group``: the window of a type holding a time (type 0: all-time),
+    of a group.  The command resolves them with :meth:`Session.window`."""
 
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn = group_option(fn)
+        fn = click.option(
+            "--at",
+            "at",
+            type=TIME,
+            default="now",
+            show_default=True,
+            help=f"A time in the window: {TIME_HELP} (dates in the index's time zone, or add [Europe/Paris]).",
+        )(fn)
+        return click.option(
+            "-t",
+            "--type",
+            "window_type",
+            type=click.IntRange(0),
+            required=type_required,
+            default=None if type_required else 0,
+            show_default=not type_required,
+            help="Window type (0: all-time; with index create --daily/--weekly/--monthly, 1/2/3).",
+        )(fn)
 
-def window_arguments(window_type: int, at: int | None, group: str | None) -> dict[str, Any]:
-    """The client's window and group arguments for ``--type``, ``--at`` and ``--group``."""
-    return {"window_type": window_type, "timestamp": at if window_type else None, "group": group_key(group)}
-
-
-def group_key(group: str | None) -> tuple:
-    return () if group is None else parse_key((group,), "group")
+    return decorate(fn) if fn is not None else decorate
 
 
 def mode_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--mode",
-        type=click.Choice(["ORDINAL", "COMPETITION"]),
+        type=click.Choice(MODES, case_sensitive=False),
         default="ORDINAL",
         show_default=True,
-        help="COMPETITION: equal scores share a rank (0, 0, 2).",
+        help="How ties rank. COMPETITION: equal scores share a rank, the next skips (#1, #1, #3); "
+        "DENSE (indexes made with --dense-ranks): the next does not skip (#1, #1, #2).",
     )(fn)
 
 
@@ -169,8 +334,15 @@ def json_value(value: object) -> object:
 
 
 def show_key(key: tuple) -> str:
-    """A key for people: ``alice`` for ``("alice",)``, the tuple otherwise."""
-    return key[0] if len(key) == 1 and isinstance(key[0], str) else repr(key)
+    """A key as people type it: ``alice`` for ``("alice",)``, a JSON list otherwise (``["bob", 7]``)."""
+    if len(key) == 1 and isinstance(key[0], str) and key[0] and not key[0].lstrip().startswith("["):
+        return key[0]
+    return json.dumps(json_value(key), ensure_ascii=False)
+
+
+def show_rank(rank: int | None) -> str:
+    """A 0-based rank as people read it: ``#1`` is the best."""
+    return "-" if rank is None else f"#{rank + 1}"
 
 
 def entry_json(entry: RankedEntry) -> dict[str, object]:
@@ -185,21 +357,50 @@ def entry_json(entry: RankedEntry) -> dict[str, object]:
     }
 
 
-def entry_lines(entries: Iterable[RankedEntry]) -> list[str]:
-    """Ranked entries as aligned lines: rank, key, score, timestamp (and context, group if any)."""
+@dataclasses.dataclass(frozen=True)
+class Absent:
+    """A row for a record with no score in the window read."""
+
+    pk: tuple
+
+
+def entry_lines(entries: Sequence[RankedEntry | Absent], labels: Sequence[str] | None = None) -> list[str]:
+    """Ranked entries as aligned rows, the one format of every command:
+
+        [label]  #rank  key  [name]  score  at timestamp  [context ...]  [group ...]  [field=value ...]
+
+    ``name`` is the metadata's display field; the other fields follow it.  An :class:`Absent`
+    record's row says it has no score."""
     rows = []
     for entry in entries:
+        if isinstance(entry, Absent):
+            rows.append(["-", show_key(entry.pk), "", "", "", ""])
+            continue
+        metadata = dict(entry.metadata or {})
+        name = metadata.pop(DISPLAY_FIELD, "")
         labelled = (("context", entry.context), ("group", entry.group))
-        extra = "".join(f"  {name} {show_key(value)}" for name, value in labelled if value)
-        rank = "-" if entry.rank is None else str(entry.rank)
-        rows.append((rank, show_key(entry.pk), show_score(entry.score), str(entry.timestamp), extra))
+        extra = [f"{what} {show_key(value)}" for what, value in labelled if value]
+        extra += [f"{field}={value}" for field, value in sorted(metadata.items())]
+        when = f"at {entry.timestamp}"
+        rows.append([show_rank(entry.rank), show_key(entry.pk), name, show_score(entry.score), when, "  ".join(extra)])
     if not rows:
         return []
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    return [
-        f"{rank:>{widths[0]}}  {key:<{widths[1]}}  {score:>{widths[2]}}  at {ts}{extra}"
-        for rank, key, score, ts, extra in rows
-    ]
+    first = 0 if labels is None else 1  # the rank's column
+    if labels is not None:
+        rows = [[label, *row] for label, row in zip(labels, rows, strict=True)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    right = {first, first + 3}  # the rank and the score
+    lines = []
+    for entry, row in zip(entries, rows, strict=True):
+        cells = [
+            cell.rjust(width) if i in right else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+            if width  # a column no row fills (no names, no extras) is left out
+        ]
+        if isinstance(entry, Absent):
+            cells = [*cells[: first + 2], "no score in this window"]
+        lines.append("  ".join(cells).rstrip())
+    return lines
 
 
 def window_json(window: pb.Window) -> dict[str, object]:
@@ -235,6 +436,13 @@ def fill_note(window: pb.Window) -> str:
     return f"  (filling: {window.records_processed:,}{total} records in)"
 
 
+def progress_bar(session: Session, **options: Any) -> Any:
+    """A tqdm bar on stderr, drawn only when stderr is a terminal (and not for ``--json``)."""
+    from tqdm import tqdm
+
+    return tqdm(disable=session.json or not sys.stderr.isatty(), **options)
+
+
 @dataclasses.dataclass
 class Session:
     """One command's connection and output: ``client`` (made on first use) and ``emit``."""
@@ -246,6 +454,7 @@ class Session:
 
     def __post_init__(self) -> None:
         self._client: LeaderboardClient | None = None
+        self._policies: dict[str, pb.MaintenancePolicy] | None = None
 
     @property
     def client(self) -> LeaderboardClient:
@@ -256,6 +465,38 @@ class Session:
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
+
+    def policy(self, index: str) -> pb.MaintenancePolicy:
+        """The maintenance policy of ``index`` (its timebase and time zones); NOT_FOUND if none."""
+        if self._policies is None:
+            self._policies = {info.name: info.maintenance for info in self.client.list_indexes()}
+        if index not in self._policies:
+            raise click.ClickException(f"NOT_FOUND: no index named {index!r}")
+        return self._policies[index]
+
+    def timestamp(self, index: str, at: TimeSpec, window_type: int = 0) -> int | None:
+        """``at`` as a timestamp of ``index`` (None for now: the server's clock decides)."""
+        if at.is_now:
+            return None
+        if at.timestamp is not None:
+            return at.timestamp
+        if at.is_latest:
+            listing = self.client.list_windows(index)
+            if not listing.HasField("latest_timestamp"):
+                raise click.ClickException(f"{index} has no scores yet: there is no latest time")
+            return listing.latest_timestamp
+        return time_in(at, self.policy(index), window_type)
+
+    def time_of(self, index: str, at: TimeSpec) -> int:
+        """``at`` as a timestamp of ``index``, now included (for writes, which carry their time)."""
+        if at.is_now:
+            return time_in(at, self.policy(index))
+        return self.timestamp(index, at)  # type: ignore[return-value]
+
+    def window(self, index: str, window_type: int, at: TimeSpec, group: tuple) -> dict[str, Any]:
+        """The client's window and group arguments for ``--type``, ``--at`` and ``--group``."""
+        timestamp = self.timestamp(index, at, window_type) if window_type else None
+        return {"window_type": window_type, "timestamp": timestamp, "group": group}
 
     def emit(self, data: object, lines: str | Iterable[str] = ()) -> None:
         """Show ``data`` as JSON with ``--json``, else ``lines`` (a string or lines)."""
@@ -268,6 +509,13 @@ class Session:
     def note(self, line: str) -> None:
         """Progress or advice for people: on stderr, so ``--json`` output stays parseable."""
         click.echo(line, err=True)
+
+
+def where(window_type: int, timestamp: int | None) -> str:
+    """The window a read named, for people: ``the all-time window``, ``the type 1 window holding now``."""
+    if not window_type:
+        return "the all-time window"
+    return f"the type {window_type} window holding {'now' if timestamp is None else timestamp}"
 
 
 def server_command(
@@ -285,8 +533,9 @@ def server_command(
         @functools.wraps(fn)
         def run(*args: Any, timeout: float | None, json_output: bool, **kwargs: Any) -> Any:
             ctx = click.get_current_context()
-            session = Session(ctx.obj["server"], timeout or None, json_output, ctx.obj.get("access", {}))
-            ctx.obj["timeout"] = session.timeout
+            root = ctx.find_root().obj
+            session = Session(root["server"], timeout or None, json_output, root.get("access", {}))
+            root["timeout"] = session.timeout
             try:
                 return fn(*args, session=session, **kwargs)
             finally:
@@ -308,10 +557,43 @@ def server_command(
 # -- errors: one line, non-zero exit -------------------------------------------------------------------
 
 
-def rpc_error_message(exc: grpc.RpcError, server: str, timeout: float | None) -> str:
-    code, details = exc.code(), exc.details() or ""
+def _host_port(address: str) -> tuple[str, int] | None:
+    """The host and port of a ``HOST:PORT`` gRPC address (None for unix sockets and other schemes)."""
+    match = re.fullmatch(r"(?:dns:(?:///)?|ipv4:|ipv6:)?\[?([^\[\]]+?)\]?:(\d+)", address)
+    return (match.group(1), int(match.group(2))) if match else None
+
+
+def speaks_tls(address: str, timeout: float = 2.0) -> bool:
+    """Whether the server at ``address`` answers a TLS handshake (certificate not checked)."""
+    where = _host_port(address)
+    if where is None:
+        return False
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.set_alpn_protocols(["h2"])
+    try:
+        with socket.create_connection(where, timeout=timeout) as sock, context.wrap_socket(sock):
+            return True
+    except (OSError, ssl.SSLError):
+        return False
+
+
+def rpc_error_message(exc: grpc.RpcError, server: str, timeout: float | None, tls: bool = False) -> str:
+    """One line for a failed call; ``tls``: whether the command used TLS (``--ca`` or ``--cert``)."""
+    code, details = exc.code(), exc.details() or ""  # type: ignore[attr-defined]
     if code == grpc.StatusCode.UNAVAILABLE:
-        reason = "connection refused" if "refused" in details.lower() else details.split("\n")[0]
+        lowered = details.lower()
+        if tls and ("wrong_version_number" in lowered or "handshake failed" in lowered):
+            if "certificate_verify_failed" in lowered or "certificate verify failed" in lowered:
+                return f"TLS: the certificate of the server at {server} is not signed by the CA given with --ca"
+            return f"the server at {server} does not speak TLS: leave out --ca (or serve it with --tls-cert/--tls-key)"
+        if "refused" in lowered:
+            reason = "connection refused"
+        else:
+            if not tls and speaks_tls(server):
+                return f"the server at {server} speaks TLS: give the CA that signed its certificate with --ca FILE"
+            reason = details.split("\n")[0]
         return f"cannot reach a server at {server} ({reason}): {START_A_SERVER}"
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         limit = f"within {timeout:g} s" if timeout else "in time"
@@ -323,11 +605,46 @@ def one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def _set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        root = ctx.find_root()
+        if isinstance(root.obj, dict):
+            root.obj["verbose"] = True
+        logging.getLogger().setLevel(logging.INFO)
+        log.setLevel(logging.DEBUG)
+
+
+def verbose_option() -> click.Option:
+    return click.Option(
+        ["-v", "--verbose"],
+        is_flag=True,
+        expose_value=False,
+        is_eager=True,
+        callback=_set_verbose,
+        help="Log more, and show tracebacks of unexpected errors.",
+    )
+
+
+def _with_verbose(command: click.Command) -> click.Command:
+    """``command`` (and every command under it) taking ``-v`` after its name too."""
+    if not any(param.name == "verbose" for param in command.params):
+        command.params.append(verbose_option())
+    for sub in getattr(command, "commands", {}).values():
+        _with_verbose(sub)
+    return command
+
+
 class CliGroup(click.Group):
     """The top-level group: any error a command raises ends the process with one line and exit 1.
 
-    Usage mistakes (a bad option value, a missing argument) are one line too, with exit 2.
+    Usage mistakes (a bad option value, a missing argument) are one line too, with exit 2.  A
+    closed pipe (``| head``) ends it without a word (click's own handling, exit 1).  Every command
+    takes ``-v`` after its name as well as before it.
     """
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        return None if command is None else _with_verbose(command)
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         if not standalone_mode:
@@ -349,11 +666,13 @@ class CliGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
-            raise
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
+            raise  # (a closed pipe: click ends the process quietly)
         except grpc.RpcError as exc:
             obj = ctx.obj or {}
-            message = rpc_error_message(exc, obj.get("server", DEFAULT_SERVER), obj.get("timeout"))
+            access = obj.get("access", {})
+            tls = bool(access.get("ca") or access.get("cert"))
+            message = rpc_error_message(exc, obj.get("server", DEFAULT_SERVER), obj.get("timeout"), tls)
             raise click.ClickException(message) from None
         except (LeaderboardError, StoreError, OSError, ValueError) as exc:
             if log.isEnabledFor(logging.DEBUG):

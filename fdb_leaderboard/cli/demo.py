@@ -1,8 +1,17 @@
-"""``fdb-leaderboard demo``: a server on a temporary store, simulated games, live boards."""
+"""``fdb-leaderboard demo``: a server on a temporary store, simulated games, live boards.
+
+The screen fits an 80x24 terminal: the three boards side by side, then the record followed.
+The temporary store is deleted on exit; ``--store`` keeps one of your own.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
+import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -11,17 +20,70 @@ import click
 
 from ..client import LeaderboardClient
 from ..proto import service_pb2 as pb
+from .common import show_rank
 from .maintenance import maintenance_pass
 
 # The HTTP front end's default address (``serve`` and ``demo``).
 DEFAULT_HTTP_ADDRESS = "127.0.0.1:8080"
+_BOARDS = (("today", 1), ("this week", 2), ("all time", 0))
+_COLUMN = 26  # three boards across 80 columns
+
+
+def open_in_browser(url: str) -> bool:
+    """Open ``url`` in the desktop's browser, without a word on the terminal; False if there is none.
+
+    Unlike ``webbrowser``, never a text browser in this terminal, and nothing from ``xdg-open``
+    on stderr when no browser can open.
+    """
+    if sys.platform == "darwin":
+        opener = ["open", url]
+    elif sys.platform.startswith("win"):
+        with contextlib.suppress(OSError):
+            os.startfile(url)  # type: ignore[attr-defined]
+            return True
+        return False
+    elif os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        opener = ["xdg-open", url]
+    else:
+        return False
+    if shutil.which(opener[0]) is None:
+        return False
+    try:
+        subprocess.Popen(opener, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        return False
+    return True
+
+
+def screen(client: LeaderboardClient, now: int, header: list[str], me: str) -> list[str]:
+    """The demo's screen at simulated time ``now``: at most 24 lines of at most 80 columns."""
+    columns = []
+    for title, window_type in _BOARDS:
+        at = now if window_type else None
+        rows = client.top("demo", 10, window_type, at)
+        lines = [f"{title} ({client.count('demo', window_type, at)} players)"]
+        lines += [f"{show_rank(e.rank):>4} {e.pk[0]:<13} {e.score:>6}" for e in rows]
+        columns.append(lines)
+    height = max(len(column) for column in columns)
+    boards = [
+        "".join(column[i].ljust(_COLUMN) if i < len(column) else " " * _COLUMN for column in columns).rstrip()
+        for i in range(height)
+    ]
+    followed = [f"around {me} (today)"]
+    followed += [
+        f"{show_rank(e.rank):>6} {e.pk[0]:<13} {e.score:>6}"
+        for e in client.around("demo", (me,), 2, 2, 1, now, if_absent="TOP")
+    ]
+    return [*header, "", *boards, "", *followed]
 
 
 @click.command()
-@click.option("--store", default=None, help="Store URL (default: a fresh temporary directory).")
-@click.option("--players", default=2000, show_default=True)
-@click.option("--refresh", default=1.0, show_default=True, help="Seconds between screens.")
-@click.option("--duration", default=0.0, help="Stop after this many seconds (0: until Ctrl-C).")
+@click.option("--store", default=None, help="Store URL (default: a temporary directory, deleted on exit).")
+@click.option("--players", default=2000, show_default=True, type=click.IntRange(1), help="Simulated players.")
+@click.option("--refresh", default=1.0, show_default=True, type=click.FloatRange(0.05), help="Seconds between screens.")
+@click.option(
+    "--duration", default=0.0, type=click.FloatRange(0), help="Stop after this many seconds (0: until Ctrl-C)."
+)
 @click.option(
     "--http-address",
     default=DEFAULT_HTTP_ADDRESS,
@@ -35,14 +97,23 @@ def demo(store: str | None, players: int, refresh: float, duration: float, http_
     from ..http import HttpServer
     from ..service import Server, StartupError
 
-    url = store or f"lmdb:{tempfile.mkdtemp(prefix='fdb-leaderboard-demo-')}?durable=false"
-    server = Server(url, "127.0.0.1:0").start()
-    try:
-        http = HttpServer(server, http_address).start()
-    except StartupError:  # the port is taken (a server running already): any free one
-        http = HttpServer(server, f"{http_address.rsplit(':', 1)[0]}:0").start()
-    page = f"{http.url}/#index=demo"
-    client = LeaderboardClient(server.address)
+    kept = store
+    with contextlib.ExitStack() as cleanup:
+        if store is None:
+            directory = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="fdb-leaderboard-demo-"))
+            store = f"lmdb:{directory}?durable=false"
+        server = Server(store, "127.0.0.1:0").start()
+        cleanup.callback(server.stop, grace=2)  # before the directory goes
+        try:
+            http = HttpServer(server, http_address).start()
+        except StartupError:  # the port is taken (a server running already): any free one
+            http = HttpServer(server, f"{http_address.rsplit(':', 1)[0]}:0").start()
+        _run(server.address, f"{http.url}/#index=demo", players, refresh, duration, open_page)
+    click.echo(f"demo stopped; {f'its store is {kept}' if kept else 'its temporary store is deleted'}")
+
+
+def _run(address: str, page: str, players: int, refresh: float, duration: float, open_page: bool) -> None:
+    client = LeaderboardClient(address)
     day, week = 86_400, 7 * 86_400
     start = int(time.time()) // day * day
     policy = pb.MaintenancePolicy(
@@ -55,10 +126,9 @@ def demo(store: str | None, players: int, refresh: float, duration: float, http_
         retain=14 * day,
     )
     client.create_index("demo", high_score_first=True, maintenance=policy)
-    client.update_windows("demo", high_score_first=True)  # the all-time window
     client.keep_ahead("demo", start)
     if open_page:
-        click.launch(page)
+        open_in_browser(page)
     stop = threading.Event()
     rng = random.Random(7)
     clock = [start]
@@ -78,20 +148,12 @@ def demo(store: str | None, players: int, refresh: float, duration: float, http_
             time.sleep(refresh)
             now = clock[0]
             maintenance_pass(client, now)  # keep today's and this week's windows ahead, expire old ones
-            screen = [f"\x1b[2J\x1b[Hfdb-leaderboard demo: simulated time {now} ({url})", f"live page: {page}", ""]
-            for title, window_type in (("today", 1), ("this week", 2), ("all time", 0)):
-                at = now if window_type else None
-                rows = client.top("demo", 10, window_type, at)
-                screen.append(f"{title:<10} ({client.count('demo', window_type, at)} players)")
-                screen.extend(f"  {e.rank + 1:>3}. {e.pk[0]:<14} {e.score:>6}" for e in rows)
-                screen.append("")
-            me = ("player-00001",)
-            screen.append(f"around {me[0]} (today)")
-            screen.extend(
-                f"  {e.rank + 1:>5}. {e.pk[0]:<14} {e.score:>6}"
-                for e in client.around("demo", me, 2, 2, 1, now, if_absent="TOP")
-            )
-            click.echo("\n".join(screen))
+            header = [
+                f"fdb-leaderboard demo, simulated time {now}; Ctrl-C stops it",
+                f"gRPC {address}, live page {page}",
+            ]
+            lines = screen(client, now, header, "player-00001")
+            click.echo("\x1b[2J\x1b[H" + "\n".join(lines))
     except KeyboardInterrupt:
         pass
     finally:
@@ -99,4 +161,3 @@ def demo(store: str | None, players: int, refresh: float, duration: float, http_
         for feeder in feeders:
             feeder.join(timeout=5)
         client.close()
-        server.stop(grace=2)

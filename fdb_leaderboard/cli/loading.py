@@ -1,94 +1,58 @@
-"""``fdb-leaderboard load``: stream a JSON-lines file of records to the server's Load RPC.
+"""``fdb-leaderboard load``: stream a records file (JSON lines or CSV) to the server's Load RPC.
 
-The progress bar counts records the server has saved (it reports each transaction), out of
-the file's records when the file can be counted first.  A refused record is named by its line;
-Ctrl-C says how many records were saved.  Rerunning a load is always safe: each line replaces
-its record.  A load cut off (the server restarting, say) is sent again from the file's start by
-the client, under the same idempotency key, so the server saves only what it had not; a pipe
-cannot be read twice, so a load from one is not sent again.
+The progress bar (on a terminal only) counts records the server has saved (it reports each
+transaction), out of the file's records when the file can be read twice.  A refused record is
+named by its line; Ctrl-C says how many records were saved.  Rerunning a load is always safe:
+each record replaces its record.  A load cut off (the server restarting, say) is sent again from
+the file's start by the client, under the same idempotency key, so the server saves only what it
+had not; a pipe cannot be read twice, so a load from one is not sent again.
 """
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Iterator
-from typing import IO, Any
+from typing import Any
 
 import click
 import grpc
-from tqdm import tqdm
 
 from ..client import load_refusal
-from .common import Session, rpc_error_message, server_command
-from .records_file import Record, RecordsFileError, parse_record
+from .common import Session, plural, progress_bar, rpc_error_message, server_command
+from .records_file import FORMATS, RecordReader
 
-RERUN = "rerunning the load is safe: each line replaces its record"
-
-
-class _Lines:
-    """The records of a file with the line of each: blank lines are remembered, not stored per record."""
-
-    def __init__(self, source: IO[str]) -> None:
-        self.source = source
-        self.start = source.tell() if source.seekable() else None
-        self.blank: list[int] = []  # line numbers of the blank lines read so far
-        self.bad_line: RecordsFileError | None = None
-
-    def __iter__(self) -> Iterator[Record]:
-        """The file's records from its start, each time (a file that can be read again)."""
-        if self.start is not None:
-            self.source.seek(self.start)
-        self.blank, self.bad_line = [], None
-        return self.records()
-
-    def records(self) -> Iterator[Record]:
-        for number, text in enumerate(self.source, start=1):
-            if not text.strip():
-                self.blank.append(number)
-                continue
-            try:
-                yield parse_record(text)
-            except ValueError as exc:  # end the stream: what came before is loaded
-                self.bad_line = RecordsFileError(number, str(exc))
-                return
-
-    def line_of(self, position: int) -> int:
-        """The line of the record at 0-based ``position``: its number plus the blank lines before it."""
-        line = position + 1
-        skipped = 0
-        while True:  # the blank lines before that line shift it down, which may pass more blank lines
-            more = bisect.bisect_right(self.blank, line + skipped) - skipped
-            if more <= 0:
-                return line + skipped
-            skipped += more
+RERUN = "rerunning the load is safe: each record replaces what was stored for it"
 
 
-def _count_records(source: IO[str]) -> int | None:
-    """How many records a seekable file holds (non-blank lines), leaving it at its start; None for a pipe."""
-    if not source.seekable():
-        return None
-    start = source.tell()
-    total = sum(1 for line in source if line.strip())
-    source.seek(start)
-    return total
+def _saved(count: int, where: str = "") -> str:
+    """``1 record was saved``, ``2 records before line 3 were saved``."""
+    return f"{plural(count, 'record')}{where} {'was' if count == 1 else 'were'} saved"
 
 
 @server_command(name="load", timeout=None)
 @click.argument("name")
 @click.argument("source", type=click.File("r"))
-@click.option("--batch", default=500, show_default=True, help="Records per transaction.")
+@click.option("--batch", default=500, show_default=True, type=click.IntRange(1), help="Records per transaction.")
+@click.option(
+    "--format",
+    "file_format",
+    type=click.Choice(FORMATS, case_sensitive=False),
+    default="auto",
+    show_default=True,
+    help="jsonl or csv (auto: csv for a .csv file or one not starting with '{').",
+)
 @click.option(
     "--rank-as-loaded",
     is_flag=True,
     help="Keep every ranked set current record by record, instead of building those of empty windows at the end.",
 )
-def load(session: Session, name: str, source: Any, batch: int, rank_as_loaded: bool) -> None:
-    """Load records from a JSON-lines file (- for stdin); each line replaces one record.
+def load(session: Session, name: str, source: Any, batch: int, file_format: str, rank_as_loaded: bool) -> None:
+    """Load records from a JSON-lines or CSV file (- for stdin); each record replaces its record.
 
-    A line looks like {"pk": ["alice"], "entries": [{"score": 1200, "timestamp": 1763900000}]};
-    entries may add "context" and "group" lists.  Rerunning a load is harmless.
+    A JSON line is a record, {"pk": "alice", "entries": [{"score": 1200, "timestamp": 1763900000}]},
+    or one entry of it, {"pk": "alice", "score": 1200, "timestamp": 1763900000}; entries may add
+    "context" and "group" lists.  A CSV file has a header: pk,score,timestamp[,context,group].
+    The lines of one record go together.  Rerunning a load is harmless.
     """
-    lines = _Lines(source)
+    reader = RecordReader(source, file_format.lower())
     saved = 0
 
     def progress(count: int) -> None:
@@ -97,30 +61,31 @@ def load(session: Session, name: str, source: Any, batch: int, rank_as_loaded: b
             bar.update(count - saved)
             saved = count
 
-    total = _count_records(source)
-    with tqdm(total=total, unit=" records", desc=f"saving into {name}", disable=session.json) as bar:
+    with progress_bar(session, unit=" records", desc=f"saving into {name}") as bar:
+        if not bar.disable and reader.start is not None:
+            bar.total = reader.count()
         try:
-            records = lines if lines.start is not None else lines.records()  # a pipe is read once
+            records = reader if reader.start is not None else reader.records()  # a pipe is read once
             saved = session.client.bulk_load(
                 name, records, batch, rank_as_loaded, progress=progress, timeout=session.timeout
             )
         except KeyboardInterrupt:
             bar.close()
-            raise click.ClickException(f"interrupted: {saved} records were saved; {RERUN}") from None
+            raise click.ClickException(f"interrupted: {_saved(saved)}; {RERUN}") from None
         except grpc.RpcError as exc:
             position, before = load_refusal(exc)
             if position is None:
                 raise click.ClickException(
                     f"{rpc_error_message(exc, session.server, session.timeout)}; "
-                    f"{before if before is not None else saved} records were saved; {RERUN}"
+                    f"{_saved(before if before is not None else saved)}; {RERUN}"
                 ) from None
-            details = (exc.details() or "").split(" refused: ", 1)[-1].split("; the ", 1)[0]
+            details = (exc.details() or "").split(" refused: ", 1)[-1].split("; the ", 1)[0]  # type: ignore[attr-defined]
             raise click.ClickException(
-                f"{source.name}: line {lines.line_of(position)} refused by the server "
-                f"({exc.code().name}: {details}); "
-                f"the {before} records before line {lines.line_of(before or 0)} were saved; "
+                f"{source.name}: line {reader.line_of(position)} refused by the server "
+                f"({exc.code().name}: {details}); "  # type: ignore[attr-defined]
+                f"the {_saved(before or 0, f' before line {reader.line_of(before or 0)}')}; "
                 f"fix the line and rerun ({RERUN})"
             ) from None
-    if lines.bad_line is not None:
-        raise click.ClickException(f"{source.name}: {lines.bad_line}; the {saved} records before it were saved")
-    session.emit({"index": name, "records_saved": saved}, f"loaded {saved} records into {name}")
+    if reader.bad_line is not None:
+        raise click.ClickException(f"{source.name}: {reader.bad_line}; the {_saved(saved, ' before it')}")
+    session.emit({"index": name, "records_saved": saved}, f"loaded {plural(saved, 'record')} into {name}")

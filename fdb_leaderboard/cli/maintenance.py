@@ -15,7 +15,7 @@ from ..client import LeaderboardClient
 from ..index.calendar import PERIODS, TIMEBASES
 from ..index.idempotency import DEFAULT_RETENTION
 from ..proto import service_pb2 as pb
-from .common import DURATION, Session, rpc_error_message, server_command
+from .common import DURATION, Session, plural, rpc_error_message, server_command, show_duration
 from .spec_file import parse_maintenance
 
 # The server is gone (restarting, or not yet up): retry the whole pass, which is idempotent.
@@ -50,20 +50,20 @@ def maintenance_pass(client: LeaderboardClient, clock: float) -> list[str]:
             if policy.windows or policy.calendar:
                 added = client.keep_ahead(info.name, now)
                 if added:
-                    report.append(f"{info.name}: added {len(added)} window(s)")
+                    report.append(f"{info.name}: added {plural(len(added), 'window')}")
             # A window added over stored scores (e.g. today's, when the job was not running), or
             # one a crashed bulk load or fill left, is not served until filled: finish it.
             if any(window.filling for window in client.list_windows(info.name).windows):
                 step = client.fill(info.name)
                 state = "filled" if step.done else "still filling"
-                report.append(f"{info.name}: {state} windows from {step.records_processed} record(s)")
+                report.append(f"{info.name}: {state} windows from {plural(step.records_processed, 'record')}")
             if policy.retain:
                 gone = client.expire(info.name, now - policy.retain)
                 if gone:
-                    report.append(f"{info.name}: expired {len(gone)} window(s)")
+                    report.append(f"{info.name}: expired {plural(len(gone), 'window')}")
             forgotten = client.expire_idempotency_keys(info.name)
             if forgotten:
-                report.append(f"{info.name}: forgot {forgotten} idempotency key(s) past their retention")
+                report.append(f"{info.name}: forgot {plural(forgotten, 'idempotency key')} past their retention")
         except grpc.RpcError as exc:
             if exc.code() in _SERVER_GONE:
                 raise
@@ -127,18 +127,25 @@ def policy() -> None:
 
 
 def _policy_lines(name: str, policy: pb.MaintenancePolicy) -> list[str]:
-    retention = f"writes' idempotency keys kept {policy.idempotency_retention or DEFAULT_RETENTION} s"
+    """The policy as people read it, lengths as they type them (``2d``, ``90m``)."""
+    retention = show_duration(policy.idempotency_retention or DEFAULT_RETENTION)
+    kept = f"writes' idempotency keys kept {retention}"
     if not _has_policy(policy):
-        return [f"{name}: no maintenance policy; {retention}"]
-    unit = "ms" if policy.timebase == "milliseconds" else "s"
+        return [f"{name}: no maintenance policy; {kept}"]
+    timebase = policy.timebase or "seconds"
+
+    def length(value: int) -> str:
+        return show_duration(value, timebase)
+
     lines = [
-        f"{name}: keep windows starting within {policy.horizon} {unit} ahead "
-        f"(certain within {policy.certain_within} {unit}); "
-        + (f"expire windows ended {policy.retain} {unit} ago" if policy.retain else "keep old windows")
-        + f"; {retention}"
+        f"{name}: keep windows starting within {length(policy.horizon)} ahead "
+        f"(certain within {length(policy.certain_within)}); "
+        + (f"expire windows ended {length(policy.retain)} ago" if policy.retain else "keep old windows")
+        + f"; {kept}"
+        + ("; times in milliseconds" if timebase == "milliseconds" else "")
     ]
     lines.extend(
-        f"  type {w.type}: every {w.increment} {unit} from {w.base}, lasting {w.duration} {unit}"
+        f"  type {w.type}: every {length(w.increment)} from {w.base}, lasting {length(w.duration)}"
         for w in policy.windows
     )
     lines.extend(f"  type {c.type}: {c.period} in {c.timezone or 'UTC'}" for c in policy.calendar)
@@ -195,7 +202,13 @@ def _split(text: str, parts: int, what: str, example: str) -> list[str]:
 @click.option("--horizon", default="2d", show_default=True, help="Add windows starting within this.")
 @click.option("--certain-within", default="1d", show_default=True, help="Always add those starting within this.")
 @click.option("--retain", default="0", show_default=True, help="Expire windows ended this long ago (0: never).")
-@click.option("--timebase", type=click.Choice(sorted(TIMEBASES)), default="seconds", show_default=True)
+@click.option(
+    "--timebase",
+    type=click.Choice(sorted(TIMEBASES)),
+    default="seconds",
+    show_default=True,
+    help="The unit of the index's timestamps.",
+)
 @click.option(
     "--idempotency-retention",
     default="24h",

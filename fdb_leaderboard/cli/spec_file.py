@@ -33,7 +33,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import pathlib
-from typing import Any
+from typing import IO, Any
 
 import yaml
 
@@ -112,7 +112,13 @@ def parse_window_update(document: dict[str, Any], now: dt.datetime | None = None
             elif isinstance(start, dt.date):
                 first = start
             else:
-                first = dt.date.fromisoformat(str(start))
+                try:
+                    first = dt.date.fromisoformat(str(start))
+                except ValueError:
+                    raise InvalidArgument(
+                        f"calendar entry {period}: start {start!r} is not a date: use YYYY-MM-DD (e.g. 2026-11-23) "
+                        "or today"
+                    ) from None
             periods = calendar_windows(period["type"], period["period"], zone, first, period["count"], timebase)
             delete_before = document.get("delete_before")
             if periods and isinstance(delete_before, int) and all(end <= delete_before for _, _, end in periods):
@@ -190,23 +196,40 @@ def parse_maintenance(section: object, timebase: str = "seconds") -> pb.Maintena
     return policy
 
 
-def _read(path: str | pathlib.Path) -> Any:
-    text = pathlib.Path(path).read_text()
+def parse_document(text: str, name: str) -> Any:
+    """A window-update file's text as data: JSON when ``name`` ends with .json, else YAML (which
+    takes JSON too); a syntax error names the line and column."""
+    if name.endswith(".json"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidArgument(f"{name}: not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     try:
-        return json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise InvalidArgument(f"{path}: not valid {'JSON' if str(path).endswith('.json') else 'YAML'}: {exc}") from None
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = " ".join(filter(None, [exc.context, exc.problem]))
+        raise InvalidArgument(f"{name}: not valid YAML: {where}{problem}") from None
+    except yaml.YAMLError as exc:
+        raise InvalidArgument(f"{name}: not valid YAML: {exc}") from None
 
 
 def load_window_update(path: str | pathlib.Path, now: dt.datetime | None = None) -> WindowUpdate:
-    return parse_window_update(_read(path), now)
+    return parse_window_update(parse_document(pathlib.Path(path).read_text(), str(path)), now)
 
 
 def load_window_file(
     path: str | pathlib.Path, now: dt.datetime | None = None
 ) -> tuple[WindowUpdate, pb.MaintenancePolicy | None]:
     """A window-update file's update, and its maintenance policy if it has a ``maintenance`` section."""
-    document = _read(path)
+    with open(path) as file:
+        return read_window_file(file, now)
+
+
+def read_window_file(file: IO[str], now: dt.datetime | None = None) -> tuple[WindowUpdate, pb.MaintenancePolicy | None]:
+    """:func:`load_window_file` of an open file (standard input included: its name is ``<stdin>``)."""
+    document = parse_document(file.read(), getattr(file, "name", "<stdin>"))
     update = parse_window_update(document, now)
     if document.get("maintenance") is None:
         return update, None

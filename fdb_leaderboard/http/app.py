@@ -37,6 +37,10 @@ from .rest import ROUTES, RestRoute
 from .transcode import CallFailed, Rpc, Transcoder, check_access, dumps, parse_json, to_json
 
 STATIC = pathlib.Path(__file__).parent / "static"
+# An events stream sends a comment after this many quiet seconds (proxies close idle streams),
+# and ends after STREAM_SECONDS (browsers reconnect by themselves).
+KEEP_ALIVE_SECONDS = 15.0
+STREAM_SECONDS = 600.0
 
 
 def _error(exc: CallFailed) -> JSONResponse:
@@ -60,12 +64,17 @@ async def _lines(chunks: AsyncIterator[bytes], limit: int) -> AsyncIterator[byte
     async for chunk in chunks:
         pending += chunk
         *complete, pending = pending.split(b"\n")
-        for line in complete:
-            yield line
-        if len(pending) > limit:
-            raise Answer(grpc.StatusCode.RESOURCE_EXHAUSTED, f"a line is larger than {limit} bytes")
+        for line in complete:  # a whole line can come in one chunk as well as in several
+            yield _within(line, limit)
+        _within(pending, limit)
     if pending:
         yield pending
+
+
+def _within(line: bytes, limit: int) -> bytes:
+    if len(line) > limit:
+        raise Answer(grpc.StatusCode.RESOURCE_EXHAUSTED, f"a line is larger than {limit} bytes")
+    return line
 
 
 class HttpApi:
@@ -187,16 +196,16 @@ class HttpApi:
 
     async def _events(self, request: Request, route: RestRoute, values: dict[str, Any]) -> Response:
         """Server-Sent Events: the answer now, then again each time it changes (checked every
-        ``interval`` seconds), with a comment line every 15 s to keep proxies from closing the
-        stream.  A stream ends after 10 minutes (browsers reconnect by themselves) or when the
-        server stops.  A first failure is the HTTP answer; later ones are ``problem`` events."""
+        ``interval`` seconds), with a comment line after KEEP_ALIVE_SECONDS without one.  A stream
+        ends after STREAM_SECONDS or when the server stops.  A first failure is the HTTP answer;
+        later ones are ``problem`` events."""
         interval = values.pop("interval", 1.0)
         first = await self._answer(request, route, values, None)
         if first[0] != 200:
             return JSONResponse(first[1], status_code=first[0])
 
         async def stream() -> AsyncIterator[bytes]:
-            sent, quiet_since, ends = first, time.monotonic(), time.monotonic() + 600
+            sent, quiet_since, ends = first, time.monotonic(), time.monotonic() + STREAM_SECONDS
             yield b"data: " + dumps(first[1]) + b"\n\n"
             while time.monotonic() < ends and not self.transcoder.stopping.is_set():
                 await anyio.sleep(interval)
@@ -210,7 +219,7 @@ class HttpApi:
                     event = b"data: " if now[0] == 200 else b"event: problem\ndata: "
                     yield event + dumps(now[1]) + b"\n\n"
                     sent, quiet_since = now, time.monotonic()
-                elif time.monotonic() - quiet_since > 15:
+                elif time.monotonic() - quiet_since > KEEP_ALIVE_SECONDS:
                     yield b": unchanged\n\n"
                     quiet_since = time.monotonic()
 

@@ -38,6 +38,11 @@ def bad(message: str) -> CallFailed:
     return CallFailed(grpc.StatusCode.INVALID_ARGUMENT, message)
 
 
+def server_clock() -> int:
+    """The server's clock in seconds: the time of a score sent without a timestamp."""
+    return int(time.time())
+
+
 # -- plain JSON values of key items and entries -----------------------------------------------------
 
 
@@ -86,9 +91,9 @@ def items_from_json(values: Any, what: str) -> list[pb.Item]:
     if not isinstance(values, list):
         raise bad(f"{what} must be a string or an array of items, not {values!r}")
     try:
-        return wire.tuple_to_items([python_item(v, what) for v in values])
-    except InvalidArgument as exc:
-        raise bad(f"{what}: {exc}") from None
+        return wire.tuple_to_items([python_item(v, what) for v in values], what)
+    except InvalidArgument as exc:  # names ``what``
+        raise bad(str(exc)) from None
 
 
 def plain_score(score: int | float | tuple) -> Any:
@@ -395,7 +400,7 @@ def build_add_score(values: dict[str, Any], body: Any, transcoder: Transcoder, h
         raise bad("a score needs pk and score")
     score_json = score_from_json(body["score"])
     entry = message_from_dict(
-        {"score": score_json, "timestamp": body.get("timestamp", int(time.time()))}, pb.Entry, "the score"
+        {"score": score_json, "timestamp": body.get("timestamp", server_clock())}, pb.Entry, "the score"
     )
     entry.context.extend(items_from_json(body.get("context", []), "context"))
     entry.group.extend(items_from_json(body.get("group", []), "group"))

@@ -20,6 +20,7 @@ import enum
 import functools
 from collections.abc import Iterable, Sequence
 
+from ..errors import InvalidArgument
 from ..proto import time_window_leaderboard_pb2 as pb
 from ..rankedset import DEFAULT_LEVELS, MAX_LEVELS, MIN_LEVELS
 from . import tuplecodec as tuples
@@ -40,11 +41,11 @@ def _from_wire(value: int) -> int:
 
 
 def check_int64(value: object, name: str) -> int:
-    """``value`` as an int64, or a ValueError/TypeError naming ``name``."""
+    """``value`` as an int64, or InvalidArgument naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
+        raise InvalidArgument(f"{name} must be an integer, not {type(value).__name__}")
     if not INT64_MIN <= value <= INT64_MAX:
-        raise ValueError(f"{name} {value} is outside the int64 range")
+        raise InvalidArgument(f"{name} {value} is outside the int64 range")
     return value
 
 
@@ -100,11 +101,11 @@ class WindowSpec:
         for name in ("base", "increment", "duration", "count"):
             check_int64(getattr(self, name), name)
         if self.duration <= 0:
-            raise ValueError(f"window duration must be positive, not {self.duration}")
+            raise InvalidArgument(f"window duration must be positive, not {self.duration}")
         if self.count < 0:
-            raise ValueError(f"window count must not be negative, not {self.count}")
+            raise InvalidArgument(f"window count must not be negative, not {self.count}")
         if self.count > MAX_WINDOWS:
-            raise ValueError(f"a spec may add at most {MAX_WINDOWS} windows, not {self.count}")
+            raise InvalidArgument(f"a spec may add at most {MAX_WINDOWS} windows, not {self.count}")
         out = []
         for i in range(self.count):
             start = self.base + i * self.increment
@@ -118,16 +119,22 @@ MAX_WINDOWS = 2_500  # about 30 bytes each: keeps the directory under Foundation
 
 def check_window_type(window_type: object, allow_all_time: bool = False) -> int:
     if isinstance(window_type, bool) or not isinstance(window_type, int):
-        raise TypeError(f"window type must be an integer, not {type(window_type).__name__}")
+        raise InvalidArgument(f"window type must be an integer, not {type(window_type).__name__}")
     low = 0 if allow_all_time else 1
     if not low <= window_type <= 0xFFFF_FFFF:
-        raise ValueError(f"window type must be between {low} and 4294967295, not {window_type}")
+        raise InvalidArgument(f"window type must be between {low} and 4294967295, not {window_type}")
     return window_type
+
+
+def _sequence(value: object, name: str) -> Sequence:
+    if not isinstance(value, list | tuple):
+        raise InvalidArgument(f"{name} must be a list or tuple, not {type(value).__name__}")
+    return value
 
 
 def check_nlevels(nlevels: object) -> int:
     if isinstance(nlevels, bool) or not isinstance(nlevels, int) or not MIN_LEVELS <= nlevels <= MAX_LEVELS:
-        raise ValueError(f"nlevels must be an integer between {MIN_LEVELS} and {MAX_LEVELS}, not {nlevels!r}")
+        raise InvalidArgument(f"nlevels must be an integer between {MIN_LEVELS} and {MAX_LEVELS}, not {nlevels!r}")
     return nlevels
 
 
@@ -302,23 +309,28 @@ class WindowUpdate:
             check_int64(self.delete_before, "delete_before")
         check_nlevels(self.nlevels)
         out: list[tuple[int, int, int]] = []
-        for spec in self.specs:
+        for spec in _sequence(self.specs, "specs"):
+            if not isinstance(spec, WindowSpec):
+                raise InvalidArgument(f"specs must hold WindowSpecs, not a {type(spec).__name__}")
             out.extend(self._surviving(spec.windows(), f"spec {spec}"))
         explicit = []
-        for window_type, start, end in self.windows:
+        for window in _sequence(self.windows, "windows"):
+            if not isinstance(window, tuple | list) or len(window) != 3:
+                raise InvalidArgument(f"each of windows must be a (type, start, end) tuple, not {window!r:.100}")
+            window_type, start, end = window
             check_window_type(window_type)
             check_int64(start, "window start")
             check_int64(end, "window end")
             if end <= start:
-                raise ValueError(f"window type {window_type} [{start}, {end}) must end after it starts")
+                raise InvalidArgument(f"window type {window_type} [{start}, {end}) must end after it starts")
             explicit.append((window_type, start, end))
         out.extend(self._surviving(explicit, "the explicit windows"))
         if len(out) > MAX_WINDOWS:
-            raise ValueError(f"a window update may add at most {MAX_WINDOWS} windows, not {len(out)}")
+            raise InvalidArgument(f"a window update may add at most {MAX_WINDOWS} windows, not {len(out)}")
         return out
 
     def _surviving(self, windows: list[tuple[int, int, int]], what: str) -> list[tuple[int, int, int]]:
-        """The ``windows`` that ``delete_before`` leaves; ValueError if it would remove them all.
+        """The ``windows`` that ``delete_before`` leaves; InvalidArgument if it would remove them all.
 
         Deletions run first, so a window ending by ``delete_before`` is not added: added, it
         would be deleted by the same update applied again and re-added under a new key, and
@@ -328,7 +340,7 @@ class WindowUpdate:
             return windows
         kept = [window for window in windows if window[2] > self.delete_before]
         if windows and not kept:
-            raise ValueError(
+            raise InvalidArgument(
                 f"{what}: every window it adds ends by delete_before {self.delete_before}, "
                 "which deletes it: move the windows later or delete_before earlier"
             )

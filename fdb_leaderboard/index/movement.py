@@ -58,10 +58,7 @@ class History:
 
 
 def _typed(window_type: object) -> int:
-    try:
-        window_type = check_window_type(window_type, allow_all_time=True)
-    except (TypeError, ValueError) as exc:
-        raise InvalidArgument(str(exc)) from None
+    window_type = check_window_type(window_type, allow_all_time=True)
     if window_type == ALL_TIME:
         raise InvalidArgument("the all-time window has no previous window: give a window type other than 0")
     return window_type

@@ -131,10 +131,7 @@ class Reader:
     # -- resolving ----------------------------------------------------------------------
 
     def window(self, ref: WindowRef) -> Window:
-        try:
-            window_type = check_window_type(ref.type, allow_all_time=True)
-        except (TypeError, ValueError) as exc:  # a bad type is the caller's error, like every other
-            raise InvalidArgument(str(exc)) from None
+        window_type = check_window_type(ref.type, allow_all_time=True)
         if ref.timestamp is not None:
             ts = check_timestamp(ref.timestamp)
         else:  # the window holding now: today's of a daily type, this week's of a weekly one

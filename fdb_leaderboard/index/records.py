@@ -215,6 +215,8 @@ class RecordWriter:
     def _check_entries(self, entries: Iterable[Entry], pk_nested: bytes, pk_flat: bytes) -> list[_CheckedEntry]:
         """Validate ``entries`` and read, together, what writing them needs: the record's head,
         the directory and the sub-directories of their groups (one round trip)."""
+        if isinstance(entries, str | bytes) or not isinstance(entries, Iterable):
+            raise InvalidArgument(f"entries must be a list of Entry, not {type(entries).__name__}")
         checked = [self._check_entry(entry) for entry in entries]
         self.txn.prefetch(heads=[pk_nested], groups={entry.group_bytes for entry in checked})
         return [self._placed(entry, pk_flat) for entry in checked]

@@ -22,11 +22,20 @@ def check_items(items: object, name: str) -> tuple:
             raise InvalidArgument(f"{name} holds {item!r}: NaN and infinities are not ordered keys")
         if isinstance(item, int) and not isinstance(item, bool) and not INT64_MIN <= item <= INT64_MAX:
             raise InvalidArgument(f"{name} holds {item}, outside the int64 range")
-        if isinstance(item, tuple):
+        if isinstance(item, str) and not item.isascii():
+            _check_encodable(item, name)
+        elif isinstance(item, tuple):
             check_items(item, name)
         elif not isinstance(item, _ALLOWED_ITEMS):
             raise InvalidArgument(f"{name} holds a {type(item).__name__}; allowed: int, float, str, bytes, bool, None")
     return items
+
+
+def _check_encodable(text: str, name: str) -> None:
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:
+        raise InvalidArgument(f"{name} holds a string with {exc.reason} (not valid Unicode text)") from None
 
 
 # A lone value of these types is a one-element key: "zed" is ("zed",), never ("z", "e", "d").
@@ -97,10 +106,7 @@ def check_at_least(value: object, minimum: int, name: str) -> int:
 
 
 def check_timestamp(ts: object) -> int:
-    try:
-        return check_int64(ts, "timestamp")
-    except (TypeError, ValueError) as exc:
-        raise InvalidArgument(str(exc)) from None
+    return check_int64(ts, "timestamp")
 
 
 def negate(score: int | float) -> int | float:

@@ -92,10 +92,7 @@ class WindowEditor:
 
     def update_windows(self, update: WindowUpdate) -> WindowUpdateResult:
         """Apply a window-update specification (see :class:`WindowUpdate`)."""
-        try:
-            requested = update.requested_windows()
-        except (TypeError, ValueError) as exc:
-            raise InvalidArgument(str(exc)) from None
+        requested = update.requested_windows()
         if not isinstance(update.rebuild, Rebuild):
             raise InvalidArgument(f"rebuild must be a Rebuild policy, not {update.rebuild!r}")
         if update.high_score_first is None:  # keep the index's direction

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
+
 from .. import wire
 from ..errors import InvalidArgument
 from ..index import (
@@ -42,13 +44,18 @@ def rank_mode(mode: int) -> RankMode:
     raise InvalidArgument(f"unknown rank mode {mode}: use ORDINAL (0), COMPETITION (1) or DENSE (2)")
 
 
-def settings_from_proto(options: pb.IndexOptions, reference_layout: bool) -> IndexSettings:
+def enum_name(enum_type: EnumTypeWrapper, number: int, field: str) -> str:
+    """The name of ``number`` in a request's enum ``field``; an unknown number is refused, naming the field."""
     try:
-        hash_name = pb.RankHash.Name(options.hash_function)
-        aggregation = pb.Aggregation.Name(options.aggregation)
-        score_type = pb.ScoreType.Name(options.score_type)
-    except ValueError as exc:
-        raise InvalidArgument(f"unknown enum value: {exc}") from None
+        return enum_type.Name(number)
+    except ValueError:
+        raise InvalidArgument(f"{field} {number} is unknown: use one of {', '.join(enum_type.keys())}") from None
+
+
+def settings_from_proto(options: pb.IndexOptions, reference_layout: bool) -> IndexSettings:
+    hash_name = enum_name(pb.RankHash, options.hash_function, "hash_function")
+    aggregation = enum_name(pb.Aggregation, options.aggregation, "aggregation")
+    score_type = enum_name(pb.ScoreType, options.score_type, "score_type")
     if reference_layout and options.hash_function == pb.MURMUR3:
         hash_name = "JDK"  # the reference's default when none is given
     return IndexSettings(
@@ -161,5 +168,5 @@ def window_update_from_proto(request: pb.UpdateWindowsRequest) -> WindowUpdate:
         specs=[WindowSpec(s.type, s.base, s.increment, s.duration, s.count) for s in request.specs],
         windows=[(w.type, w.start, w.end) for w in request.windows],
         nlevels=request.nlevels or 6,
-        rebuild=Rebuild[pb.Rebuild.Name(request.rebuild)],
+        rebuild=Rebuild[enum_name(pb.Rebuild, request.rebuild, "rebuild")],
     )

@@ -510,7 +510,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     @_rpc
     def AroundMe(self, request: pb.AroundMeRequest, context: CallContext) -> pb.EntriesResponse:
         ref = convert.window_ref(request.window)
-        if_absent = IfAbsent[pb.IfAbsent.Name(request.if_absent)]
+        if_absent = IfAbsent[convert.enum_name(pb.IfAbsent, request.if_absent, "if_absent")]
         self._check_page(request.above + request.below + 1, "AroundMe (above + below + 1)", "")
         entries = self._index(request.index).around(
             wire.items_to_tuple(request.pk),
@@ -569,7 +569,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def Scan(self, request: pb.ScanRequest, context: CallContext) -> pb.ScanResponse:
-        scan_type = ScanType[pb.ScanType.Name(request.type)]
+        scan_type = ScanType[convert.enum_name(pb.ScanType, request.type, "scan type")]
         low = wire.score_to_python(request.low, "low bound") if request.HasField("low") else None
         high = wire.score_to_python(request.high, "high bound") if request.HasField("high") else None
         if scan_type is not ScanType.BY_VALUE and any(isinstance(b, float) for b in (low, high)):

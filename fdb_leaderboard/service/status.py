@@ -48,12 +48,14 @@ class Answer(Exception):
 
 
 def status_of(exc: BaseException) -> grpc.StatusCode | None:
-    """The status code answering ``exc``, or None for an unexpected error (INTERNAL)."""
+    """The status code answering ``exc``, or None for an unexpected error (INTERNAL).
+
+    Only the project's own errors are refusals: inputs are checked where they enter and refused
+    with :class:`InvalidArgument` naming the field, so a ``TypeError`` or ``ValueError`` from
+    deeper down is a defect, answered INTERNAL and logged, never blamed on the caller."""
     if isinstance(exc, Answer):
         return exc.code
     for error_type, code in STATUS_BY_ERROR:
         if isinstance(exc, error_type):
             return code
-    if isinstance(exc, (TypeError, ValueError, OverflowError)):  # malformed values caught by a library
-        return grpc.StatusCode.INVALID_ARGUMENT
     return None
