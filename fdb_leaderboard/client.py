@@ -1006,7 +1006,10 @@ def _credentials(
 
 
 class _BearerToken(
-    grpc.UnaryUnaryClientInterceptor, grpc.StreamUnaryClientInterceptor, grpc.StreamStreamClientInterceptor
+    grpc.UnaryUnaryClientInterceptor,
+    grpc.UnaryStreamClientInterceptor,
+    grpc.StreamUnaryClientInterceptor,
+    grpc.StreamStreamClientInterceptor,
 ):
     """Adds ``authorization: Bearer TOKEN`` to every call of a channel (also those made with ``stub``)."""
 
@@ -1017,6 +1020,9 @@ class _BearerToken(
         return details._replace(metadata=[*(details.metadata or ()), self._header])
 
     def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._details(details), request)
+
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
         return continuation(self._details(details), request)
 
     def intercept_stream_unary(self, continuation: Any, details: Any, requests: Any) -> Any:
@@ -1179,6 +1185,24 @@ class LeaderboardClient:
             if not continuation:
                 return
 
+    def watch_rank(
+        self,
+        index: str,
+        pk: Key,
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Key = (),
+        mode: str = "ORDINAL",
+        timeout: float | None = None,
+    ) -> RankWatch:
+        """The record's value in the window with its rank (None: no value there), now and then
+        whenever its rank, score or window changes (at most once a second), until the watch is
+        closed (from any thread) or ``timeout`` seconds pass (None: no end).  Without
+        ``timestamp``, the window is the current one of its type, following the clock."""
+        return RankWatch(
+            self.stub.WatchRank(_rank_request(index, pk, window_type, timestamp, group, mode), timeout=timeout)
+        )
+
     def bulk_load(
         self,
         index: str,
@@ -1251,6 +1275,33 @@ class LeaderboardClient:
             raise
         messages.raise_failure(written)
         return written
+
+
+class RankWatch:
+    """A watched rank (:meth:`LeaderboardClient.watch_rank`): iterate it for the updates; ``close``
+    (from any thread, or leaving a ``with`` block) ends the watch and the iteration quietly."""
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+        self._closed = False
+
+    def __iter__(self) -> Iterator[RankedEntry | None]:
+        try:
+            for response in self._call:
+                yield wire.optional_entry(response, "entry")
+        except grpc.RpcError as exc:
+            if not self._closed:
+                raise error_from_rpc(exc) from None
+
+    def close(self) -> None:
+        self._closed = True
+        self._call.cancel()
+
+    def __enter__(self) -> RankWatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 # -- the asyncio client -------------------------------------------------------------------------------
@@ -1361,6 +1412,27 @@ class AsyncLeaderboardClient:
                 yield entry
             if not continuation:
                 return
+
+    async def watch_rank(
+        self,
+        index: str,
+        pk: Key,
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Key = (),
+        mode: str = "ORDINAL",
+        timeout: float | None = None,
+    ) -> AsyncIterator[RankedEntry | None]:
+        """As :meth:`LeaderboardClient.watch_rank`, an asynchronous iterator."""
+        request = _rank_request(index, pk, window_type, timestamp, group, mode)
+        call = self.stub.WatchRank(request, timeout=timeout, metadata=self._metadata)
+        try:
+            async for response in call:
+                yield wire.optional_entry(response, "entry")
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from None
+        finally:
+            call.cancel()
 
     async def bulk_load(
         self,

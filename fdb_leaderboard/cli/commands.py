@@ -43,7 +43,7 @@ from .demo import DEFAULT_HTTP_ADDRESS, demo
 from .export import export
 from .loading import load
 from .maintenance import maintain, policy
-from .reads import around, count, rank, top
+from .reads import around, count, rank, top, watch
 from .writes import add, delete
 
 DEFAULT_STORE = "lmdb:./data"
@@ -562,7 +562,7 @@ def verify(session: Session, name: str, max_problems: int) -> None:
         click.echo(f"{name}: every window matches the records")
 
 
-for command in (top, rank, around, count, add, delete, load, export, maintain, policy, demo, *players.COMMANDS):
+for command in (top, rank, watch, around, count, add, delete, load, export, maintain, policy, demo, *players.COMMANDS):
     main.add_command(command)
 
 __all__ = ["main"]

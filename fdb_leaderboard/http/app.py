@@ -7,6 +7,7 @@ at most ``max_workers`` at once, as the gRPC server's pool does.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import pathlib
@@ -20,6 +21,7 @@ import anyio.to_thread
 import grpc
 from google.protobuf.message import Message
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
@@ -200,30 +202,48 @@ class HttpApi:
         ends after STREAM_SECONDS or when the server stops.  A first failure is the HTTP answer;
         later ones are ``problem`` events."""
         interval = values.pop("interval", 1.0)
-        first = await self._answer(request, route, values, None)
+        slot = contextlib.ExitStack()  # a watched rank holds a watcher's slot while it streams
+        if route.watches_rank:
+            try:
+                slot.enter_context(self.transcoder.dispatcher.rank_watchers.slot())
+            except Answer as answer:
+                raise CallFailed(answer.code, str(answer)) from None
+        try:
+            first = await self._answer(request, route, values, None)
+        except BaseException:
+            slot.close()
+            raise
         if first[0] != 200:
+            slot.close()
             return JSONResponse(first[1], status_code=first[0])
 
         async def stream() -> AsyncIterator[bytes]:
-            sent, quiet_since, ends = first, time.monotonic(), time.monotonic() + STREAM_SECONDS
-            yield b"data: " + dumps(first[1]) + b"\n\n"
-            while time.monotonic() < ends and not self.transcoder.stopping.is_set():
-                await anyio.sleep(interval)
-                if await request.is_disconnected():
-                    return
-                try:
-                    now = await self._answer(request, route, values, None)
-                except CallFailed as exc:
-                    now = (exc.http_status, exc.body())
-                if now != sent:
-                    event = b"data: " if now[0] == 200 else b"event: problem\ndata: "
-                    yield event + dumps(now[1]) + b"\n\n"
-                    sent, quiet_since = now, time.monotonic()
-                elif time.monotonic() - quiet_since > KEEP_ALIVE_SECONDS:
-                    yield b": unchanged\n\n"
-                    quiet_since = time.monotonic()
+            with slot:
+                sent, quiet_since, ends = first, time.monotonic(), time.monotonic() + STREAM_SECONDS
+                yield b"data: " + dumps(first[1]) + b"\n\n"
+                while time.monotonic() < ends and not self.transcoder.stopping.is_set():
+                    await anyio.sleep(interval)
+                    if await request.is_disconnected():
+                        return
+                    try:
+                        now = await self._answer(request, route, values, None)
+                    except CallFailed as exc:
+                        now = (exc.http_status, exc.body())
+                    if now != sent:
+                        event = b"data: " if now[0] == 200 else b"event: problem\ndata: "
+                        yield event + dumps(now[1]) + b"\n\n"
+                        sent, quiet_since = now, time.monotonic()
+                    elif time.monotonic() - quiet_since > KEEP_ALIVE_SECONDS:
+                        yield b": unchanged\n\n"
+                        quiet_since = time.monotonic()
 
-        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        # The slot is also let go after the response, should the stream never start (closing twice is harmless).
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache"},
+            background=BackgroundTask(slot.close),
+        )
 
     # -- the page, the document, the metrics ----------------------------------------------------------
 

@@ -298,6 +298,7 @@ class RestRoute:
     body_schema: dict[str, Any] | None = None
     body_example: dict[str, Any] | None = None
     events: bool = False  # a Server-Sent Events stream of the answer, sent when it changes
+    watches_rank: bool = False  # events of one record's rank: they take a rank watcher's slot
 
     def parse(self, path: Mapping[str, str], query: Mapping[str, str]) -> dict[str, Any]:
         known = {p.name for p in self.params if p.where == "query"}
@@ -454,6 +455,12 @@ def answer_rank_and_entry(response: Message) -> tuple[int, Any]:
     return 200, {**plain_entry(response.entry), "window": plain_window(response.window)}  # type: ignore[attr-defined]
 
 
+def answer_watched_rank(response: Message) -> tuple[int, Any]:
+    """A watched record's rank and entry: ``entry`` is null while it has no value in the window."""
+    entry = plain_entry(response.entry) if response.HasField("entry") else None  # type: ignore[attr-defined]
+    return 200, {"entry": entry, "window": plain_window(response.window)}  # type: ignore[attr-defined]
+
+
 def answer_count(response: Message) -> tuple[int, Any]:
     answer: dict[str, Any] = {"count": response.count}  # type: ignore[attr-defined]
     if response.HasField("window"):
@@ -542,6 +549,26 @@ ROUTES: tuple[RestRoute, ...] = (
         build_rank,
         answer_rank_and_entry,
         {"$ref": "#/components/schemas/PlainEntry"},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/records/{pk}/rank/events",
+        "GET",
+        "GetRankAndEntry",
+        "Server-Sent Events: a record's rank and entry now, then again whenever they change (checked once a "
+        "second); entry is null while the record has no value in the window.  As gRPC's WatchRank.",
+        (INDEX, WINDOW_TYPE, RECORD, AT, GROUP, MODE),
+        build_rank,
+        answer_watched_rank,
+        {
+            "type": "object",
+            "properties": {
+                "entry": {"oneOf": [{"$ref": "#/components/schemas/PlainEntry"}, {"type": "null"}]},
+                "window": WINDOW_SCHEMA,
+            },
+            "required": ["entry", "window"],
+        },
+        events=True,
+        watches_rank=True,
     ),
     RestRoute(
         "/v1/indexes/{index}/windows/{type}/records/{pk}/around",

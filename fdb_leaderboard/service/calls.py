@@ -9,7 +9,8 @@ client's or ``default_deadline``, whichever is sooner.  Heavy calls (many rows, 
 queue for threads of their own, and heavy reads go to reader processes where the store allows it
 (``readers.py``), so they never hold the interpreter this event loop and the point reads need.
 BulkLoad streams run on their own threads (``max_bulk_loads`` at once), each message within
-``stream_idle_timeout``.
+``stream_idle_timeout``.  A WatchRank stream holds no thread: once a second it reads the
+record's rank on a worker, and writes it when it changed (``max_rank_watchers`` at once).
 
 Access: :class:`AccessInterceptor` checks each call's bearer token against its method's role
 (:mod:`fdb_leaderboard.access`) before anything else is read.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import threading
 import time
@@ -44,6 +46,8 @@ REPORT_SECONDS = 1.0
 HEAVY_METHODS = frozenset(
     {"Verify", "Fill", "Trim", "ScoreTrim", "Expire", "UpdateWindows", "WriteBatch", "KeepAhead", "GetRankHistory"}
 )
+# A watched rank is read this often: its changes are coalesced to at most one message a second.
+WATCH_SECONDS = 1.0
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
 REFLECTION_PREFIX = "/grpc.reflection."
 
@@ -65,6 +69,33 @@ class RateLimitedLog:
                 return
             skipped, self._skipped, self._next = self._skipped, 0, now + self.interval
         log.warning("%s%s", message, f" ({skipped} more like it not logged)" if skipped else "")
+
+
+class RankWatchers:
+    """The server's slots for watched ranks, shared by gRPC streams and HTTP events, counted
+    in the metrics."""
+
+    def __init__(self, limit: int, metrics: Metrics | None) -> None:
+        self.limit = limit
+        self.metrics = metrics
+        self._slots = threading.BoundedSemaphore(limit)
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[None]:
+        """Hold a slot while watching (RESOURCE_EXHAUSTED when every slot is taken)."""
+        if not self._slots.acquire(blocking=False):
+            raise Answer(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{self.limit} ranks are watched on this server (max_rank_watchers): try again when one ends",
+            )
+        if self.metrics is not None:
+            self.metrics.rank_watchers.inc()
+        try:
+            yield
+        finally:
+            self._slots.release()
+            if self.metrics is not None:
+                self.metrics.rank_watchers.dec()
 
 
 class _Call(CallContext):
@@ -103,12 +134,15 @@ class Dispatcher(grpc.GenericRpcHandler):
         self.loaders = concurrent.futures.ThreadPoolExecutor(settings.max_bulk_loads, thread_name_prefix="load")
         # BulkLoad streams in progress, over gRPC and HTTP together (the HTTP layer takes them too).
         self.load_slots = threading.BoundedSemaphore(settings.max_bulk_loads)
+        self.rank_watchers = RankWatchers(settings.max_rank_watchers, metrics)
         self.bad_requests = RateLimitedLog()
         self.calls: set[_Call] = set()
         self._handlers: dict[str, grpc.RpcMethodHandler] = {}
         for method in pb.DESCRIPTOR.services_by_name["Leaderboard"].methods:
             request_type = getattr(pb, method.input_type.name)
             behaviour = self._stream if method.client_streaming else self._unary
+            if method.server_streaming and not method.client_streaming:
+                behaviour = self._watch
             # A method answering with a stream (Load) writes its messages itself and returns nothing.
             make = (
                 grpc.stream_stream_rpc_method_handler
@@ -273,6 +307,39 @@ class Dispatcher(grpc.GenericRpcHandler):
 
         return await self._answer(context, work, method)
 
+    # -- WatchRank --------------------------------------------------------------------------
+
+    async def _watch(self, method: str, request_type: type[Message], _requests: Any, context: Any) -> None:
+        """The record's rank and entry now, then each time its rank, score or window changed, read
+        every WATCH_SECONDS on a worker (each read with the default deadline), until the client
+        cancels or its deadline passes."""
+
+        async def work() -> None:
+            timeout = self.settings.receive_timeout
+            data = await self._read(context, timeout, "the request")
+            if data is None or await self._read(context, timeout, "the end of the request") is not None:
+                raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{method} takes exactly one request message")
+            request = self._parse(request_type, data, method, context.peer())
+            loop = asyncio.get_running_loop()
+            read = getattr(self.servicer, watched_read(method))
+            with self.rank_watchers.slot():
+                sent = None
+                while True:
+                    call = self._start(context)
+                    try:
+                        future = loop.run_in_executor(self.workers, read, request, call)
+                        response = await self._within(call, asyncio.shield(future), method)
+                    finally:
+                        call.cancelled.set()
+                        self.calls.discard(call)
+                    seen = rank_seen(response)
+                    if seen != sent:
+                        await context.write(self.reply(response))
+                        sent = seen
+                    await asyncio.sleep(WATCH_SECONDS)
+
+        await self._answer(context, work, method)
+
     # -- BulkLoad ---------------------------------------------------------------------------
 
     async def _stream(self, method: str, request_type: type[Message], _requests: Any, context: Any) -> bytes | None:
@@ -354,6 +421,20 @@ class Dispatcher(grpc.GenericRpcHandler):
             return None if response is None else self.reply(response)
 
         return await self._answer(context, work, method)
+
+
+def watched_read(method: str) -> str:
+    """The unary read a watching method repeats (WatchRank: GetRankAndEntry)."""
+    return {"WatchRank": "GetRankAndEntry"}[method]
+
+
+def rank_seen(response: pb.RankAndEntryResponse) -> tuple:
+    """What a rank watcher is told again when it changes: the rank, the score and the window."""
+    entry = response.entry if response.HasField("entry") else None
+    return (
+        None if entry is None else (entry.rank, entry.score.SerializeToString()),
+        response.window.SerializeToString(),
+    )
 
 
 def _bind(behaviour: Callable[..., Awaitable[bytes]], method: str, request_type: type[Message]) -> Callable:

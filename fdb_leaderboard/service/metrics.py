@@ -119,6 +119,9 @@ class Metrics:
             "When the server's background maintenance last went over every index (Unix time).",
             registry=r,
         )
+        self.rank_watchers = Gauge(
+            f"{PREFIX}_rank_watchers", "Records' ranks watched now (WatchRank streams and their events).", registry=r
+        )
         self._call_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
         self._transaction_children: dict[tuple[str, str], Any] = {}
 
