@@ -9,6 +9,7 @@ the stored element is the documented one: the columns as one nested tuple, HIGH 
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
@@ -21,7 +22,7 @@ from click.testing import CliRunner
 from model import Listed, Model
 
 from fdb_leaderboard.cli import main
-from fdb_leaderboard.client import LeaderboardClient
+from fdb_leaderboard.client import AsyncLeaderboardClient, LeaderboardClient
 from fdb_leaderboard.errors import FailedPrecondition, InvalidArgument
 from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.index import IndexSettings, LeaderboardIndex, RankMode, ScanType, WindowUpdate
@@ -239,3 +240,24 @@ def test_column_layout_and_refusals_in_the_index(db, prefix) -> None:
     assert index.rank("lo", group=("eu",), mode=RankMode.COMPETITION) == 2
     assert [e.pk[0] for e in index.scan(ScanType.BY_VALUE, group=("eu",)).entries] == ["lo", "ann", "hi"]
     assert index.check() == []
+
+
+def test_the_asyncio_client_takes_and_answers_columns(server: Server, client: LeaderboardClient) -> None:
+    """The asyncio client sends column scores and bounds and reads them back as the blocking one."""
+
+    async def session() -> tuple:
+        async with AsyncLeaderboardClient(server.address) as lb:
+            await lb.create_index("duel", columns=("LOW", "HIGH"))
+            for pk, score in [("ann", [3, 9]), ("bob", (3, 10)), ("cyd", (1, 0))]:
+                await lb.add_score("duel", pk, score, 5)
+            top = [(e.pk[0], e.score) for e in await lb.top("duel", 5)]
+            rank = await lb.rank_for_score("duel", [3, 9])
+            entries, _ = await lb.scan("duel", "BY_VALUE", low=[3, 9], high=(1, 0))
+            return top, rank, [e.pk[0] for e in entries], await lb.score_for_rank("duel", 1)
+
+    top, rank, scanned, second = asyncio.run(session())
+    assert top == [("cyd", (1, 0)), ("bob", (3, 10)), ("ann", (3, 9))]
+    assert top == [(e.pk[0], e.score) for e in client.top("duel", 5)]
+    assert rank == client.rank_for_score("duel", [3, 9]) == 2
+    assert scanned == ["ann", "bob", "cyd"]  # worst to best, bounds as columns
+    assert second == (3, 10)

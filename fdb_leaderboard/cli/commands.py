@@ -118,6 +118,9 @@ def main(
 @click.option("--reflection/--no-reflection", default=True, show_default=True, help="Serve gRPC reflection.")
 @click.option("--max-page", default=DEFAULT_MAX_PAGE, show_default=True, help="Most rows per Top/AroundMe/Scan.")
 @click.option("--max-calls", default=4096, show_default=True, help="Concurrent calls before RESOURCE_EXHAUSTED.")
+@click.option(
+    "--max-rank-watchers", default=1000, show_default=True, help="Ranks watched at once (watch, WatchRank, events)."
+)
 @click.option("--receive-timeout", default=10.0, show_default=True, help="Seconds a request may take to arrive.")
 @click.option("--deadline", default=60.0, show_default=True, help="Seconds of server work for a call without one.")
 @click.option(
@@ -170,6 +173,7 @@ def serve(
     reflection: bool,
     max_page: int,
     max_calls: int,
+    max_rank_watchers: int,
     receive_timeout: float,
     deadline: float,
     read_processes: int,
@@ -200,6 +204,7 @@ def serve(
         settings = ServerSettings(
             max_page=max_page,
             max_concurrent_calls=max_calls,
+            max_rank_watchers=max_rank_watchers,
             receive_timeout=receive_timeout,
             default_deadline=deadline,
             read_processes=read_processes,
