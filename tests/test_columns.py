@@ -143,6 +143,10 @@ def test_column_index_through_every_door(server: Server, client: LeaderboardClie
     shown = json.loads(cli(server, "rank", "arena", "gus", "--json"))
     assert shown["score"] == [12, 3, 80]
     assert client.verify("arena") == []
+    assert "columns HIGH,LOW,LOW" in cli(server, "index", "list")
+    assert [i["columns"] for i in json.loads(cli(server, "index", "list", "--json")) if i["name"] == "arena"] == [
+        list(COLUMNS)
+    ]
 
 
 def test_column_scores_on_the_command_line(server: Server, client: LeaderboardClient, tmp_path) -> None:
