@@ -44,7 +44,8 @@ def test_both_clients_have_the_same_methods_with_the_same_arguments() -> None:
     assert blocking.keys() == awaiting.keys()
     assert len(blocking) > 40
     for name, signature in blocking.items():
-        if name in ("scan_all", "bulk_load"):  # an iterator, an async one; the records may be an async iterable
+        # An iterator (a watch), an async one; the records may be an async iterable.
+        if name in ("scan_all", "bulk_load", "watch_rank"):
             arguments = [(p.name, p.kind, p.default) for p in signature.parameters.values()]
             assert [(p.name, p.kind, p.default) for p in awaiting[name].parameters.values()] == arguments
             continue
@@ -55,6 +56,7 @@ def test_both_clients_have_the_same_methods_with_the_same_arguments() -> None:
         if name not in ("close", "bulk_load", "scan_all"):  # each written once: the operation's
             assert getattr(LeaderboardClient, name).__doc__ == method.__doc__, name
     assert inspect.isasyncgenfunction(AsyncLeaderboardClient.scan_all)
+    assert inspect.isasyncgenfunction(AsyncLeaderboardClient.watch_rank)
     top = inspect.signature(LeaderboardClient.top)
     assert list(top.parameters)[:3] == ["self", "index", "n"] and top.return_annotation == "list[RankedEntry]"
 
