@@ -124,8 +124,11 @@ def fill_ranked_entry(message: pb.RankedEntry, entry: RankedEntry) -> None:
     else:
         setattr(message.score, _score_field(score), score)
     message.timestamp = entry.timestamp
-    add_items(message.context, entry.context)
-    add_items(message.group, entry.group)
+    # Most entries have neither: asking for an empty repeated field costs as much as filling one.
+    if entry.context:
+        add_items(message.context, entry.context)
+    if entry.group:
+        add_items(message.group, entry.group)
     if entry.rank is not None:
         message.rank = entry.rank
     if entry.metadata:

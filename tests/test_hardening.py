@@ -184,6 +184,77 @@ def test_stalled_calls_hold_no_worker_and_time_out(board, tmp_path: Path) -> Non
             release.set()
 
 
+def hold_the_write_lock(store_url: str) -> subprocess.Popen:
+    """Another process in a write transaction of the store at ``store_url`` (so holding its write
+    lock) until a line arrives on its stdin."""
+    script = (
+        "import sys\n"
+        "from fdb_leaderboard.store import open_database\n"
+        "def hold(tr):\n"
+        "    tr.set(b'held', b'')\n"
+        "    print('holding', flush=True)\n"
+        "    sys.stdin.readline()\n"
+        f"with open_database({store_url!r}) as db:\n"
+        "    db.run(hold)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+    return holder
+
+
+def test_reads_of_the_embedded_store_take_no_worker_and_stuck_writes_end_at_their_deadline(tmp_path: Path) -> None:
+    """A score write waiting for the store (another process holds its write lock) holds the server's
+    only worker thread: reads of a few rows are answered meanwhile, on the event loop, and the write
+    answers DEADLINE_EXCEEDED once its deadline and the moment to report progress have passed."""
+    running = serve(tmp_path / "s", max_workers=1, default_deadline=1.0)
+    holder = None
+    try:
+        with LeaderboardClient(running.address, timeout=10) as lb:
+            lb.create_index("game", high_score_first=True)
+            lb.write_batch("game", [((f"p{i}",), [(100 - i, i)]) for i in range(30)])
+            holder = hold_the_write_lock(f"lmdb:{tmp_path / 's'}?durable=false")
+            outcome: list[tuple[grpc.StatusCode, str]] = []
+            channel = grpc.insecure_channel(running.address)  # one attempt (the client would retry)
+            request = pb.AddScoreRequest(
+                index="game", pk=[pb.Item(string="w")], entry=pb.Entry(score=pb.Score(int=1), timestamp=1)
+            )
+            write = threading.Thread(
+                target=lambda: outcome.append(
+                    code_of(lambda: call(channel, "AddScore", request.SerializeToString(), 30))
+                )
+            )
+            write.start()
+            while not running.dispatcher.calls:  # the write is on the worker thread
+                time.sleep(0.01)
+            assert lb.rank("game", ("p3",)) == 3
+            assert [entry.pk for entry in lb.top("game", 10)] == [(f"p{i}",) for i in range(10)]
+            assert [entry.pk for entry in lb.around("game", ("p9",), above=2, below=2)] == [
+                (f"p{i}",) for i in range(7, 12)
+            ]
+            write.join()  # while the other process still holds the lock: the deadline ended the call
+            channel.close()
+            code, message = outcome[0]
+            assert code is Code.DEADLINE_EXCEEDED and message == "AddScore ran past its deadline on the server"
+            holder.stdin.write("\n")  # type: ignore[union-attr]
+            holder.stdin.flush()  # type: ignore[union-attr]
+            assert holder.wait(timeout=30) == 0
+            lb.add_score("game", ("v",), 1000, 1)  # the worker is free again
+            assert lb.rank("game", ("v",)) == 0
+    finally:
+        if holder is not None and holder.poll() is None:
+            holder.kill()
+        running.stop(grace=1)
+
+
+def test_a_unary_method_answers_its_first_message(board) -> None:
+    """A unary call carries one request; a raw stream that sends more is answered for the first."""
+    running, _ = board
+    requests = [pb.CountRequest(index="game").SerializeToString(), pb.CountRequest(index="none").SerializeToString()]
+    with grpc.insecure_channel(running.address) as channel:
+        answer = channel.stream_unary(f"/{SERVICE_NAME}/Count")(iter(requests), timeout=10)
+    assert pb.CountResponse.FromString(answer).count == 12
+
+
 def test_a_burst_of_calls_within_the_cap_is_taken_whole(tmp_path: Path) -> None:
     """2,500 calls arriving at once (as stalled callers re-open theirs when their receive timeouts
     end) are all taken by the server and end by its receive timeout: gRPC's own backlog limit

@@ -1,13 +1,21 @@
-"""How a call is served: its request received as raw bytes on the event loop, then run on a worker.
+"""How a call is served: its request received as raw bytes on the event loop, then run.
 
 Every method of the service is registered as a generic handler that takes the request as raw
 bytes (no grpcio deserializer: a request that does not parse leaks nothing and answers
-INVALID_ARGUMENT with one short, rate-limited log line).  A unary method is read as a stream of
-exactly one message, so its request must arrive within ``receive_timeout``; while it has not,
-the call holds no thread.  Only then does the call go to a worker thread, with a deadline of the
-client's or ``default_deadline``, whichever is sooner.  Heavy calls (many rows, whole-index jobs)
-queue for threads of their own, and heavy reads go to reader processes where the store allows it
-(``readers.py``), so they never hold the interpreter this event loop and the point reads need.
+INVALID_ARGUMENT with one short, rate-limited log line).  A unary method is read as a stream, so
+its request must arrive within ``receive_timeout``; while it has not, the call holds no thread.
+Its first message is its request (a unary call has one; whatever might follow is not read).  The
+call then has a deadline of the client's or ``default_deadline``, whichever is sooner, and runs:
+
+- on the event loop itself if it is a read of a few rows and the store's reads cost no round
+  trips (the embedded store): such a read takes tens of microseconds of Python, which a worker
+  thread would take the interpreter for anyway, while handing it to the thread and its answer
+  back costs more than the read (two thread wake-ups, the loop's self-pipe);
+- otherwise on a worker thread (score writes wait for a durable commit, FoundationDB reads for
+  round trips).  Heavy calls (many rows, whole-index jobs) queue for threads of their own, and
+  heavy reads go to reader processes where the store allows it (``readers.py``), so they never
+  hold the interpreter this event loop and the point reads need.
+
 BulkLoad streams run on their own threads (``max_bulk_loads`` at once), each message within
 ``stream_idle_timeout``.  A WatchRank stream holds no thread: once a second it reads the
 record's rank on a worker, and writes it when it changed (``max_rank_watchers`` at once).
@@ -34,7 +42,7 @@ from grpc import aio
 from .. import access
 from ..proto import service_pb2 as pb
 from .grpc_service import SERVICE_NAME, CallContext, ClientGone, LeaderboardService
-from .metrics import Metrics
+from .metrics import COUNTED_RESULTS, Metrics
 from .readers import READ_METHODS, ReadProcesses
 from .settings import ServerSettings
 from .status import Answer, cap_message, status_of
@@ -42,10 +50,32 @@ from .status import Answer, cap_message, status_of
 log = logging.getLogger("fdb_leaderboard.service")
 
 REPORT_SECONDS = 1.0
+# How often receive timeouts and deadlines are checked: one may fire this much late.
+SWEEP_SECONDS = 0.1
 # Whole-index or many-record work: these run on the heavy workers (as do reads of many rows).
 HEAVY_METHODS = frozenset(
     {"Verify", "Fill", "Trim", "ScoreTrim", "Expire", "UpdateWindows", "WriteBatch", "KeepAhead", "GetRankHistory"}
 )
+# Rows each sized read answers with (the others are point reads).
+ROWS: dict[str, Callable[[Any, ServerSettings], int]] = {
+    "Top": lambda request, settings: request.n,
+    "AroundMe": lambda request, settings: request.above + request.below + 1,
+    "Scan": lambda request, settings: request.limit or settings.max_page,
+    "GetPage": lambda request, settings: request.size,
+    "GetRanks": lambda request, settings: len(request.records),
+    "FriendsBoard": lambda request, settings: len(request.records),
+}
+# Reads that may run on the event loop when the store's reads cost no round trips, up to
+# INLINE_ROWS rows: about 10 microseconds of Python a row, so one holds the loop no longer than
+# the interpreter's switch interval would let a thread hold it (see server.tune_for_serving).
+INLINE_READS = frozenset(
+    {
+        "GetRank", "GetRankAndEntry", "Count", "ScoreForRank", "RankForScore", "GetPercentile",
+        "ScoreForPercentile", "GetMetadata", "GetMovement", "ListWindows", "ListSubDirectories",
+        "Top", "AroundMe", "Scan", "GetPage", "GetRanks", "FriendsBoard",
+    }
+)  # fmt: skip
+INLINE_ROWS = 25
 # A watched rank is read this often: its changes are coalesced to at most one message a second.
 WATCH_SECONDS = 1.0
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
@@ -69,6 +99,58 @@ class RateLimitedLog:
                 return
             skipped, self._skipped, self._next = self._skipped, 0, now + self.interval
         log.warning("%s%s", message, f" ({skipped} more like it not logged)" if skipped else "")
+
+
+class _Timeouts:
+    """The receive timeouts and deadlines of the calls in progress, checked together every
+    SWEEP_SECONDS on the event loop, while there are any.  (An ``asyncio.timeout`` around each
+    read, with its timer, cost a quarter as much as everything else the dispatcher does for a
+    point read.)"""
+
+    def __init__(self) -> None:
+        self._pending: dict[object, tuple[float, Callable[..., None], tuple]] = {}
+        self._timed_out: set[asyncio.Task] = set()
+        self._sweeping = False
+
+    def add(self, key: object, when: float, expire: Callable[..., None], *args: object) -> None:
+        """Call ``expire(*args)`` (on the event loop) once ``when`` has passed, unless ``key`` is
+        discarded before."""
+        self._pending[key] = (when, expire, args)
+        if not self._sweeping:
+            self._sweeping = True
+            asyncio.get_running_loop().call_later(SWEEP_SECONDS, self._sweep)
+
+    def discard(self, key: object) -> None:
+        self._pending.pop(key, None)
+
+    def _sweep(self) -> None:
+        now = time.monotonic()
+        for key in [key for key, (when, _, _) in self._pending.items() if when <= now]:
+            _, expire, args = self._pending.pop(key)
+            expire(*args)
+        self._sweeping = bool(self._pending)
+        if self._sweeping:
+            asyncio.get_running_loop().call_later(SWEEP_SECONDS, self._sweep)
+
+    async def read(self, context: aio.ServicerContext, timeout: float) -> Any:
+        """The call's next message (or EOF); TimeoutError if it has not arrived within ``timeout``."""
+        task = asyncio.current_task()
+        assert task is not None
+        self.add(task, time.monotonic() + timeout, self._stop_reading, task)
+        try:
+            return await context.read()
+        except asyncio.CancelledError:
+            if task not in self._timed_out:
+                raise  # the client went away
+            self._timed_out.discard(task)
+            task.uncancel()
+            raise TimeoutError from None
+        finally:
+            self._pending.pop(task, None)
+
+    def _stop_reading(self, task: asyncio.Task) -> None:
+        self._timed_out.add(task)
+        task.cancel()
 
 
 class RankWatchers:
@@ -101,12 +183,14 @@ class RankWatchers:
 class _Call(CallContext):
     """A call as its handler sees it: still wanted?  how long is left?"""
 
+    __slots__ = ("cancelled", "deadline")
+
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
-        self.cancelled = threading.Event()
+        self.cancelled = False  # set from the event loop (client gone, deadline) or by shutdown
 
     def is_active(self) -> bool:
-        return not self.cancelled.is_set() and time.monotonic() < self.deadline
+        return not self.cancelled and time.monotonic() < self.deadline
 
     def time_remaining(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
@@ -136,20 +220,26 @@ class Dispatcher(grpc.GenericRpcHandler):
         self.load_slots = threading.BoundedSemaphore(settings.max_bulk_loads)
         self.rank_watchers = RankWatchers(settings.max_rank_watchers, metrics)
         self.bad_requests = RateLimitedLog()
-        self.calls: set[_Call] = set()
+        self.calls: set[_Call] = set()  # calls running on threads (shutdown stops them)
+        self.timeouts = _Timeouts()
+        # Reads of the embedded store cost no round trips: short ones are served on the event loop.
+        self.inline_reads = not service.catalog.db.batched_reads
         self._handlers: dict[str, grpc.RpcMethodHandler] = {}
         for method in pb.DESCRIPTOR.services_by_name["Leaderboard"].methods:
             request_type = getattr(pb, method.input_type.name)
-            behaviour = self._stream if method.client_streaming else self._unary
-            if method.server_streaming and not method.client_streaming:
-                behaviour = self._watch
-            # A method answering with a stream (Load) writes its messages itself and returns nothing.
-            make = (
-                grpc.stream_stream_rpc_method_handler
-                if method.server_streaming
-                else grpc.stream_unary_rpc_method_handler
-            )
-            self._handlers[f"/{SERVICE_NAME}/{method.name}"] = make(_bind(behaviour, method.name, request_type))
+            path = f"/{SERVICE_NAME}/{method.name}"
+            if method.client_streaming or method.server_streaming:
+                # A method answering with a stream (Load) writes its messages itself and returns nothing.
+                make = (
+                    grpc.stream_stream_rpc_method_handler
+                    if method.server_streaming
+                    else grpc.stream_unary_rpc_method_handler
+                )
+                behaviour = self._stream if method.client_streaming else self._watch
+                self._handlers[path] = make(_bind(behaviour, method.name, request_type))
+            else:
+                unary = _Unary(self, method.name, request_type, getattr(service, method.name))
+                self._handlers[path] = grpc.stream_unary_rpc_method_handler(unary.serve)
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         return self._handlers.get(handler_call_details.method)
@@ -157,7 +247,7 @@ class Dispatcher(grpc.GenericRpcHandler):
     def shutdown(self) -> None:
         """Stop the calls still running (they end at their next check) and wait for their threads."""
         for call in list(self.calls):
-            call.cancelled.set()
+            call.cancelled = True
         self.workers.shutdown(wait=True, cancel_futures=True)
         self.heavy.shutdown(wait=True, cancel_futures=True)
         self.loaders.shutdown(wait=True, cancel_futures=True)
@@ -166,47 +256,33 @@ class Dispatcher(grpc.GenericRpcHandler):
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def _start(self, context: aio.ServicerContext) -> _Call:
-        limit = self.settings.default_deadline
-        remaining = context.time_remaining()
-        if remaining is not None:
-            limit = min(limit, remaining)
-        call = _Call(time.monotonic() + limit)
-        self.calls.add(call)
-        return call
-
     async def _read(self, context: aio.ServicerContext, timeout: float, what: str) -> bytes | None:
         """The next message's bytes, None at the end of the stream."""
         try:
-            async with asyncio.timeout(timeout):  # (wait_for would wrap the read in a task of its own)
-                message = await context.read()
+            message = await self.timeouts.read(context, timeout)
         except TimeoutError:
             raise Answer(grpc.StatusCode.DEADLINE_EXCEEDED, f"{what} did not arrive within {timeout:g} s") from None
         return None if message is aio.EOF else message
 
-    def _parse(self, request_type: type[Message], data: bytes, method: str, peer: str) -> Message:
+    def _parse(self, request_type: type[Message], data: bytes, method: str, context: aio.ServicerContext) -> Message:
         try:
             return request_type.FromString(data)
         except Exception:  # DecodeError, or a recursion limit on deep nesting: either way, not a request
-            self.bad_requests.warning(f"{method}: a request of {len(data)} bytes from {peer[:60]} does not parse")
+            peer = context.peer()[:60]
+            self.bad_requests.warning(f"{method}: a request of {len(data)} bytes from {peer} does not parse")
             raise Answer(
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"the request does not parse as {request_type.DESCRIPTOR.full_name}",
             ) from None
 
+    def rows(self, method: str, request: Any) -> int:
+        """The rows the call answers with (1 for a point read or a write)."""
+        rows = ROWS.get(method)
+        return 1 if rows is None else rows(request, self.settings)
+
     def is_heavy(self, method: str, request: Any) -> bool:
         """Whether a call may do much more work than a point read or a score write."""
-        if method in HEAVY_METHODS:
-            return True
-        rows = {
-            "Top": lambda: request.n,
-            "AroundMe": lambda: request.above + request.below + 1,
-            "Scan": lambda: request.limit or self.settings.max_page,
-            "GetPage": lambda: request.size,
-            "GetRanks": lambda: len(request.records),
-            "FriendsBoard": lambda: len(request.records),
-        }.get(method)
-        return rows is not None and rows() > self.settings.heavy_rows
+        return method in HEAVY_METHODS or self.rows(method, request) > self.settings.heavy_rows
 
     def reads_elsewhere(self, method: str, request: Any) -> bool:
         """Whether the call is a heavy read that a reader process serves."""
@@ -242,13 +318,13 @@ class Dispatcher(grpc.GenericRpcHandler):
             )
         return data
 
-    async def _answer(
-        self, context: aio.ServicerContext, work: Callable[[], Awaitable[bytes | None]], method: str
-    ) -> bytes | None:
+    async def answer(self, context: aio.ServicerContext, work: Awaitable[bytes | None], method: str) -> bytes | None:
+        """The call's answer: ``work``'s, or the status of the :class:`Answer` it raised (timed and
+        counted in the metrics either way)."""
         started = time.perf_counter()
         code = grpc.StatusCode.CANCELLED  # unless it ends otherwise: the client went away
         try:
-            data = await work()
+            data = await work
             code = grpc.StatusCode.OK
             return data
         except Answer as answer:
@@ -269,43 +345,21 @@ class Dispatcher(grpc.GenericRpcHandler):
             self.metrics.observe_result(method, request, response)
 
     @staticmethod
-    async def _within(call: _Call, answer: Awaitable[Any], method: str) -> Any:
+    async def within(call: _Call, answer: Awaitable[Any], method: str) -> Any:
         """``answer``, awaited until the call's deadline (and a moment to report progress)."""
         try:
-            return await asyncio.wait_for(answer, call.time_remaining() + REPORT_SECONDS)
+            async with asyncio.timeout(call.time_remaining() + REPORT_SECONDS):
+                return await answer
         except TimeoutError:
             raise Answer(grpc.StatusCode.DEADLINE_EXCEEDED, f"{method} ran past its deadline on the server") from None
 
-    # -- unary methods ------------------------------------------------------------------------
-
-    async def _unary(self, method: str, request_type: type[Message], _requests: Any, context: Any) -> bytes:
-        async def work() -> bytes:
-            timeout = self.settings.receive_timeout
-            data = await self._read(context, timeout, "the request")
-            if data is None:
-                raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{method} needs a request message")
-            if await self._read(context, timeout, "the end of the request") is not None:
-                raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{method} takes exactly one request message")
-            request = self._parse(request_type, data, method, context.peer())
-            call = self._start(context)
-            loop = asyncio.get_running_loop()
-            try:
-                if self.reads_elsewhere(method, request):
-                    assert self.readers is not None
-                    index = await loop.run_in_executor(self.workers, self.resolve, request.index)  # type: ignore[attr-defined]
-                    answer = self.readers.submit(method, index, request.index, data, call.deadline)  # type: ignore[attr-defined]
-                    return self.sized(await self._within(call, asyncio.wrap_future(answer), method))
-                pool = self.heavy if self.is_heavy(method, request) else self.workers
-                future = loop.run_in_executor(pool, getattr(self.servicer, method), request, call)
-                # A handler that watches its deadline (Fill) gets a moment to report its progress.
-                response = await self._within(call, asyncio.shield(future), method)
-            finally:
-                call.cancelled.set()  # a client's cancel or a deadline: loops in the handler stop
-                self.calls.discard(call)
-            self._observe(method, request, response)
-            return self.reply(response)
-
-        return await self._answer(context, work, method)
+    def start(self, context: aio.ServicerContext) -> _Call:
+        """The call's context for its handler, with its deadline: the client's or ours, whichever is sooner."""
+        limit = self.settings.default_deadline
+        remaining = context.time_remaining()
+        if remaining is not None and remaining < limit:
+            limit = remaining
+        return _Call(time.monotonic() + limit)
 
     # -- WatchRank --------------------------------------------------------------------------
 
@@ -315,22 +369,22 @@ class Dispatcher(grpc.GenericRpcHandler):
         cancels or its deadline passes."""
 
         async def work() -> None:
-            timeout = self.settings.receive_timeout
-            data = await self._read(context, timeout, "the request")
-            if data is None or await self._read(context, timeout, "the end of the request") is not None:
-                raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{method} takes exactly one request message")
-            request = self._parse(request_type, data, method, context.peer())
-            loop = asyncio.get_running_loop()
+            data = await self._read(context, self.settings.receive_timeout, "the request")
+            if data is None:
+                raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{method} needs a request message")
+            request = self._parse(request_type, data, method, context)
             read = getattr(self.servicer, watched_read(method))
             with self.rank_watchers.slot():
                 sent = None
                 while True:
-                    call = self._start(context)
+                    call = self.start(context)
+                    self.calls.add(call)
                     try:
-                        future = loop.run_in_executor(self.workers, read, request, call)
-                        response = await self._within(call, asyncio.shield(future), method)
+                        response = await self.within(
+                            call, asyncio.wrap_future(self.workers.submit(read, request, call)), method
+                        )
                     finally:
-                        call.cancelled.set()
+                        call.cancelled = True
                         self.calls.discard(call)
                     seen = rank_seen(response)
                     if seen != sent:
@@ -338,7 +392,7 @@ class Dispatcher(grpc.GenericRpcHandler):
                         sent = seen
                     await asyncio.sleep(WATCH_SECONDS)
 
-        await self._answer(context, work, method)
+        await self.answer(context, work(), method)
 
     # -- BulkLoad ---------------------------------------------------------------------------
 
@@ -346,12 +400,11 @@ class Dispatcher(grpc.GenericRpcHandler):
         """A client stream (BulkLoad, Load) on a loader thread; a method that answers with a stream
         (Load: a generator) has each of its messages written as it yields it."""
         loop = asyncio.get_running_loop()
-        peer = context.peer()
         idle = self.settings.stream_idle_timeout
 
         async def next_message() -> Message | None:
             data = await self._read(context, idle, f"the next {method} message")
-            return None if data is None else self._parse(request_type, data, method, peer)
+            return None if data is None else self._parse(request_type, data, method, context)
 
         async def work() -> bytes:
             first = await next_message()  # a stream that sends nothing never takes a thread
@@ -360,8 +413,9 @@ class Dispatcher(grpc.GenericRpcHandler):
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
                     f"{self.settings.max_bulk_loads} {method} streams are running: try again when one ends",
                 )
-            call = self._start(context)
+            call = self.start(context)
             call.deadline = float("inf")  # a load may run long; each message has stream_idle_timeout
+            self.calls.add(call)
             pending: list[concurrent.futures.Future] = []
 
             def messages() -> Iterator[Message]:
@@ -406,21 +460,118 @@ class Dispatcher(grpc.GenericRpcHandler):
                             await asyncio.wait({getter})  # ended before the event loop may close
                     response = future.result()
                 except asyncio.CancelledError:
-                    call.cancelled.set()
+                    call.cancelled = True
                     if getter is not None:
                         getter.cancel()
                     for read in pending:
                         read.cancel()
                     raise
             finally:
-                call.cancelled.set()
+                call.cancelled = True
                 self.calls.discard(call)
                 self.load_slots.release()
             if first is not None and response is not None:
                 self._observe(method, first, response)
             return None if response is None else self.reply(response)
 
-        return await self._answer(context, work, method)
+        return await self.answer(context, work(), method)
+
+
+def _settle(done: asyncio.Future, result: Any, error: BaseException | None) -> None:
+    """Give ``done`` its outcome (on the event loop), unless it has one already (the call timed out
+    or its client went away)."""
+    if not done.done():
+        if error is None:
+            done.set_result(result)
+        else:
+            done.set_exception(error)
+
+
+def _run_into(
+    loop: asyncio.AbstractEventLoop, done: asyncio.Future, handler: Callable, request: Any, call: _Call
+) -> None:
+    """Run ``handler`` (on a worker thread) and hand its outcome to ``done`` on the event loop."""
+    try:
+        result, error = handler(request, call), None
+    except BaseException as exc:  # the event loop answers with it
+        result, error = None, exc
+    with contextlib.suppress(RuntimeError):  # the loop closed: the server stopped without waiting for this call
+        loop.call_soon_threadsafe(_settle, done, result, error)
+
+
+def _expire(done: asyncio.Future, method: str) -> None:
+    _settle(done, None, Answer(grpc.StatusCode.DEADLINE_EXCEEDED, f"{method} ran past its deadline on the server"))
+
+
+class _Unary:
+    """One unary method as the dispatcher serves it (what it can work out once, it does here)."""
+
+    def __init__(self, dispatcher: Dispatcher, name: str, request_type: type[Message], handler: Callable) -> None:
+        self.dispatcher = dispatcher
+        self.name = name
+        self.request_type = request_type
+        self.handler = handler
+        # Reads of up to this many rows run on the event loop (0: none of this method's do).
+        self.inline_rows = min(INLINE_ROWS, dispatcher.settings.heavy_rows) if dispatcher.inline_reads else 0
+        if name not in INLINE_READS:
+            self.inline_rows = 0
+        self.elsewhere = dispatcher.readers is not None and name in READ_METHODS
+        self.counts_result = name in COUNTED_RESULTS
+
+    async def serve(self, _requests: Any, context: aio.ServicerContext) -> bytes | None:
+        return await self.dispatcher.answer(context, self._serve(context), self.name)
+
+    async def _serve(self, context: aio.ServicerContext) -> bytes:
+        dispatcher = self.dispatcher
+        settings = dispatcher.settings
+        data = await dispatcher._read(context, settings.receive_timeout, "the request")
+        if data is None:
+            raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{self.name} needs a request message")
+        request = dispatcher._parse(self.request_type, data, self.name, context)
+        call = dispatcher.start(context)
+        if dispatcher.rows(self.name, request) <= self.inline_rows:
+            response = self.handler(request, call)
+        elif not dispatcher.is_heavy(self.name, request):
+            response = await self._on_thread(dispatcher.workers, request, call)
+        elif self.elsewhere:
+            return dispatcher.sized(await self._on_reader(request, data, call))
+        else:
+            response = await self._on_thread(dispatcher.heavy, request, call)
+        if self.counts_result:
+            dispatcher._observe(self.name, request, response)
+        return dispatcher.reply(response)
+
+    async def _on_thread(self, pool: concurrent.futures.Executor, request: Message, call: _Call) -> Message:
+        """The handler's answer, from a worker thread of ``pool``: one future the worker settles,
+        DEADLINE_EXCEEDED once the deadline passed (with a moment for a handler that watches it,
+        such as Fill, to report its progress)."""
+        calls = self.dispatcher.calls
+        calls.add(call)
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        work = pool.submit(_run_into, loop, done, self.handler, request, call)
+        timeouts = self.dispatcher.timeouts
+        timeouts.add(done, call.deadline + REPORT_SECONDS, _expire, done, self.name)
+        try:
+            return await done
+        except asyncio.CancelledError:  # the client went away: a call no thread took yet never runs
+            work.cancel()
+            raise
+        finally:
+            timeouts.discard(done)
+            call.cancelled = True  # a client's cancel or a deadline: loops in the handler stop
+            calls.discard(call)
+
+    async def _on_reader(self, request: Any, data: bytes, call: _Call) -> bytes:
+        dispatcher = self.dispatcher
+        assert dispatcher.readers is not None
+        index = request.index
+        if dispatcher.inline_reads:  # the catalog read, if the name is not kept open yet
+            resolved = dispatcher.resolve(index)
+        else:
+            resolved = await asyncio.get_running_loop().run_in_executor(dispatcher.workers, dispatcher.resolve, index)
+        answer = dispatcher.readers.submit(self.name, resolved, index, data, call.deadline)
+        return await dispatcher.within(call, asyncio.wrap_future(answer), self.name)
 
 
 def watched_read(method: str) -> str:

@@ -27,8 +27,9 @@ keeping its results in a :class:`bench.suite.Run`:
 The others: :mod:`bench.rankedset` (``tools/bench_rankedset.py``), :mod:`bench.floors`
 (``tools/bench_floor.py``), :mod:`bench.scaling` (``tools/bench_scaling.py``), :mod:`bench.cpu`
 (``tools/bench_cpu.py``: CPU per index operation, client and fdbserver, against another
-revision) and :mod:`bench.fdb_floor` (``tools/bench_fdb_floor.py``: what the ``fdb`` binding and
-the store layer cost per read, write and commit).
+revision), :mod:`bench.fdb_floor` (``tools/bench_fdb_floor.py``: what the ``fdb`` binding and
+the store layer cost per read, write and commit) and :mod:`bench.served` (``tools/bench_served.py``:
+the served path of two revisions side by side).
 """
 
 from __future__ import annotations
