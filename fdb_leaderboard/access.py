@@ -97,6 +97,9 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "ExpireIdempotencyKeys": Role.ADMIN,
     "BulkLoad": Role.ADMIN,
     "Load": Role.ADMIN,
+    "Dump": Role.ADMIN,
+    "Restore": Role.ADMIN,
+    "SetWritesPaused": Role.ADMIN,
     # write: one record (or a batch of them) at a time
     "AddScore": Role.WRITE,
     "AddEntries": Role.WRITE,

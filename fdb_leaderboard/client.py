@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import itertools
 import random
 import time
 import uuid
@@ -471,6 +472,11 @@ class _Ops:
         yield _Call("SetMaintenancePolicy", pb.SetMaintenancePolicyRequest(index=index, maintenance=policy))
 
     @staticmethod
+    def set_writes_paused(index: str, paused: bool, reason: str = "") -> Op[None]:
+        """Refuse the index's writes (UNAVAILABLE, saying ``reason``) until resumed, or resume them."""
+        yield _Call("SetWritesPaused", pb.SetWritesPausedRequest(index=index, paused=paused, reason=reason))
+
+    @staticmethod
     def update_windows(
         index: str,
         specs: Sequence[tuple[int, int, int, int, int]] = (),
@@ -568,10 +574,27 @@ class _Ops:
         return list((yield from _Ops.verify_report(index, max_problems)).problems)
 
     @staticmethod
-    def verify_report(index: str, max_problems: int = 0, timeout: float | None = None) -> Op[pb.VerifyResponse]:
-        """The server's consistency check: problems, what it checked, whether it finished."""
-        request = pb.VerifyRequest(index=index, max_problems=_natural(max_problems, "max_problems"))
-        return (yield _Call("Verify", request, timeout=timeout, changes_nothing=True))
+    def verify_report(
+        index: str,
+        max_problems: int = 0,
+        timeout: float | None = None,
+        progress: Callable[[pb.VerifyResponse], None] | None = None,
+    ) -> Op[pb.VerifyResponse]:
+        """The server's consistency check of the whole index, in as many calls (parts) as it takes,
+        each within the server's deadline and ``timeout``: every part's problems and what the check
+        looked at.  ``progress`` sees each part's answer."""
+        request = pb.VerifyRequest(index=index, max_problems=_natural(max_problems, "max_problems"), continuation=b"")
+        problems: list[str] = []
+        while True:
+            answer = yield _Call("Verify", request, timeout=timeout, changes_nothing=True)
+            problems.extend(answer.problems)
+            if progress is not None:
+                progress(answer)
+            if answer.complete:
+                del answer.problems[:]
+                answer.problems.extend(problems)
+                return answer
+            request.continuation = answer.continuation
 
     # -- writes -----------------------------------------------------------------------------
 
@@ -1081,6 +1104,28 @@ def _can_send_again(records: object) -> bool:
     return iter(records) is not records  # type: ignore[call-overload]
 
 
+# -- dumps: the streams' messages, shared -----------------------------------------------------------
+
+
+def _dump_request(index: str, keep_paused: bool, moved_to: str, catch_up_seconds: float) -> pb.DumpRequest:
+    return pb.DumpRequest(index=index, keep_paused=keep_paused, moved_to=moved_to, catch_up_seconds=catch_up_seconds)
+
+
+def _restore_request(number: int, part: pb.DumpPart, index: str) -> pb.RestoreRequest:
+    """The restore stream's ``number``-th message: the first names the index to create."""
+    return pb.RestoreRequest(index="" if number else index, part=part)
+
+
+def _note_dump_part(
+    part: pb.DumpPart, ends: list[pb.DumpEnd], progress: Callable[[pb.DumpPart | pb.RestoreProgress], None] | None
+) -> None:
+    """A move's bookkeeping of a part on its way to the target: the dump's end kept, others shown."""
+    if part.WhichOneof("part") == "end":
+        ends.append(part.end)
+    elif progress is not None:
+        progress(part)
+
+
 # -- the blocking client ------------------------------------------------------------------------------
 
 
@@ -1141,6 +1186,7 @@ class LeaderboardClient:
     list_indexes = _blocking(_Ops.list_indexes)
     drop_index = _blocking(_Ops.drop_index)
     set_maintenance = _blocking(_Ops.set_maintenance)
+    set_writes_paused = _blocking(_Ops.set_writes_paused)
     update_windows = _blocking(_Ops.update_windows)
     list_windows = _blocking(_Ops.list_windows)
     save_sub_directory = _blocking(_Ops.save_sub_directory)
@@ -1276,6 +1322,78 @@ class LeaderboardClient:
         messages.raise_failure(written)
         return written
 
+    # -- dumps, restores, moves ---------------------------------------------------------------
+
+    def dump(
+        self,
+        index: str,
+        keep_paused: bool = False,
+        moved_to: str = "",
+        catch_up_seconds: float = 0.0,
+        timeout: float | None = None,
+    ) -> Iterator[pb.DumpPart]:
+        """The index's dump, part by part, as the server copies it while the index takes writes
+        (``fdb_leaderboard.index.dumps``; :func:`~fdb_leaderboard.index.dumpfile.write_dump` writes
+        it to a file).  ``keep_paused``: the index's writes stay refused afterwards (a move,
+        see :meth:`move`).  A dump cut off is not sent again: start it again."""
+        request = _dump_request(index, keep_paused, moved_to, catch_up_seconds)
+        call = self.stub.Dump(iter([request]), timeout=timeout)
+        try:
+            yield from call
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from None
+        finally:
+            call.cancel()  # the caller stopped reading: the server stops the dump (a no-op once done)
+
+    def restore(
+        self, parts: Iterable[pb.DumpPart], index: str = "", timeout: float | None = None
+    ) -> Iterator[pb.RestoreProgress]:
+        """Send a dump's parts to the server, which restores them as the new index ``index`` (empty:
+        the dumped index's name); yields its progress, the last with phase "done"."""
+
+        def requests() -> Iterator[pb.RestoreRequest]:
+            for number, part in enumerate(parts):
+                yield _restore_request(number, part, index)
+
+        call = self.stub.Restore(requests(), timeout=timeout)
+        try:
+            yield from call
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from None
+        finally:
+            call.cancel()
+
+    def move(
+        self,
+        index: str,
+        target: LeaderboardClient,
+        target_index: str = "",
+        moved_to: str = "",
+        catch_up_seconds: float = 0.0,
+        progress: Callable[[pb.DumpPart | pb.RestoreProgress], None] | None = None,
+    ) -> tuple[pb.DumpEnd, pb.RestoreProgress]:
+        """Copy the index to ``target``'s store while it takes writes here, and leave its writes
+        refused here once copied (they answer UNAVAILABLE naming ``moved_to``): point the writers
+        at the target then.  Returns the dump's end and the restore's last progress.  If the
+        restore fails, the index takes writes here again."""
+        ends: list[pb.DumpEnd] = []
+
+        def parts() -> Iterator[pb.DumpPart]:
+            for part in self.dump(index, True, moved_to, catch_up_seconds):
+                _note_dump_part(part, ends, progress)
+                yield part
+
+        last = pb.RestoreProgress()
+        try:
+            for last in target.restore(parts(), target_index or index):
+                if progress is not None:
+                    progress(last)
+        except BaseException:
+            if ends:  # the dump ended paused here: take writes again
+                self.set_writes_paused(index, False)
+            raise
+        return ends[0], last
+
 
 class RankWatch:
     """A watched rank (:meth:`LeaderboardClient.watch_rank`): iterate it for the updates; ``close``
@@ -1366,6 +1484,7 @@ class AsyncLeaderboardClient:
     list_indexes = _awaiting(_Ops.list_indexes)
     drop_index = _awaiting(_Ops.drop_index)
     set_maintenance = _awaiting(_Ops.set_maintenance)
+    set_writes_paused = _awaiting(_Ops.set_writes_paused)
     update_windows = _awaiting(_Ops.update_windows)
     list_windows = _awaiting(_Ops.list_windows)
     save_sub_directory = _awaiting(_Ops.save_sub_directory)
@@ -1498,6 +1617,123 @@ class AsyncLeaderboardClient:
             raise
         messages.raise_failure(written)
         return written
+
+    # -- dumps, restores, moves ---------------------------------------------------------------
+
+    async def dump(
+        self,
+        index: str,
+        keep_paused: bool = False,
+        moved_to: str = "",
+        catch_up_seconds: float = 0.0,
+        timeout: float | None = None,
+    ) -> AsyncIterator[pb.DumpPart]:
+        """:meth:`LeaderboardClient.dump`, an async iterator."""
+        request = _dump_request(index, keep_paused, moved_to, catch_up_seconds)
+        call = self.stub.Dump(iter([request]), timeout=timeout, metadata=self._metadata)
+        try:
+            async for part in call:
+                yield part
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from None
+        finally:
+            call.cancel()
+
+    async def restore(
+        self, parts: Iterable[pb.DumpPart] | AsyncIterable[pb.DumpPart], index: str = "", timeout: float | None = None
+    ) -> AsyncIterator[pb.RestoreProgress]:
+        """:meth:`LeaderboardClient.restore`, an async iterator; ``parts`` may be an async iterable."""
+
+        async def requests() -> AsyncIterator[pb.RestoreRequest]:
+            number = 0
+            if isinstance(parts, AsyncIterable):
+                async for part in parts:
+                    yield _restore_request(number, part, index)
+                    number += 1
+            else:
+                for number, part in enumerate(parts):
+                    yield _restore_request(number, part, index)
+
+        call = self.stub.Restore(requests(), timeout=timeout, metadata=self._metadata)
+        try:
+            async for step in call:
+                yield step
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from None
+        finally:
+            call.cancel()
+
+    async def move(
+        self,
+        index: str,
+        target: AsyncLeaderboardClient,
+        target_index: str = "",
+        moved_to: str = "",
+        catch_up_seconds: float = 0.0,
+        progress: Callable[[pb.DumpPart | pb.RestoreProgress], None] | None = None,
+    ) -> tuple[pb.DumpEnd, pb.RestoreProgress]:
+        """:meth:`LeaderboardClient.move`, to another asyncio client's server."""
+        ends: list[pb.DumpEnd] = []
+
+        async def parts() -> AsyncIterator[pb.DumpPart]:
+            async for part in self.dump(index, True, moved_to, catch_up_seconds):
+                _note_dump_part(part, ends, progress)
+                yield part
+
+        last = pb.RestoreProgress()
+        try:
+            async for last in target.restore(parts(), target_index or index):
+                if progress is not None:
+                    progress(last)
+        except BaseException:
+            if ends:  # the dump ended paused here: take writes again
+                await self.set_writes_paused(index, False)
+            raise
+        return ends[0], last
+
+
+@dataclasses.dataclass
+class Comparison:
+    """What :func:`compare_boards` found: differences (empty: the same), windows and entries compared."""
+
+    differences: list[str]
+    windows: int
+    entries: int
+
+
+def compare_boards(
+    first: LeaderboardClient, first_index: str, second: LeaderboardClient, second_index: str, page: int = 500
+) -> Comparison:
+    """Compare two indexes window by window: the same windows, and in each the same records in the
+    same order with the same ranks, scores, times, contexts and metadata (the first difference of
+    each window is reported).  For indexes without groups (groups cannot be listed)."""
+    for lb, name in ((first, first_index), (second, second_index)):
+        info = {i.name: i for i in lb.list_indexes()}.get(name)
+        if info is None:
+            raise ValueError(f"no index named {name!r}")
+        if info.options.group_size:
+            raise ValueError(f"index {name!r} has groups: its boards cannot be listed to compare")
+    ours = {(w.type, w.start, w.end): w for w in first.list_windows(first_index).windows}
+    theirs = {(w.type, w.start, w.end): w for w in second.list_windows(second_index).windows}
+    differences = [
+        f"window type {key[0]} [{key[1]}, {key[2]}) is only in {first_index if key in ours else second_index}"
+        for key in sorted(ours.keys() ^ theirs.keys())
+    ]
+    entries = 0
+    for key in sorted(ours.keys() & theirs.keys()):
+        label = "all-time" if key[0] == 0 else f"type {key[0]} [{key[1]}, {key[2]})"
+        if ours[key].filling or theirs[key].filling:
+            differences.append(f"window {label} is still filling: fill both, then compare")
+            continue
+        at = {"window_type": key[0], "timestamp": None if key[0] == 0 else key[1]}
+        left = first.scan_all(first_index, "BY_TIME_WINDOW", page=page, **at)
+        right = second.scan_all(second_index, "BY_TIME_WINDOW", page=page, **at)
+        for mine, other in itertools.zip_longest(left, right):
+            if mine != other:
+                differences.append(f"window {label}: {mine} in {first_index}, {other} in {second_index}")
+                break
+            entries += 1
+    return Comparison(differences, len(ours.keys() & theirs.keys()), entries)
 
 
 def load_refusal(error: grpc.RpcError) -> tuple[int | None, int | None]:

@@ -32,6 +32,11 @@ class AlreadyExists(LeaderboardError):
     key was used before for another request."""
 
 
+class Unavailable(LeaderboardError):
+    """The index cannot take this call now (its writes are paused while a dump finishes, or it
+    moved to another store): retry later, or elsewhere."""
+
+
 class ResourceExhausted(LeaderboardError):
     """A bound of the index is reached (e.g. the idempotency keys it keeps): retry later."""
 

@@ -206,13 +206,23 @@ def error_line(result: Result) -> str:
     return lines[0]
 
 
+def _no_errors_logged(caplog: pytest.LogCaptureFixture, logger: str) -> Iterator[None]:
+    caplog.set_level(logging.ERROR, logger=logger)
+    yield
+    unexpected = [r for r in caplog.records if r.name == logger and r.levelno >= logging.ERROR]
+    assert not unexpected, [r.getMessage() for r in unexpected]
+
+
 @pytest.fixture
 def no_unexpected_server_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     """The service logs (and answers INTERNAL) only for exceptions it did not expect: none may occur."""
-    caplog.set_level(logging.ERROR, logger="fdb_leaderboard.service")
-    yield
-    unexpected = [r for r in caplog.records if r.name == "fdb_leaderboard.service" and r.levelno >= logging.ERROR]
-    assert not unexpected, [r.getMessage() for r in unexpected]
+    yield from _no_errors_logged(caplog, "fdb_leaderboard.service")
+
+
+@pytest.fixture
+def no_unexpected_http_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """uvicorn logs an exception the HTTP application let through (a 500 with a traceback): none may."""
+    yield from _no_errors_logged(caplog, "uvicorn.error")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -362,6 +362,39 @@ def test_maintain_survives_a_server_restart(tmp_path: pathlib.Path) -> None:
         server.stop(grace=0)
 
 
+def test_maintain_stopped_by_sigterm_reports_every_window_it_added(tmp_path: pathlib.Path) -> None:
+    """A supervisor's SIGTERM lets the pass under way finish and report: the windows the job says it
+    added are exactly the ones the index gained, and it exits 0 (one-second windows kept 3 s ahead:
+    nearly every pass adds one, so the signal often lands in a pass)."""
+    server = start_server(tmp_path / "s")
+    try:
+        with LeaderboardClient(server.address) as client:
+            client.create_index("game")
+            policy = pb.MaintenancePolicy(
+                windows=[pb.RegularWindows(type=1, base=0, increment=1, duration=1)], horizon=3, certain_within=3
+            )
+            client.set_maintenance("game", policy)
+            before = len(client.list_windows("game").windows)
+            command = [sys.executable, "-m", "fdb_leaderboard.cli", "--server", server.address, "maintain"]
+            for delay in (0.0, 0.05, 0.13):  # after the first report, at different points of a pass
+                job = subprocess.Popen([*command, "--every", "0.1s"], stdout=subprocess.PIPE, text=True)
+                try:
+                    seen = [job.stdout.readline()]  # type: ignore[union-attr]
+                    time.sleep(delay)
+                    job.terminate()
+                    job.wait(timeout=60)
+                    output = "".join(seen) + job.stdout.read()  # type: ignore[union-attr]
+                finally:
+                    job.kill()
+                assert job.returncode == 0, output
+                reported = sum(int(n) for n in re.findall(r"game: added (\d+) windows?\n", output))
+                after = len(client.list_windows("game").windows)
+                assert reported == after - before > 0, output
+                before = after
+    finally:
+        server.stop(grace=0)
+
+
 def test_window_file_refuses_a_calendar_entry_its_delete_before_removes(cli: Cli, tmp_path: pathlib.Path) -> None:
     cli("index", "create", "game")
     spec = write_spec(

@@ -39,24 +39,26 @@ def public_methods(cls: type) -> dict[str, inspect.Signature]:
 # -- one set of methods -------------------------------------------------------------------------------
 
 
+STREAMS = ("scan_all", "bulk_load", "dump", "restore", "move", "watch_rank")  # the clients' own, not shared operations
+
+
 def test_both_clients_have_the_same_methods_with_the_same_arguments() -> None:
     blocking, awaiting = public_methods(LeaderboardClient), public_methods(AsyncLeaderboardClient)
     assert blocking.keys() == awaiting.keys()
     assert len(blocking) > 40
     for name, signature in blocking.items():
-        # An iterator (a watch), an async one; the records may be an async iterable.
-        if name in ("scan_all", "bulk_load", "watch_rank"):
+        if name in STREAMS:  # an iterator, an async one; what they send may be an async iterable
             arguments = [(p.name, p.kind, p.default) for p in signature.parameters.values()]
             assert [(p.name, p.kind, p.default) for p in awaiting[name].parameters.values()] == arguments
             continue
         assert awaiting[name] == signature, name
         method = getattr(AsyncLeaderboardClient, name)
-        if name not in ("close", "scan_all"):
+        if name not in ("close", "scan_all", "dump", "restore"):
             assert inspect.iscoroutinefunction(method), name
-        if name not in ("close", "bulk_load", "scan_all"):  # each written once: the operation's
+        if name not in ("close", *STREAMS):  # each written once: the operation's
             assert getattr(LeaderboardClient, name).__doc__ == method.__doc__, name
-    assert inspect.isasyncgenfunction(AsyncLeaderboardClient.scan_all)
-    assert inspect.isasyncgenfunction(AsyncLeaderboardClient.watch_rank)
+    for name in ("scan_all", "dump", "restore", "watch_rank"):
+        assert inspect.isasyncgenfunction(getattr(AsyncLeaderboardClient, name)), name
     top = inspect.signature(LeaderboardClient.top)
     assert list(top.parameters)[:3] == ["self", "index", "n"] and top.return_annotation == "list[RankedEntry]"
 

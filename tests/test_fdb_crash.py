@@ -1,8 +1,8 @@
 """The FoundationDB server SIGKILLed in the middle of writes, then restarted on its data.
 
 These tests start their own single-process cluster (ssd engine, a free port, a temporary
-directory) with ``fdb-local`` from ``../shared/fdb`` (or ``$FDB_LOCAL``), and skip when it is
-absent (they fail instead when FDB_LEADERBOARD_REQUIRE_FDB is set, as in CI).
+directory) with ``fdb-local`` from ``../shared/fdb`` (or ``$FDB_LOCAL``; ``replicated.own_cluster``),
+and skip when it is absent (they fail instead when FDB_LEADERBOARD_REQUIRE_FDB is set, as in CI).
 
 Writers (index calls in this process, and gRPC calls to a server on the same cluster) submit
 scores while the server is killed; it restarts on the same data a moment later.  Then:
@@ -17,69 +17,31 @@ scores while the server is killed; it restarts on the same data a moment later. 
 from __future__ import annotations
 
 import collections
-import os
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import fdb.tuple
 import grpc
 import pytest
-from conftest import skip_unless_required, wait_until
+from conftest import wait_until
+from replicated import Cluster, own_cluster
 
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.index import IndexSettings, LeaderboardIndex
 from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.service import Server
 from fdb_leaderboard.store import StoreUnavailable, open_database
-from fdb_leaderboard.store.fdb_backend import load_fdb
 
-FDB_LOCAL = Path(os.environ.get("FDB_LOCAL") or Path(__file__).resolve().parents[2] / "shared" / "fdb" / "fdb-local")
 TIMEOUT = 3.0  # the store's timeout option here: a call waits at most this long for the cluster
 PREFIX = b"\x15\x43"
 SETTINGS = IndexSettings(aggregation="SUM", context_size=1)
 PKS = [f"r{i}" for i in range(20)]
 
 
-class LocalCluster:
-    """A throwaway cluster in ``directory``, driven by fdb-local."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.cluster_file = ""
-
-    def _run(self, *args: str) -> str:
-        done = subprocess.run([str(FDB_LOCAL), *args], capture_output=True, text=True, timeout=180)
-        if done.returncode != 0:
-            raise AssertionError(f"fdb-local {' '.join(args)} failed: {done.stderr}")
-        return done.stdout.strip()
-
-    def start(self) -> str:
-        """Start (the first time: create, ssd engine) and wait until the cluster is available."""
-        self.cluster_file = self._run("start", str(self.directory), "ssd")
-        return self.cluster_file
-
-    def kill(self) -> None:
-        self._run("kill", str(self.directory))
-
-    def stop(self) -> None:
-        self._run("stop", str(self.directory))
-
-
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    if not os.access(FDB_LOCAL, os.X_OK):
-        skip_unless_required(f"no FoundationDB server to start here ({FDB_LOCAL} is missing; set FDB_LOCAL)")
-    try:
-        load_fdb()
-    except StoreUnavailable as exc:
-        skip_unless_required(f"the FoundationDB client cannot be used here: {exc}")
-    own = LocalCluster(tmp_path_factory.mktemp("fdb-crash"))
-    own.start()
-    yield own
-    own.stop()
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    yield from own_cluster(tmp_path_factory.mktemp("fdb-crash"))
 
 
 class Writer(threading.Thread):
@@ -130,7 +92,7 @@ def stored_ops(index: LeaderboardIndex) -> dict[str, tuple[str, int, int]]:
 
 
 @pytest.mark.slow
-def test_sigkill_of_the_server_mid_writes_loses_no_acknowledged_write(cluster: LocalCluster) -> None:
+def test_sigkill_of_the_server_mid_writes_loses_no_acknowledged_write(cluster: Cluster) -> None:
     url = f"fdb:{cluster.cluster_file}?timeout={TIMEOUT:g}"
     db = open_database(url)
     index = LeaderboardIndex.create(db, PREFIX, SETTINGS)
@@ -206,7 +168,7 @@ def test_sigkill_of_the_server_mid_writes_loses_no_acknowledged_write(cluster: L
         db.close()
 
 
-def test_timeouts_while_the_cluster_is_down(cluster: LocalCluster) -> None:
+def test_timeouts_while_the_cluster_is_down(cluster: Cluster) -> None:
     """Each database keeps its own timeout (the bindings share one handle per cluster file), and
     a write says whether it may have been committed."""
     short = open_database(f"fdb:{cluster.cluster_file}?timeout=1")

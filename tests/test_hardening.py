@@ -38,6 +38,8 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from fdb_leaderboard import access
 from fdb_leaderboard.cli.maintenance import maintenance_pass
 from fdb_leaderboard.client import LeaderboardClient
+from fdb_leaderboard.errors import InvalidArgument
+from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.index import (
     CheckReport,
     Entry,
@@ -673,7 +675,12 @@ def test_tokens_in_plaintext_beyond_loopback_are_warned_of(caplog: pytest.LogCap
 
 
 def test_store_files_are_owner_only(tmp_path: Path) -> None:
-    for url in (f"lmdb:{tmp_path / 'a'}", f"lmdb:{tmp_path / 'b'}?redo_log=true&checkpoint_seconds=0.01"):
+    (tmp_path / "c").mkdir(mode=0o755)  # made beforehand, as the usual umask makes directories
+    for url in (
+        f"lmdb:{tmp_path / 'a'}",
+        f"lmdb:{tmp_path / 'b'}?redo_log=true&checkpoint_seconds=0.01",
+        f"lmdb:{tmp_path / 'c'}",
+    ):
         with open_database(url) as db:
             db.run(lambda tr: tr.set(b"k", b"v"))
             path = Path(url[5:].split("?")[0])
@@ -741,7 +748,10 @@ def test_a_second_server_on_a_taken_address_fails_at_once(tmp_path: Path) -> Non
     ("args", "message"),
     [
         (["--store", "nosuch:x"], "Error: "),
-        (["--address", "0.0.0.0:0"], "Error: refusing to listen on 0.0.0.0:0 without authentication"),
+        (
+            ["--address", "0.0.0.0:0"],
+            "Error: refusing to listen on 0.0.0.0:0 without authentication: configure tokens (serve --tokens FILE",
+        ),
         (["--tokens", "/nonexistent/tokens"], "Error: cannot read token file /nonexistent/tokens"),
     ],
 )
@@ -824,8 +834,8 @@ def test_maintain_finishes_fills_whatever_the_policy(board) -> None:
 # -- verify in bounded batches --------------------------------------------------------------------
 
 
-def _verified_index(db: object) -> LeaderboardIndex:
-    index = LeaderboardIndex.create(db, b"\x15\x02", IndexSettings(group_size=1))  # type: ignore[arg-type]
+def _verified_index(db: object, prefix: bytes = b"\x15\x02") -> LeaderboardIndex:
+    index = LeaderboardIndex.create(db, prefix, IndexSettings(group_size=1))  # type: ignore[arg-type]
     index.update_windows(WindowUpdate(specs=[WindowSpec(1, 0, DAY, DAY, 2)]))
     index.write_batch([((f"p{i}",), [Entry(i % 17, i * 300, (), (f"g{i % 3}",))]) for i in range(300)])
     return index
@@ -943,3 +953,125 @@ def test_verify_tolerates_writes_between_its_structure_batches(db, prefix) -> No
     report = index.check_report(batch_keys=3, progress=write)
     assert report.problems == [] and report.ranked_sets == 2 and next(writes) > 20
     assert index.check() == []
+
+
+# -- verify in parts ----------------------------------------------------------------------------------
+
+
+def _damage(db: object, index: LeaderboardIndex) -> None:
+    """A stray ranked-set element and a B-tree entry no record has, in the first window's group g0."""
+    window = index.directory().windows[0]
+    group = tuplecodec.pack(("g0",))
+    db.run(lambda tr: index.ranked_set(window, group).add(tr, tuplecodec.pack((99, 1))))  # type: ignore[attr-defined]
+    ghost = index.layout.primary + window.key_bytes + group + tuplecodec.pack((98, 1)) + tuplecodec.pack(("ghost",))
+    db.run(lambda tr: tr.set(ghost, b""))  # type: ignore[attr-defined]
+
+
+def _in_parts(index: LeaderboardIndex, batches: int, **options: object) -> tuple[CheckReport, list[str], int]:
+    """A check in parts of ``batches`` batches each: the last part's report, every part's problems,
+    and how many parts it took."""
+    problems: list[str] = []
+    continuation = None
+    for parts in itertools.count(1):
+        left = [batches]
+
+        def keep_going(left: list[int] = left) -> bool:
+            left[0] -= 1
+            return left[0] >= 0
+
+        report = index.check_report(keep_going=keep_going, continuation=continuation, **options)  # type: ignore[arg-type]
+        problems += report.problems
+        if report.complete:
+            return report, problems, parts
+        assert report.batches > 0 and report.continuation
+        continuation = report.continuation
+    raise AssertionError("unreachable")
+
+
+def _counts(report: CheckReport) -> tuple[int, ...]:
+    return (report.records, report.entries, report.elements, report.ranked_sets, report.nodes, report.windows)
+
+
+def test_verify_in_parts_finds_what_one_check_finds(db, prefix) -> None:
+    index = _verified_index(db, prefix)
+    dense = _large_index(db, prefix[:-1] + bytes([prefix[-1] ^ 1]))  # every step: distinct-score sets too
+    for checked in (index, dense):
+        whole = checked.check_report(batch_keys=3)
+        report, problems, parts = _in_parts(checked, 1, batch_keys=3)
+        assert problems == whole.problems == [] and _counts(report) == _counts(whole)
+        assert report.batches == whole.batches and parts == whole.batches  # a part per batch
+    _damage(db, index)
+    whole = index.check_report(batch_keys=3)
+    assert len(whole.problems) == 3, whole.problems  # the stray element, the ghost entry and its count
+    for batches in (1, 2, 5):
+        report, problems, parts = _in_parts(index, batches, batch_keys=3)
+        assert problems == whole.problems and _counts(report) == _counts(whole) and parts > 50 // batches
+    # The problem limit holds over every part; reached, the check is over.
+    report, problems, _ = _in_parts(index, 1, batch_keys=3, max_problems=2)
+    assert problems == whole.problems[:2] and report.complete
+
+
+def test_a_check_goes_on_only_from_its_own_index_continuation(db, prefix) -> None:
+    index = _verified_index(db, prefix)
+    other = _verified_index(db, prefix[:-1] + bytes([prefix[-1] ^ 1]))
+    stopped = index.check_report(batch_keys=3, keep_going=iter([True] * 20 + [False]).__next__)
+    token = stopped.continuation
+    assert token and stopped.batches == 20
+    with pytest.raises(InvalidArgument, match="belongs to another index"):
+        other.check_report(continuation=token)
+    middle = len(token) // 2
+    for broken in (token[:-1], token[:10], token[:middle] + bytes([token[middle] ^ 1]) + token[middle + 1 :], b"x"):
+        with pytest.raises(InvalidArgument, match="not one this server handed out"):
+            index.check_report(continuation=broken)
+    assert index.check_report(batch_keys=3, continuation=token).batches == index.check_report(batch_keys=3).batches
+
+
+def test_verify_of_a_large_index_runs_in_parts_through_every_door(server_place, tmp_path: Path) -> None:
+    """A server whose calls may take 1 ms: no check finishes in one call.  A whole check in one call
+    is refused as unfinished; in parts (the client, the CLI, HTTP) the whole index is checked."""
+    server = server_place.start()
+    with LeaderboardClient(server.address, timeout=30) as lb:
+        lb.create_index("game", group_size=1)
+        lb.update_windows("game", specs=[(1, 0, DAY, DAY, 2)])
+        lb.write_batch("game", [((f"p{i}",), [(i % 17, i * 300, (), (f"g{i % 3}",))]) for i in range(300)])
+        # A part answers how far the check got and where it goes on, never complete before the end.
+        part = lb.stub.Verify(pb.VerifyRequest(index="game", continuation=b"", max_batches=2), timeout=30)
+        assert not part.complete and part.continuation and part.batches == 2 and not part.problems
+        with pytest.raises(grpc.RpcError, match="max_batches is for a check in parts"):
+            lb.stub.Verify(pb.VerifyRequest(index="game", max_batches=2), timeout=30)
+    server.stop(grace=1)
+    server = server_place.start(ServerSettings(default_deadline=0.001))
+    try:
+        with LeaderboardClient(server.address, timeout=30) as lb:
+            index = server.catalog.get("game")
+            whole = index.check_report()
+            assert whole.problems == [] and whole.batches > 10
+            _damage(server.db, index)
+            found = index.check()
+            assert len(found) == 3
+            with pytest.raises(grpc.RpcError) as unfinished:
+                lb.stub.Verify(pb.VerifyRequest(index="game"), timeout=30)
+            assert unfinished.value.code() is Code.DEADLINE_EXCEEDED
+            assert "stopped at the call's deadline after it checked" in unfinished.value.details()
+            assert "check in parts" in unfinished.value.details()
+            report = lb.verify_report("game")
+            assert report.complete and list(report.problems) == found and report.records == 300
+            assert lb.verify("game", max_problems=1) == found[:1]
+            http = HttpServer(server, "127.0.0.1:0").start()
+            with httpx.Client(base_url=http.url, timeout=30, headers={"content-type": "application/json"}) as web:
+                assert web.post("/v1/Verify", json={"index": "game"}).status_code == 504
+                body: dict = {"index": "game", "continuation": ""}
+                problems = []
+                while True:
+                    answer = web.post("/v1/Verify", json=body).json()
+                    problems += answer["problems"]
+                    if answer["complete"]:
+                        break
+                    assert answer["continuation"]
+                    body["continuation"] = answer["continuation"]
+                assert problems == found
+            done = _cli([CLI, "--server", server.address, "verify", "game"])
+            assert done.returncode == 1 and done.stdout.splitlines()[:3] == found, done
+            assert "checked 300 records" in done.stdout and "3 problem(s) found in game" in done.stderr
+    finally:
+        server.stop(grace=1)

@@ -37,7 +37,7 @@ from test_hardening import certificates  # noqa: F401  (a fixture: openssl-made 
 
 from fdb_leaderboard.access import Tokens
 from fdb_leaderboard.client import LeaderboardClient
-from fdb_leaderboard.http import HttpServer, app, rest
+from fdb_leaderboard.http import HttpServer, events, rest
 from fdb_leaderboard.http.transcode import HTTP_STATUS, rpcs
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.proto import service_pb2_grpc as pb_grpc
@@ -60,7 +60,8 @@ def running(tmp_path) -> Iterator[tuple[Server, HttpServer]]:
 
 @pytest.fixture
 def web(running: tuple[Server, HttpServer]) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=running[1].url, timeout=20) as client:
+    # A body is JSON (the server refuses other types: see test_http_hardening.py).
+    with httpx.Client(base_url=running[1].url, timeout=20, headers={"content-type": "application/json"}) as client:
         yield client
 
 
@@ -612,8 +613,8 @@ def test_events_keep_a_quiet_stream_alive_and_end_it_in_time(
 ) -> None:
     """A comment after KEEP_ALIVE_SECONDS without an event, and the end after STREAM_SECONDS
     (15 s and 10 minutes, pinned shorter here)."""
-    monkeypatch.setattr(app, "KEEP_ALIVE_SECONDS", 0.5)
-    monkeypatch.setattr(app, "STREAM_SECONDS", 3.0)
+    monkeypatch.setattr(events, "KEEP_ALIVE_SECONDS", 0.5)
+    monkeypatch.setattr(events, "STREAM_SECONDS", 3.0)
     lb.create_index("g", high_score_first=True)
     lb.update_windows("g", high_score_first=True)
     lb.add_score("g", ("ann",), 10, T0)
@@ -646,7 +647,7 @@ def test_a_bulk_load_line_over_the_message_limit_is_refused(tmp_path) -> None:
             first = json.dumps({"index": "plain", "batch_size": 1}).encode() + b"\n"
             for long_line in (line("x" * 2000), line("y" * 30_000)):  # within a chunk, and over several
                 body = first + line("before") + long_line + line("after")
-                response = web.post("/v1/BulkLoad", content=body)
+                response = web.post("/v1/BulkLoad", content=body, headers={"content-type": "application/x-ndjson"})
                 assert response.status_code == 429, response.text
                 assert response.json() == {
                     "code": "RESOURCE_EXHAUSTED",

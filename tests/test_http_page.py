@@ -1,6 +1,7 @@
 """The live page in a real headless browser (Debian's chromium through chromium-driver and
 selenium) against a running server with data: the board's rows, the window picker, a record's
-rank and neighbours, a live update, and ``tools/screenshot_page.py``'s PNG.
+rank and neighbours, a live update, ``tools/screenshot_page.py``'s PNG, and a foreign page's
+attempts to write to the server.
 
 Skipped, with the reason, where chromium or chromium-driver is not installed
 (``apt-get install chromium chromium-driver``), unless FDB_LEADERBOARD_REQUIRE_BROWSER is set
@@ -9,19 +10,21 @@ Skipped, with the reason, where chromium or chromium-driver is not installed
 
 from __future__ import annotations
 
+import http.server as http_server
 import importlib.util
 import pathlib
+import threading
 from collections.abc import Iterator
 
 import pytest
-from conftest import skip_unless_required, start_server
+from conftest import ServerPlace, skip_unless_required
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.http import HttpServer
-from fdb_leaderboard.service import Server
+from fdb_leaderboard.service import Server, ServerSettings
 
 _TOOL = pathlib.Path(__file__).resolve().parent.parent / "tools" / "screenshot_page.py"
 _spec = importlib.util.spec_from_file_location("screenshot_page", _TOOL)
@@ -47,7 +50,9 @@ D0 = T0 - T0 % DAY
 
 @pytest.fixture
 def board(tmp_path) -> Iterator[tuple[Server, HttpServer, LeaderboardClient]]:
-    server = start_server(tmp_path / "s")
+    # No reader process: the clock pinned below is this process's catalog's, and the page's
+    # boards are otherwise read on a reader process, with a catalog (and a clock) of its own.
+    server = ServerPlace("lmdb", tmp_path / "s").start(ServerSettings(maintain_every=0, read_processes=0))
     http = HttpServer(server, "127.0.0.1:0").start()
     lb = LeaderboardClient(server.address, timeout=20)
     lb.create_index("game", high_score_first=True)
@@ -148,3 +153,58 @@ def test_the_screenshot_tool_writes_a_png(tmp_path) -> None:
     assert screenshot_page.main(["--out", str(out), "--players", "40"]) == 0
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+ATTACK = """<!doctype html>
+<title>attacking</title>
+<script>
+  // What any web page can send without asking the server first (no preflight): text/plain and
+  // untyped bodies, with mode no-cors (the answers are opaque, the requests still go out).
+  const target = "TARGET";
+  const send = (path, body, type) => fetch(target + path, {
+    method: "POST", mode: "no-cors", body, headers: type ? {"Content-Type": type} : {},
+  }).catch(() => null);
+  (async () => {
+    await send("/v1/CreateIndex", '{"name": "planted"}', "text/plain");
+    await send("/v1/CreateIndex", new Blob(['{"name": "untyped"}']));
+    await send("/v1/indexes/game/scores", '{"pk": "eve", "score": 99999}', "text/plain");
+    await send("/v1/DropIndex", '{"index": "game"}', "text/plain");
+    document.title = "sent";
+  })();
+</script>
+"""
+
+
+def test_a_foreign_page_cannot_write_to_the_server(board, browser: WebDriver) -> None:
+    server, http, lb = board
+    page = ATTACK.replace("TARGET", http.url).encode()
+
+    class Foreign(http_server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    foreign = http_server.ThreadingHTTPServer(("127.0.0.1", 0), Foreign)
+    threading.Thread(target=foreign.serve_forever, daemon=True).start()
+    try:
+        browser.get(f"http://127.0.0.1:{foreign.server_address[1]}/")  # another origin: another port
+        WebDriverWait(browser, 15).until(lambda d: d.title == "sent")
+    finally:
+        foreign.shutdown()
+    assert [i.name for i in lb.list_indexes()] == ["game"] and lb.rank_and_entry("game", ("eve",)) is None
+    # The four requests came, and were refused before any route (so none is named).
+    refused = server.metrics.http_requests.labels("unmatched", "POST", "403")._value.get()  # type: ignore[attr-defined]
+    assert refused == 4
+    # The server's own page may write (its requests carry its own origin and JSON).
+    browser.get(http.url + "/")
+    created = browser.execute_async_script(
+        """const done = arguments[arguments.length - 1];
+        fetch("/v1/CreateIndex", {method: "POST", headers: {"Content-Type": "application/json"},
+                                  body: '{"name": "own"}'}).then((r) => done(r.status));"""
+    )
+    assert created == 200 and "own" in [i.name for i in lb.list_indexes()]

@@ -1083,10 +1083,10 @@ def _invalid_argument_cases(tokens: dict) -> list[tuple[str, str, Any, tuple[str
 
 
 def _call(lb: LeaderboardClient, method: str, request: Any) -> Any:
-    if method in ("BulkLoad", "Load"):  # client streaming: the request is its first (here only) message
+    if method in ("BulkLoad", "Load", "Dump"):  # client streaming: the request is its first (here only) message
         request = iter([request])
-    if method == "Load":  # and streamed answers
-        return list(lb.stub.Load(request, timeout=20))
+    if method in ("Load", "Dump"):  # and streamed answers
+        return list(getattr(lb.stub, method)(request, timeout=20))
     if method == "WatchRank":  # a stream of answers, the first of which may be the error
         return next(lb.stub.WatchRank(request, timeout=20))
     return getattr(lb.stub, method)(request, timeout=20)
@@ -1150,8 +1150,11 @@ def test_not_found_changes_nothing(populated) -> None:
         ("GetRankHistory", pb.RankHistoryRequest(index="nope", pk=[S], window_type=1)),
         ("ScoreTrim", pb.ScoreTrimRequest(index="nope")),
         ("ExpireIdempotencyKeys", pb.ExpireIdempotencyKeysRequest(index="nope")),
+        ("Dump", pb.DumpRequest(index="nope")),
+        ("SetWritesPaused", pb.SetWritesPausedRequest(index="nope", paused=True)),
     ]
-    assert len({m for m, _ in unknown}) == len(pb.DESCRIPTOR.services_by_name["Leaderboard"].methods) - 2
+    # All but CreateIndex, ListIndexes and Restore (which creates the index it names).
+    assert len({m for m, _ in unknown}) == len(pb.DESCRIPTOR.services_by_name["Leaderboard"].methods) - 3
     for method, request in unknown:
         rpc_error(Code.NOT_FOUND, lambda m=method, r=request: _call(lb, m, r), "no index named 'nope'")
 

@@ -9,6 +9,7 @@
 | ``players.py`` | what players see: metadata, many ranks and friends, pages, percentiles, movement, the bottom |
 | ``loading.py`` | ``load``: records files streamed to the server |
 | ``export.py`` | ``export``: a window's standings as NDJSON or CSV, page by page, resumable |
+| ``dumps.py`` | ``dump`` to a file, ``restore`` one, ``move`` between servers, ``compare``, pause writes |
 | ``maintenance.py`` | the maintenance pass, ``maintain`` (retrying when the server restarts) and ``policy`` |
 | ``demo.py`` | a server on a temporary store with simulated games |
 | ``spec_file.py`` | window-update files (YAML/JSON) into window updates and maintenance policies |

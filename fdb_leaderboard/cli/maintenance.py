@@ -5,8 +5,12 @@ each index's pass does (regular windows and calendar periods kept ahead, retenti
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import signal
+import threading
 import time
+from collections.abc import Iterator
 
 import click
 import grpc
@@ -42,6 +46,8 @@ def maintenance_pass(client: LeaderboardClient, clock: float) -> list[str]:
     report = []
     checked = 0
     for info in client.list_indexes():
+        if info.writes_paused:  # moved elsewhere (or a dump finishing): left alone
+            continue
         policy = info.maintenance
         has_policy = _has_policy(policy)
         checked += has_policy
@@ -84,34 +90,80 @@ def maintain(session: Session, every: float, once: bool, now: int | None, passes
     """Keep windows ahead, fill and expire them, per each index's maintenance policy.
 
     Without --once it runs until stopped; when the server goes away it retries with growing
-    waits (up to --max-backoff), saying so, and carries on when the server is back.
+    waits (up to --max-backoff), saying so, and carries on when the server is back.  SIGTERM
+    (a supervisor stopping it) lets a pass under way finish and report what it did first.
     """
     done = 0
     delay = min(1.0, max_backoff)
     down_since: float | None = None
-    while True:
-        try:
-            lines = maintenance_pass(session.client, time.time() if now is None else now)
-        except grpc.RpcError as exc:
-            if once or exc.code() not in _SERVER_GONE:
-                raise
-            if down_since is None:
-                down_since = time.monotonic()
-            session.note(f"{_stamp()}{rpc_error_message(exc, session.server, session.timeout)}")
-            session.note(f"{_stamp()}retrying in {delay:g} s")
-            time.sleep(delay)
-            delay = min(delay * 2, max_backoff)
-            continue
-        if down_since is not None:
-            session.note(f"{_stamp()}server at {session.server} is back after {time.monotonic() - down_since:.0f} s")
-            down_since, delay = None, min(1.0, max_backoff)
-        for line in lines:
-            if once or not line.startswith("nothing to do"):
-                session.emit({"line": line}, f"{'' if once else _stamp()}{line}")
-        done += 1
-        if once or (passes and done >= passes):
-            return
-        time.sleep(every)
+    with _stopped_by_sigterm() as stop:
+        while True:
+            stop.working = True
+            try:
+                lines = maintenance_pass(session.client, time.time() if now is None else now)
+            except grpc.RpcError as exc:
+                if once or exc.code() not in _SERVER_GONE:
+                    raise
+                if down_since is None:
+                    down_since = time.monotonic()
+                session.note(f"{_stamp()}{rpc_error_message(exc, session.server, session.timeout)}")
+                session.note(f"{_stamp()}retrying in {delay:g} s")
+                stop.idle()
+                time.sleep(delay)
+                delay = min(delay * 2, max_backoff)
+                continue
+            if down_since is not None:
+                back = time.monotonic() - down_since
+                session.note(f"{_stamp()}server at {session.server} is back after {back:.0f} s")
+                down_since, delay = None, min(1.0, max_backoff)
+            for line in lines:
+                if once or not line.startswith("nothing to do"):
+                    session.emit({"line": line}, f"{'' if once else _stamp()}{line}")
+            done += 1
+            if once or (passes and done >= passes):
+                return
+            stop.idle()
+            time.sleep(every)
+
+
+class _Stopped(Exception):
+    """SIGTERM between passes."""
+
+
+class _SigtermStop:
+    """SIGTERM ends the job between passes at once, and a pass under way once it has reported what
+    it did (a window it added would otherwise go unreported)."""
+
+    def __init__(self) -> None:
+        self.working = False
+        self.asked = False
+
+    def handle(self, *_: object) -> None:
+        self.asked = True
+        if not self.working:
+            raise _Stopped
+
+    def idle(self) -> None:
+        """Between passes from now on: stop now if asked during the pass."""
+        self.working = False
+        if self.asked:
+            raise _Stopped
+
+
+@contextlib.contextmanager
+def _stopped_by_sigterm() -> Iterator[_SigtermStop]:
+    """The job's SIGTERM handling, in the main thread (where Python runs signal handlers)."""
+    stop = _SigtermStop()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    previous = signal.signal(signal.SIGTERM, stop.handle)
+    try:
+        yield stop
+    except _Stopped:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _stamp() -> str:

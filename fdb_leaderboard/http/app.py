@@ -2,21 +2,27 @@
 OpenAPI document and the metrics.
 
 Handlers are async only to wait: each call runs the (blocking) servicer in a worker thread,
-at most ``max_workers`` at once, as the gRPC server's pool does.
+at most ``max_workers`` at once, as the gRPC server's pool does.  A handler checks the bearer
+token before it reads anything else of the request; a body must arrive within the server's
+``receive_timeout`` (each NDJSON line within ``stream_idle_timeout``), and a large one is parsed
+on a heavy worker, never on the event loop.  Input a library refuses is INVALID_ARGUMENT (400),
+a client gone before its answer CANCELLED (499), neither a server error.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import json
 import pathlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterator
 from typing import Any
 
 import anyio
 import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import grpc
 from google.protobuf.message import Message
@@ -35,58 +41,124 @@ from ..service.grpc_service import ClientGone
 from ..service.metrics import Metrics
 from ..service.status import Answer
 from . import openapi
+from .deadlines import Deadlines
+from .events import EventBoards
+from .guard import CLOSE, DoorGuard, has_body
+from .limits import HttpLimits
 from .rest import ROUTES, RestRoute
-from .transcode import CallFailed, Rpc, Transcoder, check_access, dumps, parse_json, to_json
+from .transcode import (
+    INPUT_ERRORS,
+    UNEXPECTED,
+    CallFailed,
+    Rpc,
+    Transcoder,
+    check_access,
+    invalid_input,
+    parse_json,
+    to_json,
+)
 
 STATIC = pathlib.Path(__file__).parent / "static"
-# An events stream sends a comment after this many quiet seconds (proxies close idle streams),
-# and ends after STREAM_SECONDS (browsers reconnect by themselves).
-KEEP_ALIVE_SECONDS = 15.0
-STREAM_SECONDS = 600.0
+# Thread pools of the calls: point reads and writes, heavy calls, event streams' boards.
+WORKERS, HEAVY, EVENTS = "workers", "heavy", "events"
+# Bodies larger than this are parsed on a heavy worker: JSON decoding costs about 0.6 s per MB,
+# which on the event loop would hold every other request.
+PARSE_ON_LOOP_BYTES = 64 * 1024
+# HTTP methods counted by name in the metrics; any other is "other" (a label per made-up method
+# would let anyone grow the metrics without bound).
+COUNTED_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"})
 
 
-def _error(exc: CallFailed) -> JSONResponse:
-    return JSONResponse(exc.body(), status_code=exc.http_status)
+def _error(exc: CallFailed, request: Request | None = None) -> JSONResponse:
+    """The error's answer; for a request with a body (perhaps unread: a refusal does not wait for
+    it), the connection then closes, so nobody can keep the server reading what it refused."""
+    headers = CLOSE if request is not None and has_body(request.headers) else None
+    return JSONResponse(exc.body(), status_code=exc.http_status, headers=headers)
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The body, at most ``limit`` bytes (the server's message limit, as for a gRPC request)."""
+async def _read_body(request: Request, limit: int, deadlines: Deadlines, late: set[Hashable]) -> bytes:
+    """The body, at most ``limit`` bytes (the server's message limit, as for a gRPC request),
+    arriving within the time ``deadlines`` keep (a late read's task is cancelled, and in ``late``)."""
+    task = asyncio.current_task()
+    assert task is not None
+    deadlines.add(task, task.get_loop())
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise CallFailed(grpc.StatusCode.RESOURCE_EXHAUSTED, f"the request body is larger than {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise CallFailed(grpc.StatusCode.RESOURCE_EXHAUSTED, f"the request body is larger than {limit} bytes")
+            chunks.append(chunk)
+    except asyncio.CancelledError:
+        if task not in late:
+            raise
+        late.discard(task)
+        task.uncancel()
+        raise CallFailed(
+            grpc.StatusCode.DEADLINE_EXCEEDED, f"the request body did not arrive within {deadlines.seconds:g} s"
+        ) from None
+    except ClientDisconnect:
+        raise CallFailed(grpc.StatusCode.CANCELLED, "the client went away before sending its request") from None
+    finally:
+        deadlines.discard(task)
     return b"".join(chunks)
 
 
-async def _lines(chunks: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes]:
-    """The lines of a streamed body, each at most ``limit`` bytes, like a message."""
-    pending = b""
-    async for chunk in chunks:
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        for line in complete:  # a whole line can come in one chunk as well as in several
-            yield _within(line, limit)
-        _within(pending, limit)
-    if pending:
-        yield pending
+async def _lines(chunks: AsyncIterator[bytes], limit: int, idle: float, what: str) -> AsyncIterator[bytes]:
+    """The lines of a streamed body, each at most ``limit`` bytes, like a message, and each
+    complete within ``idle`` seconds of the one before."""
+    pending = bytearray()
+    searched = 0  # where to look for the next newline
+    iterator = aiter(chunks)
+    loop = asyncio.get_running_loop()
+    while True:
+        ends = loop.time() + idle
+        while (newline := pending.find(b"\n", searched)) < 0:
+            _line_within(len(pending), limit)
+            searched = len(pending)
+            try:
+                async with asyncio.timeout_at(ends):
+                    chunk = await anext(iterator)
+            except TimeoutError:
+                raise Answer(grpc.StatusCode.DEADLINE_EXCEEDED, f"{what} did not arrive within {idle:g} s") from None
+            except StopAsyncIteration:
+                if pending:
+                    yield bytes(pending)
+                return
+            pending += chunk
+        _line_within(newline, limit)
+        line = bytes(pending[:newline])
+        del pending[: newline + 1]
+        searched = 0
+        yield line
 
 
-def _within(line: bytes, limit: int) -> bytes:
-    if len(line) > limit:
+def _line_within(size: int, limit: int) -> None:
+    if size > limit:
         raise Answer(grpc.StatusCode.RESOURCE_EXHAUSTED, f"a line is larger than {limit} bytes")
-    return line
 
 
 class HttpApi:
     """The Starlette application over one servicer."""
 
-    def __init__(self, dispatcher: Dispatcher, max_workers: int = 16, tokens: Tokens | None = None) -> None:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        max_workers: int = 16,
+        tokens: Tokens | None = None,
+        limits: HttpLimits | None = None,
+        hosts: list[str] | None = None,
+    ) -> None:
+        """``hosts``: the host names answered (see :meth:`HttpLimits.allowed_hosts`; None: any)."""
         self.transcoder = Transcoder(dispatcher, tokens)
+        self.limits = limits = limits or HttpLimits()
         self.metrics = metrics = dispatcher.metrics
         self.max_workers = max_workers
-        self._limiters: dict[bool, anyio.CapacityLimiter] = {}
+        self._limiters: dict[str, anyio.CapacityLimiter] = {}
+        self.events = EventBoards(limits.event_stream_budget(), self.transcoder.stopping)
+        # A body's time limit (each late read's task is cancelled, and answered DEADLINE_EXCEEDED).
+        self.bodies = Deadlines(self.transcoder.settings.receive_timeout, self._body_too_late)
+        self.late_bodies: set[Hashable] = set()
         routes: list[Route | Mount] = [
             Route("/", self.page, methods=["GET"], name="page"),
             Route("/openapi.json", self.openapi, methods=["GET"], name="openapi"),
@@ -99,55 +171,86 @@ class HttpApi:
         for rest in ROUTES:
             routes.append(Route(rest.path, self._rest(rest), methods=[rest.method], name=f"{rest.method} {rest.path}"))
         routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
-        self.app: ASGIApp = Starlette(routes=routes, exception_handlers={Exception: _unexpected})
+        self.starlette = Starlette(routes=routes, exception_handlers={Exception: _unexpected})
+        self.app: ASGIApp = DoorGuard(self.starlette, hosts or ["*"])
         if metrics is not None:
             self.app = _MetricsMiddleware(self.app, metrics)
         self.document = openapi.document(list(self.transcoder.rpcs.values()), ROUTES, metrics is not None)
 
     @property
     def routes(self) -> list[Route | Mount]:
-        app = self.app.app if isinstance(self.app, _MetricsMiddleware) else self.app
-        return app.routes  # type: ignore[attr-defined]
+        return self.starlette.routes
 
-    async def _in_thread(self, fn: Callable[..., Any], *args: Any, heavy: bool = False) -> Any:
-        """``fn(*args)`` on a worker thread: at most ``max_workers`` at once, and heavy calls (as
-        the gRPC dispatcher judges them) on their own ``heavy_workers``, so they never hold the
-        threads of point reads and score writes."""
-        limiter = self._limiters.get(heavy)
+    async def _in_thread(self, fn: Callable[..., Any], *args: Any, pool: str = WORKERS) -> Any:
+        """``fn(*args)`` on a worker thread of ``pool``: at most ``max_workers`` at once, heavy calls
+        (as the gRPC dispatcher judges them) on their own ``heavy_workers``, so they never hold
+        the threads of point reads and score writes, and event streams' boards on one thread."""
+        limiter = self._limiters.get(pool)
         if limiter is None:  # made on the event loop, on first use
-            size = self.transcoder.settings.heavy_workers if heavy else self.max_workers
-            limiter = self._limiters[heavy] = anyio.CapacityLimiter(size)
+            sizes = {WORKERS: self.max_workers, HEAVY: self.transcoder.settings.heavy_workers, EVENTS: 1}
+            limiter = self._limiters[pool] = anyio.CapacityLimiter(sizes[pool])
         return await anyio.to_thread.run_sync(functools.partial(fn, *args), limiter=limiter)
 
     async def _body(self, request: Request) -> bytes:
-        return await _read_body(request, self.transcoder.settings.max_message_bytes)
+        return await _read_body(request, self.transcoder.settings.max_message_bytes, self.bodies, self.late_bodies)
 
-    async def _call(self, request: Request, name: str, message: Any) -> Message:
-        heavy = self.transcoder.dispatcher.is_heavy(name, message)
-        return await self._in_thread(self.transcoder.call, name, message, request.headers, heavy=heavy)
+    def _body_too_late(self, task: Hashable) -> None:
+        """Stop a body's read (``_read_body`` answers DEADLINE_EXCEEDED)."""
+        self.late_bodies.add(task)
+        task.cancel()  # type: ignore[attr-defined]
+
+    async def _parsed(self, body: bytes, parse: Callable[[bytes], Any]) -> Any:
+        """``parse(body)``: on a heavy worker if the body is large, so the event loop goes on."""
+        if len(body) > PARSE_ON_LOOP_BYTES:
+            return await self._in_thread(parse, body, pool=HEAVY)
+        return parse(body)
+
+    async def _call(self, request: Request, name: str, message: Any, background: bool = False) -> Message:
+        """The call's answer; ``background``: an event stream's (see :meth:`Transcoder.call`)."""
+        pool = EVENTS if background else HEAVY if self.transcoder.dispatcher.is_heavy(name, message) else WORKERS
+        return await self._in_thread(self.transcoder.call, name, message, request.headers, background, pool=pool)
+
+    def _check_access(self, request: Request, method: str) -> None:
+        check_access(self.transcoder.tokens, request.headers, method)
 
     # -- the RPCs ---------------------------------------------------------------------------------
 
     def _unary_rpc(self, rpc: Rpc) -> Callable[[Request], Awaitable[Response]]:
+        def parse(body: bytes) -> Message:
+            return parse_json(body, rpc.request_type)
+
         async def handle(request: Request) -> Response:
             try:
-                message = parse_json(await self._body(request), rpc.request_type)
+                self._check_access(request, rpc.name)
+                message = await self._parsed(await self._body(request), parse)
                 return JSONResponse(to_json(await self._call(request, rpc.name, message)))
             except CallFailed as exc:
-                return _error(exc)
+                return _error(exc, request)
 
         return handle
 
     def _streaming_rpc(self, rpc: Rpc) -> Callable[[Request], Awaitable[Response]]:
         """A client-streaming RPC: the body is NDJSON, one request message per line, read as the
-        servicer asks for them (the body is never held whole)."""
+        servicer asks for them (the body is never held whole), each within the server's
+        ``stream_idle_timeout``.  The servicer may read them from any thread (Load's loader)."""
 
         async def handle(request: Request) -> Response:
-            lines = _lines(request.stream(), self.transcoder.settings.max_message_bytes)
+            try:
+                self._check_access(request, rpc.name)
+            except CallFailed as exc:
+                return _error(exc, request)
+            settings = self.transcoder.settings
+            lines = _lines(
+                request.stream(),
+                settings.max_message_bytes,
+                settings.stream_idle_timeout,
+                f"the next {rpc.name} message",
+            )
+            loop = anyio.lowlevel.current_token()
 
             async def next_line() -> bytes | None:
                 try:
-                    return await lines.__anext__()
+                    return await anext(lines)
                 except StopAsyncIteration:
                     return None
                 except ClientDisconnect:
@@ -155,7 +258,7 @@ class HttpApi:
 
             def messages() -> Iterator[Message]:
                 number = 0
-                while (line := anyio.from_thread.run(next_line)) is not None:
+                while (line := anyio.from_thread.run(next_line, token=loop)) is not None:
                     number += 1
                     if line.strip():
                         try:
@@ -166,7 +269,7 @@ class HttpApi:
             try:
                 return JSONResponse(to_json(await self._call(request, rpc.name, messages())))
             except CallFailed as exc:
-                return _error(exc)
+                return _error(exc, request)
 
         return handle
 
@@ -175,32 +278,39 @@ class HttpApi:
     def _rest(self, route: RestRoute) -> Callable[[Request], Awaitable[Response]]:
         async def handle(request: Request) -> Response:
             try:
-                values = route.parse(request.path_params, request.query_params)
+                self._check_access(request, route.rpc)
+                try:
+                    values = route.parse(request.path_params, request.query_params)
+                except INPUT_ERRORS as exc:
+                    raise invalid_input("the request", exc) from None
                 body = None
                 if route.method == "POST":
-                    try:
-                        body = json.loads(await self._body(request) or b"null")
-                    except ValueError as exc:
-                        raise CallFailed(grpc.StatusCode.INVALID_ARGUMENT, f"the body is not JSON: {exc}") from None
+                    body = await self._parsed(await self._body(request), _json_body)
                 if route.events:
                     return await self._events(request, route, values)
                 status, answer = await self._answer(request, route, values, body)
                 return JSONResponse(answer, status_code=status)
             except CallFailed as exc:
-                return _error(exc)
+                return _error(exc, request)
 
         return handle
 
-    async def _answer(self, request: Request, route: RestRoute, values: dict[str, Any], body: Any) -> tuple[int, Any]:
+    async def _answer(
+        self, request: Request, route: RestRoute, values: dict[str, Any], body: Any, background: bool = False
+    ) -> tuple[int, Any]:
         # Building may read (at=latest), so it runs on a worker too.
-        message = await self._in_thread(route.build, values, body, self.transcoder, request.headers)
-        return route.answer(await self._call(request, route.rpc, message))
+        pool = EVENTS if background else WORKERS
+        message = await self._in_thread(_built, route, values, body, self.transcoder, request.headers, pool=pool)
+        return route.answer(await self._call(request, route.rpc, message, background))
 
     async def _events(self, request: Request, route: RestRoute, values: dict[str, Any]) -> Response:
-        """Server-Sent Events: the answer now, then again each time it changes (checked every
-        ``interval`` seconds), with a comment line after KEEP_ALIVE_SECONDS without one.  A stream
-        ends after STREAM_SECONDS or when the server stops.  A first failure is the HTTP answer;
-        later ones are ``problem`` events."""
+        """Server-Sent Events of the route's answer, shared by the streams of one board (see
+        ``events.py``).  A first failure is the HTTP answer; later ones are ``problem`` events."""
+        most = self.limits.max_event_rows
+        if values.get("n", 10) > most:
+            raise CallFailed(
+                grpc.StatusCode.INVALID_ARGUMENT, f"an event stream sends at most {most} rows: ask for n <= {most}"
+            )
         interval = values.pop("interval", 1.0)
         slot = contextlib.ExitStack()  # a watched rank holds a watcher's slot while it streams
         if route.watches_rank:
@@ -208,8 +318,11 @@ class HttpApi:
                 slot.enter_context(self.transcoder.dispatcher.rank_watchers.slot())
             except Answer as answer:
                 raise CallFailed(answer.code, str(answer)) from None
+        key = (route.path, interval, tuple(sorted(values.items())))
         try:
-            first = await self._answer(request, route, values, None)
+            first, stream, close = await self.events.open(
+                key, interval, functools.partial(self._answer, request, route, values, None, True)
+            )
         except BaseException:
             slot.close()
             raise
@@ -217,32 +330,15 @@ class HttpApi:
             slot.close()
             return JSONResponse(first[1], status_code=first[0])
 
-        async def stream() -> AsyncIterator[bytes]:
-            with slot:
-                sent, quiet_since, ends = first, time.monotonic(), time.monotonic() + STREAM_SECONDS
-                yield b"data: " + dumps(first[1]) + b"\n\n"
-                while time.monotonic() < ends and not self.transcoder.stopping.is_set():
-                    await anyio.sleep(interval)
-                    if await request.is_disconnected():
-                        return
-                    try:
-                        now = await self._answer(request, route, values, None)
-                    except CallFailed as exc:
-                        now = (exc.http_status, exc.body())
-                    if now != sent:
-                        event = b"data: " if now[0] == 200 else b"event: problem\ndata: "
-                        yield event + dumps(now[1]) + b"\n\n"
-                        sent, quiet_since = now, time.monotonic()
-                    elif time.monotonic() - quiet_since > KEEP_ALIVE_SECONDS:
-                        yield b": unchanged\n\n"
-                        quiet_since = time.monotonic()
+        def close_both() -> None:  # after the response, should the stream never have started (idempotent)
+            close()
+            slot.close()
 
-        # The slot is also let go after the response, should the stream never start (closing twice is harmless).
         return StreamingResponse(
-            stream(),
+            _holding(slot, stream),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache"},
-            background=BackgroundTask(slot.close),
+            background=BackgroundTask(close_both),
         )
 
     # -- the page, the document, the metrics ----------------------------------------------------------
@@ -259,15 +355,38 @@ class HttpApi:
         try:
             check_access(self.transcoder.tokens, request.headers, None)
         except CallFailed as exc:
-            return _error(exc)
+            return _error(exc, request)
         text = await self._in_thread(self.metrics.exposition)  # windows per index are read from the store
         return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+def _json_body(body: bytes) -> Any:
+    try:
+        return json.loads(body or b"null")
+    except (ValueError, RecursionError) as exc:
+        raise CallFailed(grpc.StatusCode.INVALID_ARGUMENT, f"the body is not JSON: {exc}") from None
+
+
+def _built(route: RestRoute, values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Any) -> Message:
+    """The route's request message; values a library refuses (a key item out of range, a lone
+    surrogate) are INVALID_ARGUMENT."""
+    try:
+        return route.build(values, body, transcoder, headers)
+    except INPUT_ERRORS as exc:
+        raise invalid_input("the request", exc) from None
+
+
+async def _holding(slot: contextlib.ExitStack, stream: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """``stream``, letting go of ``slot`` when it ends, however it ends."""
+    with slot:
+        async for chunk in stream:
+            yield chunk
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
     """A bug of this layer: answered like gRPC's INTERNAL (never a stack trace); Starlette raises
     it on to uvicorn, which logs it."""
-    return _error(CallFailed(grpc.StatusCode.INTERNAL, "the request failed unexpectedly; see the server log"))
+    return _error(CallFailed(grpc.StatusCode.INTERNAL, UNEXPECTED))
 
 
 class _MetricsMiddleware:
@@ -294,6 +413,7 @@ class _MetricsMiddleware:
         finally:
             route = scope.get("route")
             label = getattr(route, "path", None) or "unmatched"
-            labels = (label, scope["method"], str(status[0]))
+            method = scope["method"] if scope["method"] in COUNTED_METHODS else "other"
+            labels = (label, method, str(status[0]))
             self.metrics.http_requests.labels(*labels).inc()
             self.metrics.http_seconds.labels(*labels).observe(time.perf_counter() - started)

@@ -135,7 +135,9 @@ def _error_responses() -> dict[str, Any]:
     mapping = ", ".join(f"{code.name} {status}" for code, status in HTTP_STATUS.items() if status != 200)
     return {
         "default": {
-            "description": f"An error: the gRPC status code and message, with the HTTP status {mapping}.",
+            "description": f"An error: the gRPC status code and message, with the HTTP status {mapping}. "
+            "A POST from another site (its Origin) is refused with 403, one whose body is not JSON (or NDJSON "
+            "for a stream) by its Content-Type with 415.",
             "content": {"application/json": {"schema": {"$ref": _SCHEMAS + "Error"}}},
         }
     }

@@ -1,7 +1,15 @@
-"""The HTTP server: uvicorn running the application in a thread of the gRPC server's process."""
+"""The HTTP server: uvicorn running the application in a thread of the gRPC server's process.
+
+uvicorn's own limits are used where they fit: ``timeout_keep_alive`` closes idle kept-alive
+connections, h11's ``max_incomplete_event_size`` (16 KB) bounds a request head.  What uvicorn
+lacks (a time limit on a request head, a cap on open connections that frees their descriptors)
+is its h11 protocol with a budget (``connections.py``).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import logging
 import os
 import socket
@@ -14,6 +22,8 @@ import uvicorn
 from ..service import Server
 from ..service.settings import StartupError
 from .app import HttpApi
+from .connections import ConnectionBudget, guarded_protocol
+from .limits import ACCEPT_BACKLOG, HttpLimits
 
 log = logging.getLogger("fdb_leaderboard.http")
 
@@ -29,14 +39,19 @@ def split_address(address: str) -> tuple[str, int]:
 class HttpServer:
     """The HTTP API, page and metrics of a :class:`~fdb_leaderboard.service.Server`, stopped with it."""
 
-    def __init__(self, server: Server, address: str) -> None:
+    def __init__(self, server: Server, address: str, limits: HttpLimits | None = None) -> None:
         """Serve ``server``'s service on ``address`` with its settings: its tokens and roles, its TLS
-        certificate (and client CA), its limits; like gRPC, no address beyond this machine without
-        tokens unless the settings allow it (StartupError)."""
+        certificate (and client CA), its limits (and ``limits``, HTTP's own); like gRPC, no address
+        beyond this machine without tokens unless the settings allow it (StartupError)."""
         settings = server.settings
         settings.check_address(address)
+        limits = limits or HttpLimits()
         host, port = split_address(address)
-        self.api = HttpApi(server.dispatcher, server.max_workers, settings.tokens)
+        self.api = HttpApi(
+            server.dispatcher, server.max_workers, settings.tokens, limits, limits.allowed_hosts(address)
+        )
+        # A request's head has the time its body has: the server's receive timeout, as over gRPC.
+        self.connections = ConnectionBudget(limits.connection_budget(), settings.receive_timeout)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         try:
             self.socket = socket.create_server((host, port), family=family)
@@ -56,6 +71,9 @@ class HttpServer:
             access_log=False,
             lifespan="off",
             log_level="warning",
+            http=guarded_protocol(self.connections),
+            backlog=ACCEPT_BACKLOG,
+            timeout_keep_alive=limits.keep_alive,  # type: ignore[arg-type]  (a float works)
             ssl_certfile=tls.cert if tls else None,
             ssl_keyfile=tls.key if tls else None,
             ssl_ca_certs=tls.client_ca if tls else None,
@@ -67,9 +85,22 @@ class HttpServer:
 
     def _run(self) -> None:
         try:
-            self.uvicorn.run(sockets=[self.socket])
+            asyncio.run(self._serve())
         except BaseException:
             log.exception("the HTTP server stopped unexpectedly")
+
+    async def _serve(self) -> None:
+        asyncio.get_running_loop().set_exception_handler(self._loop_error)
+        await self.uvicorn.serve(sockets=[self.socket])
+
+    def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict) -> None:
+        """The event loop's errors, as asyncio logs them, but running out of descriptors (asyncio
+        retries the accept each second, with a traceback each time) in one line per ten seconds."""
+        failure = context.get("exception")
+        if isinstance(failure, OSError) and failure.errno in (errno.EMFILE, errno.ENFILE):
+            self.connections.refusals.warning(f"cannot accept HTTP connections: {failure.strerror}")
+            return
+        loop.default_exception_handler(context)
 
     def start(self, timeout: float = 10.0) -> HttpServer:
         self._thread.start()

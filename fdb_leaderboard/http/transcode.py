@@ -30,6 +30,7 @@ from ..access import PermissionDenied, Tokens, Unauthenticated, bearer_token
 from ..proto import service_pb2 as pb
 from ..service.calls import Dispatcher
 from ..service.metrics import remember_first
+from ..service.readers import READ_METHODS
 from ..service.status import Answer, cap_message
 
 SERVICE = pb.DESCRIPTOR.services_by_name["Leaderboard"]
@@ -56,6 +57,7 @@ HTTP_STATUS: dict[grpc.StatusCode, int] = {
 
 # The largest integer JavaScript's numbers hold exactly.
 JSON_SAFE_INTEGER = 2**53 - 1
+UNEXPECTED = "the request failed unexpectedly; see the server log"
 
 
 class CallFailed(Exception):
@@ -122,13 +124,24 @@ def rpcs() -> list[Rpc]:
     ]
 
 
+# What a library raises for malformed input (a value out of range, a lone surrogate, nesting too
+# deep to decode; UnicodeError is a ValueError).
+INPUT_ERRORS = (ValueError, TypeError, OverflowError, RecursionError)
+
+
+def invalid_input(what: str, exc: BaseException) -> CallFailed:
+    """Malformed input a library refused, as INVALID_ARGUMENT naming ``what``, never a server error."""
+    return CallFailed(grpc.StatusCode.INVALID_ARGUMENT, cap_message(f"{what}: {exc}"))
+
+
 def parse_json(text: str | bytes, message_type: type[Message], what: str = "request body") -> Message:
     """A message from JSON; malformed JSON or a field the message lacks is INVALID_ARGUMENT."""
     try:
         return json_format.Parse(text or b"{}", message_type())
-    except (json_format.ParseError, UnicodeDecodeError) as exc:
+    except (json_format.ParseError, UnicodeDecodeError, RecursionError) as exc:
         raise CallFailed(
-            grpc.StatusCode.INVALID_ARGUMENT, f"{what} is not a valid {message_type.DESCRIPTOR.name}: {exc}"
+            grpc.StatusCode.INVALID_ARGUMENT,
+            cap_message(f"{what} is not a valid {message_type.DESCRIPTOR.name}: {exc}"),
         ) from None
 
 
@@ -197,8 +210,12 @@ class Transcoder:
         self.rpcs = {rpc.name: rpc for rpc in rpcs()}
         self.stopping = threading.Event()
 
-    def call(self, name: str, request: Message | Iterator[Message], headers: Mapping[str, str]) -> Message:
-        """Call the RPC ``name`` (blocking: run it in a worker thread); raises :class:`CallFailed`."""
+    def call(
+        self, name: str, request: Message | Iterator[Message], headers: Mapping[str, str], background: bool = False
+    ) -> Message:
+        """Call the RPC ``name`` (blocking: run it in a worker thread); raises :class:`CallFailed`.
+        ``background``: a read no caller waits for (an event stream's), served on a reader process
+        like a heavy read, whatever its size, where the server has them."""
         rpc = self.rpcs[name]
         started = time.perf_counter()
         code = grpc.StatusCode.UNKNOWN
@@ -216,7 +233,8 @@ class Transcoder:
                 load_slot = True
                 deadline = float("inf")  # a load may run long, as over gRPC
                 request = remember_first(request, first)  # type: ignore[arg-type]
-            if self.dispatcher.reads_elsewhere(name, request):  # a heavy read: on a reader process
+            elsewhere = background and self.dispatcher.readers is not None and name in READ_METHODS
+            if elsewhere or self.dispatcher.reads_elsewhere(name, request):  # a heavy read: on a reader process
                 response = rpc.response_type.FromString(self.dispatcher.read_elsewhere(name, request, deadline))
             else:
                 response = getattr(self.service, name)(request, HttpCallContext(deadline, self.stopping))

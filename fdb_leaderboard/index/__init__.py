@@ -17,6 +17,8 @@ context of ``transaction.py`` and none imports another's class unless it builds 
 | ``pages.py``, ``movement.py`` | pages, percentiles; movement between windows and rank history |
 | ``compat.py`` | the Record Layer's rank for a score key and its score trim |
 | ``checker.py`` | the consistency check behind ``verify`` |
+| ``dumps.py``, ``restore.py`` | an index as a dump (its stored rows, less what is rebuilt), and rebuilt from one |
+| ``dumpfile.py`` | dump files: the parts framed, each CRC-checked, the whole checksummed |
 | ``transaction.py`` | :class:`IndexTransaction`: the index's state as one transaction sees it |
 | ``space.py``, ``settings.py``, ``layout.py`` | the index's settings and where it keeps what |
 | ``directory.py``, ``calendar.py`` | windows, the directory's stored form, window-update specs, calendar periods |

@@ -22,11 +22,12 @@ Memory is O(one batch) plus the list of groups of one window.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
+import hashlib
 from collections.abc import Callable
 from typing import TypeVar
 
+from ..errors import InvalidArgument
 from ..proto import index_pb2
 from ..rankedset import StructureCursor
 from ..store.api import strinc
@@ -77,9 +78,49 @@ BATCH_KEYS = 200  # records, B-tree entries or ranked-set elements per read tran
 STRUCTURE_KEYS_PER_BATCH_KEY = 16
 
 
+# The steps of a check, in order; a window's steps run for each complete window (by key), and
+# the elements and structure steps for each of its groups' ranked sets (and distinct-score sets).
+SUB_DIRECTORIES, RECORDS, ENTRIES, GROUPS, ELEMENTS, STRUCTURE = range(6)
+
+
+@dataclasses.dataclass
+class CheckCursor:
+    """Where a check goes on: its step and the step's position.
+
+    ``key``: the next key of the sub-directories, the records or the window's B-tree (None: from
+    the step's beginning), where GROUPS looks for the window's next group, or the last element
+    ELEMENTS checked (``b""``: none yet).  ``window``: the window (its ``lb_key``) of the window
+    steps.  ``group``, ``dense``: the set of ELEMENTS and STRUCTURE.  ``last``: the (group,
+    element) whose ranked-set count ENTRIES checked last.  ``structure``: where STRUCTURE goes on.
+    """
+
+    step: int = SUB_DIRECTORIES
+    key: bytes | None = None
+    window: int = -1
+    group: bytes = b""
+    dense: bool = False
+    last: tuple[bytes, bytes] | None = None
+    structure: StructureCursor = dataclasses.field(default_factory=StructureCursor)
+
+    def as_tuple(self) -> tuple:
+        s = self.structure
+        structure = (s.level, s.start, s.span_node, s.span_count, s.span_sum)
+        return (self.step, self.key, self.window, self.group, self.dense, self.last or (), structure)
+
+    @classmethod
+    def from_tuple(cls, items: tuple) -> CheckCursor:
+        step, key, window, group, dense, last, structure = items
+        return cls(step, key, window, group, dense, tuple(last) or None, StructureCursor(*structure))  # type: ignore[arg-type]
+
+
 @dataclasses.dataclass
 class CheckReport:
-    """What a check looked at, and what it found."""
+    """What a check looked at, and what it found.
+
+    A check may run in parts (``check_index``'s ``continuation``): the counts are of the whole
+    check so far, ``problems`` those this part found (``earlier_problems``: how many the parts
+    before it found), and ``continuation`` what the next part resumes from (None: the check is
+    over)."""
 
     problems: list[str] = dataclasses.field(default_factory=list)
     records: int = 0  # records recomputed from their entries
@@ -89,7 +130,14 @@ class CheckReport:
     nodes: int = 0  # ranked-set node keys read by the structure checks
     windows: int = 0  # complete windows checked
     batches: int = 0  # read transactions
-    complete: bool = True  # False: stopped early (``keep_going`` said so), the counts say how far it got
+    earlier_problems: int = 0
+    continuation: bytes | None = None
+
+    @property
+    def complete(self) -> bool:
+        """False: stopped early (``keep_going`` said so); the counts say how far it got and
+        ``continuation`` where it goes on."""
+        return self.continuation is None
 
     def describe(self) -> str:
         return (
@@ -97,6 +145,40 @@ class CheckReport:
             f"and {self.ranked_sets} ranked sets ({self.nodes} nodes) in {self.windows} windows "
             f"({self.batches} read transactions)"
         )
+
+    def _counts(self) -> tuple[int, ...]:
+        return (self.records, self.entries, self.elements, self.ranked_sets, self.nodes, self.windows, self.batches)
+
+
+# A continuation: (version, index tag, counts, problems found, cursor) and a digest of it.
+_TOKEN_VERSION = b"FLC1"
+
+
+def _index_tag(prefix: bytes) -> bytes:
+    return hashlib.blake2b(prefix, digest_size=8).digest()
+
+
+def _continuation(report: CheckReport, cursor: CheckCursor, index_prefix: bytes) -> bytes:
+    found = report.earlier_problems + len(report.problems)
+    body = tuples.pack((_TOKEN_VERSION, _index_tag(index_prefix), report._counts(), found, cursor.as_tuple()))
+    return body + hashlib.blake2b(body, digest_size=8).digest()
+
+
+def _resumed(token: bytes, index_prefix: bytes) -> tuple[CheckReport, CheckCursor]:
+    """The report and cursor an earlier part left in ``token``; InvalidArgument for a token this
+    index did not hand out (damaged, cut, of another index or of one dropped since)."""
+    body, digest = token[:-8], token[-8:]
+    try:  # the digest catches a cut or damaged token that would still parse
+        items = tuples.unpack(body) if hashlib.blake2b(body, digest_size=8).digest() == digest else ()
+        if len(items) != 5 or items[0] != _TOKEN_VERSION:
+            raise ValueError(items)
+        report = CheckReport([], *items[2], earlier_problems=items[3])
+        cursor = CheckCursor.from_tuple(items[4])
+    except Exception:
+        raise InvalidArgument("the check's continuation is not one this server handed out (damaged or cut)") from None
+    if items[1] != _index_tag(index_prefix):
+        raise InvalidArgument("the check's continuation belongs to another index (or one dropped since)")
+    return report, cursor
 
 
 class _Stopped(Exception):
@@ -109,15 +191,19 @@ def check_index(
     progress: Callable[[CheckReport], None] | None = None,
     batch_keys: int = BATCH_KEYS,
     keep_going: Callable[[], bool] | None = None,
+    continuation: bytes | None = None,
 ) -> CheckReport:
     """Check an index in bounded batches; ``read(fn)`` runs ``fn(txn, writer)`` in one read transaction.
-    ``progress`` sees the report after each batch; ``keep_going`` returning False stops the check."""
-    report = CheckReport(_Problems(max_problems))
-    problems: _Problems = report.problems  # type: ignore[assignment]
+    ``progress`` sees the report after each batch; ``keep_going`` returning False stops the check
+    before its next batch, the report's ``continuation`` then saying where to go on: given as
+    ``continuation``, the check goes on from there (``max_problems`` counting the earlier parts')."""
+    prefix = read(lambda txn, _writer: txn.space.prefix)
+    report, cursor = _resumed(continuation, prefix) if continuation else (CheckReport(), CheckCursor())
+    problems = _Problems(max(1, max_problems - report.earlier_problems))
+    report.problems = problems
 
     def batch(fn: Callable[[IndexTransaction, RecordWriter], T]) -> T:
         if keep_going is not None and not keep_going():
-            report.complete = False
             raise _Stopped()
         result = read(fn)
         report.batches += 1
@@ -125,67 +211,107 @@ def check_index(
             progress(report)
         return result
 
-    def head(txn: IndexTransaction, writer: RecordWriter) -> Directory | None:
-        try:
-            directory = txn.directory()
-        except Exception as exc:
-            problems.add(f"the directory does not parse: {exc}")
-            return None
-        if directory is not None:
-            for message in check_directory(directory):
-                if problems.add(message):
-                    break
-        return directory
-
-    with contextlib.suppress(_Stopped):
-        _run_checks(read, batch, head, problems, report, batch_keys)
+    try:
+        _run_checks(read, batch, problems, report, cursor, batch_keys)
+    except _Stopped:
+        report.continuation = _continuation(report, cursor, prefix)
     return report
 
 
 def _run_checks(
     read: Reader,
     batch: Callable[[Callable[[IndexTransaction, RecordWriter], T]], T],
-    head: Callable[[IndexTransaction, RecordWriter], Directory | None],
     problems: _Problems,
     report: CheckReport,
+    cursor: CheckCursor,
     batch_keys: int,
 ) -> None:
-    directory = batch(head)
+    """Check from ``cursor`` on, moving it after each batch (so it says where to go on)."""
+    starting = cursor.step == SUB_DIRECTORIES and cursor.key is None
+
+    def head(txn: IndexTransaction, writer: RecordWriter) -> Directory | None:
+        try:
+            directory = txn.directory()
+        except Exception as exc:
+            problems.add(f"the directory does not parse: {exc}")
+            return None
+        if directory is not None and starting:  # (a later part found these already)
+            for message in check_directory(directory):
+                if problems.add(message):
+                    break
+        return directory
+
+    # A later part reads the directory as it is now in a transaction of its own, not a batch of
+    # the check: so each part's first batch moves the check on, however soon it stops.
     layout = _layout_of(read)  # no store read: the index's key layout
     begin, end = layout.sub_directories_range()
-    while begin is not None and len(problems) < problems.limit:
-        begin = batch(lambda txn, _w, b=begin: _check_sub_directories(txn, b, end, batch_keys, problems))
-    if directory is None or len(problems) >= problems.limit:
+    directory = batch(head) if starting else read(head)
+    if starting:
+        cursor.key = begin  # (no longer the start)
+
+    def full() -> bool:
+        return len(problems) >= problems.limit
+
+    if cursor.step == SUB_DIRECTORIES:
+        begin = cursor.key
+        while begin is not None and not full():
+            begin = batch(lambda txn, _w, b=begin: _check_sub_directories(txn, b, end, batch_keys, problems))
+            cursor.key = begin
+        cursor.step, cursor.key = RECORDS, None
+    if directory is None or full():
         return
 
-    cursor: bytes | None = layout.records
-    while cursor is not None and len(problems) < problems.limit:
-        cursor = batch(lambda txn, writer, c=cursor: _check_records(txn, writer, c, batch_keys, problems, report))
-    for window in directory.windows:
-        if window.filling:
-            continue
-        report.windows += 1
-        prefix = layout.primary + window.key_bytes
-        state = _EntryState(prefix)
-        while state.cursor is not None and len(problems) < problems.limit:
-            batch(lambda txn, _w, w=window, s=state: _check_entries(txn, w, s, batch_keys, problems, report))
-        groups = _groups(batch, layout.window_secondary(window.key_bytes))
-        for group_bytes in groups:
-            for dense in (False, True) if layout_dense(read) else (False,):
-                element: bytes | None = b""
-                while element is not None and len(problems) < problems.limit:
-                    element = batch(
-                        lambda txn, _w, e=element, g=group_bytes, w=window, d=dense: _check_elements(
-                            txn, w, g, e, batch_keys, problems, report, d
+    if cursor.step == RECORDS:
+        key: bytes | None = cursor.key or layout.records
+        while key is not None and not full():
+            key = batch(lambda txn, writer, c=key: _check_records(txn, writer, c, batch_keys, problems, report))
+            cursor.key = key
+        cursor.step, cursor.key = ENTRIES, None
+    dense_sets = (False, True) if layout_dense(read) else (False,)
+    windows = sorted((w for w in directory.windows if not w.filling), key=lambda w: w.lb_key)
+    for window in (w for w in windows if w.lb_key >= cursor.window):
+        if full():
+            return
+        if window.lb_key != cursor.window:  # a window begins (or the one resumed is gone: the next)
+            cursor.step, cursor.key, cursor.window, cursor.last = ENTRIES, None, window.lb_key, None
+            report.windows += 1
+        if cursor.step == ENTRIES:
+            state = _EntryState(layout.primary + window.key_bytes, cursor.key, cursor.last)
+            while state.cursor is not None and not full():
+                batch(lambda txn, _w, w=window, s=state: _check_entries(txn, w, s, batch_keys, problems, report))
+                cursor.key, cursor.last = state.cursor, state.last_element
+            cursor.step, cursor.key = GROUPS, None
+        secondary = layout.window_secondary(window.key_bytes)
+        while not full():
+            if cursor.step == GROUPS:
+                found = batch(lambda txn, _w, b=cursor.key or secondary, s=secondary: _next_group(txn, b, s))
+                if found is None:
+                    break
+                cursor.step, cursor.key, cursor.group, cursor.dense = ELEMENTS, b"", found, False
+            for dense in dense_sets[dense_sets.index(cursor.dense) :]:
+                if cursor.dense != dense:
+                    cursor.step, cursor.key, cursor.dense = ELEMENTS, b"", dense
+                if cursor.step == ELEMENTS:
+                    element: bytes | None = cursor.key
+                    while element is not None and not full():
+                        element = batch(
+                            lambda txn, _w, e=element, w=window, d=dense: _check_elements(
+                                txn, w, cursor.group, e, batch_keys, problems, report, d
+                            )
                         )
-                    )
-                structure: StructureCursor | None = StructureCursor()
-                while structure is not None and len(problems) < problems.limit:
+                        cursor.key = element
+                    cursor.step, cursor.structure = STRUCTURE, StructureCursor()
+                structure: StructureCursor | None = cursor.structure
+                while structure is not None and not full():
                     structure = batch(
-                        lambda txn, _w, c=structure, g=group_bytes, w=window, d=dense: _check_structure(
-                            txn, w, g, c, batch_keys * STRUCTURE_KEYS_PER_BATCH_KEY, problems, report, d
+                        lambda txn, _w, c=structure, w=window, d=dense: _check_structure(
+                            txn, w, cursor.group, c, batch_keys * STRUCTURE_KEYS_PER_BATCH_KEY, problems, report, d
                         )
                     )
+                    if structure is not None:
+                        cursor.structure = structure
+            cursor.step, cursor.key = GROUPS, strinc(secondary + cursor.group)
+    cursor.window = 1 << 62  # past every window
 
 
 def layout_dense(read: Reader) -> bool:
@@ -275,10 +401,10 @@ def _check_record(
 
 
 class _EntryState:
-    def __init__(self, prefix: bytes) -> None:
+    def __init__(self, prefix: bytes, cursor: bytes | None = None, last: tuple[bytes, bytes] | None = None) -> None:
         self.prefix = prefix
-        self.cursor: bytes | None = prefix
-        self.last_element: tuple[bytes, bytes] | None = None  # (group, element) whose count was checked
+        self.cursor: bytes | None = cursor or prefix
+        self.last_element = last  # (group, element) whose count was checked
 
 
 def _check_entries(
@@ -329,24 +455,13 @@ def _check_entries(
                 return
 
 
-def _groups(batch: Reader, secondary: bytes) -> list[bytes]:
-    """The groups that have a ranked set in a window (one key read per group)."""
-    found: list[bytes] = []
-    cursor = secondary
-
-    def next_group(txn: IndexTransaction, _writer: RecordWriter, begin: bytes) -> bytes | None:
-        rows = txn.tr.get_range(begin, strinc(secondary), 1)
-        if not rows:
-            return None
-        g = txn.space.settings.group_size
-        return tuples.pack(tuple(tuples.unpack(rows[0][0][len(secondary) :])[:g]))
-
-    while True:
-        group_bytes = batch(lambda txn, w, b=cursor: next_group(txn, w, b))
-        if group_bytes is None:
-            return found
-        found.append(group_bytes)
-        cursor = strinc(secondary + group_bytes)
+def _next_group(txn: IndexTransaction, begin: bytes, secondary: bytes) -> bytes | None:
+    """The first group at or after ``begin`` that has a ranked set in a window (one key read)."""
+    rows = txn.tr.get_range(begin, strinc(secondary), 1)
+    if not rows:
+        return None
+    g = txn.space.settings.group_size
+    return tuples.pack(tuple(tuples.unpack(rows[0][0][len(secondary) :])[:g]))
 
 
 def _check_elements(

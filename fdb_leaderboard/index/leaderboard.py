@@ -759,11 +759,18 @@ class LeaderboardIndex(IndexSpace):
         progress: Callable[[CheckReport], None] | None = None,
         batch_keys: int = 200,
         keep_going: Callable[[], bool] | None = None,
+        continuation: bytes | None = None,
     ) -> CheckReport:
         """Check the index in bounded read transactions (any size); ``progress`` sees the report grow,
-        ``keep_going`` returning False stops it (the report says how far it got)."""
+        ``keep_going`` returning False stops it (the report says how far it got, and its
+        ``continuation`` where a later call, given it, goes on)."""
         return check_index(
-            lambda fn: self.read(lambda ops: fn(ops.txn, ops.writer)), max_problems, progress, batch_keys, keep_going
+            lambda fn: self.read(lambda ops: fn(ops.txn, ops.writer)),
+            max_problems,
+            progress,
+            batch_keys,
+            keep_going,
+            continuation,
         )
 
 

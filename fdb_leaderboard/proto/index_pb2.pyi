@@ -176,12 +176,26 @@ class AppliedRequest(_message.Message):
     applied_at: int
     def __init__(self, digest: _Optional[bytes] = ..., answer: _Optional[bytes] = ..., applied_at: _Optional[int] = ...) -> None: ...
 
+class ChangeCapture(_message.Message):
+    __slots__ = ("id", "until")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_FIELD_NUMBER: _ClassVar[int]
+    id: bytes
+    until: int
+    def __init__(self, id: _Optional[bytes] = ..., until: _Optional[int] = ...) -> None: ...
+
 class CatalogEntry(_message.Message):
-    __slots__ = ("prefix", "options", "maintenance")
+    __slots__ = ("prefix", "options", "maintenance", "captures", "writes_paused_until", "pause_reason")
     PREFIX_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     MAINTENANCE_FIELD_NUMBER: _ClassVar[int]
+    CAPTURES_FIELD_NUMBER: _ClassVar[int]
+    WRITES_PAUSED_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    PAUSE_REASON_FIELD_NUMBER: _ClassVar[int]
     prefix: bytes
     options: IndexOptions
     maintenance: MaintenancePolicy
-    def __init__(self, prefix: _Optional[bytes] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ...) -> None: ...
+    captures: _containers.RepeatedCompositeFieldContainer[ChangeCapture]
+    writes_paused_until: int
+    pause_reason: str
+    def __init__(self, prefix: _Optional[bytes] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ..., captures: _Optional[_Iterable[_Union[ChangeCapture, _Mapping]]] = ..., writes_paused_until: _Optional[int] = ..., pause_reason: _Optional[str] = ...) -> None: ...

@@ -263,14 +263,16 @@ class ListIndexesRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class IndexInfo(_message.Message):
-    __slots__ = ("name", "options", "maintenance")
+    __slots__ = ("name", "options", "maintenance", "writes_paused")
     NAME_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     MAINTENANCE_FIELD_NUMBER: _ClassVar[int]
+    WRITES_PAUSED_FIELD_NUMBER: _ClassVar[int]
     name: str
     options: IndexOptions
     maintenance: MaintenancePolicy
-    def __init__(self, name: _Optional[str] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ...) -> None: ...
+    writes_paused: str
+    def __init__(self, name: _Optional[str] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ..., writes_paused: _Optional[str] = ...) -> None: ...
 
 class ListIndexesResponse(_message.Message):
     __slots__ = ("indexes",)
@@ -479,15 +481,19 @@ class KeepAheadResponse(_message.Message):
     def __init__(self, added: _Optional[_Iterable[_Union[Window, _Mapping]]] = ...) -> None: ...
 
 class VerifyRequest(_message.Message):
-    __slots__ = ("index", "max_problems")
+    __slots__ = ("index", "max_problems", "continuation", "max_batches")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     MAX_PROBLEMS_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    MAX_BATCHES_FIELD_NUMBER: _ClassVar[int]
     index: str
     max_problems: int
-    def __init__(self, index: _Optional[str] = ..., max_problems: _Optional[int] = ...) -> None: ...
+    continuation: bytes
+    max_batches: int
+    def __init__(self, index: _Optional[str] = ..., max_problems: _Optional[int] = ..., continuation: _Optional[bytes] = ..., max_batches: _Optional[int] = ...) -> None: ...
 
 class VerifyResponse(_message.Message):
-    __slots__ = ("problems", "records", "entries", "elements", "ranked_sets", "windows", "batches", "complete")
+    __slots__ = ("problems", "records", "entries", "elements", "ranked_sets", "windows", "batches", "complete", "continuation")
     PROBLEMS_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
@@ -496,6 +502,7 @@ class VerifyResponse(_message.Message):
     WINDOWS_FIELD_NUMBER: _ClassVar[int]
     BATCHES_FIELD_NUMBER: _ClassVar[int]
     COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
     problems: _containers.RepeatedScalarFieldContainer[str]
     records: int
     entries: int
@@ -504,7 +511,8 @@ class VerifyResponse(_message.Message):
     windows: int
     batches: int
     complete: bool
-    def __init__(self, problems: _Optional[_Iterable[str]] = ..., records: _Optional[int] = ..., entries: _Optional[int] = ..., elements: _Optional[int] = ..., ranked_sets: _Optional[int] = ..., windows: _Optional[int] = ..., batches: _Optional[int] = ..., complete: _Optional[bool] = ...) -> None: ...
+    continuation: bytes
+    def __init__(self, problems: _Optional[_Iterable[str]] = ..., records: _Optional[int] = ..., entries: _Optional[int] = ..., elements: _Optional[int] = ..., ranked_sets: _Optional[int] = ..., windows: _Optional[int] = ..., batches: _Optional[int] = ..., complete: _Optional[bool] = ..., continuation: _Optional[bytes] = ...) -> None: ...
 
 class ExpireIdempotencyKeysRequest(_message.Message):
     __slots__ = ("index", "before", "max_keys")
@@ -1012,3 +1020,145 @@ class ScoreTrimResponse(_message.Message):
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     entries: _containers.RepeatedCompositeFieldContainer[Entry]
     def __init__(self, entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ...) -> None: ...
+
+class DumpRequest(_message.Message):
+    __slots__ = ("index", "keep_paused", "moved_to", "catch_up_seconds")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    KEEP_PAUSED_FIELD_NUMBER: _ClassVar[int]
+    MOVED_TO_FIELD_NUMBER: _ClassVar[int]
+    CATCH_UP_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    keep_paused: bool
+    moved_to: str
+    catch_up_seconds: float
+    def __init__(self, index: _Optional[str] = ..., keep_paused: _Optional[bool] = ..., moved_to: _Optional[str] = ..., catch_up_seconds: _Optional[float] = ...) -> None: ...
+
+class DumpHeader(_message.Message):
+    __slots__ = ("format_version", "index", "options", "maintenance", "created_at", "source", "records_estimate")
+    FORMAT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    MAINTENANCE_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_ESTIMATE_FIELD_NUMBER: _ClassVar[int]
+    format_version: int
+    index: str
+    options: IndexOptions
+    maintenance: MaintenancePolicy
+    created_at: int
+    source: str
+    records_estimate: int
+    def __init__(self, format_version: _Optional[int] = ..., index: _Optional[str] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ..., created_at: _Optional[int] = ..., source: _Optional[str] = ..., records_estimate: _Optional[int] = ...) -> None: ...
+
+class DumpRows(_message.Message):
+    __slots__ = ("keys", "values")
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    keys: _containers.RepeatedScalarFieldContainer[bytes]
+    values: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, keys: _Optional[_Iterable[bytes]] = ..., values: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class DumpUnit(_message.Message):
+    __slots__ = ("unit", "rows", "more")
+    UNIT_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
+    unit: bytes
+    rows: DumpRows
+    more: bool
+    def __init__(self, unit: _Optional[bytes] = ..., rows: _Optional[_Union[DumpRows, _Mapping]] = ..., more: _Optional[bool] = ...) -> None: ...
+
+class DumpChanges(_message.Message):
+    __slots__ = ("units",)
+    UNITS_FIELD_NUMBER: _ClassVar[int]
+    units: _containers.RepeatedCompositeFieldContainer[DumpUnit]
+    def __init__(self, units: _Optional[_Iterable[_Union[DumpUnit, _Mapping]]] = ...) -> None: ...
+
+class DumpCopied(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DumpProgress(_message.Message):
+    __slots__ = ("phase", "rows", "records", "records_estimate", "changes")
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_ESTIMATE_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    phase: str
+    rows: int
+    records: int
+    records_estimate: int
+    changes: int
+    def __init__(self, phase: _Optional[str] = ..., rows: _Optional[int] = ..., records: _Optional[int] = ..., records_estimate: _Optional[int] = ..., changes: _Optional[int] = ...) -> None: ...
+
+class DumpEnd(_message.Message):
+    __slots__ = ("sha256", "parts", "rows", "records", "changes", "pause_seconds")
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    PARTS_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    PAUSE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    sha256: bytes
+    parts: int
+    rows: int
+    records: int
+    changes: int
+    pause_seconds: float
+    def __init__(self, sha256: _Optional[bytes] = ..., parts: _Optional[int] = ..., rows: _Optional[int] = ..., records: _Optional[int] = ..., changes: _Optional[int] = ..., pause_seconds: _Optional[float] = ...) -> None: ...
+
+class DumpPart(_message.Message):
+    __slots__ = ("header", "rows", "copied", "changes", "state", "progress", "end")
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    COPIED_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    header: DumpHeader
+    rows: DumpRows
+    copied: DumpCopied
+    changes: DumpChanges
+    state: DumpRows
+    progress: DumpProgress
+    end: DumpEnd
+    def __init__(self, header: _Optional[_Union[DumpHeader, _Mapping]] = ..., rows: _Optional[_Union[DumpRows, _Mapping]] = ..., copied: _Optional[_Union[DumpCopied, _Mapping]] = ..., changes: _Optional[_Union[DumpChanges, _Mapping]] = ..., state: _Optional[_Union[DumpRows, _Mapping]] = ..., progress: _Optional[_Union[DumpProgress, _Mapping]] = ..., end: _Optional[_Union[DumpEnd, _Mapping]] = ...) -> None: ...
+
+class RestoreRequest(_message.Message):
+    __slots__ = ("index", "part")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PART_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    part: DumpPart
+    def __init__(self, index: _Optional[str] = ..., part: _Optional[_Union[DumpPart, _Mapping]] = ...) -> None: ...
+
+class RestoreProgress(_message.Message):
+    __slots__ = ("phase", "rows", "changes", "entries_ranked", "index")
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_RANKED_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    phase: str
+    rows: int
+    changes: int
+    entries_ranked: int
+    index: str
+    def __init__(self, phase: _Optional[str] = ..., rows: _Optional[int] = ..., changes: _Optional[int] = ..., entries_ranked: _Optional[int] = ..., index: _Optional[str] = ...) -> None: ...
+
+class SetWritesPausedRequest(_message.Message):
+    __slots__ = ("index", "paused", "reason")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PAUSED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    paused: bool
+    reason: str
+    def __init__(self, index: _Optional[str] = ..., paused: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class SetWritesPausedResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

@@ -104,6 +104,21 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireIdempotencyKeysRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireIdempotencyKeysResponse.FromString,
                 _registered_method=True)
+        self.Dump = channel.stream_stream(
+                '/fdb_leaderboard.v1.Leaderboard/Dump',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.DumpRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.DumpPart.FromString,
+                _registered_method=True)
+        self.Restore = channel.stream_stream(
+                '/fdb_leaderboard.v1.Leaderboard/Restore',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RestoreRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RestoreProgress.FromString,
+                _registered_method=True)
+        self.SetWritesPaused = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/SetWritesPaused',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetWritesPausedRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetWritesPausedResponse.FromString,
+                _registered_method=True)
         self.AddScore = channel.unary_unary(
                 '/fdb_leaderboard.v1.Leaderboard/AddScore',
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.AddScoreRequest.SerializeToString,
@@ -319,6 +334,24 @@ class LeaderboardServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ExpireIdempotencyKeys(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Dump(self, request_iterator, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Restore(self, request_iterator, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetWritesPaused(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -557,6 +590,21 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     servicer.ExpireIdempotencyKeys,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireIdempotencyKeysRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireIdempotencyKeysResponse.SerializeToString,
+            ),
+            'Dump': grpc.stream_stream_rpc_method_handler(
+                    servicer.Dump,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.DumpRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.DumpPart.SerializeToString,
+            ),
+            'Restore': grpc.stream_stream_rpc_method_handler(
+                    servicer.Restore,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RestoreRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RestoreProgress.SerializeToString,
+            ),
+            'SetWritesPaused': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetWritesPaused,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetWritesPausedRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetWritesPausedResponse.SerializeToString,
             ),
             'AddScore': grpc.unary_unary_rpc_method_handler(
                     servicer.AddScore,
@@ -1067,6 +1115,87 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/ExpireIdempotencyKeys',
             fdb__leaderboard_dot_proto_dot_service__pb2.ExpireIdempotencyKeysRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.ExpireIdempotencyKeysResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Dump(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/Dump',
+            fdb__leaderboard_dot_proto_dot_service__pb2.DumpRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.DumpPart.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Restore(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/Restore',
+            fdb__leaderboard_dot_proto_dot_service__pb2.RestoreRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.RestoreProgress.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetWritesPaused(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/SetWritesPaused',
+            fdb__leaderboard_dot_proto_dot_service__pb2.SetWritesPausedRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.SetWritesPausedResponse.FromString,
             options,
             channel_credentials,
             insecure,

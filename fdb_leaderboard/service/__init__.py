@@ -10,7 +10,8 @@
 | ``grpc_service.py`` | the servicer: one handler per RPC, each calling the index |
 | ``convert.py`` | requests into index arguments (settings, window updates, maintenance policies) |
 | ``status.py`` | which status code answers which error |
-| ``catalog.py`` | the named indexes of a store and their maintenance policies |
+| ``catalog.py`` | the named indexes of a store and their maintenance policies; paused writes, captured changes |
+| ``dumps.py`` | dumps of served indexes that catch up with their writes; restores published under a name |
 | ``housekeeping.py`` | the server's background maintenance: keep ahead, fill, expire, forget idempotency keys |
 | ``metrics.py`` | Prometheus metrics: calls, store transactions, group commits, maintenance progress |
 

@@ -50,6 +50,7 @@ from .status import Answer, cap_message, status_of
 log = logging.getLogger("fdb_leaderboard.service")
 
 REPORT_SECONDS = 1.0
+REPLIES_AHEAD = 4  # a streamed answer's messages produced ahead of the client
 # How often receive timeouts and deadlines are checked: one may fire this much late.
 SWEEP_SECONDS = 0.1
 # Whole-index or many-record work: these run on the heavy workers (as do reads of many rows).
@@ -435,7 +436,9 @@ class Dispatcher(grpc.GenericRpcHandler):
                 raise ClientGone()
 
             handler = getattr(self.servicer, method)
-            replies: asyncio.Queue[object] = asyncio.Queue()
+            # A few replies wait to be written at most: a generator producing faster than the
+            # client reads (a Dump's parts) waits for it instead of filling the memory.
+            replies: asyncio.Queue[object] = asyncio.Queue(REPLIES_AHEAD)
 
             def relay() -> Message | None:
                 """Run the handler; a generator's messages go to ``replies`` as it yields them."""
@@ -443,7 +446,16 @@ class Dispatcher(grpc.GenericRpcHandler):
                 if not isinstance(result, Iterator):
                     return result
                 for reply in result:
-                    loop.call_soon_threadsafe(replies.put_nowait, reply)
+                    queued = asyncio.run_coroutine_threadsafe(replies.put(reply), loop)
+                    while True:
+                        try:
+                            queued.result(REPORT_SECONDS)
+                            break
+                        except concurrent.futures.TimeoutError:
+                            if not call.is_active():  # the client went away: nobody reads replies
+                                queued.cancel()
+                                result.close()
+                                raise ClientGone() from None
                 return None
 
             try:

@@ -15,19 +15,30 @@ committing nothing, with :class:`StaleIndex` if the entry no longer names the in
 another process dropped the index, or dropped it and created it again.  The service then opens
 the name afresh and runs the call again.  Without this, a write through another process's kept
 index would be acknowledged into the dropped index's prefix and lost.
+
+The same entry says, for every transaction of the index at no cost of its own, two things a dump
+(``dumps.py``) sets: that the index's writes are paused (they are refused with
+:class:`~fdb_leaderboard.errors.Unavailable`, committing nothing), and that changes are being
+captured: each write transaction then also sets ``ROOT + ("changes", id) + unit`` for every
+record and idempotency key it changes (:class:`ChangeRecorder`), in the write's own transaction,
+so the dump copies them again.  A transaction that finds a capture it did not record for runs
+again, recording.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import fdb.tuple
 
-from ..errors import AlreadyExists, InvalidArgument, NotFound
+from ..errors import AlreadyExists, InvalidArgument, NotFound, Unavailable
 from ..index import IndexSettings, LeaderboardIndex, Window
 from ..index.calendar import TIMEBASES
+from ..index.dumps import unit_of
 from ..proto import index_pb2
 from ..store.api import Database, Transaction, WrappedDatabase, strinc
 
@@ -50,6 +61,12 @@ def timebase_scale(policy: index_pb2.MaintenancePolicy | None) -> int:
     return TIMEBASES[(policy.timebase if policy is not None else "") or "seconds"]
 
 
+def writes_paused(entry: index_pb2.CatalogEntry, now: float) -> str:
+    """Why the index's writes are refused at ``now`` (empty: they are not)."""
+    until = entry.writes_paused_until
+    return (entry.pause_reason or "paused") if until < 0 or now < until else ""
+
+
 class StaleIndex(Exception):
     """The index ``name`` this process opened was dropped since, maybe created again, by another
     process; the transaction that found out committed nothing."""
@@ -59,9 +76,87 @@ class StaleIndex(Exception):
         self.name = name
 
 
+class _EntryState(NamedTuple):
+    """What a catalog entry (its stored bytes) says to every transaction of its index."""
+
+    stored: bytes | None
+    captures: tuple[tuple[bytes, int], ...]  # (id, until): changes are captured for these dumps
+    paused_until: int  # writes are refused until then (0: they are not; -1: until resumed)
+    pause_reason: str
+
+
+_UNREAD = _EntryState(None, (), 0, "")
+
+
+def changes_prefix(root: bytes, capture: bytes) -> bytes:
+    """Where the changes captured for dump ``capture`` are noted, one key per unit."""
+    return root + fdb.tuple.pack(("changes", capture))
+
+
+class ChangeRecorder:
+    """A transaction of an index that notes the units (records, idempotency keys) it writes to,
+    for the dumps capturing its changes; everything else goes to the transaction as it is."""
+
+    __slots__ = ("_tr", "_prefix", "units")
+
+    def __init__(self, tr: Transaction, prefix: bytes) -> None:
+        self._tr = tr
+        self._prefix = prefix
+        self.units: set[bytes] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tr, name)
+
+    def _note(self, key: bytes) -> None:
+        if key.startswith(self._prefix):
+            unit = unit_of(key[len(self._prefix) :])
+            if unit is not None:
+                self.units.add(unit)
+
+    def set(self, key: bytes, value: bytes) -> None:
+        self._note(key)
+        self._tr.set(key, value)
+
+    def clear(self, key: bytes) -> None:
+        self._note(key)
+        self._tr.clear(key)
+
+    def clear_range(self, begin: bytes, end: bytes) -> None:
+        self._note(begin)  # a record's entries, or no unit (a window's keys, a trim's range)
+        self._tr.clear_range(begin, end)
+
+    def clear_range_startswith(self, prefix: bytes) -> None:
+        self.clear_range(prefix, strinc(prefix))
+
+    def add(self, key: bytes, param: bytes) -> None:
+        self._note(key)
+        self._tr.add(key, param)
+
+    def max(self, key: bytes, param: bytes) -> None:
+        self._note(key)
+        self._tr.max(key, param)
+
+    def min(self, key: bytes, param: bytes) -> None:
+        self._note(key)
+        self._tr.min(key, param)
+
+    def note_changes(self, root: bytes, captures: Sequence[bytes]) -> None:
+        """Set, in the transaction itself, a change key per unit written for each capture."""
+        for capture in captures:
+            where = changes_prefix(root, capture)
+            for unit in self.units:
+                self._tr.set(where + unit, b"")
+
+
+class _CaptureStarted(Exception):
+    """A dump began capturing changes since this process last read the entry: run the
+    transaction again, recording (nothing was committed)."""
+
+
 class _EntryChecked(WrappedDatabase):
     """The store as an index opened through the catalog sees it: each transaction also checks
-    that the index's catalog entry still names its prefix (see the module docstring)."""
+    that the index's catalog entry still names its prefix, and follows what it says of pauses
+    and captures (see the module docstring)."""
 
     def __init__(
         self,
@@ -69,17 +164,23 @@ class _EntryChecked(WrappedDatabase):
         name: str,
         entry_key: bytes,
         prefix: bytes,
+        root: bytes,
         on_entry: Callable[[index_pb2.CatalogEntry], None] | None = None,
     ) -> None:
         super().__init__(inner)
         self.name = name
         self.entry_key = entry_key
         self.prefix = prefix
+        self.root = root
         self.on_entry = on_entry  # told of an entry found changed (another process set a policy)
-        self._current: bytes | None = None  # the entry last found to name ``prefix``: not parsed again
+        self._state = _UNREAD  # the entry last found to name ``prefix``: not parsed again
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return self.inner.run(self._checked, fn, *args, **kwargs)
+        while True:
+            try:
+                return self.inner.run(self._checked_write, fn, args, kwargs)
+            except _CaptureStarted:
+                continue
 
     def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return self.inner.read(self._checked, fn, *args, **kwargs)
@@ -87,15 +188,38 @@ class _EntryChecked(WrappedDatabase):
     def _checked(self, tr: Transaction, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         entry = tr.get_async(self.entry_key)
         result = fn(tr, *args, **kwargs)
-        stored = entry.value
-        if stored != self._current:
-            parsed = index_pb2.CatalogEntry.FromString(stored) if stored is not None else None
-            if parsed is None or parsed.prefix != self.prefix:
-                raise StaleIndex(self.name)
-            self._current = stored
-            if self.on_entry is not None:
-                self.on_entry(parsed)
+        self._entry_state(entry.value)
         return result
+
+    def _checked_write(self, tr: Transaction, fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
+        entry = tr.get_async(self.entry_key)
+        recorder = ChangeRecorder(tr, self.prefix) if self._state.captures else None
+        result = fn(recorder if recorder is not None else tr, *args, **kwargs)
+        state = self._entry_state(entry.value)
+        if state.paused_until or state.captures:
+            now = time.time()
+            if state.paused_until < 0 or now < state.paused_until:
+                raise Unavailable(f"writes to index {self.name!r} are refused: {state.pause_reason}; retry later")
+            active = [capture for capture, until in state.captures if now < until]
+            if active:
+                if recorder is None:
+                    raise _CaptureStarted()
+                recorder.note_changes(self.root, active)
+        return result
+
+    def _entry_state(self, stored: bytes | None) -> _EntryState:
+        """What the entry read says (StaleIndex if it no longer names this index)."""
+        state = self._state
+        if stored is not None and stored == state.stored:
+            return state
+        parsed = index_pb2.CatalogEntry.FromString(stored) if stored is not None else None
+        if parsed is None or parsed.prefix != self.prefix:
+            raise StaleIndex(self.name)
+        captures = tuple((capture.id, capture.until) for capture in parsed.captures)
+        state = self._state = _EntryState(stored, captures, parsed.writes_paused_until, parsed.pause_reason)
+        if self.on_entry is not None:
+            self.on_entry(parsed)
+        return state
 
     def close(self) -> None:
         """Nothing: the store belongs to the catalog's owner."""
@@ -111,6 +235,10 @@ class Catalog:
 
     def _key(self, name: str) -> bytes:
         return self.root + fdb.tuple.pack(("catalog", name))
+
+    def entry_key(self, name: str) -> bytes:
+        """Where the catalog entry of index ``name`` is stored."""
+        return self._key(name)
 
     def create(
         self,
@@ -133,10 +261,7 @@ class Catalog:
                 if IndexSettings.from_proto(entry.options) != settings:
                     raise AlreadyExists(f"index {name!r} exists with other options")
                 return entry.prefix, None
-            counter_key = self.root + fdb.tuple.pack(("next_index",))
-            number = int.from_bytes(tr.get(counter_key) or b"\x00" * 8, "little")
-            tr.set(counter_key, (number + 1).to_bytes(8, "little"))
-            prefix = self.root + fdb.tuple.pack((number,))
+            prefix = self._new_prefix(tr)
             entry = index_pb2.CatalogEntry(prefix=prefix, options=options, maintenance=maintenance)
             tr.set(self._key(name), entry.SerializeToString())
             return prefix, LeaderboardIndex(self.db, prefix, settings).initialize(tr, all_time, windows)
@@ -144,12 +269,19 @@ class Catalog:
         prefix, added = self.db.run(create)
         return self._keep(name, prefix, settings, maintenance), added
 
+    def _new_prefix(self, tr: Transaction) -> bytes:
+        """A prefix no index has had (from the catalog's counter)."""
+        counter_key = self.root + fdb.tuple.pack(("next_index",))
+        number = int.from_bytes(tr.get(counter_key) or b"\x00" * 8, "little")
+        tr.set(counter_key, (number + 1).to_bytes(8, "little"))
+        return self.root + fdb.tuple.pack((number,))
+
     def _keep(
         self, name: str, prefix: bytes, settings: IndexSettings, policy: index_pb2.MaintenancePolicy | None
     ) -> LeaderboardIndex:
         """The index ``name`` at ``prefix``, kept open; its transactions check its entry (and
         follow its policy's timebase: what "now" is for its windows)."""
-        checked = _EntryChecked(self.db, name, self._key(name), prefix)
+        checked = _EntryChecked(self.db, name, self._key(name), prefix, self.root)
         index = LeaderboardIndex(checked, prefix, settings)
         index.timebase = timebase_scale(policy)
         checked.on_entry = lambda entry: setattr(index, "timebase", timebase_scale(entry.maintenance))
@@ -206,6 +338,7 @@ class Catalog:
         return self.root + fdb.tuple.pack(("dropping", prefix))
 
     def _clear_dropped(self, batch_keys: int) -> None:
+        self._drop_abandoned_restores()
         begin = self.root + fdb.tuple.pack(("dropping",))
         for key, _ in self.db.read(lambda tr: tr.get_range(begin, strinc(begin))):
             prefix = fdb.tuple.unpack(key[len(self.root) :])[1]
@@ -223,15 +356,133 @@ class Catalog:
                 pass
 
     def set_maintenance(self, name: str, maintenance: index_pb2.MaintenancePolicy) -> None:
+        self._update(name, lambda tr, entry: entry.maintenance.CopyFrom(maintenance))
+        kept = self._open.get(name)
+        if kept is not None:
+            kept[1].timebase = timebase_scale(maintenance)
+
+    def _update(self, name: str, change: Callable[[Transaction, index_pb2.CatalogEntry], None]) -> None:
+        """Change the entry of index ``name`` in one transaction (NotFound if there is none)."""
+
         def update(tr: Transaction) -> None:
             stored = tr.get(self._key(check_name(name)))
             if stored is None:
                 raise NotFound(f"no index named {name!r}")
             entry = index_pb2.CatalogEntry.FromString(stored)
-            entry.maintenance.CopyFrom(maintenance)
+            change(tr, entry)
             tr.set(self._key(name), entry.SerializeToString())
 
         self.db.run(update)
-        kept = self._open.get(name)
-        if kept is not None:
-            kept[1].timebase = timebase_scale(maintenance)
+
+    # -- pauses and captured changes (dumps) -----------------------------------------------------
+
+    def set_writes_paused(self, name: str, until: int, reason: str = "") -> None:
+        """Refuse the writes of index ``name`` until ``until`` (Unix seconds; -1: until resumed;
+        0: take them again), saying ``reason``."""
+
+        def change(tr: Transaction, entry: index_pb2.CatalogEntry) -> None:
+            entry.writes_paused_until = until
+            entry.pause_reason = reason if until else ""
+
+        self._update(name, change)
+
+    def start_capture(self, name: str, lease_seconds: float) -> bytes:
+        """Have every write of index ``name`` note the units it changes, for ``lease_seconds``
+        unless renewed; returns the capture's id.  Captures whose lease ran out (their dump
+        died) are removed, with what they noted."""
+        capture = os.urandom(8)
+
+        def change(tr: Transaction, entry: index_pb2.CatalogEntry) -> None:
+            now = time.time()
+            for old in list(entry.captures):
+                if old.until <= now:
+                    entry.captures.remove(old)
+                    tr.clear_range_startswith(changes_prefix(self.root, old.id))
+            entry.captures.add(id=capture, until=int(now + lease_seconds))
+
+        self._update(name, change)
+        return capture
+
+    def renew_capture(self, name: str, capture: bytes, lease_seconds: float) -> None:
+        def change(tr: Transaction, entry: index_pb2.CatalogEntry) -> None:
+            for kept in entry.captures:
+                if kept.id == capture:
+                    kept.until = int(time.time() + lease_seconds)
+                    return
+            raise NotFound(f"the capture of index {name!r}'s changes ended (its lease ran out)")
+
+        self._update(name, change)
+
+    def end_capture(self, name: str, capture: bytes, paused_until: int | None = None, reason: str = "") -> None:
+        """Stop capturing and forget what was noted; ``paused_until`` sets the writes' pause too."""
+
+        def change(tr: Transaction, entry: index_pb2.CatalogEntry) -> None:
+            for kept in list(entry.captures):
+                if kept.id == capture:
+                    entry.captures.remove(kept)
+            tr.clear_range_startswith(changes_prefix(self.root, capture))
+            if paused_until is not None:
+                entry.writes_paused_until = paused_until
+                entry.pause_reason = reason if paused_until else ""
+
+        self._update(name, change)
+
+    # -- restores ----------------------------------------------------------------------------------
+
+    def _restoring_key(self, prefix: bytes) -> bytes:
+        return self.root + fdb.tuple.pack(("restoring", prefix))
+
+    def reserve_prefix(self, lease_seconds: float) -> bytes:
+        """A new prefix for an index being restored, noted as such until the lease runs out (then a
+        later drop clears whatever the restore wrote there); renew it while the restore runs."""
+
+        def reserve(tr: Transaction) -> bytes:
+            prefix = self._new_prefix(tr)
+            tr.set(self._restoring_key(prefix), int(time.time() + lease_seconds).to_bytes(8, "little"))
+            return prefix
+
+        return self.db.run(reserve)
+
+    def renew_reservation(self, prefix: bytes, lease_seconds: float) -> None:
+        until = int(time.time() + lease_seconds).to_bytes(8, "little")
+        self.db.run(lambda tr: tr.set(self._restoring_key(prefix), until))
+
+    def publish(
+        self, name: str, prefix: bytes, settings: IndexSettings, maintenance: index_pb2.MaintenancePolicy
+    ) -> LeaderboardIndex:
+        """Name the index restored at ``prefix`` (AlreadyExists if the name is taken meanwhile)."""
+        check_name(name)
+
+        def publish(tr: Transaction) -> None:
+            if tr.get(self._key(name)) is not None:
+                raise AlreadyExists(f"index {name!r} exists")
+            entry = index_pb2.CatalogEntry(prefix=prefix, options=settings.to_proto(), maintenance=maintenance)
+            tr.set(self._key(name), entry.SerializeToString())
+            tr.clear(self._restoring_key(prefix))
+
+        self.db.run(publish)
+        self._open.pop(name, None)
+        return self.get(name)
+
+    def abandon(self, prefix: bytes, batch_keys: int = 10_000) -> None:
+        """Clear what a failed restore wrote at ``prefix``."""
+
+        def abandon(tr: Transaction) -> None:
+            tr.clear(self._restoring_key(prefix))
+            tr.set(self._dropping_key(prefix), b"")
+
+        self.db.run(abandon)
+        self._clear_dropped(batch_keys)
+
+    def _drop_abandoned_restores(self) -> None:
+        """Restores whose lease ran out (their process died) are dropped."""
+        begin = self.root + fdb.tuple.pack(("restoring",))
+        now = time.time()
+
+        def expired(tr: Transaction) -> None:
+            for key, until in tr.get_range(begin, strinc(begin)):
+                if int.from_bytes(until, "little") <= now:
+                    tr.clear(key)
+                    tr.set(self._dropping_key(fdb.tuple.unpack(key[len(self.root) :])[1]), b"")
+
+        self.db.run(expired)

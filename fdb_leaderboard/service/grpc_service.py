@@ -30,8 +30,9 @@ from ..index import CheckReport, IfAbsent, IndexSettings, LeaderboardIndex, Oper
 from ..index.idempotency import DEFAULT_EXPIRY_BATCH
 from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
-from . import convert
-from .catalog import Catalog, StaleIndex
+from ..store.api import call_deadline
+from . import convert, dumps
+from .catalog import Catalog, StaleIndex, writes_paused
 from .settings import DEFAULT_MAX_PAGE
 from .status import Answer, cap_message, status_of
 
@@ -58,13 +59,17 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def handle(self: LeaderboardService, request: Any, context: CallContext) -> Any:
         try:
-            try:
-                return method(self, request, context)
-            except StaleIndex as stale:  # nothing was committed: open the name afresh and run again
-                self.catalog.forget(stale.name)
-                if not isinstance(request, Message):  # a stream's messages are consumed already
-                    raise Answer(grpc.StatusCode.ABORTED, f"{stale}; retry") from None
-                return method(self, request, context)
+            # The store waits for its cluster no longer than the call's deadline: a call the
+            # cluster cannot serve in time answers UNAVAILABLE (saying whether a write may have
+            # committed) before the caller gives up on it.
+            with call_deadline(context.time_remaining()):
+                try:
+                    return method(self, request, context)
+                except StaleIndex as stale:  # nothing was committed: open the name afresh and run again
+                    self.catalog.forget(stale.name)
+                    if not isinstance(request, Message):  # a stream's messages are consumed already
+                        raise Answer(grpc.StatusCode.ABORTED, f"{stale}; retry") from None
+                    return method(self, request, context)
         except Answer:
             raise
         except Exception as exc:
@@ -77,6 +82,24 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
             raise Answer(code, cap_message(str(exc))) from exc
 
     return handle
+
+
+def _streamed(method: str, replies: Iterator[Any]) -> Iterator[Any]:
+    """``replies``, with what ends them early answered as ``_rpc`` answers (a stream's status)."""
+    try:
+        yield from replies
+    except Answer:
+        raise
+    except (ClientGone, dumps.Stopped):
+        raise Answer(grpc.StatusCode.CANCELLED, f"{method} cancelled by the client") from None
+    except StaleIndex as stale:
+        raise Answer(grpc.StatusCode.ABORTED, f"{stale} during the {method}") from None
+    except Exception as exc:
+        code = status_of(exc)
+        if code is None:
+            log.exception("%s failed", method)
+            raise Answer(grpc.StatusCode.INTERNAL, f"{method} failed unexpectedly; see the server log") from exc
+        raise Answer(code, cap_message(str(exc))) from exc
 
 
 def _key(request: Any) -> str | None:
@@ -135,12 +158,14 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def ListIndexes(self, request: pb.ListIndexesRequest, context: CallContext) -> pb.ListIndexesResponse:
+        now = time.time()
         return pb.ListIndexesResponse(
             indexes=[
                 pb.IndexInfo(
                     name=name,
                     options=convert.settings_to_proto(IndexSettings.from_proto(entry.options)),
                     maintenance=convert.maintenance_to_proto(entry.maintenance),
+                    writes_paused=writes_paused(entry, now),
                 )
                 for name, entry in self.catalog.list()
             ]
@@ -267,17 +292,40 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def Verify(self, request: pb.VerifyRequest, context: CallContext) -> pb.VerifyResponse:
+        """The consistency check, whole or in parts (``continuation``): a part checks what the
+        call's deadline and ``max_batches`` allow, at least one batch, and says where the next
+        goes on; a whole check that cannot finish in time is DEADLINE_EXCEEDED, so no answer
+        ever passes an index it did not check through."""
+        in_parts = request.HasField("continuation")
+        if request.max_batches and not in_parts:
+            raise InvalidArgument('max_batches is for a check in parts: give a continuation ("" to start one)')
+        index = self._index(request.index)
         started = last_log = time.monotonic()
+        batches = 0
 
         def progress(report: CheckReport) -> None:
-            nonlocal last_log
+            nonlocal batches, last_log
+            batches += 1
             if time.monotonic() - last_log > 10:
                 last_log = time.monotonic()
                 log.info("Verify %r: %s so far (%.0f s)", request.index, report.describe(), last_log - started)
 
-        report = self._index(request.index).check_report(
-            request.max_problems or 100, progress, keep_going=context.is_active
+        def keep_going() -> bool:
+            if not batches:
+                return True  # each call moves the check on
+            return context.is_active() and not (request.max_batches and batches >= request.max_batches)
+
+        report = index.check_report(
+            request.max_problems or 100, progress, keep_going=keep_going, continuation=request.continuation or None
         )
+        if not report.complete and not in_parts:
+            found = len(report.problems)
+            raise Answer(
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"Verify of {request.index!r} stopped at the call's deadline after it {report.describe()}, "
+                f'with {found} problem(s) found so far: check in parts (a continuation, "" to start; '
+                "the client and the CLI do), or give it a longer deadline",
+            )
         return pb.VerifyResponse(
             problems=report.problems,
             records=report.records,
@@ -287,6 +335,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             windows=report.windows,
             batches=report.batches,
             complete=report.complete,
+            continuation=report.continuation or b"",
         )
 
     @_rpc
@@ -303,6 +352,35 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             count, done = index.expire_idempotency_keys(before, request.max_keys or DEFAULT_EXPIRY_BATCH)
             expired += count
         return pb.ExpireIdempotencyKeysResponse(expired=expired, done=done, kept=index.idempotency_keys())
+
+    # -- dumps ------------------------------------------------------------------------------
+
+    def Dump(self, requests: Iterator[pb.DumpRequest], context: CallContext) -> Iterator[pb.DumpPart]:
+        """The index's dump as it takes writes (``dumps.py``): one request, a stream of parts."""
+        request = next(requests, None)
+        if request is None or not request.index:
+            raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "Dump's request must name the index")
+        if next(requests, None) is not None:
+            raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "Dump takes exactly one request message")
+        if request.catch_up_seconds < 0 or request.catch_up_seconds != request.catch_up_seconds:
+            raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "catch_up_seconds must be a number of seconds, 0 or more")
+        return _streamed("Dump", dumps.ServedDump(self.catalog, request, context.is_active).parts())
+
+    def Restore(self, requests: Iterator[pb.RestoreRequest], context: CallContext) -> Iterator[pb.RestoreProgress]:
+        """A new index from a dump's parts (``dumps.py``), named once complete; yields progress."""
+        first = next(requests, None)
+        if first is None:
+            raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "Restore needs the dump's parts, its header first")
+        return _streamed("Restore", dumps.restore_served(self.catalog, first, requests, context.is_active))
+
+    @_rpc
+    def SetWritesPaused(self, request: pb.SetWritesPausedRequest, context: CallContext) -> pb.SetWritesPausedResponse:
+        if request.paused:
+            reason = request.reason or "an operator paused them (fdb-leaderboard index pause)"
+            self.catalog.set_writes_paused(request.index, -1, reason[:200])
+        else:
+            self.catalog.set_writes_paused(request.index, 0)
+        return pb.SetWritesPausedResponse()
 
     # -- writes ---------------------------------------------------------------------------
 

@@ -21,10 +21,10 @@ import random
 import threading
 import time
 
-from ..errors import NotFound
+from ..errors import NotFound, Unavailable
 from ..proto import index_pb2
 from . import convert
-from .catalog import Catalog
+from .catalog import Catalog, writes_paused
 from .metrics import Metrics
 
 log = logging.getLogger("fdb_leaderboard.service")
@@ -81,9 +81,11 @@ class Housekeeping:
         for name, entry in self.catalog.list():
             if self.stopping.is_set():
                 break
+            if writes_paused(entry, clock):  # moved elsewhere, or a dump finishing: left alone
+                continue
             try:
                 done.extend(f"{name}: {line}" for line in self._maintain(name, entry.maintenance, clock))
-            except NotFound:  # dropped since the listing
+            except (NotFound, Unavailable):  # dropped since the listing, or paused since
                 continue
             except Exception:
                 log.exception("maintenance of index %r failed; the next pass retries", name)

@@ -127,8 +127,8 @@ class ServerSettings:
             )
         if self.tokens is None and not self.allow_unauthenticated and not is_loopback(address):
             raise StartupError(
-                f"refusing to listen on {address} without authentication: configure tokens (--token-file or "
-                "$FDB_LEADERBOARD_TOKENS), listen on 127.0.0.1, or pass --allow-unauthenticated"
+                f"refusing to listen on {address} without authentication: configure tokens (serve --tokens FILE "
+                "or $FDB_LEADERBOARD_TOKENS), listen on 127.0.0.1, or pass --allow-unauthenticated"
             )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 
 from ..access import PermissionDenied, Unauthenticated, UnknownOperation
-from ..errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
+from ..errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, Unavailable
 from ..rankedset import CorruptRankedSet
 from ..store import KeyTooLarge, StoreUnavailable, TransactionTimedOut, TransactionTooLarge, ValueTooLarge
 
@@ -15,6 +15,7 @@ STATUS_BY_ERROR: list[tuple[type[BaseException], grpc.StatusCode]] = [
     (FailedPrecondition, grpc.StatusCode.FAILED_PRECONDITION),
     (AlreadyExists, grpc.StatusCode.ALREADY_EXISTS),
     (ResourceExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (Unavailable, grpc.StatusCode.UNAVAILABLE),
     (KeyTooLarge, grpc.StatusCode.INVALID_ARGUMENT),
     (ValueTooLarge, grpc.StatusCode.INVALID_ARGUMENT),
     (TransactionTooLarge, grpc.StatusCode.INVALID_ARGUMENT),

@@ -24,7 +24,10 @@ transaction) so code that would fail on FoundationDB fails on the embedded store
 from __future__ import annotations
 
 import abc
+import contextlib
+import contextvars
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -70,6 +73,29 @@ class ReadOnlyTransaction(StoreError):
 
 class StoreUnavailable(StoreError):
     """The backend cannot be used here (missing client library, unreachable cluster...)."""
+
+
+# The monotonic time by which the call being served must be answered (None: no deadline): a store
+# that waits for a cluster stops waiting then (see :func:`call_deadline`).
+_CALL_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("call_deadline", default=None)
+
+
+@contextlib.contextmanager
+def call_deadline(seconds: float) -> Iterator[None]:
+    """Transactions run in this context wait for the store at most until ``seconds`` from now
+    (retries included; FoundationDB's ``timeout``), so a call served with a deadline is answered
+    before it, with StoreUnavailable if the cluster did not answer.  ``inf``: no bound."""
+    token = _CALL_DEADLINE.set(time.monotonic() + seconds if seconds != float("inf") else None)
+    try:
+        yield
+    finally:
+        _CALL_DEADLINE.reset(token)
+
+
+def call_time_left() -> float | None:
+    """Seconds left before the current call's deadline (None: no deadline; never below 0)."""
+    deadline = _CALL_DEADLINE.get()
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 def encode_int64(value: int) -> bytes:

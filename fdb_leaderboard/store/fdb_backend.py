@@ -15,10 +15,14 @@ handlers, so Ctrl-C stops a call to a cluster that does not answer.  Without it 
 at install time, or the URL option ``direct=false``) they go through the binding: the same C
 calls, the same answers.  Transactions, their options and retries are the binding's either way.
 
-A transaction waits as long as the cluster cannot answer (it is down, or has no quorum):
-URL option ``timeout`` (seconds, default 10; 0 waits forever) bounds each call, retries
-included (FoundationDB's transaction ``timeout`` option), and a call that runs out
-of it raises StoreUnavailable (gRPC UNAVAILABLE) saying the cluster did not answer in time.
+A transaction waits as long as the cluster cannot answer (it is down, or has no quorum, or is
+recovering after losing a process): URL option ``timeout`` (seconds, default 10; 0 waits
+forever) bounds each call, retries included (FoundationDB's transaction ``timeout`` option), and
+so does the deadline of the call being served (``api.call_deadline``), whichever ends first.  A
+call that runs out raises StoreUnavailable (gRPC UNAVAILABLE) saying the cluster did not answer
+in time and whether a write may have committed.  Until then every error FoundationDB's own retry
+loop retries is retried, ``transaction_too_old`` (1007) included: a recovery moves the cluster's
+versions on, so an attempt that began before it gets 1007 however short it was.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from .api import (
     TransactionTimedOut,
     TransactionTooLarge,
     ValueTooLarge,
+    call_time_left,
     option_boolean,
 )
 
@@ -60,7 +65,12 @@ T = TypeVar("T")
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
 _TRANSACTION_TIMED_OUT = 1031  # the `timeout` option ran out (not retryable)
-_TRANSACTION_TOO_OLD = 1007  # FoundationDB's 5 s limit
+_TRANSACTION_TOO_OLD = 1007  # FoundationDB's 5 s limit, or a recovery since the attempt began
+_TRANSACTION_SECONDS = 5.0
+# A transaction of a served call may wait for the cluster this long however little of the call's
+# deadline is left: a long job (Verify, Fill) starts its last batch just before its deadline,
+# which it then reports (the service gives it that moment).
+_LEAST_WAIT_MS = 1000
 
 _api_lock = threading.Lock()
 _direct_bound = False  # whether _fdb_direct has the client library's functions
@@ -71,7 +81,6 @@ _LIMIT_ERRORS = {
     2102: KeyTooLarge,
     2103: ValueTooLarge,
     2005: InvertedRange,
-    _TRANSACTION_TOO_OLD: TransactionTimedOut,
 }
 
 
@@ -370,15 +379,17 @@ class FdbDatabase(Database):
         # Per transaction, not the database option: the bindings share one database handle
         # per cluster file in a process, whatever timeout each opener asked for.  Counted from
         # the transaction's creation, across its retries (API >= 610); 0 disables it.
-        tr.options.set_timeout(self._timeout_ms)
+        timeout_ms = self._call_timeout_ms()
+        tr.options.set_timeout(timeout_ms)
         marker = None
         results: dict[int, T] = {}  # attempts whose commit outcome is unknown, by number
         attempt = retries = conflicts = unknown = 0
-        last_retried: int | None = None
+        too_long = False  # the last transaction_too_old came after 5 s of the attempt's own work
         view: FdbTransaction | DirectFdbTransaction | None = None
         try:
             while True:
                 attempt += 1
+                began = time.monotonic()
                 view = DirectFdbTransaction(tr, writable) if self.direct else FdbTransaction(tr, self._fdb, writable)
                 try:
                     if writable:
@@ -403,19 +414,19 @@ class FdbDatabase(Database):
                     return result
                 except self._fdb.FDBError as error:
                     if error.code == _TRANSACTION_TIMED_OUT:
-                        raise self._timed_out(writable, last_retried, bool(results)) from error
+                        raise self._timed_out(writable, timeout_ms, too_long, bool(results)) from error
                     mapped = _LIMIT_ERRORS.get(error.code)
-                    if mapped is not None and not (error.code == _TRANSACTION_TOO_OLD and not writable):
+                    if mapped is not None:
                         raise mapped(f"FoundationDB error {error.code}: {error.description}") from error
                     retries += 1
                     conflicts += error.code == CONFLICT
                     unknown += error.code in _MAYBE_COMMITTED
-                    last_retried = error.code
+                    too_long = error.code == _TRANSACTION_TOO_OLD and time.monotonic() - began >= _TRANSACTION_SECONDS
                     try:
                         tr.on_error(error).wait()  # raises when the error is not retryable
                     except self._fdb.FDBError as final:
                         if final.code == _TRANSACTION_TIMED_OUT:  # the timeout ran out in the back-off
-                            raise self._timed_out(writable, last_retried, bool(results)) from final
+                            raise self._timed_out(writable, timeout_ms, too_long, bool(results)) from final
                         raise
         finally:
             rounds = view.rounds if view is not None else None
@@ -444,27 +455,40 @@ class FdbDatabase(Database):
         oldest_kept = int(now) // 60 - IDEMPOTENCY_MINUTES
         tr.clear_range(IDEMPOTENCY_PREFIX, IDEMPOTENCY_PREFIX + fdb_tuple.pack((oldest_kept,)))
 
-    def _timed_out(self, writable: bool, last_retried: int | None, maybe_committed: bool) -> StoreError:
-        """The error for a call that ran out of ``timeout`` (its last retry's cause tells which)."""
-        if last_retried == _TRANSACTION_TOO_OLD:  # a read retried past 5 s until the timeout
+    def _call_timeout_ms(self) -> int:
+        """This call's transaction timeout: the store's, or less if the call being served must be
+        answered sooner (a moment is kept for the answer to reach the caller; a second at least).
+        0: none."""
+        left = call_time_left()
+        if left is None:
+            return self._timeout_ms
+        bounded = max(_LEAST_WAIT_MS, round((left - min(0.5, max(0.15, left / 10))) * 1000))
+        return bounded if self._timeout_ms == 0 else min(self._timeout_ms, bounded)
+
+    def _timed_out(self, writable: bool, timeout_ms: int, too_long: bool, maybe_committed: bool) -> StoreError:
+        """The error for a call that ran out of its timeout (``too_long``: because its own work
+        outlasted FoundationDB's 5 s on the last attempt, not because the cluster was slow)."""
+        seconds = f"{timeout_ms / 1000:g} s"
+        if too_long:
             return TransactionTimedOut(
-                "a read ran longer than FoundationDB's 5 second limit on every attempt for "
-                f"{self.timeout_seconds:g} s; split the work into smaller transactions"
+                "a transaction ran longer than FoundationDB's 5 second limit on every attempt for "
+                f"{seconds}; split the work into smaller transactions"
             )
         if not writable:
             outcome = ""
         elif maybe_committed:
             # The marker only settles retries within this call: calling again makes a new call.
             outcome = (
-                " The write may or may not have been committed (its commit was sent but not confirmed); "
-                "calling again is a new write, so check its effect before repeating one that is not idempotent."
+                " The write may or may not have been committed (its commit was sent but not confirmed): "
+                "sent again with the same idempotency key it is applied at most once; without one, "
+                "calling again is a new write, so check its effect before repeating it."
             )
         else:
             outcome = " The write was not committed."
+        limit = "transaction timeout" if timeout_ms == self._timeout_ms else "deadline"
         return StoreUnavailable(
             f"the FoundationDB cluster {self.url} did not answer in time: the call ran out of its "
-            f"{self.timeout_seconds:g} s transaction timeout (the cluster may be down or overloaded); "
-            f"retry later.{outcome}"
+            f"{seconds} {limit} (the cluster may be down, recovering or overloaded); retry later.{outcome}"
         )
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

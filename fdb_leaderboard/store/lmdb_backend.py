@@ -27,6 +27,7 @@ key limit (511 bytes) is stricter than FoundationDB's 10,000 and is reported as 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -76,6 +77,11 @@ class _Env:
 
     def __init__(self, path: str, durable: bool, map_size: int, redo_log: bool, checkpoint_seconds: float) -> None:
         os.makedirs(path, mode=redo.DIRECTORY_MODE, exist_ok=True)
+        # One made beforehand (0755 by the usual umask) becomes the owner's only too (unless it is
+        # another user's: its files are the owner's only all the same).
+        if os.stat(path).st_mode & 0o077:
+            with contextlib.suppress(PermissionError):
+                os.chmod(path, redo.DIRECTORY_MODE)
         self.path = path
         self.durable = durable
         self.redo_log = redo_log
