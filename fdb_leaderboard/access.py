@@ -12,17 +12,25 @@ API (small on purpose):
   (a test checks the table names every RPC of the service).
 - :class:`Tokens`: the configured tokens.  ``Tokens.load(path)`` reads a token file, or the
   ``FDB_LEADERBOARD_TOKENS`` environment variable when no file is given; ``authenticate(token)``
-  answers the token's :class:`Role`; ``authorize(token, method)`` also checks the method's role.
-- :func:`bearer_token`: the token of an ``Authorization: Bearer ...`` header value.
+  answers the token's :class:`Role`; ``authorize(token, method)`` also checks the method's role;
+  ``identify(token)`` answers its :class:`Identity` (name and role): who did what, for the audit
+  trail and hidden records.
+- :func:`bearer_token`: the token of an ``Authorization: Bearer ...`` header value;
+  :func:`actor_name`: the name of whoever sends one (``anonymous`` without tokens).
 - :func:`is_loopback`: whether an address names this machine only (where tokens may travel
   without TLS: a server refuses other addresses without tokens, a client warns).
 - :class:`Unauthenticated` (no or unknown token) and :class:`PermissionDenied` (the token's role
   is too low): front ends answer them with UNAUTHENTICATED / PERMISSION_DENIED (HTTP 401 / 403).
 
-Token text (file or environment): entries ``ROLE:TOKEN`` separated by newlines, commas or
-spaces; ``#`` starts a comment.  Roles are ``read``, ``write``, ``admin``.  A token has at least
-16 characters, from letters, digits and ``-._~+/=`` (so it fits an HTTP header unchanged).  A
-token file must not be readable by group or others (like an SSH key).
+Token text (file or environment): entries ``ROLE:TOKEN`` or ``NAME:ROLE:TOKEN`` separated by
+newlines, commas or spaces; ``#`` starts a comment.  Roles are ``read``, ``write``, ``admin``.  A
+token has at least 16 characters, from letters, digits and ``-._~+/=`` (so it fits an HTTP header
+unchanged).  A name (1-64 letters, digits, ``-._@``, e.g. ``alice`` or ``ci-deploy``) says who
+uses the token; several tokens may share one (a token being rotated).  An entry without a name
+is named after its role and a fingerprint of its token: the first 8 hex digits of its SHA-256
+(``admin-3f9a1c2b``), so it stays the same when the file is reordered and shows nothing that
+would help guess the token.  A token file must not be readable by group or others (like an SSH
+key).
 
 Tokens never appear in messages, logs or ``repr``: errors name the role, the method or the
 entry's line number, never the token; comparisons are constant-time (:func:`hmac.compare_digest`
@@ -32,18 +40,21 @@ against every configured token, without stopping at the first match).
 from __future__ import annotations
 
 import enum
+import hashlib
 import hmac
 import ipaddress
 import os
 import re
 import stat
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from .errors import LeaderboardError
 
 TOKENS_ENVIRONMENT = "FDB_LEADERBOARD_TOKENS"
 MIN_TOKEN_LENGTH = 16
 _TOKEN = re.compile(r"^[A-Za-z0-9\-._~+/=]+$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9\-._@]{0,63}$")
 
 
 class Role(enum.IntEnum):
@@ -95,6 +106,11 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "KeepAhead": Role.ADMIN,
     "Verify": Role.ADMIN,
     "ExpireIdempotencyKeys": Role.ADMIN,
+    "HideRecord": Role.ADMIN,
+    "RestoreRecord": Role.ADMIN,
+    "ListHiddenRecords": Role.ADMIN,  # who hid whom and why is for admins
+    "SetScoreRules": Role.ADMIN,
+    "DeleteRecords": Role.ADMIN,
     "BulkLoad": Role.ADMIN,
     "Load": Role.ADMIN,
     "Dump": Role.ADMIN,
@@ -128,6 +144,7 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "ScoreForPercentile": Role.READ,
     "GetMovement": Role.READ,
     "GetRankHistory": Role.READ,
+    "GetScoreRules": Role.READ,  # what a game client may submit
     "ScoreTrim": Role.READ,  # computes on the entries given: reads nothing stored
 }
 
@@ -155,30 +172,72 @@ def bearer_token(header: str | None) -> str | None:
     return token.strip() or None
 
 
-class Tokens:
-    """The configured tokens and their roles.  Its ``repr`` and errors never show a token."""
+class Identity(NamedTuple):
+    """Who makes a call: the name of its token's entry, and the token's role."""
 
-    def __init__(self, roles: Mapping[str, Role]) -> None:
+    name: str
+    role: Role
+
+
+ANONYMOUS = "anonymous"  # who calls a server without tokens
+
+
+def actor_name(tokens: Tokens | None, authorization: str | None) -> str:
+    """The name of whoever sends ``authorization`` (an ``Authorization`` header value), for the
+    record of what they did: ``anonymous`` without tokens or with a token the server does not
+    know (such a call is refused before it acts)."""
+    if tokens is None:
+        return ANONYMOUS
+    try:
+        return tokens.identify(bearer_token(authorization)).name
+    except Unauthenticated:
+        return ANONYMOUS
+
+
+def derived_name(role: Role, token: str) -> str:
+    """The name of an entry that gives none: its role and its token's fingerprint."""
+    return f"{role}-{hashlib.sha256(token.encode()).hexdigest()[:8]}"
+
+
+class Tokens:
+    """The configured tokens, their roles and names.  Its ``repr`` and errors never show a token."""
+
+    def __init__(self, roles: Mapping[str, Role], names: Mapping[str, str] | None = None) -> None:
+        """``roles`` maps each token to its role; ``names`` each token to its name (a token left
+        out is named by :func:`derived_name`)."""
         if not roles:
             raise ValueError("no tokens configured")
-        self._entries = [(token.encode(), role) for token, role in roles.items()]
+        names = names or {}
+        self._entries = [
+            (token.encode(), Identity(names.get(token) or derived_name(role, token), role))
+            for token, role in roles.items()
+        ]
 
     def __repr__(self) -> str:
-        counts = {str(r): sum(1 for _, role in self._entries if role is r) for r in Role}
+        counts = {str(r): sum(1 for _, who in self._entries if who.role is r) for r in Role}
         return f"Tokens({', '.join(f'{n} {name}' for name, n in counts.items())})"
 
     @classmethod
     def parse(cls, text: str, source: str = "token text") -> Tokens:
-        """Tokens from ``ROLE:TOKEN`` entries; ValueError naming the entry (never its token)."""
+        """Tokens from ``[NAME:]ROLE:TOKEN`` entries; ValueError naming the entry (never its token)."""
         roles: dict[str, Role] = {}
+        names: dict[str, str] = {}
         for line_number, line in enumerate(text.splitlines(), 1):
             for entry in re.split(r"[,\s]+", line.split("#", 1)[0]):
                 if not entry:
                     continue
                 where = f"{source} line {line_number}"
-                role_name, colon, token = entry.partition(":")
-                if not colon:
-                    raise ValueError(f"{where}: an entry must be ROLE:TOKEN (role read, write or admin)")
+                parts = entry.split(":")  # a token never holds a colon
+                if len(parts) not in (2, 3):
+                    raise ValueError(
+                        f"{where}: an entry must be ROLE:TOKEN or NAME:ROLE:TOKEN (role read, write or admin)"
+                    )
+                name = parts[0] if len(parts) == 3 else None
+                role_name, token = parts[-2], parts[-1]
+                if name is not None and not _NAME.match(name):
+                    raise ValueError(
+                        f"{where}: a token's name has 1-64 letters, digits and -._@, starting with a letter or digit"
+                    )
                 try:
                     role = Role.parse(role_name)
                 except ValueError as exc:
@@ -190,10 +249,12 @@ class Tokens:
                     )
                 if roles.get(token, role) is not role:
                     raise ValueError(f"{where}: the same token is given two roles")
+                if name is not None and names.setdefault(token, name) != name:
+                    raise ValueError(f"{where}: the same token is given two names")
                 roles[token] = role
         if not roles:
             raise ValueError(f"{source} holds no tokens")
-        return cls(roles)
+        return cls(roles, names)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> Tokens:
@@ -223,13 +284,17 @@ class Tokens:
 
     def authenticate(self, token: str | None) -> Role:
         """The role of ``token`` (a bare token, see :func:`bearer_token`); Unauthenticated if unknown."""
+        return self.identify(token).role
+
+    def identify(self, token: str | None) -> Identity:
+        """The name and role of ``token``; Unauthenticated if unknown."""
         if not token:
             raise Unauthenticated("this server needs a bearer token (authorization: Bearer TOKEN)")
         given = token.encode()
-        found: Role | None = None
-        for known, role in self._entries:  # every entry compared: the time does not depend on which matched
+        found: Identity | None = None
+        for known, who in self._entries:  # every entry compared: the time does not depend on which matched
             if hmac.compare_digest(given, known):
-                found = role
+                found = who
         if found is None:
             raise Unauthenticated("the bearer token is not valid for this server")
         return found

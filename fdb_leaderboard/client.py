@@ -61,7 +61,7 @@ import grpc.aio
 from . import access, errors, wire
 from .access import ROLE_BY_METHOD, Role, is_loopback
 from .errors import NoWindowsWarning
-from .index import Entry, History, Movement, Page, RankedEntry
+from .index import DeletionProgress, Entry, HiddenRecord, History, Movement, Page, RankedEntry, ScoreRules
 from .index.calendar import board_periods
 from .index.values import check_timestamp
 from .proto import service_pb2 as pb
@@ -148,6 +148,23 @@ class ResourceExhausted(CallError, errors.ResourceExhausted):
     status = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
+class ScoreOutOfRange(InvalidArgument, errors.ScoreOutOfRange):
+    """INVALID_ARGUMENT from the index's score range: ``rule`` is ``min_score`` or ``max_score``."""
+
+
+class SubmissionLimited(ResourceExhausted, errors.SubmissionLimited):
+    """RESOURCE_EXHAUSTED from a submission limit: ``rule`` is ``max_per_window`` or
+    ``max_per_minute``, ``retry_after`` the seconds until the record may submit again (None: never
+    into that window)."""
+
+
+# A score rule's refusal carries trailing metadata "rule": these classes answer it, by code.
+RULE_ERRORS: dict[grpc.StatusCode, type[ScoreOutOfRange | SubmissionLimited]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: ScoreOutOfRange,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: SubmissionLimited,
+}
+
+
 class PermissionDenied(CallError, access.PermissionDenied):
     """PERMISSION_DENIED: the token's role is too low for the call."""
 
@@ -222,6 +239,14 @@ def error_from_rpc(error: grpc.RpcError) -> CallError:
         return error
     code = error.code() if callable(getattr(error, "code", None)) else grpc.StatusCode.UNKNOWN  # type: ignore[attr-defined]
     details = error.details() if callable(getattr(error, "details", None)) else None  # type: ignore[attr-defined]
+    if code in RULE_ERRORS:
+        trailing = dict(getattr(error, "trailing_metadata", lambda: None)() or ())
+        if "rule" in trailing:
+            refusal = RULE_ERRORS[code](details or code.name, code=code, rpc=error)
+            refusal.rule = str(trailing["rule"])
+            retry = trailing.get("retry-after")
+            refusal.retry_after = float(retry) if retry is not None else None
+            return refusal
     return ERRORS.get(code, Internal)(details or code.name, code=code, rpc=error)
 
 
@@ -657,6 +682,78 @@ class _Ops:
         """Delete a record from every window (False: there was none)."""
         request = pb.DeleteRecordRequest(index=index, pk=wire.key_to_items(pk))
         return (yield _write("DeleteRecord", request, idempotency_key)).existed
+
+    # -- fair play: hidden records, score rules ----------------------------------------------
+
+    @staticmethod
+    def hide_record(index: str, pk: Key, reason: str = "", idempotency_key: str | None = None) -> Op[bool]:
+        """Hide a record from every window, keeping its entries (admin); False: it was hidden already."""
+        request = pb.HideRecordRequest(index=index, pk=wire.key_to_items(pk), reason=reason)
+        return (yield _write("HideRecord", request, idempotency_key)).changed
+
+    @staticmethod
+    def restore_record(index: str, pk: Key, idempotency_key: str | None = None) -> Op[bool]:
+        """Put a hidden record back in every window (admin); False: it was not hidden."""
+        request = pb.RestoreRecordRequest(index=index, pk=wire.key_to_items(pk))
+        return (yield _write("RestoreRecord", request, idempotency_key)).changed
+
+    @staticmethod
+    def hidden_records(
+        index: str, limit: int = 100, continuation: bytes | None = None
+    ) -> Op[tuple[list[HiddenRecord], bytes | None]]:
+        """A page of hidden records (who hid each, when, why) and the next page's continuation (admin)."""
+        request = pb.ListHiddenRecordsRequest(
+            index=index, limit=_natural(limit, "limit"), continuation=continuation or b""
+        )
+        response = yield _Call("ListHiddenRecords", request, changes_nothing=True)
+        return [wire.hidden_from_proto(record) for record in response.records], response.continuation or None
+
+    @staticmethod
+    def score_rules(index: str) -> Op[ScoreRules]:
+        """The index's score rules."""
+        return wire.rules_from_proto((yield _Call("GetScoreRules", pb.GetScoreRulesRequest(index=index))).rules)
+
+    @staticmethod
+    def set_score_rules(index: str, rules: ScoreRules) -> Op[ScoreRules]:
+        """Replace the index's score rules (admin); returns them as kept."""
+        if not isinstance(rules, ScoreRules):
+            raise InvalidArgument(f"expected ScoreRules, not {type(rules).__name__}")
+        request = pb.SetScoreRulesRequest(index=index, rules=wire.rules_to_proto(rules))
+        # Setting the same rules again changes nothing: sent again as reads are.
+        return wire.rules_from_proto((yield _Call("SetScoreRules", request, changes_nothing=True)).rules)
+
+    @staticmethod
+    def delete_records(
+        index: str,
+        group: Key | None = None,
+        all_records: bool = False,
+        max_records: int = 200,
+        progress: Callable[[DeletionProgress], None] | None = None,
+    ) -> Op[DeletionProgress]:
+        """Delete every record of ``group`` (its data in the group), or with ``all_records`` every record
+        of the index, in bounded batches (admin); calls until done, ``progress`` getting the
+        totals after each call.  The index and its windows stay."""
+        total = DeletionProgress(False)
+        while True:
+            request = pb.DeleteRecordsRequest(
+                index=index,
+                group=wire.key_to_items(group or (), "group"),
+                all_records=all_records,
+                max_records=_natural(max_records, "max_records"),
+                continuation=total.continuation or b"",
+            )
+            answer = yield _write("DeleteRecords", request, None)
+            total = total + DeletionProgress(
+                answer.done,
+                answer.records_changed,
+                answer.records_deleted,
+                answer.entries_deleted,
+                answer.continuation or None,
+            )
+            if progress is not None:
+                progress(total)
+            if total.done:
+                return total
 
     @staticmethod
     def write_batch(
@@ -1204,6 +1301,12 @@ class LeaderboardClient:
     add_entries = _blocking(_Ops.add_entries)
     save_record = _blocking(_Ops.save_record)
     delete_record = _blocking(_Ops.delete_record)
+    hide_record = _blocking(_Ops.hide_record)
+    restore_record = _blocking(_Ops.restore_record)
+    hidden_records = _blocking(_Ops.hidden_records)
+    score_rules = _blocking(_Ops.score_rules)
+    set_score_rules = _blocking(_Ops.set_score_rules)
+    delete_records = _blocking(_Ops.delete_records)
     write_batch = _blocking(_Ops.write_batch)
     rank = _blocking(_Ops.rank)
     rank_and_entry = _blocking(_Ops.rank_and_entry)
@@ -1502,6 +1605,12 @@ class AsyncLeaderboardClient:
     add_entries = _awaiting(_Ops.add_entries)
     save_record = _awaiting(_Ops.save_record)
     delete_record = _awaiting(_Ops.delete_record)
+    hide_record = _awaiting(_Ops.hide_record)
+    restore_record = _awaiting(_Ops.restore_record)
+    hidden_records = _awaiting(_Ops.hidden_records)
+    score_rules = _awaiting(_Ops.score_rules)
+    set_score_rules = _awaiting(_Ops.set_score_rules)
+    delete_records = _awaiting(_Ops.delete_records)
     write_batch = _awaiting(_Ops.write_batch)
     rank = _awaiting(_Ops.rank)
     rank_and_entry = _awaiting(_Ops.rank_and_entry)
@@ -1766,6 +1875,8 @@ __all__ = [
     "PermissionDenied",
     "ResourceExhausted",
     "RetryPolicy",
+    "ScoreOutOfRange",
+    "SubmissionLimited",
     "Unauthenticated",
     "Unavailable",
     "error_from_rpc",

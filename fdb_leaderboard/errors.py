@@ -41,5 +41,27 @@ class ResourceExhausted(LeaderboardError):
     """A bound of the index is reached (e.g. the idempotency keys it keeps): retry later."""
 
 
+class RuleRefusal(LeaderboardError):
+    """A write one of the index's score rules refuses; ``rule`` names it (``min_score``,
+    ``max_score``, ``max_per_window``, ``max_per_minute``)."""
+
+    def __init__(self, message: str, rule: str = "") -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
+class ScoreOutOfRange(RuleRefusal, InvalidArgument):
+    """A score below the index's lowest accepted score or above its highest."""
+
+
+class SubmissionLimited(RuleRefusal, ResourceExhausted):
+    """A record submitted as many entries as a limit allows; ``retry_after`` says in how many
+    seconds it may again (None: not for this entry's window, which will not accept more)."""
+
+    def __init__(self, message: str, rule: str = "", retry_after: float | None = None) -> None:
+        super().__init__(message, rule)
+        self.retry_after = retry_after
+
+
 class NoWindowsWarning(UserWarning):
     """A score was stored in an index with no windows: it is ranked nowhere until a window update."""

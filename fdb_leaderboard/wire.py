@@ -1,4 +1,5 @@
-"""How Python values travel in the gRPC messages: key items, scores, entries, ranked entries, windows.
+"""How Python values travel in the gRPC messages: key items, scores, entries, ranked entries, windows,
+hidden records and score rules.
 
 Shared by the service and the client; the client needs nothing else of the server.
 """
@@ -9,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .errors import InvalidArgument
-from .index import Entry, RankedEntry, Window
+from .index import Entry, HiddenRecord, RankedEntry, ScoreRules, Window
 from .index.values import as_key, check_items, check_score, check_timestamp
 from .proto import service_pb2 as pb
 
@@ -172,3 +173,31 @@ def window_from_proto(message: pb.Window) -> Window:
 def optional_entry(message: Any, field: str) -> RankedEntry | None:
     """The RankedEntry in ``message.<field>`` (an optional field), or None when unset."""
     return ranked_entry_from_proto(getattr(message, field)) if message.HasField(field) else None
+
+
+def hidden_to_proto(record: HiddenRecord) -> pb.HiddenRecord:
+    message = pb.HiddenRecord(actor=record.actor, hidden_at=record.hidden_at, reason=record.reason)
+    add_items(message.pk, record.pk)
+    return message
+
+
+def hidden_from_proto(message: pb.HiddenRecord) -> HiddenRecord:
+    return HiddenRecord(items_to_tuple(message.pk), message.actor, message.hidden_at, message.reason)
+
+
+def rules_to_proto(rules: ScoreRules) -> pb.ScoreRules:
+    message = pb.ScoreRules(max_per_window=rules.max_per_window, max_per_minute=rules.max_per_minute)
+    if rules.min_score is not None:
+        message.min_score.CopyFrom(python_to_score(rules.min_score))
+    if rules.max_score is not None:
+        message.max_score.CopyFrom(python_to_score(rules.max_score))
+    return message
+
+
+def rules_from_proto(message: pb.ScoreRules) -> ScoreRules:
+    return ScoreRules(
+        score_to_python(message.min_score, "min_score") if message.HasField("min_score") else None,
+        score_to_python(message.max_score, "max_score") if message.HasField("max_score") else None,
+        message.max_per_window,
+        message.max_per_minute,
+    )

@@ -15,6 +15,7 @@ its natural order (BY_VALUE) runs from the worst score to the best.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import fdb.tuple
@@ -38,6 +39,30 @@ class ModelPrecondition(Exception):
 
 class ModelInvalid(Exception):
     """The index must refuse the operation with InvalidArgument (and change nothing)."""
+
+
+class ModelNoRecord(Exception):
+    """The record does not exist: the index raises NotFound."""
+
+
+class ModelRefused(Exception):
+    """A score rule refuses the write (``rule``): the index raises ScoreOutOfRange (the score
+    range) or SubmissionLimited (the limits), and changes nothing."""
+
+    def __init__(self, rule: str) -> None:
+        super().__init__(rule)
+        self.rule = rule
+
+
+@dataclasses.dataclass
+class MRules:
+    """Score rules: a score range, and submissions per record and window (complete windows but
+    all-time) or minute of the clock (Unix seconds // 60).  0: no limit."""
+
+    min_score: int | None = None
+    max_score: int | None = None
+    per_window: int = 0
+    per_minute: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +120,10 @@ class Model:
         self.sub_hsf: dict[tuple, bool] = {}
         self.latest: int | None = None  # the latest timestamp ever written
         self.trimmed_before: int | None = None
+        self.hidden: set[tuple] = set()  # records hidden from every board
+        self.dropped: set[tuple[tuple, int]] = set()  # (pk, seq) of entries a trim dropped
+        self.rules = MRules()
+        self.minutes: dict[tuple, tuple[int, int]] = {}  # pk -> (minute, submissions in it)
         self._boards: dict[tuple, list[Row]] = {}  # cache, emptied by every change
 
     # -- writes ------------------------------------------------------------------------------
@@ -116,12 +145,113 @@ class Model:
     def save(self, pk: tuple, entries: list[tuple]) -> None:
         self.records[pk] = []
         self.next_seq[pk] = 0
+        self.dropped = {(p, seq) for p, seq in self.dropped if p != pk}
         self.add(pk, entries)
 
     def delete(self, pk: tuple) -> bool:
         self._boards.clear()
         self.next_seq.pop(pk, None)
+        self.hidden.discard(pk)
+        self.minutes.pop(pk, None)
+        self.dropped = {(p, seq) for p, seq in self.dropped if p != pk}
         return self.records.pop(pk, None) is not None
+
+    # -- score rules -------------------------------------------------------------------------
+
+    def check_write(self, pk: tuple, entries: list[tuple], replace: bool, clock: float, limited: bool = True) -> None:
+        """Raise ModelRefused if a rule refuses writing ``entries`` to ``pk`` now; otherwise count
+        them (call :meth:`add` or :meth:`save` next).  Checked in the order: scores, the minute,
+        the windows."""
+        rules = self.rules
+        for _, score, _, _ in entries:
+            if rules.min_score is not None and score < rules.min_score:
+                raise ModelRefused("min_score")
+            if rules.max_score is not None and score > rules.max_score:
+                raise ModelRefused("max_score")
+        if not limited:
+            return
+        if rules.per_minute and entries:
+            minute = int(clock) // 60
+            at, used = self.minutes.get(pk, (None, 0))
+            used = used if at == minute else 0
+            if used + len(entries) > rules.per_minute:
+                raise ModelRefused("max_per_minute")
+        if rules.per_window:
+            kept = [] if replace else self.records.get(pk, [])
+            for window, filling in (self.windows or {}).items():
+                if filling or window[0] == 0:
+                    continue
+                _, start, end = window
+                for group in {tuple(e[0]) for e in entries if start <= e[2] < end}:
+                    new = sum(1 for e in entries if tuple(e[0]) == group and start <= e[2] < end)
+                    old = sum(1 for e in kept if e.group == group and start <= e.ts < end)
+                    if old + new > rules.per_window:
+                        raise ModelRefused("max_per_window")
+        if rules.per_minute and entries:
+            self.minutes[pk] = (minute, used + len(entries))
+
+    def snapshot(self) -> dict:
+        """The state a refused batch goes back to."""
+        return copy.deepcopy({"records": self.records, "next_seq": self.next_seq, "minutes": self.minutes})
+
+    def rollback(self, state: dict) -> None:
+        self._boards.clear()
+        self.records, self.next_seq, self.minutes = state["records"], state["next_seq"], state["minutes"]
+
+    # -- hiding and deleting many records ----------------------------------------------------
+
+    def hide(self, pk: tuple) -> bool:
+        if pk not in self.records:
+            raise ModelNoRecord(pk)
+        self._boards.clear()
+        if pk in self.hidden:
+            return False
+        self.hidden.add(pk)
+        return True
+
+    def restore(self, pk: tuple) -> bool:
+        if pk not in self.records:
+            raise ModelNoRecord(pk)
+        self._boards.clear()
+        if pk not in self.hidden:
+            return False
+        self.hidden.discard(pk)
+        return True
+
+    def _has(self, pk: tuple, group: tuple) -> bool:
+        """Whether the index still holds data of ``group`` for the record: an entry a trim did not
+        drop, or (SUM) a total carried for the group."""
+        mine = [e for e in self.records.get(pk, []) if e.group == group]
+        if self.aggregation == "SUM" and mine:
+            return True
+        return any((pk, e.seq) not in self.dropped for e in mine)
+
+    def delete_group(self, group: tuple) -> tuple[int, int, int]:
+        """Drop the group's entries; a record left with no data goes whole.  Returns (records
+        changed, records deleted, entries deleted), as the index counts them (what it holds)."""
+        group = tuple(group)
+        changed = deleted = removed = 0
+        for pk in list(self.records):
+            entries = self.records[pk]
+            had = self._has(pk, group)
+            left = any(self._has(pk, other) for other in {e.group for e in entries} - {group})
+            removed += sum(1 for e in entries if e.group == group and (pk, e.seq) not in self.dropped)
+            changed += had
+            if had and not left:
+                deleted += 1
+                self.delete(pk)
+            elif any(e.group == group for e in entries):
+                self.records[pk] = [e for e in entries if e.group != group]
+                self._boards.clear()
+        return changed, deleted, removed
+
+    def delete_all(self) -> tuple[int, int]:
+        """Delete every record: (records, entries the index holds)."""
+        records = len(self.records)
+        entries = sum(1 for pk, es in self.records.items() for e in es if (pk, e.seq) not in self.dropped)
+        for pk in list(self.records):
+            self.delete(pk)
+        return records, entries
 
     # -- windows -----------------------------------------------------------------------------
 
@@ -214,11 +344,13 @@ class Model:
         return [w for w, f in (self.windows or {}).items() if f]
 
     def defer_empty_windows(self) -> list:
-        """Complete windows no entry falls in become filling (``bulk_load``'s deferred ranks)."""
+        """Complete windows no visible record's entry falls in become filling (``bulk_load``'s
+        deferred ranks: their ranked sets are built from the visible records' values)."""
         marked = []
+        visible = [entries for pk, entries in self.records.items() if pk not in self.hidden]
         for window, filling in (self.windows or {}).items():
             _, start, end = window
-            if not filling and not any(start <= e.ts < end for entries in self.records.values() for e in entries):
+            if not filling and not any(start <= e.ts < end for entries in visible for e in entries):
                 marked.append(window)
         for window in marked:
             self.windows[window] = True
@@ -236,10 +368,34 @@ class Model:
             }
 
     def trim(self, before: int) -> None:
-        """Trimming never changes a result: it only forbids windows starting before ``before``."""
+        """Trimming never changes a result: it only forbids windows starting before ``before``.
+
+        It does drop entries no window needs (``dropped``), which the model keeps for its
+        results: a deletion of a group's data sees what the index still has.  BEST and LATEST
+        keep every entry that is some window's value; SUM keeps entries in any window but
+        all-time, the rest folding into a total carried per group.
+        """
         if self.filling():
             raise ModelPrecondition("trim while windows are filling")
         self.trimmed_before = before if self.trimmed_before is None else max(self.trimmed_before, before)
+        windows = list(self.windows or {})
+        for pk, entries in self.records.items():
+            needed = set()
+            if self.aggregation != "SUM":
+                for window in windows:
+                    for group in {e.group for e in entries}:
+                        chosen = self._chosen(window, group, pk)
+                        if chosen is not None:
+                            needed.add(chosen.seq)
+            for e in entries:
+                if e.ts >= before:
+                    continue
+                if self.aggregation == "SUM":
+                    keep = any(w[0] != 0 and w[1] <= e.ts < w[2] for w in windows)
+                else:
+                    keep = e.seq in needed
+                if not keep:
+                    self.dropped.add((pk, e.seq))
 
     def save_sub_directory(self, group: tuple, high_score_first: bool) -> None:
         self._boards.clear()
@@ -262,28 +418,35 @@ class Model:
             raise ModelNotReady(f"{window} is filling")
         return window
 
+    def _chosen(self, window: tuple, group: tuple, pk: tuple) -> MEntry | None:
+        """The entry that is a BEST or LATEST record's value in ``window`` (None: no value)."""
+        _, start, end = window
+        inside = [e for e in self.records.get(pk, []) if e.group == tuple(group) and start <= e.ts < end]
+        if not inside:
+            return None
+        if self.aggregation == "BEST":
+            return min(inside, key=lambda e: (self.stored(e.score, group), e.ts, *e.context))
+        return max(inside, key=lambda e: (e.ts, e.seq))
+
     def value(self, window: tuple, group: tuple, pk: tuple) -> Row | None:
         _, start, end = window
         group = tuple(group)
         inside = [e for e in self.records.get(pk, []) if e.group == group and start <= e.ts < end]
         if not inside:
             return None
-        if self.aggregation == "BEST":
-            best = min(inside, key=lambda e: (self.stored(e.score, group), e.ts, *e.context))
-            score, ts, context = best.score, best.ts, best.context
-        elif self.aggregation == "LATEST":
-            latest = max(inside, key=lambda e: (e.ts, e.seq))
-            score, ts, context = latest.score, latest.ts, latest.context
+        if self.aggregation != "SUM":
+            chosen = self._chosen(window, group, pk)
+            score, ts, context = chosen.score, chosen.ts, chosen.context  # type: ignore[union-attr]
         else:
             latest = max(inside, key=lambda e: (e.ts, e.seq))
             score, ts, context = sum(e.score for e in inside), latest.ts, latest.context
         return Row((self.stored(score, group), ts, *context), fdb.tuple.pack(pk), pk, score, ts, context, group)
 
     def board(self, window: tuple, group: tuple) -> list[Row]:
-        """Every record's value in ``window`` and ``group``, best first (ties: packed pk)."""
+        """Every visible record's value in ``window`` and ``group``, best first (ties: packed pk)."""
         key = (window, tuple(group))
         if key not in self._boards:
-            rows = [self.value(window, group, pk) for pk in self.records]
+            rows = [self.value(window, group, pk) for pk in self.records if pk not in self.hidden]
             rows = [row for row in rows if row is not None]
             self._boards[key] = sorted(rows, key=lambda row: (row.element, row.pk_bytes))
         return self._boards[key]

@@ -27,6 +27,7 @@ from fdb_leaderboard.errors import FailedPrecondition, InvalidArgument
 from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.index import IndexSettings, LeaderboardIndex, RankMode, ScanType, WindowUpdate
 from fdb_leaderboard.index import tuplecodec as tuples
+from fdb_leaderboard.index.rules import ScoreRules
 from fdb_leaderboard.service import Server
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
@@ -233,6 +234,9 @@ def test_column_layout_and_refusals_in_the_index(db, prefix) -> None:
     plain.add_score("ann", 12, 50)
     head = plain.read(lambda ops: ops.txn.read_head(ops.txn.pk("ann").nested))
     assert tuples.unpack(head.windows[0].element) == (-12, 50)
+    with pytest.raises(InvalidArgument, match="no min_score or max_score"):
+        index.set_score_rules(ScoreRules(min_score=0))
+    index.set_score_rules(ScoreRules(max_per_window=5))  # submission limits apply
     with pytest.raises(FailedPrecondition, match="high_score_first does not apply"):
         index.save_sub_directory(("eu",), False)
     with pytest.raises(FailedPrecondition, match="high_score_first does not apply"):

@@ -61,8 +61,8 @@ PAIRS = [("lmdb", "lmdb"), ("lmdb", "fdb"), ("fdb", "lmdb")]
 
 
 def fill_source(lb: LeaderboardClient, name: str) -> dict[int, tuple[tuple, int]]:
-    """A SUM index with windows of two types, metadata, keyed writes, a deleted record, a trim and
-    windows left filling; returns each keyed write's arguments and answer by its number."""
+    """A SUM index with windows of two types, metadata, keyed writes, a deleted record, a hidden
+    one, a trim and windows left filling; returns each keyed write's arguments and answer by its number."""
     policy = pb.MaintenancePolicy(
         windows=[pb.RegularWindows(type=1, base=0, increment=100, duration=100)], horizon=500, retain=3600
     )
@@ -75,6 +75,7 @@ def fill_source(lb: LeaderboardClient, name: str) -> dict[int, tuple[tuple, int]
         metadata = {"name": f"n{i}"} if i % 10 == 0 else None
         written[i] = (arguments, lb.add_score(name, *arguments, metadata=metadata, idempotency_key=f"write-{i}"))
     assert lb.delete_record(name, "p3")
+    assert lb.hide_record(name, "p5", "tests")  # a hidden record comes back hidden
     assert len(lb.expire(name, 200)) == 2
     assert lb.trim(name, 200) > 0  # SUM: entries before 200 folded into carried totals
     lb.update_windows(name, specs=[(2, 500, 250, 250, 2)])  # over stored scores: left filling (no maintenance)
@@ -98,6 +99,7 @@ def test_a_dump_restores_into_either_store_equal_to_its_source(
             steps = list(b.restore(read_dump(path), "copy"))
             assert steps[-1].phase == "done" and steps[-1].index == "copy" and steps[-1].rows == end.rows
             assert b.verify("copy") == []
+            assert b.hidden_records("copy") == a.hidden_records("game") != ([], None)
             a.fill("game")  # the source's windows left filling, as the restore filled them
             found = compare_boards(a, "game", b, "copy")
             assert found.differences == [] and found.windows == len(a.list_windows("game").windows) > 10

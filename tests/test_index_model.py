@@ -6,8 +6,11 @@ delete_before, the three rebuild policies, high_score_first flips), expiries, fi
 small resumable steps (from this index object or a newly opened one) interleaved with
 writes (some aimed at the record where the fill stopped), trims (some followed by a full
 refill, which must rebuild the same results from what the trim kept) and sub-directory
-saves to a real LeaderboardIndex (LMDB, not durable) and to the model.  After every step
-it compares the directory and every read of every readable window and group: count, top,
+saves, hides and restores of records, score rules (score ranges, submissions per window
+and per minute, the clock pinned and ticked) and deletions of a group's data or of every
+record (in batches of one to three records) to a real LeaderboardIndex (LMDB, not durable)
+and to the model; a refused write must name the model's rule.  After every step it compares
+the directory and every read of every readable window and group: count, top,
 rank and rank_and_entry of each primary key and of an absent one (the three rank modes: the
 indexes keep dense ranks),
 around (absent keys with EMPTY/TOP/BOTTOM too), score_for_rank, rank_for_score, and the
@@ -15,8 +18,9 @@ BY_VALUE, BY_RANK and BY_TIME_WINDOW scans (rank scans also reversed), unpaged a
 until exhausted.  Every
 bound combination is scanned unpaged at every step; the paged repeats, and the around()
 spans, rotate with the step number.  Reads resolving to a window still being filled must
-raise WindowNotReady, reads of no window WindowNotFound.  At the end of each example the
-fill is completed and everything is compared once more.
+raise WindowNotReady, reads of no window WindowNotFound.  The checker (``verify``) finds
+nothing after every hide, restore and deletion and every fourth step.  At the end of each
+example the fill is completed, everything is compared once more, and the checker runs.
 
 Small domains keep ties frequent: scores 0..5, timestamps 0..30, six primary keys (one a
 two-element key whose packed bytes extend another's), windows of type 1 (width 10) and
@@ -47,10 +51,31 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-from model import ALL_TIME, Listed, Model, ModelInvalid, ModelNotFound, ModelNotReady, ModelPrecondition
+from model import (
+    ALL_TIME,
+    Listed,
+    Model,
+    ModelInvalid,
+    ModelNoRecord,
+    ModelNotFound,
+    ModelNotReady,
+    ModelPrecondition,
+    ModelRefused,
+    MRules,
+)
 
-from fdb_leaderboard.errors import FailedPrecondition, InvalidArgument, NoWindowsWarning, WindowNotFound, WindowNotReady
-from fdb_leaderboard.index import Entry, IfAbsent, IndexSettings, LeaderboardIndex, RankMode, ScanType
+from fdb_leaderboard.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    NoWindowsWarning,
+    RuleRefusal,
+    ScoreOutOfRange,
+    SubmissionLimited,
+    WindowNotFound,
+    WindowNotReady,
+)
+from fdb_leaderboard.index import Entry, IfAbsent, IndexSettings, LeaderboardIndex, RankMode, ScanType, ScoreRules
 from fdb_leaderboard.index.aggregation import AGGREGATIONS, Value
 from fdb_leaderboard.index.directory import INT64_MAX, INT64_MIN, Rebuild, WindowSpec, WindowUpdate
 from fdb_leaderboard.store import Database, open_database
@@ -143,6 +168,9 @@ class IndexMachine(RuleBasedStateMachine):
         self.model = Model(self.aggregation, self.high_score_first, self.settings.group_size, self.columns)
         self.steps = 0
         self.cursors: list[tuple] = []  # where the last fill step stopped
+        self.clock = 1_800_000_000.0  # the index's clock (the minutes of submission limits)
+        self.hidden_by: dict[tuple, tuple[str, int, str]] = {}  # who hid a record, when, why
+        self.index.clock = lambda: self.clock
 
     def teardown(self) -> None:
         try:
@@ -150,6 +178,7 @@ class IndexMachine(RuleBasedStateMachine):
             self.index.fill(max_records=2)
             self.model.finish_fill()
             self.check_everything()
+            assert self.index.check() == []
         finally:
             self.db.run(lambda tr: tr.clear_range_startswith(self.prefix))
 
@@ -197,20 +226,38 @@ class IndexMachine(RuleBasedStateMachine):
     @rule(pk=pks, raw=raw_entries)
     def add_score(self, pk: tuple, raw: tuple) -> None:
         group, score, ts, context = self.entry(raw)
-        self.warns_when_unranked([raw], lambda: self.index.add_score(pk, score, ts, context=context, group=group))
-        self.model.add(pk, [(group, score, ts, context)])
+        entries = [(group, score, ts, context)]
+        self.write(pk, entries, False, lambda: self.index.add_score(pk, score, ts, context=context, group=group))
 
     @rule(pk=pks, raws=st.lists(raw_entries, min_size=1, max_size=3))
     def add_entries(self, pk: tuple, raws: list) -> None:
         entries = self.entries(raws)
-        self.warns_when_unranked(entries, lambda: self.index.add_entries(pk, self.to_entries(entries)))
-        self.model.add(pk, entries)
+        self.write(pk, entries, False, lambda: self.index.add_entries(pk, self.to_entries(entries)))
 
     @rule(pk=pks, raws=st.lists(raw_entries, max_size=4))
     def save_record(self, pk: tuple, raws: list) -> None:
         entries = self.entries(raws)
-        self.warns_when_unranked(entries, lambda: self.index.save_record(pk, self.to_entries(entries)))
-        self.model.save(pk, entries)
+        self.write(pk, entries, True, lambda: self.index.save_record(pk, self.to_entries(entries)))
+
+    def write(self, pk: tuple, entries: list, replace: bool, call: Callable[[], int]) -> None:
+        """One record's write: refused as the model's rules say, else applied to both."""
+        try:
+            self.model.check_write(pk, entries, replace, self.clock)
+        except ModelRefused as refused:
+            self.refused(refused.rule, call)
+            return
+        self.warns_when_unranked(entries, call)
+        if replace:
+            self.model.save(pk, entries)
+        else:
+            self.model.add(pk, entries)
+
+    @staticmethod
+    def refused(rule: str, call: Callable[[], object]) -> None:
+        kind = ScoreOutOfRange if rule in ("min_score", "max_score") else SubmissionLimited
+        with pytest.raises(RuleRefusal) as raised:
+            call()
+        assert isinstance(raised.value, kind) and raised.value.rule == rule, (raised.value, rule)
 
     def warns_when_unranked(self, entries: list, write: Callable[[], int]) -> None:
         """Run ``write``: it warns exactly when it stores entries in an index with no window."""
@@ -219,6 +266,84 @@ class IndexMachine(RuleBasedStateMachine):
             write()
         warned = any(issubclass(w.category, NoWindowsWarning) for w in caught)
         assert warned == (bool(entries) and not self.model.windows), (entries, self.model.windows)
+
+    # -- fair play: score rules, hiding, deleting many records ------------------------------------
+
+    @rule(
+        low=st.sampled_from([None, None, 1, 2]),
+        high=st.sampled_from([None, None, 4, 5]),
+        per_window=st.sampled_from([0, 0, 2, 3, 5]),
+        per_minute=st.sampled_from([0, 0, 2, 4]),
+    )
+    def set_rules(self, low: int | None, high: int | None, per_window: int, per_minute: int) -> None:
+        if self.columns:  # a column index takes no score range (tests/test_columns.py), its limits do apply
+            low = high = None
+        kept = self.index.set_score_rules(ScoreRules(low, high, per_window, per_minute))
+        assert kept == ScoreRules(low, high, per_window, per_minute) == self.index.score_rules()
+        self.model.rules = MRules(low, high, per_window, per_minute)
+        if self.model.windows is None:  # the rules live in the directory: it exists from now on
+            self.model.windows, self.model.directory_hsf = {}, self.model.hsf()
+
+    @rule(seconds=st.sampled_from([1, 20, 61]))
+    def tick(self, seconds: int) -> None:
+        self.clock += seconds
+
+    @rule(pk=pks, reason=st.sampled_from(["", "aimbot"]))
+    def hide(self, pk: tuple, reason: str) -> None:
+        try:
+            expected = self.model.hide(pk)
+        except ModelNoRecord:
+            with pytest.raises(NotFound):
+                self.index.hide_record(pk, reason, actor="ops")
+            return
+        assert self.index.hide_record(pk, reason, actor=f"ops{self.steps}") == expected
+        if expected:
+            self.hidden_by[pk] = (f"ops{self.steps}", int(self.clock), reason)
+        found = self.index.hidden_record(pk)
+        assert found is not None and (found.actor, found.hidden_at, found.reason) == self.hidden_by[pk]
+        self.check_soon = True
+
+    @precondition(lambda self: self.model.records)
+    @rule(which=st.integers(0, 5), reason=st.sampled_from(["", "aimbot"]))
+    def hide_or_restore(self, which: int, reason: str) -> None:
+        """Hide a record that exists, or restore it if it is hidden (``hide`` and ``restore``
+        mostly name absent records, or records in the other state)."""
+        ordered = sorted(self.model.records, key=fdb.tuple.pack)
+        pk = ordered[which % len(ordered)]
+        if pk in self.model.hidden:
+            self.restore(pk)
+        else:
+            self.hide(pk, reason)
+
+    @rule(pk=pks)
+    def restore(self, pk: tuple) -> None:
+        try:
+            expected = self.model.restore(pk)
+        except ModelNoRecord:
+            with pytest.raises(NotFound):
+                self.index.restore_record(pk)
+            return
+        assert self.index.restore_record(pk) == expected
+        assert self.index.hidden_record(pk) is None
+        self.check_soon = True
+
+    @rule(group_index=st.integers(0, 1), max_records=st.integers(1, 3))
+    def delete_group(self, group_index: int, max_records: int) -> None:
+        group = self.groups[group_index % len(self.groups)]
+        done = self.index.delete_records(group, max_records=max_records)
+        changed, deleted, entries = self.model.delete_group(group)
+        assert done.done
+        assert (done.records_changed, done.records_deleted, done.entries_deleted) == (changed, deleted, entries)
+        self.check_soon = True
+
+    @precondition(lambda self: self.steps % 7 == 3)
+    @rule(max_records=st.integers(1, 4))
+    def delete_all(self, max_records: int) -> None:
+        done = self.index.delete_records(None, max_records=max_records)
+        records, entries = self.model.delete_all()
+        assert done.done and done.records_deleted == done.records_changed == records
+        assert done.entries_deleted == entries
+        self.check_soon = True
 
     @rule(pk=pks)
     def delete_record(self, pk: tuple) -> None:
@@ -230,12 +355,23 @@ class IndexMachine(RuleBasedStateMachine):
     )
     def write_batch(self, batch: list, replace: bool) -> None:
         records = [(pk, self.entries(raws)) for pk, raws in batch]
-        self.index.write_batch([(pk, self.to_entries(entries)) for pk, entries in records], replace=replace)
-        for pk, entries in records:
+
+        def call() -> None:
+            self.index.write_batch([(pk, self.to_entries(entries)) for pk, entries in records], replace=replace)
+
+        before = self.model.snapshot()
+        for pk, entries in records:  # one after the other: a record may come twice
+            try:
+                self.model.check_write(pk, entries, replace, self.clock)
+            except ModelRefused as refused:
+                self.model.rollback(before)
+                self.refused(refused.rule, call)
+                return
             if replace:
                 self.model.save(pk, entries)
             else:
                 self.model.add(pk, entries)
+        call()
 
     # -- windows ----------------------------------------------------------------------------
 
@@ -358,11 +494,9 @@ class IndexMachine(RuleBasedStateMachine):
             return
         entries = self.entries(raws)
         if kind == "add":
-            self.index.add_entries(pk, self.to_entries(entries))
-            self.model.add(pk, entries)
+            self.write(pk, entries, False, lambda: self.index.add_entries(pk, self.to_entries(entries)))
         else:
-            self.index.save_record(pk, self.to_entries(entries))
-            self.model.save(pk, entries)
+            self.write(pk, entries, True, lambda: self.index.save_record(pk, self.to_entries(entries)))
 
     @rule()
     def defer_ranks(self) -> None:
@@ -418,10 +552,15 @@ class IndexMachine(RuleBasedStateMachine):
 
     # -- comparing everything -----------------------------------------------------------------
 
+    check_soon = False
+
     @invariant()
     def everything_matches(self) -> None:
         self.steps += 1
         self.check_everything()
+        if self.check_soon or self.steps % 4 == 0:
+            self.check_soon = False
+            assert self.index.check() == [], self.index.check()
 
     def check_everything(self) -> None:
         directory = self.index.directory()

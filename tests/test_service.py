@@ -1150,6 +1150,12 @@ def test_not_found_changes_nothing(populated) -> None:
         ("GetRankHistory", pb.RankHistoryRequest(index="nope", pk=[S], window_type=1)),
         ("ScoreTrim", pb.ScoreTrimRequest(index="nope")),
         ("ExpireIdempotencyKeys", pb.ExpireIdempotencyKeysRequest(index="nope")),
+        ("HideRecord", pb.HideRecordRequest(index="nope", pk=[S])),
+        ("RestoreRecord", pb.RestoreRecordRequest(index="nope", pk=[S])),
+        ("ListHiddenRecords", pb.ListHiddenRecordsRequest(index="nope")),
+        ("GetScoreRules", pb.GetScoreRulesRequest(index="nope")),
+        ("SetScoreRules", pb.SetScoreRulesRequest(index="nope")),
+        ("DeleteRecords", pb.DeleteRecordsRequest(index="nope", all_records=True)),
         ("Dump", pb.DumpRequest(index="nope")),
         ("SetWritesPaused", pb.SetWritesPausedRequest(index="nope", paused=True)),
     ]

@@ -87,6 +87,11 @@ def main() -> None:
             db.run(lambda tr, prefix=prefix: tr.clear_range(prefix, prefix + b"\xff"))
         db.close()
     print(f"store {url}, {args.records} records, 4 windows, {args.calls} submissions x {args.rounds} rounds")
+    print_rows(rows)
+
+
+def print_rows(rows: dict[str, list[dict[str, float]]]) -> None:
+    """Each kind's rows as one line: the mean of the counts, the range of the times."""
     columns = ("read_rounds", "reads", "writes", "bytes_written", "cpu_ms", "p50_ms", "p99_ms")
     print(f"{'per submission':<16}" + "".join(f"{c:>15}" for c in columns))
     for kind, measured in rows.items():

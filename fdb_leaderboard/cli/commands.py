@@ -19,7 +19,7 @@ import click
 
 from ..proto import service_pb2 as pb
 from ..service.settings import DEFAULT_MAX_PAGE
-from . import dumps, players
+from . import dumps, fair_play, players
 from .common import (
     DEFAULT_SERVER,
     DURATION,
@@ -438,11 +438,13 @@ def windows_apply(session: Session, name: str, spec_file: Any) -> None:
     """Apply SPEC_FILE (YAML or JSON, - for standard input; see the README) to index NAME.
 
     Applying the same file again changes nothing.  A maintenance section sets the index's
-    maintenance policy too (what the server, or `maintain`, keeps ahead and expires).
+    maintenance policy too (what the server, or `maintain`, keeps ahead and expires), a rules
+    section its score rules.
     """
     from .spec_file import read_window_file
 
-    update, maintenance = read_window_file(spec_file)
+    asked = read_window_file(spec_file)
+    update, maintenance = asked.update, asked.maintenance
     result = session.client.update_windows(
         name,
         specs=[(s.type, s.base, s.increment, s.duration, s.count) for s in update.specs],
@@ -456,10 +458,13 @@ def windows_apply(session: Session, name: str, spec_file: Any) -> None:
     )
     if maintenance is not None:
         session.client.set_maintenance(name, maintenance)
+    rules = None if asked.rules is None else session.client.set_score_rules(name, asked.rules)
     lines = [f"added {len(result.added)}, deleted {len(result.deleted)}, filling {len(result.filling)}"]
     lines.extend(window_line(window) for window in result.added)
     if maintenance is not None:
         lines.append(f"maintenance policy of {name} set: see `fdb-leaderboard policy show {name}`")
+    if rules is not None:
+        lines.append(f"score rules of {name} set: {rules.describe()}")
     if result.filling:
         lines.append(f"run `fdb-leaderboard fill {name}` to fill the new windows from stored scores")
     session.emit(
@@ -468,6 +473,7 @@ def windows_apply(session: Session, name: str, spec_file: Any) -> None:
             "deleted": [window_json(w) for w in result.deleted],
             "filling": [window_json(w) for w in result.filling],
             "maintenance_set": maintenance is not None,
+            "rules_set": rules is not None,
         },
         lines,
     )
@@ -616,7 +622,22 @@ def verify(session: Session, name: str, max_problems: int) -> None:
         click.echo(f"{name}: every window matches the records")
 
 
-for command in (top, rank, watch, around, count, add, delete, load, export, maintain, policy, demo, *players.COMMANDS):
+for command in (
+    top,
+    rank,
+    watch,
+    around,
+    count,
+    add,
+    delete,
+    load,
+    export,
+    maintain,
+    policy,
+    demo,
+    *players.COMMANDS,
+    *fair_play.COMMANDS,
+):
     main.add_command(command)
 for command in dumps.COMMANDS:
     main.add_command(command)

@@ -23,6 +23,11 @@
         - {type: 1, period: daily, timezone: Europe/Paris}
       regular:                    # fixed-length windows kept ahead
         - {type: 4, base: 0, increment: 1h, duration: 1h}
+    rules:                        # optional: the index's score rules (replaced whole; {}: none)
+      min_score: 0                # the lowest accepted score (absent: none)
+      max_score: 1000000          # the highest accepted score (absent: none)
+      max_per_window: 50          # entries per record, window and group, all-time aside (0: no limit)
+      max_per_minute: 10          # entries per record and minute (0: no limit)
 
 ``start`` is a date (YYYY-MM-DD), ``today`` or omitted (today in that time zone).  Lengths in
 ``maintenance`` are integers in the timebase or take a unit (s, m, h, d, w).
@@ -30,6 +35,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import pathlib
@@ -38,6 +44,7 @@ from typing import IO, Any
 import yaml
 
 from ..errors import InvalidArgument
+from ..index import ScoreRules
 from ..index.calendar import TIMEBASES, CalendarPeriods, calendar_windows, zone_info
 from ..index.directory import Rebuild, WindowSpec, WindowUpdate
 from ..proto import service_pb2 as pb
@@ -56,6 +63,7 @@ _KNOWN = {
     "calendar",
     "update_timestamp",
     "maintenance",
+    "rules",
 }
 
 
@@ -219,18 +227,47 @@ def load_window_update(path: str | pathlib.Path, now: dt.datetime | None = None)
     return parse_window_update(parse_document(pathlib.Path(path).read_text(), str(path)), now)
 
 
-def load_window_file(
-    path: str | pathlib.Path, now: dt.datetime | None = None
-) -> tuple[WindowUpdate, pb.MaintenancePolicy | None]:
-    """A window-update file's update, and its maintenance policy if it has a ``maintenance`` section."""
+@dataclasses.dataclass(frozen=True)
+class WindowFile:
+    """What a window-update file asks for: the update, and the optional sections' settings."""
+
+    update: WindowUpdate
+    maintenance: pb.MaintenancePolicy | None = None  # its maintenance section, if any
+    rules: ScoreRules | None = None  # its rules section, if any
+
+
+def load_window_file(path: str | pathlib.Path, now: dt.datetime | None = None) -> WindowFile:
+    """A window-update file's update, maintenance policy and score rules."""
     with open(path) as file:
         return read_window_file(file, now)
 
 
-def read_window_file(file: IO[str], now: dt.datetime | None = None) -> tuple[WindowUpdate, pb.MaintenancePolicy | None]:
+def read_window_file(file: IO[str], now: dt.datetime | None = None) -> WindowFile:
     """:func:`load_window_file` of an open file (standard input included: its name is ``<stdin>``)."""
     document = parse_document(file.read(), getattr(file, "name", "<stdin>"))
     update = parse_window_update(document, now)
-    if document.get("maintenance") is None:
-        return update, None
-    return update, parse_maintenance(document["maintenance"], document.get("timebase", "seconds"))
+    maintenance = document.get("maintenance")
+    rules = document.get("rules")
+    return WindowFile(
+        update,
+        None if maintenance is None else parse_maintenance(maintenance, document.get("timebase", "seconds")),
+        None if rules is None else parse_rules(rules),
+    )
+
+
+_RULE_KEYS = {"min_score", "max_score", "max_per_window", "max_per_minute"}
+
+
+def parse_rules(section: object) -> ScoreRules:
+    """A ``rules`` section as score rules (checked for the index's type by the server)."""
+    if not isinstance(section, dict):
+        raise InvalidArgument("rules must be a mapping")
+    unknown = set(section) - _RULE_KEYS
+    if unknown:
+        raise InvalidArgument(f"unknown key(s) in rules: {', '.join(sorted(map(str, unknown)))}")
+    return ScoreRules(
+        section.get("min_score"),
+        section.get("max_score"),
+        section.get("max_per_window", 0),
+        section.get("max_per_minute", 0),
+    )

@@ -35,7 +35,7 @@ from .common import (
 @group_option
 def add(session: Session, name: str, pk: tuple, score: str, at: TimeSpec, context: str | None, group: tuple) -> None:
     """Add a score to record PK of index NAME (PK: a string, or one JSON list such as '["bob", 7]')."""
-    value = parse_score(score)
+    value = parse_score(score, "--score")
     timestamp = session.time_of(name, at)
     entry_context = () if context is None else parse_key(context, "--context")
     with warnings.catch_warnings(record=True) as caught:  # e.g. the index has no windows yet

@@ -72,7 +72,9 @@ COUNTED_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "O
 def _error(exc: CallFailed, request: Request | None = None) -> JSONResponse:
     """The error's answer; for a request with a body (perhaps unread: a refusal does not wait for
     it), the connection then closes, so nobody can keep the server reading what it refused."""
-    headers = CLOSE if request is not None and has_body(request.headers) else None
+    headers = exc.headers()
+    if request is not None and has_body(request.headers):
+        headers.update(CLOSE)
     return JSONResponse(exc.body(), status_code=exc.http_status, headers=headers)
 
 

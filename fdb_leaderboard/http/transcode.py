@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -26,7 +27,7 @@ from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
-from ..access import PermissionDenied, Tokens, Unauthenticated, bearer_token
+from ..access import ANONYMOUS, PermissionDenied, Tokens, Unauthenticated, actor_name, bearer_token
 from ..proto import service_pb2 as pb
 from ..service.calls import Dispatcher
 from ..service.metrics import remember_first
@@ -63,26 +64,43 @@ UNEXPECTED = "the request failed unexpectedly; see the server log"
 class CallFailed(Exception):
     """A call answered with a status other than OK."""
 
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+    def __init__(self, code: grpc.StatusCode, message: str, trailing: tuple[tuple[str, str], ...] = ()) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.trailing = trailing  # the gRPC call's trailing metadata (a score rule's refusal's)
 
     @property
     def http_status(self) -> int:
         return HTTP_STATUS[self.code]
 
-    def body(self) -> dict[str, str]:
-        return {"code": self.code.name, "message": self.message}
+    def body(self) -> dict[str, object]:
+        """The error as JSON: code and message, and a refusing score rule's ``rule`` and
+        ``retry_after`` (seconds) as its gRPC trailing metadata gives them."""
+        body: dict[str, object] = {"code": self.code.name, "message": self.message}
+        for key, value in self.trailing:
+            if key == "rule":
+                body["rule"] = value
+            elif key == "retry-after":
+                body["retry_after"] = float(value)
+        return body
+
+    def headers(self) -> dict[str, str]:
+        """HTTP headers of the error: Retry-After (whole seconds, rounded up) when it says when."""
+        for key, value in self.trailing:
+            if key == "retry-after":
+                return {"Retry-After": str(math.ceil(float(value)))}
+        return {}
 
 
 class HttpCallContext:
     """A call that came over HTTP, as its handler sees it (the servicer's ``CallContext``): it
     stops being active past its deadline or when the HTTP server stops."""
 
-    def __init__(self, deadline: float, stopping: threading.Event) -> None:
+    def __init__(self, deadline: float, stopping: threading.Event, actor: str = ANONYMOUS) -> None:
         self.deadline = deadline
         self.stopping = stopping
+        self.actor = actor
 
     def is_active(self) -> bool:
         return not self.stopping.is_set() and time.monotonic() < self.deadline
@@ -237,7 +255,10 @@ class Transcoder:
             if elsewhere or self.dispatcher.reads_elsewhere(name, request):  # a heavy read: on a reader process
                 response = rpc.response_type.FromString(self.dispatcher.read_elsewhere(name, request, deadline))
             else:
-                response = getattr(self.service, name)(request, HttpCallContext(deadline, self.stopping))
+                response = getattr(self.service, name)(
+                    request,
+                    HttpCallContext(deadline, self.stopping, actor_name(self.tokens, headers.get("authorization"))),
+                )
             if rpc.server_streaming:  # Load: HTTP answers once, with the last progress message
                 last = rpc.response_type()
                 for last in response:  # noqa: B007
@@ -250,7 +271,9 @@ class Transcoder:
             return response
         except Answer as answer:
             code = answer.code
-            raise CallFailed(answer.code, cap_message(str(answer))) from None
+            if answer.trailing and self.metrics is not None:
+                self.metrics.observe_refusal(name, answer.trailing)
+            raise CallFailed(answer.code, cap_message(str(answer)), answer.trailing) from None
         except CallFailed as failed:
             code = failed.code
             raise

@@ -13,6 +13,9 @@ context of ``transaction.py`` and none imports another's class unless it builds 
 | ``reads.py`` | ranks (ORDINAL, COMPETITION, DENSE), top N, around me, counts and scans (both ways) |
 | ``metadata.py`` | records' display metadata, attached to every listing in its transaction |
 | ``idempotency.py`` | writes applied once per idempotency key: repeats answer the first answer |
+| ``hiding.py`` | hiding records from every window and restoring them, the list of hidden records |
+| ``rules.py`` | score rules: the accepted score range, submissions per record and window or minute |
+| ``deletion.py`` | deleting a group's data or every record, in bounded resumable batches |
 | ``social.py`` | the ranks of many records in one call; friends boards |
 | ``pages.py``, ``movement.py`` | pages, percentiles; movement between windows and rank history |
 | ``compat.py`` | the Record Layer's rank for a score key and its score trim |
@@ -31,13 +34,16 @@ Dependencies point down: this package uses :mod:`fdb_leaderboard.rankedset` and
 
 from .calendar import CalendarPeriods
 from .checker import CheckReport
+from .deletion import DeletionProgress
 from .directory import ALL_TIME, Rebuild, Window, WindowSpec, WindowUpdate
 from .fill import FillProgress
+from .hiding import HiddenRecord
 from .leaderboard import LeaderboardIndex, Operations
 from .movement import History, Movement
 from .pages import Page
 from .reads import IfAbsent, Listing, RankedEntry, RankMode, ScanPage, ScanType, WindowRef
 from .records import Entry
+from .rules import ScoreRules
 from .settings import IndexSettings
 from .windows import WindowUpdateResult, check_plan_size, plan_ahead
 
@@ -45,8 +51,10 @@ __all__ = [
     "ALL_TIME",
     "CalendarPeriods",
     "CheckReport",
+    "DeletionProgress",
     "Entry",
     "FillProgress",
+    "HiddenRecord",
     "History",
     "IfAbsent",
     "IndexSettings",
@@ -60,6 +68,7 @@ __all__ = [
     "Rebuild",
     "ScanPage",
     "ScanType",
+    "ScoreRules",
     "Window",
     "WindowRef",
     "WindowSpec",

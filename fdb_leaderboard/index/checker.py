@@ -7,9 +7,13 @@ meanwhile do not show as problems:
 
 - the directory and sub-directories parse and are well formed;
 - each record (a batch of records per transaction): its value in every complete window equals the
-  aggregation of its entries, its head says so, and the primary B-tree holds that entry;
+  aggregation of its entries, its head says so (and counts at least as many submissions there as
+  it holds entries), and the primary B-tree holds that entry, or the hidden B-tree if the record
+  is hidden (and then its hidden-record note exists);
 - each primary B-tree entry of a complete window (a batch per transaction): the record's head has
-  that value there, and the ranked set counts the entry's element as often as the B-tree holds it;
+  that value there and is not hidden, and the ranked set counts the entry's element as often as
+  the B-tree holds it; each hidden B-tree entry: the record is hidden and its head has that value;
+- each hidden-record note: its record exists and is hidden;
 - each ranked-set element (a batch per transaction): some B-tree entry has it;
 - each ranked set's structure (node counts match the level below, levels follow the hash): by ranges
   of nodes, a batch per transaction, each comparing every node it reads with the level below as one
@@ -266,6 +270,9 @@ def _run_checks(
         while key is not None and not full():
             key = batch(lambda txn, writer, c=key: _check_records(txn, writer, c, batch_keys, problems, report))
             cursor.key = key
+        hidden: bytes | None = layout.hidden_records  # (not resumable apart: hidden records are few)
+        while hidden is not None and not full():
+            hidden = batch(lambda txn, _w, c=hidden: _check_hidden_notes(txn, c, batch_keys, problems))
         cursor.step, cursor.key = ENTRIES, None
     dense_sets = (False, True) if layout_dense(read) else (False,)
     windows = sorted((w for w in directory.windows if not w.filling), key=lambda w: w.lb_key)
@@ -280,6 +287,9 @@ def _run_checks(
             while state.cursor is not None and not full():
                 batch(lambda txn, _w, w=window, s=state: _check_entries(txn, w, s, batch_keys, problems, report))
                 cursor.key, cursor.last = state.cursor, state.last_element
+            hidden_state = _EntryState(layout.hidden_values + window.key_bytes, hidden=True)
+            while hidden_state.cursor is not None and not full():
+                batch(lambda txn, _w, w=window, s=hidden_state: _check_entries(txn, w, s, batch_keys, problems, report))
             cursor.step, cursor.key = GROUPS, None
         secondary = layout.window_secondary(window.key_bytes)
         while not full():
@@ -380,29 +390,59 @@ def _check_record(
         group_bytes = tuples.pack(group)
         element = txn.packer(group_bytes)(score, ts, tuple(context))
         values.append((group_bytes, Value(score, ts, seq, tuple(context), element)))
-    expected = writer.fold(values, directory, pk_nested, writer.carried_totals(head), only=complete)
-    stored = {(s.lb_key, s.group): s.element for s in head.windows if directory.by_key(s.lb_key) in complete}
+    counts: dict[tuple[int, bytes], int] = {}
+    expected = writer.fold(values, directory, pk_nested, writer.carried_totals(head), only=complete, counts=counts)
+    stored = {(s.lb_key, s.group): s for s in head.windows if directory.by_key(s.lb_key) in complete}
+    shown_pk = tuples.unpack(pk_nested)[0]
+    unfiled = head.hidden and tr.get(layout.hidden_key(pk_nested)) is None
+    if unfiled and problems.add(f"record {shown_pk!r} is hidden, but no note says who hid it"):
+        return None
+    tree, which = (layout.hidden_values, "hidden") if head.hidden else (layout.primary, "primary")
     states = []
     for state_key in expected.keys() | stored.keys():
-        want, have = expected.get(state_key), stored.get(state_key)
-        where = f"record {tuples.unpack(pk_nested)[0]!r} in window key {state_key[0]}"
+        want, state = expected.get(state_key), stored.get(state_key)
+        have = None if state is None else state.element
+        where = f"record {shown_pk!r} in window key {state_key[0]}"
         if want is None or have is None or want.element != have:
             shown = None if want is None else tuples.unpack(want.element)
             found = None if have is None else tuples.unpack(have)
             if problems.add(f"{where}: value should be {shown}, the record's head says {found}"):
                 return None
+        held = counts.get(state_key, 0)
+        undercounted = state is not None and 0 < state.submissions < held  # 0: counted by no write yet
+        if undercounted and problems.add(
+            f"{where}: the head counts {state.submissions} submissions, but {held} entries are there"  # type: ignore[union-attr]
+        ):
+            return None
         if want is not None:
             window = directory.by_key(state_key[0])
-            primary = layout.primary + window.key_bytes + state_key[1] + want.element + pk_flat  # type: ignore[union-attr]
-            if tr.get(primary) is None and problems.add(f"{where}: primary entry missing"):
+            entry_key = tree + window.key_bytes + state_key[1] + want.element + pk_flat  # type: ignore[union-attr]
+            if tr.get(entry_key) is None and problems.add(f"{where}: {which} entry missing"):
                 return None
             states.append(state_key)
     return states
 
 
+def _check_hidden_notes(txn: IndexTransaction, begin: bytes, limit: int, problems: _Problems) -> bytes | None:
+    """A batch of hidden-record notes: each record exists and is hidden."""
+    layout = txn.layout
+    rows = txn.tr.get_range(begin, strinc(layout.hidden_records), limit)
+    heads = txn.tr.get_many([layout.head_key(key[len(layout.hidden_records) :]) for key, _ in rows])
+    for (key, _), raw in zip(rows, heads, strict=True):
+        if raw is None or not index_pb2.RecordHead.FromString(raw).hidden:
+            pk = tuples.unpack(key[len(layout.hidden_records) :])[0]
+            state = "does not exist" if raw is None else "is not hidden"
+            if problems.add(f"a note says record {pk!r} is hidden, but it {state}"):
+                return None
+    return rows[-1][0] + b"\x00" if len(rows) == limit else None
+
+
 class _EntryState:
-    def __init__(self, prefix: bytes, cursor: bytes | None = None, last: tuple[bytes, bytes] | None = None) -> None:
+    def __init__(
+        self, prefix: bytes, cursor: bytes | None = None, last: tuple[bytes, bytes] | None = None, hidden: bool = False
+    ) -> None:
         self.prefix = prefix
+        self.hidden = hidden  # the hidden B-tree's entries: of hidden records, ranked nowhere
         self.cursor: bytes | None = cursor or prefix
         self.last_element = last  # (group, element) whose count was checked
 
@@ -410,8 +450,8 @@ class _EntryState:
 def _check_entries(
     txn: IndexTransaction, window: Window, state: _EntryState, limit: int, problems: _Problems, report: CheckReport
 ) -> None:
-    """A batch of a window's primary B-tree: each entry is its record's value there, and the ranked
-    set counts each element as often as the B-tree holds it."""
+    """A batch of a window's primary (or hidden) B-tree: each entry is its record's value there,
+    and the ranked set counts each primary element as often as the B-tree holds it."""
     tr, layout, space = txn.tr, txn.layout, txn.space
     if not _still_complete(txn, window):
         state.cursor = None
@@ -432,12 +472,22 @@ def _check_entries(
         has = head is not None and any(
             s.lb_key == window.lb_key and s.group == group_bytes and s.element == element for s in head.windows
         )
+        which = "hidden" if state.hidden else "primary"
         if not has and problems.add(
-            f"{window.describe()}: the primary B-tree holds {tuples.unpack(element)} for record {pk!r}, "
+            f"{window.describe()}: the {which} B-tree holds {tuples.unpack(element)} for record {pk!r}, "
             "which the record's head does not have"
         ):
             return
-        if state.last_element == (group_bytes, element):
+        if (
+            has
+            and head.hidden != state.hidden
+            and problems.add(  # type: ignore[union-attr]
+                f"{window.describe()}: the {which} B-tree holds record {pk!r}, which is "
+                f"{'not ' if state.hidden else ''}hidden"
+            )
+        ):
+            return
+        if state.hidden or state.last_element == (group_bytes, element):
             continue
         state.last_element = (group_bytes, element)
         group_prefix = prefix + group_bytes + element

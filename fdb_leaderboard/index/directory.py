@@ -21,6 +21,7 @@ import functools
 from collections.abc import Iterable, Sequence
 
 from ..errors import InvalidArgument
+from ..proto import index_pb2
 from ..proto import time_window_leaderboard_pb2 as pb
 from ..rankedset import DEFAULT_LEVELS, MAX_LEVELS, MIN_LEVELS
 from . import tuplecodec as tuples
@@ -141,7 +142,7 @@ def check_nlevels(nlevels: object) -> int:
 class Directory:
     """The parsed directory: immutable; changes build a new one (see :meth:`replace`)."""
 
-    __slots__ = ("update_timestamp", "high_score_first", "next_key", "windows", "_by_type", "_by_key")
+    __slots__ = ("update_timestamp", "high_score_first", "next_key", "windows", "rules", "_by_type", "_by_key")
 
     def __init__(
         self,
@@ -149,10 +150,14 @@ class Directory:
         high_score_first: bool = False,
         next_key: int = 0,
         windows: Iterable[Window] = (),
+        rules: index_pb2.ScoreRules | None = None,
     ) -> None:
+        """``rules``: the index's score rules as stored (None: none; rules.py reads them), kept in
+        the directory's bytes."""
         self.update_timestamp = update_timestamp
         self.high_score_first = high_score_first
         self.next_key = next_key
+        self.rules = rules
         self.windows: tuple[Window, ...] = tuple(sorted(windows, key=Window.sort_key))
         by_type: dict[int, tuple[list[int], list[Window], int]] = {}
         for window in self.windows:
@@ -219,6 +224,7 @@ class Directory:
             "high_score_first": self.high_score_first,
             "next_key": self.next_key,
             "windows": self.windows,
+            "rules": self.rules,
         }
         fields.update(changes)
         return Directory(**fields)  # type: ignore[arg-type]
@@ -241,6 +247,8 @@ class Directory:
             )
             if window.filling:
                 entry.filling = True
+        if self.rules is not None:
+            message.score_rules.CopyFrom(self.rules)
         return message.SerializeToString(deterministic=True)
 
     @classmethod
@@ -261,7 +269,8 @@ class Directory:
                     filling=entry.filling,
                 )
             )
-        return cls(_from_wire(message.update_timestamp), message.high_score_first, message.next_key, windows)
+        rules = message.score_rules if message.HasField("score_rules") else None
+        return cls(_from_wire(message.update_timestamp), message.high_score_first, message.next_key, windows, rules)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Directory) and self.to_bytes() == other.to_bytes()
@@ -269,7 +278,7 @@ class Directory:
     def __repr__(self) -> str:
         return (
             f"Directory(update_timestamp={self.update_timestamp}, high_score_first={self.high_score_first}, "
-            f"next_key={self.next_key}, windows={list(self.windows)!r})"
+            f"next_key={self.next_key}, windows={list(self.windows)!r}, rules={self.rules!r})"
         )
 
 

@@ -1,16 +1,16 @@
 """An index as a dump: the stream of DumpPart messages a restore rebuilds it from (``restore.py``).
 
 A dump holds every row the index stores except those a restore rebuilds from the rest: the
-windows' primary B-trees and ranked sets (and distinct-score sets), rebuilt from the records'
-heads, and the idempotency keys' time order, rebuilt from the keys.  What it holds, keys relative
+windows' primary and hidden B-trees and ranked sets (and distinct-score sets), rebuilt from the
+records' heads, and the idempotency keys' time order, rebuilt from the keys.  What it holds, keys relative
 to the index's prefix (so it restores under any prefix, into either store: both keep the same
 layout):
 
 - the index's own rows (its *state*): options ``(0,)``, latest timestamp ``(2,)``, directory
   ``(3,)`` and sub-directories, fill cursors ``(4, ...)``, the idempotency keys' count ``(10,)``;
 - *units*, each read whole in one transaction when sent again: a record (its head ``(1, pk)``,
-  entries ``(5, pk, ...)`` and metadata ``(6, pk)``, named by its head's key) and an idempotency
-  key ``(8, key)``.
+  entries ``(5, pk, ...)``, metadata ``(6, pk)`` and, while it is hidden, its hidden-record note
+  ``(11, pk)``, named by its head's key) and an idempotency key ``(8, key)``.
 
 Parts, in order: a header; the rows in key order, each batch one bounded read transaction; a
 ``copied`` mark; the units written since their rows were copied (a live dump's catch-up, see
@@ -47,6 +47,7 @@ ENTRIES = tuples.pack((5,))
 METADATA = tuples.pack((6,))
 APPLIED = tuples.pack((8,))
 APPLIED_COUNT = tuples.pack((10,))
+HIDDEN = tuples.pack((11,))
 
 
 class DumpError(InvalidArgument):
@@ -69,6 +70,7 @@ ROW_RANGES = (
     (METADATA, strinc(METADATA)),
     (APPLIED, strinc(APPLIED)),
     _exact(APPLIED_COUNT),
+    (HIDDEN, strinc(HIDDEN)),
 )
 STATE_RANGES = (
     _exact(OPTIONS),
@@ -86,7 +88,7 @@ _READ_ROWS = 250  # rows per read within a batch, so a batch of large rows stops
 def unit_of(key: bytes) -> bytes | None:
     """The unit a written key (relative to the index's prefix) belongs to, or None for the
     index's own rows and rebuilt ones."""
-    if key.startswith(RECORDS) or key.startswith(METADATA):
+    if key.startswith(RECORDS) or key.startswith(METADATA) or key.startswith(HIDDEN):
         return RECORDS + key[2:]
     if key.startswith(ENTRIES):
         rest = key[2:]
@@ -130,12 +132,15 @@ def issue_unit(tr: ReadView, prefix: bytes, unit: bytes) -> Callable[[], list[Ke
     head = tr.get_async(prefix + unit)
     entries = tr.get_range_async(*IndexLayout(prefix).entries_range(pk_nested))
     metadata = tr.get_async(prefix + METADATA + pk_nested)
+    hidden = tr.get_async(prefix + HIDDEN + pk_nested)
 
     def rows() -> list[KeyValue]:
         out = [] if head.value is None else [(unit, head.value)]
         out.extend((key[cut:], value) for key, value in entries.value)
         if metadata.value is not None:
             out.append((METADATA + pk_nested, metadata.value))
+        if hidden.value is not None:
+            out.append((HIDDEN + pk_nested, hidden.value))
         return out
 
     return rows

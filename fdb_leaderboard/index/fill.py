@@ -219,8 +219,9 @@ class Filler:
                 (group_bytes, Value(score, ts, seq, tuple(context), self.txn.packer(group_bytes)(score, ts, context)))
             )
         carried = self.writer.carried_totals(head)
+        counts: dict[tuple[int, bytes], int] = {}
         try:
-            computed = self.writer.fold(values, directory, pk_nested, carried, only=windows)
+            computed = self.writer.fold(values, directory, pk_nested, carried, only=windows, counts=counts)
         except InvalidArgument as exc:  # a SUM over entries whose totals in older windows fit
             raise FailedPrecondition(
                 f"record {tuples.unpack(pk_nested)[0]!r} cannot be filled into "
@@ -229,9 +230,15 @@ class Filler:
             ) from exc
         filled = {window.lb_key for window in windows}
         for key, value in computed.items():
-            self.writer.index_add(directory.by_key(key[0]), key[1], value.element, pk_flat)  # type: ignore[arg-type]
+            self.writer.index_add(directory.by_key(key[0]), key[1], value.element, pk_flat, head.hidden)  # type: ignore[arg-type]
+        # A rebuilt window keeps its key: what its states counted stays (the entries found there
+        # may be fewer, after a trim).
+        for state in head.windows:
+            key = (state.lb_key, state.group)
+            if key in counts:
+                counts[key] = max(counts[key], state.submissions)
         kept = [state for state in head.windows if state.lb_key not in filled]
-        self.writer.write_head(head, kept, computed, pk_nested)
+        self.writer.write_head(head, kept, computed, pk_nested, counts)
         return len(rows)
 
 

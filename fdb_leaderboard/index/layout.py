@@ -16,6 +16,13 @@
 | ``S + (8, key)`` | ``AppliedRequest`` protobuf: a write made with idempotency key ``key`` |
 | ``S + (9, applied_at, key)`` | ``b""``: the same keys by when they were applied (for expiry) |
 | ``S + (10,)`` | int64 LE, atomic ADD: how many idempotency keys the index holds |
+| ``S + (11, pk)`` | ``HiddenRecord`` protobuf: who hid the record, when and why (while it is hidden) |
+| ``S + (12, lb_key, group..., stored score, ts, context..., pk...)`` | ``b""``: the hidden B-tree |
+
+The hidden B-tree is the primary B-tree's twin for hidden records' values: no ranked set counts
+them, no read lists them (see ``hiding.py``).
+
+The index's score rules are a field of the directory (``X``).
 
 ``P`` and ``X`` hold exactly what the Record Layer's index holds for the same options.
 """
@@ -44,6 +51,8 @@ class IndexLayout:
         "applied",
         "applied_by_time",
         "applied_count_key",
+        "hidden_records",
+        "hidden_values",
     )
 
     def __init__(self, prefix: bytes) -> None:
@@ -59,6 +68,8 @@ class IndexLayout:
         self.applied = prefix + tuples.pack((8,))
         self.applied_by_time = prefix + tuples.pack((9,))
         self.applied_count_key = prefix + tuples.pack((10,))
+        self.hidden_records = prefix + tuples.pack((11,))
+        self.hidden_values = prefix + tuples.pack((12,))
 
     # records
     def head_key(self, pk_nested: bytes) -> bytes:
@@ -80,6 +91,13 @@ class IndexLayout:
 
     def metadata_key(self, pk_nested: bytes) -> bytes:
         return self.metadata + pk_nested
+
+    def hidden_key(self, pk_nested: bytes) -> bytes:
+        return self.hidden_records + pk_nested
+
+    def values_tree(self, hidden: bool) -> bytes:
+        """Where record values are kept: the primary B-tree, or the hidden B-tree for hidden records."""
+        return self.hidden_values if hidden else self.primary
 
     # idempotency keys
     def applied_key(self, key: str) -> bytes:
@@ -116,12 +134,19 @@ class IndexLayout:
     def cursor_key(self, lb_key: int) -> bytes:
         return self.cursors + tuples.pack((lb_key,))
 
+    def window_hidden(self, lb_key_bytes: bytes) -> bytes:
+        """Where a window's hidden records' values live."""
+        return self.hidden_values + lb_key_bytes
+
     def window_ranges(self, lb_key_bytes: bytes) -> list[tuple[bytes, bytes]]:
-        """Every key range holding a window's data (primary entries and ranked sets)."""
-        primary = self.window_primary(lb_key_bytes)
-        secondary = self.window_secondary(lb_key_bytes)
-        dense = self.window_dense(lb_key_bytes)
-        return [(primary, strinc(primary)), (secondary, strinc(secondary)), (dense, strinc(dense))]
+        """Every key range holding a window's data (primary and hidden entries, ranked sets)."""
+        starts = (
+            self.window_primary(lb_key_bytes),
+            self.window_secondary(lb_key_bytes),
+            self.window_dense(lb_key_bytes),
+            self.window_hidden(lb_key_bytes),
+        )
+        return [(start, strinc(start)) for start in starts]
 
 
 def extensions_end(prefix: bytes) -> bytes:

@@ -26,13 +26,16 @@ from . import tuplecodec as tuples
 from .calendar import CalendarPeriods
 from .checker import CheckReport, check_index
 from .columns import is_score_key
+from .deletion import Deleter, DeletionProgress
 from .directory import ALL_TIME, Directory, Window, WindowUpdate
 from .fill import Filler, FillProgress, batches
+from .hiding import HiddenRecord, Hider
 from .idempotency import DEFAULT_MAX_KEYS, AppliedRequests, Replayed, batch_key, check_key, digest
 from .layout import IndexLayout
 from .metadata import Metadata
 from .reads import IfAbsent, Listing, RankedEntry, RankMode, Reader, ScanPage, ScanType, WindowRef
 from .records import Entry, RecordWriter
+from .rules import ScoreRules
 from .settings import IndexSettings
 from .space import IndexSpace
 from .transaction import IndexTransaction
@@ -115,6 +118,14 @@ class Operations:
     @functools.cached_property
     def applied(self) -> AppliedRequests:
         return AppliedRequests(self.txn)
+
+    @functools.cached_property
+    def hider(self) -> Hider:
+        return Hider(self.txn, self.writer)
+
+    @functools.cached_property
+    def deleter(self) -> Deleter:
+        return Deleter(self.txn, self.writer)
 
 
 class LeaderboardIndex(IndexSpace):
@@ -310,10 +321,12 @@ class LeaderboardIndex(IndexSpace):
         records: Sequence[tuple[object, Sequence[Entry]]],
         replace: bool = True,
         idempotency_key: str | None = None,
+        limited: bool = True,
     ) -> None:
         """Save (or add to, with ``replace=False``) many records in one transaction.
 
         A record the index refuses raises with ``record_position``: its position in ``records``.
+        ``limited``: the writes count against the index's submission limits (see rules.py).
         """
 
         def arguments(ops: Operations) -> tuple:
@@ -326,6 +339,7 @@ class LeaderboardIndex(IndexSpace):
                 with _refused_at(position):
                     keys.append(ops.txn.pk(pk))
             ops.txn.prefetch(heads=[key.nested for key in keys])
+            ops.writer.limited = limited
             save = ops.writer.save_record if replace else ops.writer.add_entries
             for position, (key, (_, entries)) in enumerate(zip(keys, records, strict=True)):
                 with _refused_at(position):
@@ -376,7 +390,7 @@ class LeaderboardIndex(IndexSpace):
                     windows, until = deferred, int(held_until)
                     self.run(lambda ops, windows=windows, until=until: ops.filler.hold(windows, until))
                 key = None if idempotency_key is None else batch_key(idempotency_key, number)
-                self.write_batch(batch, idempotency_key=key)
+                self.write_batch(batch, idempotency_key=key, limited=False)
                 written += len(batch)
                 if progress:
                     progress(written)
@@ -473,6 +487,124 @@ class LeaderboardIndex(IndexSpace):
             return ()
 
         return self.run(lambda ops: ops.windows.add_missing(wanted, now, nlevels or 6))
+
+    # -- fair play: hidden records, score rules, deleting many records --------------------
+
+    def hide_record(
+        self, pk: object, reason: str = "", actor: str | None = None, idempotency_key: str | None = None
+    ) -> bool:
+        """Hide a record from every window at once, keeping its entries and metadata (see
+        hiding.py); True if it was hidden now, False if it was hidden already.  NotFound if it
+        does not exist."""
+        now = int(self.clock())
+
+        return self.run_once(
+            idempotency_key,
+            "HideRecord",
+            lambda ops: (ops.txn.pk(pk).pk, reason),
+            lambda ops: ops.hider.hide(pk, actor, reason, now),
+            lambda hidden: (hidden,),
+            lambda answer: answer[0],
+        )
+
+    def restore_record(self, pk: object, idempotency_key: str | None = None) -> bool:
+        """Put a hidden record back in every window, exactly as if it had never been hidden; True
+        if it was restored now, False if it was not hidden.  NotFound if it does not exist."""
+        return self.run_once(
+            idempotency_key,
+            "RestoreRecord",
+            lambda ops: (ops.txn.pk(pk).pk,),
+            lambda ops: ops.hider.restore(pk),
+            lambda restored: (restored,),
+            lambda answer: answer[0],
+        )
+
+    def hidden_record(self, pk: object) -> HiddenRecord | None:
+        """Who hid the record, when and why; None if it is not hidden."""
+        return self.read(lambda ops: ops.hider.get(pk))
+
+    def hidden_records(
+        self, limit: int = 100, continuation: bytes | None = None
+    ) -> tuple[list[HiddenRecord], bytes | None]:
+        """A page of hidden records in primary-key order, and the continuation of the next (None: last)."""
+        return self.read(lambda ops: ops.hider.list(limit, continuation))
+
+    def score_rules(self) -> ScoreRules:
+        """The index's score rules (see rules.py)."""
+        return self.read(lambda ops: ops.txn.rules())
+
+    def set_score_rules(self, rules: ScoreRules) -> ScoreRules:
+        """Replace the index's score rules (``ScoreRules()``: none); returns them as kept (bounds in
+        the index's score type).  Writes from then on follow them."""
+        if not isinstance(rules, ScoreRules):
+            raise InvalidArgument(f"expected ScoreRules, not {type(rules).__name__}")
+        checked = rules.checked(self.settings.score_type, self.settings.columns)
+
+        def write(ops: Operations) -> ScoreRules:
+            directory = ops.txn.directory() or Directory(0, ops.txn.default_high_score_first())
+            ops.txn.save_directory(directory.replace(rules=checked.to_proto() if checked else None))
+            return checked
+
+        return self.run(write)
+
+    def delete_records(
+        self,
+        group: tuple | None,
+        max_records: int = 200,
+        continuation: bytes | None = None,
+        progress: Callable[[DeletionProgress], None] | None = None,
+        keep_going: Callable[[], bool] | None = None,
+        idempotency_key: str | None = None,
+    ) -> DeletionProgress:
+        """Delete every record of ``group`` (its entries, and the records left with nothing), or
+        every record of the index (``group`` None), in transactions of ``max_records`` records,
+        until done or ``keep_going()`` says stop; returns the totals, ``done`` and, for a group
+        of an index without a complete all-time window, the ``continuation`` to resume from.
+        The index, its windows and settings stay.  See deletion.py.
+
+        With ``idempotency_key``, batch ``n`` is applied once under ``key#n``: the same call sent
+        again answers the batches it applied from their keys and goes on from there.
+        """
+        check_at_least(max_records, 1, "max_records")
+        if idempotency_key is not None:
+            check_key(idempotency_key)
+        action = "DeleteRecords" if group is None else "DeleteGroup"
+        total = DeletionProgress(False, continuation=continuation)
+        number = 0
+        while True:
+            step = self._delete_step(group, max_records, total, action, idempotency_key, number)
+            total = total + step
+            number += 1
+            if progress is not None:
+                progress(total)
+            if total.done or (keep_going is not None and not keep_going()):
+                return total
+
+    def _delete_step(
+        self,
+        group: tuple | None,
+        max_records: int,
+        total: DeletionProgress,
+        action: str,
+        idempotency_key: str | None,
+        number: int,
+    ) -> DeletionProgress:
+        """One batch of :meth:`delete_records` (``total``: what the batches before it did)."""
+
+        def write(ops: Operations) -> DeletionProgress:
+            if group is None:
+                return ops.deleter.delete_all_step(max_records)
+            return ops.deleter.delete_group_step(Reader(ops.txn).group_bytes(group), max_records, total.continuation)
+
+        key = None if idempotency_key is None else batch_key(idempotency_key, number)
+        return self.run_once(
+            key,
+            action,
+            lambda ops: (group, max_records, total.continuation or b""),
+            write,
+            lambda p: (p.done, p.records_changed, p.records_deleted, p.entries_deleted, p.continuation or b""),
+            lambda a: DeletionProgress(a[0], a[1], a[2], a[3], a[4] or None),
+        )
 
     # -- reads (see reads.py for the semantics) -------------------------------------------
 

@@ -14,8 +14,9 @@ Ranks are 0-based (0 = best) and come from the window's ranked set, never from a
 
 A rank read resolves its window (all-time, or the oldest window of a type containing a
 timestamp), refuses windows still being filled (:class:`WindowNotReady`), reads the record's
-head for its value there, and walks the ranked set: O(log n) store reads.  Listings read the
-ranked set once to find their first position and then scan the primary B-tree in order.
+head for its value there (none while it is hidden), and walks the ranked set: O(log n) store
+reads.  Listings read the ranked set once to find their first position and then scan the
+primary B-tree in order.
 """
 
 from __future__ import annotations
@@ -193,7 +194,7 @@ class Reader:
         pk = self.txn.pk(pk)
         window, group_bytes = self._window_and_group(ref, group, heads=[pk[1]])
         head = self.txn.read_head(pk[1])
-        if head is not None:
+        if head is not None and not head.hidden:  # a hidden record has no value anyone sees
             for state in head.windows:
                 if state.lb_key == window.lb_key and state.group == group_bytes:
                     return window, group_bytes, (state.element, pk[2])

@@ -5,12 +5,18 @@ group's sub-directory, then changes only the windows whose value changed: for ea
 primary-entry clear/set and one ranked-set remove/add (or move).  Every change of one call
 happens in the caller's transaction, so a score changes the record and every window, or
 nothing.
+
+A hidden record (``RecordHead.hidden``, see ``hiding.py``) is written the same way, but its
+values go to the hidden B-tree instead of the primary B-tree and ranked sets: it is ranked
+nowhere, and its head stays exact, so restoring it is one add per window.  The index's score
+rules (``rules.py``) are checked with what the write reads anyway: the directory holds them and
+the head counts submissions.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 from ..errors import InvalidArgument
@@ -21,6 +27,7 @@ from . import tuplecodec as tuples
 from .aggregation import Value
 from .directory import ALL_TIME, INT64_MAX, Directory, Window
 from .layout import encode_latest_timestamp, extensions_end, score_prefix
+from .rules import ScoreRules
 from .transaction import IndexTransaction
 from .values import check_items, check_timestamp, normalize_score
 
@@ -58,6 +65,8 @@ class RecordWriter:
         self.space = txn.space
         self.settings = txn.settings
         self._latest_noted: int | None = None  # the largest timestamp this transaction MAXed in
+        # Whether writes count against the submission limits (an admin's bulk load does not).
+        self.limited = True
 
     def _ranked(self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes) -> bool:
         limit = self.txn.rank_limit(window)
@@ -65,11 +74,17 @@ class RecordWriter:
 
     # -- one window's index entries ------------------------------------------------------
 
-    def _primary_key(self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes) -> bytes:
-        return self.layout.primary + window.key_bytes + group_bytes + element + pk_flat
+    def value_key(
+        self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes, hidden: bool = False
+    ) -> bytes:
+        """The value's key in the primary B-tree, or in the hidden B-tree for a ``hidden`` record."""
+        tree = self.layout.hidden_values if hidden else self.layout.primary
+        return tree + window.key_bytes + group_bytes + element + pk_flat
 
-    def index_add(self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes) -> None:
-        run_alone(self.add_steps(window, group_bytes, element, pk_flat))
+    def index_add(
+        self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes, hidden: bool = False
+    ) -> None:
+        run_alone(self.add_steps(window, group_bytes, element, pk_flat, hidden))
 
     def index_remove(self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes) -> None:
         run_alone(self.remove_steps(window, group_bytes, element, pk_flat))
@@ -79,11 +94,14 @@ class RecordWriter:
         run_alone(self.move_steps(window, group_bytes, old, new, pk_flat))
 
     # The same three as steps (see rankedset.run_together): a write changing several windows
-    # runs them together, so it costs the read rounds of one window, not of all.
+    # runs them together, so it costs the read rounds of one window, not of all.  A ``hidden``
+    # record's value only moves in the hidden B-tree: it is ranked nowhere.
 
-    def add_steps(self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes) -> Steps[None]:
-        self.tr.set(self._primary_key(window, group_bytes, element, pk_flat), b"")
-        if self._ranked(window, group_bytes, element, pk_flat):
+    def add_steps(
+        self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes, hidden: bool = False
+    ) -> Steps[None]:
+        self.tr.set(self.value_key(window, group_bytes, element, pk_flat, hidden), b"")
+        if not hidden and self._ranked(window, group_bytes, element, pk_flat):
             yield from self.space.ranked_set(window, group_bytes).add_steps(self.tr, element)
             if self.settings.dense_ranks:
                 self._dense_add(window, group_bytes, element)
@@ -98,9 +116,11 @@ class RecordWriter:
             end = min(end, self.layout.primary + window.key_bytes + limit + b"\x00")
         return self.tr.get_range_async(shared, end, 1)
 
-    def remove_steps(self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes) -> Steps[None]:
-        self.tr.clear(self._primary_key(window, group_bytes, element, pk_flat))
-        if not self._ranked(window, group_bytes, element, pk_flat):
+    def remove_steps(
+        self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes, hidden: bool = False
+    ) -> Steps[None]:
+        self.tr.clear(self.value_key(window, group_bytes, element, pk_flat, hidden))
+        if hidden or not self._ranked(window, group_bytes, element, pk_flat):
             return
         ranked = self.space.ranked_set(window, group_bytes)
         if ranked.count_duplicates:
@@ -119,9 +139,13 @@ class RecordWriter:
         if self.settings.dense_ranks:
             self._dense_remove(window, group_bytes, element)
 
-    def move_steps(self, window: Window, group_bytes: bytes, old: bytes, new: bytes, pk_flat: bytes) -> Steps[None]:
-        self.tr.clear(self._primary_key(window, group_bytes, old, pk_flat))
-        self.tr.set(self._primary_key(window, group_bytes, new, pk_flat), b"")
+    def move_steps(
+        self, window: Window, group_bytes: bytes, old: bytes, new: bytes, pk_flat: bytes, hidden: bool = False
+    ) -> Steps[None]:
+        self.tr.clear(self.value_key(window, group_bytes, old, pk_flat, hidden))
+        self.tr.set(self.value_key(window, group_bytes, new, pk_flat, hidden), b"")
+        if hidden:
+            return
         ranked_old = self._ranked(window, group_bytes, old, pk_flat)
         ranked_new = self._ranked(window, group_bytes, new, pk_flat)
         if self.settings.dense_ranks and score_prefix(old) != score_prefix(new):
@@ -227,9 +251,13 @@ class RecordWriter:
         entries = self._check_entries(entries, pk_nested, pk_flat)
         head = self.txn.read_head(pk_nested) or index_pb2.RecordHead()
         directory = self.txn.directory()
+        rules = self.txn.rules() if directory is not None and directory.rules is not None else None
+        if rules:
+            self._check_rules(rules, head, entries)
         aggregation = self.space.aggregation
         states = {(state.lb_key, state.group): state for state in head.windows}
         current: dict[tuple[int, bytes], Value] = {}
+        added: dict[tuple[int, bytes], int] = {}  # entries submitted into each window and group
         seq = head.next_seq
         for entry in entries:
             self.tr.set(
@@ -240,9 +268,12 @@ class RecordWriter:
                 group_bytes = entry.group_bytes
                 value = Value(entry.score, entry.timestamp, seq, entry.context, entry.element)
                 for window in directory.containing(entry.timestamp):
-                    if not self.txn.maintains(window, pk_nested):
-                        continue
                     key = (window.lb_key, group_bytes)
+                    if not self.txn.maintains(window, pk_nested):
+                        if key in states:  # a rebuilt window's state, to be filled: its count goes on
+                            added[key] = added.get(key, 0) + 1
+                        continue
+                    added[key] = added.get(key, 0) + 1
                     before = current.get(key)
                     if before is None and key in states:
                         before = self._state_value(states[key])
@@ -251,8 +282,11 @@ class RecordWriter:
                         current[key] = after
             seq += 1
         head.next_seq = seq
+        submissions = {key: n + (states[key].submissions if key in states else 0) for key, n in added.items()}
+        if rules and rules.max_per_window:
+            self._check_windows(rules, directory, submissions)  # type: ignore[arg-type]
         self._note_timestamps(entry.timestamp for entry in entries)
-        return self._apply(head, states, current, (), pk_nested, pk_flat, directory)
+        return self._apply(head, states, current, (), pk_nested, pk_flat, directory, submissions)
 
     def save_record(self, pk: object, entries: Iterable[Entry]) -> int:
         """Replace all of a record's entries; returns how many window values changed."""
@@ -270,10 +304,24 @@ class RecordWriter:
             values.append((entry.group_bytes, Value(entry.score, entry.timestamp, seq, entry.context, entry.element)))
         directory = self.txn.directory()
         head = old or index_pb2.RecordHead()
+        rules = self.txn.rules() if directory is not None and directory.rules is not None else None
+        if rules:
+            self._check_rules(rules, head, entries)
         head.next_seq = len(entries)
         del head.carried[:]  # the record starts over: nothing folded by a trim remains
-        states = {(state.lb_key, state.group): state for state in head.windows}
-        computed = self.fold(values, directory, pk_nested, carried={}) if directory is not None else {}
+        # The record starts over: states of windows to be filled, which a fill recomputes, go
+        # (their submission counts included), and its entries count anew.
+        states = {
+            (state.lb_key, state.group): state
+            for state in head.windows
+            if directory is None
+            or (window := directory.by_key(state.lb_key)) is None
+            or self.txn.maintains(window, pk_nested)
+        }
+        submissions: dict[tuple[int, bytes], int] = {}
+        computed = self.fold(values, directory, pk_nested, {}, counts=submissions) if directory is not None else {}
+        if rules and rules.max_per_window:
+            self._check_windows(rules, directory, submissions)  # type: ignore[arg-type]
         gone = [
             key
             for key in states
@@ -282,7 +330,23 @@ class RecordWriter:
             and self.txn.maintains(window, pk_nested)
         ]
         self._note_timestamps(entry.timestamp for entry in entries)
-        return self._apply(head, states, computed, gone, pk_nested, pk_flat, directory)
+        return self._apply(head, states, computed, gone, pk_nested, pk_flat, directory, submissions)
+
+    def _check_rules(self, rules: ScoreRules, head: index_pb2.RecordHead, entries: Sequence[_CheckedEntry]) -> None:
+        """Refuse entries out of the score range and, for a limited write, beyond the minute's
+        limit (counted into ``head``)."""
+        for entry in entries:
+            rules.check_score(entry.score)
+        if self.limited:
+            rules.count_minute(head, len(entries), self.space.clock())
+
+    def _check_windows(
+        self, rules: ScoreRules, directory: Directory, submissions: dict[tuple[int, bytes], int]
+    ) -> None:
+        if self.limited:
+            windows = ((directory.by_key(lb_key), count) for (lb_key, _), count in submissions.items())
+            counts = [(w, n) for w, n in windows if w is not None and w.type != ALL_TIME and not w.filling]
+            rules.check_windows(counts, self.txn.now(), self.space.timebase)
 
     def delete_record(self, pk: object) -> bool:
         """Remove a record and its value from every window; False if there was none."""
@@ -291,17 +355,35 @@ class RecordWriter:
         head = self.txn.read_head(pk_nested)
         if head is None:
             return False
+        self.remove_record(head, pk_nested, pk_flat)
+        return True
+
+    def remove_values(
+        self, head: index_pb2.RecordHead, pk_nested: bytes, pk_flat: bytes, group: bytes | None = None
+    ) -> list[index_pb2.WindowState]:
+        """Remove the record's values (those of ``group`` only, if given) from every window it is
+        maintained in, together; returns the states left (of other groups)."""
         directory = self.txn.directory()
         removals = []
+        left = []
         for state in head.windows:
+            if group is not None and state.group != group:
+                left.append(state)
+                continue
             window = directory.by_key(state.lb_key) if directory is not None else None
             if window is not None and self.txn.maintains(window, pk_nested):
-                removals.append(self.remove_steps(window, state.group, state.element, pk_flat))
+                removals.append(self.remove_steps(window, state.group, state.element, pk_flat, head.hidden))
         run_together(removals)
+        return left
+
+    def remove_record(self, head: index_pb2.RecordHead, pk_nested: bytes, pk_flat: bytes) -> None:
+        """Delete a record whose head is ``head``: its values, head, entries, metadata, hidden note."""
+        self.remove_values(head, pk_nested, pk_flat)
         self.tr.clear(self.layout.head_key(pk_nested))
         self.tr.clear_range(*self.layout.entries_range(pk_nested))
         self.tr.clear(self.layout.metadata_key(pk_nested))  # display data goes with the record
-        return True
+        if head.hidden:
+            self.tr.clear(self.layout.hidden_key(pk_nested))
 
     def _apply(
         self,
@@ -312,29 +394,35 @@ class RecordWriter:
         pk_nested: bytes,
         pk_flat: bytes,
         directory: Directory | None,
+        submissions: dict[tuple[int, bytes], int],
     ) -> int:
         """Move the record's changed window values in the index and write its head.
 
         ``changes`` maps (window key, group) to the new value, ``gone`` lists those whose value
-        disappears.  Returns how many values were added, moved or removed.
+        disappears, ``submissions`` the new submission counts.  Returns how many values were
+        added, moved or removed (none is ranked while the record is hidden).
         """
+        hidden = head.hidden
         updates: list[Steps[None]] = []  # each of another window's (or group's) ranked set
-        for key in gone:
-            updates.append(self.remove_steps(directory.by_key(key[0]), key[1], states.pop(key).element, pk_flat))  # type: ignore[union-attr,arg-type]
-        for key, value in changes.items():
-            old = states.get(key)
-            if old is None:
-                updates.append(self.add_steps(directory.by_key(key[0]), key[1], value.element, pk_flat))  # type: ignore[union-attr,arg-type]
-            elif old.element != value.element:
-                updates.append(self.move_steps(directory.by_key(key[0]), key[1], old.element, value.element, pk_flat))  # type: ignore[union-attr,arg-type]
+        if changes or gone:  # only then is there a directory
+            window_of: Callable[[int], Window] = directory.by_key  # type: ignore[union-attr,assignment]
+            for key in gone:
+                updates.append(self.remove_steps(window_of(key[0]), key[1], states.pop(key).element, pk_flat, hidden))
+            for key, value in changes.items():
+                old = states.get(key)
+                window = window_of(key[0])
+                if old is None:
+                    updates.append(self.add_steps(window, key[1], value.element, pk_flat, hidden))
+                elif old.element != value.element:
+                    updates.append(self.move_steps(window, key[1], old.element, value.element, pk_flat, hidden))
         run_together(updates)
         kept = [  # values of deleted windows go; changed ones are written anew
             state
             for key, state in states.items()
             if key not in changes and directory is not None and directory.by_key(key[0]) is not None
         ]
-        self.write_head(head, kept, changes, pk_nested)
-        return len(updates)
+        self.write_head(head, kept, changes, pk_nested, submissions)
+        return 0 if hidden else len(updates)
 
     def write_head(
         self,
@@ -342,15 +430,22 @@ class RecordWriter:
         kept: Sequence[index_pb2.WindowState],
         values: dict[tuple[int, bytes], Value],
         pk_nested: bytes,
+        submissions: dict[tuple[int, bytes], int],
     ) -> None:
-        """Write ``head`` with the window states ``kept`` (taken from it) and those of ``values``."""
+        """Write ``head`` with the window states ``kept`` (taken from it) and those of ``values``;
+        ``submissions`` gives the states' submission counts that changed."""
+        if submissions:
+            for state in kept:
+                count = submissions.get((state.lb_key, state.group))
+                if count is not None:
+                    state.submissions = count
         del head.windows[:]
         head.windows.extend(kept)
         # New states are filled in the messages the field adds: building each WindowState apart
         # and copying it in took 1.3-1.8x as long (four states, head serialized included).
         add = head.windows.add
-        for (lb_key, group), value in values.items():
-            add(lb_key=lb_key, group=group, element=value.element, seq=value.seq)
+        for key, value in values.items():
+            add(lb_key=key[0], group=key[1], element=value.element, seq=value.seq, submissions=submissions.get(key, 0))
         self.tr.set(self.layout.head_key(pk_nested), head_bytes(head))
 
     def _note_timestamps(self, timestamps: Iterable[int]) -> None:
@@ -368,8 +463,10 @@ class RecordWriter:
         pk_nested: bytes,
         carried: dict[bytes, Value],
         only: Sequence[Window] | None = None,
+        counts: dict[tuple[int, bytes], int] | None = None,
     ) -> dict[tuple[int, bytes], Value]:
-        """Each (window, group) value from scratch, for maintained windows (or ``only`` those)."""
+        """Each (window, group) value from scratch, for maintained windows (or ``only`` those);
+        ``counts``, if given, receives how many of ``values`` fell in each."""
         buckets: dict[tuple[int, bytes], list[Value]] = {}
         wanted = {window.lb_key for window in only} if only is not None else None
         for group_bytes, value in values:
@@ -389,6 +486,8 @@ class RecordWriter:
                 buckets.setdefault((window.lb_key, group_bytes), [])
         out = {}
         aggregation = self.space.aggregation
+        if counts is not None:
+            counts.update((key, len(bucket)) for key, bucket in buckets.items() if bucket)
         for (lb_key, group_bytes), bucket in buckets.items():
             window = directory.by_key(lb_key)
             extra = carried.get(group_bytes) if window is not None and window.type == ALL_TIME else None

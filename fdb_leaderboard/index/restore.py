@@ -139,14 +139,15 @@ class Restorer:
         rows = ops.tr.get_range(begin, strinc(records), HEADS_PER_STEP)
         directory = ops.txn.directory()
         windows = {lb_key: directory.by_key(lb_key) for lb_key in ranked} if directory is not None else {}
-        primary = self.layout.primary
         for key, raw in rows:
             pk_nested = key[len(records) :]
             pk_flat = tuples.pack(tuples.unpack(pk_nested)[0])
-            for state in index_pb2.RecordHead.FromString(raw).windows:
+            head = index_pb2.RecordHead.FromString(raw)
+            tree = self.layout.values_tree(head.hidden)  # a hidden record's values: ranked nowhere
+            for state in head.windows:
                 window = windows.get(state.lb_key)
                 if window is not None:
-                    ops.tr.set(primary + window.key_bytes + state.group + state.element + pk_flat, b"")
+                    ops.tr.set(tree + window.key_bytes + state.group + state.element + pk_flat, b"")
         if len(rows) < HEADS_PER_STEP:
             return None
         return rows[-1][0][len(records) :] + b"\x00"
@@ -206,22 +207,29 @@ class Restorer:
         after = {(s.lb_key, s.group): s.element for s in new.windows} if new is not None else {}
         directory = txn.directory()
         pk_flat = tuples.pack(tuples.unpack(pk_nested)[0])
+        hid, hides = old is not None and old.hidden, new is not None and new.hidden
         updates: list[Steps[None]] = []
         for key in before.keys() | after.keys():
             window = directory.by_key(key[0]) if directory is not None else None
             was, now = before.get(key), after.get(key)
-            if window is None or was == now or not txn.maintains(window, pk_nested):
+            if window is None or (was == now and hid == hides) or not txn.maintains(window, pk_nested):
                 continue
-            if was is None:
-                updates.append(ops.writer.add_steps(window, key[1], now, pk_flat))  # type: ignore[arg-type]
+            if hid != hides:  # hidden or restored meanwhile: out of one B-tree, into the other
+                if was is not None:
+                    updates.append(ops.writer.remove_steps(window, key[1], was, pk_flat, hid))
+                if now is not None:
+                    updates.append(ops.writer.add_steps(window, key[1], now, pk_flat, hides))
+            elif was is None:
+                updates.append(ops.writer.add_steps(window, key[1], now, pk_flat, hides))  # type: ignore[arg-type]
             elif now is None:
-                updates.append(ops.writer.remove_steps(window, key[1], was, pk_flat))
+                updates.append(ops.writer.remove_steps(window, key[1], was, pk_flat, hid))
             else:
-                updates.append(ops.writer.move_steps(window, key[1], was, now, pk_flat))
+                updates.append(ops.writer.move_steps(window, key[1], was, now, pk_flat, hides))
         run_together(updates)
         tr.clear(layout.head_key(pk_nested))
         tr.clear_range(*layout.entries_range(pk_nested))
         tr.clear(layout.metadata_key(pk_nested))
+        tr.clear(layout.hidden_key(pk_nested))
         for key, value in rows:
             tr.set(self.prefix + key, value)
 

@@ -21,6 +21,7 @@ from ..store.api import Future
 from . import tuplecodec as tuples
 from .directory import INT64_MAX, INT64_MIN, MAX_DIRECTORY_BYTES, Directory, Window, sub_directory_from_bytes
 from .layout import decode_latest_timestamp
+from .rules import NO_RULES, ScoreRules
 from .space import IndexSpace
 from .values import check_pk
 
@@ -62,6 +63,7 @@ class IndexTransaction:
         self.layout = space.layout
         self.settings = space.settings
         self._directory: Directory | bool | None = False  # False: not read yet
+        self._rules: tuple[Directory, ScoreRules] | None = None  # the parsed rules of that directory
         self._directory_read: Future[bytes | None] | None = None
         self._heads_read: dict[bytes, Future[bytes | None]] = {}
         self._groups_read: dict[bytes, Future[bytes | None]] = {}
@@ -105,6 +107,15 @@ class IndexTransaction:
             )
         self.tr.set(self.layout.directory_key, data)
         self._directory = directory
+
+    def rules(self) -> ScoreRules:
+        """The index's score rules (kept in the directory), parsed once per directory read."""
+        directory = self.directory()
+        if directory is None or directory.rules is None:
+            return NO_RULES
+        if self._rules is None or self._rules[0] is not directory:
+            self._rules = (directory, ScoreRules.from_proto(directory.rules))
+        return self._rules[1]
 
     def default_high_score_first(self) -> bool:
         directory = self.directory()

@@ -66,11 +66,21 @@ class WindowEditor:
             )
         group_bytes = tuples.pack(group)
         directory = self.txn.directory()
+        filling = directory.filling() if directory is not None else []
+        if filling and self.txn.high_score_first(group_bytes) != high_score_first:
+            # A window being filled does not show yet whether the group has scores, and fills
+            # what it finds in the new direction: after a trim, that may no longer be exact.
+            raise FailedPrecondition(
+                f"{filling[0].describe()} is being filled: change a group's high_score_first once the fill is done"
+            )
         if directory is not None:
             for window in directory.windows:
-                # Primary entries, not ranked-set nodes: an emptied group keeps its sentinels.
-                prefix = self.layout.window_primary(window.key_bytes) + group_bytes
-                if self.tr.get_range(prefix, extensions_end(prefix), 1):
+                # Primary entries, not ranked-set nodes: an emptied group keeps its sentinels.  A
+                # hidden record's values count too: restored, they must keep their direction.
+                prefixes = [
+                    tree + window.key_bytes + group_bytes for tree in (self.layout.primary, self.layout.hidden_values)
+                ]
+                if any(self.tr.get_ranges([(prefix, extensions_end(prefix), 1, False) for prefix in prefixes])):
                     current = self.txn.high_score_first(group_bytes)
                     if current == high_score_first:
                         break
@@ -170,7 +180,7 @@ class WindowEditor:
                 window = dataclasses.replace(window, filling=True)
             final.append(window)
         changed = changed or bool(added or deleted or filling)
-        directory = Directory(update.update_timestamp, update.high_score_first, next_key, final)
+        directory = Directory(update.update_timestamp, update.high_score_first, next_key, final, old.rules)
         if changed:
             self.txn.save_directory(directory)
         return WindowUpdateResult(changed, tuple(added), tuple(deleted), tuple(w for w in final if w.filling))

@@ -64,16 +64,18 @@ class IndexOptions(_message.Message):
     def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., trimmed_before: _Optional[int] = ..., score_type: _Optional[_Union[ScoreType, str]] = ..., dense_ranks: _Optional[bool] = ..., columns: _Optional[_Iterable[_Union[ColumnOrder, str]]] = ...) -> None: ...
 
 class WindowState(_message.Message):
-    __slots__ = ("lb_key", "group", "element", "seq")
+    __slots__ = ("lb_key", "group", "element", "seq", "submissions")
     LB_KEY_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
     ELEMENT_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
+    SUBMISSIONS_FIELD_NUMBER: _ClassVar[int]
     lb_key: int
     group: bytes
     element: bytes
     seq: int
-    def __init__(self, lb_key: _Optional[int] = ..., group: _Optional[bytes] = ..., element: _Optional[bytes] = ..., seq: _Optional[int] = ...) -> None: ...
+    submissions: int
+    def __init__(self, lb_key: _Optional[int] = ..., group: _Optional[bytes] = ..., element: _Optional[bytes] = ..., seq: _Optional[int] = ..., submissions: _Optional[int] = ...) -> None: ...
 
 class RecordMetadata(_message.Message):
     __slots__ = ("fields",)
@@ -103,14 +105,50 @@ class CarriedTotal(_message.Message):
     def __init__(self, group: _Optional[bytes] = ..., total: _Optional[int] = ..., ts: _Optional[int] = ..., seq: _Optional[int] = ..., context: _Optional[bytes] = ...) -> None: ...
 
 class RecordHead(_message.Message):
-    __slots__ = ("next_seq", "windows", "carried")
+    __slots__ = ("next_seq", "windows", "carried", "hidden", "minute", "in_minute")
     NEXT_SEQ_FIELD_NUMBER: _ClassVar[int]
     WINDOWS_FIELD_NUMBER: _ClassVar[int]
     CARRIED_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_FIELD_NUMBER: _ClassVar[int]
+    MINUTE_FIELD_NUMBER: _ClassVar[int]
+    IN_MINUTE_FIELD_NUMBER: _ClassVar[int]
     next_seq: int
     windows: _containers.RepeatedCompositeFieldContainer[WindowState]
     carried: _containers.RepeatedCompositeFieldContainer[CarriedTotal]
-    def __init__(self, next_seq: _Optional[int] = ..., windows: _Optional[_Iterable[_Union[WindowState, _Mapping]]] = ..., carried: _Optional[_Iterable[_Union[CarriedTotal, _Mapping]]] = ...) -> None: ...
+    hidden: bool
+    minute: int
+    in_minute: int
+    def __init__(self, next_seq: _Optional[int] = ..., windows: _Optional[_Iterable[_Union[WindowState, _Mapping]]] = ..., carried: _Optional[_Iterable[_Union[CarriedTotal, _Mapping]]] = ..., hidden: _Optional[bool] = ..., minute: _Optional[int] = ..., in_minute: _Optional[int] = ...) -> None: ...
+
+class HiddenRecord(_message.Message):
+    __slots__ = ("actor", "hidden_at", "reason")
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_AT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    actor: str
+    hidden_at: int
+    reason: str
+    def __init__(self, actor: _Optional[str] = ..., hidden_at: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ScoreBound(_message.Message):
+    __slots__ = ("int", "double")
+    INT_FIELD_NUMBER: _ClassVar[int]
+    DOUBLE_FIELD_NUMBER: _ClassVar[int]
+    int: int
+    double: float
+    def __init__(self, int: _Optional[int] = ..., double: _Optional[float] = ...) -> None: ...
+
+class ScoreRules(_message.Message):
+    __slots__ = ("min_score", "max_score", "max_per_window", "max_per_minute")
+    MIN_SCORE_FIELD_NUMBER: _ClassVar[int]
+    MAX_SCORE_FIELD_NUMBER: _ClassVar[int]
+    MAX_PER_WINDOW_FIELD_NUMBER: _ClassVar[int]
+    MAX_PER_MINUTE_FIELD_NUMBER: _ClassVar[int]
+    min_score: ScoreBound
+    max_score: ScoreBound
+    max_per_window: int
+    max_per_minute: int
+    def __init__(self, min_score: _Optional[_Union[ScoreBound, _Mapping]] = ..., max_score: _Optional[_Union[ScoreBound, _Mapping]] = ..., max_per_window: _Optional[int] = ..., max_per_minute: _Optional[int] = ...) -> None: ...
 
 class FillCursor(_message.Message):
     __slots__ = ("records_through", "records_done", "ranked_through", "records_processed", "entries_ranked", "held_until")

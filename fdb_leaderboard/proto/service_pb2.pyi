@@ -1021,6 +1021,126 @@ class ScoreTrimResponse(_message.Message):
     entries: _containers.RepeatedCompositeFieldContainer[Entry]
     def __init__(self, entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ...) -> None: ...
 
+class HideRecordRequest(_message.Message):
+    __slots__ = ("index", "pk", "reason", "idempotency_key")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PK_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    reason: str
+    idempotency_key: str
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., reason: _Optional[str] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+
+class RestoreRecordRequest(_message.Message):
+    __slots__ = ("index", "pk", "idempotency_key")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PK_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    idempotency_key: str
+    def __init__(self, index: _Optional[str] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+
+class HiddenChangeResponse(_message.Message):
+    __slots__ = ("changed",)
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    changed: bool
+    def __init__(self, changed: _Optional[bool] = ...) -> None: ...
+
+class HiddenRecord(_message.Message):
+    __slots__ = ("pk", "actor", "hidden_at", "reason")
+    PK_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_AT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    actor: str
+    hidden_at: int
+    reason: str
+    def __init__(self, pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., actor: _Optional[str] = ..., hidden_at: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ListHiddenRecordsRequest(_message.Message):
+    __slots__ = ("index", "limit", "continuation")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    limit: int
+    continuation: bytes
+    def __init__(self, index: _Optional[str] = ..., limit: _Optional[int] = ..., continuation: _Optional[bytes] = ...) -> None: ...
+
+class ListHiddenRecordsResponse(_message.Message):
+    __slots__ = ("records", "continuation")
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    records: _containers.RepeatedCompositeFieldContainer[HiddenRecord]
+    continuation: bytes
+    def __init__(self, records: _Optional[_Iterable[_Union[HiddenRecord, _Mapping]]] = ..., continuation: _Optional[bytes] = ...) -> None: ...
+
+class ScoreRules(_message.Message):
+    __slots__ = ("min_score", "max_score", "max_per_window", "max_per_minute")
+    MIN_SCORE_FIELD_NUMBER: _ClassVar[int]
+    MAX_SCORE_FIELD_NUMBER: _ClassVar[int]
+    MAX_PER_WINDOW_FIELD_NUMBER: _ClassVar[int]
+    MAX_PER_MINUTE_FIELD_NUMBER: _ClassVar[int]
+    min_score: Score
+    max_score: Score
+    max_per_window: int
+    max_per_minute: int
+    def __init__(self, min_score: _Optional[_Union[Score, _Mapping]] = ..., max_score: _Optional[_Union[Score, _Mapping]] = ..., max_per_window: _Optional[int] = ..., max_per_minute: _Optional[int] = ...) -> None: ...
+
+class GetScoreRulesRequest(_message.Message):
+    __slots__ = ("index",)
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    def __init__(self, index: _Optional[str] = ...) -> None: ...
+
+class SetScoreRulesRequest(_message.Message):
+    __slots__ = ("index", "rules")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    rules: ScoreRules
+    def __init__(self, index: _Optional[str] = ..., rules: _Optional[_Union[ScoreRules, _Mapping]] = ...) -> None: ...
+
+class ScoreRulesResponse(_message.Message):
+    __slots__ = ("rules",)
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    rules: ScoreRules
+    def __init__(self, rules: _Optional[_Union[ScoreRules, _Mapping]] = ...) -> None: ...
+
+class DeleteRecordsRequest(_message.Message):
+    __slots__ = ("index", "group", "all_records", "max_records", "continuation", "idempotency_key")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    ALL_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    all_records: bool
+    max_records: int
+    continuation: bytes
+    idempotency_key: str
+    def __init__(self, index: _Optional[str] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., all_records: _Optional[bool] = ..., max_records: _Optional[int] = ..., continuation: _Optional[bytes] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+
+class DeleteRecordsResponse(_message.Message):
+    __slots__ = ("done", "records_changed", "records_deleted", "entries_deleted", "continuation")
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_DELETED_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_DELETED_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    done: bool
+    records_changed: int
+    records_deleted: int
+    entries_deleted: int
+    continuation: bytes
+    def __init__(self, done: _Optional[bool] = ..., records_changed: _Optional[int] = ..., records_deleted: _Optional[int] = ..., entries_deleted: _Optional[int] = ..., continuation: _Optional[bytes] = ...) -> None: ...
+
 class DumpRequest(_message.Message):
     __slots__ = ("index", "keep_paused", "moved_to", "catch_up_seconds")
     INDEX_FIELD_NUMBER: _ClassVar[int]

@@ -104,6 +104,31 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireIdempotencyKeysRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireIdempotencyKeysResponse.FromString,
                 _registered_method=True)
+        self.HideRecord = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/HideRecord',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.HideRecordRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.HiddenChangeResponse.FromString,
+                _registered_method=True)
+        self.RestoreRecord = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/RestoreRecord',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RestoreRecordRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.HiddenChangeResponse.FromString,
+                _registered_method=True)
+        self.ListHiddenRecords = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/ListHiddenRecords',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListHiddenRecordsRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListHiddenRecordsResponse.FromString,
+                _registered_method=True)
+        self.SetScoreRules = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/SetScoreRules',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetScoreRulesRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.FromString,
+                _registered_method=True)
+        self.DeleteRecords = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/DeleteRecords',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.DeleteRecordsRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.DeleteRecordsResponse.FromString,
+                _registered_method=True)
         self.Dump = channel.stream_stream(
                 '/fdb_leaderboard.v1.Leaderboard/Dump',
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.DumpRequest.SerializeToString,
@@ -249,6 +274,11 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreTrimRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreTrimResponse.FromString,
                 _registered_method=True)
+        self.GetScoreRules = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/GetScoreRules',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.GetScoreRulesRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.FromString,
+                _registered_method=True)
 
 
 class LeaderboardServicer:
@@ -334,6 +364,36 @@ class LeaderboardServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ExpireIdempotencyKeys(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def HideRecord(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RestoreRecord(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListHiddenRecords(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetScoreRules(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteRecords(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -518,6 +578,12 @@ class LeaderboardServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetScoreRules(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeaderboardServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -590,6 +656,31 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     servicer.ExpireIdempotencyKeys,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireIdempotencyKeysRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireIdempotencyKeysResponse.SerializeToString,
+            ),
+            'HideRecord': grpc.unary_unary_rpc_method_handler(
+                    servicer.HideRecord,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.HideRecordRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.HiddenChangeResponse.SerializeToString,
+            ),
+            'RestoreRecord': grpc.unary_unary_rpc_method_handler(
+                    servicer.RestoreRecord,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RestoreRecordRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.HiddenChangeResponse.SerializeToString,
+            ),
+            'ListHiddenRecords': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListHiddenRecords,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListHiddenRecordsRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListHiddenRecordsResponse.SerializeToString,
+            ),
+            'SetScoreRules': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetScoreRules,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetScoreRulesRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.SerializeToString,
+            ),
+            'DeleteRecords': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteRecords,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.DeleteRecordsRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.DeleteRecordsResponse.SerializeToString,
             ),
             'Dump': grpc.stream_stream_rpc_method_handler(
                     servicer.Dump,
@@ -735,6 +826,11 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     servicer.ScoreTrim,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreTrimRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreTrimResponse.SerializeToString,
+            ),
+            'GetScoreRules': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetScoreRules,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.GetScoreRulesRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1115,6 +1211,141 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/ExpireIdempotencyKeys',
             fdb__leaderboard_dot_proto_dot_service__pb2.ExpireIdempotencyKeysRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.ExpireIdempotencyKeysResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def HideRecord(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/HideRecord',
+            fdb__leaderboard_dot_proto_dot_service__pb2.HideRecordRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.HiddenChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RestoreRecord(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/RestoreRecord',
+            fdb__leaderboard_dot_proto_dot_service__pb2.RestoreRecordRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.HiddenChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListHiddenRecords(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/ListHiddenRecords',
+            fdb__leaderboard_dot_proto_dot_service__pb2.ListHiddenRecordsRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.ListHiddenRecordsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetScoreRules(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/SetScoreRules',
+            fdb__leaderboard_dot_proto_dot_service__pb2.SetScoreRulesRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteRecords(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/DeleteRecords',
+            fdb__leaderboard_dot_proto_dot_service__pb2.DeleteRecordsRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.DeleteRecordsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1898,6 +2129,33 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/ScoreTrim',
             fdb__leaderboard_dot_proto_dot_service__pb2.ScoreTrimRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.ScoreTrimResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetScoreRules(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/GetScoreRules',
+            fdb__leaderboard_dot_proto_dot_service__pb2.GetScoreRulesRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -22,19 +22,20 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from fdb_leaderboard.proto import index_pb2 as fdb__leaderboard_dot_proto_dot_index__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n3fdb_leaderboard/proto/time_window_leaderboard.proto\x12\x0f\x66\x64\x62_leaderboard\"\xa4\x01\n\x1eTimeWindowLeaderboardDirectory\x12\x18\n\x10update_timestamp\x18\x01 \x01(\x04\x12\x18\n\x10high_score_first\x18\x02 \x01(\x08\x12\x10\n\x08next_key\x18\x03 \x01(\r\x12<\n\x0cleaderboards\x18\x04 \x03(\x0b\x32&.fdb_leaderboard.TimeWindowLeaderboard\"=\n!TimeWindowLeaderboardSubDirectory\x12\x18\n\x10high_score_first\x18\x01 \x01(\x08\"\x8e\x01\n\x15TimeWindowLeaderboard\x12\x0c\n\x04type\x18\x01 \x01(\r\x12\x17\n\x0fstart_timestamp\x18\x02 \x01(\x04\x12\x15\n\rend_timestamp\x18\x03 \x01(\x04\x12\x14\n\x0csubspace_key\x18\x05 \x01(\x0c\x12\x0f\n\x07nlevels\x18\x06 \x01(\x05\x12\x10\n\x07\x66illing\x18\xe8\x07 \x01(\x08')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n3fdb_leaderboard/proto/time_window_leaderboard.proto\x12\x0f\x66\x64\x62_leaderboard\x1a!fdb_leaderboard/proto/index.proto\"\xd7\x01\n\x1eTimeWindowLeaderboardDirectory\x12\x18\n\x10update_timestamp\x18\x01 \x01(\x04\x12\x18\n\x10high_score_first\x18\x02 \x01(\x08\x12\x10\n\x08next_key\x18\x03 \x01(\r\x12<\n\x0cleaderboards\x18\x04 \x03(\x0b\x32&.fdb_leaderboard.TimeWindowLeaderboard\x12\x31\n\x0bscore_rules\x18\xe8\x07 \x01(\x0b\x32\x1b.fdb_leaderboard.ScoreRules\"=\n!TimeWindowLeaderboardSubDirectory\x12\x18\n\x10high_score_first\x18\x01 \x01(\x08\"\x8e\x01\n\x15TimeWindowLeaderboard\x12\x0c\n\x04type\x18\x01 \x01(\r\x12\x17\n\x0fstart_timestamp\x18\x02 \x01(\x04\x12\x15\n\rend_timestamp\x18\x03 \x01(\x04\x12\x14\n\x0csubspace_key\x18\x05 \x01(\x0c\x12\x0f\n\x07nlevels\x18\x06 \x01(\x05\x12\x10\n\x07\x66illing\x18\xe8\x07 \x01(\x08')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'fdb_leaderboard.proto.time_window_leaderboard_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TIMEWINDOWLEADERBOARDDIRECTORY']._serialized_start=73
-  _globals['_TIMEWINDOWLEADERBOARDDIRECTORY']._serialized_end=237
-  _globals['_TIMEWINDOWLEADERBOARDSUBDIRECTORY']._serialized_start=239
-  _globals['_TIMEWINDOWLEADERBOARDSUBDIRECTORY']._serialized_end=300
-  _globals['_TIMEWINDOWLEADERBOARD']._serialized_start=303
-  _globals['_TIMEWINDOWLEADERBOARD']._serialized_end=445
+  _globals['_TIMEWINDOWLEADERBOARDDIRECTORY']._serialized_start=108
+  _globals['_TIMEWINDOWLEADERBOARDDIRECTORY']._serialized_end=323
+  _globals['_TIMEWINDOWLEADERBOARDSUBDIRECTORY']._serialized_start=325
+  _globals['_TIMEWINDOWLEADERBOARDSUBDIRECTORY']._serialized_end=386
+  _globals['_TIMEWINDOWLEADERBOARD']._serialized_start=389
+  _globals['_TIMEWINDOWLEADERBOARD']._serialized_end=531
 # @@protoc_insertion_point(module_scope)

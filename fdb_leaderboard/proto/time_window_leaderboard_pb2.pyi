@@ -1,3 +1,4 @@
+from fdb_leaderboard.proto import index_pb2 as _index_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -7,16 +8,18 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class TimeWindowLeaderboardDirectory(_message.Message):
-    __slots__ = ("update_timestamp", "high_score_first", "next_key", "leaderboards")
+    __slots__ = ("update_timestamp", "high_score_first", "next_key", "leaderboards", "score_rules")
     UPDATE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     HIGH_SCORE_FIRST_FIELD_NUMBER: _ClassVar[int]
     NEXT_KEY_FIELD_NUMBER: _ClassVar[int]
     LEADERBOARDS_FIELD_NUMBER: _ClassVar[int]
+    SCORE_RULES_FIELD_NUMBER: _ClassVar[int]
     update_timestamp: int
     high_score_first: bool
     next_key: int
     leaderboards: _containers.RepeatedCompositeFieldContainer[TimeWindowLeaderboard]
-    def __init__(self, update_timestamp: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., next_key: _Optional[int] = ..., leaderboards: _Optional[_Iterable[_Union[TimeWindowLeaderboard, _Mapping]]] = ...) -> None: ...
+    score_rules: _index_pb2.ScoreRules
+    def __init__(self, update_timestamp: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., next_key: _Optional[int] = ..., leaderboards: _Optional[_Iterable[_Union[TimeWindowLeaderboard, _Mapping]]] = ..., score_rules: _Optional[_Union[_index_pb2.ScoreRules, _Mapping]] = ...) -> None: ...
 
 class TimeWindowLeaderboardSubDirectory(_message.Message):
     __slots__ = ("high_score_first",)

@@ -55,7 +55,18 @@ REPLIES_AHEAD = 4  # a streamed answer's messages produced ahead of the client
 SWEEP_SECONDS = 0.1
 # Whole-index or many-record work: these run on the heavy workers (as do reads of many rows).
 HEAVY_METHODS = frozenset(
-    {"Verify", "Fill", "Trim", "ScoreTrim", "Expire", "UpdateWindows", "WriteBatch", "KeepAhead", "GetRankHistory"}
+    {
+        "Verify",
+        "Fill",
+        "Trim",
+        "ScoreTrim",
+        "Expire",
+        "UpdateWindows",
+        "WriteBatch",
+        "KeepAhead",
+        "GetRankHistory",
+        "DeleteRecords",
+    }
 )
 # Rows each sized read answers with (the others are point reads).
 ROWS: dict[str, Callable[[Any, ServerSettings], int]] = {
@@ -184,11 +195,26 @@ class RankWatchers:
 class _Call(CallContext):
     """A call as its handler sees it: still wanted?  how long is left?"""
 
-    __slots__ = ("cancelled", "deadline")
+    __slots__ = ("_context", "_tokens", "cancelled", "deadline")
 
-    def __init__(self, deadline: float) -> None:
+    def __init__(
+        self, deadline: float, context: aio.ServicerContext | None = None, tokens: access.Tokens | None = None
+    ) -> None:
         self.deadline = deadline
         self.cancelled = False  # set from the event loop (client gone, deadline) or by shutdown
+        self._context = context  # for the caller's name, looked up only when a handler asks
+        self._tokens = tokens
+
+    @property
+    def actor(self) -> str:
+        """The caller's token's name (who hid a record), ``anonymous`` without tokens."""
+        if self._tokens is None or self._context is None:
+            return access.ANONYMOUS
+        header = None
+        for key, value in self._context.invocation_metadata() or ():
+            if key == "authorization":
+                header = value if isinstance(value, str) else value.decode("latin-1")
+        return access.actor_name(self._tokens, header)
 
     def is_active(self) -> bool:
         return not self.cancelled and time.monotonic() < self.deadline
@@ -336,6 +362,8 @@ class Dispatcher(grpc.GenericRpcHandler):
             context.set_details(cap_message(str(answer)))
             if answer.trailing:
                 context.set_trailing_metadata(answer.trailing)
+                if self.metrics is not None:
+                    self.metrics.observe_refusal(method, answer.trailing)
             return None
         finally:
             if self.metrics is not None:
@@ -360,7 +388,7 @@ class Dispatcher(grpc.GenericRpcHandler):
         remaining = context.time_remaining()
         if remaining is not None and remaining < limit:
             limit = remaining
-        return _Call(time.monotonic() + limit)
+        return _Call(time.monotonic() + limit, context, self.settings.tokens)
 
     # -- WatchRank --------------------------------------------------------------------------
 

@@ -25,7 +25,8 @@ import grpc
 from google.protobuf.message import Message
 
 from .. import wire
-from ..errors import FailedPrecondition, InvalidArgument, LeaderboardError
+from ..access import ANONYMOUS
+from ..errors import FailedPrecondition, InvalidArgument, LeaderboardError, RuleRefusal, SubmissionLimited
 from ..index import CheckReport, IfAbsent, IndexSettings, LeaderboardIndex, Operations, RankMode, ScanType, plan_ahead
 from ..index.idempotency import DEFAULT_EXPIRY_BATCH
 from ..proto import service_pb2 as pb
@@ -49,6 +50,22 @@ class CallContext(Protocol):
         ...
 
     def time_remaining(self) -> float: ...
+
+
+MAX_DELETE_BATCH = 1000  # records per DeleteRecords transaction
+
+
+def _actor(context: CallContext) -> str:
+    """Who makes the call: its token's name (``anonymous`` without tokens)."""
+    return getattr(context, "actor", ANONYMOUS)
+
+
+def rule_trailing(exc: RuleRefusal) -> tuple[tuple[str, str], ...]:
+    """The trailing metadata of a score rule's refusal: the rule, and when to retry."""
+    trailing = [("rule", exc.rule)]
+    if isinstance(exc, SubmissionLimited) and exc.retry_after is not None:
+        trailing.append(("retry-after", f"{exc.retry_after:g}"))
+    return tuple(trailing)
 
 
 class ClientGone(Exception):
@@ -79,7 +96,8 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
                 raise Answer(
                     grpc.StatusCode.INTERNAL, f"{method.__name__} failed unexpectedly; see the server log"
                 ) from exc
-            raise Answer(code, cap_message(str(exc))) from exc
+            trailing = rule_trailing(exc) if isinstance(exc, RuleRefusal) else ()
+            raise Answer(code, cap_message(str(exc)), trailing) from exc
 
     return handle
 
@@ -559,6 +577,59 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             if written:
                 message = f"{message}; the {written} records before it were saved"
             raise Answer(code, message, tuple(trailing)) from exc
+
+    @_rpc
+    def HideRecord(self, request: pb.HideRecordRequest, context: CallContext) -> pb.HiddenChangeResponse:
+        changed = self._index(request.index).hide_record(
+            wire.items_to_tuple(request.pk), request.reason, _actor(context), _key(request)
+        )
+        return pb.HiddenChangeResponse(changed=changed)
+
+    @_rpc
+    def RestoreRecord(self, request: pb.RestoreRecordRequest, context: CallContext) -> pb.HiddenChangeResponse:
+        changed = self._index(request.index).restore_record(wire.items_to_tuple(request.pk), _key(request))
+        return pb.HiddenChangeResponse(changed=changed)
+
+    @_rpc
+    def ListHiddenRecords(
+        self, request: pb.ListHiddenRecordsRequest, context: CallContext
+    ) -> pb.ListHiddenRecordsResponse:
+        found, following = self._index(request.index).hidden_records(request.limit or 100, request.continuation or None)
+        return pb.ListHiddenRecordsResponse(
+            records=[wire.hidden_to_proto(record) for record in found], continuation=following or b""
+        )
+
+    @_rpc
+    def GetScoreRules(self, request: pb.GetScoreRulesRequest, context: CallContext) -> pb.ScoreRulesResponse:
+        return pb.ScoreRulesResponse(rules=wire.rules_to_proto(self._index(request.index).score_rules()))
+
+    @_rpc
+    def SetScoreRules(self, request: pb.SetScoreRulesRequest, context: CallContext) -> pb.ScoreRulesResponse:
+        rules = wire.rules_from_proto(request.rules)
+        kept = self._index(request.index).set_score_rules(rules)
+        return pb.ScoreRulesResponse(rules=wire.rules_to_proto(kept))
+
+    @_rpc
+    def DeleteRecords(self, request: pb.DeleteRecordsRequest, context: CallContext) -> pb.DeleteRecordsResponse:
+        group = wire.items_to_tuple(request.group)
+        if request.all_records == bool(group):
+            raise InvalidArgument("give either a group whose records to delete or all_records, not both nor neither")
+        if request.max_records > MAX_DELETE_BATCH:  # a batch stays well within a transaction's limits
+            raise InvalidArgument(f"max_records is at most {MAX_DELETE_BATCH}, not {request.max_records}")
+        done = self._index(request.index).delete_records(
+            None if request.all_records else group,
+            request.max_records or 200,
+            request.continuation or None,
+            keep_going=context.is_active,
+            idempotency_key=_key(request),
+        )
+        return pb.DeleteRecordsResponse(
+            done=done.done,
+            records_changed=done.records_changed,
+            records_deleted=done.records_deleted,
+            entries_deleted=done.entries_deleted,
+            continuation=done.continuation or b"",
+        )
 
     @_rpc
     def GetMetadata(self, request: pb.MetadataRequest, context: CallContext) -> pb.MetadataResponse:

@@ -118,6 +118,12 @@ class Metrics:
         self.bulk_loaded = Counter(
             f"{PREFIX}_bulk_load_records", "Records written by bulk loads.", ["index"], registry=r
         )
+        self.rule_refusals = Counter(
+            f"{PREFIX}_score_rule_refusals",
+            "Writes an index's score rules refused, by method and rule.",
+            ["method", "rule"],
+            registry=r,
+        )
         self.idempotency_keys_expired = Counter(
             f"{PREFIX}_idempotency_keys_expired",
             "Idempotency keys of writes forgotten after their retention.",
@@ -174,6 +180,12 @@ class Metrics:
 
     def maintenance_passed(self, clock: float) -> None:
         self.last_maintenance.set(clock)
+
+    def observe_refusal(self, method: str, trailing: tuple[tuple[str, str], ...]) -> None:
+        """Count a call a score rule refused (its trailing metadata names the rule)."""
+        for key, value in trailing:
+            if key == "rule":
+                self.rule_refusals.labels(method, value).inc()
 
     def observe_result(self, method: str, request: Any, response: Any) -> None:
         """Count what a successful maintenance call did (its answer says)."""
