@@ -180,6 +180,13 @@ def client(server: Server) -> Iterator[LeaderboardClient]:
         yield lb
 
 
+def _no_errors_logged(caplog: pytest.LogCaptureFixture, logger: str) -> Iterator[None]:
+    caplog.set_level(logging.ERROR, logger=logger)
+    yield
+    unexpected = [r for r in caplog.records if r.name == logger and r.levelno >= logging.ERROR]
+    assert not unexpected, [r.getMessage() for r in unexpected]
+
+
 Cli = Callable[..., Result]
 
 
@@ -204,13 +211,6 @@ def error_line(result: Result) -> str:
     lines = [line for line in result.output.splitlines() if line.startswith("Error: ")]
     assert len(lines) == 1, result.output
     return lines[0]
-
-
-def _no_errors_logged(caplog: pytest.LogCaptureFixture, logger: str) -> Iterator[None]:
-    caplog.set_level(logging.ERROR, logger=logger)
-    yield
-    unexpected = [r for r in caplog.records if r.name == logger and r.levelno >= logging.ERROR]
-    assert not unexpected, [r.getMessage() for r in unexpected]
 
 
 @pytest.fixture

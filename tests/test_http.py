@@ -476,7 +476,7 @@ def test_rest_refusals(web: httpx.Client, lb: LeaderboardClient) -> None:
         ("/v1/indexes/game/windows/0/top", {"n": "ten"}, 400, "n must be an integer"),
         ("/v1/indexes/game/windows/0/top", {"colour": "red"}, 400, "unknown query parameter 'colour'"),
         ("/v1/indexes/game/windows/0/top", {"at": "yesterday"}, 400, "'now' or 'latest'"),
-        ("/v1/indexes/game/windows/0/top", {"mode": "DENSE"}, 400, "ORDINAL, COMPETITION"),
+        ("/v1/indexes/game/windows/0/top", {"mode": "dense"}, 400, "ORDINAL, COMPETITION, DENSE"),
         ("/v1/indexes/game/windows/x/top", {}, 400, "type must be an integer"),
         ("/v1/indexes/game/windows/0/records/[1,/rank", {}, 400, "not a JSON array"),
         ("/v1/indexes/game/windows/0/records/p01/rank", {"group": "[[1]]"}, 400, "cannot be a list"),
@@ -611,7 +611,7 @@ def test_events_answer_a_first_failure_and_send_later_ones_as_problem_events(
 def test_events_keep_a_quiet_stream_alive_and_end_it_in_time(
     running: tuple[Server, HttpServer], lb: LeaderboardClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A comment after KEEP_ALIVE_SECONDS without an event, and the end after STREAM_SECONDS
+    """A comment after QUIET_SECONDS without an event, and the end after STREAM_SECONDS
     (15 s and 10 minutes, pinned shorter here)."""
     monkeypatch.setattr(events, "KEEP_ALIVE_SECONDS", 0.5)
     monkeypatch.setattr(events, "STREAM_SECONDS", 3.0)
@@ -691,7 +691,7 @@ def test_the_documents_examples_validate_and_succeed(tmp_path, document: dict) -
                         continue
                     schema = {**content["schema"], "components": document["components"]}
                     jsonschema.Draft202012Validator(schema).validate(content["example"])
-                    target = path.replace("{index}", "game")
+                    target = path.replace("{index}", "game").replace("{pk}", "alice")  # alice has scores by then
                     response = web.request(method, target, json=content["example"])
                     assert response.status_code == 200, (path, response.text)
                     conforms(document, path, method, response)

@@ -46,7 +46,8 @@ def browser(width: int = 1100, height: int = 760) -> WebDriver:
         raise RuntimeError("needs Debian's chromium and chromium-driver: apt-get install chromium chromium-driver")
     options = webdriver.ChromeOptions()
     options.binary_location = paths[0]
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars"):
+    flags = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars")
+    for flag in (*flags, "--lang=en-US"):  # dates as the tests read them
         options.add_argument(flag)
     options.add_argument(f"--window-size={width},{height}")
     return webdriver.Chrome(options=options, service=Service(executable_path=paths[1]))

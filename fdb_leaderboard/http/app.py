@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import logging
 import pathlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterator
@@ -28,6 +29,7 @@ import grpc
 from google.protobuf.message import Message
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
+from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
@@ -58,9 +60,13 @@ from .transcode import (
     to_json,
 )
 
+log = logging.getLogger("fdb_leaderboard.http")
 STATIC = pathlib.Path(__file__).parent / "static"
-# Thread pools of the calls: point reads and writes, heavy calls, event streams' boards.
-WORKERS, HEAVY, EVENTS = "workers", "heavy", "events"
+# Thread pools of the calls: point reads and writes, heavy calls, event streams' boards, and the
+# readiness probe (one at a time: probes of a store that hangs queue there, never in the workers).
+WORKERS, HEAVY, EVENTS, PROBE = "workers", "heavy", "events", "probe"
+# /readyz answers 503 when a read of the store takes longer than this.
+READY_SECONDS = 2.0
 # Bodies larger than this are parsed on a heavy worker: JSON decoding costs about 0.6 s per MB,
 # which on the event loop would hold every other request.
 PARSE_ON_LOOP_BYTES = 64 * 1024
@@ -158,12 +164,17 @@ class HttpApi:
         self.max_workers = max_workers
         self._limiters: dict[str, anyio.CapacityLimiter] = {}
         self.events = EventBoards(limits.event_stream_budget(), self.transcoder.stopping)
+        if metrics is not None:
+            metrics.event_streams.set_function(lambda: self.events.streams)
         # A body's time limit (each late read's task is cancelled, and answered DEADLINE_EXCEEDED).
         self.bodies = Deadlines(self.transcoder.settings.receive_timeout, self._body_too_late)
         self.late_bodies: set[Hashable] = set()
         routes: list[Route | Mount] = [
             Route("/", self.page, methods=["GET"], name="page"),
             Route("/openapi.json", self.openapi, methods=["GET"], name="openapi"),
+            Route("/docs", self.docs, methods=["GET"], name="docs"),
+            Route("/healthz", self.healthz, methods=["GET"], name="healthz"),
+            Route("/readyz", self.readyz, methods=["GET"], name="readyz"),
         ]
         if metrics is not None:
             routes.append(Route("/metrics", self.metrics_text, methods=["GET"], name="metrics"))
@@ -173,7 +184,8 @@ class HttpApi:
         for rest in ROUTES:
             routes.append(Route(rest.path, self._rest(rest), methods=[rest.method], name=f"{rest.method} {rest.path}"))
         routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
-        self.starlette = Starlette(routes=routes, exception_handlers={Exception: _unexpected})
+        handlers = {HTTPException: _no_route, Exception: _unexpected}
+        self.starlette = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
         self.app: ASGIApp = DoorGuard(self.starlette, hosts or ["*"])
         if metrics is not None:
             self.app = _MetricsMiddleware(self.app, metrics)
@@ -183,15 +195,18 @@ class HttpApi:
     def routes(self) -> list[Route | Mount]:
         return self.starlette.routes
 
-    async def _in_thread(self, fn: Callable[..., Any], *args: Any, pool: str = WORKERS) -> Any:
+    async def _in_thread(
+        self, fn: Callable[..., Any], *args: Any, pool: str = WORKERS, abandon_on_cancel: bool = False
+    ) -> Any:
         """``fn(*args)`` on a worker thread of ``pool``: at most ``max_workers`` at once, heavy calls
         (as the gRPC dispatcher judges them) on their own ``heavy_workers``, so they never hold
         the threads of point reads and score writes, and event streams' boards on one thread."""
         limiter = self._limiters.get(pool)
         if limiter is None:  # made on the event loop, on first use
-            sizes = {WORKERS: self.max_workers, HEAVY: self.transcoder.settings.heavy_workers, EVENTS: 1}
+            sizes = {WORKERS: self.max_workers, HEAVY: self.transcoder.settings.heavy_workers, EVENTS: 1, PROBE: 1}
             limiter = self._limiters[pool] = anyio.CapacityLimiter(sizes[pool])
-        return await anyio.to_thread.run_sync(functools.partial(fn, *args), limiter=limiter)
+        call = functools.partial(fn, *args)
+        return await anyio.to_thread.run_sync(call, limiter=limiter, abandon_on_cancel=abandon_on_cancel)
 
     async def _body(self, request: Request) -> bytes:
         return await _read_body(request, self.transcoder.settings.max_message_bytes, self.bodies, self.late_bodies)
@@ -351,6 +366,30 @@ class HttpApi:
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(self.document)
 
+    async def docs(self, request: Request) -> Response:
+        """The API's documentation, rendered from /openapi.json by the page's own script."""
+        return FileResponse(STATIC / "docs.html", media_type="text/html")
+
+    async def healthz(self, request: Request) -> Response:
+        """The process answers (whatever the store does): for a liveness check."""
+        return JSONResponse({"status": "SERVING"})
+
+    async def readyz(self, request: Request) -> Response:
+        """The store answers a read within READY_SECONDS: for a readiness check (a load balancer's)."""
+        if self.transcoder.stopping.is_set():
+            return _error(CallFailed(grpc.StatusCode.UNAVAILABLE, "the server is stopping"))
+        try:
+            with anyio.fail_after(READY_SECONDS):
+                # A read that hangs is left to its thread (the probe pool's only one).
+                await self._in_thread(self.transcoder.service.catalog.probe, pool=PROBE, abandon_on_cancel=True)
+        except TimeoutError:
+            message = f"the store did not answer within {READY_SECONDS:g} s"
+            return _error(CallFailed(grpc.StatusCode.UNAVAILABLE, message))
+        except Exception:  # the store refused or failed: not ready (the log says why)
+            log.warning("readiness: the store failed a read", exc_info=True)
+            return _error(CallFailed(grpc.StatusCode.UNAVAILABLE, "the store failed a read: see the server log"))
+        return JSONResponse({"status": "SERVING"})
+
     async def metrics_text(self, request: Request) -> Response:
         """The metrics (with tokens configured: for any valid token, as Prometheus can send one)."""
         assert self.metrics is not None
@@ -383,6 +422,21 @@ async def _holding(slot: contextlib.ExitStack, stream: AsyncIterator[bytes]) -> 
     with slot:
         async for chunk in stream:
             yield chunk
+
+
+async def _no_route(request: Request, exc: HTTPException) -> Response:
+    """A path the server does not have (404), or a method its path does not take (405), in the
+    API's error shape."""
+    if exc.status_code == 405:
+        allowed = ", ".join(sorted(m.strip() for m in (exc.headers or {}).get("Allow", "").split(",") if m.strip()))
+        message = f"{request.method} is not allowed on {request.url.path}: use {allowed or 'another method'}"
+        body = CallFailed(grpc.StatusCode.UNIMPLEMENTED, message).body()
+        return JSONResponse(body, status_code=405, headers={"Allow": allowed} if allowed else None)
+    if exc.status_code == 404:
+        message = f"no such path: {request.url.path} (the API is described at /openapi.json)"
+        return JSONResponse(CallFailed(grpc.StatusCode.NOT_FOUND, message).body(), status_code=404)
+    code = grpc.StatusCode.INVALID_ARGUMENT if exc.status_code < 500 else grpc.StatusCode.INTERNAL
+    return JSONResponse(CallFailed(code, str(exc.detail)).body(), status_code=exc.status_code)
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:

@@ -137,7 +137,8 @@ def _error_responses() -> dict[str, Any]:
         "default": {
             "description": f"An error: the gRPC status code and message, with the HTTP status {mapping}. "
             "A POST from another site (its Origin) is refused with 403, one whose body is not JSON (or NDJSON "
-            "for a stream) by its Content-Type with 415.",
+            "for a stream) by its Content-Type with 415. A path the server does not have is NOT_FOUND (404), "
+            "a method its path does not take UNIMPLEMENTED (405, with Allow), in this same shape.",
             "content": {"application/json": {"schema": {"$ref": _SCHEMAS + "Error"}}},
         }
     }
@@ -233,6 +234,36 @@ def document(rpcs: list[Rpc], routes: tuple[RestRoute, ...], with_metrics: bool)
                 "responses": {"200": {"description": "OpenAPI 3.1", "content": {"application/json": {}}}},
             }
         },
+        "/docs": {
+            "get": {
+                "operationId": "docs",
+                "summary": "This document as a page, rendered in the browser (works offline).",
+                "tags": ["meta"],
+                "responses": {"200": {"description": "HTML", "content": {"text/html": {}}}},
+            }
+        },
+        "/healthz": {
+            "get": {
+                "operationId": "healthz",
+                "summary": "Liveness: the process answers (whatever the store does).",
+                "tags": ["meta"],
+                "responses": {"200": {"description": '{"status": "SERVING"}', "content": {"application/json": {}}}},
+            }
+        },
+        "/readyz": {
+            "get": {
+                "operationId": "readyz",
+                "summary": "Readiness: the store answered a read within 2 s.",
+                "tags": ["meta"],
+                "responses": {
+                    "200": {"description": '{"status": "SERVING"}', "content": {"application/json": {}}},
+                    "503": {
+                        "description": "the store did not answer in time or failed, or the server is stopping",
+                        "content": {"application/json": {"schema": {"$ref": _SCHEMAS + "Error"}}},
+                    },
+                },
+            }
+        },
     }
     if with_metrics:
         paths["/metrics"] = {
@@ -260,5 +291,17 @@ def document(rpcs: list[Rpc], routes: tuple[RestRoute, ...], with_metrics: bool)
             "(protobuf's JSON mapping, field names as in the proto); the REST routes answer everyday reads.",
         },
         "paths": paths,
-        "components": {"schemas": schemas},
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "A token of the server's --tokens file; its role (read, write, admin) must "
+                    "cover the call. Without tokens configured, no token is needed.",
+                }
+            },
+        },
+        # A token where the server has tokens, none otherwise.
+        "security": [{"bearer": []}, {}],
     }

@@ -1,9 +1,12 @@
-"""Resource-style routes for the everyday reads and the score submission (seed 003's REST API).
+"""Resource-style routes for the players' reads and writes (seed 003's REST API): top, count,
+rank, around, pages, ranks of many records, friends, percentiles, movement, rank history,
+metadata, and the score submission.
 
 Each route builds the request of one RPC from its path, query and body and answers with that
-RPC's result in plain JSON: key items as JSON values (bytes as ``{"base64": ...}``), scores
-and timestamps as numbers.  The RPC runs through :class:`~.transcode.Transcoder`, so
-validation, errors and status codes are the RPC's.
+RPC's result in plain JSON, one shape wherever an entry, a window or a score appears
+(:func:`plain_message`): key items as JSON values (bytes as ``{"base64": ...}``), scores
+and timestamps as numbers (strings beyond 2^53, as every 64-bit integer of the API).  The RPC
+runs through :class:`~.transcode.Transcoder`, so validation, errors and status codes are the RPC's.
 
 A record in a path is its primary key: one string (``alice``), or a JSON array for any other
 key (``[42]``, ``["eu","alice"]``, URL-encoded); ``group`` takes the same forms.  A window is
@@ -115,7 +118,48 @@ def plain_entry(message: pb.RankedEntry) -> dict[str, Any]:
         "timestamp": plain_item(entry.timestamp),
         "context": [plain_item(v) for v in entry.context],
         "group": [plain_item(v) for v in entry.group],
+        "metadata": dict(entry.metadata or {}),
     }
+
+
+def plain_score_message(message: pb.Score) -> Any:
+    kind = message.WhichOneof("kind")
+    if kind == "columns":
+        return [plain_item(value) for value in message.columns.values]
+    return plain_item(message.double if kind == "double" else message.int)
+
+
+def plain_item_message(message: pb.Item) -> Any:
+    return plain_item(wire.items_to_tuple([message])[0])
+
+
+_PLAIN_MESSAGES: dict[str, Callable[[Any], Any]] = {
+    pb.RankedEntry.DESCRIPTOR.full_name: plain_entry,
+    pb.Window.DESCRIPTOR.full_name: plain_window,
+    pb.Score.DESCRIPTOR.full_name: plain_score_message,
+    pb.Item.DESCRIPTOR.full_name: plain_item_message,
+}
+
+
+def plain_message(message: Message) -> dict[str, Any]:
+    """A response in the routes' one JSON shape: its fields as protobuf's JSON mapping prints
+    them, but entries, windows, scores and key items as listings show them (``plain_entry``)."""
+    answer = to_json(message)
+    for field in message.DESCRIPTOR.fields:
+        kind = field.message_type
+        if kind is None or kind.GetOptions().map_entry:
+            continue
+        convert = _PLAIN_MESSAGES.get(kind.full_name, plain_message)
+        value = getattr(message, field.name)
+        if field.is_repeated:
+            answer[field.name] = [convert(v) for v in value]
+        elif message.HasField(field.name):
+            answer[field.name] = convert(value)
+    return answer
+
+
+def answer_plain(response: Message) -> tuple[int, Any]:
+    return 200, plain_message(response)
 
 
 # -- parameters ---------------------------------------------------------------------------------------
@@ -150,10 +194,14 @@ def parse_text(text: str, name: str) -> str:
 def parse_at(text: str, name: str) -> int | str:
     if text in ("now", "latest"):
         return text
+    return parse_timestamp(text, name, "a timestamp (an integer), 'now' or 'latest'")
+
+
+def parse_timestamp(text: str, name: str, what: str = "a timestamp (an integer)") -> int:
     try:
         value = int(text)
     except ValueError:
-        raise bad(f"{name} must be a timestamp (an integer), 'now' or 'latest', not {text!r}") from None
+        raise bad(f"{name} must be {what}, not {text!r}") from None
     if not -(2**63) <= value < 2**63:
         raise bad(f"{name} {value} is out of the int64 range")
     return value
@@ -166,6 +214,16 @@ def parse_choice(choices: tuple[str, ...]) -> Callable[[str, str], str]:
         return text
 
     return parse
+
+
+def parse_number(text: str, name: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise bad(f"{name} must be a number, not {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise bad(f"{name} must be a finite number, not {text}")
+    return value
 
 
 def parse_seconds(text: str, name: str) -> float:
@@ -196,9 +254,10 @@ GROUP = Param("group", "query", f"The group (leaderboard partition): {ITEMS_TEXT
 MODE = Param(
     "mode",
     "query",
-    "ORDINAL (default) or COMPETITION (equal scores share a rank).",
-    {"type": "string", "enum": ["ORDINAL", "COMPETITION"]},
-    parse_choice(("ORDINAL", "COMPETITION")),
+    "ORDINAL (default), COMPETITION (equal scores share a rank, the next skips: 0, 0, 2) or DENSE (equal "
+    "scores share a rank, the next follows: 0, 0, 1; for indexes created with dense_ranks).",
+    {"type": "string", "enum": list(pb.RankMode.keys())},
+    parse_choice(tuple(pb.RankMode.keys())),
 )
 TOP_N = Param("n", "query", "How many entries (default 10).", INT32_SCHEMA, parse_uint)
 ABOVE = Param("above", "query", "Entries above the record (default 4).", INT32_SCHEMA, parse_uint)
@@ -210,6 +269,31 @@ IF_ABSENT = Param(
     {"type": "string", "enum": ["EMPTY", "TOP", "BOTTOM"]},
     parse_choice(("EMPTY", "TOP", "BOTTOM")),
 )
+PAGE = Param("page", "query", "The page, from 1 (default 1).", INT32_SCHEMA, parse_uint)
+PAGE_SIZE = Param("size", "query", "Rows per page, 1-1000 (default 10).", INT32_SCHEMA, parse_uint)
+RECORDS = Param(
+    "records",
+    "query",
+    'The records: a JSON array of keys, each one string or an array of items (["alice", "bob"]).',
+    {"type": "string"},
+    parse_text,
+    True,
+)
+PERCENTILE = Param(
+    "percentile",
+    "query",
+    "0 (the worst score) to 100 (the best).",
+    {"type": "number"},
+    lambda t, n: parse_number(t, n),
+    True,
+)
+HISTORY_TYPE = Param(
+    "type", "query", "The window type (not 0: all time has one window).", INT32_SCHEMA, parse_uint, True
+)
+UNTIL = Param(
+    "until", "query", "Windows starting at or before this timestamp (default: all).", {"type": "integer"}, parse_at
+)
+HISTORY_COUNT = Param("count", "query", "The latest 1-100 windows (default 10).", INT32_SCHEMA, parse_uint)
 INTERVAL = Param(
     "interval", "query", "Seconds between checks of the board (0.2-60, default 1).", {"type": "number"}, parse_seconds
 )
@@ -236,12 +320,19 @@ ENTRY_SCHEMA = {
         "timestamp": {"type": ["integer", "string"]},
         "context": {"type": "array", "items": {}},
         "group": {"type": "array", "items": {}},
+        "metadata": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "the record's display fields (e.g. name), {} without any",
+        },
     },
-    "required": ["rank", "pk", "score", "timestamp", "context", "group"],
+    "required": ["rank", "pk", "score", "timestamp", "context", "group", "metadata"],
 }
 WINDOW_SCHEMA = {
     "type": "object",
-    "description": "the window read: its type and [start, end) in the index's timebase",
+    "description": "the window read: its type and [start, end) in the index's timebase; like every 64-bit "
+    "integer of the API, a bound is a number within +-2^53 and a string of digits beyond (so the all-time "
+    'window\'s end, 2^63 - 1, is "9223372036854775807")',
     "properties": {
         "type": {"type": "integer"},
         "start": {"type": ["integer", "string"]},
@@ -257,6 +348,17 @@ ENTRIES_SCHEMA = {
     },
     "required": ["entries"],
 }
+METADATA_BODY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
+        "merge": {"type": "boolean", "description": "update these fields only (default: replace all)"},
+        "remove": {"type": "array", "items": {"type": "string"}, "description": "with merge: fields to drop"},
+        "idempotency_key": {"type": "string"},
+    },
+    "additionalProperties": False,
+}
+OBJECT_SCHEMA = {"type": "object"}
 SCORE_BODY_SCHEMA = {
     "type": "object",
     "properties": {
@@ -321,7 +423,8 @@ def selector(values: dict[str, Any], transcoder: Transcoder, headers: Mapping[st
     if at == "now":
         pass  # no timestamp: the server reads the window holding now, in the index's timebase
     elif at == "latest":
-        listing = transcoder.call("ListWindows", pb.ListWindowsRequest(index=values["index"]), headers)
+        request = pb.ListWindowsRequest(index=values["index"])
+        listing = transcoder.call("ListWindows", request, headers, counted=False)  # the route's own lookup
         if not listing.HasField("latest_timestamp"):
             raise CallFailed(
                 grpc.StatusCode.FAILED_PRECONDITION,
@@ -375,6 +478,93 @@ def build_around(values: dict[str, Any], body: Any, transcoder: Transcoder, head
         above=values.get("above", 4),
         below=values.get("below", 4),
         if_absent=pb.IfAbsent.Value(values.get("if_absent", "EMPTY")),
+    )
+
+
+def build_page(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    return pb.PageRequest(
+        index=values["index"],
+        window=selector(values, transcoder, headers),
+        group=_group(values),
+        mode=_mode(values),
+        page=values.get("page", 1),
+        size=values.get("size", 10),
+    )
+
+
+def build_ranks(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    try:
+        keys = json.loads(values["records"])
+    except ValueError:
+        raise bad(f"records must be a JSON array of keys, not {values['records']!r}") from None
+    if not isinstance(keys, list):
+        raise bad(f"records must be a JSON array of keys, not {values['records']!r}")
+    return pb.RanksRequest(
+        index=values["index"],
+        records=[pb.RecordKey(pk=items_from_json(key, "records")) for key in keys],
+        window=selector(values, transcoder, headers),
+        group=_group(values),
+        mode=_mode(values),
+    )
+
+
+def build_percentile(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    return pb.PercentileRequest(
+        index=values["index"],
+        pk=items_from_text(values["pk"], "pk"),
+        window=selector(values, transcoder, headers),
+        group=_group(values),
+    )
+
+
+def build_score_for_percentile(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    return pb.ScoreForPercentileRequest(
+        index=values["index"],
+        window=selector(values, transcoder, headers),
+        group=_group(values),
+        percentile=values["percentile"],
+    )
+
+
+def build_history(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    request = pb.RankHistoryRequest(
+        index=values["index"],
+        pk=items_from_text(values["pk"], "pk"),
+        window_type=values["type"],
+        count=values.get("count", 0),
+        group=_group(values),
+        mode=_mode(values),
+    )
+    if "until" in values:
+        request.until = values["until"]
+    return request
+
+
+def build_metadata(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    return pb.MetadataRequest(index=values["index"], pk=items_from_text(values["pk"], "pk"))
+
+
+def build_set_metadata(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    if not isinstance(body, dict) or set(body) - set(METADATA_BODY_SCHEMA["properties"]):
+        raise bad('the body must be a JSON object like {"metadata": {"name": "Alice"}, "merge": true}')
+    metadata, merge, remove = body.get("metadata", {}), body.get("merge", False), body.get("remove", [])
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise bad(f"metadata must be an object of strings, not {metadata!r}")
+    if not isinstance(merge, bool):
+        raise bad(f"merge must be true or false, not {merge!r}")
+    if not isinstance(remove, list) or not all(isinstance(v, str) for v in remove):
+        raise bad(f"remove must be an array of field names, not {remove!r}")
+    return pb.SetMetadataRequest(
+        index=values["index"],
+        pk=items_from_text(values["pk"], "pk"),
+        metadata=metadata,
+        merge=merge,
+        remove=remove,
+        idempotency_key=idempotency_key(body, headers),
     )
 
 
@@ -466,6 +656,18 @@ def answer_count(response: Message) -> tuple[int, Any]:
     if response.HasField("window"):
         answer["window"] = plain_window(response.window)  # type: ignore[attr-defined]
     return 200, answer
+
+
+def answer_metadata(response: Message) -> tuple[int, Any]:
+    if not response.exists:  # type: ignore[attr-defined]
+        return 404, {"code": "NOT_FOUND", "message": "no such record"}
+    return 200, {"metadata": dict(sorted(response.metadata.items()))}  # type: ignore[attr-defined]
+
+
+def answer_ranks(response: Message) -> tuple[int, Any]:
+    """Each record asked, in order: its entry, or null without a value in the window."""
+    slots = response.ranks  # type: ignore[attr-defined]
+    return 200, {"entries": [plain_entry(s.entry) if s.HasField("entry") else None for s in slots]}
 
 
 def answer_as_json(response: Message) -> tuple[int, Any]:
@@ -579,5 +781,97 @@ ROUTES: tuple[RestRoute, ...] = (
         build_around,
         answer_entries,
         ENTRIES_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/page",
+        "GET",
+        "GetPage",
+        "One page of a window's standings, with the page count and the total.",
+        (INDEX, WINDOW_TYPE, AT, GROUP, MODE, PAGE, PAGE_SIZE),
+        build_page,
+        answer_plain,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/ranks",
+        "GET",
+        "GetRanks",
+        "Several records' entries in a window, in the order asked (null: no value there).",
+        (INDEX, WINDOW_TYPE, RECORDS, AT, GROUP, MODE),
+        build_ranks,
+        answer_ranks,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/friends",
+        "GET",
+        "FriendsBoard",
+        "A board of these records only (friends), best first, with their ranks in the whole window.",
+        (INDEX, WINDOW_TYPE, RECORDS, AT, GROUP, MODE),
+        build_ranks,
+        answer_entries,
+        ENTRIES_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/score-for-percentile",
+        "GET",
+        "ScoreForPercentile",
+        "The score at a percentile of a window (100: the best).",
+        (INDEX, WINDOW_TYPE, PERCENTILE, AT, GROUP),
+        build_score_for_percentile,
+        answer_plain,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/records/{pk}/percentile",
+        "GET",
+        "GetPercentile",
+        "The share of the window's records behind this one, in percent.",
+        (INDEX, WINDOW_TYPE, RECORD, AT, GROUP),
+        build_percentile,
+        answer_plain,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/records/{pk}/movement",
+        "GET",
+        "GetMovement",
+        "A record's rank in a window and in the window of the type before it, and the places gained.",
+        (INDEX, WINDOW_TYPE, RECORD, AT, GROUP, MODE),
+        build_rank,
+        answer_plain,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/records/{pk}/history",
+        "GET",
+        "GetRankHistory",
+        "A record's entry and rank in each of the latest windows of a type, and the best of them.",
+        (INDEX, RECORD, HISTORY_TYPE, UNTIL, HISTORY_COUNT, GROUP, MODE),
+        build_history,
+        answer_plain,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/records/{pk}/metadata",
+        "GET",
+        "GetMetadata",
+        "A record's display metadata (404: no such record).",
+        (INDEX, RECORD),
+        build_metadata,
+        answer_metadata,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/records/{pk}/metadata",
+        "POST",
+        "SetMetadata",
+        "Replace (or with merge, update) a record's display metadata; answers what is stored now.",
+        (INDEX, RECORD),
+        build_set_metadata,
+        answer_metadata,
+        OBJECT_SCHEMA,
+        body_schema=METADATA_BODY_SCHEMA,
+        body_example={"metadata": {"name": "Alice"}, "merge": True},
     ),
 )

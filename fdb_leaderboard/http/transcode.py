@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -157,19 +158,56 @@ def parse_json(text: str | bytes, message_type: type[Message], what: str = "requ
     try:
         return json_format.Parse(text or b"{}", message_type())
     except (json_format.ParseError, UnicodeDecodeError, RecursionError) as exc:
-        raise CallFailed(
-            grpc.StatusCode.INVALID_ARGUMENT,
-            cap_message(f"{what} is not a valid {message_type.DESCRIPTOR.name}: {exc}"),
-        ) from None
+        raise not_a_valid(what, message_type, exc) from None
 
 
 def message_from_dict(value: Mapping[str, Any], message_type: type[Message], what: str) -> Message:
     try:
         return json_format.ParseDict(value, message_type())
-    except json_format.ParseError as exc:
-        raise CallFailed(
-            grpc.StatusCode.INVALID_ARGUMENT, f"{what} is not a valid {message_type.DESCRIPTOR.name}: {exc}"
-        ) from None
+    except (json_format.ParseError, RecursionError) as exc:
+        raise not_a_valid(what, message_type, exc) from None
+
+
+def not_a_valid(what: str, message_type: type[Message], exc: BaseException) -> CallFailed:
+    return CallFailed(
+        grpc.StatusCode.INVALID_ARGUMENT,
+        cap_message(f"{what} is not a valid {message_type.DESCRIPTOR.name}: {readable_parse_error(exc)}"),
+    )
+
+
+# protobuf's JSON parser words its refusals in Python's terms ("invalid literal for int() with
+# base 10"), field by field ("Failed to parse window field: Failed to parse type field: ...").
+# They are said again as a field path and what is wrong with its value.
+_NESTED_FIELD = re.compile(r"Failed to parse (\w+) field: ")
+_REASONS = (
+    (re.compile(r"invalid literal for int\(\) with base \d+: (.*?)\.*$", re.S), r"\1 is not an integer"),
+    (re.compile(r"could not convert string to float: (.*?)\.*$", re.S), r"\1 is not a number"),
+    (re.compile(r"Couldn't parse non-integer string: (.*?)(?: at .*)?\.*$", re.S), r"\1 is not an integer"),
+    (re.compile(r"Couldn't parse integer: (.*?)(?: at .*)?\.*$", re.S), r"\1 is not an integer"),
+    (
+        re.compile(
+            r'Message type "[\w.]*?(\w+)" has no field named "(.*?)" at '
+            r'.*?Available Fields\(except extensions\): "?\[(.*?)\]"?\.*$',
+            re.S,
+        ),
+        r'unknown field "\2" (\1 has \3)',
+    ),
+    (re.compile(r"Failed to load JSON: (.*?)\.*$", re.S), r"not JSON (\1)"),
+)
+
+
+def readable_parse_error(exc: BaseException) -> str:
+    """What protobuf's JSON parser refused, without Python's wording: ``window.type: 'x' is not an integer``."""
+    text = str(exc)
+    path = []
+    while match := _NESTED_FIELD.match(text):
+        path.append(match.group(1))
+        text = text[match.end() :]
+    for pattern, replacement in _REASONS:
+        if pattern.match(text):
+            text = pattern.sub(replacement, text)
+            break
+    return f"{'.'.join(path)}: {text}" if path else text
 
 
 def to_json(message: Message) -> dict[str, Any]:
@@ -229,11 +267,17 @@ class Transcoder:
         self.stopping = threading.Event()
 
     def call(
-        self, name: str, request: Message | Iterator[Message], headers: Mapping[str, str], background: bool = False
+        self,
+        name: str,
+        request: Message | Iterator[Message],
+        headers: Mapping[str, str],
+        background: bool = False,
+        counted: bool = True,
     ) -> Message:
         """Call the RPC ``name`` (blocking: run it in a worker thread); raises :class:`CallFailed`.
         ``background``: a read no caller waits for (an event stream's), served on a reader process
-        like a heavy read, whatever its size, where the server has them."""
+        like a heavy read, whatever its size, where the server has them.  ``counted``: False for a
+        route's own lookup (``at=latest``'s), which is not a call of the user's in the metrics."""
         rpc = self.rpcs[name]
         started = time.perf_counter()
         code = grpc.StatusCode.UNKNOWN
@@ -280,5 +324,5 @@ class Transcoder:
         finally:
             if load_slot:
                 self.dispatcher.load_slots.release()
-            if self.metrics is not None:
+            if self.metrics is not None and counted:
                 self.metrics.observe_call("http", name, code, time.perf_counter() - started)

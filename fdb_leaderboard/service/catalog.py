@@ -236,6 +236,10 @@ class Catalog:
     def _key(self, name: str) -> bytes:
         return self.root + fdb.tuple.pack(("catalog", name))
 
+    def probe(self) -> None:
+        """One read of the store (the catalog's index counter): raises if the store does not answer."""
+        self.db.read(lambda tr: tr.get(self.root + fdb.tuple.pack(("next_index",))))
+
     def entry_key(self, name: str) -> bytes:
         """Where the catalog entry of index ``name`` is stored."""
         return self._key(name)

@@ -11,15 +11,23 @@ process may run several servers, as the tests do).  What it measures:
 - the embedded store's group commits: how many transactions each durable commit carried;
 - what fills, trims, expiries, keep-ahead passes and bulk loads did, per index, read from the
   answers of the calls that did it, whichever transport carried them;
-- at scrape time, windows (and windows still being filled) per index, and the store's own
-  counters where it keeps them (``Database.stats``: transactions, read rounds, retries, conflicts);
+- at scrape time, windows (and windows still being filled) per index, the end of each window
+  type's last window (when windows run out), the store's own counters where it keeps them
+  (``Database.stats``: transactions, read rounds, conflicts; its retries are
+  ``store_transaction_retries_total``, counted here by kind), and the embedded store's size
+  against its map size;
+- the build (``build_info``), and the HTTP door's open event streams (the live page's viewers);
 - the process's CPU, memory, file descriptors and garbage collections.
+
+No ``*_created`` series: one series per quantity.
 """
 
 from __future__ import annotations
 
 import bisect
+import importlib.metadata
 import itertools
+import platform
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -34,16 +42,20 @@ from prometheus_client import (
     Histogram,
     PlatformCollector,
     ProcessCollector,
+    disable_created_metrics,
     generate_latest,
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from ..index.directory import ALL_TIME
 from ..store.api import Database, WrappedDatabase
-from .catalog import Catalog
+from .catalog import Catalog, timebase_scale
 
 T = TypeVar("T")
+
+disable_created_metrics()  # a counter's creation time is not a quantity anyone watches
 
 PREFIX = "fdb_leaderboard"
 # Calls take from ~50 µs (a cached read) to seconds (a fill pass, a bulk load).
@@ -138,6 +150,15 @@ class Metrics:
         self.rank_watchers = Gauge(
             f"{PREFIX}_rank_watchers", "Records' ranks watched now (WatchRank streams and their events).", registry=r
         )
+        Gauge(
+            f"{PREFIX}_build_info",
+            "The running build: the package's version and Python's (always 1).",
+            ["version", "python"],
+            registry=r,
+        ).labels(_version(), platform.python_version()).set(1)
+        self.event_streams = Gauge(
+            f"{PREFIX}_http_event_streams", "Open event streams of the HTTP door (live pages watching).", registry=r
+        )
 
     def _counted_and_timed(
         self, count_name: str, seconds_name: str, what: str, by: str, labels: list[str]
@@ -165,6 +186,8 @@ class Metrics:
         stats = getattr(db, "stats", None)
         if stats is not None and callable(getattr(stats, "snapshot", None)):
             self.registry.register(_StoreStatsCollector(stats))
+        if all(hasattr(db, name) for name in ("disk_usage", "map_size", "closed")):  # the embedded store
+            self.registry.register(_StoreSizeCollector(db))
 
     def exposition(self) -> bytes:
         """The registry in Prometheus's text format."""
@@ -276,13 +299,26 @@ class _WindowCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         windows = GaugeMetricFamily(f"{PREFIX}_windows", "Windows in the index's directory.", labels=["index"])
         filling = GaugeMetricFamily(f"{PREFIX}_windows_filling", "Windows still being filled.", labels=["index"])
-        for name, _ in self.catalog.list():
+        last_end = GaugeMetricFamily(
+            f"{PREFIX}_windows_last_end_timestamp_seconds",
+            "When the last window of a type ends (Unix time): scores after it land in no window of the type.",
+            labels=["index", "type"],
+        )
+        for name, entry in self.catalog.list():
             directory = self.catalog.get(name).directory()
             found = directory.windows if directory is not None else []
             windows.add_metric([name], len(found))
             filling.add_metric([name], sum(1 for w in found if w.filling))
+            scale = timebase_scale(entry.maintenance if entry.HasField("maintenance") else None)
+            ends: dict[int, int] = {}
+            for window in found:
+                if window.type != ALL_TIME:
+                    ends[window.type] = max(ends.get(window.type, window.end), window.end)
+            for window_type, end in sorted(ends.items()):
+                last_end.add_metric([name, str(window_type)], end / scale)
         yield windows
         yield filling
+        yield last_end
 
 
 class _StoreStatsCollector(Collector):
@@ -296,9 +332,38 @@ class _StoreStatsCollector(Collector):
 
     def collect(self) -> Iterator[CounterMetricFamily]:
         for name, count in sorted(self.stats.snapshot().items()):
+            if name == "retries":  # store_transaction_retries_total counts them, by kind
+                continue
             yield CounterMetricFamily(
                 f"{PREFIX}_store_{name}", f"The store's own count of {name.replace('_', ' ')}.", count
             )
+
+
+class _StoreSizeCollector(Collector):
+    """The embedded store's file against its map size (writes fail once it is full)."""
+
+    def __init__(self, db: Any) -> None:
+        self.db = db
+
+    def describe(self) -> list:
+        return []
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        if self.db.closed:  # a server stopping: nothing to measure
+            return
+        yield GaugeMetricFamily(
+            f"{PREFIX}_store_size_bytes", "Bytes of the embedded store's data file in use.", self.db.disk_usage()
+        )
+        yield GaugeMetricFamily(
+            f"{PREFIX}_store_size_limit_bytes", "The embedded store's map size: its largest size.", self.db.map_size()
+        )
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("fdb-leaderboard")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def remember_first(messages: Iterator[Any], first: list[Any]) -> Iterator[Any]:

@@ -606,6 +606,14 @@ class LmdbDatabase(Database):
         info = self._env.info()
         return (info["last_pgno"] + 1) * self._env.stat()["psize"]
 
+    def map_size(self) -> int:
+        """The environment's map size: the largest the data file may grow."""
+        return self._env.info()["map_size"]
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def tree_bytes(self) -> int:
         """Bytes of the pages that hold data (branch, leaf and overflow pages): the live B-tree."""
         stat = self._env.stat()

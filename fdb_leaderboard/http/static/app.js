@@ -1,25 +1,37 @@
 // The live leaderboard page: plain JavaScript over the HTTP API (no build step, nothing fetched
-// from elsewhere).  State lives in the URL's hash (#index=…&type=…&n=…&record=…) so a view can be
-// linked to.  The top of the board comes from a Server-Sent Events stream that sends it again
-// whenever it changes; the record panel is refreshed with it.
+// from elsewhere).  State lives in the URL's hash (#index=…&type=…&group=…&n=…&record=…) so a view
+// can be linked to.  The top of the board comes from a Server-Sent Events stream that sends it
+// again whenever it changes; the record panel is refreshed with it.
+//
+// Ranks: the API's `rank` is 0-based; people read `#1` for the best (rank 0), as in the CLI.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { index: "", type: null, n: 10, record: "" };
+const state = { index: "", type: null, group: "", at: "", n: 10, record: "" };
+let indexes = [];  // the server's indexes (ListIndexes)
+let info = null;  // the chosen index's IndexInfo (options, maintenance policy)
+let windows = [];  // the chosen index's windows (ListWindows)
+let currentStart = null;  // the start of the board type's window holding the server's clock, once seen
 let stream = null;  // the AbortController of the board's stream
 let previous = new Map();
 let shown = [];
+const DISPLAY_FIELD = "name";  // the metadata field shown as a record's name
+const RETRY_MS = 3000;
 
 function readHash() {
   const params = new URLSearchParams(location.hash.slice(1));
   state.index = params.get("index") || "";
   state.type = params.has("type") ? Number(params.get("type")) : null;
+  state.group = params.get("group") || "";
+  state.at = params.get("at") || "";
   state.n = Number(params.get("n") || 10);
   state.record = params.get("record") || "";
 }
 
 function writeHash() {
   const params = new URLSearchParams({ index: state.index, type: String(state.type), n: String(state.n) });
+  if (state.group) params.set("group", state.group);
+  if (state.at) params.set("at", state.at);
   if (state.record) params.set("record", state.record);
   history.replaceState(null, "", "#" + params.toString());
 }
@@ -29,10 +41,6 @@ function writeHash() {
 function authHeaders() {
   const token = sessionStorage.getItem("fdb-leaderboard-token");
   return token ? { Authorization: `Bearer ${token}` } : {};
-}
-
-function askForToken() {
-  $("auth").hidden = false;
 }
 
 async function failure(response) {
@@ -49,55 +57,226 @@ async function getJSON(url) {
   return response.json();
 }
 
+async function postJSON(url, body) {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { Accept: "application/json", "Content-Type": "application/json", ...authHeaders() },
+    body: JSON.stringify(body),
+  });
+  if (!response.ok) await failure(response);
+  return response.json();
+}
+
 function showError(message) {
   $("error").hidden = !message;
   $("error").textContent = message || "";
+}
+
+function setStatus(text, live = false) {
+  $("status").textContent = text;
+  $("status").className = live ? "live" : "";
+}
+
+// A refusal that asking again cannot change (a bad request, a missing index or window, a token
+// refused): said once, with what to do, and not retried.  Anything else (the server restarting,
+// overloaded, a window still filling) is retried every few seconds.
+function isFinal(error) {
+  return [400, 401, 403, 404, 405, 413, 415].includes(error.status);
+}
+
+function advice(error) {
+  if (error.status === 401 || error.status === 403) {
+    return "This server needs a bearer token (serve --tokens): paste one of its tokens above.";
+  }
+  if (error.status === 404 && /no window of type/.test(error.message)) {
+    return "No window of this type holds the server's time: its windows ended or start later " +
+      "(the maintenance policy keeps them ahead: fdb-leaderboard policy set). Choose an earlier period or another board.";
+  }
+  return "";
+}
+
+function showFailure(error) {
+  const hint = advice(error);
+  showError(hint ? `${error.message}. ${hint}` : error.message);
+  if (error.status === 401 || error.status === 403) {
+    $("auth").hidden = false;
+    setStatus("a token is needed");
+  }
 }
 
 function boardPath() {
   return `/v1/indexes/${encodeURIComponent(state.index)}/windows/${state.type}`;
 }
 
-function windowQuery() {
-  return state.type === 0 ? "" : "at=now";  // today's, this week's...: the window holding the server's clock
+function boardQuery(extra = []) {
+  const parts = [...extra];
+  // Today's, this week's...: the window holding the server's clock; or a past one (by its start).
+  if (state.type !== 0) parts.push(`at=${state.at || "now"}`);
+  if (state.group) parts.push(`group=${encodeURIComponent(state.group)}`);
+  return parts.length ? "?" + parts.join("&") : "";
 }
 
+// -- windows: names, dates and time zones -----------------------------------------------------------
+
+const CALENDAR_LABELS = { daily: "Today", "iso-weekly": "This week", monthly: "This month" };
 const SECOND_PERIODS = { 3600: "This hour", 86400: "Today", 604800: "This week" };
+const PREVIOUS = { Today: "Yesterday", "This week": "Last week", "This month": "Last month", "This hour": "Last hour" };
+
+function calendarOf(type) {
+  const calendar = (info && info.maintenance && info.maintenance.calendar) || [];
+  return calendar.find((c) => c.type === type) || null;
+}
+
+function timeUnit() {  // milliseconds per unit of the index's times
+  return info && info.maintenance && info.maintenance.timebase === "milliseconds" ? 1 : 1000;
+}
 
 function windowLabel(type, windows) {
   if (type === 0) return "All time";
+  const calendar = calendarOf(type);
+  if (calendar && CALENDAR_LABELS[calendar.period]) return CALENDAR_LABELS[calendar.period];
   const sample = windows.find((w) => w.type === type);
-  let length = Number(sample.end) - Number(sample.start);
-  if (length % 1000 === 0 && SECOND_PERIODS[length / 1000]) length /= 1000;  // a millisecond timebase
+  const length = (Number(sample.end) - Number(sample.start)) * timeUnit() / 1000;
   if (SECOND_PERIODS[length]) return SECOND_PERIODS[length];
   if (length >= 28 * 86400 && length <= 31 * 86400) return "This month";
   return `Type ${type}`;
 }
 
-function recordText(pk) {
+// The board's time zone: its calendar's, or (for windows of fixed length) the reader's own.
+function zoneOf(type) {
+  const calendar = calendarOf(type);
+  return (calendar && calendar.timezone) || Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+}
+
+function windowText(window, withZone = true) {
+  if (!window || window.type === 0) return "every score ever submitted";
+  const zone = zoneOf(window.type);
+  const unit = timeUnit();
+  const start = new Date(Number(window.start) * unit);
+  const last = new Date(Number(window.end) * unit - 1);  // the end is exclusive
+  const day = { timeZone: zone, year: "numeric", month: "short", day: "numeric" };
+  const time = { timeZone: zone, hour: "2-digit", minute: "2-digit" };
+  const dayOf = (d) => d.toLocaleDateString(undefined, day);
+  const sameDay = dayOf(start) === dayOf(last);
+  let text = `${dayOf(start)} – ${dayOf(last)}`;
+  if (sameDay && (Number(window.end) - Number(window.start)) * unit >= 23 * 3600 * 1000) text = dayOf(start);
+  else if (sameDay) text = `${dayOf(start)} ${start.toLocaleTimeString(undefined, time)} – ${last.toLocaleTimeString(undefined, time)}`;
+  return withZone ? `${text} (${zone})` : text;
+}
+
+// The period picker: the current window, then the earlier windows of the type, latest first
+// (all of them, by date, while the current one is unknown: none holds the server's clock).
+function fillPeriods() {
+  const select = $("period");
+  $("period-choice").hidden = state.type === 0 || state.type === null;
+  if ($("period-choice").hidden) return;
+  const label = $("window").selectedOptions[0] ? $("window").selectedOptions[0].textContent : "Current";
+  const ofType = windows.filter((w) => w.type === state.type).sort((a, b) => Number(b.start) - Number(a.start));
+  const past = currentStart === null ? ofType : ofType.filter((w) => Number(w.start) < currentStart);
+  const name = (w, i) => (i === 0 && currentStart !== null && PREVIOUS[label] ? PREVIOUS[label] : windowText(w, false));
+  select.replaceChildren(new Option(label, ""), ...past.map((w, i) => new Option(name(w, i), String(w.start))));
+  select.value = state.at;
+  if (select.value !== state.at) select.value = "";  // a window no longer listed (expired): still shown as asked
+}
+
+function itemOf(value) {
+  if (typeof value === "string") return { string: value };
+  if (typeof value === "boolean") return { bool: value };
+  if (value === null) return { null: true };
+  if (typeof value === "object" && "base64" in value) return { bytes: value.base64 };
+  return Number.isInteger(value) ? { int: value } : { double: value };
+}
+
+// Movement: each row's rank in the window before the one shown (the one holding its start minus
+// one, as the API's movement reads it), in one GetRanks call: places gained, or "new".
+async function showMovement(entries, window) {
+  const cells = [...$("top").tBodies[0].rows].map((row) => row.cells[4]);
+  const clear = () => cells.forEach((cell) => { cell.textContent = ""; });
+  const before = window ? Number(window.start) - 1 : 0;
+  const listed = window && windows.some((w) => w.type === window.type && Number(w.start) <= before && before < Number(w.end));
+  if (!listed || window.type === 0 || !entries.length) {  // no window before this one: no movement
+    clear();
+    return;
+  }
+  const body = {
+    index: state.index,
+    records: entries.map((e) => ({ pk: e.pk.map(itemOf) })),
+    window: { type: window.type, timestamp: before },
+    group: state.group ? [].concat(groupItems(state.group)).map(itemOf) : [],
+  };
+  try {
+    const { ranks } = await postJSON("/v1/GetRanks", body);
+    entries.forEach((e, i) => {
+      const slot = ranks[i] || {};
+      const cell = cells[i];
+      if (!cell) return;
+      if (!slot.entry) {
+        cell.textContent = "new";
+        cell.className = "move new";
+        return;
+      }
+      const change = Number(slot.entry.rank || 0) - e.rank;
+      cell.textContent = change > 0 ? `▲${change}` : change < 0 ? `▼${-change}` : "=";
+      cell.className = change > 0 ? "move up" : change < 0 ? "move down" : "move";
+    });
+  } catch (error) {
+    clear();  // it went meanwhile (404), or cannot be read now
+  }
+}
+
+// -- rows -------------------------------------------------------------------------------------------
+
+function keyText(pk) {
   return pk.length === 1 && typeof pk[0] === "string" ? pk[0] : JSON.stringify(pk);
 }
 
+function displayName(entry) {
+  return (entry.metadata && entry.metadata[DISPLAY_FIELD]) || "";
+}
+
 function whenText(ts) {
-  const t = Number(ts);
-  if (t >= 1e9 && t < 1e11) return new Date(t * 1000).toLocaleString();
+  const t = Number(ts) * timeUnit();
   if (t >= 1e12 && t < 1e14) return new Date(t).toLocaleString();
   return String(ts);
+}
+
+function rankText(rank) {
+  return `#${rank + 1}`;
+}
+
+function recordCell(entry) {
+  const td = document.createElement("td");
+  td.className = "name";
+  const name = displayName(entry);
+  const key = keyText(entry.pk);
+  if (name && name !== key) {
+    const shownName = document.createElement("span");
+    shownName.className = "display";
+    shownName.textContent = name;
+    const small = document.createElement("small");
+    small.className = "key";
+    small.textContent = key;
+    td.append(shownName, " ", small);
+  } else {
+    td.textContent = key;
+  }
+  return td;
 }
 
 function fillRows(tbody, entries, highlight) {
   const rows = entries.map((e) => {
     const tr = document.createElement("tr");
-    const name = recordText(e.pk);
     const key = JSON.stringify(e.pk);
-    if (highlight && name === highlight) tr.classList.add("me");
+    if (highlight && keyText(e.pk) === highlight) tr.classList.add("me");
     if (tbody.id === "top-body" && previous.size && previous.get(key) !== `${e.rank}:${e.score}`) tr.classList.add("changed");
-    for (const [text, cls] of [[e.rank + 1, "num"], [name, "name"], [e.score, "num"], [whenText(e.timestamp), "when"]]) {
+    const cell = (text, cls) => {
       const td = document.createElement("td");
       td.textContent = String(text);
       td.className = cls;
-      tr.appendChild(td);
-    }
+      return td;
+    };
+    tr.append(cell(rankText(e.rank), "num rank"), recordCell(e), cell(e.score, "num"), cell(whenText(e.timestamp), "when"));
+    if (tbody.id === "top-body") tr.append(cell("", "move"));
     return tr;
   });
   tbody.replaceChildren(...rows);
@@ -112,11 +291,14 @@ function renderTop(entries) {
   $("empty").hidden = entries.length > 0;
 }
 
+function plural(count, one, many) {
+  return `${count} ${Number(count) === 1 ? one : many}`;
+}
+
 async function refreshSide() {
-  const query = windowQuery();
   try {
-    const counted = await getJSON(`${boardPath()}/count${query ? "?" + query : ""}`);
-    $("count").textContent = `${counted.count} records`;
+    const counted = await getJSON(`${boardPath()}/count${boardQuery()}`);
+    $("count").textContent = plural(counted.count, "record", "records");
   } catch (error) {
     $("count").textContent = "";
   }
@@ -125,18 +307,18 @@ async function refreshSide() {
 
 async function lookUp() {
   const record = state.record;
-  if (!record) {
+  if (!record || !boardReady()) {
     $("rank").textContent = "";
     $("around").hidden = true;
     return;
   }
   const base = `${boardPath()}/records/${encodeURIComponent(record)}`;
-  const query = windowQuery();
   try {
-    const mine = await getJSON(`${base}/rank${query ? "?" + query : ""}`);
-    $("rank").textContent = `${recordText(mine.pk)} is #${mine.rank + 1} with ${mine.score}`;
-    const around = await getJSON(`${base}/around?above=2&below=2${query ? "&" + query : ""}`);
-    fillRows($("around").tBodies[0], around.entries, recordText(mine.pk));
+    const mine = await getJSON(`${base}/rank${boardQuery()}`);
+    const name = displayName(mine);
+    $("rank").textContent = `${keyText(mine.pk)}${name ? ` (${name})` : ""} is ${rankText(mine.rank)} with ${mine.score}`;
+    const around = await getJSON(`${base}/around${boardQuery(["above=2", "below=2"])}`);
+    fillRows($("around").tBodies[0], around.entries, keyText(mine.pk));
     $("around").hidden = false;
   } catch (error) {
     $("around").hidden = true;
@@ -147,12 +329,18 @@ async function lookUp() {
 function onBoard(event, body) {
   if (event === "problem") {
     showError(body.message);
+    setStatus("not live: the board cannot be read");
     return;
   }
   showError("");
-  $("status").textContent = `live · updated ${new Date().toLocaleTimeString()}`;
-  $("status").className = "live";
+  setStatus(`live · updated ${new Date().toLocaleTimeString()}`, true);
+  $("window-dates").textContent = windowText(body.window || { type: state.type });
+  if (state.at === "" && body.window && Number(body.window.start) !== currentStart) {
+    currentStart = Number(body.window.start);  // a new day (or week...) began: the picker follows
+    fillPeriods();
+  }
   renderTop(body.entries);
+  showMovement(body.entries, body.window);
   refreshSide();
 }
 
@@ -181,50 +369,113 @@ async function listen(url, signal) {
   }
 }
 
+function groupSize() {
+  return (info && info.options && info.options.group_size) || 0;
+}
+
+function boardReady() {
+  return state.index && state.type !== null && (groupSize() === 0 || state.group);
+}
+
 async function subscribe() {
   if (stream) stream.abort();
-  if (!state.index || state.type === null) return;
+  stream = null;
+  renderTop([]);
+  $("empty").hidden = true;
+  $("count").textContent = "";
+  $("window-dates").textContent = "";
+  fillPeriods();
+  if (!boardReady()) return;
   const controller = new AbortController();
   stream = controller;
-  const query = [windowQuery(), `n=${state.n}`].filter(Boolean).join("&");
-  const url = `${boardPath()}/top/events?${query}`;
-  $("status").textContent = "connecting…";
-  $("status").className = "";
+  const url = `${boardPath()}/top/events${boardQuery([`n=${state.n}`])}`;
+  setStatus("connecting…");
   while (!controller.signal.aborted) {
     try {
       await listen(url, controller.signal);  // ends after a while: listen again at once
     } catch (error) {
       if (controller.signal.aborted) return;
-      showError(error.message);
-      $("status").textContent = "not live: retrying";
-      $("status").className = "";
-      if (error.status === 401 || error.status === 403) askForToken();
-      await new Promise((resolve) => setTimeout(resolve, 3000));
+      showFailure(error);
+      if (isFinal(error)) {
+        if (error.status !== 401 && error.status !== 403) setStatus("not live: see below");
+        return;
+      }
+      setStatus("not live: retrying");
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
     }
   }
 }
 
+// -- choosing the index, the board and the group ----------------------------------------------------
+
+function groupItems(text) {
+  if (!text.startsWith("[")) return [text];
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    return null;
+  }
+}
+
+async function loadGroups() {
+  const size = groupSize();
+  $("group-choice").hidden = size === 0;
+  if (size === 0) {
+    state.group = "";
+    return;
+  }
+  $("group").value = state.group;
+  // The groups saved with their own direction are offered; any other group can be typed.
+  let known = [];
+  try {
+    const listing = await postJSON("/v1/ListSubDirectories", { index: state.index });
+    known = (listing.sub_directories || []).map((s) => itemsText(s.group));
+  } catch (error) {
+    known = [];
+  }
+  $("groups").replaceChildren(...known.map((g) => new Option(g, g)));
+  if (!state.group && known.length) state.group = known[0];
+  $("group").value = state.group;
+  if (!state.group) {
+    setStatus("choose a group");
+    showError(`This index has a board per group (${plural(size, "key element", "key elements")}): ` +
+      "type a group above (one string, or a JSON array for several elements).");
+  }
+}
+
+function itemsText(items) {
+  const values = items.map((item) => Object.values(item)[0]);
+  return values.length === 1 && typeof values[0] === "string" ? values[0] : JSON.stringify(values);
+}
+
 async function loadWindows() {
   const listing = await getJSON(`/v1/indexes/${encodeURIComponent(state.index)}/windows`);
+  windows = listing.windows;
   const types = [...new Set(listing.windows.map((w) => w.type))].sort((a, b) => (a === 0) - (b === 0) || a - b);
   const select = $("window");
-  select.replaceChildren(
-    ...types.map((type) => new Option(`${windowLabel(type, listing.windows)}`, String(type)))
-  );
+  select.replaceChildren(...types.map((type) => new Option(windowLabel(type, listing.windows), String(type))));
   if (!types.includes(state.type)) state.type = types.length ? types[0] : null;
   select.value = String(state.type);
   $("board-title").textContent = state.type === null ? "No windows yet" : select.selectedOptions[0].textContent;
+  if (state.type === null) {
+    setStatus("no windows: nothing to show");
+    showError(`Index ${state.index} has no windows, so no board to show. Add some: ` +
+      `"fdb-leaderboard windows apply ${state.index} FILE" (see examples/windows.yaml in the README).`);
+  }
 }
 
 async function choose() {
   state.n = Number($("size").value);
-  writeHash();
+  showError("");
   try {
+    info = indexes.find((i) => i.name === state.index) || null;
     await loadWindows();
+    if (state.type !== null) await loadGroups();
     writeHash();
     subscribe();
   } catch (error) {
-    showError(error.message);
+    showFailure(error);
+    setStatus("not live: see below");
   }
 }
 
@@ -232,19 +483,24 @@ async function start() {
   readHash();
   $("size").value = String(state.n);
   $("record").value = state.record;
+  showError("");
   try {
-    const { indexes } = await getJSON("/v1/indexes");
-    const names = indexes.map((i) => i.name);
-    $("index").replaceChildren(...names.map((name) => new Option(name, name)));
-    if (!names.includes(state.index)) state.index = names[0] || "";
-    $("index").value = state.index;
-    if (!names.length) {
-      $("status").textContent = "no index yet: create one";
-      return;
-    }
+    indexes = (await getJSON("/v1/indexes")).indexes;
   } catch (error) {
-    showError(error.message);
-    if (error.status === 401 || error.status === 403) askForToken();
+    showFailure(error);
+    if (!isFinal(error)) {
+      setStatus("not connected: retrying");
+      setTimeout(start, RETRY_MS);
+    }
+    return;
+  }
+  const names = indexes.map((i) => i.name);
+  $("index").replaceChildren(...names.map((name) => new Option(name, name)));
+  if (!names.includes(state.index)) state.index = names[0] || "";
+  $("index").value = state.index;
+  if (!names.length) {
+    setStatus("no index yet");
+    showError('This server has no index yet: create one, e.g. "fdb-leaderboard index create game --daily".');
     return;
   }
   await choose();
@@ -254,22 +510,47 @@ $("auth").addEventListener("submit", (event) => {
   event.preventDefault();
   sessionStorage.setItem("fdb-leaderboard-token", $("token").value.trim());
   $("auth").hidden = true;
-  showError("");
   start();
 });
 
+$("choose").addEventListener("submit", (event) => event.preventDefault());  // Enter in the group field
 $("index").addEventListener("change", () => {
   state.index = $("index").value;
   state.type = null;
+  state.group = "";
+  state.at = "";
+  currentStart = null;
   choose();
+});
+$("period").addEventListener("change", () => {
+  state.at = $("period").value;
+  writeHash();
+  subscribe();
 });
 $("window").addEventListener("change", () => {
   state.type = Number($("window").value);
+  state.at = "";
+  currentStart = null;
   $("board-title").textContent = $("window").selectedOptions[0].textContent;
   writeHash();
   subscribe();
 });
-$("size").addEventListener("change", choose);
+$("group").addEventListener("change", () => {
+  const text = $("group").value.trim();
+  if (groupItems(text) === null) {
+    showError(`${text} is not a JSON array: write one string, or a JSON array such as ["eu", 3]`);
+    return;
+  }
+  state.group = text;
+  showError("");
+  writeHash();
+  subscribe();
+});
+$("size").addEventListener("change", () => {
+  state.n = Number($("size").value);
+  writeHash();
+  subscribe();
+});
 $("find").addEventListener("submit", (event) => {
   event.preventDefault();
   state.record = $("record").value.trim();
