@@ -129,6 +129,7 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "ListSubDirectories": Role.READ,
     "GetRank": Role.READ,
     "GetRankAndEntry": Role.READ,
+    "WatchRank": Role.READ,
     "AroundMe": Role.READ,
     "Top": Role.READ,
     "Count": Role.READ,

@@ -76,6 +76,8 @@ _UINT32 = 2**32
 # A primary key, group or context: a sequence of elements, or one str, bytes or number standing
 # for a one-element key ("alice" is ("alice",)).
 Key = Sequence[object] | str | bytes | int | float
+# A score: an int, a float (DOUBLE indexes), or a tuple or list of ints (indexes ranking by columns).
+Score = int | float | Sequence[int]
 
 # -- errors ------------------------------------------------------------------------------------
 
@@ -345,7 +347,7 @@ def _window(window_type: int, timestamp: int | None) -> pb.WindowSelector:
     return selector
 
 
-def _pb_entry(score: int | float, timestamp: int, context: Key = (), group: Key = ()) -> pb.Entry:
+def _pb_entry(score: Score, timestamp: int, context: Key = (), group: Key = ()) -> pb.Entry:
     return pb.Entry(
         score=wire.python_to_score(score),
         timestamp=check_timestamp(timestamp),
@@ -406,7 +408,7 @@ def _ranks_request(
     )
 
 
-def _score(response: Any) -> int | float | None:
+def _score(response: Any) -> Score | None:
     return wire.score_to_python(response.score) if response.HasField("score") else None
 
 
@@ -451,11 +453,14 @@ class _Ops:
         boards: Sequence[str] = (),
         timezone: str = "UTC",
         all_time: bool = True,
+        columns: Sequence[str] = (),
     ) -> Op[bool]:
         """Create index ``name`` (False: it exists with these options).  It ranks all-time from its
         first score (unless ``all_time`` is False) and keeps the calendar ``boards`` named (daily,
         weekly, monthly: window types 1, 2, 3) in ``timezone``, today's ones from the start: they
-        join ``maintenance`` (the server keeps them ahead and expires them per that policy)."""
+        join ``maintenance`` (the server keeps them ahead and expires them per that policy).
+        ``columns``: rank by 2 to 4 integer columns, each ``"HIGH"`` or ``"LOW"`` (most kills, then
+        fewest deaths: ``("HIGH", "LOW")``); its scores are then tuples of ints."""
         options = pb.IndexOptions(
             aggregation=_enum(pb.Aggregation, aggregation, "aggregation"),
             hash_function=_enum(pb.RankHash, hash_function, "hash_function"),
@@ -465,6 +470,7 @@ class _Ops:
             count_duplicates=count_duplicates,
             score_type=_enum(pb.ScoreType, score_type, "score_type"),
             dense_ranks=dense_ranks,
+            columns=[_enum(pb.ColumnOrder, direction, "a column's direction") for direction in columns],
         )
         request = pb.CreateIndexRequest(
             name=name,
@@ -621,7 +627,7 @@ class _Ops:
     def add_score(
         index: str,
         pk: Key,
-        score: int | float,
+        score: Score,
         timestamp: int,
         context: Key = (),
         group: Key = (),
@@ -830,7 +836,7 @@ class _Ops:
     @staticmethod
     def score_for_rank(
         index: str, rank: int, window_type: int = 0, timestamp: int | None = None, group: Key = ()
-    ) -> Op[int | float | None]:
+    ) -> Op[Score | None]:
         """The score at 0-based ``rank`` (None: the window has fewer records)."""
         request = pb.ScoreForRankRequest(
             index=index, window=_window(window_type, timestamp), group=wire.key_to_items(group, "group"), rank=rank
@@ -840,13 +846,15 @@ class _Ops:
     @staticmethod
     def rank_for_score(
         index: str,
-        score: int | float | tuple,
+        score: int | float | list | tuple,
         window_type: int = 0,
         timestamp: int | None = None,
         group: Key = (),
     ) -> Op[int]:
         """The rank a record with ``score`` would have; ``score`` may be a score key
-        ``(score, timestamp, context...)`` or a prefix of one, as the Record Layer takes it."""
+        ``(score, timestamp, context...)`` or a prefix of one, as the Record Layer takes it.  A
+        tuple is a score key here, so a multi-column score is given as a list (``[10, 2]``), or
+        as a key's first item (``((10, 2), timestamp)``)."""
         key = score if isinstance(score, tuple) else (score,)
         if not key:
             raise InvalidArgument("a score key needs at least the score")
@@ -936,7 +944,7 @@ class _Ops:
     @staticmethod
     def score_for_percentile(
         index: str, percentile: float, window_type: int = 0, timestamp: int | None = None, group: Key = ()
-    ) -> Op[int | float | None]:
+    ) -> Op[Score | None]:
         """The score at ``percentile`` (0: the worst, 100: the best), interpolated (None: empty window)."""
         request = pb.ScoreForPercentileRequest(
             index=index,
@@ -999,8 +1007,8 @@ class _Ops:
         index: str,
         scan_type: str = "BY_RANK",
         *,
-        low: int | float | None = None,
-        high: int | float | None = None,
+        low: Score | None = None,
+        high: Score | None = None,
         low_exclusive: bool = False,
         high_exclusive: bool = False,
         window_type: int = 0,
@@ -1118,7 +1126,10 @@ def _credentials(
 
 
 class _BearerToken(
-    grpc.UnaryUnaryClientInterceptor, grpc.StreamUnaryClientInterceptor, grpc.StreamStreamClientInterceptor
+    grpc.UnaryUnaryClientInterceptor,
+    grpc.UnaryStreamClientInterceptor,
+    grpc.StreamUnaryClientInterceptor,
+    grpc.StreamStreamClientInterceptor,
 ):
     """Adds ``authorization: Bearer TOKEN`` to every call of a channel (also those made with ``stub``)."""
 
@@ -1129,6 +1140,9 @@ class _BearerToken(
         return details._replace(metadata=[*(details.metadata or ()), self._header])
 
     def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._details(details), request)
+
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
         return continuation(self._details(details), request)
 
     def intercept_stream_unary(self, continuation: Any, details: Any, requests: Any) -> Any:
@@ -1362,6 +1376,24 @@ class LeaderboardClient:
             if not continuation:
                 return
 
+    def watch_rank(
+        self,
+        index: str,
+        pk: Key,
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Key = (),
+        mode: str = "ORDINAL",
+        timeout: float | None = None,
+    ) -> RankWatch:
+        """The record's value in the window with its rank (None: no value there), now and then
+        whenever its rank, score or window changes (at most once a second), until the watch is
+        closed (from any thread) or ``timeout`` seconds pass (None: no end).  Without
+        ``timestamp``, the window is the current one of its type, following the clock."""
+        return RankWatch(
+            self.stub.WatchRank(_rank_request(index, pk, window_type, timestamp, group, mode), timeout=timeout)
+        )
+
     def bulk_load(
         self,
         index: str,
@@ -1507,6 +1539,33 @@ class LeaderboardClient:
         return move.ends[0], last
 
 
+class RankWatch:
+    """A watched rank (:meth:`LeaderboardClient.watch_rank`): iterate it for the updates; ``close``
+    (from any thread, or leaving a ``with`` block) ends the watch and the iteration quietly."""
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+        self._closed = False
+
+    def __iter__(self) -> Iterator[RankedEntry | None]:
+        try:
+            for response in self._call:
+                yield wire.optional_entry(response, "entry")
+        except grpc.RpcError as exc:
+            if not self._closed:
+                raise error_from_rpc(exc) from None
+
+    def close(self) -> None:
+        self._closed = True
+        self._call.cancel()
+
+    def __enter__(self) -> RankWatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 # -- the asyncio client -------------------------------------------------------------------------------
 
 
@@ -1622,6 +1681,27 @@ class AsyncLeaderboardClient:
                 yield entry
             if not continuation:
                 return
+
+    async def watch_rank(
+        self,
+        index: str,
+        pk: Key,
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Key = (),
+        mode: str = "ORDINAL",
+        timeout: float | None = None,
+    ) -> AsyncIterator[RankedEntry | None]:
+        """As :meth:`LeaderboardClient.watch_rank`, an asynchronous iterator."""
+        request = _rank_request(index, pk, window_type, timestamp, group, mode)
+        call = self.stub.WatchRank(request, timeout=timeout, metadata=self._metadata)
+        try:
+            async for response in call:
+                yield wire.optional_entry(response, "entry")
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from None
+        finally:
+            call.cancel()
 
     async def bulk_load(
         self,

@@ -71,10 +71,13 @@ def add_items(out: Any, values: Sequence[object]) -> None:
         setattr(out.add(), field, set_to)
 
 
-def score_to_python(score: pb.Score, name: str = "score") -> int | float:
+def score_to_python(score: pb.Score, name: str = "score") -> int | float | tuple:
+    """A Score as Python's: an int, a float, or a tuple of ints (a multi-column score)."""
     kind = score.WhichOneof("kind")
     if kind is None:
-        raise InvalidArgument(f"{name} is not set: give an int or a double")
+        raise InvalidArgument(f"{name} is not set: give an int, a double or columns")
+    if kind == "columns":
+        return tuple(score.columns.values)
     return getattr(score, kind)
 
 
@@ -82,7 +85,14 @@ def _score_field(value: int | float) -> str:
     return "int" if isinstance(value, int) else "double"
 
 
-def python_to_score(value: int | float) -> pb.Score:
+def python_to_score(value: int | float | tuple | list) -> pb.Score:
+    """A Python score as a Score (a tuple or list: a multi-column score)."""
+    if isinstance(value, tuple | list):
+        for column in value:
+            if isinstance(column, bool) or not isinstance(column, int):
+                raise InvalidArgument(f"a score's columns are integers, not {column!r}")
+            check_score(column)  # in the int64 range
+        return pb.Score(columns=pb.ScoreColumns(values=value))
     return pb.Score(**{_score_field(check_score(value)): value})
 
 
@@ -109,7 +119,11 @@ def entry_to_proto(entry: Entry) -> pb.Entry:
 def fill_ranked_entry(message: pb.RankedEntry, entry: RankedEntry) -> None:
     """Set the empty ``message`` (usually one a repeated field just added) to ``entry``."""
     add_items(message.pk, entry.pk)
-    setattr(message.score, _score_field(entry.score), entry.score)
+    score = entry.score
+    if type(score) is tuple:
+        message.score.columns.values.extend(score)
+    else:
+        setattr(message.score, _score_field(score), score)
     message.timestamp = entry.timestamp
     # Most entries have neither: asking for an empty repeated field costs as much as filling one.
     if entry.context:

@@ -8,7 +8,9 @@ packed bytes.
 Ranks are 0-based; lower elements rank better.  An element is ``(stored score, ts,
 context...)`` where the stored score is ``-score`` for a high-score-first group.  Scores,
 timestamps and context items must be ints (or ASCII strings) so that Python's tuple order is
-the tuple layer's.
+the tuple layer's.  A multi-column score is a tuple of ints compared column by column, each
+in its direction: its stored form negates the columns where higher ranks better (``HIGH``), and
+its natural order (BY_VALUE) runs from the worst score to the best.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ class MRules:
 @dataclasses.dataclass(frozen=True)
 class MEntry:
     group: tuple
-    score: int
+    score: int | tuple
     ts: int
     context: tuple
     seq: int
@@ -79,7 +81,7 @@ class Row:
     element: tuple
     pk_bytes: bytes
     pk: tuple
-    score: int
+    score: int | tuple
     ts: int
     context: tuple
     group: tuple
@@ -94,7 +96,7 @@ class Listed:
     """What a read returns for one record: compared with the index's RankedEntry fields."""
 
     pk: tuple
-    score: int
+    score: int | tuple
     timestamp: int
     context: tuple
     group: tuple
@@ -102,9 +104,13 @@ class Listed:
 
 
 class Model:
-    def __init__(self, aggregation: str, high_score_first: bool = False, group_size: int = 0) -> None:
+    def __init__(
+        self, aggregation: str, high_score_first: bool = False, group_size: int = 0, columns: tuple = ()
+    ) -> None:
         assert aggregation in ("BEST", "SUM", "LATEST")
+        assert not columns or (aggregation != "SUM" and high_score_first)
         self.aggregation = aggregation
+        self.columns = tuple(columns)
         self.default_hsf = high_score_first
         self.group_size = group_size
         self.records: dict[tuple, list[MEntry]] = {}
@@ -254,6 +260,18 @@ class Model:
 
     def group_hsf(self, group: tuple) -> bool:
         return self.sub_hsf.get(tuple(group), self.hsf())
+
+    def stored(self, score: int | tuple, group: tuple) -> int | tuple:
+        """The score as it orders in ``group``: lower ranks better."""
+        if self.columns:
+            return tuple(-value if way == "HIGH" else value for value, way in zip(score, self.columns, strict=True))
+        return -score if self.group_hsf(group) else score
+
+    def natural(self, score: int | tuple) -> int | tuple:
+        """The score as BY_VALUE orders it (columns: from the worst to the best)."""
+        if self.columns:
+            return tuple(value if way == "HIGH" else -value for value, way in zip(score, self.columns, strict=True))
+        return score
 
     def update_windows(
         self,
@@ -407,8 +425,7 @@ class Model:
         if not inside:
             return None
         if self.aggregation == "BEST":
-            sign = -1 if self.group_hsf(group) else 1
-            return min(inside, key=lambda e: (sign * e.score, e.ts, *e.context))
+            return min(inside, key=lambda e: (self.stored(e.score, group), e.ts, *e.context))
         return max(inside, key=lambda e: (e.ts, e.seq))
 
     def value(self, window: tuple, group: tuple, pk: tuple) -> Row | None:
@@ -417,14 +434,13 @@ class Model:
         inside = [e for e in self.records.get(pk, []) if e.group == group and start <= e.ts < end]
         if not inside:
             return None
-        sign = -1 if self.group_hsf(group) else 1
         if self.aggregation != "SUM":
             chosen = self._chosen(window, group, pk)
             score, ts, context = chosen.score, chosen.ts, chosen.context  # type: ignore[union-attr]
         else:
             latest = max(inside, key=lambda e: (e.ts, e.seq))
             score, ts, context = sum(e.score for e in inside), latest.ts, latest.context
-        return Row((sign * score, ts, *context), fdb.tuple.pack(pk), pk, score, ts, context, group)
+        return Row((self.stored(score, group), ts, *context), fdb.tuple.pack(pk), pk, score, ts, context, group)
 
     def board(self, window: tuple, group: tuple) -> list[Row]:
         """Every visible record's value in ``window`` and ``group``, best first (ties: packed pk)."""
@@ -513,7 +529,7 @@ class Model:
 
     def rank_for_score(self, score: int, window_type: int, ts: int | None, group: tuple) -> int:
         rows = self._board_at(window_type, ts, group)
-        stored = -score if self.group_hsf(group) else score
+        stored = self.stored(score, group)
         return sum(1 for row in rows if row.stored < stored)
 
     def scan_by_value(
@@ -536,9 +552,12 @@ class Model:
             rows = rows[::-1]
 
         def inside(row: Row) -> bool:
-            if low is not None and (row.score < low or (row.score == low and not low_inclusive)):
+            score = self.natural(row.score)
+            bottom = None if low is None else self.natural(low)
+            top = None if high is None else self.natural(high)
+            if bottom is not None and (score < bottom or (score == bottom and not low_inclusive)):
                 return False
-            return high is None or not (row.score > high or (row.score == high and not high_inclusive))
+            return top is None or not (score > top or (score == top and not high_inclusive))
 
         out = [self.listed(rows, row, None) for row in rows if inside(row)]
         return out[::-1] if reverse else out
@@ -592,7 +611,7 @@ class Model:
         worst_first = [row.score for row in reversed(rows)]
         index = (len(rows) - 1) * percent / 100
         low = int(index)
-        if index == low:
+        if index == low or self.columns:  # column scores: the worse of the two, not interpolated
             return worst_first[low]
         return worst_first[low] + (index - low) * (worst_first[low + 1] - worst_first[low])
 
@@ -626,7 +645,7 @@ class Model:
     def rank_for_score_key(self, key: tuple, window_type: int, ts: int | None, group: tuple) -> int:
         """Records whose (stored score, ts, context...) sorts before ``key`` (its score directed)."""
         rows = self._board_at(window_type, ts, group)
-        probe = (-key[0] if self.group_hsf(group) else key[0], *key[1:])
+        probe = (self.stored(key[0], group), *key[1:])
         return sum(1 for row in rows if row.element < probe)
 
     def score_trim(self, entries: list[tuple]) -> list[tuple]:
@@ -638,7 +657,6 @@ class Model:
             kept = []
             for _, start, end in self.windows:
                 for group in {e[0] for e in entries}:
-                    sign = -1 if self.group_hsf(group) else 1
                     inside = [(i, e) for i, e in enumerate(entries) if e[0] == group and start <= e[2] < end]
                     if not inside:
                         continue
@@ -647,11 +665,13 @@ class Model:
                     elif self.aggregation == "LATEST":
                         kept.append(max(inside, key=lambda found: (found[1][2], found[0]))[1])
                     else:
-                        kept.append(min(inside, key=lambda found: (sign * found[1][1], found[1][2], *found[1][3]))[1])
+                        best = min(
+                            inside, key=lambda found: (self.stored(found[1][1], group), found[1][2], *found[1][3])
+                        )
+                        kept.append(best[1])
             kept = list(dict.fromkeys(kept))
 
         def order(e: tuple) -> tuple:
-            sign = -1 if self.group_hsf(e[0]) else 1
-            return (sign * e[1], e[2], *e[3], fdb.tuple.pack(tuple(e[0])))
+            return (self.stored(e[1], e[0]), e[2], *e[3], fdb.tuple.pack(tuple(e[0])))
 
         return sorted(kept, key=order)

@@ -25,7 +25,9 @@ example the fill is completed, everything is compared once more, and the checker
 Small domains keep ties frequent: scores 0..5, timestamps 0..30, six primary keys (one a
 two-element key whose packed bytes extend another's), windows of type 1 (width 10) and
 type 2 (width 20, some overlapping).  One run per aggregation x high_score_first x
-grouped (group_size 1 with two groups and a context element) or not.
+grouped (group_size 1 with two groups and a context element) or not, and runs of indexes
+ranking by three columns (HIGH, LOW, HIGH: drawn so that each column often ties), BEST and
+LATEST (their direction is fixed: no flips, no sub-directories).
 """
 
 from __future__ import annotations
@@ -147,6 +149,7 @@ class IndexMachine(RuleBasedStateMachine):
     aggregation: ClassVar[str]
     high_score_first: ClassVar[bool]
     grouped: ClassVar[bool]
+    columns: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self) -> None:
         super().__init__()
@@ -158,10 +161,11 @@ class IndexMachine(RuleBasedStateMachine):
             group_size=1 if self.grouped else 0,
             context_size=1 if self.grouped else 0,
             dense_ranks=True,
+            columns=self.columns,
         )
         # The model starts with no window: so does the index (all_time=False)
         self.index = LeaderboardIndex.create(self.db, self.prefix, self.settings, all_time=False)
-        self.model = Model(self.aggregation, self.high_score_first, self.settings.group_size)
+        self.model = Model(self.aggregation, self.high_score_first, self.settings.group_size, self.columns)
         self.steps = 0
         self.cursors: list[tuple] = []  # where the last fill step stopped
         self.clock = 1_800_000_000.0  # the index's clock (the minutes of submission limits)
@@ -180,10 +184,14 @@ class IndexMachine(RuleBasedStateMachine):
 
     # -- helpers ----------------------------------------------------------------------------
 
-    def entry(self, raw: tuple[int, int, int, int]) -> tuple[tuple, int, int, tuple]:
+    def entry(self, raw: tuple[int, int, int, int]) -> tuple[tuple, int | tuple, int, tuple]:
         group_index, score, ts, context = raw
         group = self.groups[group_index % len(self.groups)]
-        return group, score, ts, (context,) if self.grouped else ()
+        return group, self.score(score, (ts + context) % 2), ts, (context,) if self.grouped else ()
+
+    def score(self, score: int, middle: int = 1) -> int | tuple:
+        """A drawn score (0..5) as the index takes it: with columns, three of them."""
+        return (score // 2, middle, score % 2) if self.columns else score
 
     def entries(self, raws: list) -> list[tuple]:
         return [self.entry(raw) for raw in raws]
@@ -268,6 +276,8 @@ class IndexMachine(RuleBasedStateMachine):
         per_minute=st.sampled_from([0, 0, 2, 4]),
     )
     def set_rules(self, low: int | None, high: int | None, per_window: int, per_minute: int) -> None:
+        if self.columns:  # a column index takes no score range (tests/test_columns.py), its limits do apply
+            low = high = None
         kept = self.index.set_score_rules(ScoreRules(low, high, per_window, per_minute))
         assert kept == ScoreRules(low, high, per_window, per_minute) == self.index.score_rules()
         self.model.rules = MRules(low, high, per_window, per_minute)
@@ -412,7 +422,7 @@ class IndexMachine(RuleBasedStateMachine):
         flip: bool,
         nlevels: int,
     ) -> None:
-        hsf = self.model.hsf() != flip
+        hsf = self.model.hsf() != (flip and not self.columns)  # a column index's direction is fixed
         windows = [window for spec in spec_list for window in expand(spec)] + list(explicit)
         update = WindowUpdate(
             high_score_first=hsf,
@@ -520,7 +530,7 @@ class IndexMachine(RuleBasedStateMachine):
             self.rebuild(False)
             self.fill()
 
-    @precondition(lambda self: self.grouped)
+    @precondition(lambda self: self.grouped and not self.columns)
     @rule(group_index=st.integers(0, 1), hsf=st.booleans())
     def save_sub_directory(self, group_index: int, hsf: bool) -> None:
         group = self.groups[group_index]
@@ -590,7 +600,7 @@ class IndexMachine(RuleBasedStateMachine):
             lambda: self.index.rank_and_entry(PKS[0], **where),
             lambda: self.index.around(PKS[0], 1, 1, **where),
             lambda: self.index.score_for_rank(0, **where),
-            lambda: self.index.rank_for_score(3, **where),
+            lambda: self.index.rank_for_score(self.score(3), **where),
         ]
         if window_type == 0:
             reads.append(lambda: self.index.scan(ScanType.BY_VALUE, group=group))
@@ -639,7 +649,8 @@ class IndexMachine(RuleBasedStateMachine):
             )
         for rank in range(size + 2):
             assert index.score_for_rank(rank, **where) == model.score_for_rank(rank, window_type, ts, group)
-        for score in range(-1, 7):
+        middles = (0, 1) if self.columns else (1,)
+        for score in [self.score(score, middle) for score in range(-1, 7) for middle in middles]:
             assert index.rank_for_score(score, **where) == model.rank_for_score(score, window_type, ts, group)
 
         if window_type == 0:
@@ -666,6 +677,8 @@ class IndexMachine(RuleBasedStateMachine):
 
     def check_value_scans(self, group: tuple) -> None:
         for i, (low, high, low_inclusive, high_inclusive) in enumerate(VALUE_BOUNDS):
+            low = None if low is None else self.score(low)
+            high = None if high is None else self.score(high)
             bounds = {"low": low, "high": high, "low_inclusive": low_inclusive, "high_inclusive": high_inclusive}
             for reverse in (False, True):
                 expected = self.model.scan_by_value(group, reverse=reverse, **bounds)
@@ -704,16 +717,30 @@ CONFIGS = [
     for high_score_first in (False, True)
     for grouped in (False, True)
 ]
+COLUMNS = ("HIGH", "LOW", "HIGH")
+COLUMN_CONFIGS = [("BEST", False), ("BEST", True), ("LATEST", False)]
 
 
 def run_index_machine(
-    db: Database, aggregation: str, high_score_first: bool, grouped: bool, examples: int = 12, steps: int = 25
+    db: Database,
+    aggregation: str,
+    high_score_first: bool,
+    grouped: bool,
+    examples: int = 12,
+    steps: int = 25,
+    columns: tuple[str, ...] = (),
 ) -> None:
     """The state machine on ``db`` for one configuration (derandomized: the same examples each run)."""
     machine = type(
         "IndexMachine_" + aggregation,
         (IndexMachine,),
-        {"db": db, "aggregation": aggregation, "high_score_first": high_score_first, "grouped": grouped},
+        {
+            "db": db,
+            "aggregation": aggregation,
+            "high_score_first": high_score_first,
+            "grouped": grouped,
+            "columns": columns,
+        },
     )
     run_state_machine_as_test(
         machine,
@@ -733,6 +760,25 @@ def test_index_matches_model(tmp_path, aggregation: str, high_score_first: bool,
     db = open_database(f"lmdb:{tmp_path / 'store'}?durable=false")
     try:
         run_index_machine(db, aggregation, high_score_first, grouped)
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize(("aggregation", "grouped"), COLUMN_CONFIGS)
+def test_column_index_matches_model(tmp_path, aggregation: str, grouped: bool) -> None:
+    """Scores of three columns, each in its direction: every read against the model."""
+    db = open_database(f"lmdb:{tmp_path / 'store'}?durable=false")
+    try:
+        run_index_machine(db, aggregation, True, grouped, columns=COLUMNS)
+    finally:
+        db.close()
+
+
+def test_column_index_matches_model_on_each_store(store_url: str) -> None:
+    """The same on every store (FoundationDB's network reads take other paths), fewer examples."""
+    db = open_database(store_url)
+    try:
+        run_index_machine(db, "BEST", True, True, examples=3, steps=15, columns=COLUMNS)
     finally:
         db.close()
 

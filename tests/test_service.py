@@ -1087,6 +1087,8 @@ def _call(lb: LeaderboardClient, method: str, request: Any) -> Any:
         request = iter([request])
     if method in ("Load", "Dump"):  # and streamed answers
         return list(getattr(lb.stub, method)(request, timeout=20))
+    if method == "WatchRank":  # a stream of answers, the first of which may be the error
+        return next(lb.stub.WatchRank(request, timeout=20))
     return getattr(lb.stub, method)(request, timeout=20)
 
 
@@ -1114,6 +1116,7 @@ def test_not_found_changes_nothing(populated) -> None:
         ("Count", pb.CountRequest(index="nope")),
         ("GetRank", pb.RankRequest(index="nope", pk=[S])),
         ("GetRankAndEntry", pb.RankRequest(index="nope", pk=[S])),
+        ("WatchRank", pb.RankRequest(index="nope", pk=[S])),
         ("AroundMe", pb.AroundMeRequest(index="nope", pk=[S])),
         ("ScoreForRank", pb.ScoreForRankRequest(index="nope")),
         ("RankForScore", pb.RankForScoreRequest(index="nope", score=INT)),

@@ -4,7 +4,7 @@
 |---|---|
 | ``commands.py`` | the group, ``serve``, index and window administration; registers the others |
 | ``common.py`` | shared: ``server_command``, the read options, keys and times as typed, rows, one-line errors |
-| ``reads.py`` | ``top``, ``rank``, ``around``, ``count`` |
+| ``reads.py`` | ``top``, ``rank``, ``watch``, ``around``, ``count`` |
 | ``writes.py`` | ``add`` (a score), ``delete`` (a record) |
 | ``players.py`` | what players see: metadata, many ranks and friends, pages, percentiles, movement, the bottom |
 | ``fair_play.py`` | ``hide-record`` / ``restore-record``, ``hidden-records``, score ``rules``, ``delete-records`` |

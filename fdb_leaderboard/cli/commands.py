@@ -30,6 +30,7 @@ from .common import (
     TimeSpec,
     key_argument,
     one_line,
+    parse_columns,
     plural,
     progress_bar,
     server_command,
@@ -42,7 +43,7 @@ from .demo import DEFAULT_HTTP_ADDRESS, demo
 from .export import export
 from .loading import load
 from .maintenance import maintain, policy
-from .reads import around, count, rank, top
+from .reads import around, count, rank, top, watch
 from .writes import add, delete
 
 DEFAULT_STORE = "lmdb:./data"
@@ -117,6 +118,9 @@ def main(
 @click.option("--reflection/--no-reflection", default=True, show_default=True, help="Serve gRPC reflection.")
 @click.option("--max-page", default=DEFAULT_MAX_PAGE, show_default=True, help="Most rows per Top/AroundMe/Scan.")
 @click.option("--max-calls", default=4096, show_default=True, help="Concurrent calls before RESOURCE_EXHAUSTED.")
+@click.option(
+    "--max-rank-watchers", default=1000, show_default=True, help="Ranks watched at once (watch, WatchRank, events)."
+)
 @click.option("--receive-timeout", default=10.0, show_default=True, help="Seconds a request may take to arrive.")
 @click.option("--deadline", default=60.0, show_default=True, help="Seconds of server work for a call without one.")
 @click.option(
@@ -190,6 +194,7 @@ def serve(
     reflection: bool,
     max_page: int,
     max_calls: int,
+    max_rank_watchers: int,
     receive_timeout: float,
     deadline: float,
     read_processes: int,
@@ -223,6 +228,7 @@ def serve(
         settings = ServerSettings(
             max_page=max_page,
             max_concurrent_calls=max_calls,
+            max_rank_watchers=max_rank_watchers,
             receive_timeout=receive_timeout,
             default_deadline=deadline,
             read_processes=read_processes,
@@ -309,6 +315,13 @@ def index() -> None:
 )
 @click.option("--reference-layout", is_flag=True, help="Ranked sets exactly as the Record Layer lays them out.")
 @click.option("--dense-ranks", is_flag=True, help="Also rank each window's distinct scores (DENSE rank mode).")
+@click.option(
+    "--columns",
+    default="",
+    callback=lambda ctx, param, value: parse_columns(value),
+    help="Rank by 2-4 integer columns, compared in order, each HIGH or LOW first: e.g. high,low,low "
+    "(most kills, then fewest deaths, then earliest time).",
+)
 @click.option("--daily", is_flag=True, help="Keep a board per day (window type 1), today's from the start.")
 @click.option("--weekly", is_flag=True, help="Keep a board per ISO week (window type 2).")
 @click.option("--monthly", is_flag=True, help="Keep a board per month (window type 3).")
@@ -325,6 +338,7 @@ def index_create(
     score_type: str,
     reference_layout: bool,
     dense_ranks: bool,
+    columns: tuple[str, ...],
     daily: bool,
     weekly: bool,
     monthly: bool,
@@ -351,6 +365,7 @@ def index_create(
         boards=boards,
         timezone=timezone,
         all_time=all_time,
+        columns=columns,
     )
     what = ", ".join(["all-time"] * all_time + boards) or "no"
     session.emit(
@@ -372,7 +387,11 @@ def index_list(session: Session) -> None:
         lines.append(
             f"{info.name}: {aggregation}, hash {hash_name}, "
             f"group size {options.group_size}, context size {options.context_size}, "
-            f"{'high' if options.high_score_first else 'low'} score first"
+            + (
+                f"columns {','.join(pb.ColumnOrder.Name(c) for c in options.columns)}"
+                if options.columns
+                else f"{'high' if options.high_score_first else 'low'} score first"
+            )
             + (f"; writes refused: {info.writes_paused}" if info.writes_paused else "")
         )
     data = [
@@ -384,6 +403,7 @@ def index_list(session: Session) -> None:
             "context_size": info.options.context_size,
             "high_score_first": info.options.high_score_first,
             "score_type": pb.ScoreType.Name(info.options.score_type),
+            "columns": [pb.ColumnOrder.Name(c) for c in info.options.columns],
             "writes_paused": info.writes_paused or None,
         }
         for info in infos
@@ -605,6 +625,7 @@ def verify(session: Session, name: str, max_problems: int) -> None:
 for command in (
     top,
     rank,
+    watch,
     around,
     count,
     add,

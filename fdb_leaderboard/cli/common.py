@@ -241,6 +241,37 @@ def _group(ctx: click.Context, param: click.Parameter, value: str | None) -> tup
     return () if value is None else parse_key(value, "--group")
 
 
+def parse_score(text: str, hint: str = "--score") -> int | float | tuple[int, ...]:
+    """A score from the command line: an integer, a number (DOUBLE indexes), or integers separated
+    by commas for an index ranking by columns (``12,3,95``)."""
+    try:
+        if "," in text:
+            return tuple(int(part) for part in text.split(","))
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise click.BadParameter(
+            f"{text!r} is not a number (or integers separated by commas, for columns)", param_hint=hint
+        ) from None
+
+
+def parse_columns(text: str) -> tuple[str, ...]:
+    """``--columns``: directions separated by commas (``high,low,low``), each HIGH or LOW."""
+    columns = tuple(direction.strip().upper() for direction in text.split(",")) if text else ()
+    for direction in columns:
+        if direction not in ("HIGH", "LOW"):
+            raise click.BadParameter(f"a column is HIGH or LOW, not {direction!r}", param_hint="--columns")
+    return columns
+
+
+def show_score(score: object) -> str:
+    """A score for people: a multi-column score as its columns separated by commas."""
+    return ",".join(str(value) for value in score) if isinstance(score, tuple | list) else str(score)
+
+
 def group_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--group",
@@ -291,17 +322,6 @@ def mode_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 # -- output ------------------------------------------------------------------------------------------
-
-
-def parse_score(text: str, param_hint: str) -> int | float:
-    """A score as typed: an integer, or a number (for DOUBLE indexes)."""
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            raise click.BadParameter(f"{text!r} is not a number", param_hint=param_hint) from None
 
 
 def json_value(value: object) -> object:
@@ -362,7 +382,7 @@ def entry_lines(entries: Sequence[RankedEntry | Absent], labels: Sequence[str] |
         extra = [f"{what} {show_key(value)}" for what, value in labelled if value]
         extra += [f"{field}={value}" for field, value in sorted(metadata.items())]
         when = f"at {entry.timestamp}"
-        rows.append([show_rank(entry.rank), show_key(entry.pk), name, str(entry.score), when, "  ".join(extra)])
+        rows.append([show_rank(entry.rank), show_key(entry.pk), name, show_score(entry.score), when, "  ".join(extra)])
     if not rows:
         return []
     first = 0 if labels is None else 1  # the rank's column

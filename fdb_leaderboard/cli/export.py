@@ -31,6 +31,7 @@ from .common import (
     rpc_error_message,
     server_command,
     show_key,
+    show_score,
     window_options,
 )
 
@@ -107,7 +108,7 @@ def export(
                     [
                         row["rank"],
                         show_key(entry.pk),
-                        entry.score,
+                        show_score(entry.score),
                         entry.timestamp,
                         show_key(entry.context) if entry.context else "",
                         show_key(entry.group) if entry.group else "",

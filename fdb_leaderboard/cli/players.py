@@ -23,9 +23,11 @@ from .common import (
     key_argument,
     keys_argument,
     mode_option,
+    parse_score,
     server_command,
     show_key,
     show_rank,
+    show_score,
     where,
     window_options,
 )
@@ -158,7 +160,7 @@ def score_at_percentile(
 ) -> None:
     """The score at PERCENT (0: the worst, 100: the best), interpolated (null with --json: empty window)."""
     found = session.client.score_for_percentile(index, percent, **session.window(index, window_type, at, group))
-    session.emit({"score": found}, "empty window" if found is None else str(found))
+    session.emit({"score": found}, "empty window" if found is None else show_score(found))
 
 
 @server_command(name="movement")
@@ -226,14 +228,16 @@ def bottom(session: Session, index: str, count: int, window_type: int, at: TimeS
 
 @server_command(name="rank-for-score")
 @click.argument("index")
-@click.argument("score", type=int)
+@click.argument("score")
 @click.option("--key-timestamp", type=int, default=None, help="Rank the score key (SCORE, TIMESTAMP) instead.")
 @window_options
 def rank_for_score(
-    session: Session, index: str, score: int, key_timestamp: int | None, window_type: int, at: TimeSpec, group: tuple
+    session: Session, index: str, score: str, key_timestamp: int | None, window_type: int, at: TimeSpec, group: tuple
 ) -> None:
-    """The rank (#1: the best) a record with SCORE (and, given, its timestamp) would have."""
-    key: int | tuple = score if key_timestamp is None else (score, key_timestamp)
+    """The rank (#1: the best) a record with SCORE (and, given, its timestamp) would have (SCORE: a
+    number, or integers separated by commas for an index ranking by columns)."""
+    value = parse_score(score, "SCORE")
+    key = (value,) if key_timestamp is None else (value, key_timestamp)  # a key: a column score is no key
     found = session.client.rank_for_score(index, key, **session.window(index, window_type, at, group))
     session.emit({"rank": found}, show_rank(found))
 
@@ -242,22 +246,23 @@ def rank_for_score(
 @click.argument("index")
 @click.argument("entries", nargs=-1, required=True)
 def score_trim(session: Session, index: str, entries: tuple[str, ...]) -> None:
-    """Of ENTRIES (SCORE@TIMESTAMP each), those the index's windows use, best first."""
+    """Of ENTRIES (SCORE@TIMESTAMP each; a score of columns as 12,3,95), those the index's windows
+    use, best first."""
     parsed = []
     for text in entries:
         score, sep, ts = text.partition("@")
         try:
-            parsed.append((int(score), int(ts)))
-        except ValueError:
+            if not sep:
+                raise ValueError(text)
+            parsed.append((parse_score(score, "ENTRIES"), int(ts)))
+        except (ValueError, click.BadParameter):
             raise click.BadParameter(f"{text!r} is not SCORE@TIMESTAMP", param_hint="ENTRIES") from None
-        if not sep:
-            raise click.BadParameter(f"{text!r} is not SCORE@TIMESTAMP", param_hint="ENTRIES")
     kept = session.client.score_trim(index, parsed)
     data = [
         {"score": e.score, "timestamp": e.timestamp, "context": json_value(e.context), "group": json_value(e.group)}
         for e in kept
     ]
-    session.emit(data, " ".join(f"{e.score}@{e.timestamp}" for e in kept))
+    session.emit(data, " ".join(f"{show_score(e.score)}@{e.timestamp}" for e in kept))
 
 
 COMMANDS = [meta, ranks, page, percentile, score_at_percentile, movement, bottom, rank_for_score, score_trim]

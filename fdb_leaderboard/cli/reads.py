@@ -1,4 +1,4 @@
-"""Commands that read a board: ``top``, ``rank``, ``around``, ``count``.
+"""Commands that read a board: ``top``, ``rank``, ``watch``, ``around``, ``count``.
 
 Like every read command, each names the window with ``--type`` and ``--at`` (default: the
 all-time window; a type's window holding now), a group with ``--group``, ranks ties with
@@ -52,6 +52,28 @@ def rank(session: Session, name: str, pk: tuple, window_type: int, at: TimeSpec,
         session.emit(None, f"{show_key(pk)} has no score in {where(window_type, arguments['timestamp'])}")
         return
     session.emit(entry_json(entry), entry_lines([entry]))
+
+
+@server_command(name="watch")
+@click.argument("name")
+@key_argument()
+@click.option("--updates", type=click.IntRange(1), default=None, help="Stop after this many rows (default: at Ctrl-C).")
+@window_options
+@mode_option
+def watch(
+    session: Session, name: str, pk: tuple, updates: int | None, window_type: int, at: TimeSpec, group: tuple, mode: str
+) -> None:
+    """Follow the rank and score of record PK in index NAME: a row now, then one each time they
+    change (at most one a second), until Ctrl-C.  Without --at, a type's window follows the clock."""
+    arguments = session.window(name, window_type, at, group)
+    with session.client.watch_rank(name, pk, mode=mode, **arguments) as stream:
+        for shown, entry in enumerate(stream, 1):
+            if entry is None:
+                session.emit(None, f"{show_key(pk)} has no score in {where(window_type, arguments['timestamp'])}")
+            else:
+                session.emit(entry_json(entry), entry_lines([entry]))
+            if updates is not None and shown >= updates:
+                break
 
 
 @server_command(name="around")

@@ -15,10 +15,12 @@ flat rows under a header naming the columns ``pk``, ``score``, ``timestamp`` and
     alice,1200,1763900000
 
 ``pk`` is a list of strings, integers, floats, booleans or nulls (a single string or number
-stands for a one-element key, as in every API); scores are integers or numbers, timestamps
-integers.  Blank lines are skipped.  A record is loaded whole: a pk seen again replaces the
-record's entries, so the flat lines (or rows) of one record must be together: a record whose
-lines come apart is refused, naming the line.
+stands for a one-element key, as in every API); scores are integers or numbers (for an index
+ranking by columns, a list of integers in JSON and integers separated by commas in CSV, as
+``export`` writes them: ``"12,3,95"``), timestamps integers.  Blank lines are skipped.  A
+record is loaded whole: a pk seen again replaces the record's entries, so the flat lines (or
+rows) of one record must be together: a record whose lines come apart is refused, naming the
+line.
 """
 
 from __future__ import annotations
@@ -66,8 +68,10 @@ def _entry(raw: Any) -> tuple:
     if "score" not in raw or "timestamp" not in raw:
         raise ValueError("an entry needs score and timestamp")
     score, timestamp = raw["score"], raw["timestamp"]
-    if isinstance(score, bool) or not isinstance(score, int | float):
-        raise ValueError(f"score must be a number, not {score!r}")
+    if isinstance(score, list) and all(isinstance(value, int) and not isinstance(value, bool) for value in score):
+        score = tuple(score)  # a multi-column score
+    elif isinstance(score, bool) or not isinstance(score, int | float):
+        raise ValueError(f"score must be a number (or a list of integers, for columns), not {score!r}")
     if isinstance(timestamp, bool) or not isinstance(timestamp, int):
         raise ValueError(f"timestamp must be an integer, not {timestamp!r}")
     return score, timestamp, _items(raw.get("context", []), "context"), _items(raw.get("group", []), "group")
@@ -127,6 +131,13 @@ def _number(text: str, what: str, integer: bool = False) -> int | float:
         raise ValueError(f"{what} must be a number, not {text!r}") from None
 
 
+def _score_cell(text: str) -> int | float | tuple:
+    """A CSV score: a number, or integers separated by commas (a multi-column score)."""
+    if "," in text:
+        return tuple(_number(part, "a score's column", integer=True) for part in text.split(","))
+    return _number(text, "score")
+
+
 class _CsvRows:
     """A CSV source's rows as flat records, under its header."""
 
@@ -153,7 +164,7 @@ class _CsvRows:
         if not pk:
             raise ValueError("pk is empty: give the record's key")
         entry = (
-            _number(cells["score"], "score"),
+            _score_cell(cells["score"]),
             _number(cells["timestamp"], "timestamp", integer=True),
             _cell_key(cells.get("context", ""), "context"),
             _cell_key(cells.get("group", ""), "group"),

@@ -18,13 +18,18 @@ from .common import (
     plural,
     server_command,
     show_key,
+    show_score,
 )
 
 
 @server_command(name="add")
 @click.argument("name")
 @key_argument()
-@click.option("--score", required=True, help="The score (an integer, or a number for DOUBLE indexes).")
+@click.option(
+    "--score",
+    required=True,
+    help="The score: an integer, a number for DOUBLE indexes, or integers separated by commas for columns.",
+)
 @click.option("--at", "at", type=TIME, default="now", show_default=True, help=f"Its time: {TIME_HELP}.")
 @click.option("--context", default=None, help="The entry's context: a string or a JSON list.")
 @group_option
@@ -39,7 +44,7 @@ def add(session: Session, name: str, pk: tuple, score: str, at: TimeSpec, contex
     warning = next((str(w.message) for w in caught), None)
     session.emit(
         {"pk": list(pk), "score": value, "timestamp": timestamp, "windows_changed": changed, "warning": warning},
-        f"added {value} at {timestamp} to {show_key(pk)}: {plural(changed, 'window value')} changed",
+        f"added {show_score(value)} at {timestamp} to {show_key(pk)}: {plural(changed, 'window value')} changed",
     )
     if warning:
         session.note(f"warning: {warning}")

@@ -12,6 +12,7 @@ a client gone before its answer CANCELLED (499), neither a server error.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -328,17 +329,33 @@ class HttpApi:
                 grpc.StatusCode.INVALID_ARGUMENT, f"an event stream sends at most {most} rows: ask for n <= {most}"
             )
         interval = values.pop("interval", 1.0)
+        slot = contextlib.ExitStack()  # a watched rank holds a watcher's slot while it streams
+        if route.watches_rank:
+            try:
+                slot.enter_context(self.transcoder.dispatcher.rank_watchers.slot())
+            except Answer as answer:
+                raise CallFailed(answer.code, str(answer)) from None
         key = (route.path, interval, tuple(sorted(values.items())))
-        first, stream, close = await self.events.open(
-            key, interval, functools.partial(self._answer, request, route, values, None, True)
-        )
+        try:
+            first, stream, close = await self.events.open(
+                key, interval, functools.partial(self._answer, request, route, values, None, True)
+            )
+        except BaseException:
+            slot.close()
+            raise
         if first[0] != 200:
+            slot.close()
             return JSONResponse(first[1], status_code=first[0])
+
+        def close_both() -> None:  # after the response, should the stream never have started (idempotent)
+            close()
+            slot.close()
+
         return StreamingResponse(
-            stream,
+            _holding(slot, stream),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache"},
-            background=BackgroundTask(close),
+            background=BackgroundTask(close_both),
         )
 
     # -- the page, the document, the metrics ----------------------------------------------------------
@@ -398,6 +415,13 @@ def _built(route: RestRoute, values: dict[str, Any], body: Any, transcoder: Tran
         return route.build(values, body, transcoder, headers)
     except INPUT_ERRORS as exc:
         raise invalid_input("the request", exc) from None
+
+
+async def _holding(slot: contextlib.ExitStack, stream: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """``stream``, letting go of ``slot`` when it ends, however it ends."""
+    with slot:
+        async for chunk in stream:
+            yield chunk
 
 
 async def _no_route(request: Request, exc: HTTPException) -> Response:

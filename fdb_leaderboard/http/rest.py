@@ -99,6 +99,11 @@ def items_from_json(values: Any, what: str) -> list[pb.Item]:
         raise bad(str(exc)) from None
 
 
+def plain_score(score: int | float | tuple) -> Any:
+    """A score as JSON: a number, or an array of numbers for a multi-column score."""
+    return [plain_item(value) for value in score] if isinstance(score, tuple) else plain_item(score)
+
+
 def plain_window(message: pb.Window) -> dict[str, Any]:
     """A window as listings name it: its type, start and end (in the index's timebase)."""
     return {"type": message.type, "start": plain_item(message.start), "end": plain_item(message.end)}
@@ -109,7 +114,7 @@ def plain_entry(message: pb.RankedEntry) -> dict[str, Any]:
     return {
         "rank": entry.rank,
         "pk": [plain_item(v) for v in entry.pk],
-        "score": plain_item(entry.score),
+        "score": plain_score(entry.score),
         "timestamp": plain_item(entry.timestamp),
         "context": [plain_item(v) for v in entry.context],
         "group": [plain_item(v) for v in entry.group],
@@ -117,8 +122,11 @@ def plain_entry(message: pb.RankedEntry) -> dict[str, Any]:
     }
 
 
-def plain_score(message: pb.Score) -> Any:
-    return plain_item(message.double if message.WhichOneof("kind") == "double" else message.int)
+def plain_score_message(message: pb.Score) -> Any:
+    kind = message.WhichOneof("kind")
+    if kind == "columns":
+        return [plain_item(value) for value in message.columns.values]
+    return plain_item(message.double if kind == "double" else message.int)
 
 
 def plain_item_message(message: pb.Item) -> Any:
@@ -128,7 +136,7 @@ def plain_item_message(message: pb.Item) -> Any:
 _PLAIN_MESSAGES: dict[str, Callable[[Any], Any]] = {
     pb.RankedEntry.DESCRIPTOR.full_name: plain_entry,
     pb.Window.DESCRIPTOR.full_name: plain_window,
-    pb.Score.DESCRIPTOR.full_name: plain_score,
+    pb.Score.DESCRIPTOR.full_name: plain_score_message,
     pb.Item.DESCRIPTOR.full_name: plain_item_message,
 }
 
@@ -293,12 +301,22 @@ INTERVAL = Param(
 
 # -- routes ---------------------------------------------------------------------------------------------
 
+SCORE_SCHEMA = {
+    "oneOf": [
+        {"type": ["number", "string"], "description": "int64 (or a double for a DOUBLE index)"},
+        {
+            "type": "array",
+            "items": {"type": ["integer", "string"]},
+            "description": "one int64 per column, for an index ranking by columns",
+        },
+    ]
+}
 ENTRY_SCHEMA = {
     "type": "object",
     "properties": {
         "rank": {"type": "integer", "description": "0-based rank in the window"},
         "pk": {"type": "array", "items": {}},
-        "score": {"type": ["number", "string"]},
+        "score": SCORE_SCHEMA,
         "timestamp": {"type": ["integer", "string"]},
         "context": {"type": "array", "items": {}},
         "group": {"type": "array", "items": {}},
@@ -345,7 +363,7 @@ SCORE_BODY_SCHEMA = {
     "type": "object",
     "properties": {
         "pk": {"description": f"The record's primary key: {ITEMS_TEXT}.", "type": ["string", "array"]},
-        "score": {"type": ["number", "string"], "description": "int64 (or a double for a DOUBLE index)"},
+        "score": SCORE_SCHEMA,
         "timestamp": {
             "type": ["integer", "string"],
             "description": "when the score was made, in the index's timebase; default: now, in seconds",
@@ -382,6 +400,7 @@ class RestRoute:
     body_schema: dict[str, Any] | None = None
     body_example: dict[str, Any] | None = None
     events: bool = False  # a Server-Sent Events stream of the answer, sent when it changes
+    watches_rank: bool = False  # events of one record's rank: they take a rank watcher's slot
 
     def parse(self, path: Mapping[str, str], query: Mapping[str, str]) -> dict[str, Any]:
         known = {p.name for p in self.params if p.where == "query"}
@@ -570,13 +589,7 @@ def build_add_score(values: dict[str, Any], body: Any, transcoder: Transcoder, h
         raise bad(f"unknown field {unknown[0]!r}: a score has {known}")
     if "pk" not in body or "score" not in body:
         raise bad("a score needs pk and score")
-    score = body["score"]
-    if isinstance(score, bool) or not isinstance(score, (int, float, str)):
-        raise bad(f"score must be a number, not {score!r}")
-    if isinstance(score, float):
-        score_json: dict[str, Any] = {"double": score}
-    else:
-        score_json = {"int": score} if not isinstance(score, str) or "." not in score else {"double": score}
+    score_json = score_from_json(body["score"])
     entry = message_from_dict(
         {"score": score_json, "timestamp": body.get("timestamp", server_clock())}, pb.Entry, "the score"
     )
@@ -589,6 +602,21 @@ def build_add_score(values: dict[str, Any], body: Any, transcoder: Transcoder, h
     return pb.AddScoreRequest(
         index=values["index"], pk=items_from_json(body["pk"], "pk"), entry=entry, metadata=metadata, idempotency_key=key
     )
+
+
+def score_from_json(score: Any) -> dict[str, Any]:
+    """A plain JSON score (a number, a string of digits, or an array of them for a multi-column
+    score) as the Score message's JSON."""
+    if isinstance(score, list):
+        for value in score:
+            if isinstance(value, bool) or not isinstance(value, int | str):
+                raise bad(f"a score's columns are integers, not {value!r}")
+        return {"columns": {"values": score}}
+    if isinstance(score, bool) or not isinstance(score, (int, float, str)):
+        raise bad(f"score must be a number or an array of integers (columns), not {score!r}")
+    if isinstance(score, float):
+        return {"double": score}
+    return {"int": score} if not isinstance(score, str) or "." not in score else {"double": score}
 
 
 IDEMPOTENCY_HEADER = "idempotency-key"
@@ -615,6 +643,12 @@ def answer_rank_and_entry(response: Message) -> tuple[int, Any]:
     if not response.HasField("entry"):
         return 404, {"code": "NOT_FOUND", "message": "the record has no value in this window"}
     return 200, {**plain_entry(response.entry), "window": plain_window(response.window)}  # type: ignore[attr-defined]
+
+
+def answer_watched_rank(response: Message) -> tuple[int, Any]:
+    """A watched record's rank and entry: ``entry`` is null while it has no value in the window."""
+    entry = plain_entry(response.entry) if response.HasField("entry") else None  # type: ignore[attr-defined]
+    return 200, {"entry": entry, "window": plain_window(response.window)}  # type: ignore[attr-defined]
 
 
 def answer_count(response: Message) -> tuple[int, Any]:
@@ -717,6 +751,26 @@ ROUTES: tuple[RestRoute, ...] = (
         build_rank,
         answer_rank_and_entry,
         {"$ref": "#/components/schemas/PlainEntry"},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/records/{pk}/rank/events",
+        "GET",
+        "GetRankAndEntry",
+        "Server-Sent Events: a record's rank and entry now, then again whenever they change (checked once a "
+        "second); entry is null while the record has no value in the window.  As gRPC's WatchRank.",
+        (INDEX, WINDOW_TYPE, RECORD, AT, GROUP, MODE),
+        build_rank,
+        answer_watched_rank,
+        {
+            "type": "object",
+            "properties": {
+                "entry": {"oneOf": [{"$ref": "#/components/schemas/PlainEntry"}, {"type": "null"}]},
+                "window": WINDOW_SCHEMA,
+            },
+            "required": ["entry", "window"],
+        },
+        events=True,
+        watches_rank=True,
     ),
     RestRoute(
         "/v1/indexes/{index}/windows/{type}/records/{pk}/around",

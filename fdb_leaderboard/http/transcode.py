@@ -127,7 +127,8 @@ class Rpc:
 
 
 def rpcs() -> list[Rpc]:
-    """Every RPC of the service, in the proto's order."""
+    """Every RPC of the service that answers a call (in the proto's order): all but the watches
+    (WatchRank), which HTTP serves as events (rest.py)."""
     return [
         Rpc(
             m.name,
@@ -138,6 +139,7 @@ def rpcs() -> list[Rpc]:
             m,
         )
         for m in SERVICE.methods
+        if m.client_streaming or not m.server_streaming
     ]
 
 

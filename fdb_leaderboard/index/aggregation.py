@@ -23,7 +23,7 @@ from .directory import INT64_MAX, INT64_MIN
 class Value(NamedTuple):
     """A record's value in one window (or one entry seen as such)."""
 
-    score: int | float
+    score: int | float | tuple  # a tuple of ints in an index ranking by columns
     ts: int
     seq: int
     context: tuple

@@ -38,7 +38,7 @@ def rank_for_score_key(reader: Reader, key: object, ref: WindowRef, group: objec
         )
     window = reader.window(ref)
     group_bytes = reader.group_bytes(group)
-    score = normalize_score(key[0], settings.score_type)
+    score = normalize_score(key[0], settings.score_type, settings.columns)
     rest = (check_timestamp(key[1]), *check_items(key[2:], "score key context")) if len(key) > 1 else ()
     probe = tuples.pack((reader.txn.directed(score, group_bytes), *rest))
     return reader.space.ranked_set(window, group_bytes).rank(reader.tr, probe, null_if_missing=False)  # type: ignore[return-value]
@@ -54,7 +54,7 @@ def score_trim(reader: Reader, entries: Sequence[Entry]) -> list[Entry]:
     for seq, entry in enumerate(entries):
         if not isinstance(entry, Entry):
             raise InvalidArgument(f"expected an Entry, not {type(entry).__name__}")
-        score = normalize_score(entry.score, settings.score_type)
+        score = normalize_score(entry.score, settings.score_type, settings.columns)
         ts = check_timestamp(entry.timestamp)
         context = check_items(entry.context, "context")
         group = check_items(entry.group, "group")

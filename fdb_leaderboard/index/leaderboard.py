@@ -25,6 +25,7 @@ from . import movement as moves
 from . import tuplecodec as tuples
 from .calendar import CalendarPeriods
 from .checker import CheckReport, check_index
+from .columns import is_score_key
 from .deletion import Deleter, DeletionProgress
 from .directory import ALL_TIME, Directory, Window, WindowUpdate
 from .fill import Filler, FillProgress, batches
@@ -301,7 +302,7 @@ class LeaderboardIndex(IndexSpace):
         for entry in entries:
             if not isinstance(entry, Entry):
                 raise InvalidArgument(f"expected an Entry, not {type(entry).__name__}")
-            score = normalize_score(entry.score, self.settings.score_type)
+            score = normalize_score(entry.score, self.settings.score_type, self.settings.columns)
             out.append((score, entry.timestamp, tuple(entry.context), tuple(entry.group)))
         return tuple(out)
 
@@ -537,7 +538,7 @@ class LeaderboardIndex(IndexSpace):
         the index's score type).  Writes from then on follow them."""
         if not isinstance(rules, ScoreRules):
             raise InvalidArgument(f"expected ScoreRules, not {type(rules).__name__}")
-        checked = rules.checked(self.settings.score_type)
+        checked = rules.checked(self.settings.score_type, self.settings.columns)
 
         def write(ops: Operations) -> ScoreRules:
             directory = ops.txn.directory() or Directory(0, ops.txn.default_high_score_first())
@@ -711,19 +712,24 @@ class LeaderboardIndex(IndexSpace):
 
     def score_for_rank(
         self, rank: int, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
-    ) -> int | float | None:
+    ) -> int | float | tuple | None:
         return self._reader(lambda r: r.score_for_rank(rank, WindowRef(window_type, timestamp), group))
 
     def rank_for_score(
-        self, score: int | float | tuple, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
+        self,
+        score: int | float | tuple | list,
+        window_type: int = ALL_TIME,
+        timestamp: int | None = None,
+        group: tuple = (),
     ) -> int:
         """The rank a record with ``score`` would have: how many records score better.
 
         ``score`` may also be a score key ``(score, timestamp, context...)`` or a prefix of one,
         as the Record Layer takes it: records whose key sorts before it count (see compat.py).
+        In a multi-column index a score is itself a tuple: a score key then starts with one.
         """
         ref = WindowRef(window_type, timestamp)
-        if isinstance(score, tuple):
+        if is_score_key(score, self.settings.columns):
             return self._reader(lambda r: compat.rank_for_score_key(r, score, ref, group))
         return self._reader(lambda r: r.rank_for_score(score, ref, group))
 
@@ -793,7 +799,7 @@ class LeaderboardIndex(IndexSpace):
 
     def score_for_percentile(
         self, percentile: float, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
-    ) -> int | float | None:
+    ) -> int | float | tuple | None:
         """The score at ``percentile`` (0: the worst, 100: the best), interpolated (see pages.py)."""
         return self._reader(
             lambda r: pages.score_for_percentile(r, percentile, WindowRef(window_type, timestamp), group)

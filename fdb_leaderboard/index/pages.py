@@ -14,7 +14,8 @@ a percentile a count plus at most two ``score_for_rank`` walks.
 - ``score_for_percentile(p)``: the score at percentile ``p`` of the scores from the worst
   (``p = 0``) to the best (``p = 100``), interpolated linearly between the two records around
   position ``(total - 1) * p / 100`` counted from the worst, as agoragames does; the exact stored
-  score when that position is a whole number.  None for an empty window.
+  score when that position is a whole number.  None for an empty window.  Column scores do not
+  interpolate: the score at the whole position below (the worse of the two) is the answer.
 """
 
 from __future__ import annotations
@@ -74,7 +75,9 @@ def percentile(reader: Reader, pk: object, ref: WindowRef, group: object = ()) -
     return 100.0 * (total - 1 - position) / total
 
 
-def score_for_percentile(reader: Reader, percent: object, ref: WindowRef, group: object = ()) -> int | float | None:
+def score_for_percentile(
+    reader: Reader, percent: object, ref: WindowRef, group: object = ()
+) -> int | float | tuple | None:
     if isinstance(percent, bool) or not isinstance(percent, (int, float)) or not 0 <= percent <= 100:
         raise InvalidArgument(f"percentile must be a number from 0 to 100, not {percent!r}")
     total = reader.count(ref, group)
@@ -84,7 +87,7 @@ def score_for_percentile(reader: Reader, percent: object, ref: WindowRef, group:
     lower = math.floor(from_worst)
     # Position from the worst -> position from the best (what score_for_rank takes).
     low_score = reader.score_for_rank(total - 1 - lower, ref, group)
-    if from_worst == lower:
+    if from_worst == lower or reader.space.settings.columns:  # column scores do not interpolate
         return low_score
     high_score = reader.score_for_rank(total - 2 - lower, ref, group)
     return low_score + (from_worst - lower) * (high_score - low_score)  # type: ignore[operator]

@@ -34,7 +34,7 @@ from . import tuplecodec as tuples
 from .directory import ALL_TIME, Window, check_window_type
 from .layout import extensions_end, score_prefix
 from .transaction import IndexTransaction
-from .values import check_at_least, check_items, check_timestamp, negate, normalize_score
+from .values import check_at_least, check_items, check_timestamp, normalize_score
 
 # continuations: (version, index tag, window key, scan tag, position) and a digest of it
 _TOKEN_VERSION = b"FLB2"
@@ -66,7 +66,7 @@ class RankedEntry:
     metadata when the read attaches it (every listing of ``LeaderboardIndex`` does: {} if none)."""
 
     pk: tuple
-    score: int | float
+    score: int | float | tuple  # a tuple of ints in an index ranking by columns
     timestamp: int
     context: tuple = ()
     group: tuple = ()
@@ -88,7 +88,7 @@ class _Row(NamedTuple):
     element: bytes  # the ranked-set element: (stored score, ts, context...) packed
     stored: object  # the stored score (negated when high scores come first)
     pk: tuple
-    score: int | float
+    score: int | float | tuple  # a tuple of ints in an index ranking by columns
     timestamp: int
     context: tuple
     group: tuple
@@ -168,6 +168,7 @@ class Reader:
         score_at = settings.group_size
         pk_at = score_at + 2 + settings.context_size
         high_first = self.txn.high_score_first(group_bytes)
+        negate = self.space.negate
         unpack = tuples.unpack_with_offsets
 
         def decode(key: bytes) -> _Row:
@@ -255,7 +256,8 @@ class Reader:
         return self.space.ranked_set(window, group_bytes).size(self.tr)
 
     def _score(self, score: object) -> int | float:
-        return normalize_score(score, self.space.settings.score_type)
+        settings = self.space.settings
+        return normalize_score(score, settings.score_type, settings.columns)
 
     def _stored_score(self, score: object, group_bytes: bytes) -> int | float:
         return self.txn.directed(self._score(score), group_bytes)
@@ -266,7 +268,7 @@ class Reader:
         probe = tuples.pack((self._stored_score(score, group_bytes),))
         return self.space.ranked_set(window, group_bytes).rank(self.tr, probe, null_if_missing=False)  # type: ignore[return-value]
 
-    def score_for_rank(self, rank: int, ref: WindowRef, group: object = ()) -> int | float | None:
+    def score_for_rank(self, rank: int, ref: WindowRef, group: object = ()) -> int | float | tuple | None:
         """The score of the record at ``rank`` (ORDINAL position), or None past the end."""
         check_at_least(rank, 0, "rank")
         window, group_bytes = self._window_and_group(ref, group)
@@ -522,8 +524,8 @@ class Reader:
         # Natural bounds become stored bounds; high_score_first negates, swapping the ends.
         if hsf:
             low, high, low_inclusive, high_inclusive = (
-                None if high is None else negate(self._score(high)),
-                None if low is None else negate(self._score(low)),
+                None if high is None else self.space.negate(self._score(high)),
+                None if low is None else self.space.negate(self._score(low)),
                 high_inclusive,
                 low_inclusive,
             )

@@ -38,7 +38,7 @@ MAX_INDEX_KEY = 500  # every index key fits both backends (LMDB's limit is 511 b
 class Entry:
     """One timestamped score of a record."""
 
-    score: int | float
+    score: int | float | tuple  # a tuple of ints in an index ranking by columns
     timestamp: int
     context: tuple = ()
     group: tuple = ()
@@ -47,7 +47,7 @@ class Entry:
 class _CheckedEntry(NamedTuple):
     """An entry after validation, with what indexing it needs (a tuple: built per entry written)."""
 
-    score: int | float
+    score: int | float | tuple  # a tuple of ints in an index ranking by columns
     timestamp: int
     context: tuple
     group: tuple
@@ -207,7 +207,7 @@ class RecordWriter:
         if not isinstance(entry, Entry):
             raise InvalidArgument(f"expected an Entry, not {type(entry).__name__}")
         settings = self.settings
-        score = normalize_score(entry.score, settings.score_type)
+        score = normalize_score(entry.score, settings.score_type, settings.columns)
         ts = check_timestamp(entry.timestamp)
         if ts == INT64_MAX:
             raise InvalidArgument(f"timestamp {ts} is the all-time window's exclusive end: no window can hold it")

@@ -55,8 +55,13 @@ class ScoreRules:
     def __bool__(self) -> bool:
         return self != NO_RULES
 
-    def checked(self, score_type: str) -> ScoreRules:
+    def checked(self, score_type: str, columns: tuple[str, ...] = ()) -> ScoreRules:
         """These rules with their bounds in the index's score type; InvalidArgument naming a bad one."""
+        if columns and (self.min_score is not None or self.max_score is not None):
+            raise InvalidArgument(
+                "an index ranking by columns takes no min_score or max_score (each column means something "
+                "else); its submission limits apply"
+            )
         bounds = []
         for name in ("min_score", "max_score"):
             value = getattr(self, name)

@@ -7,6 +7,7 @@ import dataclasses
 from ..errors import InvalidArgument
 from ..proto import index_pb2
 from ..rankedset import HashFunction
+from . import columns as cols
 from .aggregation import AGGREGATIONS
 from .values import SCORE_TYPES
 
@@ -24,6 +25,8 @@ class IndexSettings:
     score_type: str = "INT"
     # Keep a second ranked set of each window's distinct scores, for exact DENSE ranks.
     dense_ranks: bool = False
+    # Rank by 2 to 4 integer columns, each "HIGH" or "LOW" (see columns.py); empty: one score.
+    columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.aggregation not in AGGREGATIONS:
@@ -40,6 +43,23 @@ class IndexSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 8:
                 raise InvalidArgument(f"{name} must be an integer between 0 and 8, not {value!r}")
+        object.__setattr__(self, "columns", cols.check_directions(self.columns))  # a list given: a tuple
+        if self.columns:
+            self._check_columns()
+
+    def _check_columns(self) -> None:
+        if self.aggregation not in cols.AGGREGATIONS:
+            raise InvalidArgument(
+                f"a multi-column index takes BEST or LATEST entries, not {self.aggregation}: a SUM would add up "
+                "every column (times, counts) alike"
+            )
+        if self.score_type != "INT":
+            raise InvalidArgument("a multi-column index's columns are integers: it needs score_type INT")
+        if not self.high_score_first:
+            raise InvalidArgument(
+                "a multi-column index ranks each column in its own direction (HIGH or LOW): high_score_first "
+                "does not apply (leave it true)"
+            )
 
     def to_proto(self, trimmed_before: int | None = None) -> index_pb2.IndexOptions:
         message = index_pb2.IndexOptions(
@@ -51,6 +71,7 @@ class IndexSettings:
             high_score_first=self.high_score_first,
             score_type=index_pb2.ScoreType.Value(self.score_type),
             dense_ranks=self.dense_ranks,
+            columns=[index_pb2.ColumnOrder.Value(direction) for direction in self.columns],
         )
         if trimmed_before is not None:
             message.trimmed_before = trimmed_before
@@ -67,4 +88,5 @@ class IndexSettings:
             high_score_first=message.high_score_first,
             score_type=index_pb2.ScoreType.Name(message.score_type),
             dense_ranks=message.dense_ranks,
+            columns=tuple(index_pb2.ColumnOrder.Name(direction) for direction in message.columns),
         )

@@ -11,12 +11,15 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 
 from ..rankedset import RankedSet
 from .aggregation import AGGREGATIONS, Aggregation
+from .columns import flipper
 from .directory import Directory, Window
 from .layout import IndexLayout
 from .settings import IndexSettings
+from .values import negate
 
 _RANKED_SETS_KEPT = 4096
 
@@ -29,6 +32,8 @@ class IndexSpace:
         self.settings = settings
         self.layout = IndexLayout(prefix)
         self.aggregation: Aggregation = AGGREGATIONS[settings.aggregation]
+        # A high-score-first score's stored form (and back): negated, or each HIGH column negated.
+        self.negate: Callable[[Any], Any] = flipper(settings.columns) if settings.columns else negate
         self._ranked_sets: OrderedDict[tuple[int, int, bytes, bool], RankedSet] = OrderedDict()
         self._directory_cache: tuple[bytes, Directory] | None = None
         # What "now" is for the index: the clock (Unix seconds) in its timebase, ``timebase``

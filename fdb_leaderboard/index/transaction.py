@@ -23,7 +23,7 @@ from .directory import INT64_MAX, INT64_MIN, MAX_DIRECTORY_BYTES, Directory, Win
 from .layout import decode_latest_timestamp
 from .rules import NO_RULES, ScoreRules
 from .space import IndexSpace
-from .values import check_pk, negate
+from .values import check_pk
 
 MAX_PK_BYTES = 200
 
@@ -138,15 +138,16 @@ class IndexTransaction:
         self._groups_read.pop(group_bytes, None)
         self._packers.pop(group_bytes, None)
 
-    def directed(self, score: int | float, group_bytes: bytes) -> int | float:
+    def directed(self, score: Any, group_bytes: bytes) -> Any:
         """``score`` as the group stores it, or a stored score back (negation undoes itself)."""
-        return negate(score) if self.high_score_first(group_bytes) else score
+        return self.space.negate(score) if self.high_score_first(group_bytes) else score
 
     def packer(self, group_bytes: bytes) -> Packer:
         """The group's element packer (its score direction read once per transaction)."""
         pack = self._packers.get(group_bytes)
         if pack is None:
             if self.high_score_first(group_bytes):
+                negate = self.space.negate  # a column index's flips each HIGH column
                 pack = lambda score, ts, context: tuples.pack((negate(score), ts, *context))  # noqa: E731
             else:
                 pack = lambda score, ts, context: tuples.pack((score, ts, *context))  # noqa: E731

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ..errors import InvalidArgument
+from .columns import check_column_score
 from .directory import INT64_MAX, INT64_MIN, check_int64
 
 _ALLOWED_ITEMS = (int, str, bytes, float, bool, type(None), tuple)
@@ -75,12 +76,15 @@ def check_score(score: object) -> int | float:
 SCORE_TYPES = ("INT", "DOUBLE")
 
 
-def normalize_score(score: object, score_type: str) -> int | float:
-    """``score`` as the index stores it: an int64 for INT indexes, a finite float for DOUBLE.
+def normalize_score(score: object, score_type: str, columns: tuple[str, ...] = ()) -> int | float | tuple:
+    """``score`` as the index stores it: an int64 for INT indexes, a finite float for DOUBLE, a
+    tuple of int64s for an index with ``columns``.
 
     One type per index keeps scores in numeric order: the tuple layer sorts every integer
     before every float.
     """
+    if columns:
+        return check_column_score(score, len(columns))
     score = check_score(score)
     if score_type == "DOUBLE":
         # + 0.0 turns -0.0 into 0.0: the tuple layer would sort it before 0.0, so equal

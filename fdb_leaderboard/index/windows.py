@@ -31,6 +31,10 @@ from .layout import extensions_end
 from .transaction import IndexTransaction
 from .values import check_items, check_timestamp
 
+_COLUMNS_DIRECTED = (
+    "a multi-column index ranks each column in the direction it was created with: high_score_first does not apply"
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class WindowUpdateResult:
@@ -53,6 +57,8 @@ class WindowEditor:
     # -- sub-directories -------------------------------------------------------------------
 
     def save_sub_directory(self, group: object, high_score_first: bool) -> None:
+        if self.settings.columns:
+            raise FailedPrecondition(_COLUMNS_DIRECTED)
         group = check_items(group, "group")
         if len(group) != self.settings.group_size or not group:
             raise InvalidArgument(
@@ -103,6 +109,8 @@ class WindowEditor:
             update = dataclasses.replace(update, high_score_first=self.txn.default_high_score_first())
         elif not isinstance(update.high_score_first, bool):
             raise InvalidArgument(f"high_score_first must be True, False or None, not {update.high_score_first!r}")
+        elif self.settings.columns and not update.high_score_first:
+            raise FailedPrecondition(_COLUMNS_DIRECTED)
         old = self.txn.directory()
         rebuild_all = update.rebuild is Rebuild.ALWAYS
         changed = old is None

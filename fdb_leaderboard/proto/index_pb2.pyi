@@ -18,6 +18,11 @@ class ScoreType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     INT: _ClassVar[ScoreType]
     DOUBLE: _ClassVar[ScoreType]
 
+class ColumnOrder(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    HIGH: _ClassVar[ColumnOrder]
+    LOW: _ClassVar[ColumnOrder]
+
 class RankHash(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     MURMUR3: _ClassVar[RankHash]
@@ -28,12 +33,14 @@ SUM: Aggregation
 LATEST: Aggregation
 INT: ScoreType
 DOUBLE: ScoreType
+HIGH: ColumnOrder
+LOW: ColumnOrder
 MURMUR3: RankHash
 JDK: RankHash
 CRC: RankHash
 
 class IndexOptions(_message.Message):
-    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "trimmed_before", "score_type", "dense_ranks")
+    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "trimmed_before", "score_type", "dense_ranks", "columns")
     AGGREGATION_FIELD_NUMBER: _ClassVar[int]
     HASH_FUNCTION_FIELD_NUMBER: _ClassVar[int]
     COUNT_DUPLICATES_FIELD_NUMBER: _ClassVar[int]
@@ -43,6 +50,7 @@ class IndexOptions(_message.Message):
     TRIMMED_BEFORE_FIELD_NUMBER: _ClassVar[int]
     SCORE_TYPE_FIELD_NUMBER: _ClassVar[int]
     DENSE_RANKS_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
     aggregation: Aggregation
     hash_function: RankHash
     count_duplicates: bool
@@ -52,7 +60,8 @@ class IndexOptions(_message.Message):
     trimmed_before: int
     score_type: ScoreType
     dense_ranks: bool
-    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., trimmed_before: _Optional[int] = ..., score_type: _Optional[_Union[ScoreType, str]] = ..., dense_ranks: _Optional[bool] = ...) -> None: ...
+    columns: _containers.RepeatedScalarFieldContainer[ColumnOrder]
+    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., trimmed_before: _Optional[int] = ..., score_type: _Optional[_Union[ScoreType, str]] = ..., dense_ranks: _Optional[bool] = ..., columns: _Optional[_Iterable[_Union[ColumnOrder, str]]] = ...) -> None: ...
 
 class WindowState(_message.Message):
     __slots__ = ("lb_key", "group", "element", "seq", "submissions")

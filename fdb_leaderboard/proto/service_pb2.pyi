@@ -24,6 +24,11 @@ class ScoreType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     INT: _ClassVar[ScoreType]
     DOUBLE: _ClassVar[ScoreType]
 
+class ColumnOrder(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    HIGH: _ClassVar[ColumnOrder]
+    LOW: _ClassVar[ColumnOrder]
+
 class RankMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ORDINAL: _ClassVar[RankMode]
@@ -55,6 +60,8 @@ JDK: RankHash
 CRC: RankHash
 INT: ScoreType
 DOUBLE: ScoreType
+HIGH: ColumnOrder
+LOW: ColumnOrder
 ORDINAL: RankMode
 COMPETITION: RankMode
 DENSE: RankMode
@@ -85,12 +92,20 @@ class Item(_message.Message):
     def __init__(self, int: _Optional[int] = ..., string: _Optional[str] = ..., bytes: _Optional[bytes] = ..., double: _Optional[float] = ..., bool: _Optional[bool] = ..., null: _Optional[bool] = ...) -> None: ...
 
 class Score(_message.Message):
-    __slots__ = ("int", "double")
+    __slots__ = ("int", "double", "columns")
     INT_FIELD_NUMBER: _ClassVar[int]
     DOUBLE_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
     int: int
     double: float
-    def __init__(self, int: _Optional[int] = ..., double: _Optional[float] = ...) -> None: ...
+    columns: ScoreColumns
+    def __init__(self, int: _Optional[int] = ..., double: _Optional[float] = ..., columns: _Optional[_Union[ScoreColumns, _Mapping]] = ...) -> None: ...
+
+class ScoreColumns(_message.Message):
+    __slots__ = ("values",)
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    values: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, values: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Entry(_message.Message):
     __slots__ = ("score", "timestamp", "context", "group")
@@ -105,7 +120,7 @@ class Entry(_message.Message):
     def __init__(self, score: _Optional[_Union[Score, _Mapping]] = ..., timestamp: _Optional[int] = ..., context: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ...) -> None: ...
 
 class IndexOptions(_message.Message):
-    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "score_type", "dense_ranks")
+    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "score_type", "dense_ranks", "columns")
     AGGREGATION_FIELD_NUMBER: _ClassVar[int]
     HASH_FUNCTION_FIELD_NUMBER: _ClassVar[int]
     COUNT_DUPLICATES_FIELD_NUMBER: _ClassVar[int]
@@ -114,6 +129,7 @@ class IndexOptions(_message.Message):
     HIGH_SCORE_FIRST_FIELD_NUMBER: _ClassVar[int]
     SCORE_TYPE_FIELD_NUMBER: _ClassVar[int]
     DENSE_RANKS_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
     aggregation: Aggregation
     hash_function: RankHash
     count_duplicates: bool
@@ -122,7 +138,8 @@ class IndexOptions(_message.Message):
     high_score_first: bool
     score_type: ScoreType
     dense_ranks: bool
-    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., score_type: _Optional[_Union[ScoreType, str]] = ..., dense_ranks: _Optional[bool] = ...) -> None: ...
+    columns: _containers.RepeatedScalarFieldContainer[ColumnOrder]
+    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., score_type: _Optional[_Union[ScoreType, str]] = ..., dense_ranks: _Optional[bool] = ..., columns: _Optional[_Iterable[_Union[ColumnOrder, str]]] = ...) -> None: ...
 
 class RegularWindows(_message.Message):
     __slots__ = ("type", "base", "increment", "duration")

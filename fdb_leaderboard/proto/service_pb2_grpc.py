@@ -194,6 +194,11 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankAndEntryResponse.FromString,
                 _registered_method=True)
+        self.WatchRank = channel.unary_stream(
+                '/fdb_leaderboard.v1.Leaderboard/WatchRank',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankAndEntryResponse.FromString,
+                _registered_method=True)
         self.AroundMe = channel.unary_unary(
                 '/fdb_leaderboard.v1.Leaderboard/AroundMe',
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.AroundMeRequest.SerializeToString,
@@ -474,6 +479,15 @@ class LeaderboardServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchRank(self, request, context):
+        """A record's rank and entry now, then again whenever its rank, score or window changes
+        (checked once a second, so at most one message a second); until the client cancels.
+        Watchers are bounded per server (ServerSettings.max_rank_watchers): RESOURCE_EXHAUSTED beyond.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def AroundMe(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -730,6 +744,11 @@ def add_LeaderboardServicer_to_server(servicer, server):
             ),
             'GetRankAndEntry': grpc.unary_unary_rpc_method_handler(
                     servicer.GetRankAndEntry,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankAndEntryResponse.SerializeToString,
+            ),
+            'WatchRank': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchRank,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.RankAndEntryResponse.SerializeToString,
             ),
@@ -1676,6 +1695,33 @@ class Leaderboard:
             request,
             target,
             '/fdb_leaderboard.v1.Leaderboard/GetRankAndEntry',
+            fdb__leaderboard_dot_proto_dot_service__pb2.RankRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.RankAndEntryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchRank(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/WatchRank',
             fdb__leaderboard_dot_proto_dot_service__pb2.RankRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.RankAndEntryResponse.FromString,
             options,

@@ -4,7 +4,7 @@
 |---|---|
 | ``server.py`` | :class:`Server`: the process's gRPC server, health, reflection and store lifecycle |
 | ``settings.py`` | :class:`ServerSettings`: limits per call, timeouts, tokens, TLS; startup refusals |
-| ``calls.py`` | how a call is served: raw-bytes requests, receive timeouts, deadlines, workers, access checks |
+| ``calls.py`` | how a call is served: raw-bytes requests, receive timeouts, deadlines, workers, access, watched ranks |
 | ``readers.py`` | :class:`ReadProcesses`: heavy reads in processes of their own, at idle CPU priority |
 | ``processes.py`` | :class:`Supervisor`: several server processes sharing one address (``serve --processes``) |
 | ``grpc_service.py`` | the servicer: one handler per RPC, each calling the index |

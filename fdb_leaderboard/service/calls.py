@@ -17,7 +17,8 @@ call then has a deadline of the client's or ``default_deadline``, whichever is s
   hold the interpreter this event loop and the point reads need.
 
 BulkLoad streams run on their own threads (``max_bulk_loads`` at once), each message within
-``stream_idle_timeout``.
+``stream_idle_timeout``.  A WatchRank stream holds no thread: once a second it reads the
+record's rank on a worker, and writes it when it changed (``max_rank_watchers`` at once).
 
 Access: :class:`AccessInterceptor` checks each call's bearer token against its method's role
 (:mod:`fdb_leaderboard.access`) before anything else is read.
@@ -87,6 +88,8 @@ INLINE_READS = frozenset(
     }
 )  # fmt: skip
 INLINE_ROWS = 25
+# A watched rank is read this often: its changes are coalesced to at most one message a second.
+WATCH_SECONDS = 1.0
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
 REFLECTION_PREFIX = "/grpc.reflection."
 
@@ -162,6 +165,33 @@ class _Timeouts:
         task.cancel()
 
 
+class RankWatchers:
+    """The server's slots for watched ranks, shared by gRPC streams and HTTP events, counted
+    in the metrics."""
+
+    def __init__(self, limit: int, metrics: Metrics | None) -> None:
+        self.limit = limit
+        self.metrics = metrics
+        self._slots = threading.BoundedSemaphore(limit)
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[None]:
+        """Hold a slot while watching (RESOURCE_EXHAUSTED when every slot is taken)."""
+        if not self._slots.acquire(blocking=False):
+            raise Answer(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{self.limit} ranks are watched on this server (max_rank_watchers): try again when one ends",
+            )
+        if self.metrics is not None:
+            self.metrics.rank_watchers.inc()
+        try:
+            yield
+        finally:
+            self._slots.release()
+            if self.metrics is not None:
+                self.metrics.rank_watchers.dec()
+
+
 class _Call(CallContext):
     """A call as its handler sees it: still wanted?  how long is left?"""
 
@@ -215,6 +245,7 @@ class Dispatcher(grpc.GenericRpcHandler):
         self.loaders = concurrent.futures.ThreadPoolExecutor(settings.max_bulk_loads, thread_name_prefix="load")
         # BulkLoad streams in progress, over gRPC and HTTP together (the HTTP layer takes them too).
         self.load_slots = threading.BoundedSemaphore(settings.max_bulk_loads)
+        self.rank_watchers = RankWatchers(settings.max_rank_watchers, metrics)
         self.bad_requests = RateLimitedLog()
         self.calls: set[_Call] = set()  # calls running on threads (shutdown stops them)
         self.timeouts = _Timeouts()
@@ -231,7 +262,8 @@ class Dispatcher(grpc.GenericRpcHandler):
                     if method.server_streaming
                     else grpc.stream_unary_rpc_method_handler
                 )
-                self._handlers[path] = make(_bind(self._stream, method.name, request_type))
+                behaviour = self._stream if method.client_streaming else self._watch
+                self._handlers[path] = make(_bind(behaviour, method.name, request_type))
             else:
                 unary = _Unary(self, method.name, request_type, getattr(service, method.name))
                 self._handlers[path] = grpc.stream_unary_rpc_method_handler(unary.serve)
@@ -357,6 +389,39 @@ class Dispatcher(grpc.GenericRpcHandler):
         if remaining is not None and remaining < limit:
             limit = remaining
         return _Call(time.monotonic() + limit, context, self.settings.tokens)
+
+    # -- WatchRank --------------------------------------------------------------------------
+
+    async def _watch(self, method: str, request_type: type[Message], _requests: Any, context: Any) -> None:
+        """The record's rank and entry now, then each time its rank, score or window changed, read
+        every WATCH_SECONDS on a worker (each read with the default deadline), until the client
+        cancels or its deadline passes."""
+
+        async def work() -> None:
+            data = await self._read(context, self.settings.receive_timeout, "the request")
+            if data is None:
+                raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{method} needs a request message")
+            request = self._parse(request_type, data, method, context)
+            read = getattr(self.servicer, watched_read(method))
+            with self.rank_watchers.slot():
+                sent = None
+                while True:
+                    call = self.start(context)
+                    self.calls.add(call)
+                    try:
+                        response = await self.within(
+                            call, asyncio.wrap_future(self.workers.submit(read, request, call)), method
+                        )
+                    finally:
+                        call.cancelled = True
+                        self.calls.discard(call)
+                    seen = rank_seen(response)
+                    if seen != sent:
+                        await context.write(self.reply(response))
+                        sent = seen
+                    await asyncio.sleep(WATCH_SECONDS)
+
+        await self.answer(context, work(), method)
 
     # -- BulkLoad ---------------------------------------------------------------------------
 
@@ -547,6 +612,20 @@ class _Unary:
             resolved = await asyncio.get_running_loop().run_in_executor(dispatcher.workers, dispatcher.resolve, index)
         answer = dispatcher.readers.submit(self.name, resolved, index, data, call.deadline)
         return await dispatcher.within(call, asyncio.wrap_future(answer), self.name)
+
+
+def watched_read(method: str) -> str:
+    """The unary read a watching method repeats (WatchRank: GetRankAndEntry)."""
+    return {"WatchRank": "GetRankAndEntry"}[method]
+
+
+def rank_seen(response: pb.RankAndEntryResponse) -> tuple:
+    """What a rank watcher is told again when it changes: the rank, the score and the window."""
+    entry = response.entry if response.HasField("entry") else None
+    return (
+        None if entry is None else (entry.rank, entry.score.SerializeToString()),
+        response.window.SerializeToString(),
+    )
 
 
 def _bind(behaviour: Callable[..., Awaitable[bytes]], method: str, request_type: type[Message]) -> Callable:

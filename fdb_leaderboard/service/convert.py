@@ -68,6 +68,7 @@ def settings_from_proto(options: pb.IndexOptions, reference_layout: bool) -> Ind
         high_score_first=options.high_score_first if options.HasField("high_score_first") else True,
         score_type=score_type,
         dense_ranks=options.dense_ranks,
+        columns=tuple(pb.ColumnOrder.Name(direction) for direction in options.columns),
     )
 
 
@@ -81,6 +82,7 @@ def settings_to_proto(settings: IndexSettings) -> pb.IndexOptions:
         high_score_first=settings.high_score_first,
         score_type=pb.ScoreType.Value(settings.score_type),
         dense_ranks=settings.dense_ranks,
+        columns=[pb.ColumnOrder.Value(direction) for direction in settings.columns],
     )
 
 

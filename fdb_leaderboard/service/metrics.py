@@ -147,6 +147,9 @@ class Metrics:
             "When the server's background maintenance last went over every index (Unix time).",
             registry=r,
         )
+        self.rank_watchers = Gauge(
+            f"{PREFIX}_rank_watchers", "Records' ranks watched now (WatchRank streams and their events).", registry=r
+        )
         Gauge(
             f"{PREFIX}_build_info",
             "The running build: the package's version and Python's (always 1).",

@@ -62,6 +62,8 @@ class ServerSettings:
       store only one process may open: the heavy workers serve them.
     - ``max_bulk_loads``: concurrent BulkLoad streams (each has its own thread, so a stalled one
       never holds a worker of the other calls).
+    - ``max_rank_watchers``: records' ranks watched at once (WatchRank streams and their
+      Server-Sent Events, together); beyond it, RESOURCE_EXHAUSTED (HTTP 429).
     - ``tokens``: bearer tokens and roles (None: no authentication, everyone is admin, allowed
       on a loopback address only unless ``allow_unauthenticated``).
     - ``tls``: certificate and key (and optionally a client CA for mutual TLS).
@@ -78,6 +80,7 @@ class ServerSettings:
     stream_idle_timeout: float = 60.0
     default_deadline: float = 60.0
     max_bulk_loads: int = 2
+    max_rank_watchers: int = 1000
     heavy_workers: int = 1
     heavy_rows: int = 100
     read_processes: int = 1
@@ -91,7 +94,14 @@ class ServerSettings:
     maintain_every: float = 60.0
 
     def __post_init__(self) -> None:
-        for name in ("max_page", "max_concurrent_calls", "max_bulk_loads", "max_message_bytes", "heavy_workers"):
+        for name in (
+            "max_page",
+            "max_concurrent_calls",
+            "max_bulk_loads",
+            "max_rank_watchers",
+            "max_message_bytes",
+            "heavy_workers",
+        ):
             if getattr(self, name) < 1:
                 raise StartupError(f"{name} must be at least 1")
         if not 0 <= self.read_processes <= 64:
