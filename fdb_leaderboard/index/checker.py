@@ -85,17 +85,21 @@ STRUCTURE_KEYS_PER_BATCH_KEY = 16
 # The steps of a check, in order; a window's steps run for each complete window (by key), and
 # the elements and structure steps for each of its groups' ranked sets (and distinct-score sets).
 SUB_DIRECTORIES, RECORDS, ENTRIES, GROUPS, ELEMENTS, STRUCTURE = range(6)
+# Hidden records' notes follow RECORDS, a window's hidden B-tree follows its ENTRIES: numbered
+# after the others so that the numbers of the steps above stay those of earlier continuations.
+HIDDEN_NOTES, HIDDEN_ENTRIES = 6, 7
 
 
 @dataclasses.dataclass
 class CheckCursor:
     """Where a check goes on: its step and the step's position.
 
-    ``key``: the next key of the sub-directories, the records or the window's B-tree (None: from
-    the step's beginning), where GROUPS looks for the window's next group, or the last element
-    ELEMENTS checked (``b""``: none yet).  ``window``: the window (its ``lb_key``) of the window
-    steps.  ``group``, ``dense``: the set of ELEMENTS and STRUCTURE.  ``last``: the (group,
-    element) whose ranked-set count ENTRIES checked last.  ``structure``: where STRUCTURE goes on.
+    ``key``: the next key of the sub-directories, the records, the hidden records' notes, or the
+    window's B-tree or hidden B-tree (None: from the step's beginning), where GROUPS looks for the
+    window's next group, or the last element ELEMENTS checked (``b""``: none yet).  ``window``: the
+    window (its ``lb_key``) of the window steps.  ``group``, ``dense``: the set of ELEMENTS and
+    STRUCTURE.  ``last``: the (group, element) whose ranked-set count ENTRIES checked last.
+    ``structure``: where STRUCTURE goes on.
     """
 
     step: int = SUB_DIRECTORIES
@@ -270,9 +274,12 @@ def _run_checks(
         while key is not None and not full():
             key = batch(lambda txn, writer, c=key: _check_records(txn, writer, c, batch_keys, problems, report))
             cursor.key = key
-        hidden: bytes | None = layout.hidden_records  # (not resumable apart: hidden records are few)
+        cursor.step, cursor.key = HIDDEN_NOTES, None
+    if cursor.step == HIDDEN_NOTES:
+        hidden: bytes | None = cursor.key or layout.hidden_records
         while hidden is not None and not full():
             hidden = batch(lambda txn, _w, c=hidden: _check_hidden_notes(txn, c, batch_keys, problems))
+            cursor.key = hidden
         cursor.step, cursor.key = ENTRIES, None
     dense_sets = (False, True) if layout_dense(read) else (False,)
     windows = sorted((w for w in directory.windows if not w.filling), key=lambda w: w.lb_key)
@@ -287,9 +294,12 @@ def _run_checks(
             while state.cursor is not None and not full():
                 batch(lambda txn, _w, w=window, s=state: _check_entries(txn, w, s, batch_keys, problems, report))
                 cursor.key, cursor.last = state.cursor, state.last_element
-            hidden_state = _EntryState(layout.hidden_values + window.key_bytes, hidden=True)
+            cursor.step, cursor.key = HIDDEN_ENTRIES, None
+        if cursor.step == HIDDEN_ENTRIES:
+            hidden_state = _EntryState(layout.hidden_values + window.key_bytes, cursor.key, hidden=True)
             while hidden_state.cursor is not None and not full():
                 batch(lambda txn, _w, w=window, s=hidden_state: _check_entries(txn, w, s, batch_keys, problems, report))
+                cursor.key = hidden_state.cursor
             cursor.step, cursor.key = GROUPS, None
         secondary = layout.window_secondary(window.key_bytes)
         while not full():
