@@ -583,6 +583,25 @@ class RankedSet:
         stored = tr.get(self._levels[0] + self._check_element(element))
         return 0 if stored is None else _decode_count(stored)
 
+    def issue_counts(self, tr: ReadView, elements: Sequence[bytes]) -> Callable[[], list[int | None]]:
+        """For each of ``elements`` (ascending, not empty), its count (None: absent), issued now:
+        one range read over them, of at most twice their number of nodes; if others between
+        them fill it, those past it are read one by one in one more round."""
+        level = self._levels[0]
+        suffixes = [self._check_element(element) for element in elements]
+        limit = 2 * len(suffixes)
+        read = tr.get_range_async(level + suffixes[0], level + suffixes[-1] + b"\x00", limit)
+
+        def counts() -> list[int | None]:
+            rows = read.value
+            found = {key[len(level) :]: value for key, value in rows}
+            if len(rows) == limit:
+                past = [suffix for suffix in suffixes if level + suffix > rows[-1][0]]
+                found.update((s, v) for s, v in zip(past, tr.get_many([level + s for s in past]), strict=True) if v)
+            return [None if (value := found.get(suffix)) is None else _decode_count(value) for suffix in suffixes]
+
+        return counts
+
     def rank(self, tr: ReadView, element: bytes, null_if_missing: bool = True) -> int | None:
         """The number of elements before ``element``.
 

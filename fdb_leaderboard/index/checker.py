@@ -34,7 +34,7 @@ from typing import TypeVar
 from ..errors import InvalidArgument
 from ..proto import index_pb2
 from ..rankedset import StructureCursor
-from ..store.api import strinc
+from ..store.api import Future, ReadView, strinc
 from . import tuplecodec as tuples
 from .aggregation import Value
 from .directory import MAX_LEVELS, MIN_LEVELS, Directory, Window, sub_directory_from_bytes
@@ -367,70 +367,81 @@ def _check_sub_directories(
 def _check_records(
     txn: IndexTransaction, writer: RecordWriter, begin: bytes, limit: int, problems: _Problems, report: CheckReport
 ) -> bytes | None:
+    """A batch of records, in three read rounds (the directory with the records' heads, their
+    entries and hidden-record notes, the B-tree entries their values should have) however many
+    records it holds: on FoundationDB each round is a network round trip."""
     tr, layout = txn.tr, txn.layout
+    txn.prefetch()
+    rows_read = tr.get_range_async(begin, strinc(layout.records), limit)
     directory = txn.directory()
     if directory is None:
         return None
     complete = [window for window in directory.windows if not window.filling]
-    rows = tr.get_range(begin, strinc(layout.records), limit)
-    for key, raw in rows:
+    rows = rows_read.value
+    heads = [index_pb2.RecordHead.FromString(raw) for _, raw in rows]
+    pks = [key[len(layout.records) :] for key, _ in rows]
+    entries = [txn.issue_entries(pk_nested) for pk_nested in pks]
+    notes = [tr.get_async(layout.hidden_key(pk)) if head.hidden else None for pk, head in zip(pks, heads, strict=True)]
+    findings = [
+        _record_findings(txn, writer, directory, complete, pk, head, read(), note)
+        for pk, head, read, note in zip(pks, heads, entries, notes, strict=True)
+    ]
+    present = iter(tr.get_many([item[0] for found in findings for item in found if isinstance(item, tuple)]))
+    for found in findings:
         report.records += 1
-        if _check_record(txn, writer, directory, complete, key, raw, problems) is None:
-            return None
+        for item in found:
+            if isinstance(item, str):
+                if problems.add(item):
+                    return None
+            elif next(present) is None and problems.add(item[1]):
+                return None
     return rows[-1][0] + b"\x00" if len(rows) == limit else None
 
 
-def _check_record(
+def _record_findings(
     txn: IndexTransaction,
     writer: RecordWriter,
     directory: Directory,
     complete: list[Window],
-    key: bytes,
-    raw: bytes,
-    problems: _Problems,
-) -> list[tuple[int, bytes]] | None:
-    """Recompute one record's values; the (window key, group) states it has, None when the problem
-    limit is reached."""
-    layout, tr = txn.layout, txn.tr
-    pk_nested = key[len(layout.records) :]
+    pk_nested: bytes,
+    head: index_pb2.RecordHead,
+    entries: list[tuple[int, int, tuple]],
+    note: Future[bytes | None] | None,
+) -> list[str | tuple[bytes, str]]:
+    """Recompute one record's values from its entries: in order, the problems found (messages)
+    and the B-tree entries its values need, as (key, the problem if it is missing)."""
+    layout = txn.layout
     pk_flat = tuples.pack(tuples.unpack(pk_nested)[0])
-    head = index_pb2.RecordHead.FromString(raw)
     values = []
-    for ts, seq, (group, score, context) in txn.read_entries(pk_nested):
+    for ts, seq, (group, score, context) in entries:
         group_bytes = tuples.pack(group)
         element = txn.packer(group_bytes)(score, ts, tuple(context))
         values.append((group_bytes, Value(score, ts, seq, tuple(context), element)))
     counts: dict[tuple[int, bytes], int] = {}
     expected = writer.fold(values, directory, pk_nested, writer.carried_totals(head), only=complete, counts=counts)
-    stored = {(s.lb_key, s.group): s for s in head.windows if directory.by_key(s.lb_key) in complete}
+    complete_keys = {window.lb_key for window in complete}
+    stored = {(s.lb_key, s.group): s for s in head.windows if s.lb_key in complete_keys}
     shown_pk = tuples.unpack(pk_nested)[0]
-    unfiled = head.hidden and tr.get(layout.hidden_key(pk_nested)) is None
-    if unfiled and problems.add(f"record {shown_pk!r} is hidden, but no note says who hid it"):
-        return None
+    found: list[str | tuple[bytes, str]] = []
+    if note is not None and note.value is None:
+        found.append(f"record {shown_pk!r} is hidden, but no note says who hid it")
     tree, which = (layout.hidden_values, "hidden") if head.hidden else (layout.primary, "primary")
-    states = []
     for state_key in expected.keys() | stored.keys():
         want, state = expected.get(state_key), stored.get(state_key)
         have = None if state is None else state.element
         where = f"record {shown_pk!r} in window key {state_key[0]}"
         if want is None or have is None or want.element != have:
             shown = None if want is None else tuples.unpack(want.element)
-            found = None if have is None else tuples.unpack(have)
-            if problems.add(f"{where}: value should be {shown}, the record's head says {found}"):
-                return None
+            in_head = None if have is None else tuples.unpack(have)
+            found.append(f"{where}: value should be {shown}, the record's head says {in_head}")
         held = counts.get(state_key, 0)
-        undercounted = state is not None and 0 < state.submissions < held  # 0: counted by no write yet
-        if undercounted and problems.add(
-            f"{where}: the head counts {state.submissions} submissions, but {held} entries are there"  # type: ignore[union-attr]
-        ):
-            return None
+        if state is not None and 0 < state.submissions < held:  # 0: counted by no write yet
+            found.append(f"{where}: the head counts {state.submissions} submissions, but {held} entries are there")
         if want is not None:
             window = directory.by_key(state_key[0])
             entry_key = tree + window.key_bytes + state_key[1] + want.element + pk_flat  # type: ignore[union-attr]
-            if tr.get(entry_key) is None and problems.add(f"{where}: {which} entry missing"):
-                return None
-            states.append(state_key)
-    return states
+            found.append((entry_key, f"{where}: {which} entry missing"))
+    return found
 
 
 def _check_hidden_notes(txn: IndexTransaction, begin: bytes, limit: int, problems: _Problems) -> bytes | None:
@@ -461,28 +472,69 @@ def _check_entries(
     txn: IndexTransaction, window: Window, state: _EntryState, limit: int, problems: _Problems, report: CheckReport
 ) -> None:
     """A batch of a window's primary (or hidden) B-tree: each entry is its record's value there,
-    and the ranked set counts each primary element as often as the B-tree holds it."""
+    and the ranked set counts each primary element as often as the B-tree holds it.  Three read
+    rounds however many entries: the directory with the entries, their records' heads, then for
+    each element the B-tree's entries of it and the sets' counts."""
     tr, layout, space = txn.tr, txn.layout, txn.space
+    prefix = state.prefix
+    txn.prefetch()
+    rows_read = tr.get_range_async(state.cursor, strinc(prefix), limit)  # type: ignore[arg-type]
     if not _still_complete(txn, window):
         state.cursor = None
         return
     settings = space.settings
     g, c = settings.group_size, settings.context_size
-    prefix = state.prefix
-    rows = tr.get_range(state.cursor, strinc(prefix), limit)
+    rows = rows_read.value
     state.cursor = rows[-1][0] + b"\x00" if len(rows) == limit else None
+    parsed = []
     for key, _ in rows:
-        report.entries += 1
         items = tuples.unpack(key[len(prefix) :])
-        group_bytes = tuples.pack(tuple(items[:g]))
-        element = tuples.pack(tuple(items[g : g + 2 + c]))
-        pk = tuple(items[g + 2 + c :])
-        raw = tr.get(layout.records + tuples.pack((pk,)))
+        parsed.append(
+            (tuples.pack(tuple(items[:g])), tuples.pack(tuple(items[g : g + 2 + c])), tuple(items[g + 2 + c :]))
+        )
+    heads = tr.get_many([layout.records + tuples.pack((pk,)) for _, _, pk in parsed])
+    # Per (group, element) to check: how many entries of it the B-tree holds (the batch's rows
+    # hold them all but for the last element, which may go on past the batch: read), and per
+    # group the counts of its elements in the ranked set (and distinct-score set), read together.
+    in_tree: dict[tuple[bytes, bytes], int] = {}
+    if not state.hidden:
+        for group_bytes, element, _ in parsed:
+            if state.last_element != (group_bytes, element):
+                in_tree[group_bytes, element] = in_tree.get((group_bytes, element), 0) + 1
+    tail = None
+    if state.cursor is not None and (parsed[-1][0], parsed[-1][1]) in in_tree:
+        tail_prefix = prefix + parsed[-1][0] + parsed[-1][1]
+        tail = tr.get_range_async(tail_prefix, strinc(tail_prefix))
+    by_group: dict[bytes, list[bytes]] = {}
+    for group_bytes, element in in_tree:
+        by_group.setdefault(group_bytes, []).append(element)
+    set_counts = {
+        group: space.ranked_set(window, group).issue_counts(tr, elements) for group, elements in by_group.items()
+    }
+    dense_counts = {}
+    if settings.dense_ranks:
+        for group, elements in by_group.items():
+            scores = sorted({score_prefix(element) for element in elements})
+            dense_counts[group] = (scores, space.dense_set(window, group).issue_counts(tr, scores))
+    if tail is not None:
+        in_tree[parsed[-1][0], parsed[-1][1]] = len(tail.value)
+    ranked_counts = {
+        (group, element): count
+        for group, elements in by_group.items()
+        for element, count in zip(elements, set_counts[group](), strict=True)
+    }
+    in_dense = {
+        (group, score): count is not None
+        for group, (scores, read) in dense_counts.items()
+        for score, count in zip(scores, read(), strict=True)
+    }
+    which = "hidden" if state.hidden else "primary"
+    for (group_bytes, element, pk), raw in zip(parsed, heads, strict=True):
+        report.entries += 1
         head = index_pb2.RecordHead.FromString(raw) if raw is not None else None
         has = head is not None and any(
             s.lb_key == window.lb_key and s.group == group_bytes and s.element == element for s in head.windows
         )
-        which = "hidden" if state.hidden else "primary"
         if not has and problems.add(
             f"{window.describe()}: the {which} B-tree holds {tuples.unpack(element)} for record {pk!r}, "
             "which the record's head does not have"
@@ -500,16 +552,14 @@ def _check_entries(
         if state.hidden or state.last_element == (group_bytes, element):
             continue
         state.last_element = (group_bytes, element)
-        group_prefix = prefix + group_bytes + element
-        in_tree = len(tr.get_range(group_prefix, strinc(group_prefix)))
-        ranked = space.ranked_set(window, group_bytes)
-        want = in_tree if settings.count_duplicates else 1
-        counted = ranked.count(tr, element)
-        if counted != want and problems.add(
-            f"{window.describe()}: ranked set counts {tuples.unpack(element)} {counted} time(s), the B-tree {in_tree}"
+        held = in_tree[group_bytes, element]
+        want = held if settings.count_duplicates else 1
+        times = ranked_counts[group_bytes, element] or 0
+        if times != want and problems.add(
+            f"{window.describe()}: ranked set counts {tuples.unpack(element)} {times} time(s), the B-tree {held}"
         ):
             return
-        if settings.dense_ranks and not space.dense_set(window, group_bytes).contains(tr, score_prefix(element)):
+        if settings.dense_ranks and not in_dense[group_bytes, score_prefix(element)]:
             score = tuples.unpack(score_prefix(element))[0]
             if problems.add(f"{window.describe()}: the distinct-score set lacks score {score} that the B-tree has"):
                 return
@@ -535,22 +585,46 @@ def _check_elements(
     dense: bool = False,
 ) -> bytes | None:
     """A batch of a ranked set's elements (or, ``dense``, of a distinct-score set's scores): each
-    has an entry in the B-tree."""
-    if not _still_complete(txn, window):
-        return None
+    has an entry in the B-tree.  Two read rounds: the directory with the elements, then an
+    entry of each."""
     tr = txn.tr
+    txn.prefetch()
     ranked = (txn.space.dense_set if dense else txn.space.ranked_set)(window, group_bytes)
     elements = ranked.range(tr, after + b"\x00" if after else None, None, limit)
+    if not _still_complete(txn, window):
+        return None
     prefix = txn.layout.primary + window.key_bytes + group_bytes
     what = "distinct-score set" if dense else "ranked set"
-    for element in elements:
+    for element, held in zip(elements, _held(tr, prefix, elements), strict=True):
         report.elements += 1
-        if not tr.get_range(prefix + element, strinc(prefix + element), 1) and problems.add(
+        if not held and problems.add(
             f"{window.describe()}: {what} of group {tuples.unpack(group_bytes)} holds "
             f"{tuples.unpack(element)} that no record has"
         ):
             return None
     return elements[-1] if len(elements) == limit else None
+
+
+def _held(tr: ReadView, prefix: bytes, elements: list[bytes]) -> list[bool]:
+    """Whether the B-tree at ``prefix`` has an entry of each of ``elements`` (ascending): one
+    range read over them, of at most twice their number of entries; if ties fill it, the
+    elements past it are read one by one in one more round."""
+    if not elements:
+        return []
+    limit = 2 * len(elements)
+    rows = tr.get_range(prefix + elements[0], strinc(prefix + elements[-1]), limit)
+    held, position = [], 0
+    for element in elements:  # entries are an element's packed tuple then the record's
+        start = prefix + element
+        while position < len(rows) and rows[position][0] < start:
+            position += 1
+        held.append(position < len(rows) and rows[position][0].startswith(start))
+    if len(rows) == limit:
+        past = [i for i, element in enumerate(elements) if not held[i] and prefix + element > rows[-1][0]]
+        found = tr.get_ranges([(prefix + elements[i], strinc(prefix + elements[i]), 1, False) for i in past])
+        for i, entries in zip(past, found, strict=True):
+            held[i] = bool(entries)
+    return held
 
 
 def _check_structure(
