@@ -891,6 +891,38 @@ def test_verify_tolerates_writes_between_its_batches(tmp_path: Path) -> None:
         assert index.check() == []
 
 
+@pytest.mark.parametrize("count_duplicates", [False, True])
+def test_verify_in_small_batches_over_many_ties_finds_what_one_batch_finds(db, prefix, count_duplicates: bool) -> None:
+    """Records sharing an element (score and time): a batch's last element goes on past it, and
+    the reads over a batch's elements (their entries, their counts in the ranked set) are cut
+    short by ties or by stray elements between them, and go on for the rest."""
+    settings = IndexSettings(count_duplicates=count_duplicates, dense_ranks=True)
+    index = LeaderboardIndex.create(db, prefix, settings)
+    index.update_windows(WindowUpdate())
+    index.write_batch([((f"p{i}",), [Entry(i % 4 * 10, 100)]) for i in range(40)])  # 10 records per element
+    report = index.check_report(batch_keys=3)
+    assert report.problems == [] and (report.records, report.entries) == (40, 40)
+    assert report.elements == 4 + 4  # the ranked set's elements and the distinct scores
+    window = index.directory().windows[0]
+    ranked, packed = index.ranked_set(window, b""), tuplecodec.pack
+    # (Higher scores first: an element is (-score, time).)  Strays between (-20, 100) and (-10, 100).
+    strays = [packed((-20, 101 + i)) for i in range(5)] + [packed((-15, 100))]
+    db.run(lambda tr: [ranked.add(tr, stray) for stray in strays])
+    ghost = index.layout.primary + window.key_bytes + packed((-10, 100)) + packed(("ghost",))
+    db.run(lambda tr: tr.set(ghost, b""))
+    whole = index.check_report(batch_keys=10_000).problems  # one batch a step: no read cut short
+    assert [p for p in whole if "that no record has" in p] == [
+        f"{window.describe()}: ranked set of group () holds {tuplecodec.unpack(s)} that no record has" for s in strays
+    ]
+    assert any("holds (-10, 100) for record ('ghost',), which the record's head does not have" in p for p in whole)
+    counted = [p for p in whole if "ranked set counts" in p]
+    assert counted == (
+        [f"{window.describe()}: ranked set counts (-10, 100) 10 time(s), the B-tree 11"] if count_duplicates else []
+    )
+    assert index.check_report(batch_keys=3).problems == whole
+    assert index.check_report(batch_keys=2).problems == whole
+
+
 def _large_index(db: object, prefix: bytes) -> LeaderboardIndex:
     """An all-time window whose ranked set (600 elements) and distinct-score set (300 scores) are
     each many structure batches long at batch_keys=3 (48 node keys a batch)."""
