@@ -38,6 +38,7 @@ from fdb_leaderboard.index.dumpfile import read_dump, write_dump
 from fdb_leaderboard.index.dumps import DumpError, dump_parts
 from fdb_leaderboard.index.restore import restore_parts
 from fdb_leaderboard.proto import service_pb2 as pb
+from fdb_leaderboard.service import dumps as served_dumps
 from fdb_leaderboard.service.catalog import Catalog
 from fdb_leaderboard.service.convert import maintenance_from_proto
 from fdb_leaderboard.service.housekeeping import Housekeeping
@@ -390,6 +391,28 @@ def test_a_dump_nobody_reads_any_more_stops_capturing(server_place: ServerPlace)
             lb.add_score("game", "p1", 5, 2)  # writes carry on, noting nothing
     finally:
         server.stop(grace=1)
+
+
+def test_a_dump_waiting_for_its_reader_keeps_its_capture(db: Database, prefix: bytes, monkeypatch) -> None:
+    """A mover's target reads nothing while it rebuilds the board, so the dump waits in its
+    stream: its capture is renewed meanwhile, and a write made past the capture's first lease is
+    still noted and copied."""
+    monkeypatch.setattr(served_dumps, "CAPTURE_LEASE", 2.0)
+    monkeypatch.setattr(served_dumps, "RENEW_EVERY", 0.2)
+    catalog = Catalog(db, prefix)
+    catalog.create("game", IndexSettings(aggregation="BEST"))
+    source = catalog.get("game")
+    source.update_windows(WindowUpdate())
+    source.write_batch([((f"p{i}",), [Entry(i, i)]) for i in range(20)])
+    parts = served_dumps.ServedDump(catalog, pb.DumpRequest(index="game"), lambda: True).parts()
+    taken = [next(parts)]
+    while taken[-1].WhichOneof("part") != "copied":  # every row copied (the capture started before)
+        taken.append(next(parts))
+    time.sleep(2.5)  # the reader waits past the first lease (a target rebuilding the board)
+    source.add_score(("p3",), 100, 50)  # a record copied already: only its capture notes this
+    restore_parts(db, prefix + b"t", [*taken, *parts])
+    copy = LeaderboardIndex.open(db, prefix + b"t")
+    assert copy.check() == [] and copy.top(3) == source.top(3) and copy.top(1)[0].pk == ("p3",)
 
 
 def test_a_dump_out_of_order_is_refused(db: Database, prefix: bytes) -> None:

@@ -29,6 +29,7 @@ cleared by a later drop), and publishes the name only once the index is complete
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -45,9 +46,6 @@ from .catalog import Catalog, StaleIndex, changes_prefix, check_name, writes_pau
 log = logging.getLogger("fdb_leaderboard.service")
 
 CAPTURE_LEASE = 600.0  # seconds a capture lasts unless renewed (a dump that died stops costing writes)
-# A move's dump may wait, unable to renew, while the target rebuilds the board (its stream stalls):
-# its capture outlasts the longest rebuild (a dump that dies with its caller still ends at once).
-MOVE_CAPTURE_LEASE = 6 * 3600.0
 RENEW_EVERY = 120.0
 PAUSE_LEASE = 30.0  # a dump's pause, renewed while it copies the last changes
 DEFAULT_CATCH_UP = 10.0
@@ -69,8 +67,6 @@ class ServedDump:
         self.request = request
         self.keep_going = keep_going
         self.capture = b""
-        self.lease = CAPTURE_LEASE
-        self._renewed = 0.0
         self._paused_at: float | None = None
         self._pause_until = 0.0
         self.pause_seconds = 0.0
@@ -85,10 +81,10 @@ class ServedDump:
             maintenance=convert.maintenance_to_proto(entry.maintenance),
             source=catalog.db.url,
         )
-        self.lease = MOVE_CAPTURE_LEASE if self.request.keep_paused else CAPTURE_LEASE
-        self.capture = catalog.start_capture(self.name, self.lease)
-        self._renewed = time.monotonic()
+        self.capture = catalog.start_capture(self.name, CAPTURE_LEASE)
         finished = False
+        ended = threading.Event()
+        threading.Thread(target=self._renew, args=(ended,), name=f"dump {self.name} renewal", daemon=True).start()
         try:
             yield from dump_parts(
                 catalog.db,
@@ -100,6 +96,7 @@ class ServedDump:
             )
             finished = True
         finally:
+            ended.set()
             moved = finished and self.request.keep_paused
             paused_until = -1 if moved else (0 if self._paused_at is not None else None)
             reason = f"index {self.name!r} moved to {self.request.moved_to or 'another store'}" if moved else ""
@@ -108,12 +105,19 @@ class ServedDump:
             except Exception:  # the index was dropped meanwhile, or the store is gone: the lease ends it
                 log.warning("the end of the dump of %r could not be recorded", self.name, exc_info=True)
 
+    def _renew(self, ended: threading.Event) -> None:
+        """Renew the capture while the dump lives, also while its stream waits for the reader
+        (a mover's target reads nothing while it rebuilds the board)."""
+        while not ended.wait(RENEW_EVERY) and self.keep_going():
+            try:
+                self.catalog.renew_capture(self.name, self.capture, CAPTURE_LEASE)
+            except Exception:  # ended meanwhile, or the store is gone: the dump itself fails or ends
+                log.warning("the capture of the dump of %r could not be renewed", self.name, exc_info=True)
+                return
+
     def _tick(self) -> None:
         if not self.keep_going():
             raise Stopped()
-        if time.monotonic() - self._renewed > RENEW_EVERY:
-            self.catalog.renew_capture(self.name, self.capture, self.lease)
-            self._renewed = time.monotonic()
         if self._paused_at is not None and time.time() > self._pause_until - PAUSE_LEASE / 2:
             self._pause()
 
