@@ -35,8 +35,17 @@ from fdb_leaderboard.cli import main
 from fdb_leaderboard.client import AsyncLeaderboardClient, LeaderboardClient, compare_boards
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowSpec, WindowUpdate, tuplecodec
 from fdb_leaderboard.index.dumpfile import read_dump, write_dump
-from fdb_leaderboard.index.dumps import DumpError, dump_parts
-from fdb_leaderboard.index.restore import restore_parts
+from fdb_leaderboard.index.dumps import (
+    APPLIED,
+    FORMAT_VERSION,
+    RECORDS,
+    DumpError,
+    dump_parts,
+    issue_unit,
+    rows_of,
+    state_rows,
+)
+from fdb_leaderboard.index.restore import Restorer, restore_parts
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import dumps as served_dumps
 from fdb_leaderboard.service.catalog import Catalog
@@ -413,6 +422,40 @@ def test_a_dump_waiting_for_its_reader_keeps_its_capture(db: Database, prefix: b
     restore_parts(db, prefix + b"t", [*taken, *parts])
     copy = LeaderboardIndex.open(db, prefix + b"t")
     assert copy.check() == [] and copy.top(3) == source.top(3) and copy.top(1)[0].pk == ("p3",)
+
+
+def test_changed_records_applied_to_a_copy_leave_it_the_source(db: Database, prefix: bytes) -> None:
+    """A catch-up's changed units replace what the copy has: records deleted, given more entries,
+    their entries replaced, idempotency keys; only the entries that differ are written, and a
+    dump of the copy is then the source's, row for row."""
+    source = LeaderboardIndex.create(db, prefix + b"s", IndexSettings(aggregation="SUM"))
+    source.update_windows(WindowUpdate(specs=[WindowSpec(1, 0, 100, 100, 2)]))
+    source.write_batch([((f"p{i}",), [Entry(i, i), Entry(1, i + 50)]) for i in range(30)])
+    copy = Restorer(db, prefix + b"t", pb.DumpHeader(format_version=FORMAT_VERSION))
+    dumped = list(dump_parts(db, source, pb.DumpHeader(index="x")))
+    for part in dumped:
+        if part.WhichOneof("part") == "rows":
+            copy.write_rows(rows_of(part.rows))
+    list(copy.build())
+    source.delete_record(("p1",))
+    source.write_record(("p2",), [Entry(7, 120), Entry(8, 150)], idempotency_key="k2")
+    source.write_record(("p3",), [Entry(9, 9)], replace=True)
+    source.write_record(("p40",), [Entry(40, 40)], idempotency_key="k40")
+    changed = [RECORDS + tuplecodec.pack(((pk,),)) for pk in ("p1", "p2", "p3", "p40")]
+    changed += [APPLIED + tuplecodec.pack((key,)) for key in ("k2", "k40")]
+    units = db.read(lambda tr: [(unit, issue_unit(tr, source.prefix, unit)()) for unit in changed])
+    copy.apply_changes(units[:3])
+    copy.apply_changes(units[1:])  # a unit sent again (as a later round would) changes nothing more
+    list(copy.apply_state(db.read(lambda tr: state_rows(tr, source.prefix))))
+    restored = LeaderboardIndex.open(db, prefix + b"t")
+    assert restored.check() == []
+
+    def rows(index: LeaderboardIndex) -> list:
+        return [
+            part.rows for part in dump_parts(db, index, pb.DumpHeader(index="x")) if part.WhichOneof("part") == "rows"
+        ]
+
+    assert rows(restored) == rows(source)
 
 
 def test_a_dump_out_of_order_is_refused(db: Database, prefix: bytes) -> None:

@@ -98,6 +98,7 @@ def main() -> None:
     parser.add_argument("--compare", action="store_true", help="Compare every window of each copy with the source.")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--move-only", action="store_true", help="Only the move (step 4).")
+    parser.add_argument("--no-move", action="store_true", help="Steps 1-3 only, not the move.")
     parser.add_argument("--dir", default=None, help="Where the stores and the dump go (default: a temporary one).")
     args = parser.parse_args()
     fdb_url = f"fdb:{args.cluster_file}"
@@ -117,6 +118,8 @@ def main() -> None:
                     raise SystemExit("the cluster already has an index named board: drop it first")
             if not args.move_only:
                 dump_and_restore(args, where, source, on_fdb, on_lmdb)
+            if args.no_move:
+                return
             # The move: writers on the embedded store, pointed at FoundationDB once it returns (to
             # the same name: the restored copy there is dropped first).
             if not args.move_only:
@@ -127,12 +130,23 @@ def main() -> None:
                 seen: dict[str, float] = {}
                 restored = [pb.RestoreProgress()]  # the target's last progress; then its progress at the pause
 
+                marks = [-1]  # the dump's changes count at its last "caught up" mark
+                sent = [0]  # the dump's changes count at its last progress part
+
                 def progress(step: pb.DumpPart | pb.RestoreProgress) -> None:
                     if isinstance(step, pb.RestoreProgress):
                         restored[0] = step
+                        if step.phase in ("built", "catching up") and "built" not in seen:
+                            seen["built"] = time.monotonic()
+                            seen["applied at built"], seen["sent at built"] = step.changes, sent[0]
                     elif step.progress.phase == "paused" and "paused" not in seen:
                         seen["paused"] = time.monotonic()
+                        seen["at a mark"] = 0 <= marks[0] <= restored[0].changes
                         restored.append(restored[0])
+                    elif step.WhichOneof("part") == "progress":
+                        sent[0] = step.progress.changes
+                        if step.progress.phase == "caught up":
+                            marks[0] = step.progress.changes
 
                 started = time.monotonic()
                 (end, last) = source.move("board", on_fdb, "board", servers[1].address, 10.0, progress)
@@ -147,6 +161,17 @@ def main() -> None:
                 flush=True,
             )
             at_pause = restored[-1]
+            if "built" in seen:
+                after_build = seen.get("paused", done) - seen["built"]
+                applied = at_pause.changes - seen["applied at built"]
+                print(
+                    f"  the target's rebuild ended {seen['built'] - started:.1f} s into the move, with "
+                    f"{seen['sent at built']:,} changes sent so far; in the {after_build:.1f} s before the pause it "
+                    f"applied {applied:,} changes ({applied / max(after_build, 1e-9):,.0f}/s)",
+                    flush=True,
+                )
+            when = "at a 'caught up' mark" if seen.get("at a mark") else "at the --catch-up limit (10 s)"
+            print(f"  the pause came {when if 'paused' in seen else 'never'}", flush=True)
             print(
                 f"  the target at the pause: {at_pause.phase or 'not started'}, {at_pause.changes:,} changes applied, "
                 f"{at_pause.entries_ranked:,} entries ranked; during the pause: {last.changes - at_pause.changes:,} "

@@ -49,7 +49,8 @@ from .leaderboard import LeaderboardIndex, Operations
 WRITE_ROWS = 2000  # rows per transaction
 WRITE_BYTES = 1 << 20  # or about this many bytes
 HEADS_PER_STEP = 500  # heads read per transaction when the primary B-trees are rebuilt
-UNITS_PER_STEP = 100
+UNITS_PER_STEP = 1000  # changed units applied per transaction
+RECORDS_PER_STEP = 100  # ... of which records
 
 
 @dataclasses.dataclass
@@ -180,8 +181,7 @@ class Restorer:
         if not self.built:
             raise DumpError("the dump's changes come before its copied mark: the parts are out of order")
         self.counts.phase = "catching up"
-        for start in range(0, len(units), UNITS_PER_STEP):
-            batch = units[start : start + UNITS_PER_STEP]
+        for batch in _change_batches(units):
             self.db.run(lambda tr, batch=batch: self._replace(Operations(self.index, tr), batch))
             self.counts.changes += len(batch)
             self.counts.rows += sum(len(rows) for _, rows in batch)
@@ -189,18 +189,22 @@ class Restorer:
     def _replace(self, ops: Operations, units: Sequence[tuple[bytes, list[KeyValue]]]) -> None:
         records = [unit[len(RECORDS) :] for unit, _ in units if unit.startswith(RECORDS)]
         ops.txn.prefetch(heads=records)
-        # The idempotency keys' old rows, read together (one round trip, not one per key).
+        # The records' entries and the idempotency keys' old rows, read together (one round trip).
+        entries = {pk: ops.tr.get_range_async(*self.layout.entries_range(pk)) for pk in records}
         applied = {unit: ops.tr.get_async(self.prefix + unit) for unit, _ in units if unit.startswith(APPLIED)}
         for unit, rows in units:
             if unit.startswith(RECORDS):
-                self._replace_record(ops, unit[len(RECORDS) :], rows)
+                pk_nested = unit[len(RECORDS) :]
+                self._replace_record(ops, pk_nested, rows, entries[pk_nested].value)
             elif unit.startswith(APPLIED):
                 self._replace_applied(ops.tr, unit, applied[unit].value, rows)
             else:
                 raise DumpError(f"the dump names a changed unit {unit!r} of no known kind")
 
-    def _replace_record(self, ops: Operations, pk_nested: bytes, rows: list[KeyValue]) -> None:
-        """The record as ``rows`` have it: its values move in every window it is maintained in."""
+    def _replace_record(self, ops: Operations, pk_nested: bytes, rows: list[KeyValue], stored: list[KeyValue]) -> None:
+        """The record as ``rows`` have it: its values move in every window it is maintained in.
+        Of its entries (``stored``: those here), only the new, changed and gone are written: a
+        record written often is sent whole each time, with few new entries."""
         txn, tr, layout = ops.txn, ops.tr, self.layout
         head_key = RECORDS + pk_nested
         old = txn.read_head(pk_nested)
@@ -230,11 +234,15 @@ class Restorer:
                 updates.append(ops.writer.move_steps(window, key[1], was, now, pk_flat, hides))
         run_together(updates)
         tr.clear(layout.head_key(pk_nested))
-        tr.clear_range(*layout.entries_range(pk_nested))
         tr.clear(layout.metadata_key(pk_nested))
         tr.clear(layout.hidden_key(pk_nested))
+        kept = dict(stored)
         for key, value in rows:
-            tr.set(self.prefix + key, value)
+            key = self.prefix + key
+            if kept.pop(key, None) != value:
+                tr.set(key, value)
+        for gone in kept:
+            tr.clear(gone)
 
     def _replace_applied(self, tr: Transaction, unit: bytes, old: bytes | None, rows: list[KeyValue]) -> None:
         layout = self.layout
@@ -300,6 +308,21 @@ def _batches(rows: Sequence[KeyValue]) -> Iterator[Sequence[KeyValue]]:
             start, size = i + 1, 0
     if start < len(rows):
         yield rows[start:]
+
+
+def _change_batches(units: Sequence[tuple[bytes, list[KeyValue]]]) -> Iterator[Sequence[tuple[bytes, list[KeyValue]]]]:
+    """Changed units in transactions of at most UNITS_PER_STEP units, RECORDS_PER_STEP records
+    (each moves its values in every window: read rounds and ranked-set updates) and about
+    WRITE_BYTES of rows: an idempotency key is one small row, so a transaction takes many."""
+    start = records = size = 0
+    for i, (unit, rows) in enumerate(units):
+        records += unit.startswith(RECORDS)
+        size += sum(len(key) + len(value) for key, value in rows)
+        if i + 1 - start >= UNITS_PER_STEP or records >= RECORDS_PER_STEP or size >= WRITE_BYTES:
+            yield units[start : i + 1]
+            start, records, size = i + 1, 0, 0
+    if start < len(units):
+        yield units[start:]
 
 
 Restored = tuple[pb.DumpHeader, pb.DumpEnd, RestoreCounts]
