@@ -33,6 +33,7 @@ from replicated import Load, wait_for
 from fdb_leaderboard import client
 from fdb_leaderboard.cli import main
 from fdb_leaderboard.client import AsyncLeaderboardClient, LeaderboardClient, compare_boards
+from fdb_leaderboard.errors import NotFound
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowSpec, WindowUpdate, tuplecodec
 from fdb_leaderboard.index.dumpfile import read_dump, write_dump
 from fdb_leaderboard.index.dumps import (
@@ -422,6 +423,16 @@ def test_a_dump_waiting_for_its_reader_keeps_its_capture(db: Database, prefix: b
     restore_parts(db, prefix + b"t", [*taken, *parts])
     copy = LeaderboardIndex.open(db, prefix + b"t")
     assert copy.check() == [] and copy.top(3) == source.top(3) and copy.top(1)[0].pk == ("p3",)
+    # A capture that could not be renewed (its lease ran out, and a later dump cleared it): the
+    # dump fails rather than miss the writes made since.
+    dump = served_dumps.ServedDump(catalog, pb.DumpRequest(index="game"), lambda: True)
+    parts = dump.parts()
+    while next(parts).WhichOneof("part") != "copied":
+        pass
+    catalog.end_capture("game", dump.capture)
+    time.sleep(0.5)  # a renewal comes meanwhile
+    with pytest.raises(NotFound, match="lease ran out"):
+        list(parts)
 
 
 def test_changed_records_applied_to_a_copy_leave_it_the_source(db: Database, prefix: bytes) -> None:
@@ -439,13 +450,16 @@ def test_changed_records_applied_to_a_copy_leave_it_the_source(db: Database, pre
     list(copy.build())
     source.delete_record(("p1",))
     source.write_record(("p2",), [Entry(7, 120), Entry(8, 150)], idempotency_key="k2")
+    p2 = RECORDS + tuplecodec.pack((("p2",),))
+    p2_then = db.read(lambda tr: issue_unit(tr, source.prefix, p2)())
+    source.write_record(("p2",), [Entry(6, 160)], replace=True)  # the entries above are gone again
     source.write_record(("p3",), [Entry(9, 9)], replace=True)
     source.write_record(("p40",), [Entry(40, 40)], idempotency_key="k40")
     changed = [RECORDS + tuplecodec.pack(((pk,),)) for pk in ("p1", "p2", "p3", "p40")]
     changed += [APPLIED + tuplecodec.pack((key,)) for key in ("k2", "k40")]
     units = db.read(lambda tr: [(unit, issue_unit(tr, source.prefix, unit)()) for unit in changed])
-    copy.apply_changes(units[:3])
-    copy.apply_changes(units[1:])  # a unit sent again (as a later round would) changes nothing more
+    copy.apply_changes([(p2, p2_then), *units])  # p2 as it was, then as it is, in one part
+    copy.apply_changes(units[2:])  # units sent again (as a later round would) change nothing more
     list(copy.apply_state(db.read(lambda tr: state_rows(tr, source.prefix))))
     restored = LeaderboardIndex.open(db, prefix + b"t")
     assert restored.check() == []

@@ -181,10 +181,11 @@ class Restorer:
         if not self.built:
             raise DumpError("the dump's changes come before its copied mark: the parts are out of order")
         self.counts.phase = "catching up"
-        for batch in _change_batches(units):
+        latest = list(dict(units).items())  # a unit sent twice: its last rows are what it is now
+        for batch in _change_batches(latest):
             self.db.run(lambda tr, batch=batch: self._replace(Operations(self.index, tr), batch))
-            self.counts.changes += len(batch)
-            self.counts.rows += sum(len(rows) for _, rows in batch)
+        self.counts.changes += len(units)
+        self.counts.rows += sum(len(rows) for _, rows in units)
 
     def _replace(self, ops: Operations, units: Sequence[tuple[bytes, list[KeyValue]]]) -> None:
         records = [unit[len(RECORDS) :] for unit, _ in units if unit.startswith(RECORDS)]

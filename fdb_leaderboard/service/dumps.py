@@ -67,6 +67,7 @@ class ServedDump:
         self.request = request
         self.keep_going = keep_going
         self.capture = b""
+        self._renewal_failed: NotFound | None = None
         self._paused_at: float | None = None
         self._pause_until = 0.0
         self.pause_seconds = 0.0
@@ -111,13 +112,17 @@ class ServedDump:
         while not ended.wait(RENEW_EVERY) and self.keep_going():
             try:
                 self.catalog.renew_capture(self.name, self.capture, CAPTURE_LEASE)
-            except Exception:  # ended meanwhile, or the store is gone: the dump itself fails or ends
-                log.warning("the capture of the dump of %r could not be renewed", self.name, exc_info=True)
+            except NotFound as gone:  # the lease ran out: writes may have gone unnoted, the dump fails
+                self._renewal_failed = gone
                 return
+            except Exception:  # the store did not answer: tried again in RENEW_EVERY, well within the lease
+                log.warning("the capture of the dump of %r could not be renewed", self.name, exc_info=True)
 
     def _tick(self) -> None:
         if not self.keep_going():
             raise Stopped()
+        if self._renewal_failed is not None:
+            raise self._renewal_failed
         if self._paused_at is not None and time.time() > self._pause_until - PAUSE_LEASE / 2:
             self._pause()
 
