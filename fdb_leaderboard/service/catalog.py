@@ -23,6 +23,11 @@ captured: each write transaction then also sets ``ROOT + ("changes", id) + unit`
 record and idempotency key it changes (:class:`ChangeRecorder`), in the write's own transaction,
 so the dump copies them again.  A transaction that finds a capture it did not record for runs
 again, recording.
+
+The audit trail of every index's admin actions lives under the catalog's root too
+(``index/audit.py``): an index's events outlive its drop.  The catalog's own actions (create,
+drop, policies, pauses) record themselves in their transactions; every index it opens records
+its admin actions in the same trail.
 """
 
 from __future__ import annotations
@@ -34,11 +39,14 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 import fdb.tuple
+from google.protobuf import text_format
 
 from ..errors import AlreadyExists, InvalidArgument, NotFound, Unavailable
 from ..index import IndexSettings, LeaderboardIndex, Window
+from ..index.audit import MAX_EVENTS, AuditEvent, AuditTrail, JobEvents, PendingEvent
 from ..index.calendar import TIMEBASES
 from ..index.dumps import unit_of
+from ..index.leaderboard import LOCAL_ACTOR
 from ..proto import index_pb2
 from ..store.api import Database, Transaction, WrappedDatabase, strinc
 
@@ -231,6 +239,7 @@ class Catalog:
     def __init__(self, db: Database, root: bytes = ROOT) -> None:
         self.db = db
         self.root = root
+        self.audit = AuditTrail(root)
         self._open: dict[str, tuple[bytes, LeaderboardIndex]] = {}
 
     def _key(self, name: str) -> bytes:
@@ -251,12 +260,14 @@ class Catalog:
         maintenance: index_pb2.MaintenancePolicy | None = None,
         all_time: bool = True,
         windows: Sequence[tuple[int, int, int]] = (),
+        actor: str | None = None,
     ) -> tuple[LeaderboardIndex, tuple[Window, ...] | None]:
         """Create the index ``name`` with its all-time window (unless ``all_time`` is False) and
         ``windows``; returns (index, windows added), None for those when it existed with the same
         options (not an error)."""
         check_name(name)
         options = settings.to_proto()
+        event = self.audit.event(actor or LOCAL_ACTOR, "CreateIndex", name)
 
         def create(tr: Transaction) -> tuple[bytes, tuple[Window, ...] | None]:
             stored = tr.get(self._key(name))
@@ -268,7 +279,9 @@ class Catalog:
             prefix = self._new_prefix(tr)
             entry = index_pb2.CatalogEntry(prefix=prefix, options=options, maintenance=maintenance)
             tr.set(self._key(name), entry.SerializeToString())
-            return prefix, LeaderboardIndex(self.db, prefix, settings).initialize(tr, all_time, windows)
+            added = LeaderboardIndex(self.db, prefix, settings).initialize(tr, all_time, windows)
+            event.write(tr, options=text_format.MessageToString(options, as_one_line=True), windows=len(added or ()))
+            return prefix, added
 
         prefix, added = self.db.run(create)
         return self._keep(name, prefix, settings, maintenance), added
@@ -288,6 +301,7 @@ class Catalog:
         checked = _EntryChecked(self.db, name, self._key(name), prefix, self.root)
         index = LeaderboardIndex(checked, prefix, settings)
         index.timebase = timebase_scale(policy)
+        index.audit, index.name = self.audit, name
         checked.on_entry = lambda entry: setattr(index, "timebase", timebase_scale(entry.maintenance))
         self._open[name] = (prefix, index)
         return index
@@ -315,7 +329,7 @@ class Catalog:
         rows = self.db.read(lambda tr: tr.get_range(begin, strinc(begin)))
         return [(fdb.tuple.unpack(key[len(self.root) :])[1], index_pb2.CatalogEntry.FromString(v)) for key, v in rows]
 
-    def drop(self, name: str, batch_keys: int = 10_000) -> None:
+    def drop(self, name: str, batch_keys: int = 10_000, actor: str | None = None) -> None:
         """Delete the index ``name`` and all its data (NotFound if there is none).
 
         The name is freed at once, in one transaction that also leaves a note of the prefix;
@@ -324,6 +338,7 @@ class Catalog:
         interrupted drop is finished by the next ``drop`` of any index.
         """
         check_name(name)
+        event = self.audit.event(actor or LOCAL_ACTOR, "DropIndex", name)
 
         def unlink(tr: Transaction) -> bytes:
             stored = tr.get(self._key(name))
@@ -332,6 +347,7 @@ class Catalog:
             prefix = index_pb2.CatalogEntry.FromString(stored).prefix
             tr.clear(self._key(name))
             tr.set(self._dropping_key(prefix), b"")
+            event.write(tr)
             return prefix
 
         self.db.run(unlink)
@@ -359,8 +375,14 @@ class Catalog:
             while not self.db.run(clear_batch):
                 pass
 
-    def set_maintenance(self, name: str, maintenance: index_pb2.MaintenancePolicy) -> None:
-        self._update(name, lambda tr, entry: entry.maintenance.CopyFrom(maintenance))
+    def set_maintenance(self, name: str, maintenance: index_pb2.MaintenancePolicy, actor: str | None = None) -> None:
+        event = self.audit.event(actor or LOCAL_ACTOR, "SetMaintenancePolicy", name)
+
+        def change(tr: Transaction, entry: index_pb2.CatalogEntry) -> None:
+            entry.maintenance.CopyFrom(maintenance)
+            event.write(tr, policy=_policy_text(maintenance))
+
+        self._update(name, change)
         kept = self._open.get(name)
         if kept is not None:
             kept[1].timebase = timebase_scale(maintenance)
@@ -380,13 +402,17 @@ class Catalog:
 
     # -- pauses and captured changes (dumps) -----------------------------------------------------
 
-    def set_writes_paused(self, name: str, until: int, reason: str = "") -> None:
+    def set_writes_paused(self, name: str, until: int, reason: str = "", actor: str | None = None) -> None:
         """Refuse the writes of index ``name`` until ``until`` (Unix seconds; -1: until resumed;
-        0: take them again), saying ``reason``."""
+        0: take them again), saying ``reason``.  Recorded when an ``actor`` asks (an operator's
+        pause; a dump's own pauses are part of its job)."""
+        event = None if actor is None else self.audit.event(actor, "SetWritesPaused", name)
 
         def change(tr: Transaction, entry: index_pb2.CatalogEntry) -> None:
             entry.writes_paused_until = until
             entry.pause_reason = reason if until else ""
+            if event is not None:
+                event.write(tr, paused=bool(until), reason=entry.pause_reason)
 
         self._update(name, change)
 
@@ -490,3 +516,72 @@ class Catalog:
                     tr.set(self._dropping_key(fdb.tuple.unpack(key[len(self.root) :])[1]), b"")
 
         self.db.run(expired)
+
+    # -- the audit trail ---------------------------------------------------------------------------
+
+    def audit_events(
+        self,
+        index: str | None = None,
+        action: str | None = None,
+        since_us: int | None = None,
+        until_us: int | None = None,
+        limit: int = 100,
+        continuation: bytes | None = None,
+        newest_first: bool = False,
+    ) -> tuple[list[AuditEvent], bytes | None]:
+        """A page of audit events (see ``AuditTrail.events``) and the next page's continuation."""
+        return self.db.read(
+            lambda tr: self.audit.events(tr, since_us, until_us, limit, continuation, index, action, newest_first)
+        )
+
+    def audit_retention(self) -> int:
+        """Seconds audit events are kept."""
+        return self.db.read(self.audit.retention)
+
+    def set_audit_retention(self, seconds: int, actor: str | None = None) -> int:
+        """Keep audit events ``seconds`` (0: the default); returns the retention now."""
+        event = self.audit.event(actor or LOCAL_ACTOR, "SetAuditRetention")
+
+        def change(tr: Transaction) -> int:
+            kept = self.audit.set_retention(tr, seconds)
+            event.write(tr, retention=kept)
+            return kept
+
+        return self.db.run(change)
+
+    def expire_audit_events(
+        self,
+        before_us: int | None = None,
+        max_events: int = MAX_EVENTS,
+        keep_going: Callable[[], bool] | None = None,
+        actor: str | None = None,
+    ) -> tuple[int, bool]:
+        """Clear audit events older than ``before_us`` (None: than the retention), ``max_events``
+        per transaction, until done or ``keep_going()`` says stop; returns (cleared, done).  A
+        run that clears any records that in its last batch."""
+        if before_us is None:
+            before_us = int((time.time() - self.audit_retention()) * 1_000_000)
+        max_events = min(max_events, MAX_EVENTS)
+        job = JobEvents(self.audit, actor or LOCAL_ACTOR, "ExpireAuditEvents", "", before_us=before_us)
+        cleared, done = 0, False
+        while not done:
+            event = job.next_event()
+
+            def step(tr: Transaction, event: PendingEvent | None = event, cleared: int = cleared) -> tuple[int, bool]:
+                count, finished = self.audit.expire_step(tr, before_us, max_events)
+                if cleared + count:  # a run that clears nothing leaves no event
+                    job.in_batch(tr, event, finished, events_cleared=cleared + count)
+                return count, finished
+
+            count, done = self.db.run(step)
+            cleared += count
+            job.committed(event)
+            if not done and keep_going is not None and not keep_going():
+                job.stopped(self.db.run, events_cleared=cleared)
+                break
+        return cleared, done
+
+
+def _policy_text(policy: index_pb2.MaintenancePolicy) -> str:
+    """A policy as an event's detail: its fields as protobuf's text format, on one line."""
+    return text_format.MessageToString(policy, as_one_line=True) or "(none)"
