@@ -370,3 +370,26 @@ def test_rest_resource_routes_answer_as_grpc(served: tuple[Server, HttpServer]) 
         assert set(document["/v1/indexes/{index}/rules"]) == {"get", "post"}
         assert set(document["/v1/indexes/{index}/records"]) == {"delete"}
         assert set(document["/v1/audit"]) == {"get"}
+
+
+def test_loads_dumps_and_restores_are_recorded(served: tuple[Server, HttpServer]) -> None:
+    server, _ = served
+    with LeaderboardClient(server.address, token=ALICE, timeout=20) as alice:
+        alice.create_index("cup")
+        records = [((f"p{i}",), [(i, T0 + i)]) for i in range(7)]
+        assert alice.bulk_load("cup", records, batch_size=3) == 7
+        parts = list(alice.dump("cup"))
+        with LeaderboardClient(server.address, token=BOB, timeout=20) as bob:
+            assert list(bob.restore(parts, "cup-copy"))[-1].phase == "done"
+        assert alice.count("cup-copy") == 7
+        events = _all_events(alice)
+    assert [(e.actor, e.action, e.index, e.details.get("phase")) for e in events] == [
+        ("alice", "CreateIndex", "cup", None),
+        ("alice", "BulkLoad", "cup", "started"),
+        ("alice", "FillWindows", "cup", "finished"),  # the windows the load built (ranks deferred)
+        ("alice", "BulkLoad", "cup", "finished"),
+        ("alice", "Dump", "cup", "started"),
+        ("bob", "Restore", "cup-copy", None),
+    ]
+    assert events[3].details["records_written"] == "7"
+    assert events[5].details["source"].startswith("cup (")

@@ -393,8 +393,13 @@ class LeaderboardIndex(IndexSpace):
         defer_ranks: bool = True,
         max_entries: int = 20_000,
         idempotency_key: str | None = None,
+        actor: str | None = None,
     ) -> int:
         """Save records in transactions of ``batch_size``; returns how many were written.
+
+        An admin's load (``actor``) is recorded in the audit trail, started and finished (or
+        stopped: a refused record, the caller gone) in transactions of their own: the load's
+        transactions are the write path's, which records nothing.
 
         With ``idempotency_key``, transaction ``n`` of the load is applied once under
         ``key#n``: a load sent again with the same key, records and ``batch_size`` saves only
@@ -416,6 +421,10 @@ class LeaderboardIndex(IndexSpace):
         deferred: tuple[Window, ...] = ()
         held_until = 0.0
         written = 0
+        started = None if actor is None else self._event(actor, "BulkLoad")
+        if started is not None:
+            self.db.run(lambda tr: started.write(tr, phase="started", batch_size=batch_size))
+        completed = False
         try:
             for number, batch in enumerate(batches(records, batch_size)):
                 if defer_ranks and not deferred:
@@ -432,9 +441,13 @@ class LeaderboardIndex(IndexSpace):
                 written += len(batch)
                 if progress:
                     progress(written)
+            completed = True
         finally:  # also after a refused record: the deferred windows must not stay filling
             if deferred:
-                self.fill(max_records=batch_size, max_entries=max_entries)
+                self.fill(max_records=batch_size, max_entries=max_entries, actor=actor)
+            if started is not None:
+                ended, phase = started.next(), "finished" if completed else "stopped"
+                self.db.run(lambda tr: ended.write(tr, phase=phase, records_written=written))
         return written
 
     def set_metadata(
@@ -524,7 +537,11 @@ class LeaderboardIndex(IndexSpace):
         return self.run(step)
 
     def fill(
-        self, max_records: int = 200, max_entries: int = 20_000, progress: Callable[[FillProgress], None] | None = None
+        self,
+        max_records: int = 200,
+        max_entries: int = 20_000,
+        progress: Callable[[FillProgress], None] | None = None,
+        actor: str | None = None,
     ) -> int:
         """Fill every window being filled, batch by batch, until done; returns records processed.
 
@@ -533,7 +550,7 @@ class LeaderboardIndex(IndexSpace):
         """
         total = 0
         while True:
-            step = self.fill_step(max_records, max_entries)
+            step = self.fill_step(max_records, max_entries, actor=actor)
             total += step.records_processed
             if progress:
                 progress(step)

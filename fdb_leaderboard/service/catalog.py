@@ -416,11 +416,12 @@ class Catalog:
 
         self._update(name, change)
 
-    def start_capture(self, name: str, lease_seconds: float) -> bytes:
+    def start_capture(self, name: str, lease_seconds: float, actor: str | None = None) -> bytes:
         """Have every write of index ``name`` note the units it changes, for ``lease_seconds``
         unless renewed; returns the capture's id.  Captures whose lease ran out (their dump
-        died) are removed, with what they noted."""
+        died) are removed, with what they noted.  A dump an ``actor`` asked for is recorded."""
         capture = os.urandom(8)
+        event = None if actor is None else self.audit.event(actor, "Dump", name)
 
         def change(tr: Transaction, entry: index_pb2.CatalogEntry) -> None:
             now = time.time()
@@ -429,6 +430,8 @@ class Catalog:
                     entry.captures.remove(old)
                     tr.clear_range_startswith(changes_prefix(self.root, old.id))
             entry.captures.add(id=capture, until=int(now + lease_seconds))
+            if event is not None:
+                event.write(tr, phase="started")
 
         self._update(name, change)
         return capture
@@ -478,10 +481,18 @@ class Catalog:
         self.db.run(lambda tr: tr.set(self._restoring_key(prefix), until))
 
     def publish(
-        self, name: str, prefix: bytes, settings: IndexSettings, maintenance: index_pb2.MaintenancePolicy
+        self,
+        name: str,
+        prefix: bytes,
+        settings: IndexSettings,
+        maintenance: index_pb2.MaintenancePolicy,
+        actor: str | None = None,
+        source: str = "",
     ) -> LeaderboardIndex:
-        """Name the index restored at ``prefix`` (AlreadyExists if the name is taken meanwhile)."""
+        """Name the index restored at ``prefix`` (AlreadyExists if the name is taken meanwhile);
+        recorded as restored by ``actor`` from ``source`` (the dump's index)."""
         check_name(name)
+        event = self.audit.event(actor or LOCAL_ACTOR, "Restore", name)
 
         def publish(tr: Transaction) -> None:
             if tr.get(self._key(name)) is not None:
@@ -489,6 +500,7 @@ class Catalog:
             entry = index_pb2.CatalogEntry(prefix=prefix, options=settings.to_proto(), maintenance=maintenance)
             tr.set(self._key(name), entry.SerializeToString())
             tr.clear(self._restoring_key(prefix))
+            event.write(tr, source=source)
 
         self.db.run(publish)
         self._open.pop(name, None)

@@ -388,14 +388,16 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "Dump takes exactly one request message")
         if request.catch_up_seconds < 0 or request.catch_up_seconds != request.catch_up_seconds:
             raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "catch_up_seconds must be a number of seconds, 0 or more")
-        return _streamed("Dump", dumps.ServedDump(self.catalog, request, context.is_active).parts())
+        return _streamed("Dump", dumps.ServedDump(self.catalog, request, context.is_active, _actor(context)).parts())
 
     def Restore(self, requests: Iterator[pb.RestoreRequest], context: CallContext) -> Iterator[pb.RestoreProgress]:
         """A new index from a dump's parts (``dumps.py``), named once complete; yields progress."""
         first = next(requests, None)
         if first is None:
             raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "Restore needs the dump's parts, its header first")
-        return _streamed("Restore", dumps.restore_served(self.catalog, first, requests, context.is_active))
+        return _streamed(
+            "Restore", dumps.restore_served(self.catalog, first, requests, context.is_active, _actor(context))
+        )
 
     @_rpc
     def SetWritesPaused(self, request: pb.SetWritesPausedRequest, context: CallContext) -> pb.SetWritesPausedResponse:
@@ -480,6 +482,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
                 progress,
                 defer_ranks=not first.rank_as_loaded,
                 idempotency_key=_key(first),
+                actor=_actor(context),
             )
         except ClientGone:  # the client went away mid-stream; what it sent before is saved
             log.info("BulkLoad of %r cancelled by the client after %d records", first.index, written)
@@ -550,6 +553,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
                         progress.put,
                         defer_ranks=not first.rank_as_loaded,
                         idempotency_key=_key(first),
+                        actor=_actor(context),
                     )
                     progress.put(None)
                 except BaseException as exc:  # handed to the generator, which answers with it
