@@ -235,3 +235,32 @@ class JobEvents:
         event = self.next_event()
         if event is not None and self.batches:
             run(lambda tr: event.write(tr, phase="stopped", **self.arguments, **totals))
+
+
+def expire_in_batches(
+    job: JobEvents,
+    run: Callable[[Callable[[Any], Any]], Any],
+    step: Callable[[Any], tuple[int, bool]],
+    keep_going: Callable[[], bool] | None,
+    counted: str,
+) -> tuple[int, bool]:
+    """Run ``step(tr)`` (clears a batch, answers (cleared, done)) in transactions of ``run``
+    until done or ``keep_going()`` says stop, the job's events naming the total ``counted``; a
+    run that clears nothing leaves no event.  Returns (cleared, done)."""
+    cleared, done = 0, False
+    while not done:
+        event = job.next_event()
+
+        def batch(tr: Any, event: PendingEvent | None = event, before: int = cleared) -> tuple[int, bool]:
+            count, finished = step(tr)
+            if before + count:
+                job.in_batch(tr, event, finished, **{counted: before + count})
+            return count, finished
+
+        count, done = run(batch)
+        cleared += count
+        job.committed(event)
+        if not done and keep_going is not None and not keep_going():
+            job.stopped(run, **{counted: cleared})
+            break
+    return cleared, done

@@ -27,7 +27,7 @@ from ..store.api import Database, Transaction
 from . import compat, pages, social
 from . import movement as moves
 from . import tuplecodec as tuples
-from .audit import AuditTrail, JobEvents, PendingEvent
+from .audit import AuditTrail, JobEvents, PendingEvent, expire_in_batches
 from .calendar import CalendarPeriods
 from .checker import CheckReport, check_index
 from .columns import is_score_key
@@ -250,23 +250,11 @@ class LeaderboardIndex(IndexSpace):
         transaction, until done or ``keep_going()`` says stop after a batch; returns (forgotten, done)."""
         check_at_least(max_keys, 1, "max_keys")
         job = self._job(actor, "ExpireIdempotencyKeys", before=before)
-        forgotten, done = 0, False
-        while not done:
-            event = job.next_event()
 
-            def step(ops: Operations, event: PendingEvent | None = event, forgotten: int = forgotten) -> tuple:
-                count, finished = ops.applied.expire_step(before, max_keys)
-                if forgotten + count:  # a pass that forgets nothing leaves no event
-                    job.in_batch(ops.tr, event, finished, keys_forgotten=forgotten + count)
-                return count, finished
+        def step(tr: Any) -> tuple[int, bool]:
+            return Operations(self, tr).applied.expire_step(before, max_keys)
 
-            count, done = self.run(step)
-            forgotten += count
-            job.committed(event)
-            if not done and keep_going is not None and not keep_going():
-                job.stopped(self.db.run, keys_forgotten=forgotten)
-                break
-        return forgotten, done
+        return expire_in_batches(job, self.db.run, step, keep_going, "keys_forgotten")
 
     def idempotency_keys(self) -> int:
         """How many idempotency keys the index holds."""

@@ -32,6 +32,7 @@ its admin actions in the same trail.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -43,7 +44,7 @@ from google.protobuf import text_format
 
 from ..errors import AlreadyExists, InvalidArgument, NotFound, Unavailable
 from ..index import IndexSettings, LeaderboardIndex, Window
-from ..index.audit import MAX_EVENTS, AuditEvent, AuditTrail, JobEvents, PendingEvent
+from ..index.audit import MAX_EVENTS, AuditEvent, AuditTrail, JobEvents, expire_in_batches
 from ..index.calendar import TIMEBASES
 from ..index.dumps import unit_of
 from ..index.leaderboard import LOCAL_ACTOR
@@ -575,23 +576,8 @@ class Catalog:
             before_us = int((time.time() - self.audit_retention()) * 1_000_000)
         max_events = min(max_events, MAX_EVENTS)
         job = JobEvents(self.audit, actor or LOCAL_ACTOR, "ExpireAuditEvents", "", before_us=before_us)
-        cleared, done = 0, False
-        while not done:
-            event = job.next_event()
-
-            def step(tr: Transaction, event: PendingEvent | None = event, cleared: int = cleared) -> tuple[int, bool]:
-                count, finished = self.audit.expire_step(tr, before_us, max_events)
-                if cleared + count:  # a run that clears nothing leaves no event
-                    job.in_batch(tr, event, finished, events_cleared=cleared + count)
-                return count, finished
-
-            count, done = self.db.run(step)
-            cleared += count
-            job.committed(event)
-            if not done and keep_going is not None and not keep_going():
-                job.stopped(self.db.run, events_cleared=cleared)
-                break
-        return cleared, done
+        step = functools.partial(self.audit.expire_step, before_us=before_us, max_events=max_events)
+        return expire_in_batches(job, self.db.run, step, keep_going, "events_cleared")
 
 
 def _policy_text(policy: index_pb2.MaintenancePolicy) -> str:
