@@ -304,8 +304,11 @@ LIMIT = Param("limit", "query", "Rows per page, 1-1000 (default 100).", INT32_SC
 
 
 def parse_base64(text: str, name: str) -> bytes:
+    """Base64 as an answer's JSON gives it, or its URL-safe form (a ``+`` sent unencoded in a
+    query arrives as a space)."""
+    standard = text.replace(" ", "+").replace("-", "+").replace("_", "/")
     try:
-        return base64.urlsafe_b64decode(text.encode() + b"=" * (-len(text) % 4))
+        return base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True)
     except ValueError:
         raise bad(f"{name} must be the base64 text a previous answer gave, not {text!r}") from None
 
