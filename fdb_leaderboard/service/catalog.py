@@ -570,8 +570,8 @@ class Catalog:
         actor: str | None = None,
     ) -> tuple[int, bool]:
         """Clear audit events older than ``before_us`` (None: than the retention), ``max_events``
-        per transaction, until done or ``keep_going()`` says stop; returns (cleared, done).  A
-        run that clears any records that in its last batch."""
+        per transaction, until done or ``keep_going()`` says stop; returns (cleared, done).
+        Recorded as a job (``audit.JobEvents``); a run that clears nothing is not."""
         if before_us is None:
             before_us = int((time.time() - self.audit_retention()) * 1_000_000)
         max_events = min(max_events, MAX_EVENTS)
