@@ -32,7 +32,7 @@ from fdb_leaderboard.cli import main
 from fdb_leaderboard.client import AsyncLeaderboardClient, LeaderboardClient, PermissionDenied
 from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.http.rest import plain_message
-from fdb_leaderboard.index import AuditEvent, ScoreRules
+from fdb_leaderboard.index import AuditEvent, AuditTrail, IndexSettings, LeaderboardIndex, ScoreRules
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import Server, ServerSettings
 from fdb_leaderboard.service.housekeeping import Housekeeping
@@ -393,3 +393,24 @@ def test_loads_dumps_and_restores_are_recorded(served: tuple[Server, HttpServer]
     ]
     assert events[3].details["records_written"] == "7"
     assert events[5].details["source"].startswith("cup (")
+
+
+def test_a_long_job_records_its_start_progress_at_most_once_a_minute_and_end(db, prefix: bytes) -> None:
+    """A deletion of six batches on an index whose trail's clock moves 40 s per event taken:
+    started, then progress whenever a minute has passed since the last event, then finished."""
+    ticks = iter(range(1_000_000, 2_000_000, 40))
+    index = LeaderboardIndex.create(db, prefix, IndexSettings())
+    # (the trail beside the index's keys, under the test's prefix, which is cleared afterwards)
+    index.audit, index.name = AuditTrail(prefix + b"\xfe", clock=lambda: next(ticks)), "cup"
+    for i in range(5):
+        index.add_score((f"p{i}",), i, T0)
+    done = index.delete_records(None, max_records=1, actor="ann")
+    assert (done.done, done.records_deleted) == (True, 5)
+    events = db.read(lambda tr: index.audit.events(tr))[0]
+    assert [(e.details["phase"], e.details["records_deleted"]) for e in events] == [
+        ("started", "1"),
+        ("progress", "3"),
+        ("progress", "5"),
+        ("finished", "5"),
+    ]
+    assert {(e.actor, e.action, e.index) for e in events} == {("ann", "DeleteRecords", "cup")}
