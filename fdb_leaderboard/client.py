@@ -318,6 +318,16 @@ _P = ParamSpec("_P")
 Op = Generator[_Call, Any, _T]
 
 
+def _expired_until_done(method: str, request: Any) -> Op[int]:
+    """Call an expiry (each call works until done or its deadline) until done; returns the total."""
+    expired = 0
+    while True:
+        response = yield _Call(method, request)
+        expired += response.expired
+        if response.done:
+            return expired
+
+
 def _natural(value: object, name: str) -> int:
     """A count or size the protocol carries as uint32, refused as InvalidArgument (naming it) otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < _UINT32:
@@ -586,12 +596,7 @@ class _Ops:
         request = pb.ExpireIdempotencyKeysRequest(index=index)
         if before is not None:
             request.before = before
-        expired = 0
-        while True:
-            response = yield _Call("ExpireIdempotencyKeys", request)
-            expired += response.expired
-            if response.done:
-                return expired
+        return (yield from _expired_until_done("ExpireIdempotencyKeys", request))
 
     @staticmethod
     def verify(index: str, max_problems: int = 0) -> Op[list[str]]:
@@ -801,12 +806,7 @@ class _Ops:
         request = pb.ExpireAuditEventsRequest()
         if before_us is not None:
             request.before_us = before_us
-        expired = 0
-        while True:
-            response = yield _Call("ExpireAuditEvents", request)
-            expired += response.expired
-            if response.done:
-                return expired
+        return (yield from _expired_until_done("ExpireAuditEvents", request))
 
     @staticmethod
     def write_batch(
