@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!fdb_leaderboard/proto/index.proto\x12\x0f\x66\x64\x62_leaderboard\"\xf5\x02\n\x0cIndexOptions\x12\x31\n\x0b\x61ggregation\x18\x01 \x01(\x0e\x32\x1c.fdb_leaderboard.Aggregation\x12\x30\n\rhash_function\x18\x02 \x01(\x0e\x32\x19.fdb_leaderboard.RankHash\x12\x18\n\x10\x63ount_duplicates\x18\x03 \x01(\x08\x12\x12\n\ngroup_size\x18\x04 \x01(\r\x12\x14\n\x0c\x63ontext_size\x18\x05 \x01(\r\x12\x18\n\x10high_score_first\x18\x06 \x01(\x08\x12\x1b\n\x0etrimmed_before\x18\x07 \x01(\x12H\x00\x88\x01\x01\x12.\n\nscore_type\x18\x08 \x01(\x0e\x32\x1a.fdb_leaderboard.ScoreType\x12\x13\n\x0b\x64\x65nse_ranks\x18\t \x01(\x08\x12-\n\x07\x63olumns\x18\n \x03(\x0e\x32\x1c.fdb_leaderboard.ColumnOrderB\x11\n\x0f_trimmed_before\"k\n\x0bWindowState\x12\x0e\n\x06lb_key\x18\x01 \x01(\r\x12\r\n\x05group\x18\x02 \x01(\x0c\x12\x0f\n\x07\x65lement\x18\x03 \x01(\x0c\x12\x0b\n\x03seq\x18\x05 \x01(\x04\x12\x13\n\x0bsubmissions\x18\x07 \x01(\rJ\x04\x08\x04\x10\x05J\x04\x08\x06\x10\x07\"|\n\x0eRecordMetadata\x12;\n\x06\x66ields\x18\x01 \x03(\x0b\x32+.fdb_leaderboard.RecordMetadata.FieldsEntry\x1a-\n\x0b\x46ieldsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"V\n\x0c\x43\x61rriedTotal\x12\r\n\x05group\x18\x01 \x01(\x0c\x12\r\n\x05total\x18\x02 \x01(\x12\x12\n\n\x02ts\x18\x03 \x01(\x12\x12\x0b\n\x03seq\x18\x04 \x01(\x04\x12\x0f\n\x07\x63ontext\x18\x05 \x01(\x0c\"\xb0\x01\n\nRecordHead\x12\x10\n\x08next_seq\x18\x01 \x01(\x04\x12-\n\x07windows\x18\x02 \x03(\x0b\x32\x1c.fdb_leaderboard.WindowState\x12.\n\x07\x63\x61rried\x18\x03 \x03(\x0b\x32\x1d.fdb_leaderboard.CarriedTotal\x12\x0e\n\x06hidden\x18\x04 \x01(\x08\x12\x0e\n\x06minute\x18\x05 \x01(\x12\x12\x11\n\tin_minute\x18\x06 \x01(\r\"@\n\x0cHiddenRecord\x12\r\n\x05\x61\x63tor\x18\x01 \x01(\t\x12\x11\n\thidden_at\x18\x02 \x01(\x12\x12\x0e\n\x06reason\x18\x03 \x01(\t\"5\n\nScoreBound\x12\r\n\x03int\x18\x01 \x01(\x12H\x00\x12\x10\n\x06\x64ouble\x18\x02 \x01(\x01H\x00\x42\x06\n\x04kind\"\x9c\x01\n\nScoreRules\x12.\n\tmin_score\x18\x01 \x01(\x0b\x32\x1b.fdb_leaderboard.ScoreBound\x12.\n\tmax_score\x18\x02 \x01(\x0b\x32\x1b.fdb_leaderboard.ScoreBound\x12\x16\n\x0emax_per_window\x18\x03 \x01(\r\x12\x16\n\x0emax_per_minute\x18\x04 \x01(\r\"\x9a\x01\n\nFillCursor\x12\x17\n\x0frecords_through\x18\x01 \x01(\x0c\x12\x14\n\x0crecords_done\x18\x02 \x01(\x08\x12\x16\n\x0eranked_through\x18\x03 \x01(\x0c\x12\x19\n\x11records_processed\x18\x04 \x01(\x04\x12\x16\n\x0e\x65ntries_ranked\x18\x05 \x01(\x04\x12\x12\n\nheld_until\x18\x06 \x01(\x12\"\x81\x03\n\x11MaintenancePolicy\x12;\n\x07windows\x18\x01 \x03(\x0b\x32*.fdb_leaderboard.MaintenancePolicy.Regular\x12\x0f\n\x07horizon\x18\x02 \x01(\x12\x12\x16\n\x0e\x63\x65rtain_within\x18\x03 \x01(\x12\x12\x0e\n\x06retain\x18\x04 \x01(\x12\x12=\n\x08\x63\x61lendar\x18\x05 \x03(\x0b\x32+.fdb_leaderboard.MaintenancePolicy.Calendar\x12\x10\n\x08timebase\x18\x06 \x01(\t\x12\x1d\n\x15idempotency_retention\x18\x07 \x01(\x12\x1aJ\n\x07Regular\x12\x0c\n\x04type\x18\x01 \x01(\r\x12\x0c\n\x04\x62\x61se\x18\x02 \x01(\x12\x12\x11\n\tincrement\x18\x03 \x01(\x12\x12\x10\n\x08\x64uration\x18\x04 \x01(\x12\x1a:\n\x08\x43\x61lendar\x12\x0c\n\x04type\x18\x01 \x01(\r\x12\x0e\n\x06period\x18\x02 \x01(\t\x12\x10\n\x08timezone\x18\x03 \x01(\t\"D\n\x0e\x41ppliedRequest\x12\x0e\n\x06\x64igest\x18\x01 \x01(\x0c\x12\x0e\n\x06\x61nswer\x18\x02 \x01(\x0c\x12\x12\n\napplied_at\x18\x03 \x01(\x12\"*\n\rChangeCapture\x12\n\n\x02id\x18\x01 \x01(\x0c\x12\r\n\x05until\x18\x02 \x01(\x12\"\xec\x01\n\x0c\x43\x61talogEntry\x12\x0e\n\x06prefix\x18\x01 \x01(\x0c\x12.\n\x07options\x18\x02 \x01(\x0b\x32\x1d.fdb_leaderboard.IndexOptions\x12\x37\n\x0bmaintenance\x18\x03 \x01(\x0b\x32\".fdb_leaderboard.MaintenancePolicy\x12\x30\n\x08\x63\x61ptures\x18\x04 \x03(\x0b\x32\x1e.fdb_leaderboard.ChangeCapture\x12\x1b\n\x13writes_paused_until\x18\x05 \x01(\x12\x12\x14\n\x0cpause_reason\x18\x06 \x01(\t*,\n\x0b\x41ggregation\x12\x08\n\x04\x42\x45ST\x10\x00\x12\x07\n\x03SUM\x10\x01\x12\n\n\x06LATEST\x10\x02* \n\tScoreType\x12\x07\n\x03INT\x10\x00\x12\n\n\x06\x44OUBLE\x10\x01* \n\x0b\x43olumnOrder\x12\x08\n\x04HIGH\x10\x00\x12\x07\n\x03LOW\x10\x01*)\n\x08RankHash\x12\x0b\n\x07MURMUR3\x10\x00\x12\x07\n\x03JDK\x10\x01\x12\x07\n\x03\x43RC\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!fdb_leaderboard/proto/index.proto\x12\x0f\x66\x64\x62_leaderboard\"\xa0\x03\n\x0cIndexOptions\x12\x31\n\x0b\x61ggregation\x18\x01 \x01(\x0e\x32\x1c.fdb_leaderboard.Aggregation\x12\x30\n\rhash_function\x18\x02 \x01(\x0e\x32\x19.fdb_leaderboard.RankHash\x12\x18\n\x10\x63ount_duplicates\x18\x03 \x01(\x08\x12\x12\n\ngroup_size\x18\x04 \x01(\r\x12\x14\n\x0c\x63ontext_size\x18\x05 \x01(\r\x12\x18\n\x10high_score_first\x18\x06 \x01(\x08\x12\x1b\n\x0etrimmed_before\x18\x07 \x01(\x12H\x00\x88\x01\x01\x12.\n\nscore_type\x18\x08 \x01(\x0e\x32\x1a.fdb_leaderboard.ScoreType\x12\x13\n\x0b\x64\x65nse_ranks\x18\t \x01(\x08\x12-\n\x07\x63olumns\x18\n \x03(\x0e\x32\x1c.fdb_leaderboard.ColumnOrder\x12)\n\x07leagues\x18\x0b \x01(\x0b\x32\x18.fdb_leaderboard.LeaguesB\x11\n\x0f_trimmed_before\"c\n\x07Leagues\x12\x13\n\x0bwindow_type\x18\x01 \x01(\r\x12\x13\n\x0b\x63ohort_size\x18\x02 \x01(\r\x12\r\n\x05tiers\x18\x03 \x01(\r\x12\x0f\n\x07promote\x18\x04 \x01(\r\x12\x0e\n\x06\x64\x65mote\x18\x05 \x01(\r\"k\n\x0bWindowState\x12\x0e\n\x06lb_key\x18\x01 \x01(\r\x12\r\n\x05group\x18\x02 \x01(\x0c\x12\x0f\n\x07\x65lement\x18\x03 \x01(\x0c\x12\x0b\n\x03seq\x18\x05 \x01(\x04\x12\x13\n\x0bsubmissions\x18\x07 \x01(\rJ\x04\x08\x04\x10\x05J\x04\x08\x06\x10\x07\"|\n\x0eRecordMetadata\x12;\n\x06\x66ields\x18\x01 \x03(\x0b\x32+.fdb_leaderboard.RecordMetadata.FieldsEntry\x1a-\n\x0b\x46ieldsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"V\n\x0c\x43\x61rriedTotal\x12\r\n\x05group\x18\x01 \x01(\x0c\x12\r\n\x05total\x18\x02 \x01(\x12\x12\n\n\x02ts\x18\x03 \x01(\x12\x12\x0b\n\x03seq\x18\x04 \x01(\x04\x12\x0f\n\x07\x63ontext\x18\x05 \x01(\x0c\"\xb0\x01\n\nRecordHead\x12\x10\n\x08next_seq\x18\x01 \x01(\x04\x12-\n\x07windows\x18\x02 \x03(\x0b\x32\x1c.fdb_leaderboard.WindowState\x12.\n\x07\x63\x61rried\x18\x03 \x03(\x0b\x32\x1d.fdb_leaderboard.CarriedTotal\x12\x0e\n\x06hidden\x18\x04 \x01(\x08\x12\x0e\n\x06minute\x18\x05 \x01(\x12\x12\x11\n\tin_minute\x18\x06 \x01(\r\"@\n\x0cHiddenRecord\x12\r\n\x05\x61\x63tor\x18\x01 \x01(\t\x12\x11\n\thidden_at\x18\x02 \x01(\x12\x12\x0e\n\x06reason\x18\x03 \x01(\t\"5\n\nScoreBound\x12\r\n\x03int\x18\x01 \x01(\x12H\x00\x12\x10\n\x06\x64ouble\x18\x02 \x01(\x01H\x00\x42\x06\n\x04kind\"\x9c\x01\n\nScoreRules\x12.\n\tmin_score\x18\x01 \x01(\x0b\x32\x1b.fdb_leaderboard.ScoreBound\x12.\n\tmax_score\x18\x02 \x01(\x0b\x32\x1b.fdb_leaderboard.ScoreBound\x12\x16\n\x0emax_per_window\x18\x03 \x01(\r\x12\x16\n\x0emax_per_minute\x18\x04 \x01(\r\"\x9a\x01\n\nFillCursor\x12\x17\n\x0frecords_through\x18\x01 \x01(\x0c\x12\x14\n\x0crecords_done\x18\x02 \x01(\x08\x12\x16\n\x0eranked_through\x18\x03 \x01(\x0c\x12\x19\n\x11records_processed\x18\x04 \x01(\x04\x12\x16\n\x0e\x65ntries_ranked\x18\x05 \x01(\x04\x12\x12\n\nheld_until\x18\x06 \x01(\x12\"\x81\x03\n\x11MaintenancePolicy\x12;\n\x07windows\x18\x01 \x03(\x0b\x32*.fdb_leaderboard.MaintenancePolicy.Regular\x12\x0f\n\x07horizon\x18\x02 \x01(\x12\x12\x16\n\x0e\x63\x65rtain_within\x18\x03 \x01(\x12\x12\x0e\n\x06retain\x18\x04 \x01(\x12\x12=\n\x08\x63\x61lendar\x18\x05 \x03(\x0b\x32+.fdb_leaderboard.MaintenancePolicy.Calendar\x12\x10\n\x08timebase\x18\x06 \x01(\t\x12\x1d\n\x15idempotency_retention\x18\x07 \x01(\x12\x1aJ\n\x07Regular\x12\x0c\n\x04type\x18\x01 \x01(\r\x12\x0c\n\x04\x62\x61se\x18\x02 \x01(\x12\x12\x11\n\tincrement\x18\x03 \x01(\x12\x12\x10\n\x08\x64uration\x18\x04 \x01(\x12\x1a:\n\x08\x43\x61lendar\x12\x0c\n\x04type\x18\x01 \x01(\r\x12\x0e\n\x06period\x18\x02 \x01(\t\x12\x10\n\x08timezone\x18\x03 \x01(\t\"D\n\x0e\x41ppliedRequest\x12\x0e\n\x06\x64igest\x18\x01 \x01(\x0c\x12\x0e\n\x06\x61nswer\x18\x02 \x01(\x0c\x12\x12\n\napplied_at\x18\x03 \x01(\x12\"*\n\rChangeCapture\x12\n\n\x02id\x18\x01 \x01(\x0c\x12\r\n\x05until\x18\x02 \x01(\x12\"\xec\x01\n\x0c\x43\x61talogEntry\x12\x0e\n\x06prefix\x18\x01 \x01(\x0c\x12.\n\x07options\x18\x02 \x01(\x0b\x32\x1d.fdb_leaderboard.IndexOptions\x12\x37\n\x0bmaintenance\x18\x03 \x01(\x0b\x32\".fdb_leaderboard.MaintenancePolicy\x12\x30\n\x08\x63\x61ptures\x18\x04 \x03(\x0b\x32\x1e.fdb_leaderboard.ChangeCapture\x12\x1b\n\x13writes_paused_until\x18\x05 \x01(\x12\x12\x14\n\x0cpause_reason\x18\x06 \x01(\t*,\n\x0b\x41ggregation\x12\x08\n\x04\x42\x45ST\x10\x00\x12\x07\n\x03SUM\x10\x01\x12\n\n\x06LATEST\x10\x02* \n\tScoreType\x12\x07\n\x03INT\x10\x00\x12\n\n\x06\x44OUBLE\x10\x01* \n\x0b\x43olumnOrder\x12\x08\n\x04HIGH\x10\x00\x12\x07\n\x03LOW\x10\x01*)\n\x08RankHash\x12\x0b\n\x07MURMUR3\x10\x00\x12\x07\n\x03JDK\x10\x01\x12\x07\n\x03\x43RC\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,44 +33,46 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_RECORDMETADATA_FIELDSENTRY']._loaded_options = None
   _globals['_RECORDMETADATA_FIELDSENTRY']._serialized_options = b'8\001'
-  _globals['_AGGREGATION']._serialized_start=2110
-  _globals['_AGGREGATION']._serialized_end=2154
-  _globals['_SCORETYPE']._serialized_start=2156
-  _globals['_SCORETYPE']._serialized_end=2188
-  _globals['_COLUMNORDER']._serialized_start=2190
-  _globals['_COLUMNORDER']._serialized_end=2222
-  _globals['_RANKHASH']._serialized_start=2224
-  _globals['_RANKHASH']._serialized_end=2265
+  _globals['_AGGREGATION']._serialized_start=2254
+  _globals['_AGGREGATION']._serialized_end=2298
+  _globals['_SCORETYPE']._serialized_start=2300
+  _globals['_SCORETYPE']._serialized_end=2332
+  _globals['_COLUMNORDER']._serialized_start=2334
+  _globals['_COLUMNORDER']._serialized_end=2366
+  _globals['_RANKHASH']._serialized_start=2368
+  _globals['_RANKHASH']._serialized_end=2409
   _globals['_INDEXOPTIONS']._serialized_start=55
-  _globals['_INDEXOPTIONS']._serialized_end=428
-  _globals['_WINDOWSTATE']._serialized_start=430
-  _globals['_WINDOWSTATE']._serialized_end=537
-  _globals['_RECORDMETADATA']._serialized_start=539
-  _globals['_RECORDMETADATA']._serialized_end=663
-  _globals['_RECORDMETADATA_FIELDSENTRY']._serialized_start=618
-  _globals['_RECORDMETADATA_FIELDSENTRY']._serialized_end=663
-  _globals['_CARRIEDTOTAL']._serialized_start=665
-  _globals['_CARRIEDTOTAL']._serialized_end=751
-  _globals['_RECORDHEAD']._serialized_start=754
-  _globals['_RECORDHEAD']._serialized_end=930
-  _globals['_HIDDENRECORD']._serialized_start=932
-  _globals['_HIDDENRECORD']._serialized_end=996
-  _globals['_SCOREBOUND']._serialized_start=998
-  _globals['_SCOREBOUND']._serialized_end=1051
-  _globals['_SCORERULES']._serialized_start=1054
-  _globals['_SCORERULES']._serialized_end=1210
-  _globals['_FILLCURSOR']._serialized_start=1213
-  _globals['_FILLCURSOR']._serialized_end=1367
-  _globals['_MAINTENANCEPOLICY']._serialized_start=1370
-  _globals['_MAINTENANCEPOLICY']._serialized_end=1755
-  _globals['_MAINTENANCEPOLICY_REGULAR']._serialized_start=1621
-  _globals['_MAINTENANCEPOLICY_REGULAR']._serialized_end=1695
-  _globals['_MAINTENANCEPOLICY_CALENDAR']._serialized_start=1697
-  _globals['_MAINTENANCEPOLICY_CALENDAR']._serialized_end=1755
-  _globals['_APPLIEDREQUEST']._serialized_start=1757
-  _globals['_APPLIEDREQUEST']._serialized_end=1825
-  _globals['_CHANGECAPTURE']._serialized_start=1827
-  _globals['_CHANGECAPTURE']._serialized_end=1869
-  _globals['_CATALOGENTRY']._serialized_start=1872
-  _globals['_CATALOGENTRY']._serialized_end=2108
+  _globals['_INDEXOPTIONS']._serialized_end=471
+  _globals['_LEAGUES']._serialized_start=473
+  _globals['_LEAGUES']._serialized_end=572
+  _globals['_WINDOWSTATE']._serialized_start=574
+  _globals['_WINDOWSTATE']._serialized_end=681
+  _globals['_RECORDMETADATA']._serialized_start=683
+  _globals['_RECORDMETADATA']._serialized_end=807
+  _globals['_RECORDMETADATA_FIELDSENTRY']._serialized_start=762
+  _globals['_RECORDMETADATA_FIELDSENTRY']._serialized_end=807
+  _globals['_CARRIEDTOTAL']._serialized_start=809
+  _globals['_CARRIEDTOTAL']._serialized_end=895
+  _globals['_RECORDHEAD']._serialized_start=898
+  _globals['_RECORDHEAD']._serialized_end=1074
+  _globals['_HIDDENRECORD']._serialized_start=1076
+  _globals['_HIDDENRECORD']._serialized_end=1140
+  _globals['_SCOREBOUND']._serialized_start=1142
+  _globals['_SCOREBOUND']._serialized_end=1195
+  _globals['_SCORERULES']._serialized_start=1198
+  _globals['_SCORERULES']._serialized_end=1354
+  _globals['_FILLCURSOR']._serialized_start=1357
+  _globals['_FILLCURSOR']._serialized_end=1511
+  _globals['_MAINTENANCEPOLICY']._serialized_start=1514
+  _globals['_MAINTENANCEPOLICY']._serialized_end=1899
+  _globals['_MAINTENANCEPOLICY_REGULAR']._serialized_start=1765
+  _globals['_MAINTENANCEPOLICY_REGULAR']._serialized_end=1839
+  _globals['_MAINTENANCEPOLICY_CALENDAR']._serialized_start=1841
+  _globals['_MAINTENANCEPOLICY_CALENDAR']._serialized_end=1899
+  _globals['_APPLIEDREQUEST']._serialized_start=1901
+  _globals['_APPLIEDREQUEST']._serialized_end=1969
+  _globals['_CHANGECAPTURE']._serialized_start=1971
+  _globals['_CHANGECAPTURE']._serialized_end=2013
+  _globals['_CATALOGENTRY']._serialized_start=2016
+  _globals['_CATALOGENTRY']._serialized_end=2252
 # @@protoc_insertion_point(module_scope)
