@@ -805,8 +805,9 @@ class LeaderboardIndex(IndexSpace):
         """A cohort of the league window holding ``timestamp`` (None: now): the record ``pk``'s
         (None if it joined none there), or cohort ``cohort`` of tier ``tier``.  Its entries are
         page ``page`` (1-based) of ``size`` (0: all), or with ``around=(above, below)`` those
-        around the record; ranks are within the cohort (see leagues.py)."""
-        mode = self._mode(mode)
+        around the record; ranks are within the cohort (see leagues.py), DENSE ones too (the
+        cohort is read whole)."""
+        mode = mode or RankMode.ORDINAL
 
         def read(tr: Any) -> leagues.Cohort | None:
             txn = IndexTransaction(self, tr)

@@ -1,0 +1,250 @@
+"""Leagues (fdb_leaderboard/index/leagues.py) against tests/model.py's LeagueModel, on both stores.
+
+A state machine scores records into league windows (type 1, three windows of width 10) and an
+other type's window, hides, restores and deletes records and expires windows; after every step
+each record's tier and cohort in every league window, and every cohort's ranked records (the
+three rank modes), match the model's, and the checker finds nothing.  Concurrent first scores
+(threads; processes share the store on FoundationDB) never overfill a cohort.  On stores whose
+reads are batched the test counts a league join's read rounds.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
+from model import LeagueModel, Listed, Model
+
+from fdb_leaderboard.errors import FailedPrecondition, InvalidArgument
+from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, RankMode, WindowUpdate
+from fdb_leaderboard.index.directory import WindowSpec
+from fdb_leaderboard.index.settings import Leagues
+from fdb_leaderboard.store import Database, open_database
+
+LEAGUE = 1
+WINDOWS = [(LEAGUE, 0, 10), (LEAGUE, 10, 20), (LEAGUE, 20, 30), (2, 0, 30)]
+PKS = [("a",), ("b",), ("c",), ("d",), ("e",), ("f",), ("g",), ("a", 1)]
+
+
+def listed(entry) -> Listed:
+    return Listed(tuple(entry.pk), entry.score, entry.timestamp, tuple(entry.context), tuple(entry.group), entry.rank)
+
+
+class LeagueMachine(RuleBasedStateMachine):
+    db: Database
+    aggregation = "BEST"
+    leagues = Leagues(LEAGUE, cohort_size=3, tiers=3, promote=1, demote=1)
+
+    @initialize()
+    def create(self) -> None:
+        prefix = b"lg" + uuid.uuid4().bytes[:6]
+        self.index = LeaderboardIndex.create(
+            self.db, prefix, IndexSettings(aggregation=self.aggregation, leagues=self.leagues)
+        )
+        self.index.update_windows(WindowUpdate(high_score_first=True, windows=WINDOWS))
+        self.model = Model(self.aggregation, high_score_first=True)
+        self.model.update_windows(True, WINDOWS)
+        spec = self.leagues
+        self.league = LeagueModel(self.model, LEAGUE, spec.cohort_size, spec.tiers, spec.promote, spec.demote)
+
+    @rule(pk=st.sampled_from(PKS), score=st.integers(0, 4), ts=st.integers(0, 29))
+    def score(self, pk: tuple, score: int, ts: int) -> None:
+        self.index.add_score(pk, score, ts)
+        self.model.add(pk, [((), score, ts, ())])
+        self.league.joined(pk)
+
+    @rule(pk=st.sampled_from(PKS), scores=st.lists(st.integers(0, 4), min_size=1, max_size=3), ts=st.integers(0, 29))
+    def save(self, pk: tuple, scores: list[int], ts: int) -> None:
+        """Every entry in one league window: a write joins at most one window at a time."""
+        self.index.save_record(pk, [Entry(score, ts) for score in scores])
+        self.model.save(pk, [((), score, ts, ()) for score in scores])
+        self.league.joined(pk)
+
+    @rule(pk=st.sampled_from(PKS))
+    def hide_or_restore(self, pk: tuple) -> None:
+        if pk not in self.model.records:
+            return
+        if pk in self.model.hidden:
+            assert self.index.restore_record(pk)
+            self.model.restore(pk)
+        else:
+            assert self.index.hide_record(pk, reason="test")
+            self.model.hide(pk)
+
+    @rule(pk=st.sampled_from(PKS))
+    def delete(self, pk: tuple) -> None:
+        assert self.index.delete_record(pk) == self.model.delete(pk)
+        self.league.forget(pk)
+
+    @rule(before=st.sampled_from([10, 20]))
+    def expire(self, before: int) -> None:
+        self.index.expire(before)
+        self.model.expire(before)
+        self.league.expired()
+
+    @invariant()
+    def cohorts_match(self) -> None:
+        if not hasattr(self, "index"):
+            return
+        for window in self.league.windows():
+            at = window[1]
+            for pk in PKS:
+                found = self.index.cohort(pk, timestamp=at)
+                member = self.league.members.get((window, pk))
+                assert (found.tier, found.cohort) == member if found else member is None, (window, pk)
+            tiers = {tier for (w, tier) in self.league.open if w == window}
+            for tier in range(self.leagues.tiers):
+                newest = self.league.open.get((window, tier), (-1, 0))[0]
+                for cohort in range(newest + 2):  # one past the newest: empty
+                    for mode in ("ORDINAL", "COMPETITION", "DENSE"):
+                        got = self.index.cohort(tier=tier, cohort=cohort, timestamp=at, mode=RankMode[mode])
+                        expected = self.league.cohort(window, tier, cohort, mode)
+                        assert [listed(e) for e in got.entries] == expected, (window, tier, cohort, mode)
+                        assert got.total == len(expected)
+            assert tiers <= set(range(self.leagues.tiers))
+
+    @invariant()
+    def checker_finds_nothing(self) -> None:
+        if hasattr(self, "index"):
+            assert self.index.check() == []
+
+
+def run_league_machine(db: Database, examples: int, steps: int, aggregation: str = "BEST") -> None:
+    machine = type("LeagueMachine_" + aggregation, (LeagueMachine,), {"db": db, "aggregation": aggregation})
+    run_state_machine_as_test(
+        machine,
+        settings=settings(
+            max_examples=examples,
+            stateful_step_count=steps,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )
+
+
+@pytest.mark.parametrize("aggregation", ["BEST", "LATEST", "SUM"])
+def test_leagues_match_the_model(tmp_path, aggregation: str) -> None:
+    db = open_database(f"lmdb:{tmp_path / 'store'}?durable=false")
+    try:
+        run_league_machine(db, 30, 30, aggregation)
+    finally:
+        db.close()
+
+
+def test_leagues_match_the_model_on_each_store(store_url: str) -> None:
+    db = open_database(store_url)
+    try:
+        run_league_machine(db, 4, 20)
+    finally:
+        db.close()
+
+
+def test_tiers_move_by_the_last_cohort_ranks(db: Database, prefix: bytes) -> None:
+    """Worked example: cohorts of 3, one up and one down; skipping a window keeps the tier."""
+    index = LeaderboardIndex.create(db, prefix, IndexSettings(leagues=Leagues(LEAGUE, 3, 3, 1, 1)))
+    index.update_windows(WindowUpdate(specs=[WindowSpec(LEAGUE, 0, 100, 100, 4)]))
+    for i in range(6):  # joined in this order: p0-p2 in cohort 0, p3-p5 in cohort 1
+        index.add_score(f"p{i}", i, 5)
+    first = [index.cohort(f"p{i}", timestamp=5) for i in range(6)]
+    expected = [(0, 0, 2), (0, 0, 1), (0, 0, 0), (0, 1, 2), (0, 1, 1), (0, 1, 0)]
+    assert [(c.tier, c.cohort, c.entry.rank) for c in first] == expected
+    for i in (0, 1, 2, 4, 5):  # p3 sits the second window out
+        index.add_score(f"p{i}", 10 - i, 105)
+    tiers = {i: index.cohort(f"p{i}", timestamp=105).tier for i in (0, 1, 2, 4, 5)}
+    assert tiers == {0: 0, 1: 0, 2: 1, 4: 0, 5: 1}  # the top of each moved up; the bottom stayed at 0
+    index.add_score("p3", 1, 205)  # p3's last league window is the first: it was last there
+    assert index.cohort("p3", timestamp=205).tier == 0
+    index.add_score("p5", 1, 205)  # p5 was second of two in tier 1: demoted
+    assert index.cohort("p5", timestamp=205).tier == 0
+    index.add_score("p2", 1, 205)  # p2 was first in tier 1: up to tier 2
+    assert index.cohort("p2", timestamp=205).tier == 2
+    assert index.cohort("nobody", timestamp=205) is None
+    page = index.cohort(tier=0, cohort=0, timestamp=5, page=2, size=2)
+    assert [(e.pk, e.rank) for e in page.entries] == [(("p0",), 2)] and page.total == 3
+    around = index.cohort("p1", timestamp=5, around=(1, 0))
+    assert [e.pk for e in around.entries] == [("p2",), ("p1",)]
+
+
+def test_league_settings_are_checked(db: Database, prefix: bytes) -> None:
+    with pytest.raises(InvalidArgument, match="cohort_size"):
+        Leagues(LEAGUE, 1)
+    with pytest.raises(InvalidArgument, match="exceed the cohort size"):
+        Leagues(LEAGUE, 3, 2, 2, 2)
+    with pytest.raises(InvalidArgument, match="without groups"):
+        IndexSettings(group_size=1, leagues=Leagues(LEAGUE, 3))
+    plain = LeaderboardIndex.create(db, prefix, IndexSettings())
+    with pytest.raises(FailedPrecondition, match="no leagues"):
+        plain.cohort("p")
+    index = LeaderboardIndex.create(db, prefix + b"l", IndexSettings(leagues=Leagues(LEAGUE, 3, 2, 1, 1)))
+    assert LeaderboardIndex.open(db, prefix + b"l").settings.leagues == Leagues(LEAGUE, 3, 2, 1, 1)
+    index.update_windows(WindowUpdate(specs=[WindowSpec(LEAGUE, 0, 100, 100, 1)]))
+    with pytest.raises(InvalidArgument, match="not both"):
+        index.cohort("p", tier=0, cohort=0, timestamp=5)
+    with pytest.raises(InvalidArgument, match="tier"):
+        index.cohort(tier=2, cohort=0, timestamp=5)
+
+
+def test_concurrent_first_scores_never_overfill_a_cohort(db: Database, prefix: bytes) -> None:
+    """Eight threads each score 12 new records into one league window at once: every cohort of
+    the tier holds at most 5, all but the newest exactly 5, and every record joined once."""
+    size = 5
+    index = LeaderboardIndex.create(db, prefix, IndexSettings(leagues=Leagues(LEAGUE, size)))
+    index.update_windows(WindowUpdate(specs=[WindowSpec(LEAGUE, 0, 100, 100, 1)]))
+    start = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def writer(t: int) -> None:
+        try:
+            start.wait()
+            for i in range(12):
+                index.add_score(f"t{t}-{i}", i, 5)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    sizes = []
+    cohort = 0
+    while (found := index.cohort(tier=0, cohort=cohort, timestamp=5)).total:
+        sizes.append(found.total)
+        cohort += 1
+    assert sum(sizes) == 96 and sizes == [size] * (96 // size) + [96 % size]
+    members = {(index.cohort(f"t{t}-{i}", timestamp=5).cohort) for t in range(8) for i in range(12)}
+    assert members == set(range(len(sizes)))
+    assert index.check() == []
+
+
+def test_league_join_read_rounds(db: Database, prefix: bytes) -> None:
+    """Where reads cost a round trip: a score into a league window costs no more rounds than
+    one elsewhere once joined; a first join adds at most three (latest window, its cohort,
+    the tier's newest cohort)."""
+    if not db.batched_reads:
+        pytest.skip("this store's reads cost no round trip")
+    plain = LeaderboardIndex.create(db, prefix + b"p", IndexSettings())
+    index = LeaderboardIndex.create(db, prefix, IndexSettings(leagues=Leagues(LEAGUE, 50, 3, 5, 5)))
+    update = WindowUpdate(specs=[WindowSpec(LEAGUE, 0, 100, 100, 2), WindowSpec(2, 0, 1000, 1000, 1)])
+    for each in (plain, index):
+        each.update_windows(update)
+        for i in range(40):
+            each.add_score(f"p{i}", i, 5)
+
+    def rounds(call) -> int:
+        before = db.stats.snapshot()
+        call()
+        return db.stats.snapshot()["read_rounds"] - before["read_rounds"]
+
+    assert rounds(lambda: index.add_score("p1", 100, 6)) == rounds(lambda: plain.add_score("p1", 100, 6))
+    new_plain = rounds(lambda: plain.add_score("new", 1, 6))
+    assert rounds(lambda: index.add_score("new", 1, 6)) - new_plain <= 2  # no history: 2 rounds more
+    moved_plain = rounds(lambda: plain.add_score("p2", 1, 105))
+    assert rounds(lambda: index.add_score("p2", 1, 105)) - moved_plain <= 3
