@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import uuid
 
+import fdb.tuple
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -248,3 +249,23 @@ def test_league_join_read_rounds(db: Database, prefix: bytes) -> None:
     assert rounds(lambda: index.add_score("new", 1, 6)) - new_plain <= 2  # no history: 2 rounds more
     moved_plain = rounds(lambda: plain.add_score("p2", 1, 105))
     assert rounds(lambda: index.add_score("p2", 1, 105)) - moved_plain <= 3
+
+
+def test_the_checker_finds_damaged_cohorts(db: Database, prefix: bytes) -> None:
+    index = LeaderboardIndex.create(db, prefix, IndexSettings(leagues=Leagues(LEAGUE, 2)))
+    index.update_windows(WindowUpdate(specs=[WindowSpec(LEAGUE, 0, 100, 100, 1)]))
+    for i in range(3):
+        index.add_score(f"p{i}", i, 5)
+    assert index.check() == []
+    window = index.directory().of_type(LEAGUE)[0]
+    layout = index.layout
+    row = db.read(lambda tr: tr.get_range_startswith(layout.cohort_prefix(window.key_bytes, 0, 0)))[0][0]
+    db.run(lambda tr: tr.clear(row))
+    assert any("cohort row is missing" in problem for problem in index.check())
+    db.run(lambda tr: tr.set(row, b""))
+    stray = layout.cohort_prefix(window.key_bytes, 0, 1) + row[len(layout.cohort_prefix(window.key_bytes, 0, 0)) :]
+    db.run(lambda tr: tr.set(stray, b""))
+    assert any("membership says (0, 0)" in problem for problem in index.check())
+    db.run(lambda tr: tr.clear(stray))
+    db.run(lambda tr: tr.set(layout.open_cohort_key(window.key_bytes, 0), fdb.tuple.pack((1, 3))))
+    assert any("counts 3 members" in problem for problem in index.check())
