@@ -10,6 +10,7 @@ reads are batched the test counts a league join's read rounds.
 
 from __future__ import annotations
 
+import random
 import threading
 import uuid
 
@@ -23,7 +24,10 @@ from model import LeagueModel, Listed, Model
 from fdb_leaderboard.errors import FailedPrecondition, InvalidArgument
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, RankMode, WindowUpdate
 from fdb_leaderboard.index.directory import WindowSpec
+from fdb_leaderboard.index.dumps import dump_parts
+from fdb_leaderboard.index.restore import restore_parts
 from fdb_leaderboard.index.settings import Leagues
+from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.store import Database, open_database
 
 LEAGUE = 1
@@ -269,3 +273,30 @@ def test_the_checker_finds_damaged_cohorts(db: Database, prefix: bytes) -> None:
     db.run(lambda tr: tr.clear(stray))
     db.run(lambda tr: tr.set(layout.open_cohort_key(window.key_bytes, 0), fdb.tuple.pack((1, 3))))
     assert any("counts 3 members" in problem for problem in index.check())
+
+
+def test_a_dump_restores_the_leagues(db: Database, prefix: bytes) -> None:
+    """A restored index has the same members, cohorts, ranks and league history: its next
+    window's tiers come out the same as the source's."""
+    source = LeaderboardIndex.create(db, prefix + b"s", IndexSettings(leagues=Leagues(LEAGUE, 4, 3, 1, 1)))
+    source.update_windows(WindowUpdate(specs=[WindowSpec(LEAGUE, 0, 100, 100, 3)]))
+    rng = random.Random(4)
+    for _ in range(60):
+        source.add_score(f"r{rng.randrange(25)}", rng.randrange(50), rng.randrange(200))
+    source.hide_record("r3", reason="test")
+    restore_parts(db, prefix + b"t", dump_parts(db, source, pb.DumpHeader(index="leagues")))
+    copy = LeaderboardIndex.open(db, prefix + b"t")
+    assert copy.check() == [] and copy.settings == source.settings
+    layout = source.layout
+    assert db.read(lambda tr: [(k[len(prefix) + 1 :], v) for k, v in tr.get_range_startswith(layout.leagues)]) == (
+        db.read(lambda tr: [(k[len(prefix) + 1 :], v) for k, v in tr.get_range_startswith(copy.layout.leagues)])
+    )
+    for at in (0, 100):
+        for pk in (f"r{i}" for i in range(25)):
+            assert copy.cohort(pk, timestamp=at) == source.cohort(pk, timestamp=at)
+    for index in (source, copy):  # the third window's tiers, from the second's ranks
+        for i in range(25):
+            index.add_score(f"r{i}", i, 250)
+    assert [copy.cohort(f"r{i}", timestamp=250) for i in range(25)] == [
+        source.cohort(f"r{i}", timestamp=250) for i in range(25)
+    ]
