@@ -17,6 +17,7 @@ context of ``transaction.py`` and none imports another's class unless it builds 
 | ``rules.py`` | score rules: the accepted score range, submissions per record and window or minute |
 | ``deletion.py`` | deleting a group's data or every record, in bounded resumable batches |
 | ``social.py`` | the ranks of many records in one call; friends boards |
+| ``leagues.py`` | leagues: cohorts of at most N per tier in one window type's windows, tiers moved lazily |
 | ``pages.py``, ``movement.py`` | pages, percentiles; movement between windows and rank history |
 | ``compat.py`` | the Record Layer's rank for a score key and its score trim |
 | ``checker.py`` | the consistency check behind ``verify`` |
@@ -39,18 +40,20 @@ from .directory import ALL_TIME, Rebuild, Window, WindowSpec, WindowUpdate
 from .fill import FillProgress
 from .hiding import HiddenRecord
 from .leaderboard import LeaderboardIndex, Operations
+from .leagues import Cohort
 from .movement import History, Movement
 from .pages import Page
 from .reads import IfAbsent, Listing, RankedEntry, RankMode, ScanPage, ScanType, WindowRef
 from .records import Entry
 from .rules import ScoreRules
-from .settings import IndexSettings
+from .settings import IndexSettings, Leagues
 from .windows import WindowUpdateResult, check_plan_size, plan_ahead
 
 __all__ = [
     "ALL_TIME",
     "CalendarPeriods",
     "CheckReport",
+    "Cohort",
     "DeletionProgress",
     "Entry",
     "FillProgress",
@@ -59,6 +62,7 @@ __all__ = [
     "IfAbsent",
     "IndexSettings",
     "LeaderboardIndex",
+    "Leagues",
     "Listing",
     "Movement",
     "Operations",
