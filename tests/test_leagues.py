@@ -10,17 +10,24 @@ reads are batched the test counts a league join's read rounds.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import random
 import threading
 import uuid
 
 import fdb.tuple
+import grpc
+import httpx
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 from model import LeagueModel, Listed, Model
 
+from fdb_leaderboard.cli import main
+from fdb_leaderboard.client import AsyncLeaderboardClient, LeaderboardClient
 from fdb_leaderboard.errors import FailedPrecondition, InvalidArgument
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, RankMode, WindowUpdate
 from fdb_leaderboard.index.directory import WindowSpec
@@ -300,3 +307,137 @@ def test_a_dump_restores_the_leagues(db: Database, prefix: bytes) -> None:
     assert [copy.cohort(f"r{i}", timestamp=250) for i in range(25)] == [
         source.cohort(f"r{i}", timestamp=250) for i in range(25)
     ]
+
+
+# -- every door ---------------------------------------------------------------------------------
+
+
+def _door_model() -> tuple[Model, LeagueModel]:
+    model = Model("BEST", high_score_first=True)
+    model.update_windows(True, [(LEAGUE, 0, 100), (LEAGUE, 100, 200)])
+    return model, LeagueModel(model, LEAGUE, 3, 3, 1, 1)
+
+
+def _write_both(write, model: Model, league: LeagueModel, pk: str, score: int, ts: int) -> None:
+    write(pk, score, ts)
+    model.add((pk,), [((), score, ts, ())])
+    league.joined((pk,))
+
+
+def _cohort_json(web: httpx.Client, path: str, **params) -> httpx.Response:
+    return web.get(f"/v1/indexes/lg{path}", params=params)
+
+
+def test_leagues_through_every_door(server, client, tmp_path) -> None:
+    """Created through gRPC, written through the client; each record's cohort and every cohort
+    read back through the blocking and asyncio clients, REST and the CLI, against the model."""
+    from fdb_leaderboard.http import HttpServer
+
+    assert client.create_index("lg", leagues=Leagues(LEAGUE, 3, 3, 1, 1), all_time=False)
+    client.update_windows("lg", specs=[(LEAGUE, 0, 100, 100, 2)], all_time=False)
+    model, league = _door_model()
+    for i in range(7):
+        _write_both(lambda pk, s, ts: client.add_score("lg", pk, s, ts), model, league, f"p{i}", i % 4, 5)
+    for i in range(7):
+        _write_both(lambda pk, s, ts: client.add_score("lg", pk, s, ts), model, league, f"p{i}", 10 - i, 150)
+    client.set_metadata("lg", "p2", {"name": "Two"})
+    front = HttpServer(server, "127.0.0.1:0").start()
+    seen = {}
+    try:
+        with httpx.Client(base_url=front.url, timeout=20) as web:
+            for window in ((LEAGUE, 0, 100), (LEAGUE, 100, 200)):
+                at = window[1] + 5
+                for i in range(8):
+                    pk = f"p{i}"
+                    member = league.members.get((window, (pk,)))
+                    found = client.cohort("lg", pk, timestamp=at)
+                    web_found = _cohort_json(web, f"/records/{pk}/cohort", at=at)
+                    if member is None:
+                        assert found is None and web_found.status_code == 404
+                        continue
+                    expected = league.cohort(window, *member)
+                    assert (found.tier, found.cohort) == member
+                    assert [listed(e) for e in found.entries] == expected
+                    assert listed(found.entry) == next(e for e in expected if e.pk == (pk,))
+                    plain = web_found.json()
+                    assert (plain["tier"], plain["cohort"], int(plain["total"])) == (*member, len(expected))
+                    assert [(e["pk"], e["rank"]) for e in plain["entries"]] == [
+                        ([pk_[0]], e.rank) for e in expected for pk_ in [e.pk]
+                    ]
+                    assert plain["entry"]["pk"] == [pk]
+                    seen[(pk, at)] = found
+                    around = client.cohort("lg", pk, timestamp=at, around=(1, 1))
+                    mine = [e.pk for e in expected].index((pk,))
+                    assert [listed(e) for e in around.entries] == expected[max(0, mine - 1) : mine + 2]
+                for (w, tier), (newest, _) in league.open.items():
+                    if w != window:
+                        continue
+                    for number in range(newest + 1):
+                        expected = league.cohort(window, tier, number, "COMPETITION")
+                        got = client.cohort("lg", tier=tier, cohort=number, timestamp=at, mode="COMPETITION")
+                        assert [listed(e) for e in got.entries] == expected
+                        paged = _cohort_json(web, f"/cohorts/{tier}/{number}", at=at, page=2, size=2).json()
+                        assert [e["rank"] for e in paged["entries"]] == [
+                            e.rank for e in league.cohort(window, tier, number)[2:4]
+                        ]
+            named = client.cohort("lg", "p2", timestamp=5)
+            assert next(e for e in named.entries if e.pk == ("p2",)).metadata == {"name": "Two"}
+            assert _cohort_json(web, "/records/p1/cohort", at=5, size=5000).status_code == 400
+            client.create_index("plain")
+            refused = web.get("/v1/indexes/plain/records/p1/cohort")
+            assert refused.status_code >= 400 and "no leagues" in refused.text
+    finally:
+        front.stop()
+    assert asyncio.run(_async_cohorts(server.address, list(seen))) == list(seen.values())
+    with pytest.raises(grpc.RpcError) as caught:
+        client.cohort("plain", "p1")
+    assert caught.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+    with pytest.raises(InvalidArgument):
+        client.cohort("lg", "p1", tier=0, cohort=0)
+
+
+async def _async_cohorts(address: str, asked: list[tuple[str, int]]) -> list:
+    async with AsyncLeaderboardClient(address) as async_client:
+        return [await async_client.cohort("lg", pk, timestamp=at) for pk, at in asked]
+
+
+def test_leagues_in_the_cli(server) -> None:
+    def cli(*args: object, code: int = 0) -> str:
+        result = CliRunner().invoke(main, ["--server", server.address, *map(str, args)], catch_exceptions=False)
+        assert result.exit_code == code, result.output
+        return result.output
+
+    cli("index", "create", "cl", "--league-type", 1, "--cohort-size", 2, "--tiers", 2, "--promote", 1, "--demote", 1)
+    listed_indexes = json.loads(cli("index", "list", "--json"))
+    assert next(i for i in listed_indexes if i["name"] == "cl")["leagues"] == {
+        "window_type": 1, "cohort_size": 2, "tiers": 2, "promote": 1, "demote": 1
+    }  # fmt: skip
+    assert "leagues on type 1: cohorts of 2" in cli("index", "list")
+    with LeaderboardClient(server.address) as lb:
+        lb.update_windows("cl", specs=[(1, 0, 100, 100, 1)])
+        for i, score in enumerate((5, 9, 7)):
+            lb.add_score("cl", f"p{i}", score, 5)
+    mine = json.loads(cli("cohort", "cl", "p0", "--at", 5, "--json"))
+    assert (mine["tier"], mine["cohort"], mine["total"]) == (0, 0, 2)
+    assert [(e["pk"], e["rank"]) for e in mine["entries"]] == [(["p1"], 0), (["p0"], 1)]
+    shown = cli("cohort", "cl", "--tier", 0, "--cohort", 1, "--at", 5)
+    assert shown.splitlines()[0].startswith("tier 0, cohort 1: 1 record") and "#1" in shown and "p2" in shown
+    assert "joined no cohort" in cli("cohort", "cl", "nobody", "--at", 5)
+    assert "not both" in cli("cohort", "cl", "p0", "--tier", 0, "--cohort", 0, code=2)
+    assert "--league-type" in cli("index", "create", "bad", "--tiers", 3, code=2)
+    assert "exceed" in cli(
+        "index",
+        "create",
+        "bad",
+        "--league-type",
+        1,
+        "--cohort-size",
+        2,
+        "--tiers",
+        2,
+        "--promote",
+        2,
+        "--demote",
+        1,
+        code=2,
+    )

@@ -333,4 +333,4 @@ def score_trim(session: Session, index: str, entries: tuple[str, ...]) -> None:
     session.emit(data, " ".join(f"{show_score(e.score)}@{e.timestamp}" for e in kept))
 
 
-COMMANDS = [meta, ranks, page, percentile, score_at_percentile, movement, bottom, rank_for_score, score_trim]
+COMMANDS = [meta, ranks, page, cohort, percentile, score_at_percentile, movement, bottom, rank_for_score, score_trim]
