@@ -19,10 +19,11 @@ An index created with ``IndexSettings.leagues`` keeps, for every window of the l
   windows keeps the tier its last league window gave it; once that window is deleted (expired),
   the tier it played there.  A deleted record starts over in tier 0.
 
-Costs (FoundationDB): a score in a league window reads the record's membership (one more read,
-in the round of the window's ranked-set reads); a first join reads the record's latest league
-window and, when it has one, that cohort (one round each), then its tier's newest cohort (one
-round).  An index without leagues does none of this.
+Costs (FoundationDB, ``tools/bench_leagues.py``): a score in a league window reads the record's
+membership (one more read, in the round of the window's ranked-set reads); a value entering the
+window also reads the record's latest league window in that round.  A first join then reads that
+window's cohort when there is one (one round), and its tier's newest cohort (one round).  An
+index without leagues does none of this: its writer keeps the plain write steps.
 
 A window refilled from stored records (a rebuild, or a window added after its scores) assigns
 its cohorts again, in the fill's order (by primary key).
@@ -86,12 +87,15 @@ class LeagueKeeper:
 
     def add_steps(self, window: Window, element: bytes, pk_flat: bytes, hidden: bool) -> Steps[None]:
         """The record's value ``element`` enters ``window``: it joins a cohort unless it has one,
-        and is ranked there unless ``hidden``."""
+        and is ranked there unless ``hidden``.  A value entering a window is nearly always a first
+        score there, so the record's latest league window is read at once, with its membership."""
         found = self.tr.get_async(self.layout.member_key(window.key_bytes, pk_flat))
+        record_key = self.layout.league_record_key(tuples.pack((tuples.unpack(pk_flat),)))
+        latest = self.tr.get_async(record_key)
         yield
         member = tuples.unpack(found.value) if found.value is not None else None
         if member is None:
-            member = yield from self._join_steps(window, pk_flat)
+            member = yield from self._join_steps(window, pk_flat, record_key, latest.value)
         if not hidden:
             self.tr.set(self._row_key(window, member, element, pk_flat), b"")
 
@@ -105,23 +109,22 @@ class LeagueKeeper:
     def move_steps(self, window: Window, old: bytes, new: bytes, pk_flat: bytes) -> Steps[None]:
         found = self.tr.get_async(self.layout.member_key(window.key_bytes, pk_flat))
         yield
-        if found.value is None:  # a value from before the index had leagues cannot be: join now
+        if found.value is None:  # a member's value cannot move without its membership: join now
             yield from self.add_steps(window, new, pk_flat, hidden=False)
             return
         member = tuples.unpack(found.value)
         self.tr.clear(self._row_key(window, member, old, pk_flat))
         self.tr.set(self._row_key(window, member, new, pk_flat), b"")
 
-    def _join_steps(self, window: Window, pk_flat: bytes) -> Steps[tuple[int, int]]:
-        pk_nested = tuples.pack((tuples.unpack(pk_flat),))
-        record_key = self.layout.league_record_key(pk_nested)
-        latest = self.tr.get_async(record_key)
-        yield
+    def _join_steps(
+        self, window: Window, pk_flat: bytes, record_key: bytes, latest: bytes | None
+    ) -> Steps[tuple[int, int]]:
+        """Join ``window``'s newest cohort of the record's tier (``latest``: its latest league window)."""
         directory = self.txn.directory()
         tier = 0
         newer = True  # whether this window starts after the record's latest league window
-        if latest.value is not None:
-            lb_key, last_tier, last_cohort = tuples.unpack(latest.value)
+        if latest is not None:
+            lb_key, last_tier, last_cohort = tuples.unpack(latest)
             before = directory.by_key(lb_key) if directory is not None else None
             if before is None:
                 tier = last_tier  # that window is gone: the tier the record played there
