@@ -409,6 +409,13 @@ def test_leagues_through_every_door(server, client, tmp_path) -> None:
             assert _cohort_json(web, "/records/p1/cohort", at=5, size=5000).status_code == 400
             client.create_index("plain")
             refused = web.get("/v1/indexes/plain/records/p1/cohort")
+            # Created and read through the call-and-answer routes too (protobuf JSON).
+            options = {"leagues": {"window_type": 1, "cohort_size": 2, "tiers": 2, "promote": 1, "demote": 1}}
+            assert web.post("/v1/CreateIndex", json={"name": "viaweb", "options": options}).status_code == 200
+            assert next(i for i in client.list_indexes() if i.name == "viaweb").options.leagues.cohort_size == 2
+            body = {"index": "lg", "window": {"type": LEAGUE, "timestamp": 5}, "tier": 0, "cohort": 0}
+            called = web.post("/v1/GetCohort", json=body).json()
+            assert [e["rank"] for e in called["entries"]] == [e.rank for e in league.cohort((LEAGUE, 0, 100), 0, 0)]
             assert refused.status_code >= 400 and "no leagues" in refused.text
     finally:
         front.stop()
@@ -449,6 +456,15 @@ def test_leagues_in_the_cli(server) -> None:
     assert "joined no cohort" in cli("cohort", "cl", "nobody", "--at", 5)
     assert "not both" in cli("cohort", "cl", "p0", "--tier", 0, "--cohort", 0, code=2)
     assert "--league-type" in cli("index", "create", "bad", "--tiers", 3, code=2)
+    # A window file's leagues section must be the index's (leagues are fixed at creation).
+    same = "leagues: {window_type: 1, cohort_size: 2, tiers: 2, promote: 1, demote: 1}\nspecs: []\n"
+    assert (
+        "added 0"
+        in CliRunner().invoke(main, ["--server", server.address, "windows", "apply", "cl", "-"], input=same).output
+    )
+    other = same.replace("cohort_size: 2", "cohort_size: 3")
+    refused = CliRunner().invoke(main, ["--server", server.address, "windows", "apply", "cl", "-"], input=other)
+    assert refused.exit_code == 1 and "nothing was applied" in refused.output
     assert "exceed" in cli(
         "index",
         "create",

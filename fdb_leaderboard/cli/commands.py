@@ -11,6 +11,7 @@ their own modules, registered at the end.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from typing import Any
@@ -493,6 +494,8 @@ def windows_apply(session: Session, name: str, spec_file: Any) -> None:
 
     asked = read_window_file(spec_file)
     update, maintenance = asked.update, asked.maintenance
+    if asked.leagues is not None:
+        _check_leagues(session, name, asked.leagues)
     result = session.client.update_windows(
         name,
         specs=[(s.type, s.base, s.increment, s.duration, s.count) for s in update.specs],
@@ -525,6 +528,20 @@ def windows_apply(session: Session, name: str, spec_file: Any) -> None:
         },
         lines,
     )
+
+
+def _check_leagues(session: Session, name: str, wanted: Leagues) -> None:
+    """Refuse a window file whose leagues section is not what index ``name`` was created with."""
+    info = next((info for info in session.client.list_indexes() if info.name == name), None)
+    if info is None:
+        raise click.ClickException(f"NOT_FOUND: no index named {name!r}")
+    has = info.options.leagues if info.options.HasField("leagues") else None
+    if has is None or _leagues_json(has) != dataclasses.asdict(wanted):
+        now = _leagues_text(has) if has is not None else "no leagues"
+        raise click.ClickException(
+            f"FAILED_PRECONDITION: the file's leagues are not index {name}'s ({now}): leagues are set when an "
+            "index is created (index create --league-type ...); nothing was applied"
+        )
 
 
 @server_command(windows, "show")
