@@ -130,7 +130,8 @@ class LeagueKeeper:
                 tier = last_tier  # that window is gone: the tier the record played there
             elif before.start < window.start:
                 prefix = self.layout.cohort_prefix(before.key_bytes, last_tier, last_cohort)
-                rows = self.tr.get_range_async(*_range(prefix))
+                # A snapshot read: a late score in that window must not abort today's joins.
+                rows = self.tr.snapshot.get_range_async(*_range(prefix))
                 yield
                 rank, after = self._position(rows.value, pk_flat, len(prefix))
                 tier = moved_tier(self.leagues, last_tier, rank, after)
