@@ -148,6 +148,7 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "GetMovement": Role.READ,
     "GetRankHistory": Role.READ,
     "GetScoreRules": Role.READ,  # what a game client may submit
+    "GetCohort": Role.READ,
     "ScoreTrim": Role.READ,  # computes on the entries given: reads nothing stored
 }
 

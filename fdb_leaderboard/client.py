@@ -61,7 +61,19 @@ import grpc.aio
 from . import access, errors, wire
 from .access import ROLE_BY_METHOD, Role, is_loopback
 from .errors import NoWindowsWarning
-from .index import AuditEvent, DeletionProgress, Entry, HiddenRecord, History, Movement, Page, RankedEntry, ScoreRules
+from .index import (
+    AuditEvent,
+    Cohort,
+    DeletionProgress,
+    Entry,
+    HiddenRecord,
+    History,
+    Leagues,
+    Movement,
+    Page,
+    RankedEntry,
+    ScoreRules,
+)
 from .index.calendar import board_periods
 from .index.values import check_timestamp
 from .proto import service_pb2 as pb
@@ -464,13 +476,15 @@ class _Ops:
         timezone: str = "UTC",
         all_time: bool = True,
         columns: Sequence[str] = (),
+        leagues: Leagues | None = None,
     ) -> Op[bool]:
         """Create index ``name`` (False: it exists with these options).  It ranks all-time from its
         first score (unless ``all_time`` is False) and keeps the calendar ``boards`` named (daily,
         weekly, monthly: window types 1, 2, 3) in ``timezone``, today's ones from the start: they
         join ``maintenance`` (the server keeps them ahead and expires them per that policy).
         ``columns``: rank by 2 to 4 integer columns, each ``"HIGH"`` or ``"LOW"`` (most kills, then
-        fewest deaths: ``("HIGH", "LOW")``); its scores are then tuples of ints."""
+        fewest deaths: ``("HIGH", "LOW")``); its scores are then tuples of ints.  ``leagues``:
+        cohorts and tiers on one window type's windows (read with :meth:`cohort`)."""
         options = pb.IndexOptions(
             aggregation=_enum(pb.Aggregation, aggregation, "aggregation"),
             hash_function=_enum(pb.RankHash, hash_function, "hash_function"),
@@ -481,6 +495,7 @@ class _Ops:
             score_type=_enum(pb.ScoreType, score_type, "score_type"),
             dense_ranks=dense_ranks,
             columns=[_enum(pb.ColumnOrder, direction, "a column's direction") for direction in columns],
+            leagues=pb.Leagues(**dataclasses.asdict(leagues)) if leagues is not None else None,
         )
         request = pb.CreateIndexRequest(
             name=name,
@@ -981,6 +996,44 @@ class _Ops:
         return Page(_entries(response), response.page, response.size, response.total, response.pages, window)
 
     @staticmethod
+    def cohort(
+        index: str,
+        pk: Key | None = None,
+        tier: int | None = None,
+        cohort: int | None = None,
+        timestamp: int | None = None,
+        mode: str = "ORDINAL",
+        page: int = 1,
+        size: int = 0,
+        around: tuple[int, int] | None = None,
+    ) -> Op[Cohort | None]:
+        """A cohort of the league window holding ``timestamp`` (None: now): record ``pk``'s (None if
+        it joined none there) or cohort ``cohort`` of tier ``tier``; its entries are page ``page``
+        of ``size`` (0: all), or with ``around=(above, below)`` those around the record.  Ranks are
+        within the cohort."""
+        if (pk is None) == (tier is None or cohort is None):
+            raise errors.InvalidArgument("name a record (pk) or a cohort (tier and cohort), not both")
+        above, below = around if around is not None else (0, 0)
+        request = pb.CohortRequest(
+            index=index,
+            window=_window(0, timestamp),
+            pk=wire.key_to_items(pk) if pk is not None else [],
+            tier=_natural(tier or 0, "tier"),
+            cohort=_natural(cohort or 0, "cohort"),
+            mode=rank_mode(mode),
+            page=_natural(page, "page"),
+            size=_natural(size, "size"),
+            above=_natural(above, "above"),
+            below=_natural(below, "below"),
+        )
+        response = yield _Call("GetCohort", request)
+        if not response.HasField("tier"):
+            return None
+        entry = wire.ranked_entry_from_proto(response.entry) if response.HasField("entry") else None
+        window = wire.window_from_proto(response.window)
+        return Cohort(window, response.tier, response.cohort, response.total, _entries(response), entry)
+
+    @staticmethod
     def percentile(
         index: str, pk: Key, window_type: int = 0, timestamp: int | None = None, group: Key = ()
     ) -> Op[float | None]:
@@ -1433,6 +1486,7 @@ class LeaderboardClient:
     ranks = _blocking(_Ops.ranks)
     friends_board = _blocking(_Ops.friends_board)
     page = _blocking(_Ops.page)
+    cohort = _blocking(_Ops.cohort)
     percentile = _blocking(_Ops.percentile)
     score_for_percentile = _blocking(_Ops.score_for_percentile)
     movement = _blocking(_Ops.movement)
@@ -1741,6 +1795,7 @@ class AsyncLeaderboardClient:
     ranks = _awaiting(_Ops.ranks)
     friends_board = _awaiting(_Ops.friends_board)
     page = _awaiting(_Ops.page)
+    cohort = _awaiting(_Ops.cohort)
     percentile = _awaiting(_Ops.percentile)
     score_for_percentile = _awaiting(_Ops.score_for_percentile)
     movement = _awaiting(_Ops.movement)

@@ -1158,6 +1158,7 @@ def test_not_found_changes_nothing(populated) -> None:
         ("DeleteRecords", pb.DeleteRecordsRequest(index="nope", all_records=True)),
         ("Dump", pb.DumpRequest(index="nope")),
         ("SetWritesPaused", pb.SetWritesPausedRequest(index="nope", paused=True)),
+        ("GetCohort", pb.CohortRequest(index="nope", pk=[S])),
     ]
     # All but CreateIndex, ListIndexes and Restore (which creates the index it names), and the
     # audit trail's three (the store's: a dropped index's events are listed by its name).

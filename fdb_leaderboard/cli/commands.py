@@ -11,6 +11,7 @@ their own modules, registered at the end.
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import logging
 import os
@@ -18,6 +19,8 @@ from typing import Any
 
 import click
 
+from ..errors import InvalidArgument
+from ..index import Leagues
 from ..proto import service_pb2 as pb
 from ..service.settings import DEFAULT_MAX_PAGE
 from . import audit, dumps, fair_play, players
@@ -332,6 +335,22 @@ def index() -> None:
     help="Rank by 2-4 integer columns, compared in order, each HIGH or LOW first: e.g. high,low,low "
     "(most kills, then fewest deaths, then earliest time).",
 )
+@click.option(
+    "--league-type",
+    type=click.IntRange(1),
+    default=None,
+    help="Leagues on this window type: in each of its windows a record joins a cohort of its tier.",
+)
+@click.option(
+    "--cohort-size", type=click.IntRange(2, 1000), default=30, show_default=True, help="Leagues: records per cohort."
+)
+@click.option(
+    "--tiers", type=click.IntRange(1, 100), default=1, show_default=True, help="Leagues: tiers (0 the lowest)."
+)
+@click.option(
+    "--promote", type=click.IntRange(0), default=0, show_default=True, help="Leagues: top of a cohort moving up."
+)
+@click.option("--demote", type=click.IntRange(0), default=0, show_default=True, help="Leagues: bottom moving down.")
 @click.option("--daily", is_flag=True, help="Keep a board per day (window type 1), today's from the start.")
 @click.option("--weekly", is_flag=True, help="Keep a board per ISO week (window type 2).")
 @click.option("--monthly", is_flag=True, help="Keep a board per month (window type 3).")
@@ -349,6 +368,11 @@ def index_create(
     reference_layout: bool,
     dense_ranks: bool,
     columns: tuple[str, ...],
+    league_type: int | None,
+    cohort_size: int,
+    tiers: int,
+    promote: int,
+    demote: int,
     daily: bool,
     weekly: bool,
     monthly: bool,
@@ -359,8 +383,18 @@ def index_create(
 
     It ranks scores all-time from the first one, and on the calendar boards named: --daily
     --weekly --monthly keep today's, this week's and this month's windows (types 1, 2, 3) in
-    --timezone, added ahead and expired by the server (see `policy show`).
+    --timezone, added ahead and expired by the server (see `policy show`).  --league-type adds
+    leagues (see `cohort`): e.g. --daily --league-type 1 --cohort-size 30 --tiers 5 --promote 5
+    --demote 5.
     """
+    leagues = None
+    if league_type is not None:
+        try:
+            leagues = Leagues(league_type, cohort_size, tiers, promote, demote)
+        except InvalidArgument as exc:
+            raise click.UsageError(str(exc)) from None
+    elif (cohort_size, tiers, promote, demote) != (30, 1, 0, 0):
+        raise click.UsageError("--cohort-size, --tiers, --promote and --demote shape leagues: give --league-type too")
     boards = [board for board, wanted in (("daily", daily), ("weekly", weekly), ("monthly", monthly)) if wanted]
     created = session.client.create_index(
         name,
@@ -376,6 +410,7 @@ def index_create(
         timezone=timezone,
         all_time=all_time,
         columns=columns,
+        leagues=leagues,
     )
     what = ", ".join(["all-time"] * all_time + boards) or "no"
     session.emit(
@@ -383,6 +418,18 @@ def index_create(
         f"index {name} created ({what} board{'s' if len(boards) + all_time != 1 else ''})"
         if created
         else f"index {name} already exists with these options",
+    )
+
+
+def _leagues_json(leagues: pb.Leagues) -> dict[str, int]:
+    names = ("window_type", "cohort_size", "tiers", "promote", "demote")
+    return {name: getattr(leagues, name) for name in names}
+
+
+def _leagues_text(leagues: pb.Leagues) -> str:
+    return (
+        f"leagues on type {leagues.window_type}: cohorts of {leagues.cohort_size}, {leagues.tiers} tier(s), "
+        f"top {leagues.promote} up, bottom {leagues.demote} down"
     )
 
 
@@ -402,6 +449,7 @@ def index_list(session: Session) -> None:
                 if options.columns
                 else f"{'high' if options.high_score_first else 'low'} score first"
             )
+            + (f"; {_leagues_text(options.leagues)}" if options.HasField("leagues") else "")
             + (f"; writes refused: {info.writes_paused}" if info.writes_paused else "")
         )
     data = [
@@ -414,6 +462,7 @@ def index_list(session: Session) -> None:
             "high_score_first": info.options.high_score_first,
             "score_type": pb.ScoreType.Name(info.options.score_type),
             "columns": [pb.ColumnOrder.Name(c) for c in info.options.columns],
+            "leagues": _leagues_json(info.options.leagues) if info.options.HasField("leagues") else None,
             "writes_paused": info.writes_paused or None,
         }
         for info in infos
@@ -455,6 +504,8 @@ def windows_apply(session: Session, name: str, spec_file: Any) -> None:
 
     asked = read_window_file(spec_file)
     update, maintenance = asked.update, asked.maintenance
+    if asked.leagues is not None:
+        _check_leagues(session, name, asked.leagues)
     result = session.client.update_windows(
         name,
         specs=[(s.type, s.base, s.increment, s.duration, s.count) for s in update.specs],
@@ -493,6 +544,20 @@ def windows_apply(session: Session, name: str, spec_file: Any) -> None:
         },
         lines,
     )
+
+
+def _check_leagues(session: Session, name: str, wanted: Leagues) -> None:
+    """Refuse a window file whose leagues section is not what index ``name`` was created with."""
+    info = next((info for info in session.client.list_indexes() if info.name == name), None)
+    if info is None:
+        raise click.ClickException(f"NOT_FOUND: no index named {name!r}")
+    has = info.options.leagues if info.options.HasField("leagues") else None
+    if has is None or _leagues_json(has) != dataclasses.asdict(wanted):
+        now = _leagues_text(has) if has is not None else "no leagues"
+        raise click.ClickException(
+            f"FAILED_PRECONDITION: the file's leagues are not index {name}'s ({now}): leagues are set when an "
+            "index is created (index create --league-type ...); nothing was applied"
+        )
 
 
 @server_command(windows, "show")

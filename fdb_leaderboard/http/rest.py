@@ -273,6 +273,13 @@ IF_ABSENT = Param(
 )
 PAGE = Param("page", "query", "The page, from 1 (default 1).", INT32_SCHEMA, parse_uint)
 PAGE_SIZE = Param("size", "query", "Rows per page, 1-1000 (default 10).", INT32_SCHEMA, parse_uint)
+COHORT_SIZE = Param("size", "query", "Rows per page (default 0: the whole cohort).", INT32_SCHEMA, parse_uint)
+COHORT_ABOVE = Param(
+    "above", "query", "With below: the entries around the record, this many above.", INT32_SCHEMA, parse_uint
+)
+COHORT_BELOW = Param("below", "query", "With above: this many below the record.", INT32_SCHEMA, parse_uint)
+TIER = Param("tier", "path", "The tier, from 0 (the lowest).", INT32_SCHEMA, parse_uint, True)
+COHORT = Param("cohort", "path", "The cohort's number within its tier, from 0.", INT32_SCHEMA, parse_uint, True)
 RECORDS = Param(
     "records",
     "query",
@@ -548,6 +555,28 @@ def build_page(values: dict[str, Any], body: Any, transcoder: Transcoder, header
         page=values.get("page", 1),
         size=values.get("size", 10),
     )
+
+
+def build_cohort(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    """A record's cohort (``pk``) or one named by ``tier`` and ``cohort``, in the league's window type."""
+    return pb.CohortRequest(
+        index=values["index"],
+        window=selector(values, transcoder, headers),
+        pk=items_from_text(values["pk"], "pk") if "pk" in values else [],
+        tier=values.get("tier", 0),
+        cohort=values.get("cohort", 0),
+        mode=_mode(values),
+        page=values.get("page", 1),
+        size=values.get("size", 0),
+        above=values.get("above", 0),
+        below=values.get("below", 0),
+    )
+
+
+def answer_cohort(response: Message) -> tuple[int, Any]:
+    if not response.HasField("tier"):
+        return 404, {"code": "NOT_FOUND", "message": "the record has joined no cohort in this window"}
+    return answer_plain(response)
 
 
 def build_ranks(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
@@ -952,6 +981,27 @@ ROUTES: tuple[RestRoute, ...] = (
         (INDEX, WINDOW_TYPE, AT, GROUP, MODE, PAGE, PAGE_SIZE),
         build_page,
         answer_plain,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/records/{pk}/cohort",
+        "GET",
+        "GetCohort",
+        "Leagues: the record's tier and cohort in the league window (at), its entry and the cohort's entries "
+        "ranked within the cohort (a page, or those around the record).",
+        (INDEX, RECORD, AT, MODE, PAGE, COHORT_SIZE, COHORT_ABOVE, COHORT_BELOW),
+        build_cohort,
+        answer_cohort,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/cohorts/{tier}/{cohort}",
+        "GET",
+        "GetCohort",
+        "Leagues: one cohort of a tier in the league window (at), its entries ranked within the cohort.",
+        (INDEX, TIER, COHORT, AT, MODE, PAGE, COHORT_SIZE),
+        build_cohort,
+        answer_cohort,
         OBJECT_SCHEMA,
     ),
     RestRoute(

@@ -18,6 +18,7 @@ context of ``transaction.py`` and none imports another's class unless it builds 
 | ``deletion.py`` | deleting a group's data or every record, in bounded resumable batches |
 | ``audit.py`` | the audit trail of admin actions (kept outside any index), its retention and expiry |
 | ``social.py`` | the ranks of many records in one call; friends boards |
+| ``leagues.py`` | leagues: cohorts of at most N per tier in one window type's windows, tiers moved lazily |
 | ``pages.py``, ``movement.py`` | pages, percentiles; movement between windows and rank history |
 | ``compat.py`` | the Record Layer's rank for a score key and its score trim |
 | ``checker.py`` | the consistency check behind ``verify`` |
@@ -41,12 +42,13 @@ from .directory import ALL_TIME, Rebuild, Window, WindowSpec, WindowUpdate
 from .fill import FillProgress
 from .hiding import HiddenRecord
 from .leaderboard import LeaderboardIndex, Operations
+from .leagues import Cohort
 from .movement import History, Movement
 from .pages import Page
 from .reads import IfAbsent, Listing, RankedEntry, RankMode, ScanPage, ScanType, WindowRef
 from .records import Entry
 from .rules import ScoreRules
-from .settings import IndexSettings
+from .settings import IndexSettings, Leagues
 from .windows import WindowUpdateResult, check_plan_size, plan_ahead
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     "AuditTrail",
     "CalendarPeriods",
     "CheckReport",
+    "Cohort",
     "DeletionProgress",
     "Entry",
     "FillProgress",
@@ -63,6 +66,7 @@ __all__ = [
     "IfAbsent",
     "IndexSettings",
     "LeaderboardIndex",
+    "Leagues",
     "Listing",
     "Movement",
     "Operations",

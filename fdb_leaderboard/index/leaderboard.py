@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from ..errors import AlreadyExists, FailedPrecondition, InvalidArgument, LeaderboardError, NotFound, NoWindowsWarning
 from ..proto import index_pb2
 from ..store.api import Database, Transaction
-from . import compat, pages, social
+from . import compat, leagues, pages, social
 from . import movement as moves
 from . import tuplecodec as tuples
 from .audit import AuditTrail, JobEvents, PendingEvent, expire_in_batches
@@ -910,6 +910,35 @@ class LeaderboardIndex(IndexSpace):
             txn = IndexTransaction(self, tr)
             found = pages.page(Reader(txn), page, size, WindowRef(window_type, timestamp), group, mode)
             return dataclasses.replace(found, entries=Metadata(txn).attach(found.entries))
+
+        return self.db.read(read)
+
+    def cohort(
+        self,
+        pk: object | None = None,
+        tier: int | None = None,
+        cohort: int | None = None,
+        timestamp: int | None = None,
+        mode: RankMode | None = None,
+        page: int = 1,
+        size: int = 0,
+        around: tuple[int, int] | None = None,
+    ) -> leagues.Cohort | None:
+        """A cohort of the league window holding ``timestamp`` (None: now): the record ``pk``'s
+        (None if it joined none there), or cohort ``cohort`` of tier ``tier``.  Its entries are
+        page ``page`` (1-based) of ``size`` (0: all), or with ``around=(above, below)`` those
+        around the record; ranks are within the cohort (see leagues.py), DENSE ones too (the
+        cohort is read whole)."""
+        mode = mode or RankMode.ORDINAL
+
+        def read(tr: Any) -> leagues.Cohort | None:
+            txn = IndexTransaction(self, tr)
+            found = leagues.read_cohort(Reader(txn), pk, tier, cohort, timestamp, mode, page, size, around)
+            if found is None:
+                return None
+            attached = Metadata(txn).attach([*found.entries, *([found.entry] if found.entry else [])])
+            entry = attached.pop() if found.entry else None
+            return dataclasses.replace(found, entries=attached, entry=entry)
 
         return self.db.read(read)
 

@@ -40,7 +40,7 @@ JDK: RankHash
 CRC: RankHash
 
 class IndexOptions(_message.Message):
-    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "trimmed_before", "score_type", "dense_ranks", "columns")
+    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "trimmed_before", "score_type", "dense_ranks", "columns", "leagues")
     AGGREGATION_FIELD_NUMBER: _ClassVar[int]
     HASH_FUNCTION_FIELD_NUMBER: _ClassVar[int]
     COUNT_DUPLICATES_FIELD_NUMBER: _ClassVar[int]
@@ -51,6 +51,7 @@ class IndexOptions(_message.Message):
     SCORE_TYPE_FIELD_NUMBER: _ClassVar[int]
     DENSE_RANKS_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    LEAGUES_FIELD_NUMBER: _ClassVar[int]
     aggregation: Aggregation
     hash_function: RankHash
     count_duplicates: bool
@@ -61,7 +62,22 @@ class IndexOptions(_message.Message):
     score_type: ScoreType
     dense_ranks: bool
     columns: _containers.RepeatedScalarFieldContainer[ColumnOrder]
-    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., trimmed_before: _Optional[int] = ..., score_type: _Optional[_Union[ScoreType, str]] = ..., dense_ranks: _Optional[bool] = ..., columns: _Optional[_Iterable[_Union[ColumnOrder, str]]] = ...) -> None: ...
+    leagues: Leagues
+    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., trimmed_before: _Optional[int] = ..., score_type: _Optional[_Union[ScoreType, str]] = ..., dense_ranks: _Optional[bool] = ..., columns: _Optional[_Iterable[_Union[ColumnOrder, str]]] = ..., leagues: _Optional[_Union[Leagues, _Mapping]] = ...) -> None: ...
+
+class Leagues(_message.Message):
+    __slots__ = ("window_type", "cohort_size", "tiers", "promote", "demote")
+    WINDOW_TYPE_FIELD_NUMBER: _ClassVar[int]
+    COHORT_SIZE_FIELD_NUMBER: _ClassVar[int]
+    TIERS_FIELD_NUMBER: _ClassVar[int]
+    PROMOTE_FIELD_NUMBER: _ClassVar[int]
+    DEMOTE_FIELD_NUMBER: _ClassVar[int]
+    window_type: int
+    cohort_size: int
+    tiers: int
+    promote: int
+    demote: int
+    def __init__(self, window_type: _Optional[int] = ..., cohort_size: _Optional[int] = ..., tiers: _Optional[int] = ..., promote: _Optional[int] = ..., demote: _Optional[int] = ...) -> None: ...
 
 class WindowState(_message.Message):
     __slots__ = ("lb_key", "group", "element", "seq", "submissions")

@@ -120,7 +120,7 @@ class Entry(_message.Message):
     def __init__(self, score: _Optional[_Union[Score, _Mapping]] = ..., timestamp: _Optional[int] = ..., context: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ...) -> None: ...
 
 class IndexOptions(_message.Message):
-    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "score_type", "dense_ranks", "columns")
+    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "score_type", "dense_ranks", "columns", "leagues")
     AGGREGATION_FIELD_NUMBER: _ClassVar[int]
     HASH_FUNCTION_FIELD_NUMBER: _ClassVar[int]
     COUNT_DUPLICATES_FIELD_NUMBER: _ClassVar[int]
@@ -130,6 +130,7 @@ class IndexOptions(_message.Message):
     SCORE_TYPE_FIELD_NUMBER: _ClassVar[int]
     DENSE_RANKS_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    LEAGUES_FIELD_NUMBER: _ClassVar[int]
     aggregation: Aggregation
     hash_function: RankHash
     count_duplicates: bool
@@ -139,7 +140,22 @@ class IndexOptions(_message.Message):
     score_type: ScoreType
     dense_ranks: bool
     columns: _containers.RepeatedScalarFieldContainer[ColumnOrder]
-    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., score_type: _Optional[_Union[ScoreType, str]] = ..., dense_ranks: _Optional[bool] = ..., columns: _Optional[_Iterable[_Union[ColumnOrder, str]]] = ...) -> None: ...
+    leagues: Leagues
+    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., score_type: _Optional[_Union[ScoreType, str]] = ..., dense_ranks: _Optional[bool] = ..., columns: _Optional[_Iterable[_Union[ColumnOrder, str]]] = ..., leagues: _Optional[_Union[Leagues, _Mapping]] = ...) -> None: ...
+
+class Leagues(_message.Message):
+    __slots__ = ("window_type", "cohort_size", "tiers", "promote", "demote")
+    WINDOW_TYPE_FIELD_NUMBER: _ClassVar[int]
+    COHORT_SIZE_FIELD_NUMBER: _ClassVar[int]
+    TIERS_FIELD_NUMBER: _ClassVar[int]
+    PROMOTE_FIELD_NUMBER: _ClassVar[int]
+    DEMOTE_FIELD_NUMBER: _ClassVar[int]
+    window_type: int
+    cohort_size: int
+    tiers: int
+    promote: int
+    demote: int
+    def __init__(self, window_type: _Optional[int] = ..., cohort_size: _Optional[int] = ..., tiers: _Optional[int] = ..., promote: _Optional[int] = ..., demote: _Optional[int] = ...) -> None: ...
 
 class RegularWindows(_message.Message):
     __slots__ = ("type", "base", "increment", "duration")
@@ -1359,3 +1375,43 @@ class ExpireAuditEventsResponse(_message.Message):
     expired: int
     done: bool
     def __init__(self, expired: _Optional[int] = ..., done: _Optional[bool] = ...) -> None: ...
+
+class CohortRequest(_message.Message):
+    __slots__ = ("index", "window", "pk", "tier", "cohort", "mode", "page", "size", "above", "below")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    PK_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    COHORT_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    ABOVE_FIELD_NUMBER: _ClassVar[int]
+    BELOW_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    window: WindowSelector
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    tier: int
+    cohort: int
+    mode: RankMode
+    page: int
+    size: int
+    above: int
+    below: int
+    def __init__(self, index: _Optional[str] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., tier: _Optional[int] = ..., cohort: _Optional[int] = ..., mode: _Optional[_Union[RankMode, str]] = ..., page: _Optional[int] = ..., size: _Optional[int] = ..., above: _Optional[int] = ..., below: _Optional[int] = ...) -> None: ...
+
+class CohortResponse(_message.Message):
+    __slots__ = ("tier", "cohort", "entries", "total", "entry", "window")
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    COHORT_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    tier: int
+    cohort: int
+    entries: _containers.RepeatedCompositeFieldContainer[RankedEntry]
+    total: int
+    entry: RankedEntry
+    window: Window
+    def __init__(self, tier: _Optional[int] = ..., cohort: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[RankedEntry, _Mapping]]] = ..., total: _Optional[int] = ..., entry: _Optional[_Union[RankedEntry, _Mapping]] = ..., window: _Optional[_Union[Window, _Mapping]] = ...) -> None: ...

@@ -294,6 +294,11 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsResponse.FromString,
                 _registered_method=True)
+        self.GetCohort = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/GetCohort',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.CohortRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.CohortResponse.FromString,
+                _registered_method=True)
 
 
 class LeaderboardServicer:
@@ -618,6 +623,13 @@ class LeaderboardServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetCohort(self, request, context):
+        """A cohort of a league window: a record's (pk) or one named by tier and cohort.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeaderboardServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -880,6 +892,11 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     servicer.ExpireAuditEvents,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsResponse.SerializeToString,
+            ),
+            'GetCohort': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCohort,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.CohortRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.CohortResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -2286,6 +2303,33 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/ExpireAuditEvents',
             fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCohort(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/GetCohort',
+            fdb__leaderboard_dot_proto_dot_service__pb2.CohortRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.CohortResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -77,6 +77,8 @@ ROWS: dict[str, Callable[[Any, ServerSettings], int]] = {
     "GetPage": lambda request, settings: request.size,
     "GetRanks": lambda request, settings: len(request.records),
     "FriendsBoard": lambda request, settings: len(request.records),
+    # A cohort is read whole (at most 1000 rows); it answers with a page or the rows around a record.
+    "GetCohort": lambda request, settings: request.size or request.above + request.below + 1,
 }
 # Reads that may run on the event loop when the store's reads cost no round trips, up to
 # INLINE_ROWS rows: about 10 microseconds of Python a row, so one holds the loop no longer than

@@ -797,6 +797,35 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         return response
 
     @_rpc
+    def GetCohort(self, request: pb.CohortRequest, context: CallContext) -> pb.CohortResponse:
+        index = self._index(request.index)
+        leagues = index.settings.leagues
+        if leagues is not None and request.window.type not in (0, leagues.window_type):
+            raise InvalidArgument(
+                f"the index's leagues are on window type {leagues.window_type}, not {request.window.type}"
+            )
+        pk = wire.items_to_tuple(request.pk) if request.pk else None
+        found = index.cohort(
+            pk,
+            None if pk is not None else request.tier,
+            None if pk is not None else request.cohort,
+            convert.window_ref(request.window).timestamp,
+            convert.rank_mode(request.mode),
+            request.page,
+            request.size,
+            (request.above, request.below) if request.above or request.below else None,
+        )
+        if found is None:
+            return pb.CohortResponse()
+        response = pb.CohortResponse(
+            tier=found.tier, cohort=found.cohort, total=found.total, window=_window_read(found.window)
+        )
+        wire.add_ranked_entries(response.entries, found.entries)
+        if found.entry is not None:
+            wire.fill_ranked_entry(response.entry, found.entry)
+        return response
+
+    @_rpc
     def GetPercentile(self, request: pb.PercentileRequest, context: CallContext) -> pb.PercentileResponse:
         ref = convert.window_ref(request.window)
         found = self._index(request.index).percentile(
