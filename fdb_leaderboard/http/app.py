@@ -318,7 +318,7 @@ class HttpApi:
         # Building may read (at=latest), so it runs on a worker too.
         pool = EVENTS if background else WORKERS
         message = await self._in_thread(_built, route, values, body, self.transcoder, request.headers, pool=pool)
-        return route.answer(await self._call(request, route.rpc, message, background))
+        return route.respond(await self._call(request, route.rpc, message, background), values)
 
     async def _events(self, request: Request, route: RestRoute, values: dict[str, Any]) -> Response:
         """Server-Sent Events of the route's answer, shared by the streams of one board (see
