@@ -45,8 +45,9 @@ def arena(client: LeaderboardClient) -> LeaderboardClient:
 def plain(entry: RankedEntry | None) -> dict | None:
     if entry is None:
         return None
+    rank = {} if entry.rank is None else {"rank": entry.rank}  # none from a scan by value
     return {
-        "rank": entry.rank,
+        **rank,
         "pk": list(entry.pk),
         "score": entry.score,
         "timestamp": entry.timestamp,

@@ -66,6 +66,32 @@ EXAMPLES: dict[str, dict[str, Any]] = {
 }
 
 
+# Key items and scores in the one JSON shape (plain.py): answers use it, requests may use it or
+# protobuf's typed form (the message's own schema, added beside these).
+PLAIN_SCHEMAS: dict[str, dict[str, Any]] = {
+    "Item": {
+        "description": "A key item as a plain JSON value: a string, a number (an integer beyond +-2^53 as a string "
+        'of digits), true/false, null, or {"base64": ...} for bytes. Requests may also give protobuf\'s typed '
+        'form ({"string": "alice"}, {"int": 42}).',
+        "anyOf": [
+            {"type": ["string", "number", "boolean", "null"]},
+            {
+                "type": "object",
+                "properties": {"base64": {"type": "string", "contentEncoding": "base64"}},
+                "required": ["base64"],
+                "additionalProperties": False,
+            },
+        ],
+    },
+    "Score": {
+        "description": "A score: a number (an int64 beyond +-2^53 as a string of digits; a double for a DOUBLE "
+        "index), or an array of integers for an index ranking by columns. Requests may also give protobuf's "
+        'typed form ({"int": 1700}, {"columns": {"values": [12, 3]}}).',
+        "anyOf": [{"type": ["number", "string"]}, {"type": "array", "items": INT64}],
+    },
+}
+
+
 def _is_map(field: FieldDescriptor) -> bool:
     return field.type == FieldDescriptor.TYPE_MESSAGE and field.message_type.GetOptions().map_entry
 
@@ -279,6 +305,9 @@ def document(rpcs: list[Rpc], routes: tuple[RestRoute, ...], with_metrics: bool)
     for route in routes:
         paths.setdefault(route.path, {})[route.method.lower()] = _rest_operation(route)
     schemas = {name: message_schema(message) for name, message in _messages(rpcs).items()}
+    for name, plain in PLAIN_SCHEMAS.items():  # the one shape (answers), typed also read (requests)
+        if name in schemas:
+            schemas[name] = {"description": plain["description"], "anyOf": [*plain["anyOf"], schemas[name]]}
     schemas["Error"] = ERROR_SCHEMA
     schemas["PlainEntry"] = ENTRY_SCHEMA
     return {
@@ -288,7 +317,11 @@ def document(rpcs: list[Rpc], routes: tuple[RestRoute, ...], with_metrics: bool)
             "version": "v1",
             "description": "Time-windowed leaderboards with exact ranks. "
             "Every RPC of the gRPC service is `POST /v1/<Method>` with its request message as JSON "
-            "(protobuf's JSON mapping, field names as in the proto); the REST routes answer everyday reads.",
+            "(field names as in the proto); the REST routes answer everyday reads and writes. Every answer uses "
+            'one JSON shape: a key item is a plain JSON value ("alice", 42; bytes as {"base64": ...}), '
+            "a score a number (an array for columns), 64-bit integers numbers within +-2^53 and strings of "
+            'digits beyond; requests may use it or protobuf\'s typed form ({"string": "alice"}, '
+            '{"int": 1700}).',
         },
         "paths": paths,
         "components": {

@@ -34,13 +34,9 @@ from google.protobuf.message import Message
 
 from .. import wire
 from ..errors import InvalidArgument
-from ..index import RankedEntry
 from ..proto import service_pb2 as pb
-from .transcode import JSON_SAFE_INTEGER, CallFailed, Transcoder, message_from_dict, to_json
-
-
-def bad(message: str) -> CallFailed:
-    return CallFailed(grpc.StatusCode.INVALID_ARGUMENT, message)
+from .plain import bad, plain_entry, plain_message, plain_window, python_item, rpc_json
+from .transcode import CallFailed, Transcoder, message_from_dict
 
 
 def server_clock() -> int:
@@ -48,35 +44,7 @@ def server_clock() -> int:
     return int(time.time())
 
 
-# -- plain JSON values of key items and entries -----------------------------------------------------
-
-
-def plain_item(value: object) -> Any:
-    if isinstance(value, bytes):
-        return {"base64": base64.b64encode(value).decode()}
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JSON_SAFE_INTEGER:
-        return str(value)
-    return value
-
-
-def python_item(value: Any, what: str) -> object:
-    """A plain JSON value as a key item (a 64-bit integer may come as a string of digits in
-    ``{"int": "..."}``)."""
-    if isinstance(value, dict):
-        if set(value) == {"base64"} and isinstance(value["base64"], str):
-            try:
-                return base64.b64decode(value["base64"], validate=True)
-            except ValueError:
-                raise bad(f"{what}: {value['base64']!r} is not base64") from None
-        if set(value) == {"int"}:
-            try:
-                return int(value["int"])
-            except (TypeError, ValueError):
-                raise bad(f"{what}: {value['int']!r} is not an integer") from None
-        raise bad(f'{what}: an object item must be {{"base64": ...}} or {{"int": ...}}, not {value!r}')
-    if isinstance(value, (list,)):
-        raise bad(f"{what}: a key item cannot be a list")
-    return value
+# -- key items from the path and query ---------------------------------------------------------------
 
 
 def items_from_text(text: str, what: str) -> list[pb.Item]:
@@ -99,65 +67,6 @@ def items_from_json(values: Any, what: str) -> list[pb.Item]:
         return wire.tuple_to_items([python_item(v, what) for v in values], what)
     except InvalidArgument as exc:  # names ``what``
         raise bad(str(exc)) from None
-
-
-def plain_score(score: int | float | tuple) -> Any:
-    """A score as JSON: a number, or an array of numbers for a multi-column score."""
-    return [plain_item(value) for value in score] if isinstance(score, tuple) else plain_item(score)
-
-
-def plain_window(message: pb.Window) -> dict[str, Any]:
-    """A window as listings name it: its type, start and end (in the index's timebase)."""
-    return {"type": message.type, "start": plain_item(message.start), "end": plain_item(message.end)}
-
-
-def plain_entry(message: pb.RankedEntry) -> dict[str, Any]:
-    entry: RankedEntry = wire.ranked_entry_from_proto(message)
-    return {
-        "rank": entry.rank,
-        "pk": [plain_item(v) for v in entry.pk],
-        "score": plain_score(entry.score),
-        "timestamp": plain_item(entry.timestamp),
-        "context": [plain_item(v) for v in entry.context],
-        "group": [plain_item(v) for v in entry.group],
-        "metadata": dict(entry.metadata or {}),
-    }
-
-
-def plain_score_message(message: pb.Score) -> Any:
-    kind = message.WhichOneof("kind")
-    if kind == "columns":
-        return [plain_item(value) for value in message.columns.values]
-    return plain_item(message.double if kind == "double" else message.int)
-
-
-def plain_item_message(message: pb.Item) -> Any:
-    return plain_item(wire.items_to_tuple([message])[0])
-
-
-_PLAIN_MESSAGES: dict[str, Callable[[Any], Any]] = {
-    pb.RankedEntry.DESCRIPTOR.full_name: plain_entry,
-    pb.Window.DESCRIPTOR.full_name: plain_window,
-    pb.Score.DESCRIPTOR.full_name: plain_score_message,
-    pb.Item.DESCRIPTOR.full_name: plain_item_message,
-}
-
-
-def plain_message(message: Message) -> dict[str, Any]:
-    """A response in the routes' one JSON shape: its fields as protobuf's JSON mapping prints
-    them, but entries, windows, scores and key items as listings show them (``plain_entry``)."""
-    answer = to_json(message)
-    for field in message.DESCRIPTOR.fields:
-        kind = field.message_type
-        if kind is None or kind.GetOptions().map_entry:
-            continue
-        convert = _PLAIN_MESSAGES.get(kind.full_name, plain_message)
-        value = getattr(message, field.name)
-        if field.is_repeated:
-            answer[field.name] = [convert(v) for v in value]
-        elif message.HasField(field.name):
-            answer[field.name] = convert(value)
-    return answer
 
 
 def answer_plain(response: Message) -> tuple[int, Any]:
@@ -400,7 +309,7 @@ SCORE_SCHEMA = {
 ENTRY_SCHEMA = {
     "type": "object",
     "properties": {
-        "rank": {"type": "integer", "description": "0-based rank in the window"},
+        "rank": {"type": "integer", "description": "0-based rank in the window (absent from a scan by value)"},
         "pk": {"type": "array", "items": {}},
         "score": SCORE_SCHEMA,
         "timestamp": {"type": ["integer", "string"]},
@@ -412,7 +321,7 @@ ENTRY_SCHEMA = {
             "description": "the record's display fields (e.g. name), {} without any",
         },
     },
-    "required": ["rank", "pk", "score", "timestamp", "context", "group", "metadata"],
+    "required": ["pk", "score", "timestamp", "context", "group", "metadata"],
 }
 WINDOW_SCHEMA = {
     "type": "object",
@@ -859,7 +768,7 @@ def answer_ranks(response: Message) -> tuple[int, Any]:
 
 
 def answer_as_json(response: Message) -> tuple[int, Any]:
-    return 200, to_json(response)
+    return 200, rpc_json(response)
 
 
 ROUTES: tuple[RestRoute, ...] = (

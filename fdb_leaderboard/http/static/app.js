@@ -179,14 +179,6 @@ function fillPeriods() {
   if (select.value !== state.at) select.value = "";  // a window no longer listed (expired): still shown as asked
 }
 
-function itemOf(value) {
-  if (typeof value === "string") return { string: value };
-  if (typeof value === "boolean") return { bool: value };
-  if (value === null) return { null: true };
-  if (typeof value === "object" && "base64" in value) return { bytes: value.base64 };
-  return Number.isInteger(value) ? { int: value } : { double: value };
-}
-
 // Movement: each row's rank in the window before the one shown (the one holding its start minus
 // one, as the API's movement reads it), in one GetRanks call: places gained, or "new".
 async function showMovement(entries, window) {
@@ -200,9 +192,9 @@ async function showMovement(entries, window) {
   }
   const body = {
     index: state.index,
-    records: entries.map((e) => ({ pk: e.pk.map(itemOf) })),
+    records: entries.map((e) => ({ pk: e.pk })),  // the one JSON shape: plain key items
     window: { type: window.type, timestamp: before },
-    group: state.group ? [].concat(groupItems(state.group)).map(itemOf) : [],
+    group: state.group ? [].concat(groupItems(state.group)) : [],
   };
   try {
     const { ranks } = await postJSON("/v1/GetRanks", body);
@@ -443,8 +435,7 @@ async function loadGroups() {
   }
 }
 
-function itemsText(items) {
-  const values = items.map((item) => Object.values(item)[0]);
+function itemsText(values) {
   return values.length === 1 && typeof values[0] === "string" ? values[0] : JSON.stringify(values);
 }
 
