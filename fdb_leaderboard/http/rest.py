@@ -272,6 +272,7 @@ REVERSE = Param(
     {"type": "boolean"},
     lambda t, n: parse_bool(t, n),
 )
+GROUPS_LIMIT = Param("limit", "query", "Groups per answer, 1-1000 (default 100).", INT32_SCHEMA, parse_uint)
 LIMIT = Param("limit", "query", "Entries per answer, 1-1000 (default 100).", INT32_SCHEMA, parse_uint)
 CONTINUATION = Param(
     "continuation",
@@ -684,6 +685,19 @@ def build_score_trim(values: dict[str, Any], body: Any, transcoder: Transcoder, 
     return pb.ScoreTrimRequest(index=values["index"], entries=[entry_from_json(e, "an entry") for e in entries])
 
 
+def build_groups(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    try:
+        continuation = base64.b64decode(values.get("continuation", ""), validate=True)
+    except ValueError:
+        raise bad(f"continuation {values['continuation']!r} is not base64") from None
+    return pb.ListGroupsRequest(
+        index=values["index"],
+        window=selector(values, transcoder, headers),
+        limit=values.get("limit", 100),
+        continuation=continuation,
+    )
+
+
 def answer_windows_of_type(response: Message, values: dict[str, Any]) -> tuple[int, Any]:
     """The index's windows of one type, the latest first, a page of them."""
     kind, page, size = values["type"], values.get("page", 1), values.get("size", 100)
@@ -1020,6 +1034,28 @@ ROUTES: tuple[RestRoute, ...] = (
                 "continuation": {"type": "string", "description": "base64; empty: done"},
             },
             "required": ["entries", "continuation"],
+        },
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/groups",
+        "GET",
+        "ListGroups",
+        "The groups holding a value in the window (a grouped index's boards), in key order, a bounded page at "
+        "a time: follow continuation until it is empty.",
+        (INDEX, WINDOW_TYPE, AT, GROUPS_LIMIT, CONTINUATION),
+        build_groups,
+        answer_plain,
+        {
+            "type": "object",
+            "properties": {
+                "groups": {
+                    "type": "array",
+                    "items": {"type": "object", "properties": {"group": {"type": "array", "items": {}}}},
+                },
+                "continuation": {"type": "string", "description": "base64; empty: done"},
+                "window": WINDOW_SCHEMA,
+            },
+            "required": ["groups", "continuation"],
         },
     ),
     RestRoute(

@@ -41,7 +41,7 @@ from .hiding import HiddenRecord
 from .leaderboard import LeaderboardIndex, Operations
 from .movement import History, Movement
 from .pages import Page
-from .reads import IfAbsent, Listing, RankedEntry, RankMode, ScanPage, ScanType, WindowRef
+from .reads import GroupsPage, IfAbsent, Listing, RankedEntry, RankMode, ScanPage, ScanType, WindowRef
 from .records import Entry
 from .rules import ScoreRules
 from .settings import IndexSettings
@@ -67,6 +67,7 @@ __all__ = [
     "RankedEntry",
     "Rebuild",
     "ScanPage",
+    "GroupsPage",
     "ScanType",
     "ScoreRules",
     "Window",

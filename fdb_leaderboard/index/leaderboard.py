@@ -33,7 +33,7 @@ from .hiding import HiddenRecord, Hider
 from .idempotency import DEFAULT_MAX_KEYS, AppliedRequests, Replayed, batch_key, check_key, digest
 from .layout import IndexLayout
 from .metadata import Metadata
-from .reads import IfAbsent, Listing, RankedEntry, RankMode, Reader, ScanPage, ScanType, WindowRef
+from .reads import GroupsPage, IfAbsent, Listing, RankedEntry, RankMode, Reader, ScanPage, ScanType, WindowRef
 from .records import Entry, RecordWriter
 from .rules import ScoreRules
 from .settings import IndexSettings
@@ -864,6 +864,13 @@ class LeaderboardIndex(IndexSpace):
             return dataclasses.replace(page, entries=Metadata(txn).attach(page.entries))
 
         return self.db.read(read)
+
+    def groups(
+        self, window_type: int = ALL_TIME, timestamp: int | None = None, limit: int = 100, continuation: bytes = b""
+    ) -> GroupsPage:
+        """The groups holding a value in the window, in key order: one page of at most ``limit``
+        (1-1000) and the continuation of the next (None: done).  One read per group."""
+        return self._reader(lambda r: r.groups(WindowRef(window_type, timestamp), limit, continuation or None))
 
     def trim(self, before: int, max_records: int = 200) -> int:
         """Drop entries before ``before`` that no window's value depends on, in batches.

@@ -279,6 +279,11 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.GetScoreRulesRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.FromString,
                 _registered_method=True)
+        self.ListGroups = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/ListGroups',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsResponse.FromString,
+                _registered_method=True)
 
 
 class LeaderboardServicer:
@@ -584,6 +589,13 @@ class LeaderboardServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListGroups(self, request, context):
+        """The groups holding a value in a window (a grouped index's boards), a page at a time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeaderboardServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -831,6 +843,11 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     servicer.GetScoreRules,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.GetScoreRulesRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.SerializeToString,
+            ),
+            'ListGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListGroups,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -2156,6 +2173,33 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/GetScoreRules',
             fdb__leaderboard_dot_proto_dot_service__pb2.GetScoreRulesRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/ListGroups',
+            fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -76,6 +76,7 @@ ROWS: dict[str, Callable[[Any, ServerSettings], int]] = {
     "GetPage": lambda request, settings: request.size,
     "GetRanks": lambda request, settings: len(request.records),
     "FriendsBoard": lambda request, settings: len(request.records),
+    "ListGroups": lambda request, settings: request.limit or 100,
 }
 # Reads that may run on the event loop when the store's reads cost no round trips, up to
 # INLINE_ROWS rows: about 10 microseconds of Python a row, so one holds the loop no longer than
@@ -83,7 +84,7 @@ ROWS: dict[str, Callable[[Any, ServerSettings], int]] = {
 INLINE_READS = frozenset(
     {
         "GetRank", "GetRankAndEntry", "Count", "ScoreForRank", "RankForScore", "GetPercentile",
-        "ScoreForPercentile", "GetMetadata", "GetMovement", "ListWindows", "ListSubDirectories",
+        "ScoreForPercentile", "GetMetadata", "GetMovement", "ListWindows", "ListSubDirectories", "ListGroups",
         "Top", "AroundMe", "Scan", "GetPage", "GetRanks", "FriendsBoard",
     }
 )  # fmt: skip

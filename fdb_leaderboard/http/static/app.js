@@ -409,6 +409,10 @@ function groupItems(text) {
   }
 }
 
+// The groups offered: the first GROUP_PAGE of those holding scores in the board's window (a skip-scan
+// on the server, one read per group); any other group can be typed.
+const GROUP_PAGE = 200;
+
 async function loadGroups() {
   const size = groupSize();
   $("group-choice").hidden = size === 0;
@@ -417,21 +421,24 @@ async function loadGroups() {
     return;
   }
   $("group").value = state.group;
-  // The groups saved with their own direction are offered; any other group can be typed.
   let known = [];
+  let more = false;
   try {
-    const listing = await postJSON("/v1/ListSubDirectories", { index: state.index });
-    known = (listing.sub_directories || []).map((s) => itemsText(s.group));
+    const at = state.type !== 0 ? `&at=${state.at || "now"}` : "";
+    const listing = await getJSON(`${boardPath()}/groups?limit=${GROUP_PAGE}${at}`);
+    known = listing.groups.map((g) => itemsText(g.group));
+    more = Boolean(listing.continuation);
   } catch (error) {
-    known = [];
+    known = [];  // no such window (said by the board itself), or not readable now
   }
   $("groups").replaceChildren(...known.map((g) => new Option(g, g)));
+  $("group").placeholder = known.length ? `${plural(known.length, "group", "groups")}${more ? "+" : ""} with scores` : "e.g. eu";
   if (!state.group && known.length) state.group = known[0];
   $("group").value = state.group;
   if (!state.group) {
     setStatus("choose a group");
-    showError(`This index has a board per group (${plural(size, "key element", "key elements")}): ` +
-      "type a group above (one string, or a JSON array for several elements).");
+    showError(`This index has a board per group (${plural(size, "key element", "key elements")}) and no group ` +
+      "has scores in this window: type a group above (one string, or a JSON array for several elements).");
   }
 }
 
@@ -513,16 +520,18 @@ $("index").addEventListener("change", () => {
   currentStart = null;
   choose();
 });
-$("period").addEventListener("change", () => {
+$("period").addEventListener("change", async () => {
   state.at = $("period").value;
+  await loadGroups();  // the groups with scores in this period
   writeHash();
   subscribe();
 });
-$("window").addEventListener("change", () => {
+$("window").addEventListener("change", async () => {
   state.type = Number($("window").value);
   state.at = "";
   currentStart = null;
   $("board-title").textContent = $("window").selectedOptions[0].textContent;
+  await loadGroups();
   writeHash();
   subscribe();
 });
