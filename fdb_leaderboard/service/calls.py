@@ -249,6 +249,12 @@ class Dispatcher(grpc.GenericRpcHandler):
         self.rank_watchers = RankWatchers(settings.max_rank_watchers, metrics)
         self.bad_requests = RateLimitedLog()
         self.calls: set[_Call] = set()  # calls running on threads (shutdown stops them)
+        # gRPC calls of the service being answered now (changed on the event loop only), against
+        # the server's cap (ServerSettings.max_concurrent_calls), in the metrics.
+        self.in_flight = 0
+        if metrics is not None:
+            metrics.calls_in_flight.set_function(lambda: self.in_flight)
+            metrics.max_calls.set(settings.max_concurrent_calls)
         self.timeouts = _Timeouts()
         # Reads of the embedded store cost no round trips: short ones are served on the event loop.
         self.inline_reads = not service.catalog.db.batched_reads
@@ -351,6 +357,7 @@ class Dispatcher(grpc.GenericRpcHandler):
         counted in the metrics either way)."""
         started = time.perf_counter()
         code = grpc.StatusCode.CANCELLED  # unless it ends otherwise: the client went away
+        self.in_flight += 1
         try:
             data = await work
             code = grpc.StatusCode.OK
@@ -367,6 +374,7 @@ class Dispatcher(grpc.GenericRpcHandler):
                     self.metrics.observe_refusal(method, answer.trailing)
             return None
         finally:
+            self.in_flight -= 1
             if self.metrics is not None:
                 self.metrics.observe_call("grpc", method, code, time.perf_counter() - started)
 

@@ -156,6 +156,17 @@ class Metrics:
             ["version", "python"],
             registry=r,
         ).labels(_version(), platform.python_version()).set(1)
+        self.calls_in_flight = Gauge(
+            f"{PREFIX}_grpc_calls_in_flight",
+            "gRPC calls of the service being answered now (health and reflection aside), against grpc_max_calls.",
+            registry=r,
+        )
+        self.max_calls = Gauge(
+            f"{PREFIX}_grpc_max_calls",
+            "The server's cap on concurrent gRPC calls (serve --max-calls): gRPC refuses calls beyond it with "
+            "RESOURCE_EXHAUSTED before the service sees them.",
+            registry=r,
+        )
         self.event_streams = Gauge(
             f"{PREFIX}_http_event_streams", "Open event streams of the HTTP door (live pages watching).", registry=r
         )
