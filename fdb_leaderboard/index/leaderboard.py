@@ -38,7 +38,7 @@ from .records import Entry, RecordWriter
 from .rules import ScoreRules
 from .settings import IndexSettings
 from .space import IndexSpace
-from .transaction import IndexTransaction
+from .transaction import FillState, IndexTransaction
 from .trim import Trimmer
 from .values import check_at_least, check_timestamp, normalize_score
 from .windows import WindowEditor, WindowUpdateResult, plan_ahead
@@ -435,6 +435,15 @@ class LeaderboardIndex(IndexSpace):
 
     def sub_directories(self) -> dict[tuple, bool]:
         return self.read(lambda ops: ops.windows.sub_directories())
+
+    def fill_states(self) -> list[tuple[Window, FillState]]:
+        """Each window being filled and how far its fill got, in one read."""
+
+        def read(ops: Operations) -> list[tuple[Window, FillState]]:
+            directory = ops.txn.directory()
+            return [(window, ops.txn.fill_state(window)) for window in (directory.filling() if directory else [])]
+
+        return self.read(read)
 
     def expire(self, before: int) -> tuple[Window, ...]:
         """Delete windows ending at or before ``before``; repeated calls are harmless."""
