@@ -714,6 +714,22 @@ def test_the_documents_examples_validate_and_succeed(tmp_path, document: dict) -
         server.stop(grace=1)
 
 
+def test_every_operation_schema_and_field_is_described(document: dict) -> None:
+    operations = [(path, method, op) for path, methods in document["paths"].items() for method, op in methods.items()]
+    assert len(operations) > 80
+    assert [(path, method) for path, method, op in operations if not op.get("description", "").strip()] == []
+    assert [(path, method) for path, method, op in operations if not op.get("summary", "").strip()] == []
+    schemas = document["components"]["schemas"]
+    assert [name for name, schema in schemas.items() if not schema.get("description", "").strip()] == []
+    # From the proto's comments: an RPC's, a message's, a field's; a request by its RPC's.
+    assert document["paths"]["/v1/Top"]["post"]["summary"] == "The best n entries of a window."
+    assert schemas["Window"]["description"].startswith("A window of an index")
+    assert schemas["WindowSelector"]["properties"]["type"]["description"] == "0: all-time"
+    assert schemas["TopRequest"]["description"] == "The request of Top: The best n entries of a window."
+    rest = document["paths"]["/v1/indexes/{index}/windows/{type}/groups"]["get"]
+    assert rest["description"].startswith("Answered by the ListGroups RPC: The groups holding a value")
+
+
 def test_schemas_refuse_what_the_server_refuses(document: dict) -> None:
     def valid(name: str, value: Any) -> bool:
         validator = jsonschema.Draft202012Validator(

@@ -309,6 +309,8 @@ SCORE_SCHEMA = {
 }
 ENTRY_SCHEMA = {
     "type": "object",
+    "description": "A record's value in a window, as listings show it: key items and the score as plain JSON "
+    "values, the 0-based rank, the record's metadata.",
     "properties": {
         "rank": {"type": "integer", "description": "0-based rank in the window (absent from a scan by value)"},
         "pk": {"type": "array", "items": {}},
