@@ -236,7 +236,7 @@ SCORE = Param(
     "A score: an integer, a number for a DOUBLE index, or integers separated by commas for an index ranking "
     "by columns (12,3,95).",
     {"type": "string"},
-    lambda t, n: parse_score_text(t, n),
+    parse_score_text,
     True,
 )
 KEY_TIMESTAMP = Param(
@@ -270,14 +270,14 @@ REVERSE = Param(
     "query",
     "true: from the end (the worst rank, or the highest score by value).",
     {"type": "boolean"},
-    lambda t, n: parse_bool(t, n),
+    parse_bool,
 )
 GROUPS_LIMIT = Param("limit", "query", "Groups per answer, 1-1000 (default 100).", INT32_SCHEMA, parse_uint)
 LIMIT = Param("limit", "query", "Entries per answer, 1-1000 (default 100).", INT32_SCHEMA, parse_uint)
 CONTINUATION = Param(
     "continuation",
     "query",
-    "Where the scan goes on: the continuation of the previous answer (base64; absent or empty: done).",
+    "Where the listing goes on: the continuation of the previous answer (base64; absent or empty: from the start).",
     {"type": "string"},
     parse_text,
 )
@@ -634,10 +634,6 @@ def build_scan(values: dict[str, Any], body: Any, transcoder: Transcoder, header
     if by_value and values.get("type", 0) != 0:
         raise bad("by=value scans the all-time window's scores: use type 0, or by=rank for a window of a type")
     scan_type = "BY_VALUE" if by_value else "BY_RANK" if values.get("type", 0) == 0 else "BY_TIME_WINDOW"
-    try:
-        continuation = base64.b64decode(values.get("continuation", ""), validate=True)
-    except ValueError:
-        raise bad(f"continuation {values['continuation']!r} is not base64") from None
     request = pb.ScanRequest(
         index=values["index"],
         type=pb.ScanType.Value(scan_type),
@@ -645,7 +641,7 @@ def build_scan(values: dict[str, Any], body: Any, transcoder: Transcoder, header
         group=_group(values),
         reverse=values.get("reverse", False),
         limit=values.get("limit", 100),
-        continuation=continuation,
+        continuation=_continuation(values),
         mode=_mode(values),
     )
     for name, field in (("from", "low"), ("to", "high")):
@@ -688,16 +684,19 @@ def build_score_trim(values: dict[str, Any], body: Any, transcoder: Transcoder, 
 
 
 def build_groups(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
-    try:
-        continuation = base64.b64decode(values.get("continuation", ""), validate=True)
-    except ValueError:
-        raise bad(f"continuation {values['continuation']!r} is not base64") from None
     return pb.ListGroupsRequest(
         index=values["index"],
         window=selector(values, transcoder, headers),
         limit=values.get("limit", 100),
-        continuation=continuation,
+        continuation=_continuation(values),
     )
+
+
+def _continuation(values: dict[str, Any]) -> bytes:
+    try:
+        return base64.b64decode(values.get("continuation", ""), validate=True)
+    except ValueError:
+        raise bad(f"continuation {values['continuation']!r} is not base64") from None
 
 
 def answer_windows_of_type(response: Message, values: dict[str, Any]) -> tuple[int, Any]:
