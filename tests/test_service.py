@@ -1158,6 +1158,7 @@ def test_not_found_changes_nothing(populated) -> None:
         ("DeleteRecords", pb.DeleteRecordsRequest(index="nope", all_records=True)),
         ("Dump", pb.DumpRequest(index="nope")),
         ("SetWritesPaused", pb.SetWritesPausedRequest(index="nope", paused=True)),
+        ("ListGroups", pb.ListGroupsRequest(index="nope")),
     ]
     # All but CreateIndex, ListIndexes and Restore (which creates the index it names).
     assert len({m for m, _ in unknown}) == len(pb.DESCRIPTOR.services_by_name["Leaderboard"].methods) - 3
