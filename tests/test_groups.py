@@ -125,7 +125,7 @@ def test_groups_through_every_door(server: Server, client: LeaderboardClient) ->
         rpc = web.post("/v1/ListGroups", json={"index": "cups", "window": {"type": 1, "timestamp": D0 + DAY}})
         assert rpc.json()["groups"] == [{"group": ["af"]}, {"group": ["asia"]}]
         refused = web.get("/v1/indexes/cups/windows/1/groups", params={"continuation": "!"})
-        assert refused.status_code == 400 and refused.json()["message"] == "continuation '!' is not base64"
+        assert refused.status_code == 400 and "continuation must be the base64 text" in refused.json()["message"]
     runner = CliRunner()
 
     def cli(*args: object, code: int = 0) -> Result:

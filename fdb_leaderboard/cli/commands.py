@@ -11,6 +11,7 @@ their own modules, registered at the end.
 
 from __future__ import annotations
 
+import getpass
 import logging
 import os
 from typing import Any
@@ -19,7 +20,7 @@ import click
 
 from ..proto import service_pb2 as pb
 from ..service.settings import DEFAULT_MAX_PAGE
-from . import dumps, fair_play, players
+from . import audit, dumps, fair_play, players
 from .common import (
     DEFAULT_SERVER,
     DURATION,
@@ -34,6 +35,7 @@ from .common import (
     plural,
     progress_bar,
     server_command,
+    show_duration,
     show_key,
     show_warnings_briefly,
     window_json,
@@ -47,6 +49,14 @@ from .reads import around, count, rank, top, watch
 from .writes import add, delete
 
 DEFAULT_STORE = "lmdb:./data"
+
+
+def local_user() -> str | None:
+    """The local user's name, which the CLI sends: a server without tokens records it as who acted."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no user name in this environment
+        return None
 
 
 def _read_token(path: str | None) -> str | None:
@@ -92,7 +102,7 @@ def main(
     if (cert is None) != (key is None):
         raise click.UsageError("--cert and --key go together")
     show_warnings_briefly()
-    access = {"token": _read_token(token_file), "ca": ca, "cert": cert, "key": key}
+    access = {"token": _read_token(token_file), "ca": ca, "cert": cert, "key": key, "user": local_user()}
     ctx.obj = {"server": server, "verbose": verbose, "access": access}
 
 
@@ -459,12 +469,17 @@ def windows_apply(session: Session, name: str, spec_file: Any) -> None:
     if maintenance is not None:
         session.client.set_maintenance(name, maintenance)
     rules = None if asked.rules is None else session.client.set_score_rules(name, asked.rules)
+    audit_kept = None
+    if asked.audit_retention is not None:
+        audit_kept = session.client.set_audit_retention(asked.audit_retention)
     lines = [f"added {len(result.added)}, deleted {len(result.deleted)}, filling {len(result.filling)}"]
     lines.extend(window_line(window) for window in result.added)
     if maintenance is not None:
         lines.append(f"maintenance policy of {name} set: see `fdb-leaderboard policy show {name}`")
     if rules is not None:
         lines.append(f"score rules of {name} set: {rules.describe()}")
+    if audit_kept is not None:
+        lines.append(f"the audit trail keeps events {show_duration(audit_kept)}")
     if result.filling:
         lines.append(f"run `fdb-leaderboard fill {name}` to fill the new windows from stored scores")
     session.emit(
@@ -474,6 +489,7 @@ def windows_apply(session: Session, name: str, spec_file: Any) -> None:
             "filling": [window_json(w) for w in result.filling],
             "maintenance_set": maintenance is not None,
             "rules_set": rules is not None,
+            "audit_retention": audit_kept,
         },
         lines,
     )
@@ -637,6 +653,7 @@ for command in (
     demo,
     *players.COMMANDS,
     *fair_play.COMMANDS,
+    *audit.COMMANDS,
 ):
     main.add_command(command)
 for command in dumps.COMMANDS:

@@ -234,6 +234,9 @@ class WindowFile:
     update: WindowUpdate
     maintenance: pb.MaintenancePolicy | None = None  # its maintenance section, if any
     rules: ScoreRules | None = None  # its rules section, if any
+    # Seconds the store's audit trail keeps events (the maintenance section's audit_retention;
+    # for every index of the store, not this one's policy).
+    audit_retention: int | None = None
 
 
 def load_window_file(path: str | pathlib.Path, now: dt.datetime | None = None) -> WindowFile:
@@ -248,10 +251,16 @@ def read_window_file(file: IO[str], now: dt.datetime | None = None) -> WindowFil
     update = parse_window_update(document, now)
     maintenance = document.get("maintenance")
     rules = document.get("rules")
+    audit_retention = None
+    if isinstance(maintenance, dict) and "audit_retention" in maintenance:
+        maintenance = dict(maintenance)
+        audit_retention = length(maintenance.pop("audit_retention"), 1, "audit_retention")
+        maintenance = maintenance or None  # only the audit trail's retention: the index's policy stays
     return WindowFile(
         update,
         None if maintenance is None else parse_maintenance(maintenance, document.get("timebase", "seconds")),
         None if rules is None else parse_rules(rules),
+        audit_retention,
     )
 
 

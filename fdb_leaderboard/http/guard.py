@@ -98,8 +98,7 @@ class DoorGuard:
             shown = host.decode("latin-1")[:100] if host else "none"
             refused = (400, f"this server does not answer to the host name {shown!r}", grpc.StatusCode.INVALID_ARGUMENT)
         elif scope["method"] not in SAFE_METHODS:
-            untyped_ok = bodyless and scope["method"] == "DELETE"
-            refused = _write_refusal(host, origin, content_type, untyped_ok)
+            refused = _write_refusal(host, origin, content_type, scope["method"], bodyless)
         if refused is not None:
             await refusal(*refused, Headers(scope=scope))(scope, receive, send)
             return
@@ -145,10 +144,16 @@ def host_name(value: str) -> str | None:
 
 
 def _write_refusal(
-    host: bytes | None, origin: bytes | None, content_type: bytes | None, untyped_ok: bool = False
+    host: bytes | None,
+    origin: bytes | None,
+    content_type: bytes | None,
+    method: str = "POST",
+    bodyless: bool = False,
 ) -> tuple[int, str, grpc.StatusCode] | None:
-    """Why a write is refused (status, message, code), None if it is not; ``untyped_ok``: a
-    request without a body (a DELETE's), which needs no Content-Type."""
+    """Why a write is refused (status, message, code), None if it is not.  A DELETE without a
+    body may come untyped (its route reads none): no page of another site can send one without
+    the CORS preflight this server never grants, as it can a form's POST.  A body still needs
+    its type."""
     if origin is not None:
         _, _, where = origin.partition(b"://")
         if not where or where.lower() != (host or b"").lower():
@@ -158,7 +163,7 @@ def _write_refusal(
                 "the page of this server, or a client that is not a browser, may",
                 grpc.StatusCode.PERMISSION_DENIED,
             )
-    if not untyped_ok and not is_json_body(content_type):
+    if not is_json_body(content_type) and not (method == "DELETE" and content_type is None and bodyless):
         given = content_type.decode("latin-1")[:100] if content_type else "untyped"
         return (
             415,

@@ -16,6 +16,7 @@ context of ``transaction.py`` and none imports another's class unless it builds 
 | ``hiding.py`` | hiding records from every window and restoring them, the list of hidden records |
 | ``rules.py`` | score rules: the accepted score range, submissions per record and window or minute |
 | ``deletion.py`` | deleting a group's data or every record, in bounded resumable batches |
+| ``audit.py`` | the audit trail of admin actions (kept outside any index), its retention and expiry |
 | ``social.py`` | the ranks of many records in one call; friends boards |
 | ``pages.py``, ``movement.py`` | pages, percentiles; movement between windows and rank history |
 | ``compat.py`` | the Record Layer's rank for a score key and its score trim |
@@ -32,6 +33,7 @@ Dependencies point down: this package uses :mod:`fdb_leaderboard.rankedset` and
 :mod:`fdb_leaderboard.store`, never the service, client or CLI.
 """
 
+from .audit import AuditEvent, AuditTrail
 from .calendar import CalendarPeriods
 from .checker import CheckReport
 from .deletion import DeletionProgress
@@ -49,6 +51,8 @@ from .windows import WindowUpdateResult, check_plan_size, plan_ahead
 
 __all__ = [
     "ALL_TIME",
+    "AuditEvent",
+    "AuditTrail",
     "CalendarPeriods",
     "CheckReport",
     "DeletionProgress",

@@ -9,6 +9,14 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.AppliedRequest.answer": "the first call's result, tuple-packed",
     "fdb_leaderboard.AppliedRequest.applied_at": "Unix seconds (the server's clock): when the key may be forgotten",
     "fdb_leaderboard.AppliedRequest.digest": "SHA-256 of the operation and its arguments",
+    "fdb_leaderboard.AuditEvent": 'Stored at ROOT + ("audit", at_us, nonce), outside any index: one admin action.',
+    "fdb_leaderboard.AuditEvent.action": "the RPC's name, e.g. HideRecord, or a job's (FillWindows)",
+    "fdb_leaderboard.AuditEvent.actor": 'the token\'s name; "anonymous[:user]" without tokens; "maintenance"',
+    "fdb_leaderboard.AuditEvent.at_us": "Unix microseconds (the server's clock)",
+    "fdb_leaderboard.AuditEvent.details": "arguments and outcome",
+    "fdb_leaderboard.AuditEvent.index": "empty: none",
+    "fdb_leaderboard.AuditPolicy": 'Stored at ROOT + ("audit_policy",): how long audit events are kept.',
+    "fdb_leaderboard.AuditPolicy.retention": "seconds; 0: the default (90 days)",
     "fdb_leaderboard.CarriedTotal": "What a SUM index folded out of trimmed entries, per group, for the all-time "
     "window.",
     "fdb_leaderboard.CarriedTotal.context": "tuple-packed context of the latest folded entry",
@@ -108,6 +116,16 @@ COMMENTS: dict[str, str] = {
     "left as it is).",
     "fdb_leaderboard.v1.AddScoreResponse.warning": "Set when the score was stored but is ranked in no window (the "
     "index has no windows yet).",
+    "fdb_leaderboard.v1.AuditEvent": "The audit trail: every admin action (index create/drop, window updates and "
+    "expiry, fills, trims, maintenance policies, hides/restores, score rules, "
+    "deletions, idempotency-key and audit expiry, pauses) with who (the token's "
+    "name), when and what.  Events are kept outside the indexes (a dropped index's "
+    "stay), for a retention the operator sets (default 90 days).",
+    "fdb_leaderboard.v1.AuditEvent.action": "e.g. HideRecord, UpdateWindows, DeleteRecords",
+    "fdb_leaderboard.v1.AuditEvent.actor": 'the token\'s name; "anonymous" (":" the client\'s user) without tokens',
+    "fdb_leaderboard.v1.AuditEvent.at_us": "Unix microseconds of the server's clock",
+    "fdb_leaderboard.v1.AuditEvent.details": "the arguments and outcome",
+    "fdb_leaderboard.v1.AuditEvent.index": "empty: none",
     "fdb_leaderboard.v1.BulkLoadRequest": "A load streamed as messages of records, saved (entries replaced) in "
     "transactions of batch_size.  The first message names the index and sets "
     "the options; later messages carry records (their index, if set, must be "
@@ -197,6 +215,9 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.EntriesResponse": "Ranked entries, and the window read.",
     "fdb_leaderboard.v1.EntriesResponse.window": "the window read (its type, start and end)",
     "fdb_leaderboard.v1.Entry": "One score of a record: its score, when it was made, and its context and group.",
+    "fdb_leaderboard.v1.ExpireAuditEventsRequest.before_us": "absent: older than the retention",
+    "fdb_leaderboard.v1.ExpireAuditEventsRequest.max_events": "per transaction; 0: 1000; at most 1000",
+    "fdb_leaderboard.v1.ExpireAuditEventsResponse.done": "false: the call's deadline came first; call again",
     "fdb_leaderboard.v1.ExpireIdempotencyKeysRequest.before": "Unix seconds: keys applied before it (absent: now - "
     "retention)",
     "fdb_leaderboard.v1.ExpireIdempotencyKeysRequest.max_keys": "per batch (0: 1000); the call runs batches until "
@@ -254,6 +275,8 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.Leaderboard.Dump": "Stream an index's data as parts (a consistent copy, taken while it takes "
     "writes).",
     "fdb_leaderboard.v1.Leaderboard.Expire": "Delete the windows ending at or before a time, with their data.",
+    "fdb_leaderboard.v1.Leaderboard.ExpireAuditEvents": "Delete audit events older than the retention (or a time), in "
+    "bounded batches.",
     "fdb_leaderboard.v1.Leaderboard.ExpireIdempotencyKeys": "Forget idempotency keys of writes applied before a time.",
     "fdb_leaderboard.v1.Leaderboard.Fill": "Put stored scores into windows added over them, in bounded resumable "
     "batches.",
@@ -273,6 +296,8 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.Leaderboard.HideRecord": "Hide a record from every window's ranks and listings at once (its "
     "data kept).",
     "fdb_leaderboard.v1.Leaderboard.KeepAhead": "Add the windows an index's maintenance policy keeps ahead of now.",
+    "fdb_leaderboard.v1.Leaderboard.ListAuditEvents": "The audit trail's events, newest or oldest first, filtered, a "
+    "page at a time.",
     "fdb_leaderboard.v1.Leaderboard.ListGroups": "The groups holding a value in a window (a grouped index's boards), "
     "a page at a time.",
     "fdb_leaderboard.v1.Leaderboard.ListHiddenRecords": "The hidden records, with who hid them, when and why; a page "
@@ -296,6 +321,7 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.Leaderboard.ScoreForRank": "The score at a 0-based rank of a window (absent: fewer records).",
     "fdb_leaderboard.v1.Leaderboard.ScoreTrim": "Of entries given, those the index's current windows would use, best "
     "first (the Record Layer's score trim).",
+    "fdb_leaderboard.v1.Leaderboard.SetAuditRetention": "Set how long audit events are kept.",
     "fdb_leaderboard.v1.Leaderboard.SetMaintenancePolicy": "Set (or clear) the windows the server's maintenance keeps "
     "ahead, fills and expires for an index.",
     "fdb_leaderboard.v1.Leaderboard.SetMetadata": "Replace (or merge into) a record's display metadata, without "
@@ -314,6 +340,14 @@ COMMENTS: dict[str, str] = {
     "second); until the client cancels. Watchers are bounded per server "
     "(ServerSettings.max_rank_watchers): RESOURCE_EXHAUSTED beyond.",
     "fdb_leaderboard.v1.Leaderboard.WriteBatch": "Add or replace the entries of several records in one transaction.",
+    "fdb_leaderboard.v1.ListAuditEventsRequest.action": "only this action's (empty: all)",
+    "fdb_leaderboard.v1.ListAuditEventsRequest.continuation": "from the previous page's answer",
+    "fdb_leaderboard.v1.ListAuditEventsRequest.index": "only this index's events (empty: all)",
+    "fdb_leaderboard.v1.ListAuditEventsRequest.limit": "0: 100; at most 1000",
+    "fdb_leaderboard.v1.ListAuditEventsRequest.since_us": "at or after (Unix microseconds)",
+    "fdb_leaderboard.v1.ListAuditEventsRequest.until_us": "before",
+    "fdb_leaderboard.v1.ListAuditEventsResponse.continuation": "empty: the last page",
+    "fdb_leaderboard.v1.ListAuditEventsResponse.retention": "seconds events are kept",
     "fdb_leaderboard.v1.ListGroupsRequest": "The groups holding a value in one window of a grouped index, in key "
     "order, a page at a time (a skip-scan of the window: one read per "
     "group).  For an index without groups: the empty group if the window has "
@@ -422,6 +456,8 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.ScoreType.DOUBLE": "finite doubles; integers given are converted, so all scores order "
     "numerically",
     "fdb_leaderboard.v1.ScoreType.INT": "int64 scores (SUM needs them)",
+    "fdb_leaderboard.v1.SetAuditRetentionRequest.retention": "seconds; 0: the default (90 days)",
+    "fdb_leaderboard.v1.SetAuditRetentionResponse.retention": "seconds events are kept now",
     "fdb_leaderboard.v1.SetMetadataRequest": "A record's display metadata: at most 16 fields, names of 1-64 letters, "
     "digits, '_', '.' or '-', at most 1024 bytes encoded.  Updating it never "
     "touches the record's scores.",

@@ -239,3 +239,30 @@ class CatalogEntry(_message.Message):
     writes_paused_until: int
     pause_reason: str
     def __init__(self, prefix: _Optional[bytes] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ..., captures: _Optional[_Iterable[_Union[ChangeCapture, _Mapping]]] = ..., writes_paused_until: _Optional[int] = ..., pause_reason: _Optional[str] = ...) -> None: ...
+
+class AuditEvent(_message.Message):
+    __slots__ = ("at_us", "actor", "action", "index", "details")
+    class DetailsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    AT_US_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    at_us: int
+    actor: str
+    action: str
+    index: str
+    details: _containers.ScalarMap[str, str]
+    def __init__(self, at_us: _Optional[int] = ..., actor: _Optional[str] = ..., action: _Optional[str] = ..., index: _Optional[str] = ..., details: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class AuditPolicy(_message.Message):
+    __slots__ = ("retention",)
+    RETENTION_FIELD_NUMBER: _ClassVar[int]
+    retention: int
+    def __init__(self, retention: _Optional[int] = ...) -> None: ...

@@ -1283,6 +1283,83 @@ class SetWritesPausedResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class AuditEvent(_message.Message):
+    __slots__ = ("at_us", "actor", "action", "index", "details")
+    class DetailsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    AT_US_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    at_us: int
+    actor: str
+    action: str
+    index: str
+    details: _containers.ScalarMap[str, str]
+    def __init__(self, at_us: _Optional[int] = ..., actor: _Optional[str] = ..., action: _Optional[str] = ..., index: _Optional[str] = ..., details: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ListAuditEventsRequest(_message.Message):
+    __slots__ = ("index", "action", "since_us", "until_us", "limit", "continuation", "newest_first")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    SINCE_US_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_US_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    NEWEST_FIRST_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    action: str
+    since_us: int
+    until_us: int
+    limit: int
+    continuation: bytes
+    newest_first: bool
+    def __init__(self, index: _Optional[str] = ..., action: _Optional[str] = ..., since_us: _Optional[int] = ..., until_us: _Optional[int] = ..., limit: _Optional[int] = ..., continuation: _Optional[bytes] = ..., newest_first: _Optional[bool] = ...) -> None: ...
+
+class ListAuditEventsResponse(_message.Message):
+    __slots__ = ("events", "continuation", "retention")
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    RETENTION_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[AuditEvent]
+    continuation: bytes
+    retention: int
+    def __init__(self, events: _Optional[_Iterable[_Union[AuditEvent, _Mapping]]] = ..., continuation: _Optional[bytes] = ..., retention: _Optional[int] = ...) -> None: ...
+
+class SetAuditRetentionRequest(_message.Message):
+    __slots__ = ("retention",)
+    RETENTION_FIELD_NUMBER: _ClassVar[int]
+    retention: int
+    def __init__(self, retention: _Optional[int] = ...) -> None: ...
+
+class SetAuditRetentionResponse(_message.Message):
+    __slots__ = ("retention",)
+    RETENTION_FIELD_NUMBER: _ClassVar[int]
+    retention: int
+    def __init__(self, retention: _Optional[int] = ...) -> None: ...
+
+class ExpireAuditEventsRequest(_message.Message):
+    __slots__ = ("before_us", "max_events")
+    BEFORE_US_FIELD_NUMBER: _ClassVar[int]
+    MAX_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    before_us: int
+    max_events: int
+    def __init__(self, before_us: _Optional[int] = ..., max_events: _Optional[int] = ...) -> None: ...
+
+class ExpireAuditEventsResponse(_message.Message):
+    __slots__ = ("expired", "done")
+    EXPIRED_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    expired: int
+    done: bool
+    def __init__(self, expired: _Optional[int] = ..., done: _Optional[bool] = ...) -> None: ...
+
 class ListGroupsRequest(_message.Message):
     __slots__ = ("index", "window", "limit", "continuation")
     INDEX_FIELD_NUMBER: _ClassVar[int]

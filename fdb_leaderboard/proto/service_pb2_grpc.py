@@ -280,6 +280,21 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.GetScoreRulesRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.FromString,
                 _registered_method=True)
+        self.ListAuditEvents = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/ListAuditEvents',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListAuditEventsRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListAuditEventsResponse.FromString,
+                _registered_method=True)
+        self.SetAuditRetention = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/SetAuditRetention',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetAuditRetentionRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetAuditRetentionResponse.FromString,
+                _registered_method=True)
+        self.ExpireAuditEvents = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/ExpireAuditEvents',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsResponse.FromString,
+                _registered_method=True)
         self.ListGroups = channel.unary_unary(
                 '/fdb_leaderboard.v1.Leaderboard/ListGroups',
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsRequest.SerializeToString,
@@ -633,13 +648,37 @@ class LeaderboardServicer:
 
     def GetScoreRules(self, request, context):
         """The scores an index accepts (its score rules).
+        -- the audit trail (admin) --
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListAuditEvents(self, request, context):
+        """The audit trail's events, newest or oldest first, filtered, a page at a time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetAuditRetention(self, request, context):
+        """Set how long audit events are kept.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExpireAuditEvents(self, request, context):
+        """Delete audit events older than the retention (or a time), in bounded batches.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListGroups(self, request, context):
-        """The groups holding a value in a window (a grouped index's boards), a page at a time.
+        """-- groups --
+
+        The groups holding a value in a window (a grouped index's boards), a page at a time.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -892,6 +931,21 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     servicer.GetScoreRules,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.GetScoreRulesRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.SerializeToString,
+            ),
+            'ListAuditEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAuditEvents,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListAuditEventsRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListAuditEventsResponse.SerializeToString,
+            ),
+            'SetAuditRetention': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetAuditRetention,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetAuditRetentionRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetAuditRetentionResponse.SerializeToString,
+            ),
+            'ExpireAuditEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExpireAuditEvents,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsResponse.SerializeToString,
             ),
             'ListGroups': grpc.unary_unary_rpc_method_handler(
                     servicer.ListGroups,
@@ -2223,6 +2277,87 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/GetScoreRules',
             fdb__leaderboard_dot_proto_dot_service__pb2.GetScoreRulesRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAuditEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/ListAuditEvents',
+            fdb__leaderboard_dot_proto_dot_service__pb2.ListAuditEventsRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.ListAuditEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetAuditRetention(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/SetAuditRetention',
+            fdb__leaderboard_dot_proto_dot_service__pb2.SetAuditRetentionRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.SetAuditRetentionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExpireAuditEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/ExpireAuditEvents',
+            fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsResponse.FromString,
             options,
             channel_credentials,
             insecure,

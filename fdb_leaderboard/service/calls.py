@@ -66,6 +66,7 @@ HEAVY_METHODS = frozenset(
         "KeepAhead",
         "GetRankHistory",
         "DeleteRecords",
+        "ExpireAuditEvents",
     }
 )
 # Rows each sized read answers with (the others are point reads).
@@ -208,14 +209,14 @@ class _Call(CallContext):
 
     @property
     def actor(self) -> str:
-        """The caller's token's name (who hid a record), ``anonymous`` without tokens."""
-        if self._tokens is None or self._context is None:
+        """The caller's token's name (who hid a record), ``anonymous[:user]`` without tokens."""
+        if self._context is None:
             return access.ANONYMOUS
-        header = None
+        found: dict[str, str] = {}
         for key, value in self._context.invocation_metadata() or ():
-            if key == "authorization":
-                header = value if isinstance(value, str) else value.decode("latin-1")
-        return access.actor_name(self._tokens, header)
+            if key in ("authorization", access.USER_HEADER):
+                found[key] = value if isinstance(value, str) else value.decode("latin-1")
+        return access.actor_name(self._tokens, found.get("authorization"), found.get(access.USER_HEADER))
 
     def is_active(self) -> bool:
         return not self.cancelled and time.monotonic() < self.deadline
