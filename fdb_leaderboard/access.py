@@ -130,6 +130,7 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "ListIndexes": Role.READ,
     "ListWindows": Role.READ,
     "ListSubDirectories": Role.READ,
+    "ListGroups": Role.READ,
     "GetRank": Role.READ,
     "GetRankAndEntry": Role.READ,
     "WatchRank": Role.READ,

@@ -577,6 +577,18 @@ class _Ops:
         return {wire.items_to_tuple(s.group): s.high_score_first for s in response.sub_directories}
 
     @staticmethod
+    def groups(
+        index: str, window_type: int = 0, timestamp: int | None = None, limit: int = 0, continuation: bytes = b""
+    ) -> Op[tuple[list[tuple], bytes]]:
+        """One page of the groups holding a value in the window (a grouped index's boards), in key
+        order, at most ``limit`` (1-1000; 0: 100), and the continuation of the next (empty: done)."""
+        window = _window(window_type, timestamp)
+        limit = _natural(limit, "limit")
+        request = pb.ListGroupsRequest(index=index, window=window, limit=limit, continuation=continuation)
+        response = yield _Call("ListGroups", request)
+        return [wire.items_to_tuple(g.group) for g in response.groups], response.continuation
+
+    @staticmethod
     def expire(index: str, before: int) -> Op[list[pb.Window]]:
         """Delete the windows ending at or before ``before``, with their data."""
         return list((yield _Call("Expire", pb.ExpireRequest(index=index, before=before))).deleted)
@@ -1451,6 +1463,7 @@ class LeaderboardClient:
     list_windows = _blocking(_Ops.list_windows)
     save_sub_directory = _blocking(_Ops.save_sub_directory)
     sub_directories = _blocking(_Ops.sub_directories)
+    groups = _blocking(_Ops.groups)
     expire = _blocking(_Ops.expire)
     fill = _blocking(_Ops.fill)
     trim = _blocking(_Ops.trim)
@@ -1492,6 +1505,15 @@ class LeaderboardClient:
     movement = _blocking(_Ops.movement)
     rank_history = _blocking(_Ops.rank_history)
     scan = _blocking(_Ops.scan)
+
+    def all_groups(self, index: str, window_type: int = 0, timestamp: int | None = None) -> Iterator[tuple]:
+        """Every group holding a value in the window, following continuations page by page."""
+        continuation = b""
+        while True:
+            groups, continuation = self.groups(index, window_type, timestamp, continuation=continuation)
+            yield from groups
+            if not continuation:
+                return
 
     def scan_all(self, index: str, scan_type: str = "BY_RANK", page: int = 100, **kwargs: Any) -> Iterator[RankedEntry]:
         """Every entry of a scan, following continuations page by page."""
@@ -1760,6 +1782,7 @@ class AsyncLeaderboardClient:
     list_windows = _awaiting(_Ops.list_windows)
     save_sub_directory = _awaiting(_Ops.save_sub_directory)
     sub_directories = _awaiting(_Ops.sub_directories)
+    groups = _awaiting(_Ops.groups)
     expire = _awaiting(_Ops.expire)
     fill = _awaiting(_Ops.fill)
     trim = _awaiting(_Ops.trim)
@@ -1801,6 +1824,16 @@ class AsyncLeaderboardClient:
     movement = _awaiting(_Ops.movement)
     rank_history = _awaiting(_Ops.rank_history)
     scan = _awaiting(_Ops.scan)
+
+    async def all_groups(self, index: str, window_type: int = 0, timestamp: int | None = None) -> AsyncIterator[tuple]:
+        """Every group holding a value in the window, following continuations page by page (``async for``)."""
+        continuation = b""
+        while True:
+            groups, continuation = await self.groups(index, window_type, timestamp, continuation=continuation)
+            for group in groups:
+                yield group
+            if not continuation:
+                return
 
     async def scan_all(
         self, index: str, scan_type: str = "BY_RANK", page: int = 100, **kwargs: Any

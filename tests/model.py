@@ -451,6 +451,11 @@ class Model:
             self._boards[key] = sorted(rows, key=lambda row: (row.element, row.pk_bytes))
         return self._boards[key]
 
+    def groups(self, window: tuple) -> list[tuple]:
+        """Every group with a visible value in ``window``, in packed key order."""
+        written = {entry.group for entries in self.records.values() for entry in entries}
+        return sorted((group for group in written if self.board(window, group)), key=fdb.tuple.pack)
+
     @staticmethod
     def ordinal(rows: list[Row], row: Row) -> int:
         return sum(1 for other in rows if other.element < row.element)

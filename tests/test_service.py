@@ -1159,6 +1159,7 @@ def test_not_found_changes_nothing(populated) -> None:
         ("Dump", pb.DumpRequest(index="nope")),
         ("SetWritesPaused", pb.SetWritesPausedRequest(index="nope", paused=True)),
         ("GetCohort", pb.CohortRequest(index="nope", pk=[S])),
+        ("ListGroups", pb.ListGroupsRequest(index="nope")),
     ]
     # All but CreateIndex, ListIndexes and Restore (which creates the index it names), and the
     # audit trail's three (the store's: a dropped index's events are listed by its name).

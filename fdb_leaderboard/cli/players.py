@@ -333,4 +333,38 @@ def score_trim(session: Session, index: str, entries: tuple[str, ...]) -> None:
     session.emit(data, " ".join(f"{show_score(e.score)}@{e.timestamp}" for e in kept))
 
 
-COMMANDS = [meta, ranks, page, cohort, percentile, score_at_percentile, movement, bottom, rank_for_score, score_trim]
+@server_command(name="groups")
+@click.argument("index")
+@click.option("-t", "--type", "window_type", type=click.IntRange(0), default=0, show_default=True, help="Window type.")
+@click.option("--at", "at", type=TIME, default="now", show_default=True, help=f"A time in the window: {TIME_HELP}.")
+@click.option("-n", "--limit", type=click.IntRange(1), default=None, help="At most this many groups (default: all).")
+def groups(session: Session, index: str, window_type: int, at: TimeSpec, limit: int | None) -> None:
+    """The groups holding a score in a window of INDEX (a grouped index's boards), in key order,
+    one a line, as --group takes them."""
+    arguments = session.window(index, window_type, at, ())
+    found: list[tuple] = []
+    continuation = b""
+    while limit is None or len(found) < limit:
+        page = min(1000, limit - len(found)) if limit is not None else 1000
+        more, continuation = session.client.groups(
+            index, arguments["window_type"], arguments["timestamp"], page, continuation
+        )
+        found += more
+        if not continuation:
+            break
+    session.emit([json_value(g) for g in found], [show_key(g) for g in found] or [f"{index}: no scores in this window"])
+
+
+COMMANDS = [
+    meta,
+    ranks,
+    page,
+    cohort,
+    percentile,
+    score_at_percentile,
+    movement,
+    bottom,
+    rank_for_score,
+    score_trim,
+    groups,
+]

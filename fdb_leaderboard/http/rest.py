@@ -1,8 +1,9 @@
 """Resource-style routes for the players' reads and writes (seed 003's REST API): top, count,
-rank, around, pages, ranks of many records, friends, percentiles, movement, rank history,
-metadata, and the score submission; and for fair play and operations (admin, but reading the
-score rules): hiding and restoring a record, the hidden records, score rules, deleting a group's
-or every record, and the audit trail.
+rank, around, pages, scans, ranks of many records, friends, percentiles, rank for a score and
+score for a rank, score trims, movement, rank history, metadata, windows of a type, the groups
+with scores, the score submission and a record's deletion; and for fair play and operations
+(admin, but reading the score rules): hiding and restoring a record, the hidden records, score
+rules, deleting a group's or every record, and the audit trail.
 
 Each route builds the request of one RPC from its path, query and body and answers with that
 RPC's result in plain JSON, one shape wherever an entry, a window or a score appears
@@ -16,8 +17,9 @@ its type (0: all time) and ``at``: a timestamp, ``now`` (the default: the server
 index's timebase, so type 1 of a daily board is today's) or ``latest`` (the index's latest score
 timestamp, so simulated or replayed time works too).  Listings name the window they read.
 
-``POST .../scores`` takes an ``Idempotency-Key`` header (or an ``idempotency_key`` field): a
-score sent again with the same key is applied once and answered as the first time.
+Every write (``POST .../scores``, ``POST .../metadata``, ``DELETE .../records/PK``) takes an
+``Idempotency-Key`` header (the POSTs an ``idempotency_key`` field too): a write sent again with
+the same key is applied once and answered as the first time.
 """
 
 from __future__ import annotations
@@ -34,13 +36,9 @@ from google.protobuf.message import Message
 
 from .. import wire
 from ..errors import InvalidArgument
-from ..index import RankedEntry
 from ..proto import service_pb2 as pb
-from .transcode import JSON_SAFE_INTEGER, CallFailed, Transcoder, message_from_dict, to_json
-
-
-def bad(message: str) -> CallFailed:
-    return CallFailed(grpc.StatusCode.INVALID_ARGUMENT, message)
+from .plain import bad, plain_entry, plain_message, plain_window, python_item, rpc_json
+from .transcode import CallFailed, Transcoder, message_from_dict
 
 
 def server_clock() -> int:
@@ -48,35 +46,7 @@ def server_clock() -> int:
     return int(time.time())
 
 
-# -- plain JSON values of key items and entries -----------------------------------------------------
-
-
-def plain_item(value: object) -> Any:
-    if isinstance(value, bytes):
-        return {"base64": base64.b64encode(value).decode()}
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JSON_SAFE_INTEGER:
-        return str(value)
-    return value
-
-
-def python_item(value: Any, what: str) -> object:
-    """A plain JSON value as a key item (a 64-bit integer may come as a string of digits in
-    ``{"int": "..."}``)."""
-    if isinstance(value, dict):
-        if set(value) == {"base64"} and isinstance(value["base64"], str):
-            try:
-                return base64.b64decode(value["base64"], validate=True)
-            except ValueError:
-                raise bad(f"{what}: {value['base64']!r} is not base64") from None
-        if set(value) == {"int"}:
-            try:
-                return int(value["int"])
-            except (TypeError, ValueError):
-                raise bad(f"{what}: {value['int']!r} is not an integer") from None
-        raise bad(f'{what}: an object item must be {{"base64": ...}} or {{"int": ...}}, not {value!r}')
-    if isinstance(value, (list,)):
-        raise bad(f"{what}: a key item cannot be a list")
-    return value
+# -- key items from the path and query ---------------------------------------------------------------
 
 
 def items_from_text(text: str, what: str) -> list[pb.Item]:
@@ -101,65 +71,6 @@ def items_from_json(values: Any, what: str) -> list[pb.Item]:
         raise bad(str(exc)) from None
 
 
-def plain_score(score: int | float | tuple) -> Any:
-    """A score as JSON: a number, or an array of numbers for a multi-column score."""
-    return [plain_item(value) for value in score] if isinstance(score, tuple) else plain_item(score)
-
-
-def plain_window(message: pb.Window) -> dict[str, Any]:
-    """A window as listings name it: its type, start and end (in the index's timebase)."""
-    return {"type": message.type, "start": plain_item(message.start), "end": plain_item(message.end)}
-
-
-def plain_entry(message: pb.RankedEntry) -> dict[str, Any]:
-    entry: RankedEntry = wire.ranked_entry_from_proto(message)
-    return {
-        "rank": entry.rank,
-        "pk": [plain_item(v) for v in entry.pk],
-        "score": plain_score(entry.score),
-        "timestamp": plain_item(entry.timestamp),
-        "context": [plain_item(v) for v in entry.context],
-        "group": [plain_item(v) for v in entry.group],
-        "metadata": dict(entry.metadata or {}),
-    }
-
-
-def plain_score_message(message: pb.Score) -> Any:
-    kind = message.WhichOneof("kind")
-    if kind == "columns":
-        return [plain_item(value) for value in message.columns.values]
-    return plain_item(message.double if kind == "double" else message.int)
-
-
-def plain_item_message(message: pb.Item) -> Any:
-    return plain_item(wire.items_to_tuple([message])[0])
-
-
-_PLAIN_MESSAGES: dict[str, Callable[[Any], Any]] = {
-    pb.RankedEntry.DESCRIPTOR.full_name: plain_entry,
-    pb.Window.DESCRIPTOR.full_name: plain_window,
-    pb.Score.DESCRIPTOR.full_name: plain_score_message,
-    pb.Item.DESCRIPTOR.full_name: plain_item_message,
-}
-
-
-def plain_message(message: Message) -> dict[str, Any]:
-    """A response in the routes' one JSON shape: its fields as protobuf's JSON mapping prints
-    them, but entries, windows, scores and key items as listings show them (``plain_entry``)."""
-    answer = to_json(message)
-    for field in message.DESCRIPTOR.fields:
-        kind = field.message_type
-        if kind is None or kind.GetOptions().map_entry:
-            continue
-        convert = _PLAIN_MESSAGES.get(kind.full_name, plain_message)
-        value = getattr(message, field.name)
-        if field.is_repeated:
-            answer[field.name] = [convert(v) for v in value]
-        elif message.HasField(field.name):
-            answer[field.name] = convert(value)
-    return answer
-
-
 def answer_plain(response: Message) -> tuple[int, Any]:
     return 200, plain_message(response)
 
@@ -172,7 +83,7 @@ class Param:
     """A path or query parameter: how it reads and how the OpenAPI document describes it."""
 
     name: str
-    where: str  # "path" or "query"
+    where: str  # "path", "query" or "header" (read by the builder from the headers)
     description: str
     schema: dict[str, Any]
     parse: Callable[[str, str], Any]
@@ -207,6 +118,31 @@ def parse_timestamp(text: str, name: str, what: str = "a timestamp (an integer)"
     if not -(2**63) <= value < 2**63:
         raise bad(f"{name} {value} is out of the int64 range")
     return value
+
+
+def parse_uint_64(text: str, name: str) -> int:
+    return parse_uint(text, name, 2**64 - 1)
+
+
+def parse_bool(text: str, name: str) -> bool:
+    if text not in ("true", "false"):
+        raise bad(f"{name} must be true or false, not {text!r}")
+    return text == "true"
+
+
+def parse_score_text(text: str, name: str) -> pb.Score:
+    """``1500``, ``1.5`` (a DOUBLE index's) or ``12,3,95`` (columns) as a Score."""
+    try:
+        if "," in text:
+            return pb.Score(columns=pb.ScoreColumns(values=[int(part) for part in text.split(",")]))
+        if any(c in text for c in ".eE") and not text.lstrip("-").isdigit():
+            value = float(text)
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValueError(text)
+            return pb.Score(double=value)
+        return pb.Score(int=int(text))
+    except (ValueError, OverflowError):
+        raise bad(f"{name} must be an integer, a number or integers separated by commas, not {text!r}") from None
 
 
 def parse_choice(choices: tuple[str, ...]) -> Callable[[str, str], str]:
@@ -303,6 +239,58 @@ UNTIL = Param(
     "until", "query", "Windows starting at or before this timestamp (default: all).", {"type": "integer"}, parse_at
 )
 HISTORY_COUNT = Param("count", "query", "The latest 1-100 windows (default 10).", INT32_SCHEMA, parse_uint)
+SCORE = Param(
+    "score",
+    "query",
+    "A score: an integer, a number for a DOUBLE index, or integers separated by commas for an index ranking "
+    "by columns (12,3,95).",
+    {"type": "string"},
+    parse_score_text,
+    True,
+)
+KEY_TIMESTAMP = Param(
+    "timestamp",
+    "query",
+    "With score: rank the score key (score, timestamp), as the Record Layer does (records reaching the score "
+    "earlier count).",
+    {"type": "integer"},
+    parse_timestamp,
+)
+RANK = Param("rank", "query", "The 0-based rank (0: the best).", {"type": "integer", "minimum": 0}, parse_uint_64, True)
+SCAN_BY = Param(
+    "by",
+    "query",
+    "rank (default: positions, from the best; any window) or value (score bounds; the all-time window only).",
+    {"type": "string", "enum": ["rank", "value"]},
+    parse_choice(("rank", "value")),
+)
+SCAN_FROM = Param(
+    "from",
+    "query",
+    "The first rank (by=rank) or score (by=value) of the scan (default: the start).",
+    {"type": "string"},
+    parse_text,
+)
+SCAN_TO = Param(
+    "to", "query", "The last rank or score of the scan, included (default: the end).", {"type": "string"}, parse_text
+)
+REVERSE = Param(
+    "reverse",
+    "query",
+    "true: from the end (the worst rank, or the highest score by value).",
+    {"type": "boolean"},
+    parse_bool,
+)
+GROUPS_LIMIT = Param("limit", "query", "Groups per answer, 1-1000 (default 100).", INT32_SCHEMA, parse_uint)
+IDEMPOTENCY_KEY = Param(
+    "Idempotency-Key",
+    "header",
+    "A key of the caller's choosing: the write sent again with it (a retry) is applied once and answered as "
+    "the first time.",
+    {"type": "string"},
+    parse_text,
+)
+WINDOWS_PAGE_SIZE = Param("size", "query", "Windows per page, 1-1000 (default 100).", INT32_SCHEMA, parse_uint)
 INTERVAL = Param(
     "interval", "query", "Seconds between checks of the board (0.2-60, default 1).", {"type": "number"}, parse_seconds
 )
@@ -354,8 +342,10 @@ SCORE_SCHEMA = {
 }
 ENTRY_SCHEMA = {
     "type": "object",
+    "description": "A record's value in a window, as listings show it: key items and the score as plain JSON "
+    "values, the 0-based rank, the record's metadata.",
     "properties": {
-        "rank": {"type": "integer", "description": "0-based rank in the window"},
+        "rank": {"type": "integer", "description": "0-based rank in the window (absent from a scan by value)"},
         "pk": {"type": "array", "items": {}},
         "score": SCORE_SCHEMA,
         "timestamp": {"type": ["integer", "string"]},
@@ -367,7 +357,7 @@ ENTRY_SCHEMA = {
             "description": "the record's display fields (e.g. name), {} without any",
         },
     },
-    "required": ["rank", "pk", "score", "timestamp", "context", "group", "metadata"],
+    "required": ["pk", "score", "timestamp", "context", "group", "metadata"],
 }
 WINDOW_SCHEMA = {
     "type": "object",
@@ -455,7 +445,7 @@ class RestRoute:
     """A resource-style route over one RPC."""
 
     path: str
-    method: str  # GET or POST
+    method: str  # GET, POST or DELETE
     rpc: str
     summary: str
     params: tuple[Param, ...]
@@ -466,6 +456,13 @@ class RestRoute:
     body_example: dict[str, Any] | None = None
     events: bool = False  # a Server-Sent Events stream of the answer, sent when it changes
     watches_rank: bool = False  # events of one record's rank: they take a rank watcher's slot
+    # The answer from the response and the route's parameters (a filter or a page of the response).
+    answer_values: Callable[[Message, dict[str, Any]], tuple[int, Any]] | None = None
+
+    def respond(self, response: Message, values: dict[str, Any]) -> tuple[int, Any]:
+        if self.answer_values is not None:
+            return self.answer_values(response, values)
+        return self.answer(response)
 
     def parse(self, path: Mapping[str, str], query: Mapping[str, str]) -> dict[str, Any]:
         known = {p.name for p in self.params if p.where == "query"}
@@ -474,6 +471,8 @@ class RestRoute:
             raise bad(f"unknown query parameter {unknown[0]!r}: {self.path} takes {', '.join(sorted(known)) or 'none'}")
         values: dict[str, Any] = {}
         for param in self.params:
+            if param.where == "header":
+                continue
             source = path if param.where == "path" else query
             if param.name in source:
                 values[param.name] = param.parse(source[param.name], param.name)
@@ -664,6 +663,10 @@ def build_list_indexes(
 def build_list_windows(
     values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
 ) -> Message:
+    if not 1 <= values.get("size", 100) <= 1000:
+        raise bad(f"size must be between 1 and 1000, not {values['size']}")
+    if values.get("page", 1) < 1:
+        raise bad(f"page must be 1 or more, not {values['page']}")
     return pb.ListWindowsRequest(index=values["index"])
 
 
@@ -676,12 +679,7 @@ def build_add_score(values: dict[str, Any], body: Any, transcoder: Transcoder, h
         raise bad(f"unknown field {unknown[0]!r}: a score has {known}")
     if "pk" not in body or "score" not in body:
         raise bad("a score needs pk and score")
-    score_json = score_from_json(body["score"])
-    entry = message_from_dict(
-        {"score": score_json, "timestamp": body.get("timestamp", server_clock())}, pb.Entry, "the score"
-    )
-    entry.context.extend(items_from_json(body.get("context", []), "context"))
-    entry.group.extend(items_from_json(body.get("group", []), "group"))
+    entry = entry_from_json(body, "the score")
     metadata = body.get("metadata", {})
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         raise bad(f"metadata must be an object of strings, not {metadata!r}")
@@ -689,6 +687,105 @@ def build_add_score(values: dict[str, Any], body: Any, transcoder: Transcoder, h
     return pb.AddScoreRequest(
         index=values["index"], pk=items_from_json(body["pk"], "pk"), entry=entry, metadata=metadata, idempotency_key=key
     )
+
+
+def entry_from_json(value: dict[str, Any], what: str) -> pb.Entry:
+    """An entry from its plain JSON (score, timestamp: default now, context, group)."""
+    score_json = score_from_json(value["score"])
+    entry = message_from_dict(
+        {"score": score_json, "timestamp": value.get("timestamp", server_clock())}, pb.Entry, what
+    )
+    entry.context.extend(items_from_json(value.get("context", []), "context"))
+    entry.group.extend(items_from_json(value.get("group", []), "group"))
+    return entry
+
+
+def build_delete_record(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    return pb.DeleteRecordRequest(
+        index=values["index"], pk=items_from_text(values["pk"], "pk"), idempotency_key=idempotency_key({}, headers)
+    )
+
+
+def build_scan(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    by_value = values.get("by", "rank") == "value"
+    if by_value and values.get("type", 0) != 0:
+        raise bad("by=value scans the all-time window's scores: use type 0, or by=rank for a window of a type")
+    scan_type = "BY_VALUE" if by_value else "BY_RANK" if values.get("type", 0) == 0 else "BY_TIME_WINDOW"
+    request = pb.ScanRequest(
+        index=values["index"],
+        type=pb.ScanType.Value(scan_type),
+        window=selector(values, transcoder, headers),
+        group=_group(values),
+        reverse=values.get("reverse", False),
+        limit=values.get("limit", 100),
+        continuation=values.get("continuation", b""),
+        mode=_mode(values),
+    )
+    for name, field in (("from", "low"), ("to", "high")):
+        if name in values:
+            bound = (
+                parse_score_text(values[name], name) if by_value else pb.Score(int=parse_uint_64(values[name], name))
+            )
+            getattr(request, field).CopyFrom(bound)
+    return request
+
+
+def build_rank_for_score(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    request = pb.RankForScoreRequest(
+        index=values["index"], window=selector(values, transcoder, headers), group=_group(values), score=values["score"]
+    )
+    if "timestamp" in values:
+        request.key_timestamp = values["timestamp"]
+    return request
+
+
+def build_score_for_rank(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    return pb.ScoreForRankRequest(
+        index=values["index"], window=selector(values, transcoder, headers), group=_group(values), rank=values["rank"]
+    )
+
+
+def build_score_trim(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    entries = body.get("entries") if isinstance(body, dict) and set(body) == {"entries"} else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "score" in e for e in entries):
+        raise bad('the body must be a JSON object like {"entries": [{"score": 1200, "timestamp": 1795420000}]}')
+    for entry in entries:
+        unknown = sorted(set(entry) - {"score", "timestamp", "context", "group"})
+        if unknown:
+            raise bad(f"unknown field {unknown[0]!r}: an entry has score, timestamp, context, group")
+    return pb.ScoreTrimRequest(index=values["index"], entries=[entry_from_json(e, "an entry") for e in entries])
+
+
+def build_groups(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    return pb.ListGroupsRequest(
+        index=values["index"],
+        window=selector(values, transcoder, headers),
+        limit=values.get("limit", 100),
+        continuation=values.get("continuation", b""),
+    )
+
+
+def answer_windows_of_type(response: Message, values: dict[str, Any]) -> tuple[int, Any]:
+    """The index's windows of one type, the latest first, a page of them."""
+    kind, page, size = values["type"], values.get("page", 1), values.get("size", 100)
+    found = sorted((w for w in response.windows if w.type == kind), key=lambda w: w.start, reverse=True)  # type: ignore[attr-defined]
+    rows = []
+    for window in found[(page - 1) * size : page * size]:
+        row: dict[str, Any] = {**plain_window(window), "filling": window.filling}
+        if window.filling:
+            row["records_processed"] = window.records_processed
+            row["entries_ranked"] = window.entries_ranked
+            if window.HasField("records_total"):
+                row["records_total"] = window.records_total
+        rows.append(row)
+    pages = max(1, -(-len(found) // size))
+    return 200, {"windows": rows, "page": page, "size": size, "total": len(found), "pages": pages}
 
 
 def body_object(body: Any, schema: dict[str, Any], example: str) -> dict[str, Any]:
@@ -862,7 +959,7 @@ def answer_ranks(response: Message) -> tuple[int, Any]:
 
 
 def answer_as_json(response: Message) -> tuple[int, Any]:
-    return 200, to_json(response)
+    return 200, rpc_json(response)
 
 
 ROUTES: tuple[RestRoute, ...] = (
@@ -891,7 +988,7 @@ ROUTES: tuple[RestRoute, ...] = (
         "POST",
         "AddScore",
         "Submit a score for a record: every window it falls in changes in one transaction.",
-        (INDEX,),
+        (INDEX, IDEMPOTENCY_KEY),
         build_add_score,
         answer_as_json,
         {"$ref": "#/components/schemas/AddScoreResponse"},
@@ -1079,12 +1176,139 @@ ROUTES: tuple[RestRoute, ...] = (
         "POST",
         "SetMetadata",
         "Replace (or with merge, update) a record's display metadata; answers what is stored now.",
-        (INDEX, RECORD),
+        (INDEX, RECORD, IDEMPOTENCY_KEY),
         build_set_metadata,
         answer_metadata,
         OBJECT_SCHEMA,
         body_schema=METADATA_BODY_SCHEMA,
         body_example={"metadata": {"name": "Alice"}, "merge": True},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/records/{pk}",
+        "DELETE",
+        "DeleteRecord",
+        "Delete a record: its entries leave every window, its metadata goes, in one transaction. Takes an "
+        "Idempotency-Key header; existed says whether there was such a record.",
+        (INDEX, RECORD, IDEMPOTENCY_KEY),
+        build_delete_record,
+        answer_as_json,
+        {"type": "object", "properties": {"existed": {"type": "boolean"}}, "required": ["existed"]},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}",
+        "GET",
+        "ListWindows",
+        "The index's windows of one type, the latest first, a page at a time (with the page count and total); "
+        "a filling window says how far its fill got.",
+        (INDEX, WINDOW_TYPE, PAGE, WINDOWS_PAGE_SIZE),
+        build_list_windows,
+        answer_as_json,
+        {
+            "type": "object",
+            "properties": {
+                "windows": {"type": "array", "items": WINDOW_SCHEMA},
+                "page": {"type": "integer"},
+                "size": {"type": "integer"},
+                "total": {"type": "integer"},
+                "pages": {"type": "integer"},
+            },
+            "required": ["windows", "page", "size", "total", "pages"],
+        },
+        answer_values=answer_windows_of_type,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/scan",
+        "GET",
+        "Scan",
+        "A window's entries in rank order (or, by=value, the all-time window's by score), a bounded page at a "
+        "time: follow continuation until it is empty.",
+        (INDEX, WINDOW_TYPE, AT, GROUP, MODE, SCAN_BY, SCAN_FROM, SCAN_TO, REVERSE, LIMIT, CONTINUATION),
+        build_scan,
+        answer_plain,
+        {
+            "type": "object",
+            "properties": {
+                "entries": {"type": "array", "items": {"$ref": "#/components/schemas/PlainEntry"}},
+                "continuation": {"type": "string", "description": "base64; empty: done"},
+            },
+            "required": ["entries", "continuation"],
+        },
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/groups",
+        "GET",
+        "ListGroups",
+        "The groups holding a value in the window (a grouped index's boards), in key order, a bounded page at "
+        "a time: follow continuation until it is empty.",
+        (INDEX, WINDOW_TYPE, AT, GROUPS_LIMIT, CONTINUATION),
+        build_groups,
+        answer_plain,
+        {
+            "type": "object",
+            "properties": {
+                "groups": {
+                    "type": "array",
+                    "items": {"type": "object", "properties": {"group": {"type": "array", "items": {}}}},
+                },
+                "continuation": {"type": "string", "description": "base64; empty: done"},
+                "window": WINDOW_SCHEMA,
+            },
+            "required": ["groups", "continuation"],
+        },
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/rank-for-score",
+        "GET",
+        "RankForScore",
+        "The 0-based rank a record with this score (or score key, with timestamp) would have in the window.",
+        (INDEX, WINDOW_TYPE, SCORE, KEY_TIMESTAMP, AT, GROUP),
+        build_rank_for_score,
+        answer_plain,
+        {"type": "object", "properties": {"rank": {"type": "integer"}}, "required": ["rank"]},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/score-for-rank",
+        "GET",
+        "ScoreForRank",
+        "The score at a 0-based rank of the window (no score: the window has fewer records).",
+        (INDEX, WINDOW_TYPE, RANK, AT, GROUP),
+        build_score_for_rank,
+        answer_plain,
+        {"type": "object", "properties": {"score": SCORE_SCHEMA}},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/score-trim",
+        "POST",
+        "ScoreTrim",
+        "Of the entries sent, those the index's current windows would use, best first (the Record Layer's "
+        "score trim; a read, nothing is written).",
+        (INDEX,),
+        build_score_trim,
+        answer_plain,
+        {"type": "object", "properties": {"entries": {"type": "array", "items": OBJECT_SCHEMA}}},
+        body_schema={
+            "type": "object",
+            "properties": {
+                "entries": {
+                    "type": "array",
+                    "maxItems": 1000,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "score": SCORE_SCHEMA,
+                            "timestamp": {"type": ["integer", "string"]},
+                            "context": {"type": "array", "items": {}},
+                            "group": {"type": "array", "items": {}},
+                        },
+                        "required": ["score"],
+                        "additionalProperties": False,
+                    },
+                }
+            },
+            "required": ["entries"],
+            "additionalProperties": False,
+        },
+        body_example={"entries": [{"score": 1000, "timestamp": 1795420000}, {"score": 1100, "timestamp": 1795420005}]},
     ),
     RestRoute(
         "/v1/indexes/{index}/records/{pk}/hide",

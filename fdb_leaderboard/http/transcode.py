@@ -6,10 +6,10 @@ served over HTTP with no change here.  A call runs the same servicer method the 
 bearer-token check: same validation, same errors, same status codes, which :data:`HTTP_STATUS`
 turns into HTTP's.
 
-JSON is protobuf's (``json_format``): field names as in the proto (lowerCamelCase accepted
-too), enums by name, ``bytes`` in base64, and 64-bit integers as JSON numbers up to 2^53 - 1
-in magnitude and as strings beyond (JavaScript's numbers hold no more exactly; strings or
-numbers are accepted on input).
+JSON is the API's one shape (``plain.py``): protobuf's JSON mapping (field names as in the
+proto, lowerCamelCase accepted too, enums by name, ``bytes`` in base64, 64-bit integers as JSON
+numbers up to 2^53 - 1 in magnitude and as strings beyond: JavaScript's numbers hold no more
+exactly), but key items and scores as plain values, as the REST routes answer them.
 """
 
 from __future__ import annotations
@@ -153,14 +153,6 @@ def invalid_input(what: str, exc: BaseException) -> CallFailed:
     return CallFailed(grpc.StatusCode.INVALID_ARGUMENT, cap_message(f"{what}: {exc}"))
 
 
-def parse_json(text: str | bytes, message_type: type[Message], what: str = "request body") -> Message:
-    """A message from JSON; malformed JSON or a field the message lacks is INVALID_ARGUMENT."""
-    try:
-        return json_format.Parse(text or b"{}", message_type())
-    except (json_format.ParseError, UnicodeDecodeError, RecursionError) as exc:
-        raise not_a_valid(what, message_type, exc) from None
-
-
 def message_from_dict(value: Mapping[str, Any], message_type: type[Message], what: str) -> Message:
     try:
         return json_format.ParseDict(value, message_type())
@@ -208,28 +200,6 @@ def readable_parse_error(exc: BaseException) -> str:
             text = pattern.sub(replacement, text)
             break
     return f"{'.'.join(path)}: {text}" if path else text
-
-
-def to_json(message: Message) -> dict[str, Any]:
-    """A message as JSON values (every field without presence printed, so zeros show)."""
-    value = json_format.MessageToDict(
-        message,
-        always_print_fields_with_no_presence=True,
-        preserving_proto_field_name=True,
-        unquote_int64_if_possible=True,
-    )
-    return quote_unsafe_integers(value)
-
-
-def quote_unsafe_integers(value: Any) -> Any:
-    """Integers JavaScript cannot hold exactly become strings (proto3 JSON's form for 64-bit)."""
-    if isinstance(value, dict):
-        return {k: quote_unsafe_integers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [quote_unsafe_integers(v) for v in value]
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JSON_SAFE_INTEGER:
-        return str(value)
-    return value
 
 
 def dumps(value: Any) -> bytes:

@@ -45,7 +45,7 @@ from .leaderboard import LeaderboardIndex, Operations
 from .leagues import Cohort
 from .movement import History, Movement
 from .pages import Page
-from .reads import IfAbsent, Listing, RankedEntry, RankMode, ScanPage, ScanType, WindowRef
+from .reads import GroupsPage, IfAbsent, Listing, RankedEntry, RankMode, ScanPage, ScanType, WindowRef
 from .records import Entry
 from .rules import ScoreRules
 from .settings import IndexSettings, Leagues
@@ -75,6 +75,7 @@ __all__ = [
     "RankedEntry",
     "Rebuild",
     "ScanPage",
+    "GroupsPage",
     "ScanType",
     "ScoreRules",
     "Window",

@@ -38,12 +38,12 @@ from .hiding import HiddenRecord, Hider
 from .idempotency import DEFAULT_MAX_KEYS, AppliedRequests, Replayed, batch_key, check_key, digest
 from .layout import IndexLayout
 from .metadata import Metadata
-from .reads import IfAbsent, Listing, RankedEntry, RankMode, Reader, ScanPage, ScanType, WindowRef
+from .reads import GroupsPage, IfAbsent, Listing, RankedEntry, RankMode, Reader, ScanPage, ScanType, WindowRef
 from .records import Entry, RecordWriter
 from .rules import ScoreRules
 from .settings import IndexSettings
 from .space import IndexSpace
-from .transaction import IndexTransaction
+from .transaction import FillState, IndexTransaction
 from .trim import Trimmer
 from .values import check_at_least, check_timestamp, normalize_score
 from .windows import WindowEditor, WindowUpdateResult, plan_ahead
@@ -494,6 +494,15 @@ class LeaderboardIndex(IndexSpace):
 
     def sub_directories(self) -> dict[tuple, bool]:
         return self.read(lambda ops: ops.windows.sub_directories())
+
+    def fill_states(self) -> list[tuple[Window, FillState]]:
+        """Each window being filled and how far its fill got, in one read."""
+
+        def read(ops: Operations) -> list[tuple[Window, FillState]]:
+            directory = ops.txn.directory()
+            return [(window, ops.txn.fill_state(window)) for window in (directory.filling() if directory else [])]
+
+        return self.read(read)
 
     def expire(self, before: int, actor: str | None = None) -> tuple[Window, ...]:
         """Delete windows ending at or before ``before``; repeated calls are harmless."""
@@ -1015,6 +1024,13 @@ class LeaderboardIndex(IndexSpace):
             return dataclasses.replace(page, entries=Metadata(txn).attach(page.entries))
 
         return self.db.read(read)
+
+    def groups(
+        self, window_type: int = ALL_TIME, timestamp: int | None = None, limit: int = 100, continuation: bytes = b""
+    ) -> GroupsPage:
+        """The groups holding a value in the window, in key order: one page of at most ``limit``
+        (1-1000) and the continuation of the next (None: done).  One read per group."""
+        return self._reader(lambda r: r.groups(WindowRef(window_type, timestamp), limit, continuation or None))
 
     def trim(self, before: int, max_records: int = 200, actor: str | None = None) -> int:
         """Drop entries before ``before`` that no window's value depends on, in batches.

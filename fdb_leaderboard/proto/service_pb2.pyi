@@ -1376,6 +1376,34 @@ class ExpireAuditEventsResponse(_message.Message):
     done: bool
     def __init__(self, expired: _Optional[int] = ..., done: _Optional[bool] = ...) -> None: ...
 
+class ListGroupsRequest(_message.Message):
+    __slots__ = ("index", "window", "limit", "continuation")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    window: WindowSelector
+    limit: int
+    continuation: bytes
+    def __init__(self, index: _Optional[str] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., limit: _Optional[int] = ..., continuation: _Optional[bytes] = ...) -> None: ...
+
+class GroupKey(_message.Message):
+    __slots__ = ("group",)
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    group: _containers.RepeatedCompositeFieldContainer[Item]
+    def __init__(self, group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ...) -> None: ...
+
+class ListGroupsResponse(_message.Message):
+    __slots__ = ("groups", "continuation", "window")
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    groups: _containers.RepeatedCompositeFieldContainer[GroupKey]
+    continuation: bytes
+    window: Window
+    def __init__(self, groups: _Optional[_Iterable[_Union[GroupKey, _Mapping]]] = ..., continuation: _Optional[bytes] = ..., window: _Optional[_Union[Window, _Mapping]] = ...) -> None: ...
+
 class CohortRequest(_message.Message):
     __slots__ = ("index", "window", "pk", "tier", "cohort", "mode", "page", "size", "above", "below")
     INDEX_FIELD_NUMBER: _ClassVar[int]

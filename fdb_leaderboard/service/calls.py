@@ -79,6 +79,7 @@ ROWS: dict[str, Callable[[Any, ServerSettings], int]] = {
     "FriendsBoard": lambda request, settings: len(request.records),
     # A cohort is read whole (at most 1000 rows); it answers with a page or the rows around a record.
     "GetCohort": lambda request, settings: request.size or request.above + request.below + 1,
+    "ListGroups": lambda request, settings: request.limit or 100,
 }
 # Reads that may run on the event loop when the store's reads cost no round trips, up to
 # INLINE_ROWS rows: about 10 microseconds of Python a row, so one holds the loop no longer than
@@ -86,7 +87,7 @@ ROWS: dict[str, Callable[[Any, ServerSettings], int]] = {
 INLINE_READS = frozenset(
     {
         "GetRank", "GetRankAndEntry", "Count", "ScoreForRank", "RankForScore", "GetPercentile",
-        "ScoreForPercentile", "GetMetadata", "GetMovement", "ListWindows", "ListSubDirectories",
+        "ScoreForPercentile", "GetMetadata", "GetMovement", "ListWindows", "ListSubDirectories", "ListGroups",
         "Top", "AroundMe", "Scan", "GetPage", "GetRanks", "FriendsBoard",
     }
 )  # fmt: skip
@@ -251,6 +252,12 @@ class Dispatcher(grpc.GenericRpcHandler):
         self.rank_watchers = RankWatchers(settings.max_rank_watchers, metrics)
         self.bad_requests = RateLimitedLog()
         self.calls: set[_Call] = set()  # calls running on threads (shutdown stops them)
+        # gRPC calls of the service being answered now (changed on the event loop only), against
+        # the server's cap (ServerSettings.max_concurrent_calls), in the metrics.
+        self.in_flight = 0
+        if metrics is not None:
+            metrics.calls_in_flight.set_function(lambda: self.in_flight)
+            metrics.max_calls.set(settings.max_concurrent_calls)
         self.timeouts = _Timeouts()
         # Reads of the embedded store cost no round trips: short ones are served on the event loop.
         self.inline_reads = not service.catalog.db.batched_reads
@@ -353,6 +360,7 @@ class Dispatcher(grpc.GenericRpcHandler):
         counted in the metrics either way)."""
         started = time.perf_counter()
         code = grpc.StatusCode.CANCELLED  # unless it ends otherwise: the client went away
+        self.in_flight += 1
         try:
             data = await work
             code = grpc.StatusCode.OK
@@ -369,6 +377,7 @@ class Dispatcher(grpc.GenericRpcHandler):
                     self.metrics.observe_refusal(method, answer.trailing)
             return None
         finally:
+            self.in_flight -= 1
             if self.metrics is not None:
                 self.metrics.observe_call("grpc", method, code, time.perf_counter() - started)
 

@@ -883,6 +883,17 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         return response
 
     @_rpc
+    def ListGroups(self, request: pb.ListGroupsRequest, context: CallContext) -> pb.ListGroupsResponse:
+        ref = convert.window_ref(request.window)
+        index = self._index(request.index)
+        page = index.groups(ref.type, ref.timestamp, request.limit or 100, request.continuation)
+        return pb.ListGroupsResponse(
+            groups=[pb.GroupKey(group=wire.tuple_to_items(group, "group")) for group in page.groups],
+            continuation=page.continuation or b"",
+            window=_window_read(page.window),
+        )
+
+    @_rpc
     def ScoreTrim(self, request: pb.ScoreTrimRequest, context: CallContext) -> pb.ScoreTrimResponse:
         kept = self._index(request.index).score_trim([wire.entry_to_python(entry) for entry in request.entries])
         return pb.ScoreTrimResponse(entries=[wire.entry_to_proto(entry) for entry in kept])
