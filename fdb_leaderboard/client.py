@@ -61,7 +61,19 @@ import grpc.aio
 from . import access, errors, wire
 from .access import ROLE_BY_METHOD, Role, is_loopback
 from .errors import NoWindowsWarning
-from .index import DeletionProgress, Entry, HiddenRecord, History, Movement, Page, RankedEntry, ScoreRules
+from .index import (
+    AuditEvent,
+    Cohort,
+    DeletionProgress,
+    Entry,
+    HiddenRecord,
+    History,
+    Leagues,
+    Movement,
+    Page,
+    RankedEntry,
+    ScoreRules,
+)
 from .index.calendar import board_periods
 from .index.values import check_timestamp
 from .proto import service_pb2 as pb
@@ -318,6 +330,16 @@ _P = ParamSpec("_P")
 Op = Generator[_Call, Any, _T]
 
 
+def _expired_until_done(method: str, request: Any) -> Op[int]:
+    """Call an expiry (each call works until done or its deadline) until done; returns the total."""
+    expired = 0
+    while True:
+        response = yield _Call(method, request)
+        expired += response.expired
+        if response.done:
+            return expired
+
+
 def _natural(value: object, name: str) -> int:
     """A count or size the protocol carries as uint32, refused as InvalidArgument (naming it) otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < _UINT32:
@@ -454,13 +476,15 @@ class _Ops:
         timezone: str = "UTC",
         all_time: bool = True,
         columns: Sequence[str] = (),
+        leagues: Leagues | None = None,
     ) -> Op[bool]:
         """Create index ``name`` (False: it exists with these options).  It ranks all-time from its
         first score (unless ``all_time`` is False) and keeps the calendar ``boards`` named (daily,
         weekly, monthly: window types 1, 2, 3) in ``timezone``, today's ones from the start: they
         join ``maintenance`` (the server keeps them ahead and expires them per that policy).
         ``columns``: rank by 2 to 4 integer columns, each ``"HIGH"`` or ``"LOW"`` (most kills, then
-        fewest deaths: ``("HIGH", "LOW")``); its scores are then tuples of ints."""
+        fewest deaths: ``("HIGH", "LOW")``); its scores are then tuples of ints.  ``leagues``:
+        cohorts and tiers on one window type's windows (read with :meth:`cohort`)."""
         options = pb.IndexOptions(
             aggregation=_enum(pb.Aggregation, aggregation, "aggregation"),
             hash_function=_enum(pb.RankHash, hash_function, "hash_function"),
@@ -471,6 +495,7 @@ class _Ops:
             score_type=_enum(pb.ScoreType, score_type, "score_type"),
             dense_ranks=dense_ranks,
             columns=[_enum(pb.ColumnOrder, direction, "a column's direction") for direction in columns],
+            leagues=pb.Leagues(**dataclasses.asdict(leagues)) if leagues is not None else None,
         )
         request = pb.CreateIndexRequest(
             name=name,
@@ -552,6 +577,18 @@ class _Ops:
         return {wire.items_to_tuple(s.group): s.high_score_first for s in response.sub_directories}
 
     @staticmethod
+    def groups(
+        index: str, window_type: int = 0, timestamp: int | None = None, limit: int = 0, continuation: bytes = b""
+    ) -> Op[tuple[list[tuple], bytes]]:
+        """One page of the groups holding a value in the window (a grouped index's boards), in key
+        order, at most ``limit`` (1-1000; 0: 100), and the continuation of the next (empty: done)."""
+        window = _window(window_type, timestamp)
+        limit = _natural(limit, "limit")
+        request = pb.ListGroupsRequest(index=index, window=window, limit=limit, continuation=continuation)
+        response = yield _Call("ListGroups", request)
+        return [wire.items_to_tuple(g.group) for g in response.groups], response.continuation
+
+    @staticmethod
     def expire(index: str, before: int) -> Op[list[pb.Window]]:
         """Delete the windows ending at or before ``before``, with their data."""
         return list((yield _Call("Expire", pb.ExpireRequest(index=index, before=before))).deleted)
@@ -586,12 +623,7 @@ class _Ops:
         request = pb.ExpireIdempotencyKeysRequest(index=index)
         if before is not None:
             request.before = before
-        expired = 0
-        while True:
-            response = yield _Call("ExpireIdempotencyKeys", request)
-            expired += response.expired
-            if response.done:
-                return expired
+        return (yield from _expired_until_done("ExpireIdempotencyKeys", request))
 
     @staticmethod
     def verify(index: str, max_problems: int = 0) -> Op[list[str]]:
@@ -754,6 +786,54 @@ class _Ops:
                 progress(total)
             if total.done:
                 return total
+
+    @staticmethod
+    def audit_events(
+        index: str | None = None,
+        action: str | None = None,
+        since_us: int | None = None,
+        until_us: int | None = None,
+        limit: int = 100,
+        continuation: bytes | None = None,
+        newest_first: bool = False,
+    ) -> Op[tuple[list[AuditEvent], bytes | None]]:
+        """A page of the audit trail (admin): who did what and when, oldest first (or newest), of
+        ``index`` and ``action`` only if given, between ``since_us`` and ``until_us`` (Unix
+        microseconds); and the next page's continuation (None: the last page)."""
+        request = pb.ListAuditEventsRequest(
+            index=index or "",
+            action=action or "",
+            limit=_natural(limit, "limit"),
+            continuation=continuation or b"",
+            newest_first=newest_first,
+        )
+        if since_us is not None:
+            request.since_us = since_us
+        if until_us is not None:
+            request.until_us = until_us
+        response = yield _Call("ListAuditEvents", request, changes_nothing=True)
+        return [wire.audit_event_from_proto(event) for event in response.events], response.continuation or None
+
+    @staticmethod
+    def audit_retention() -> Op[int]:
+        """Seconds the audit trail keeps events (admin)."""
+        request = pb.ListAuditEventsRequest(limit=1, until_us=0)  # no event is that old: the retention only
+        return (yield _Call("ListAuditEvents", request, changes_nothing=True)).retention
+
+    @staticmethod
+    def set_audit_retention(seconds: int) -> Op[int]:
+        """Keep audit events ``seconds`` (0: the default, 90 days) (admin); returns the retention now."""
+        request = pb.SetAuditRetentionRequest(retention=_natural(seconds, "seconds"))
+        return (yield _Call("SetAuditRetention", request)).retention
+
+    @staticmethod
+    def expire_audit_events(before_us: int | None = None) -> Op[int]:
+        """Clear audit events older than ``before_us`` (default: the retention ago), in bounded
+        batches (admin); returns how many.  The server does it too."""
+        request = pb.ExpireAuditEventsRequest()
+        if before_us is not None:
+            request.before_us = before_us
+        return (yield from _expired_until_done("ExpireAuditEvents", request))
 
     @staticmethod
     def write_batch(
@@ -926,6 +1006,44 @@ class _Ops:
         response = yield _Call("GetPage", request)
         window = wire.window_from_proto(response.window) if response.HasField("window") else None
         return Page(_entries(response), response.page, response.size, response.total, response.pages, window)
+
+    @staticmethod
+    def cohort(
+        index: str,
+        pk: Key | None = None,
+        tier: int | None = None,
+        cohort: int | None = None,
+        timestamp: int | None = None,
+        mode: str = "ORDINAL",
+        page: int = 1,
+        size: int = 0,
+        around: tuple[int, int] | None = None,
+    ) -> Op[Cohort | None]:
+        """A cohort of the league window holding ``timestamp`` (None: now): record ``pk``'s (None if
+        it joined none there) or cohort ``cohort`` of tier ``tier``; its entries are page ``page``
+        of ``size`` (0: all), or with ``around=(above, below)`` those around the record.  Ranks are
+        within the cohort."""
+        if (pk is None) == (tier is None or cohort is None):
+            raise errors.InvalidArgument("name a record (pk) or a cohort (tier and cohort), not both")
+        above, below = around if around is not None else (0, 0)
+        request = pb.CohortRequest(
+            index=index,
+            window=_window(0, timestamp),
+            pk=wire.key_to_items(pk) if pk is not None else [],
+            tier=_natural(tier or 0, "tier"),
+            cohort=_natural(cohort or 0, "cohort"),
+            mode=rank_mode(mode),
+            page=_natural(page, "page"),
+            size=_natural(size, "size"),
+            above=_natural(above, "above"),
+            below=_natural(below, "below"),
+        )
+        response = yield _Call("GetCohort", request)
+        if not response.HasField("tier"):
+            return None
+        entry = wire.ranked_entry_from_proto(response.entry) if response.HasField("entry") else None
+        window = wire.window_from_proto(response.window)
+        return Cohort(window, response.tier, response.cohort, response.total, _entries(response), entry)
 
     @staticmethod
     def percentile(
@@ -1125,19 +1243,30 @@ def _credentials(
     return grpc.ssl_channel_credentials(_read_pem(ca), _read_pem(key), _read_pem(cert))
 
 
-class _BearerToken(
+def _call_metadata(token: str | None, user: str | None) -> tuple[tuple[str, str], ...]:
+    """What every call carries: ``authorization: Bearer TOKEN``, and the user the caller names
+    (recorded by a server without tokens as who acted; one with tokens goes by the token)."""
+    metadata = []
+    if token:
+        metadata.append(("authorization", f"Bearer {token}"))
+    if user:
+        metadata.append((access.USER_HEADER, user))
+    return tuple(metadata)
+
+
+class _Headers(
     grpc.UnaryUnaryClientInterceptor,
     grpc.UnaryStreamClientInterceptor,
     grpc.StreamUnaryClientInterceptor,
     grpc.StreamStreamClientInterceptor,
 ):
-    """Adds ``authorization: Bearer TOKEN`` to every call of a channel (also those made with ``stub``)."""
+    """Adds the call metadata (:func:`_call_metadata`) to every call of a channel (also those made with ``stub``)."""
 
-    def __init__(self, token: str) -> None:
-        self._header = ("authorization", f"Bearer {token}")
+    def __init__(self, metadata: tuple[tuple[str, str], ...]) -> None:
+        self._metadata = metadata
 
     def _details(self, details: Any) -> Any:
-        return details._replace(metadata=[*(details.metadata or ()), self._header])
+        return details._replace(metadata=[*(details.metadata or ()), *self._metadata])
 
     def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
         return continuation(self._details(details), request)
@@ -1281,14 +1410,18 @@ class LeaderboardClient:
         cert: str | None = None,
         key: str | None = None,
         retry: RetryPolicy | None = RetryPolicy(),  # frozen: one shared default is safe
+        user: str | None = None,
     ) -> None:
         """``token``: a bearer token; ``ca``: a CA file to verify the server's TLS certificate
         (TLS is used when ``ca`` or ``cert`` is given); ``cert``/``key``: a client certificate;
-        ``retry``: how calls are sent again (None: once), each try with ``timeout``."""
+        ``retry``: how calls are sent again (None: once), each try with ``timeout``; ``user``: who
+        the caller says it is, recorded by a server without tokens in its audit trail (the CLI
+        sends the local user)."""
         credentials = _credentials(address, token, ca, cert, key)
         channel = grpc.insecure_channel(address) if credentials is None else grpc.secure_channel(address, credentials)
         self._raw_channel = channel
-        self.channel = grpc.intercept_channel(channel, _BearerToken(token)) if token else channel
+        metadata = _call_metadata(token, user)
+        self.channel = grpc.intercept_channel(channel, _Headers(metadata)) if metadata else channel
         self.stub = pb_grpc.LeaderboardStub(self.channel)
         self.timeout = timeout
         self.retry = retry or RetryPolicy(attempts=1)
@@ -1330,6 +1463,7 @@ class LeaderboardClient:
     list_windows = _blocking(_Ops.list_windows)
     save_sub_directory = _blocking(_Ops.save_sub_directory)
     sub_directories = _blocking(_Ops.sub_directories)
+    groups = _blocking(_Ops.groups)
     expire = _blocking(_Ops.expire)
     fill = _blocking(_Ops.fill)
     trim = _blocking(_Ops.trim)
@@ -1349,6 +1483,10 @@ class LeaderboardClient:
     score_rules = _blocking(_Ops.score_rules)
     set_score_rules = _blocking(_Ops.set_score_rules)
     delete_records = _blocking(_Ops.delete_records)
+    audit_events = _blocking(_Ops.audit_events)
+    audit_retention = _blocking(_Ops.audit_retention)
+    set_audit_retention = _blocking(_Ops.set_audit_retention)
+    expire_audit_events = _blocking(_Ops.expire_audit_events)
     write_batch = _blocking(_Ops.write_batch)
     rank = _blocking(_Ops.rank)
     rank_and_entry = _blocking(_Ops.rank_and_entry)
@@ -1361,11 +1499,21 @@ class LeaderboardClient:
     ranks = _blocking(_Ops.ranks)
     friends_board = _blocking(_Ops.friends_board)
     page = _blocking(_Ops.page)
+    cohort = _blocking(_Ops.cohort)
     percentile = _blocking(_Ops.percentile)
     score_for_percentile = _blocking(_Ops.score_for_percentile)
     movement = _blocking(_Ops.movement)
     rank_history = _blocking(_Ops.rank_history)
     scan = _blocking(_Ops.scan)
+
+    def all_groups(self, index: str, window_type: int = 0, timestamp: int | None = None) -> Iterator[tuple]:
+        """Every group holding a value in the window, following continuations page by page."""
+        continuation = b""
+        while True:
+            groups, continuation = self.groups(index, window_type, timestamp, continuation=continuation)
+            yield from groups
+            if not continuation:
+                return
 
     def scan_all(self, index: str, scan_type: str = "BY_RANK", page: int = 100, **kwargs: Any) -> Iterator[RankedEntry]:
         """Every entry of a scan, following continuations page by page."""
@@ -1584,6 +1732,7 @@ class AsyncLeaderboardClient:
         cert: str | None = None,
         key: str | None = None,
         retry: RetryPolicy | None = RetryPolicy(),  # frozen: one shared default is safe
+        user: str | None = None,
     ) -> None:
         """The arguments of :class:`LeaderboardClient`."""
         credentials = _credentials(address, token, ca, cert, key)
@@ -1592,7 +1741,7 @@ class AsyncLeaderboardClient:
         else:
             self.channel = grpc.aio.secure_channel(address, credentials)
         self.stub = pb_grpc.LeaderboardStub(self.channel)
-        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
+        self._metadata = _call_metadata(token, user) or None
         self.timeout = timeout
         self.retry = retry or RetryPolicy(attempts=1)
 
@@ -1633,6 +1782,7 @@ class AsyncLeaderboardClient:
     list_windows = _awaiting(_Ops.list_windows)
     save_sub_directory = _awaiting(_Ops.save_sub_directory)
     sub_directories = _awaiting(_Ops.sub_directories)
+    groups = _awaiting(_Ops.groups)
     expire = _awaiting(_Ops.expire)
     fill = _awaiting(_Ops.fill)
     trim = _awaiting(_Ops.trim)
@@ -1652,6 +1802,10 @@ class AsyncLeaderboardClient:
     score_rules = _awaiting(_Ops.score_rules)
     set_score_rules = _awaiting(_Ops.set_score_rules)
     delete_records = _awaiting(_Ops.delete_records)
+    audit_events = _awaiting(_Ops.audit_events)
+    audit_retention = _awaiting(_Ops.audit_retention)
+    set_audit_retention = _awaiting(_Ops.set_audit_retention)
+    expire_audit_events = _awaiting(_Ops.expire_audit_events)
     write_batch = _awaiting(_Ops.write_batch)
     rank = _awaiting(_Ops.rank)
     rank_and_entry = _awaiting(_Ops.rank_and_entry)
@@ -1664,11 +1818,22 @@ class AsyncLeaderboardClient:
     ranks = _awaiting(_Ops.ranks)
     friends_board = _awaiting(_Ops.friends_board)
     page = _awaiting(_Ops.page)
+    cohort = _awaiting(_Ops.cohort)
     percentile = _awaiting(_Ops.percentile)
     score_for_percentile = _awaiting(_Ops.score_for_percentile)
     movement = _awaiting(_Ops.movement)
     rank_history = _awaiting(_Ops.rank_history)
     scan = _awaiting(_Ops.scan)
+
+    async def all_groups(self, index: str, window_type: int = 0, timestamp: int | None = None) -> AsyncIterator[tuple]:
+        """Every group holding a value in the window, following continuations page by page (``async for``)."""
+        continuation = b""
+        while True:
+            groups, continuation = await self.groups(index, window_type, timestamp, continuation=continuation)
+            for group in groups:
+                yield group
+            if not continuation:
+                return
 
     async def scan_all(
         self, index: str, scan_type: str = "BY_RANK", page: int = 100, **kwargs: Any

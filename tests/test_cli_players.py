@@ -179,3 +179,8 @@ def test_keys_as_strings_or_json_lists(cli: Callable[..., Result], client: Leade
     assert cli("ranks", "ints", '["x", 2]').output == '#2  ["x", 2]  30  at 6\n'
     assert cli("rank", "ints", '["[odd"]').output == '#3  ["[odd"]  20  at 7\n'  # shown as it is typed
     assert "is not a JSON list" in cli("ranks", "ints", "[seven", code=2).output
+    # Bytes as the API shows them ({"base64": ...}): shown so, typed back so.
+    client.add_score("ints", ("b", b"\x00\xff"), 10, 8)
+    shown = '["b", {"base64": "AP8="}]'
+    assert cli("rank", "ints", shown).output == f"#4  {shown}  10  at 8\n"
+    assert json.loads(cli("rank", "ints", shown, "--json").output)["pk"] == ["b", {"base64": "AP8="}]

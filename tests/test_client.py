@@ -39,7 +39,7 @@ def public_methods(cls: type) -> dict[str, inspect.Signature]:
 # -- one set of methods -------------------------------------------------------------------------------
 
 
-STREAMS = ("scan_all", "bulk_load", "dump", "restore", "move", "watch_rank")  # the clients' own, not shared operations
+STREAMS = ("scan_all", "all_groups", "bulk_load", "dump", "restore", "move", "watch_rank")  # not shared operations
 
 
 def test_both_clients_have_the_same_methods_with_the_same_arguments() -> None:
@@ -53,11 +53,11 @@ def test_both_clients_have_the_same_methods_with_the_same_arguments() -> None:
             continue
         assert awaiting[name] == signature, name
         method = getattr(AsyncLeaderboardClient, name)
-        if name not in ("close", "scan_all", "dump", "restore"):
+        if name not in ("close", "scan_all", "all_groups", "dump", "restore"):
             assert inspect.iscoroutinefunction(method), name
         if name not in ("close", *STREAMS):  # each written once: the operation's
             assert getattr(LeaderboardClient, name).__doc__ == method.__doc__, name
-    for name in ("scan_all", "dump", "restore", "watch_rank"):
+    for name in ("scan_all", "all_groups", "dump", "restore", "watch_rank"):
         assert inspect.isasyncgenfunction(getattr(AsyncLeaderboardClient, name)), name
     top = inspect.signature(LeaderboardClient.top)
     assert list(top.parameters)[:3] == ["self", "index", "n"] and top.return_annotation == "list[RankedEntry]"
@@ -94,6 +94,7 @@ def _calls(index: str) -> list[tuple[str, tuple, dict[str, Any]]]:
         ("scan", (index, "BY_VALUE"), {"low": 5, "limit": 2}),
         ("save_sub_directory", (index, (), True), {}),
         ("sub_directories", (index,), {}),
+        ("groups", (index, 1, T), {"limit": 1}),
         ("list_windows", (index,), {}),
         ("set_maintenance", (index, POLICY), {}),
         ("keep_ahead", (index,), {"now": T}),

@@ -38,6 +38,7 @@ from test_hardening import certificates  # noqa: F401  (a fixture: openssl-made 
 from fdb_leaderboard.access import Tokens
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.http import HttpServer, events, rest
+from fdb_leaderboard.http.plain import typed_json
 from fdb_leaderboard.http.transcode import HTTP_STATUS, rpcs
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.proto import service_pb2_grpc as pb_grpc
@@ -224,6 +225,9 @@ READS = [
 ]
 
 
+SCAN = pb.ScanResponse.DESCRIPTOR
+
+
 def test_reads_answer_over_http_exactly_what_grpc_answers(
     web: httpx.Client, lb: LeaderboardClient, stub: pb_grpc.LeaderboardStub, document: dict
 ) -> None:
@@ -231,14 +235,17 @@ def test_reads_answer_over_http_exactly_what_grpc_answers(
     for method, request in READS:
         expected = getattr(stub, method)(request)
         answer = call(web, method, request, document)
-        got = json_format.ParseDict(answer, type(expected)())
-        assert got == expected, (method, answer)
+        got = json_format.ParseDict(typed_json(answer, expected.DESCRIPTOR), type(expected)())
+        assert got == expected, (method, answer)  # the one shape read back is exactly gRPC's answer
     # A scan's continuation (bytes, base64 in JSON) pages on over HTTP as over gRPC.
     request = pb.ScanRequest(index="game", type=pb.BY_VALUE, group=[pb.Item(string="eu")], limit=4)
     pages_grpc, pages_http = [], []
     for pages, fetch in (
         (pages_grpc, lambda r: stub.Scan(r)),
-        (pages_http, lambda r: json_format.ParseDict(call(web, "Scan", r, document), pb.ScanResponse())),
+        (
+            pages_http,
+            lambda r: json_format.ParseDict(typed_json(call(web, "Scan", r, document), SCAN), pb.ScanResponse()),
+        ),
     ):
         page_request = pb.ScanRequest()
         page_request.CopyFrom(request)
@@ -262,7 +269,7 @@ def test_writes_over_http_leave_what_the_model_computes(
     assert call(
         web,
         "AddScore",
-        {"index": "race", "pk": [{"string": "ann"}], "entry": {"score": {"int": 61}, "timestamp": T0}},
+        {"index": "race", "pk": ["ann"], "entry": {"score": 61, "timestamp": T0}},  # the one shape, as answered
         document,
     ) == {"windows_changed": 1}
     model.add(("ann",), [((), 61, T0, ())])
@@ -283,7 +290,7 @@ def test_writes_over_http_leave_what_the_model_computes(
     )
     model.save(("cid",), [((), 59, T0 + 3, ())])
     big = 2**62 + 1  # beyond JavaScript's exact integers: a string in JSON, both ways
-    eve = [{"string": "eve"}, {"bytes": base64.b64encode(b"\x00\xff").decode()}]
+    eve = ["eve", {"base64": base64.b64encode(b"\x00\xff").decode()}]  # plain items, typed below
     call(web, "WriteBatch", {"index": "race", "replace": True, "records": [
         {"pk": [{"string": "dee"}], "entries": [{"score": {"int": str(big)}, "timestamp": T0 + 4}]},
         {"pk": eve, "entries": [{"score": {"int": 60}, "timestamp": T0 + 5}]},
@@ -314,15 +321,16 @@ def test_writes_over_http_leave_what_the_model_computes(
     top = lb.top("race", 100)
     assert plain(top) == model_rows(model.top(100, 0, None, (), "ORDINAL"))
     answer = call(web, "Top", {"index": "race", "window": {"type": 0}, "n": 100}, document)
-    dee = next(e for e in answer["entries"] if e["pk"] == [{"string": "dee"}])
-    assert dee["score"] == {"int": str(big)}  # exact, as a string
+    dee = next(e for e in answer["entries"] if e["pk"] == ["dee"])
+    assert dee["score"] == str(big)  # exact, as a string
+    assert next(e for e in answer["entries"] if e["pk"][0] == "eve")["pk"] == eve
     verified = call(web, "Verify", {"index": "race"}, document)
     assert verified["problems"] == [] and verified["complete"]
     # Admin calls: sub-directories, maintenance policies, keep-ahead, fill, trim, expire.
     call(web, "CreateIndex", {"name": "cups", "options": {"group_size": 1}})
     call(web, "SaveSubDirectory", {"index": "cups", "group": [{"string": "eu"}], "high_score_first": True})
     listed = call(web, "ListSubDirectories", {"index": "cups"}, document)
-    assert listed == {"sub_directories": [{"group": [{"string": "eu"}], "high_score_first": True}]}
+    assert listed == {"sub_directories": [{"group": ["eu"], "high_score_first": True}]}
     policy = {
         "windows": [{"type": 1, "base": 0, "increment": DAY, "duration": DAY}],
         "horizon": DAY,
@@ -701,9 +709,25 @@ def test_the_documents_examples_validate_and_succeed(tmp_path, document: dict) -
                 "/v1/Top",
                 json=document["paths"]["/v1/Top"]["post"]["requestBody"]["content"]["application/json"]["example"],
             )
-            assert [e["pk"] for e in top.json()["entries"]] == [[{"string": "alice"}]]
+            assert [e["pk"] for e in top.json()["entries"]] == [["alice"]]
     finally:
         server.stop(grace=1)
+
+
+def test_every_operation_schema_and_field_is_described(document: dict) -> None:
+    operations = [(path, method, op) for path, methods in document["paths"].items() for method, op in methods.items()]
+    assert len(operations) > 80
+    assert [(path, method) for path, method, op in operations if not op.get("description", "").strip()] == []
+    assert [(path, method) for path, method, op in operations if not op.get("summary", "").strip()] == []
+    schemas = document["components"]["schemas"]
+    assert [name for name, schema in schemas.items() if not schema.get("description", "").strip()] == []
+    # From the proto's comments: an RPC's, a message's, a field's; a request by its RPC's.
+    assert document["paths"]["/v1/Top"]["post"]["summary"] == "The best n entries of a window."
+    assert schemas["Window"]["description"].startswith("A window of an index")
+    assert schemas["WindowSelector"]["properties"]["type"]["description"] == "0: all-time"
+    assert schemas["TopRequest"]["description"] == "The request of Top: The best n entries of a window."
+    rest = document["paths"]["/v1/indexes/{index}/windows/{type}/groups"]["get"]
+    assert rest["description"].startswith("Answered by the ListGroups RPC: The groups holding a value")
 
 
 def test_schemas_refuse_what_the_server_refuses(document: dict) -> None:

@@ -312,13 +312,13 @@ def test_large_bodies_are_parsed_off_the_event_loop(door, monkeypatch: pytest.Mo
 
     _, http, _ = door
     threads: list[tuple[int, str]] = []
-    parse = app.parse_json
+    parse = app.parse_request
 
     def noting(text: bytes, *args: Any) -> Any:
         threads.append((len(text), threading.current_thread().name))
         return parse(text, *args)
 
-    monkeypatch.setattr(app, "parse_json", noting)
+    monkeypatch.setattr(app, "parse_request", noting)
     records = [{"pk": [{"string": f"w{i}"}], "entries": [{"score": {"int": i}, "timestamp": T0}]} for i in range(2000)]
     with httpx.Client(base_url=http.url, timeout=20) as web:
         assert web.post("/v1/WriteBatch", json={"index": "game", "records": records}).status_code == 200

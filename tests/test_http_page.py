@@ -349,17 +349,53 @@ def test_a_grouped_index_offers_its_groups_and_does_not_retry_a_refusal(board, s
     assert_fits(sized_browser)
 
 
-def test_a_grouped_index_without_saved_groups_asks_for_one(board, browser: WebDriver) -> None:
+def test_a_grouped_index_without_scores_asks_for_a_group(board, browser: WebDriver) -> None:
     _, http, lb = board
     lb.create_index("leagues", group_size=1)
     lb.update_windows("leagues", high_score_first=True)
-    lb.add_score("leagues", ("ann",), 10, T0, group=("eu",))
     browser.get(f"{http.url}/#index=leagues")
     WebDriverWait(browser, 10).until(lambda d: text_of(d, "status") == "choose a group")
-    assert "type a group above" in text_of(browser, "error")
+    assert "no group has scores in this window: type a group above" in text_of(browser, "error")
+    lb.add_score("leagues", ("ann",), 10, T0, group=("eu",))
     field = browser.find_element(By.ID, "group")
     field.send_keys("eu", Keys.TAB)
     until(browser, "top", expected(lb.top("leagues", 10, group=("eu",))))
+
+
+def offered_groups(driver: WebDriver) -> list[str]:
+    return driver.execute_script("return [...document.querySelectorAll('#groups option')].map((o) => o.value)")
+
+
+def test_the_group_picker_offers_the_groups_with_scores_in_the_window_shown(board, sized_browser) -> None:
+    server, http, lb = board
+    lb.create_index("leagues", group_size=1)
+    lb.update_windows("leagues", high_score_first=True, specs=[(1, D0 - DAY, DAY, DAY, 2)])
+    lb.save_sub_directory("leagues", ("asia",), True)  # saved, but no scores: not offered
+    for i in range(3):
+        lb.add_score("leagues", (f"eu-{i}",), 10 * i, T0, group=("eu",))
+        lb.add_score("leagues", (f"us-{i}",), 7 * i, T0, group=("us",))
+    lb.add_score("leagues", ("num",), 3, T0, group=(7,))
+    lb.add_score("leagues", ("old",), 5, D0 - DAY + 5, group=("af",))  # yesterday only
+    server.catalog.get("leagues").clock = lambda: T0 + 60
+    sized_browser.get(f"{http.url}/#index=leagues&type=1")
+    # Today's groups (the oracle: the client's listing, and the groups written today), the first shown.
+    today = ["eu", "us", "[7]"]
+    assert list(lb.all_groups("leagues", 1, T0)) == [("eu",), ("us",), (7,)]
+    WebDriverWait(sized_browser, 10).until(lambda d: offered_groups(d) == today)
+    until(sized_browser, "top", expected(lb.top("leagues", 10, 1, T0, group=("eu",))))
+    assert "group=eu" in sized_browser.current_url
+    assert_fits(sized_browser)
+    # Yesterday's: only af scored then.
+    Select(sized_browser.find_element(By.ID, "period")).select_by_visible_text("Yesterday")
+    WebDriverWait(sized_browser, 10).until(lambda d: offered_groups(d) == ["af"])
+    # All time: every group with a score.
+    Select(sized_browser.find_element(By.ID, "window")).select_by_value("0")
+    WebDriverWait(sized_browser, 10).until(lambda d: offered_groups(d) == ["af", "eu", "us", "[7]"])
+    field = sized_browser.find_element(By.ID, "group")
+    field.clear()
+    field.send_keys("[7]", Keys.ENTER)
+    until(sized_browser, "top", expected(lb.top("leagues", 10, group=(7,))))
+    assert_fits(sized_browser)
 
 
 def test_a_server_with_tokens_asks_for_one(tmp_path, sized_browser) -> None:

@@ -45,8 +45,9 @@ def arena(client: LeaderboardClient) -> LeaderboardClient:
 def plain(entry: RankedEntry | None) -> dict | None:
     if entry is None:
         return None
+    rank = {} if entry.rank is None else {"rank": entry.rank}  # none from a scan by value
     return {
-        "rank": entry.rank,
+        **rank,
         "pk": list(entry.pk),
         "score": entry.score,
         "timestamp": entry.timestamp,
@@ -125,3 +126,77 @@ def test_metadata_get_and_set(web: httpx.Client, arena: LeaderboardClient) -> No
     # The top lists the new name (metadata in every listing).
     top = web.get(f"{BASE}/top", params=AT).json()["entries"]
     assert {e["pk"][0]: e["metadata"].get("name") for e in top}["eve"] == "Eva"
+
+
+def test_delete_a_record_once_with_an_idempotency_key(
+    server: Server, web: httpx.Client, arena: LeaderboardClient
+) -> None:
+    path = "/v1/indexes/arena/records/eve"
+    with httpx.Client(base_url=str(web.base_url), timeout=20) as bare:  # no Content-Type: a DELETE has no body
+        first = bare.delete(path, headers={"Idempotency-Key": "del-eve"})
+        assert first.status_code == 200 and first.json() == {"existed": True}
+        assert arena.metadata("arena", ("eve",)) is None and arena.rank("arena", ("eve",)) is None
+        arena.add_score("arena", ("eve",), 5, T0)  # written again after the delete
+        again = bare.delete(path, headers={"Idempotency-Key": "del-eve"})  # a retry: applied once
+        assert again.json() == {"existed": True} and arena.rank("arena", ("eve",)) is not None
+        assert bare.delete(path).json() == {"existed": True}  # no key: a new delete
+        assert bare.delete(path).json() == {"existed": False}
+        untyped = bare.request("DELETE", path, content=b"{}")  # a body still needs its type
+        assert untyped.status_code == 415 and untyped.json()["code"] == "INVALID_ARGUMENT"
+        assert bare.get(path).status_code == 405
+
+
+def test_windows_of_a_type_by_page(web: httpx.Client, arena: LeaderboardClient) -> None:
+    arena.update_windows(
+        "arena", high_score_first=True, specs=[(1, D0 + DAY, DAY, DAY, 3), (2, D0, 7 * DAY, 7 * DAY, 1)]
+    )
+    listed = [w for w in arena.list_windows("arena").windows if w.type == 1]
+    expected = sorted((window_of(w) | {"filling": w.filling} for w in listed), key=lambda w: -w["start"])
+    assert len(expected) == 5
+    first = web.get("/v1/indexes/arena/windows/1", params={"size": 2}).json()
+    assert first == {"windows": expected[:2], "page": 1, "size": 2, "total": 5, "pages": 3}
+    last = web.get("/v1/indexes/arena/windows/1", params={"size": 2, "page": 3}).json()
+    assert last["windows"] == expected[4:]
+    assert web.get("/v1/indexes/arena/windows/1").json()["windows"] == expected
+    assert web.get("/v1/indexes/arena/windows/9").json() == {
+        "windows": [],
+        "page": 1,
+        "size": 100,
+        "total": 0,
+        "pages": 1,
+    }
+    refused = web.get("/v1/indexes/arena/windows/1", params={"size": 0})
+    assert refused.status_code == 400 and refused.json()["message"] == "size must be between 1 and 1000, not 0"
+
+
+def test_scans_ranks_for_scores_and_score_trims(web: httpx.Client, arena: LeaderboardClient) -> None:
+    entries, continuation = [], ""
+    while True:  # the whole window from the bottom, two at a time
+        params = {**AT, "reverse": "true", "limit": 2, "continuation": continuation}
+        answer = web.get(f"{BASE}/scan", params=params).json()
+        entries += answer["entries"]
+        continuation = answer["continuation"]
+        if not continuation:
+            break
+    expected = list(arena.scan_all("arena", "BY_TIME_WINDOW", window_type=1, timestamp=T0, reverse=True, page=2))
+    assert entries == [plain(e) for e in expected] and len(entries) == 4
+    by_value = web.get("/v1/indexes/arena/windows/0/scan", params={"by": "value", "from": 40, "to": 60}).json()
+    assert by_value["entries"] == [plain(e) for e in arena.scan("arena", "BY_VALUE", low=40, high=60, limit=100)[0]]
+    assert web.get(f"{BASE}/scan", params={"by": "value"}).status_code == 400
+    rank = web.get(f"{BASE}/rank-for-score", params={**AT, "score": 65}).json()
+    assert rank == {"rank": arena.rank_for_score("arena", 65, 1, T0)} == {"rank": 1}
+    keyed = web.get(f"{BASE}/rank-for-score", params={**AT, "score": 65, "timestamp": T0 + 1}).json()
+    assert keyed == {"rank": arena.rank_for_score("arena", (65, T0 + 1), 1, T0)} == {"rank": 2}
+    score = web.get(f"{BASE}/score-for-rank", params={**AT, "rank": 2}).json()
+    assert score == {"score": arena.score_for_rank("arena", 2, 1, T0)} == {"score": 60}
+    assert web.get(f"{BASE}/score-for-rank", params={**AT, "rank": 9}).json() == {}
+    refused = web.get(f"{BASE}/rank-for-score", params={"score": "x"})
+    assert refused.status_code == 400 and "score must be" in refused.json()["message"]
+    sent = [(1000, D0 - DAY + 9), (1100, T0 + 5), (800, T0 + 6)]
+    trimmed = web.post(
+        "/v1/indexes/arena/score-trim", json={"entries": [{"score": s, "timestamp": t} for s, t in sent]}
+    )
+    expected_trim = arena.score_trim("arena", sent)
+    assert trimmed.json() == {
+        "entries": [{"score": e.score, "timestamp": e.timestamp, "context": [], "group": []} for e in expected_trim]
+    }

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import grpc
 import httpx
 import pytest
-from conftest import start_server
+from conftest import start_server, wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
 from fdb_leaderboard.client import LeaderboardClient
@@ -77,8 +77,27 @@ def test_metrics_count_what_real_calls_did(running: tuple[Server, HttpServer]) -
         assert web.get("/v1/indexes/nope/windows/0/top").status_code == 404
         # Two daily windows over the stored scores: filled, then trimmed and expired.
         lb.update_windows("game", high_score_first=True, specs=[(1, D0, DAY, DAY, 2)])
-        fill = lb.fill("game", max_records=7)
-        assert fill.done and fill.records_processed == records
+        # The fill in steps of 7 records: each step's ratio, against how far ListWindows says
+        # each window's fill got (phase 1: records of the index put in, the first half).
+        ratios = []
+        while True:
+            step = lb.fill("game", max_records=7, max_batches=1)
+            if step.done:
+                break
+            progress = {w.start: w for w in lb.list_windows("game").windows if w.filling}
+            shown = fill_ratios(scrape(web))
+            assert shown.keys() == {("game", "1", str(start)) for start in progress}
+            for (_, _, start), ratio in shown.items():
+                window = progress[int(start)]
+                if window.records_processed < window.records_total:
+                    assert ratio == 0.5 * window.records_processed / window.records_total
+                else:  # phase 2: entries ranked, of those put in (this day's records)
+                    assert ratio >= 0.5
+            ratios.append(max(shown.values()))
+        assert ratios == sorted(ratios) and len(ratios) >= 4 and 0 < ratios[0] < 0.5
+        assert fill_ratios(scrape(web)) == {}  # no fill runs
+        fill = lb.fill("game")
+        assert fill.done
         removed = web.post("/v1/Trim", json={"index": "game", "before": T0 + 2}).json()["entries_removed"]
         lb.expire("game", D0 + DAY)
         samples = scrape(web)
@@ -98,11 +117,13 @@ def test_metrics_count_what_real_calls_did(running: tuple[Server, HttpServer]) -
     assert delta("fdb_leaderboard_http_requests_total", route=route, method="GET", status="200") == 2
     assert delta("fdb_leaderboard_http_requests_total", route=route, method="GET", status="404") == 1
     assert delta("fdb_leaderboard_http_request_seconds_count", route="/v1/Count", method="POST", status="200") == 1
-    # The scrape before counts as one /metrics request.
-    assert value(samples, "fdb_leaderboard_http_requests_total", route="/metrics", method="GET", status="200") == 1
+    # The scrapes before count as /metrics requests: the first, one per fill step, one after.
+    scrapes = 1 + len(ratios) + 1
+    metrics_route = {"route": "/metrics", "method": "GET", "status": "200"}
+    assert value(samples, "fdb_leaderboard_http_requests_total", **metrics_route) == scrapes
     # Progress, from the calls' answers.
     assert delta("fdb_leaderboard_fill_records_total", index="game") == records
-    assert delta("fdb_leaderboard_fill_entries_ranked_total", index="game") == fill.entries_ranked > 0
+    assert delta("fdb_leaderboard_fill_entries_ranked_total", index="game") > 0
     assert delta("fdb_leaderboard_trim_entries_removed_total", index="game") == removed
     assert delta("fdb_leaderboard_windows_added_total", index="game") == 3
     assert delta("fdb_leaderboard_windows_expired_total", index="game") == 1
@@ -120,6 +141,33 @@ def test_metrics_count_what_real_calls_did(running: tuple[Server, HttpServer]) -
     assert value(samples, "process_cpu_seconds_total") > 0
     assert value(samples, "process_resident_memory_bytes") > 0
     assert any(name == "python_gc_collections_total" for name, _ in samples)
+
+
+def fill_ratios(samples: dict) -> dict[tuple[str, str, str], float]:
+    found = {}
+    for (name, labels), sample in samples.items():
+        if name == "fdb_leaderboard_window_fill_ratio":
+            labels = dict(labels)
+            found[labels["index"], labels["type"], labels["start"]] = sample
+    return found
+
+
+def test_calls_in_flight_against_the_cap(running: tuple[Server, HttpServer]) -> None:
+    server, http = running
+    with LeaderboardClient(server.address, timeout=20) as lb, httpx.Client(base_url=http.url, timeout=20) as web:
+        lb.create_index("game")
+        lb.update_windows("game")
+        lb.add_score("game", ("ann",), 5, T0)
+        samples = scrape(web)
+        assert value(samples, "fdb_leaderboard_grpc_max_calls") == server.settings.max_concurrent_calls
+        assert value(samples, "fdb_leaderboard_grpc_calls_in_flight") == 0
+        watches = [lb.watch_rank("game", ("ann",)) for _ in range(3)]  # calls that last
+        for watch in watches:
+            next(iter(watch))
+        assert value(scrape(web), "fdb_leaderboard_grpc_calls_in_flight") == 3
+        for watch in watches:
+            watch.close()
+        wait_until(lambda: value(scrape(web), "fdb_leaderboard_grpc_calls_in_flight") == 0, "the watches ended")
 
 
 def test_the_stores_own_counters_are_exported_where_it_keeps_them(tmp_path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pathlib
 
 from google.protobuf import descriptor_pb2
@@ -35,3 +36,16 @@ def _strip_json_names(file: descriptor_pb2.FileDescriptorProto) -> None:
             strip(message.nested_type)
 
     strip(file.message_type)
+
+
+def test_the_comments_module_matches_the_sources() -> None:
+    spec = importlib.util.spec_from_file_location("gen_protos", ROOT / "tools" / "gen_protos.py")
+    assert spec is not None and spec.loader is not None
+    gen_protos = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen_protos)
+    from fdb_leaderboard.proto.comments import COMMENTS
+
+    assert gen_protos.comments_of(gen_protos.compiled_with_source_info()) == COMMENTS, (
+        "fdb_leaderboard/proto/comments.py is stale: run tools/gen_protos.py"
+    )
+    assert COMMENTS["fdb_leaderboard.v1.Leaderboard.Top"] == "The best n entries of a window."

@@ -6,8 +6,9 @@
 | ``common.py`` | shared: ``server_command``, the read options, keys and times as typed, rows, one-line errors |
 | ``reads.py`` | ``top``, ``rank``, ``watch``, ``around``, ``count`` |
 | ``writes.py`` | ``add`` (a score), ``delete`` (a record) |
-| ``players.py`` | what players see: metadata, many ranks and friends, pages, percentiles, movement, the bottom |
+| ``players.py`` | what players see: metadata, ranks and friends, pages, percentiles, movement, the bottom, groups |
 | ``fair_play.py`` | ``hide-record`` / ``restore-record``, ``hidden-records``, score ``rules``, ``delete-records`` |
+| ``audit.py`` | ``audit``: who did which admin action and when; ``audit-retention`` |
 | ``loading.py`` | ``load``: records files streamed to the server |
 | ``export.py`` | ``export``: a window's standings as NDJSON or CSV, page by page, resumable |
 | ``dumps.py`` | ``dump`` to a file, ``restore`` one, ``move`` between servers, ``compare``, pause writes |

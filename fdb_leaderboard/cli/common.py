@@ -194,20 +194,32 @@ def time_in(spec: TimeSpec, policy: pb.MaintenancePolicy, window_type: int = 0) 
 
 def parse_key(text: str, what: str = "key") -> tuple:
     """A key as typed: a string (one element), or a JSON list for several elements or other types
-    (``'["bob", 7]'``, ``'[42]'``).  Empty keys are refused."""
+    (``'["bob", 7]'``, ``'[42]'``, bytes as ``{"base64": ...}``).  Empty keys are refused."""
     if text.lstrip().startswith("["):
         try:
             parsed = json.loads(text)
         except json.JSONDecodeError as exc:
             raise click.BadParameter(f"{text!r} is not a JSON list: {exc.msg}", param_hint=what) from None
-        if not isinstance(parsed, list) or any(isinstance(item, list | dict) for item in parsed):
-            raise click.BadParameter("a JSON list of strings, numbers, booleans or null", param_hint=what)
+        if not isinstance(parsed, list) or not all(_is_item(item) for item in parsed):
+            raise click.BadParameter(
+                'a JSON list of strings, numbers, booleans, null or {"base64": ...} (bytes)', param_hint=what
+            )
         if not parsed:
             raise click.BadParameter("[] has no element: give at least one", param_hint=what)
-        return tuple(parsed)
+        try:
+            return tuple(base64.b64decode(i["base64"], validate=True) if isinstance(i, dict) else i for i in parsed)
+        except ValueError:
+            raise click.BadParameter("a base64 item is not base64", param_hint=what) from None
     if not text:
         raise click.BadParameter("empty: give the key, e.g. alice", param_hint=what)
     return (text,)
+
+
+def _is_item(item: object) -> bool:
+    """A key item as JSON: a scalar, or bytes as {"base64": ...} (as keys are shown)."""
+    if isinstance(item, dict):
+        return set(item) == {"base64"} and isinstance(item["base64"], str)
+    return not isinstance(item, list)
 
 
 def _one_key(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple:
@@ -325,9 +337,9 @@ def mode_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def json_value(value: object) -> object:
-    """A key element or score as JSON: bytes as {"bytes": base64}, the rest as is."""
+    """A key element or score as JSON, in the API's one shape: bytes as {"base64": ...}, the rest as is."""
     if isinstance(value, bytes):
-        return {"bytes": base64.b64encode(value).decode()}
+        return {"base64": base64.b64encode(value).decode()}
     if isinstance(value, tuple | list):
         return [json_value(item) for item in value]
     return value
@@ -473,6 +485,15 @@ class Session:
         if index not in self._policies:
             raise click.ClickException(f"NOT_FOUND: no index named {index!r}")
         return self._policies[index]
+
+    def league_type(self, index: str) -> int:
+        """The window type of ``index``'s leagues (a usage error if it has none)."""
+        info = {info.name: info for info in self.client.list_indexes()}.get(index)
+        if info is None:
+            raise click.ClickException(f"NOT_FOUND: no index named {index!r}")
+        if not info.options.HasField("leagues"):
+            raise click.ClickException(f"FAILED_PRECONDITION: index {index!r} has no leagues")
+        return info.options.leagues.window_type
 
     def timestamp(self, index: str, at: TimeSpec, window_type: int = 0) -> int | None:
         """``at`` as a timestamp of ``index`` (None for now: the server's clock decides)."""

@@ -47,6 +47,7 @@ from .deadlines import Deadlines
 from .events import EventBoards
 from .guard import CLOSE, DoorGuard, has_body
 from .limits import HttpLimits
+from .plain import parse_request, rpc_json
 from .rest import ROUTES, RestRoute
 from .transcode import (
     INPUT_ERRORS,
@@ -56,8 +57,6 @@ from .transcode import (
     Transcoder,
     check_access,
     invalid_input,
-    parse_json,
-    to_json,
 )
 
 log = logging.getLogger("fdb_leaderboard.http")
@@ -234,13 +233,13 @@ class HttpApi:
 
     def _unary_rpc(self, rpc: Rpc) -> Callable[[Request], Awaitable[Response]]:
         def parse(body: bytes) -> Message:
-            return parse_json(body, rpc.request_type)
+            return parse_request(body, rpc.request_type)
 
         async def handle(request: Request) -> Response:
             try:
                 self._check_access(request, rpc.name)
                 message = await self._parsed(await self._body(request), parse)
-                return JSONResponse(to_json(await self._call(request, rpc.name, message)))
+                return JSONResponse(rpc_json(await self._call(request, rpc.name, message)))
             except CallFailed as exc:
                 return _error(exc, request)
 
@@ -279,12 +278,12 @@ class HttpApi:
                     number += 1
                     if line.strip():
                         try:
-                            yield parse_json(line, rpc.request_type, f"line {number}")
+                            yield parse_request(line, rpc.request_type, f"line {number}")
                         except CallFailed as exc:
                             raise Answer(exc.code, exc.message) from None
 
             try:
-                return JSONResponse(to_json(await self._call(request, rpc.name, messages())))
+                return JSONResponse(rpc_json(await self._call(request, rpc.name, messages())))
             except CallFailed as exc:
                 return _error(exc, request)
 
@@ -318,7 +317,7 @@ class HttpApi:
         # Building may read (at=latest), so it runs on a worker too.
         pool = EVENTS if background else WORKERS
         message = await self._in_thread(_built, route, values, body, self.transcoder, request.headers, pool=pool)
-        return route.answer(await self._call(request, route.rpc, message, background))
+        return route.respond(await self._call(request, route.rpc, message, background), values)
 
     async def _events(self, request: Request, route: RestRoute, values: dict[str, Any]) -> Response:
         """Server-Sent Events of the route's answer, shared by the streams of one board (see

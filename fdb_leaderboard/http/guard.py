@@ -9,8 +9,9 @@ any web page write to, or drop, the indexes.  So :class:`DoorGuard` refuses:
   :meth:`HttpLimits.allowed_hosts`): a name, ``*.domain`` or ``*``, matched as Starlette's
   ``TrustedHostMiddleware`` matches them, each Host value judged once;
 - a POST whose ``Origin`` is not the server's own (``null`` included; 403);
-- a POST whose body is not JSON or NDJSON by its ``Content-Type`` (415): browsers cannot send
-  those cross-site without a preflight, which this server never answers.
+- a write whose body is not JSON or NDJSON by its ``Content-Type`` (415): browsers cannot send
+  those cross-site without a preflight, which this server never answers.  A ``DELETE`` without a
+  body (``DELETE /v1/indexes/I/records/PK``) needs no type: it has nothing to type.
 
 The page, its files, the OpenAPI document and the metrics say ``nosniff``, may not be framed,
 and the page may only load its own files (``Content-Security-Policy``); the API's JSON answers
@@ -82,6 +83,7 @@ class DoorGuard:
             await self.app(scope, receive, send)
             return
         host = origin = content_type = None
+        bodyless = True
         for name, value in scope["headers"]:
             if name == b"host":
                 host = value
@@ -89,12 +91,14 @@ class DoorGuard:
                 origin = value
             elif name == b"content-type":
                 content_type = value
+            elif (name == b"content-length" and value != b"0") or name == b"transfer-encoding":
+                bodyless = False
         refused = None
         if not self.any_host and not self._answers(host):
             shown = host.decode("latin-1")[:100] if host else "none"
             refused = (400, f"this server does not answer to the host name {shown!r}", grpc.StatusCode.INVALID_ARGUMENT)
         elif scope["method"] not in SAFE_METHODS:
-            refused = _write_refusal(host, origin, content_type)
+            refused = _write_refusal(host, origin, content_type, scope["method"], bodyless)
         if refused is not None:
             await refusal(*refused, Headers(scope=scope))(scope, receive, send)
             return
@@ -140,9 +144,16 @@ def host_name(value: str) -> str | None:
 
 
 def _write_refusal(
-    host: bytes | None, origin: bytes | None, content_type: bytes | None
+    host: bytes | None,
+    origin: bytes | None,
+    content_type: bytes | None,
+    method: str = "POST",
+    bodyless: bool = False,
 ) -> tuple[int, str, grpc.StatusCode] | None:
-    """Why a write is refused (status, message, code), None if it is not."""
+    """Why a write is refused (status, message, code), None if it is not.  A DELETE without a
+    body may come untyped (its route reads none): no page of another site can send one without
+    the CORS preflight this server never grants, as it can a form's POST.  A body still needs
+    its type."""
     if origin is not None:
         _, _, where = origin.partition(b"://")
         if not where or where.lower() != (host or b"").lower():
@@ -152,7 +163,7 @@ def _write_refusal(
                 "the page of this server, or a client that is not a browser, may",
                 grpc.StatusCode.PERMISSION_DENIED,
             )
-    if not is_json_body(content_type):
+    if not is_json_body(content_type) and not (method == "DELETE" and content_type is None and bodyless):
         given = content_type.decode("latin-1")[:100] if content_type else "untyped"
         return (
             415,

@@ -1,6 +1,9 @@
 """The OpenAPI 3.1 document of the HTTP API, generated from the service's protobuf descriptors
 (every RPC and message) and the REST routes' declarations, so it cannot drift from what is
-served (``tests/test_http.py`` checks both ways, and runs the examples)."""
+served (``tests/test_http.py`` checks both ways, and runs the examples).  Operations, schemas
+and fields are described with the proto's comments (``proto/comments.py``, which
+tools/gen_protos.py writes); a request or answer message without a comment of its own is
+described by the RPCs that take or give it."""
 
 from __future__ import annotations
 
@@ -9,8 +12,11 @@ from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+from ..proto.comments import COMMENTS
 from .rest import ENTRY_SCHEMA, RestRoute
-from .transcode import HTTP_STATUS, Rpc
+from .transcode import HTTP_STATUS, SERVICE, Rpc
+
+SERVICE_NAME = SERVICE.full_name
 
 _SCHEMAS = "#/components/schemas/"
 
@@ -36,6 +42,8 @@ _SCALARS: dict[int, dict[str, Any]] = {
 
 ERROR_SCHEMA = {
     "type": "object",
+    "description": "Every error's answer: the gRPC status code and a message (a score rule's refusal adds rule and "
+    "retry_after).",
     "properties": {
         "code": {"type": "string", "enum": [code.name for code in HTTP_STATUS], "description": "the gRPC status code"},
         "message": {"type": "string"},
@@ -66,6 +74,32 @@ EXAMPLES: dict[str, dict[str, Any]] = {
 }
 
 
+# Key items and scores in the one JSON shape (plain.py): answers use it, requests may use it or
+# protobuf's typed form (the message's own schema, added beside these).
+PLAIN_SCHEMAS: dict[str, dict[str, Any]] = {
+    "Item": {
+        "description": "A key item as a plain JSON value: a string, a number (an integer beyond +-2^53 as a string "
+        'of digits), true/false, null, or {"base64": ...} for bytes. Requests may also give protobuf\'s typed '
+        'form ({"string": "alice"}, {"int": 42}).',
+        "anyOf": [
+            {"type": ["string", "number", "boolean", "null"]},
+            {
+                "type": "object",
+                "properties": {"base64": {"type": "string", "contentEncoding": "base64"}},
+                "required": ["base64"],
+                "additionalProperties": False,
+            },
+        ],
+    },
+    "Score": {
+        "description": "A score: a number (an int64 beyond +-2^53 as a string of digits; a double for a DOUBLE "
+        "index), or an array of integers for an index ranking by columns. Requests may also give protobuf's "
+        'typed form ({"int": 1700}, {"columns": {"values": [12, 3]}}).',
+        "anyOf": [{"type": ["number", "string"]}, {"type": "array", "items": INT64}],
+    },
+}
+
+
 def _is_map(field: FieldDescriptor) -> bool:
     return field.type == FieldDescriptor.TYPE_MESSAGE and field.message_type.GetOptions().map_entry
 
@@ -79,7 +113,8 @@ def _field_schema(field: FieldDescriptor) -> dict[str, Any]:
     return dict(_SCALARS[field.type])
 
 
-def message_schema(message: Descriptor) -> dict[str, Any]:
+def message_schema(message: Descriptor, description: str = "") -> dict[str, Any]:
+    """A message's schema, described by its comment (else ``description``), each field by its own."""
     properties = {}
     for field in message.fields:
         if _is_map(field):  # JSON maps are objects: keys are strings, values the value field's type
@@ -95,8 +130,12 @@ def message_schema(message: Descriptor) -> dict[str, Any]:
         is_repeated = getattr(field, "is_repeated", None)
         if is_repeated if is_repeated is not None else field.label == FieldDescriptor.LABEL_REPEATED:
             schema = {"type": "array", "items": schema}
+        if field.full_name in COMMENTS:
+            schema = {**schema, "description": COMMENTS[field.full_name]}
         properties[field.name] = schema
     out: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if COMMENTS.get(message.full_name) or description:
+        out["description"] = COMMENTS.get(message.full_name) or description
     # A oneof of several fields (not a proto3 `optional`) takes at most one of them.
     exclusive = [
         {"not": {"anyOf": [{"required": [a.name, b.name]} for a, b in itertools.combinations(oneof.fields, 2)]}}
@@ -131,6 +170,27 @@ def _messages(rpcs: list[Rpc]) -> dict[str, Descriptor]:
     return dict(sorted(found.items()))
 
 
+def rpc_comment(rpc: Rpc) -> str:
+    return COMMENTS.get(rpc.descriptor.full_name, "")
+
+
+def _usage(rpcs: list[Rpc]) -> dict[str, str]:
+    """A description of each request and answer message by the RPCs that take or give it."""
+    uses: dict[tuple[str, str], list[Rpc]] = {}
+    for rpc in rpcs:
+        uses.setdefault((rpc.descriptor.input_type.full_name, "request"), []).append(rpc)
+        uses.setdefault((rpc.descriptor.output_type.full_name, "answer"), []).append(rpc)
+    described: dict[str, list[str]] = {}
+    for (name, role), users in uses.items():
+        if len(users) == 1:
+            text = f"The {role} of {users[0].name}: {rpc_comment(users[0])}"
+        else:
+            names = [rpc.name for rpc in users]
+            text = f"The {role} of {', '.join(names[:-1])} and {names[-1]}."
+        described.setdefault(name, []).append(text)
+    return {name: " ".join(texts) for name, texts in described.items()}
+
+
 def _error_responses() -> dict[str, Any]:
     mapping = ", ".join(f"{code.name} {status}" for code, status in HTTP_STATUS.items() if status != 200)
     return {
@@ -159,7 +219,10 @@ def _rpc_operation(rpc: Rpc) -> dict[str, Any]:
         body = {"content": {"application/json": content}, "required": False}
     return {
         "operationId": rpc.name,
-        "summary": f"The {rpc.name} RPC of {rpc.descriptor.containing_service.full_name}.",
+        "summary": rpc_comment(rpc) or f"The {rpc.name} RPC.",
+        "description": f"The {rpc.name} RPC of {rpc.descriptor.containing_service.full_name} over HTTP: "
+        f"{rpc_comment(rpc) or 'see the proto.'} The request message is the body as JSON; the answer is "
+        "in the API's one JSON shape.",
         "tags": ["rpc"],
         "requestBody": body,
         "responses": {
@@ -179,7 +242,7 @@ def _rest_operation(route: RestRoute) -> dict[str, Any]:
     operation: dict[str, Any] = {
         "operationId": "_".join([route.method.lower(), *words]),
         "summary": route.summary,
-        "description": f"Answered by the {route.rpc} RPC.",
+        "description": f"Answered by the {route.rpc} RPC: {COMMENTS.get(f'{SERVICE_NAME}.{route.rpc}', '')}".strip(),
         "tags": ["rest"],
         "parameters": [
             {
@@ -212,6 +275,7 @@ def document(rpcs: list[Rpc], routes: tuple[RestRoute, ...], with_metrics: bool)
         "/": {
             "get": {
                 "operationId": "page",
+                "description": "The page: pick an index, a board, a period and a group; the top updates live.",
                 "summary": "The live leaderboard page.",
                 "tags": ["page"],
                 "responses": {"200": {"description": "HTML", "content": {"text/html": {}}}},
@@ -220,6 +284,7 @@ def document(rpcs: list[Rpc], routes: tuple[RestRoute, ...], with_metrics: bool)
         "/static/{path}": {
             "get": {
                 "operationId": "static",
+                "description": "The files the page loads (HTML, JavaScript, CSS, the icon).",
                 "summary": "The page's scripts and style sheet.",
                 "tags": ["page"],
                 "parameters": [{"name": "path", "in": "path", "required": True, "schema": {"type": "string"}}],
@@ -229,6 +294,7 @@ def document(rpcs: list[Rpc], routes: tuple[RestRoute, ...], with_metrics: bool)
         "/openapi.json": {
             "get": {
                 "operationId": "openapi",
+                "description": "This OpenAPI 3.1 document, generated from the service's descriptors and the routes.",
                 "summary": "This document.",
                 "tags": ["meta"],
                 "responses": {"200": {"description": "OpenAPI 3.1", "content": {"application/json": {}}}},
@@ -237,6 +303,7 @@ def document(rpcs: list[Rpc], routes: tuple[RestRoute, ...], with_metrics: bool)
         "/docs": {
             "get": {
                 "operationId": "docs",
+                "description": "The API's documentation as a page, rendered from /openapi.json by the server.",
                 "summary": "This document as a page, rendered in the browser (works offline).",
                 "tags": ["meta"],
                 "responses": {"200": {"description": "HTML", "content": {"text/html": {}}}},
@@ -245,6 +312,7 @@ def document(rpcs: list[Rpc], routes: tuple[RestRoute, ...], with_metrics: bool)
         "/healthz": {
             "get": {
                 "operationId": "healthz",
+                "description": "Answers while the process runs, whatever the store does: for a liveness check.",
                 "summary": "Liveness: the process answers (whatever the store does).",
                 "tags": ["meta"],
                 "responses": {"200": {"description": '{"status": "SERVING"}', "content": {"application/json": {}}}},
@@ -253,6 +321,7 @@ def document(rpcs: list[Rpc], routes: tuple[RestRoute, ...], with_metrics: bool)
         "/readyz": {
             "get": {
                 "operationId": "readyz",
+                "description": "200 once a read of the store returns within 2 s, else 503: for a readiness check.",
                 "summary": "Readiness: the store answered a read within 2 s.",
                 "tags": ["meta"],
                 "responses": {
@@ -269,6 +338,7 @@ def document(rpcs: list[Rpc], routes: tuple[RestRoute, ...], with_metrics: bool)
         paths["/metrics"] = {
             "get": {
                 "operationId": "metrics",
+                "description": "Calls, latencies, store transactions, windows, fills, the process (Prometheus text).",
                 "summary": "Prometheus metrics of the server and its process.",
                 "tags": ["meta"],
                 "responses": {"200": {"description": "Prometheus text format", "content": {"text/plain": {}}}},
@@ -278,7 +348,13 @@ def document(rpcs: list[Rpc], routes: tuple[RestRoute, ...], with_metrics: bool)
         paths[rpc.path] = {"post": _rpc_operation(rpc)}
     for route in routes:
         paths.setdefault(route.path, {})[route.method.lower()] = _rest_operation(route)
-    schemas = {name: message_schema(message) for name, message in _messages(rpcs).items()}
+    usage = _usage(rpcs)
+    schemas = {
+        name: message_schema(message, usage.get(message.full_name, "")) for name, message in _messages(rpcs).items()
+    }
+    for name, plain in PLAIN_SCHEMAS.items():  # the one shape (answers), typed also read (requests)
+        if name in schemas:
+            schemas[name] = {"description": plain["description"], "anyOf": [*plain["anyOf"], schemas[name]]}
     schemas["Error"] = ERROR_SCHEMA
     schemas["PlainEntry"] = ENTRY_SCHEMA
     return {
@@ -288,7 +364,11 @@ def document(rpcs: list[Rpc], routes: tuple[RestRoute, ...], with_metrics: bool)
             "version": "v1",
             "description": "Time-windowed leaderboards with exact ranks. "
             "Every RPC of the gRPC service is `POST /v1/<Method>` with its request message as JSON "
-            "(protobuf's JSON mapping, field names as in the proto); the REST routes answer everyday reads.",
+            "(field names as in the proto); the REST routes answer everyday reads and writes. Every answer uses "
+            'one JSON shape: a key item is a plain JSON value ("alice", 42; bytes as {"base64": ...}), '
+            "a score a number (an array for columns), 64-bit integers numbers within +-2^53 and strings of "
+            'digits beyond; requests may use it or protobuf\'s typed form ({"string": "alice"}, '
+            '{"int": 1700}).',
         },
         "paths": paths,
         "components": {

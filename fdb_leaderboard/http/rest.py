@@ -1,6 +1,9 @@
 """Resource-style routes for the players' reads and writes (seed 003's REST API): top, count,
-rank, around, pages, ranks of many records, friends, percentiles, movement, rank history,
-metadata, and the score submission.
+rank, around, pages, scans, ranks of many records, friends, percentiles, rank for a score and
+score for a rank, score trims, movement, rank history, metadata, windows of a type, the groups
+with scores, the score submission and a record's deletion; and for fair play and operations
+(admin, but reading the score rules): hiding and restoring a record, the hidden records, score
+rules, deleting a group's or every record, and the audit trail.
 
 Each route builds the request of one RPC from its path, query and body and answers with that
 RPC's result in plain JSON, one shape wherever an entry, a window or a score appears
@@ -14,8 +17,9 @@ its type (0: all time) and ``at``: a timestamp, ``now`` (the default: the server
 index's timebase, so type 1 of a daily board is today's) or ``latest`` (the index's latest score
 timestamp, so simulated or replayed time works too).  Listings name the window they read.
 
-``POST .../scores`` takes an ``Idempotency-Key`` header (or an ``idempotency_key`` field): a
-score sent again with the same key is applied once and answered as the first time.
+Every write (``POST .../scores``, ``POST .../metadata``, ``DELETE .../records/PK``) takes an
+``Idempotency-Key`` header (the POSTs an ``idempotency_key`` field too): a write sent again with
+the same key is applied once and answered as the first time.
 """
 
 from __future__ import annotations
@@ -32,13 +36,9 @@ from google.protobuf.message import Message
 
 from .. import wire
 from ..errors import InvalidArgument
-from ..index import RankedEntry
 from ..proto import service_pb2 as pb
-from .transcode import JSON_SAFE_INTEGER, CallFailed, Transcoder, message_from_dict, to_json
-
-
-def bad(message: str) -> CallFailed:
-    return CallFailed(grpc.StatusCode.INVALID_ARGUMENT, message)
+from .plain import bad, plain_entry, plain_message, plain_window, python_item, rpc_json
+from .transcode import CallFailed, Transcoder, message_from_dict
 
 
 def server_clock() -> int:
@@ -46,35 +46,7 @@ def server_clock() -> int:
     return int(time.time())
 
 
-# -- plain JSON values of key items and entries -----------------------------------------------------
-
-
-def plain_item(value: object) -> Any:
-    if isinstance(value, bytes):
-        return {"base64": base64.b64encode(value).decode()}
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JSON_SAFE_INTEGER:
-        return str(value)
-    return value
-
-
-def python_item(value: Any, what: str) -> object:
-    """A plain JSON value as a key item (a 64-bit integer may come as a string of digits in
-    ``{"int": "..."}``)."""
-    if isinstance(value, dict):
-        if set(value) == {"base64"} and isinstance(value["base64"], str):
-            try:
-                return base64.b64decode(value["base64"], validate=True)
-            except ValueError:
-                raise bad(f"{what}: {value['base64']!r} is not base64") from None
-        if set(value) == {"int"}:
-            try:
-                return int(value["int"])
-            except (TypeError, ValueError):
-                raise bad(f"{what}: {value['int']!r} is not an integer") from None
-        raise bad(f'{what}: an object item must be {{"base64": ...}} or {{"int": ...}}, not {value!r}')
-    if isinstance(value, (list,)):
-        raise bad(f"{what}: a key item cannot be a list")
-    return value
+# -- key items from the path and query ---------------------------------------------------------------
 
 
 def items_from_text(text: str, what: str) -> list[pb.Item]:
@@ -99,65 +71,6 @@ def items_from_json(values: Any, what: str) -> list[pb.Item]:
         raise bad(str(exc)) from None
 
 
-def plain_score(score: int | float | tuple) -> Any:
-    """A score as JSON: a number, or an array of numbers for a multi-column score."""
-    return [plain_item(value) for value in score] if isinstance(score, tuple) else plain_item(score)
-
-
-def plain_window(message: pb.Window) -> dict[str, Any]:
-    """A window as listings name it: its type, start and end (in the index's timebase)."""
-    return {"type": message.type, "start": plain_item(message.start), "end": plain_item(message.end)}
-
-
-def plain_entry(message: pb.RankedEntry) -> dict[str, Any]:
-    entry: RankedEntry = wire.ranked_entry_from_proto(message)
-    return {
-        "rank": entry.rank,
-        "pk": [plain_item(v) for v in entry.pk],
-        "score": plain_score(entry.score),
-        "timestamp": plain_item(entry.timestamp),
-        "context": [plain_item(v) for v in entry.context],
-        "group": [plain_item(v) for v in entry.group],
-        "metadata": dict(entry.metadata or {}),
-    }
-
-
-def plain_score_message(message: pb.Score) -> Any:
-    kind = message.WhichOneof("kind")
-    if kind == "columns":
-        return [plain_item(value) for value in message.columns.values]
-    return plain_item(message.double if kind == "double" else message.int)
-
-
-def plain_item_message(message: pb.Item) -> Any:
-    return plain_item(wire.items_to_tuple([message])[0])
-
-
-_PLAIN_MESSAGES: dict[str, Callable[[Any], Any]] = {
-    pb.RankedEntry.DESCRIPTOR.full_name: plain_entry,
-    pb.Window.DESCRIPTOR.full_name: plain_window,
-    pb.Score.DESCRIPTOR.full_name: plain_score_message,
-    pb.Item.DESCRIPTOR.full_name: plain_item_message,
-}
-
-
-def plain_message(message: Message) -> dict[str, Any]:
-    """A response in the routes' one JSON shape: its fields as protobuf's JSON mapping prints
-    them, but entries, windows, scores and key items as listings show them (``plain_entry``)."""
-    answer = to_json(message)
-    for field in message.DESCRIPTOR.fields:
-        kind = field.message_type
-        if kind is None or kind.GetOptions().map_entry:
-            continue
-        convert = _PLAIN_MESSAGES.get(kind.full_name, plain_message)
-        value = getattr(message, field.name)
-        if field.is_repeated:
-            answer[field.name] = [convert(v) for v in value]
-        elif message.HasField(field.name):
-            answer[field.name] = convert(value)
-    return answer
-
-
 def answer_plain(response: Message) -> tuple[int, Any]:
     return 200, plain_message(response)
 
@@ -170,7 +83,7 @@ class Param:
     """A path or query parameter: how it reads and how the OpenAPI document describes it."""
 
     name: str
-    where: str  # "path" or "query"
+    where: str  # "path", "query" or "header" (read by the builder from the headers)
     description: str
     schema: dict[str, Any]
     parse: Callable[[str, str], Any]
@@ -205,6 +118,31 @@ def parse_timestamp(text: str, name: str, what: str = "a timestamp (an integer)"
     if not -(2**63) <= value < 2**63:
         raise bad(f"{name} {value} is out of the int64 range")
     return value
+
+
+def parse_uint_64(text: str, name: str) -> int:
+    return parse_uint(text, name, 2**64 - 1)
+
+
+def parse_bool(text: str, name: str) -> bool:
+    if text not in ("true", "false"):
+        raise bad(f"{name} must be true or false, not {text!r}")
+    return text == "true"
+
+
+def parse_score_text(text: str, name: str) -> pb.Score:
+    """``1500``, ``1.5`` (a DOUBLE index's) or ``12,3,95`` (columns) as a Score."""
+    try:
+        if "," in text:
+            return pb.Score(columns=pb.ScoreColumns(values=[int(part) for part in text.split(",")]))
+        if any(c in text for c in ".eE") and not text.lstrip("-").isdigit():
+            value = float(text)
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValueError(text)
+            return pb.Score(double=value)
+        return pb.Score(int=int(text))
+    except (ValueError, OverflowError):
+        raise bad(f"{name} must be an integer, a number or integers separated by commas, not {text!r}") from None
 
 
 def parse_choice(choices: tuple[str, ...]) -> Callable[[str, str], str]:
@@ -271,6 +209,13 @@ IF_ABSENT = Param(
 )
 PAGE = Param("page", "query", "The page, from 1 (default 1).", INT32_SCHEMA, parse_uint)
 PAGE_SIZE = Param("size", "query", "Rows per page, 1-1000 (default 10).", INT32_SCHEMA, parse_uint)
+COHORT_SIZE = Param("size", "query", "Rows per page (default 0: the whole cohort).", INT32_SCHEMA, parse_uint)
+COHORT_ABOVE = Param(
+    "above", "query", "With below: the entries around the record, this many above.", INT32_SCHEMA, parse_uint
+)
+COHORT_BELOW = Param("below", "query", "With above: this many below the record.", INT32_SCHEMA, parse_uint)
+TIER = Param("tier", "path", "The tier, from 0 (the lowest).", INT32_SCHEMA, parse_uint, True)
+COHORT = Param("cohort", "path", "The cohort's number within its tier, from 0.", INT32_SCHEMA, parse_uint, True)
 RECORDS = Param(
     "records",
     "query",
@@ -294,8 +239,92 @@ UNTIL = Param(
     "until", "query", "Windows starting at or before this timestamp (default: all).", {"type": "integer"}, parse_at
 )
 HISTORY_COUNT = Param("count", "query", "The latest 1-100 windows (default 10).", INT32_SCHEMA, parse_uint)
+SCORE = Param(
+    "score",
+    "query",
+    "A score: an integer, a number for a DOUBLE index, or integers separated by commas for an index ranking "
+    "by columns (12,3,95).",
+    {"type": "string"},
+    parse_score_text,
+    True,
+)
+KEY_TIMESTAMP = Param(
+    "timestamp",
+    "query",
+    "With score: rank the score key (score, timestamp), as the Record Layer does (records reaching the score "
+    "earlier count).",
+    {"type": "integer"},
+    parse_timestamp,
+)
+RANK = Param("rank", "query", "The 0-based rank (0: the best).", {"type": "integer", "minimum": 0}, parse_uint_64, True)
+SCAN_BY = Param(
+    "by",
+    "query",
+    "rank (default: positions, from the best; any window) or value (score bounds; the all-time window only).",
+    {"type": "string", "enum": ["rank", "value"]},
+    parse_choice(("rank", "value")),
+)
+SCAN_FROM = Param(
+    "from",
+    "query",
+    "The first rank (by=rank) or score (by=value) of the scan (default: the start).",
+    {"type": "string"},
+    parse_text,
+)
+SCAN_TO = Param(
+    "to", "query", "The last rank or score of the scan, included (default: the end).", {"type": "string"}, parse_text
+)
+REVERSE = Param(
+    "reverse",
+    "query",
+    "true: from the end (the worst rank, or the highest score by value).",
+    {"type": "boolean"},
+    parse_bool,
+)
+GROUPS_LIMIT = Param("limit", "query", "Groups per answer, 1-1000 (default 100).", INT32_SCHEMA, parse_uint)
+IDEMPOTENCY_KEY = Param(
+    "Idempotency-Key",
+    "header",
+    "A key of the caller's choosing: the write sent again with it (a retry) is applied once and answered as "
+    "the first time.",
+    {"type": "string"},
+    parse_text,
+)
+WINDOWS_PAGE_SIZE = Param("size", "query", "Windows per page, 1-1000 (default 100).", INT32_SCHEMA, parse_uint)
 INTERVAL = Param(
     "interval", "query", "Seconds between checks of the board (0.2-60, default 1).", {"type": "number"}, parse_seconds
+)
+
+LIMIT = Param("limit", "query", "Rows per page, 1-1000 (default 100).", INT32_SCHEMA, parse_uint)
+
+
+def parse_base64(text: str, name: str) -> bytes:
+    """Base64 as an answer's JSON gives it, or its URL-safe form (a ``+`` sent unencoded in a
+    query arrives as a space)."""
+    standard = text.replace(" ", "+").replace("-", "+").replace("_", "/")
+    try:
+        return base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True)
+    except ValueError:
+        raise bad(f"{name} must be the base64 text a previous answer gave, not {text!r}") from None
+
+
+CONTINUATION = Param(
+    "continuation",
+    "query",
+    "Where the previous page stopped: its answer's continuation (base64).",
+    {"type": "string"},
+    parse_base64,
+)
+GROUP_PATH = Param("group", "path", f"The group: {ITEMS_TEXT}.", {"type": "string"}, parse_text, True)
+MAX_RECORDS = Param("max_records", "query", "Records per transaction, 1-1000 (default 200).", INT32_SCHEMA, parse_uint)
+TEXT_SCHEMA = {"type": "string"}
+AUDIT_INDEX = Param("index", "query", "Only this index's events (a dropped index's too).", TEXT_SCHEMA, parse_text)
+AUDIT_ACTION = Param("action", "query", "Only this action's events (e.g. HideRecord).", TEXT_SCHEMA, parse_text)
+INTEGER_SCHEMA = {"type": "integer"}
+SINCE_US = Param("since_us", "query", "At or after this time (Unix microseconds).", INTEGER_SCHEMA, parse_timestamp)
+UNTIL_US = Param("until_us", "query", "Before this time (Unix microseconds).", INTEGER_SCHEMA, parse_timestamp)
+NEWEST_FIRST = Param(
+    "newest_first", "query", "true: the latest events first.", {"type": "boolean"}, parse_choice(("true", "false"))
 )
 
 
@@ -313,8 +342,10 @@ SCORE_SCHEMA = {
 }
 ENTRY_SCHEMA = {
     "type": "object",
+    "description": "A record's value in a window, as listings show it: key items and the score as plain JSON "
+    "values, the 0-based rank, the record's metadata.",
     "properties": {
-        "rank": {"type": "integer", "description": "0-based rank in the window"},
+        "rank": {"type": "integer", "description": "0-based rank in the window (absent from a scan by value)"},
         "pk": {"type": "array", "items": {}},
         "score": SCORE_SCHEMA,
         "timestamp": {"type": ["integer", "string"]},
@@ -326,7 +357,7 @@ ENTRY_SCHEMA = {
             "description": "the record's display fields (e.g. name), {} without any",
         },
     },
-    "required": ["rank", "pk", "score", "timestamp", "context", "group", "metadata"],
+    "required": ["pk", "score", "timestamp", "context", "group", "metadata"],
 }
 WINDOW_SCHEMA = {
     "type": "object",
@@ -359,6 +390,30 @@ METADATA_BODY_SCHEMA = {
     "additionalProperties": False,
 }
 OBJECT_SCHEMA = {"type": "object"}
+_KEY_FIELD = {"type": "string", "description": "as the Idempotency-Key header: a request sent again is applied once"}
+KEYED_BODY_SCHEMA = {"type": "object", "properties": {"idempotency_key": _KEY_FIELD}, "additionalProperties": False}
+HIDE_BODY_SCHEMA = {
+    "type": "object",
+    "properties": {"reason": {"type": "string", "description": "why (listed with it)"}, "idempotency_key": _KEY_FIELD},
+    "additionalProperties": False,
+}
+_RULE_SCORE = {"oneOf": [{"type": "number"}, {"type": "string"}, {"type": "array"}, {"type": "null"}]}
+RULES_BODY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "min_score": {**_RULE_SCORE, "description": "the lowest accepted score (absent or null: none)"},
+        "max_score": {**_RULE_SCORE, "description": "the highest accepted score (absent or null: none)"},
+        "max_per_window": {"type": "integer", "minimum": 0, "description": "per record and window (0: no limit)"},
+        "max_per_minute": {"type": "integer", "minimum": 0, "description": "per record and minute (0: no limit)"},
+    },
+    "additionalProperties": False,
+}
+RETENTION_BODY_SCHEMA = {
+    "type": "object",
+    "properties": {"retention": {"type": "integer", "minimum": 0, "description": "seconds (0: the default, 90 days)"}},
+    "required": ["retention"],
+    "additionalProperties": False,
+}
 SCORE_BODY_SCHEMA = {
     "type": "object",
     "properties": {
@@ -390,7 +445,7 @@ class RestRoute:
     """A resource-style route over one RPC."""
 
     path: str
-    method: str  # GET or POST
+    method: str  # GET, POST or DELETE
     rpc: str
     summary: str
     params: tuple[Param, ...]
@@ -401,6 +456,13 @@ class RestRoute:
     body_example: dict[str, Any] | None = None
     events: bool = False  # a Server-Sent Events stream of the answer, sent when it changes
     watches_rank: bool = False  # events of one record's rank: they take a rank watcher's slot
+    # The answer from the response and the route's parameters (a filter or a page of the response).
+    answer_values: Callable[[Message, dict[str, Any]], tuple[int, Any]] | None = None
+
+    def respond(self, response: Message, values: dict[str, Any]) -> tuple[int, Any]:
+        if self.answer_values is not None:
+            return self.answer_values(response, values)
+        return self.answer(response)
 
     def parse(self, path: Mapping[str, str], query: Mapping[str, str]) -> dict[str, Any]:
         known = {p.name for p in self.params if p.where == "query"}
@@ -409,6 +471,8 @@ class RestRoute:
             raise bad(f"unknown query parameter {unknown[0]!r}: {self.path} takes {', '.join(sorted(known)) or 'none'}")
         values: dict[str, Any] = {}
         for param in self.params:
+            if param.where == "header":
+                continue
             source = path if param.where == "path" else query
             if param.name in source:
                 values[param.name] = param.parse(source[param.name], param.name)
@@ -490,6 +554,28 @@ def build_page(values: dict[str, Any], body: Any, transcoder: Transcoder, header
         page=values.get("page", 1),
         size=values.get("size", 10),
     )
+
+
+def build_cohort(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    """A record's cohort (``pk``) or one named by ``tier`` and ``cohort``, in the league's window type."""
+    return pb.CohortRequest(
+        index=values["index"],
+        window=selector(values, transcoder, headers),
+        pk=items_from_text(values["pk"], "pk") if "pk" in values else [],
+        tier=values.get("tier", 0),
+        cohort=values.get("cohort", 0),
+        mode=_mode(values),
+        page=values.get("page", 1),
+        size=values.get("size", 0),
+        above=values.get("above", 0),
+        below=values.get("below", 0),
+    )
+
+
+def answer_cohort(response: Message) -> tuple[int, Any]:
+    if not response.HasField("tier"):
+        return 404, {"code": "NOT_FOUND", "message": "the record has joined no cohort in this window"}
+    return answer_plain(response)
 
 
 def build_ranks(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
@@ -577,6 +663,10 @@ def build_list_indexes(
 def build_list_windows(
     values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
 ) -> Message:
+    if not 1 <= values.get("size", 100) <= 1000:
+        raise bad(f"size must be between 1 and 1000, not {values['size']}")
+    if values.get("page", 1) < 1:
+        raise bad(f"page must be 1 or more, not {values['page']}")
     return pb.ListWindowsRequest(index=values["index"])
 
 
@@ -589,12 +679,7 @@ def build_add_score(values: dict[str, Any], body: Any, transcoder: Transcoder, h
         raise bad(f"unknown field {unknown[0]!r}: a score has {known}")
     if "pk" not in body or "score" not in body:
         raise bad("a score needs pk and score")
-    score_json = score_from_json(body["score"])
-    entry = message_from_dict(
-        {"score": score_json, "timestamp": body.get("timestamp", server_clock())}, pb.Entry, "the score"
-    )
-    entry.context.extend(items_from_json(body.get("context", []), "context"))
-    entry.group.extend(items_from_json(body.get("group", []), "group"))
+    entry = entry_from_json(body, "the score")
     metadata = body.get("metadata", {})
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         raise bad(f"metadata must be an object of strings, not {metadata!r}")
@@ -602,6 +687,209 @@ def build_add_score(values: dict[str, Any], body: Any, transcoder: Transcoder, h
     return pb.AddScoreRequest(
         index=values["index"], pk=items_from_json(body["pk"], "pk"), entry=entry, metadata=metadata, idempotency_key=key
     )
+
+
+def entry_from_json(value: dict[str, Any], what: str) -> pb.Entry:
+    """An entry from its plain JSON (score, timestamp: default now, context, group)."""
+    score_json = score_from_json(value["score"])
+    entry = message_from_dict(
+        {"score": score_json, "timestamp": value.get("timestamp", server_clock())}, pb.Entry, what
+    )
+    entry.context.extend(items_from_json(value.get("context", []), "context"))
+    entry.group.extend(items_from_json(value.get("group", []), "group"))
+    return entry
+
+
+def build_delete_record(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    return pb.DeleteRecordRequest(
+        index=values["index"], pk=items_from_text(values["pk"], "pk"), idempotency_key=idempotency_key({}, headers)
+    )
+
+
+def build_scan(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    by_value = values.get("by", "rank") == "value"
+    if by_value and values.get("type", 0) != 0:
+        raise bad("by=value scans the all-time window's scores: use type 0, or by=rank for a window of a type")
+    scan_type = "BY_VALUE" if by_value else "BY_RANK" if values.get("type", 0) == 0 else "BY_TIME_WINDOW"
+    request = pb.ScanRequest(
+        index=values["index"],
+        type=pb.ScanType.Value(scan_type),
+        window=selector(values, transcoder, headers),
+        group=_group(values),
+        reverse=values.get("reverse", False),
+        limit=values.get("limit", 100),
+        continuation=values.get("continuation", b""),
+        mode=_mode(values),
+    )
+    for name, field in (("from", "low"), ("to", "high")):
+        if name in values:
+            bound = (
+                parse_score_text(values[name], name) if by_value else pb.Score(int=parse_uint_64(values[name], name))
+            )
+            getattr(request, field).CopyFrom(bound)
+    return request
+
+
+def build_rank_for_score(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    request = pb.RankForScoreRequest(
+        index=values["index"], window=selector(values, transcoder, headers), group=_group(values), score=values["score"]
+    )
+    if "timestamp" in values:
+        request.key_timestamp = values["timestamp"]
+    return request
+
+
+def build_score_for_rank(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    return pb.ScoreForRankRequest(
+        index=values["index"], window=selector(values, transcoder, headers), group=_group(values), rank=values["rank"]
+    )
+
+
+def build_score_trim(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    entries = body.get("entries") if isinstance(body, dict) and set(body) == {"entries"} else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "score" in e for e in entries):
+        raise bad('the body must be a JSON object like {"entries": [{"score": 1200, "timestamp": 1795420000}]}')
+    for entry in entries:
+        unknown = sorted(set(entry) - {"score", "timestamp", "context", "group"})
+        if unknown:
+            raise bad(f"unknown field {unknown[0]!r}: an entry has score, timestamp, context, group")
+    return pb.ScoreTrimRequest(index=values["index"], entries=[entry_from_json(e, "an entry") for e in entries])
+
+
+def build_groups(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    return pb.ListGroupsRequest(
+        index=values["index"],
+        window=selector(values, transcoder, headers),
+        limit=values.get("limit", 100),
+        continuation=values.get("continuation", b""),
+    )
+
+
+def answer_windows_of_type(response: Message, values: dict[str, Any]) -> tuple[int, Any]:
+    """The index's windows of one type, the latest first, a page of them."""
+    kind, page, size = values["type"], values.get("page", 1), values.get("size", 100)
+    found = sorted((w for w in response.windows if w.type == kind), key=lambda w: w.start, reverse=True)  # type: ignore[attr-defined]
+    rows = []
+    for window in found[(page - 1) * size : page * size]:
+        row: dict[str, Any] = {**plain_window(window), "filling": window.filling}
+        if window.filling:
+            row["records_processed"] = window.records_processed
+            row["entries_ranked"] = window.entries_ranked
+            if window.HasField("records_total"):
+                row["records_total"] = window.records_total
+        rows.append(row)
+    pages = max(1, -(-len(found) // size))
+    return 200, {"windows": rows, "page": page, "size": size, "total": len(found), "pages": pages}
+
+
+def body_object(body: Any, schema: dict[str, Any], example: str) -> dict[str, Any]:
+    """A JSON object body (none: ``{}``) with only ``schema``'s fields."""
+    if body is None:
+        return {}
+    if not isinstance(body, dict):
+        raise bad(f"the body must be a JSON object like {example}")
+    unknown = sorted(set(body) - set(schema["properties"]))
+    if unknown:
+        raise bad(f"unknown field {unknown[0]!r}: the body has {', '.join(schema['properties'])}")
+    return body
+
+
+def build_hide(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    fields = body_object(body, HIDE_BODY_SCHEMA, '{"reason": "aimbot"}')
+    reason = fields.get("reason", "")
+    if not isinstance(reason, str):
+        raise bad(f"reason must be a string, not {reason!r}")
+    return pb.HideRecordRequest(
+        index=values["index"],
+        pk=items_from_text(values["pk"], "pk"),
+        reason=reason,
+        idempotency_key=idempotency_key(fields, headers),
+    )
+
+
+def build_restore(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    fields = body_object(body, KEYED_BODY_SCHEMA, "{}")
+    return pb.RestoreRecordRequest(
+        index=values["index"], pk=items_from_text(values["pk"], "pk"), idempotency_key=idempotency_key(fields, headers)
+    )
+
+
+def build_hidden_records(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    return pb.ListHiddenRecordsRequest(
+        index=values["index"], limit=values.get("limit", 0), continuation=values.get("continuation", b"")
+    )
+
+
+def build_get_rules(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    return pb.GetScoreRulesRequest(index=values["index"])
+
+
+def build_set_rules(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    fields = body_object(body, RULES_BODY_SCHEMA, '{"min_score": 0, "max_score": 100000, "max_per_minute": 10}')
+    rules = pb.ScoreRules()
+    for name in ("min_score", "max_score"):
+        if fields.get(name) is not None:
+            getattr(rules, name).CopyFrom(message_from_dict(score_from_json(fields[name]), pb.Score, name))
+    for name in ("max_per_window", "max_per_minute"):
+        count = fields.get(name, 0)
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count < 2**32:
+            raise bad(f"{name} must be a count from 0 (no limit), not {count!r}")
+        setattr(rules, name, count)
+    return pb.SetScoreRulesRequest(index=values["index"], rules=rules)
+
+
+def build_delete_group(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    return pb.DeleteRecordsRequest(
+        index=values["index"],
+        group=items_from_text(values["group"], "group"),
+        max_records=values.get("max_records", 0),
+        continuation=values.get("continuation", b""),
+        idempotency_key=idempotency_key({}, headers),
+    )
+
+
+def build_delete_all(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    return pb.DeleteRecordsRequest(
+        index=values["index"],
+        all_records=True,
+        max_records=values.get("max_records", 0),
+        continuation=values.get("continuation", b""),
+        idempotency_key=idempotency_key({}, headers),
+    )
+
+
+def build_audit(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    request = pb.ListAuditEventsRequest(
+        index=values.get("index", ""),
+        action=values.get("action", ""),
+        limit=values.get("limit", 0),
+        continuation=values.get("continuation", b""),
+        newest_first=values.get("newest_first") == "true",
+    )
+    for name in ("since_us", "until_us"):
+        if name in values:
+            setattr(request, name, values[name])
+    return request
+
+
+def build_audit_retention(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    fields = body_object(body, RETENTION_BODY_SCHEMA, '{"retention": 7776000}')
+    retention = fields.get("retention")
+    if isinstance(retention, bool) or not isinstance(retention, int):
+        raise bad(f"retention must be a number of seconds (0: the default, 90 days), not {retention!r}")
+    return pb.SetAuditRetentionRequest(retention=retention)
 
 
 def score_from_json(score: Any) -> dict[str, Any]:
@@ -671,7 +959,7 @@ def answer_ranks(response: Message) -> tuple[int, Any]:
 
 
 def answer_as_json(response: Message) -> tuple[int, Any]:
-    return 200, to_json(response)
+    return 200, rpc_json(response)
 
 
 ROUTES: tuple[RestRoute, ...] = (
@@ -700,7 +988,7 @@ ROUTES: tuple[RestRoute, ...] = (
         "POST",
         "AddScore",
         "Submit a score for a record: every window it falls in changes in one transaction.",
-        (INDEX,),
+        (INDEX, IDEMPOTENCY_KEY),
         build_add_score,
         answer_as_json,
         {"$ref": "#/components/schemas/AddScoreResponse"},
@@ -793,6 +1081,27 @@ ROUTES: tuple[RestRoute, ...] = (
         OBJECT_SCHEMA,
     ),
     RestRoute(
+        "/v1/indexes/{index}/records/{pk}/cohort",
+        "GET",
+        "GetCohort",
+        "Leagues: the record's tier and cohort in the league window (at), its entry and the cohort's entries "
+        "ranked within the cohort (a page, or those around the record).",
+        (INDEX, RECORD, AT, MODE, PAGE, COHORT_SIZE, COHORT_ABOVE, COHORT_BELOW),
+        build_cohort,
+        answer_cohort,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/cohorts/{tier}/{cohort}",
+        "GET",
+        "GetCohort",
+        "Leagues: one cohort of a tier in the league window (at), its entries ranked within the cohort.",
+        (INDEX, TIER, COHORT, AT, MODE, PAGE, COHORT_SIZE),
+        build_cohort,
+        answer_cohort,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
         "/v1/indexes/{index}/windows/{type}/ranks",
         "GET",
         "GetRanks",
@@ -867,11 +1176,238 @@ ROUTES: tuple[RestRoute, ...] = (
         "POST",
         "SetMetadata",
         "Replace (or with merge, update) a record's display metadata; answers what is stored now.",
-        (INDEX, RECORD),
+        (INDEX, RECORD, IDEMPOTENCY_KEY),
         build_set_metadata,
         answer_metadata,
         OBJECT_SCHEMA,
         body_schema=METADATA_BODY_SCHEMA,
         body_example={"metadata": {"name": "Alice"}, "merge": True},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/records/{pk}",
+        "DELETE",
+        "DeleteRecord",
+        "Delete a record: its entries leave every window, its metadata goes, in one transaction. Takes an "
+        "Idempotency-Key header; existed says whether there was such a record.",
+        (INDEX, RECORD, IDEMPOTENCY_KEY),
+        build_delete_record,
+        answer_as_json,
+        {"type": "object", "properties": {"existed": {"type": "boolean"}}, "required": ["existed"]},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}",
+        "GET",
+        "ListWindows",
+        "The index's windows of one type, the latest first, a page at a time (with the page count and total); "
+        "a filling window says how far its fill got.",
+        (INDEX, WINDOW_TYPE, PAGE, WINDOWS_PAGE_SIZE),
+        build_list_windows,
+        answer_as_json,
+        {
+            "type": "object",
+            "properties": {
+                "windows": {"type": "array", "items": WINDOW_SCHEMA},
+                "page": {"type": "integer"},
+                "size": {"type": "integer"},
+                "total": {"type": "integer"},
+                "pages": {"type": "integer"},
+            },
+            "required": ["windows", "page", "size", "total", "pages"],
+        },
+        answer_values=answer_windows_of_type,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/scan",
+        "GET",
+        "Scan",
+        "A window's entries in rank order (or, by=value, the all-time window's by score), a bounded page at a "
+        "time: follow continuation until it is empty.",
+        (INDEX, WINDOW_TYPE, AT, GROUP, MODE, SCAN_BY, SCAN_FROM, SCAN_TO, REVERSE, LIMIT, CONTINUATION),
+        build_scan,
+        answer_plain,
+        {
+            "type": "object",
+            "properties": {
+                "entries": {"type": "array", "items": {"$ref": "#/components/schemas/PlainEntry"}},
+                "continuation": {"type": "string", "description": "base64; empty: done"},
+            },
+            "required": ["entries", "continuation"],
+        },
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/groups",
+        "GET",
+        "ListGroups",
+        "The groups holding a value in the window (a grouped index's boards), in key order, a bounded page at "
+        "a time: follow continuation until it is empty.",
+        (INDEX, WINDOW_TYPE, AT, GROUPS_LIMIT, CONTINUATION),
+        build_groups,
+        answer_plain,
+        {
+            "type": "object",
+            "properties": {
+                "groups": {
+                    "type": "array",
+                    "items": {"type": "object", "properties": {"group": {"type": "array", "items": {}}}},
+                },
+                "continuation": {"type": "string", "description": "base64; empty: done"},
+                "window": WINDOW_SCHEMA,
+            },
+            "required": ["groups", "continuation"],
+        },
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/rank-for-score",
+        "GET",
+        "RankForScore",
+        "The 0-based rank a record with this score (or score key, with timestamp) would have in the window.",
+        (INDEX, WINDOW_TYPE, SCORE, KEY_TIMESTAMP, AT, GROUP),
+        build_rank_for_score,
+        answer_plain,
+        {"type": "object", "properties": {"rank": {"type": "integer"}}, "required": ["rank"]},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/windows/{type}/score-for-rank",
+        "GET",
+        "ScoreForRank",
+        "The score at a 0-based rank of the window (no score: the window has fewer records).",
+        (INDEX, WINDOW_TYPE, RANK, AT, GROUP),
+        build_score_for_rank,
+        answer_plain,
+        {"type": "object", "properties": {"score": SCORE_SCHEMA}},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/score-trim",
+        "POST",
+        "ScoreTrim",
+        "Of the entries sent, those the index's current windows would use, best first (the Record Layer's "
+        "score trim; a read, nothing is written).",
+        (INDEX,),
+        build_score_trim,
+        answer_plain,
+        {"type": "object", "properties": {"entries": {"type": "array", "items": OBJECT_SCHEMA}}},
+        body_schema={
+            "type": "object",
+            "properties": {
+                "entries": {
+                    "type": "array",
+                    "maxItems": 1000,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "score": SCORE_SCHEMA,
+                            "timestamp": {"type": ["integer", "string"]},
+                            "context": {"type": "array", "items": {}},
+                            "group": {"type": "array", "items": {}},
+                        },
+                        "required": ["score"],
+                        "additionalProperties": False,
+                    },
+                }
+            },
+            "required": ["entries"],
+            "additionalProperties": False,
+        },
+        body_example={"entries": [{"score": 1000, "timestamp": 1795420000}, {"score": 1100, "timestamp": 1795420005}]},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/records/{pk}/hide",
+        "POST",
+        "HideRecord",
+        "Hide a record from every window at once, keeping its entries (admin); changed: false if it was hidden.",
+        (INDEX, RECORD),
+        build_hide,
+        answer_plain,
+        {"$ref": "#/components/schemas/HiddenChangeResponse"},
+        body_schema=HIDE_BODY_SCHEMA,
+        body_example={"reason": "aimbot"},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/records/{pk}/restore",
+        "POST",
+        "RestoreRecord",
+        "Put a hidden record back in every window, as if never hidden (admin); changed: false if it was not hidden.",
+        (INDEX, RECORD),
+        build_restore,
+        answer_plain,
+        {"$ref": "#/components/schemas/HiddenChangeResponse"},
+        body_schema=KEYED_BODY_SCHEMA,
+        body_example={},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/hidden-records",
+        "GET",
+        "ListHiddenRecords",
+        "A page of the hidden records in key order, with who hid each, when and why (admin).",
+        (INDEX, LIMIT, CONTINUATION),
+        build_hidden_records,
+        answer_plain,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/rules",
+        "GET",
+        "GetScoreRules",
+        "The index's score rules: the accepted score range, submissions per record and window or minute.",
+        (INDEX,),
+        build_get_rules,
+        answer_plain,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/rules",
+        "POST",
+        "SetScoreRules",
+        "Replace the index's score rules (admin; a rule left out: none); answers them as kept.",
+        (INDEX,),
+        build_set_rules,
+        answer_plain,
+        OBJECT_SCHEMA,
+        body_schema=RULES_BODY_SCHEMA,
+        body_example={"min_score": 0, "max_score": 100000, "max_per_minute": 10},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/groups/{group}/records",
+        "DELETE",
+        "DeleteRecords",
+        "Delete a group's data from every record (records left with nothing go whole) in bounded batches "
+        "(admin): works until done or its deadline; call again while done is false.",
+        (INDEX, GROUP_PATH, MAX_RECORDS, CONTINUATION),
+        build_delete_group,
+        answer_plain,
+        {"$ref": "#/components/schemas/DeleteRecordsResponse"},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/records",
+        "DELETE",
+        "DeleteRecords",
+        "Delete every record of the index (it and its windows stay) in bounded batches (admin): works until "
+        "done or its deadline; call again while done is false.",
+        (INDEX, MAX_RECORDS, CONTINUATION),
+        build_delete_all,
+        answer_plain,
+        {"$ref": "#/components/schemas/DeleteRecordsResponse"},
+    ),
+    RestRoute(
+        "/v1/audit",
+        "GET",
+        "ListAuditEvents",
+        "A page of the audit trail: who did which admin action, when, on which index, with what outcome (admin).",
+        (AUDIT_INDEX, AUDIT_ACTION, SINCE_US, UNTIL_US, LIMIT, CONTINUATION, NEWEST_FIRST),
+        build_audit,
+        answer_plain,
+        {"$ref": "#/components/schemas/ListAuditEventsResponse"},
+    ),
+    RestRoute(
+        "/v1/audit/retention",
+        "POST",
+        "SetAuditRetention",
+        "Keep audit events this many seconds (admin; 0: the default, 90 days); older ones are cleared by maintenance.",
+        (),
+        build_audit_retention,
+        answer_plain,
+        {"$ref": "#/components/schemas/SetAuditRetentionResponse"},
+        body_schema=RETENTION_BODY_SCHEMA,
+        body_example={"retention": 7776000},
     ),
 )

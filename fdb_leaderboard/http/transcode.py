@@ -6,10 +6,10 @@ served over HTTP with no change here.  A call runs the same servicer method the 
 bearer-token check: same validation, same errors, same status codes, which :data:`HTTP_STATUS`
 turns into HTTP's.
 
-JSON is protobuf's (``json_format``): field names as in the proto (lowerCamelCase accepted
-too), enums by name, ``bytes`` in base64, and 64-bit integers as JSON numbers up to 2^53 - 1
-in magnitude and as strings beyond (JavaScript's numbers hold no more exactly; strings or
-numbers are accepted on input).
+JSON is the API's one shape (``plain.py``): protobuf's JSON mapping (field names as in the
+proto, lowerCamelCase accepted too, enums by name, ``bytes`` in base64, 64-bit integers as JSON
+numbers up to 2^53 - 1 in magnitude and as strings beyond: JavaScript's numbers hold no more
+exactly), but key items and scores as plain values, as the REST routes answer them.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
-from ..access import ANONYMOUS, PermissionDenied, Tokens, Unauthenticated, actor_name, bearer_token
+from ..access import ANONYMOUS, USER_HEADER, PermissionDenied, Tokens, Unauthenticated, actor_name, bearer_token
 from ..proto import service_pb2 as pb
 from ..service.calls import Dispatcher
 from ..service.metrics import remember_first
@@ -153,14 +153,6 @@ def invalid_input(what: str, exc: BaseException) -> CallFailed:
     return CallFailed(grpc.StatusCode.INVALID_ARGUMENT, cap_message(f"{what}: {exc}"))
 
 
-def parse_json(text: str | bytes, message_type: type[Message], what: str = "request body") -> Message:
-    """A message from JSON; malformed JSON or a field the message lacks is INVALID_ARGUMENT."""
-    try:
-        return json_format.Parse(text or b"{}", message_type())
-    except (json_format.ParseError, UnicodeDecodeError, RecursionError) as exc:
-        raise not_a_valid(what, message_type, exc) from None
-
-
 def message_from_dict(value: Mapping[str, Any], message_type: type[Message], what: str) -> Message:
     try:
         return json_format.ParseDict(value, message_type())
@@ -210,28 +202,6 @@ def readable_parse_error(exc: BaseException) -> str:
     return f"{'.'.join(path)}: {text}" if path else text
 
 
-def to_json(message: Message) -> dict[str, Any]:
-    """A message as JSON values (every field without presence printed, so zeros show)."""
-    value = json_format.MessageToDict(
-        message,
-        always_print_fields_with_no_presence=True,
-        preserving_proto_field_name=True,
-        unquote_int64_if_possible=True,
-    )
-    return quote_unsafe_integers(value)
-
-
-def quote_unsafe_integers(value: Any) -> Any:
-    """Integers JavaScript cannot hold exactly become strings (proto3 JSON's form for 64-bit)."""
-    if isinstance(value, dict):
-        return {k: quote_unsafe_integers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [quote_unsafe_integers(v) for v in value]
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JSON_SAFE_INTEGER:
-        return str(value)
-    return value
-
-
 def dumps(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
@@ -265,6 +235,10 @@ class Transcoder:
         self.tokens = tokens
         self.rpcs = {rpc.name: rpc for rpc in rpcs()}
         self.stopping = threading.Event()
+
+    def _actor(self, headers: Mapping[str, str]) -> str:
+        """Who makes an HTTP call: its token's name (or the user it names, without tokens)."""
+        return actor_name(self.tokens, headers.get("authorization"), headers.get(USER_HEADER))
 
     def call(
         self,
@@ -301,7 +275,7 @@ class Transcoder:
             else:
                 response = getattr(self.service, name)(
                     request,
-                    HttpCallContext(deadline, self.stopping, actor_name(self.tokens, headers.get("authorization"))),
+                    HttpCallContext(deadline, self.stopping, self._actor(headers)),
                 )
             if rpc.server_streaming:  # Load: HTTP answers once, with the last progress message
                 last = rpc.response_type()

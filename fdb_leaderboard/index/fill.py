@@ -110,10 +110,12 @@ class Filler:
         processed = entries_read = 0
         reached: bytes | None = None
         if loading:
-            processed, entries_read, reached = self._fill_records(loading, cursors, max_records, max_entries)
+            put_in: dict[int, int] = {}
+            processed, entries_read, reached = self._fill_records(loading, cursors, max_records, max_entries, put_in)
             for window in loading:
                 cursor = cursors[window.lb_key]
                 cursor.records_processed += processed
+                cursor.entries_put_in += put_in.get(window.lb_key, 0)
                 if reached is None:
                     cursor.records_done = True
                 elif not cursor.records_through or reached > cursor.records_through:
@@ -138,9 +140,15 @@ class Filler:
         return FillProgress(len(complete) == len(filling), processed, windows, ranked)
 
     def _fill_records(
-        self, windows: Sequence[Window], cursors: dict[int, index_pb2.FillCursor], max_records: int, max_entries: int
+        self,
+        windows: Sequence[Window],
+        cursors: dict[int, index_pb2.FillCursor],
+        max_records: int,
+        max_entries: int,
+        put_in: dict[int, int],
     ) -> tuple[int, int, bytes | None]:
-        """Phase 1 for ``windows``: (records processed, entries read, last record key or None if all done)."""
+        """Phase 1 for ``windows``: (records processed, entries read, last record key or None if all
+        done); ``put_in`` counts the values put in each window's primary B-tree, by window key."""
         directory = self.txn.directory()
         positions = [cursors[window.lb_key].records_through for window in windows]
         begin_cursor = min(positions) if all(positions) else None
@@ -163,7 +171,7 @@ class Filler:
         for pk_nested, raw, pending, entries in work:
             if entries is not None:
                 head = index_pb2.RecordHead.FromString(raw)
-                entries_read += self._fill_record(pk_nested, head, pending, entries(), directory)  # type: ignore[arg-type]
+                entries_read += self._fill_record(pk_nested, head, pending, entries(), directory, put_in)  # type: ignore[arg-type]
             processed += 1
             last = pk_nested
             if entries_read >= max_entries:
@@ -209,8 +217,10 @@ class Filler:
         windows: Sequence[Window],
         rows: Sequence[tuple[int, int, Any]],
         directory: Directory,
+        put_in: dict[int, int],
     ) -> int:
-        """Put the record's value from ``rows`` (its entries in the windows' span) into ``windows``."""
+        """Put the record's value from ``rows`` (its entries in the windows' span) into ``windows``
+        (counted in ``put_in`` by window key, but for a hidden record's, which no ranked set takes)."""
         pk_flat = tuples.pack(tuples.unpack(pk_nested)[0])
         values = []
         for ts, seq, (group, score, context) in rows:
@@ -231,6 +241,8 @@ class Filler:
         filled = {window.lb_key for window in windows}
         for key, value in computed.items():
             self.writer.index_add(directory.by_key(key[0]), key[1], value.element, pk_flat, head.hidden)  # type: ignore[arg-type]
+            if not head.hidden:
+                put_in[key[0]] = put_in.get(key[0], 0) + 1
         # A rebuilt window keeps its key: what its states counted stays (the entries found there
         # may be fewer, after a trim).
         for state in head.windows:

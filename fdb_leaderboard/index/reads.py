@@ -112,6 +112,16 @@ class ScanPage:
 
 
 @dataclasses.dataclass(frozen=True)
+class GroupsPage:
+    groups: list[tuple]  # in key order (the tuple layer's)
+    continuation: bytes | None  # pass back to get the next page; None when no group follows
+    window: Window  # the window read
+
+
+MAX_GROUPS = 1000  # groups per page: one read each, so a page stays well within a transaction
+
+
+@dataclasses.dataclass(frozen=True)
 class WindowRef:
     """Which window a read uses: type 0 is all-time; another type's window is the oldest holding
     ``timestamp``, or now (the index's clock in its timebase) without one."""
@@ -187,6 +197,8 @@ class Reader:
 
         return decode
 
+    row_decoder = _row_decoder  # for cohort rows (leagues.py), which continue as primary keys do
+
     def _locate(self, pk: object, ref: WindowRef, group: object) -> tuple[Window, bytes, tuple[bytes, bytes] | None]:
         """The window, the packed group, and the record's element there with its flat pk bytes
         (None if it has no value there).  The directory, the record's head and the group's
@@ -212,6 +224,41 @@ class Reader:
         if bad_group is not None:
             raise bad_group
         return window, group_bytes
+
+    # -- groups ---------------------------------------------------------------------------
+
+    def groups(self, ref: WindowRef, limit: int, continuation: bytes | None = None) -> GroupsPage:
+        """The groups holding a value in the window, in key order, at most ``limit`` (1 to
+        MAX_GROUPS) after ``continuation``: a skip-scan of the window's primary B-tree, one
+        single-key read per group (the first key past the previous group's keys)."""
+        if not 1 <= limit <= MAX_GROUPS:
+            raise InvalidArgument(f"limit must be between 1 and {MAX_GROUPS}, not {limit}")
+        window = self.window(ref)
+        base = self.layout.window_primary(window.key_bytes)
+        end = strinc(base)
+        begin = base
+        if continuation:
+            try:
+                after = tuples.unpack(continuation)
+            except (ValueError, TypeError, IndexError, KeyError):
+                raise InvalidArgument("continuation is not one this read gave") from None
+            if len(after) != self.space.settings.group_size or tuples.pack(after) != continuation:
+                raise InvalidArgument("continuation is not one this read gave")
+            begin = extensions_end(base + continuation)
+        size = self.space.settings.group_size
+        found: list[tuple] = []
+        last = b""
+        while True:
+            rows = self.tr.get_range(begin, end, limit=1)
+            if not rows:
+                return GroupsPage(found, None, window)
+            if len(found) == limit:  # one more exists: the page goes on after the last
+                return GroupsPage(found, last, window)
+            key = rows[0][0]
+            items, offsets = tuples.unpack_with_offsets(key[len(base) :], size)
+            last = key[len(base) : len(base) + offsets[size]]
+            found.append(tuple(items))
+            begin = extensions_end(base + last) if size else end
 
     # -- ranks --------------------------------------------------------------------------
 

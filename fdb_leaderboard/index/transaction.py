@@ -37,6 +37,19 @@ class FillState(NamedTuple):
     records_processed: int
     entries_ranked: int
     records_total: int | None  # the index's records (its all-time window's count), when known
+    entries_put_in: int = 0  # phase 1's values in the window: what phase 2 ranks
+
+    @property
+    def ratio(self) -> float | None:
+        """How much of the fill is done, 0 to 1: phase 1 is the first half (records put in, of
+        the index's records: None when that total is unknown), phase 2 the second (entries
+        ranked, of those phase 1 put in)."""
+        if self.phase == 1:
+            if self.records_total is None:
+                return None
+            return 0.5 * min(1.0, self.records_processed / self.records_total) if self.records_total else 0.5
+        ranked = min(1.0, self.entries_ranked / self.entries_put_in) if self.entries_put_in else 1.0
+        return 0.5 + 0.5 * ranked
 
     def describe(self) -> str:
         if self.phase == 1:
@@ -191,7 +204,7 @@ class IndexTransaction:
             total = self.space.ranked_set(every[0], b"").size(self.tr)
         phase = 2 if cursor.records_done else 1
         processed = min(cursor.records_processed, total) if total is not None else cursor.records_processed
-        return FillState(phase, processed, cursor.entries_ranked, total)
+        return FillState(phase, processed, cursor.entries_ranked, total, cursor.entries_put_in)
 
     def rank_limit(self, window: Window) -> bytes | None:
         """The last primary key (after the window's prefix) whose element the ranked set holds.

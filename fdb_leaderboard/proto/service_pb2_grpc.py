@@ -26,7 +26,8 @@ if _version_not_supported:
 
 
 class LeaderboardStub:
-    """Missing associated documentation comment in .proto file."""
+    """-- admin --
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -279,202 +280,259 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.GetScoreRulesRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.FromString,
                 _registered_method=True)
+        self.ListAuditEvents = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/ListAuditEvents',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListAuditEventsRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListAuditEventsResponse.FromString,
+                _registered_method=True)
+        self.SetAuditRetention = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/SetAuditRetention',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetAuditRetentionRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetAuditRetentionResponse.FromString,
+                _registered_method=True)
+        self.ExpireAuditEvents = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/ExpireAuditEvents',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsResponse.FromString,
+                _registered_method=True)
+        self.GetCohort = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/GetCohort',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.CohortRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.CohortResponse.FromString,
+                _registered_method=True)
+        self.ListGroups = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/ListGroups',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsResponse.FromString,
+                _registered_method=True)
 
 
 class LeaderboardServicer:
-    """Missing associated documentation comment in .proto file."""
+    """-- admin --
+    """
 
     def CreateIndex(self, request, context):
-        """admin
+        """Create an index with its options (fixed once created) and, optionally, a maintenance policy.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListIndexes(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Every index of the server with its options and maintenance policy.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DropIndex(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Delete an index and all its data.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def SetMaintenancePolicy(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Set (or clear) the windows the server's maintenance keeps ahead, fills and expires for an index.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def UpdateWindows(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Add, keep or remove an index's windows in one transaction; windows added over stored scores are filled afterwards (Fill).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListWindows(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """An index's windows, its direction, latest score timestamp, trim point and each filling window's progress.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def SaveSubDirectory(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Set a group's own score direction (before the group has scores).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListSubDirectories(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The groups saved with a direction of their own.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Expire(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Delete the windows ending at or before a time, with their data.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Fill(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Put stored scores into windows added over them, in bounded resumable batches.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Trim(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Drop entries before a time that no window's value depends on, in batches.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def KeepAhead(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Add the windows an index's maintenance policy keeps ahead of now.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Verify(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Recompute windows from the records and compare; a large index in parts, each answering where the next goes on.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ExpireIdempotencyKeys(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Forget idempotency keys of writes applied before a time.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def HideRecord(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Hide a record from every window's ranks and listings at once (its data kept).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def RestoreRecord(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Show a hidden record again, exactly as if it had never been hidden.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListHiddenRecords(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The hidden records, with who hid them, when and why; a page at a time.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def SetScoreRules(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Set the scores an index accepts (bounds, submissions per window or minute).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DeleteRecords(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Delete a group's records (a season), or every record, in bounded batches.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Dump(self, request_iterator, context):
-        """Missing associated documentation comment in .proto file."""
+        """Stream an index's data as parts (a consistent copy, taken while it takes writes).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Restore(self, request_iterator, context):
-        """Missing associated documentation comment in .proto file."""
+        """Create an index from a dump's parts.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def SetWritesPaused(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Refuse an index's writes until resumed, or resume them.
+        -- writes --
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def AddScore(self, request, context):
-        """writes
+        """Add one score to a record: every window it falls in changes in one transaction.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def AddEntries(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Add several entries to a record in one transaction.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def SaveRecord(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Replace a record's entries in one transaction.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DeleteRecord(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Delete a record: its entries leave every window and its metadata goes.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def WriteBatch(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Add or replace the entries of several records in one transaction.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def BulkLoad(self, request_iterator, context):
-        """Missing associated documentation comment in .proto file."""
+        """Load many records as a stream of messages, saved in transactions of batch_size.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def SetMetadata(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Replace (or merge into) a record's display metadata, without touching its scores.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Load(self, request_iterator, context):
-        """Missing associated documentation comment in .proto file."""
+        """BulkLoad answering with its progress as it goes.
+        -- reads --
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetRank(self, request, context):
-        """reads
+        """A record's 0-based rank in a window (absent: no value there).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetRankAndEntry(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A record's rank and entry in a window, and the window read.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -489,97 +547,153 @@ class LeaderboardServicer:
         raise NotImplementedError('Method not implemented!')
 
     def AroundMe(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The entries above and below a record in a window, and the record's own.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Top(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The best n entries of a window.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Count(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """How many records have a value in a window.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ScoreForRank(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The score at a 0-based rank of a window (absent: fewer records).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def RankForScore(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The rank a record with a score (or score key) would have in a window.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Scan(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A window's entries by value or rank, a bounded page at a time with a continuation.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetMetadata(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A record's display metadata.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetRanks(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Up to 200 records' ranks and entries in a window, in the order asked.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def FriendsBoard(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A board of up to 200 records only (friends), best first, with their ranks in the whole window.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetPage(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """One page of a window's standings, with the page count and total.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetPercentile(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The share of a window's records behind a record, in percent.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ScoreForPercentile(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The score at a percentile of a window (100: the best).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetMovement(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A record's rank in a window and in the window of the type before it, and the places gained.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetRankHistory(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A record's rank in each of the latest windows of a type, and the best of them.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ScoreTrim(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Of entries given, those the index's current windows would use, best first (the Record Layer's score trim).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetScoreRules(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The scores an index accepts (its score rules).
+        -- the audit trail (admin) --
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListAuditEvents(self, request, context):
+        """The audit trail's events, newest or oldest first, filtered, a page at a time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetAuditRetention(self, request, context):
+        """Set how long audit events are kept.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExpireAuditEvents(self, request, context):
+        """Delete audit events older than the retention (or a time), in bounded batches.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetCohort(self, request, context):
+        """-- leagues --
+
+        A cohort of a league window: a record's (pk) or one named by tier and cohort.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListGroups(self, request, context):
+        """-- groups --
+
+        The groups holding a value in a window (a grouped index's boards), a page at a time.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -832,6 +946,31 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.GetScoreRulesRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.SerializeToString,
             ),
+            'ListAuditEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAuditEvents,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListAuditEventsRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListAuditEventsResponse.SerializeToString,
+            ),
+            'SetAuditRetention': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetAuditRetention,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetAuditRetentionRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetAuditRetentionResponse.SerializeToString,
+            ),
+            'ExpireAuditEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExpireAuditEvents,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsResponse.SerializeToString,
+            ),
+            'GetCohort': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCohort,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.CohortRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.CohortResponse.SerializeToString,
+            ),
+            'ListGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListGroups,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'fdb_leaderboard.v1.Leaderboard', rpc_method_handlers)
@@ -841,7 +980,8 @@ def add_LeaderboardServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class Leaderboard:
-    """Missing associated documentation comment in .proto file."""
+    """-- admin --
+    """
 
     @staticmethod
     def CreateIndex(request,
@@ -2156,6 +2296,141 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/GetScoreRules',
             fdb__leaderboard_dot_proto_dot_service__pb2.GetScoreRulesRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAuditEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/ListAuditEvents',
+            fdb__leaderboard_dot_proto_dot_service__pb2.ListAuditEventsRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.ListAuditEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetAuditRetention(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/SetAuditRetention',
+            fdb__leaderboard_dot_proto_dot_service__pb2.SetAuditRetentionRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.SetAuditRetentionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExpireAuditEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/ExpireAuditEvents',
+            fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCohort(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/GetCohort',
+            fdb__leaderboard_dot_proto_dot_service__pb2.CohortRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.CohortResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/ListGroups',
+            fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -66,6 +66,7 @@ HEAVY_METHODS = frozenset(
         "KeepAhead",
         "GetRankHistory",
         "DeleteRecords",
+        "ExpireAuditEvents",
     }
 )
 # Rows each sized read answers with (the others are point reads).
@@ -76,6 +77,9 @@ ROWS: dict[str, Callable[[Any, ServerSettings], int]] = {
     "GetPage": lambda request, settings: request.size,
     "GetRanks": lambda request, settings: len(request.records),
     "FriendsBoard": lambda request, settings: len(request.records),
+    # A cohort is read whole (at most 1000 rows); it answers with a page or the rows around a record.
+    "GetCohort": lambda request, settings: request.size or request.above + request.below + 1,
+    "ListGroups": lambda request, settings: request.limit or 100,
 }
 # Reads that may run on the event loop when the store's reads cost no round trips, up to
 # INLINE_ROWS rows: about 10 microseconds of Python a row, so one holds the loop no longer than
@@ -83,7 +87,7 @@ ROWS: dict[str, Callable[[Any, ServerSettings], int]] = {
 INLINE_READS = frozenset(
     {
         "GetRank", "GetRankAndEntry", "Count", "ScoreForRank", "RankForScore", "GetPercentile",
-        "ScoreForPercentile", "GetMetadata", "GetMovement", "ListWindows", "ListSubDirectories",
+        "ScoreForPercentile", "GetMetadata", "GetMovement", "ListWindows", "ListSubDirectories", "ListGroups",
         "Top", "AroundMe", "Scan", "GetPage", "GetRanks", "FriendsBoard",
     }
 )  # fmt: skip
@@ -207,14 +211,14 @@ class _Call(CallContext):
 
     @property
     def actor(self) -> str:
-        """The caller's token's name (who hid a record), ``anonymous`` without tokens."""
-        if self._tokens is None or self._context is None:
+        """The caller's token's name (who hid a record), ``anonymous[:user]`` without tokens."""
+        if self._context is None:
             return access.ANONYMOUS
-        header = None
+        found: dict[str, str] = {}
         for key, value in self._context.invocation_metadata() or ():
-            if key == "authorization":
-                header = value if isinstance(value, str) else value.decode("latin-1")
-        return access.actor_name(self._tokens, header)
+            if key in ("authorization", access.USER_HEADER):
+                found[key] = value if isinstance(value, str) else value.decode("latin-1")
+        return access.actor_name(self._tokens, found.get("authorization"), found.get(access.USER_HEADER))
 
     def is_active(self) -> bool:
         return not self.cancelled and time.monotonic() < self.deadline
@@ -248,6 +252,12 @@ class Dispatcher(grpc.GenericRpcHandler):
         self.rank_watchers = RankWatchers(settings.max_rank_watchers, metrics)
         self.bad_requests = RateLimitedLog()
         self.calls: set[_Call] = set()  # calls running on threads (shutdown stops them)
+        # gRPC calls of the service being answered now (changed on the event loop only), against
+        # the server's cap (ServerSettings.max_concurrent_calls), in the metrics.
+        self.in_flight = 0
+        if metrics is not None:
+            metrics.calls_in_flight.set_function(lambda: self.in_flight)
+            metrics.max_calls.set(settings.max_concurrent_calls)
         self.timeouts = _Timeouts()
         # Reads of the embedded store cost no round trips: short ones are served on the event loop.
         self.inline_reads = not service.catalog.db.batched_reads
@@ -350,6 +360,7 @@ class Dispatcher(grpc.GenericRpcHandler):
         counted in the metrics either way)."""
         started = time.perf_counter()
         code = grpc.StatusCode.CANCELLED  # unless it ends otherwise: the client went away
+        self.in_flight += 1
         try:
             data = await work
             code = grpc.StatusCode.OK
@@ -366,6 +377,7 @@ class Dispatcher(grpc.GenericRpcHandler):
                     self.metrics.observe_refusal(method, answer.trailing)
             return None
         finally:
+            self.in_flight -= 1
             if self.metrics is not None:
                 self.metrics.observe_call("grpc", method, code, time.perf_counter() - started)
 

@@ -6,7 +6,10 @@ Each pass goes over every index of the catalog and, per the index's maintenance 
 - fills windows added over stored scores (they are not served until complete), in the fill's
   bounded, resumable transactions, leaving alone the windows a running bulk load holds;
 - expires windows that ended longer ago than the policy retains them;
-- forgets writes' idempotency keys older than the policy's ``idempotency_retention``.
+- forgets writes' idempotency keys older than the policy's ``idempotency_retention``;
+
+and, once per pass, clears the audit events older than the audit trail's retention.  What it
+changes is recorded in the audit trail as done by ``maintenance``.
 
 A pass runs when the server starts, every ``every`` seconds, and at once when a window update or
 an index creation leaves windows filling (:meth:`Housekeeping.wake`).  Every step is idempotent
@@ -22,6 +25,7 @@ import threading
 import time
 
 from ..errors import NotFound, Unavailable
+from ..index.audit import SYSTEM_ACTOR
 from ..proto import index_pb2
 from . import convert
 from .catalog import Catalog, writes_paused
@@ -89,6 +93,12 @@ class Housekeeping:
                 continue
             except Exception:
                 log.exception("maintenance of index %r failed; the next pass retries", name)
+        if not self.stopping.is_set():
+            cleared, _ = self.catalog.expire_audit_events(
+                keep_going=lambda: not self.stopping.is_set(), actor=SYSTEM_ACTOR
+            )
+            if cleared:
+                done.append(f"audit trail: cleared {cleared} event(s) past its retention")
         for line in done:
             log.info("maintenance: %s", line)
         if self.metrics is not None:
@@ -107,6 +117,7 @@ class Housekeeping:
                 policy.certain_within,
                 self._rng,
                 calendar=convert.calendar_periods(policy),
+                actor=SYSTEM_ACTOR,
             )
             if added:
                 done.append(f"added {len(added)} window(s)")
@@ -114,7 +125,7 @@ class Housekeeping:
                     self.metrics.windows_added.labels(name).inc(len(added))
         records = ranked = 0
         while not self.stopping.is_set():
-            step = index.fill_step(respect_holds=True)
+            step = index.fill_step(respect_holds=True, actor=SYSTEM_ACTOR)
             records += step.records_processed
             ranked += step.entries_ranked
             if step.done:
@@ -125,17 +136,15 @@ class Housekeeping:
                 self.metrics.fill_records.labels(name).inc(records)
                 self.metrics.fill_entries_ranked.labels(name).inc(ranked)
         if policy.retain:
-            gone = index.expire(now - policy.retain)
+            gone = index.expire(now - policy.retain, SYSTEM_ACTOR)
             if gone:
                 done.append(f"expired {len(gone)} window(s)")
                 if self.metrics is not None:
                     self.metrics.windows_expired.labels(name).inc(len(gone))
         before = int(clock) - convert.idempotency_retention(policy)
-        forgotten = 0
-        finished = False
-        while not finished and not self.stopping.is_set():
-            count, finished = index.expire_idempotency_keys(before)
-            forgotten += count
+        forgotten, _ = index.expire_idempotency_keys(
+            before, keep_going=lambda: not self.stopping.is_set(), actor=SYSTEM_ACTOR
+        )
         if forgotten:
             done.append(f"forgot {forgotten} idempotency key(s)")
             if self.metrics is not None:

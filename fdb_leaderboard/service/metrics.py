@@ -156,6 +156,17 @@ class Metrics:
             ["version", "python"],
             registry=r,
         ).labels(_version(), platform.python_version()).set(1)
+        self.calls_in_flight = Gauge(
+            f"{PREFIX}_grpc_calls_in_flight",
+            "gRPC calls of the service being answered now (health and reflection aside), against grpc_max_calls.",
+            registry=r,
+        )
+        self.max_calls = Gauge(
+            f"{PREFIX}_grpc_max_calls",
+            "The server's cap on concurrent gRPC calls (serve --max-calls): gRPC refuses calls beyond it with "
+            "RESOURCE_EXHAUSTED before the service sees them.",
+            registry=r,
+        )
         self.event_streams = Gauge(
             f"{PREFIX}_http_event_streams", "Open event streams of the HTTP door (live pages watching).", registry=r
         )
@@ -304,11 +315,23 @@ class _WindowCollector(Collector):
             "When the last window of a type ends (Unix time): scores after it land in no window of the type.",
             labels=["index", "type"],
         )
+        fill_ratio = GaugeMetricFamily(
+            f"{PREFIX}_window_fill_ratio",
+            "How much of a filling window's fill is done, 0 to 1 (phase 1, records put in: the first half; "
+            "phase 2, entries ranked: the second), while it fills; by index, type and start (in the index's "
+            "timebase). Absent in phase 1 where the index's record count is unknown (an index with groups).",
+            labels=["index", "type", "start"],
+        )
         for name, entry in self.catalog.list():
-            directory = self.catalog.get(name).directory()
+            index = self.catalog.get(name)
+            directory = index.directory()
             found = directory.windows if directory is not None else []
             windows.add_metric([name], len(found))
             filling.add_metric([name], sum(1 for w in found if w.filling))
+            if any(w.filling for w in found):  # one more read, while a fill runs
+                for window, state in index.fill_states():
+                    if state.ratio is not None:
+                        fill_ratio.add_metric([name, str(window.type), str(window.start)], state.ratio)
             scale = timebase_scale(entry.maintenance if entry.HasField("maintenance") else None)
             ends: dict[int, int] = {}
             for window in found:
@@ -319,6 +342,7 @@ class _WindowCollector(Collector):
         yield windows
         yield filling
         yield last_end
+        yield fill_ratio
 
 
 class _StoreStatsCollector(Collector):

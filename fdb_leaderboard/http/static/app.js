@@ -179,14 +179,6 @@ function fillPeriods() {
   if (select.value !== state.at) select.value = "";  // a window no longer listed (expired): still shown as asked
 }
 
-function itemOf(value) {
-  if (typeof value === "string") return { string: value };
-  if (typeof value === "boolean") return { bool: value };
-  if (value === null) return { null: true };
-  if (typeof value === "object" && "base64" in value) return { bytes: value.base64 };
-  return Number.isInteger(value) ? { int: value } : { double: value };
-}
-
 // Movement: each row's rank in the window before the one shown (the one holding its start minus
 // one, as the API's movement reads it), in one GetRanks call: places gained, or "new".
 async function showMovement(entries, window) {
@@ -200,9 +192,9 @@ async function showMovement(entries, window) {
   }
   const body = {
     index: state.index,
-    records: entries.map((e) => ({ pk: e.pk.map(itemOf) })),
+    records: entries.map((e) => ({ pk: e.pk })),  // the one JSON shape: plain key items
     window: { type: window.type, timestamp: before },
-    group: state.group ? [].concat(groupItems(state.group)).map(itemOf) : [],
+    group: state.group ? [].concat(groupItems(state.group)) : [],
   };
   try {
     const { ranks } = await postJSON("/v1/GetRanks", body);
@@ -417,6 +409,10 @@ function groupItems(text) {
   }
 }
 
+// The groups offered: the first GROUP_PAGE of those holding scores in the board's window (a skip-scan
+// on the server, one read per group); any other group can be typed.
+const GROUP_PAGE = 200;
+
 async function loadGroups() {
   const size = groupSize();
   $("group-choice").hidden = size === 0;
@@ -425,26 +421,28 @@ async function loadGroups() {
     return;
   }
   $("group").value = state.group;
-  // The groups saved with their own direction are offered; any other group can be typed.
   let known = [];
+  let more = false;
   try {
-    const listing = await postJSON("/v1/ListSubDirectories", { index: state.index });
-    known = (listing.sub_directories || []).map((s) => itemsText(s.group));
+    const at = state.type !== 0 ? `&at=${state.at || "now"}` : "";
+    const listing = await getJSON(`${boardPath()}/groups?limit=${GROUP_PAGE}${at}`);
+    known = listing.groups.map((g) => itemsText(g.group));
+    more = Boolean(listing.continuation);
   } catch (error) {
-    known = [];
+    known = [];  // no such window (said by the board itself), or not readable now
   }
   $("groups").replaceChildren(...known.map((g) => new Option(g, g)));
+  $("group").placeholder = known.length ? `${plural(known.length, "group", "groups")}${more ? "+" : ""} with scores` : "e.g. eu";
   if (!state.group && known.length) state.group = known[0];
   $("group").value = state.group;
   if (!state.group) {
     setStatus("choose a group");
-    showError(`This index has a board per group (${plural(size, "key element", "key elements")}): ` +
-      "type a group above (one string, or a JSON array for several elements).");
+    showError(`This index has a board per group (${plural(size, "key element", "key elements")}) and no group ` +
+      "has scores in this window: type a group above (one string, or a JSON array for several elements).");
   }
 }
 
-function itemsText(items) {
-  const values = items.map((item) => Object.values(item)[0]);
+function itemsText(values) {
   return values.length === 1 && typeof values[0] === "string" ? values[0] : JSON.stringify(values);
 }
 
@@ -522,16 +520,18 @@ $("index").addEventListener("change", () => {
   currentStart = null;
   choose();
 });
-$("period").addEventListener("change", () => {
+$("period").addEventListener("change", async () => {
   state.at = $("period").value;
+  await loadGroups();  // the groups with scores in this period
   writeHash();
   subscribe();
 });
-$("window").addEventListener("change", () => {
+$("window").addEventListener("change", async () => {
   state.type = Number($("window").value);
   state.at = "";
   currentStart = null;
   $("board-title").textContent = $("window").selectedOptions[0].textContent;
+  await loadGroups();
   writeHash();
   subscribe();
 });

@@ -1,0 +1,261 @@
+"""The API's one JSON shape (issue 34): a key item as a plain JSON value (``"alice"``, ``42``,
+``true``, ``null``, ``{"base64": ...}``), a score as a number (an array of numbers for a score of
+columns), a window as ``{type, start, end}``, an entry as the listings show it; every 64-bit
+integer a number within +-2^53 and a string of digits beyond.  The REST routes and the RPC
+mapping (``POST /v1/<Method>``) answer in it; the RPC mapping also reads it (and protobuf's
+typed form, ``{"string": "alice"}``, ``{"int": 1700}``) in requests, :func:`typed_json`.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import grpc
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+
+from .. import wire
+from ..index import RankedEntry
+from ..proto import service_pb2 as pb
+from ..service.status import cap_message
+from .transcode import JSON_SAFE_INTEGER, CallFailed, message_from_dict
+
+
+def bad(message: str) -> CallFailed:
+    return CallFailed(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+def plain_item(value: object) -> Any:
+    if isinstance(value, bytes):
+        return {"base64": base64.b64encode(value).decode()}
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JSON_SAFE_INTEGER:
+        return str(value)
+    return value
+
+
+def python_item(value: Any, what: str) -> object:
+    """A plain JSON value as a key item (a 64-bit integer may come as a string of digits in
+    ``{"int": "..."}``)."""
+    if isinstance(value, dict):
+        if set(value) == {"base64"} and isinstance(value["base64"], str):
+            try:
+                return base64.b64decode(value["base64"], validate=True)
+            except ValueError:
+                raise bad(f"{what}: {value['base64']!r} is not base64") from None
+        if set(value) == {"int"}:
+            try:
+                return int(value["int"])
+            except (TypeError, ValueError):
+                raise bad(f"{what}: {value['int']!r} is not an integer") from None
+        raise bad(f'{what}: an object item must be {{"base64": ...}} or {{"int": ...}}, not {value!r}')
+    if isinstance(value, (list,)):
+        raise bad(f"{what}: a key item cannot be a list")
+    return value
+
+
+def plain_score(score: int | float | tuple) -> Any:
+    """A score as JSON: a number, or an array of numbers for a multi-column score."""
+    return [plain_item(value) for value in score] if isinstance(score, tuple) else plain_item(score)
+
+
+def plain_window(message: pb.Window) -> dict[str, Any]:
+    """A window as listings name it: its type, start and end (in the index's timebase)."""
+    return {"type": message.type, "start": plain_item(message.start), "end": plain_item(message.end)}
+
+
+def plain_entry(message: pb.RankedEntry) -> dict[str, Any]:
+    entry: RankedEntry = wire.ranked_entry_from_proto(message)
+    answer = {
+        "rank": entry.rank,
+        "pk": [plain_item(v) for v in entry.pk],
+        "score": plain_score(entry.score),
+        "timestamp": plain_item(entry.timestamp),
+        "context": [plain_item(v) for v in entry.context],
+        "group": [plain_item(v) for v in entry.group],
+        "metadata": dict(entry.metadata or {}),
+    }
+    if entry.rank is None:  # not computed (a scan by value), as the RPC leaves it out
+        del answer["rank"]
+    return answer
+
+
+def plain_score_message(message: pb.Score) -> Any:
+    kind = message.WhichOneof("kind")
+    if kind == "columns":
+        return [plain_item(value) for value in message.columns.values]
+    return plain_item(message.double if kind == "double" else message.int)
+
+
+def plain_item_message(message: pb.Item) -> Any:
+    return plain_item(wire.items_to_tuple([message])[0])
+
+
+# The messages with a shape of their own; a window is {type, start, end} where a listing names
+# the window it read, and every field (its key, fill progress...) in the RPCs' answers.
+PLAIN_SHAPES: dict[str, Callable[[Any], Any]] = {
+    pb.RankedEntry.DESCRIPTOR.full_name: plain_entry,
+    pb.Window.DESCRIPTOR.full_name: plain_window,
+    pb.Score.DESCRIPTOR.full_name: plain_score_message,
+    pb.Item.DESCRIPTOR.full_name: plain_item_message,
+}
+RPC_SHAPES = {name: shape for name, shape in PLAIN_SHAPES.items() if name != pb.Window.DESCRIPTOR.full_name}
+
+
+def plain_message(message: Message, shapes: Mapping[str, Callable[[Any], Any]] = PLAIN_SHAPES) -> dict[str, Any]:
+    """A message in the one JSON shape: its fields as protobuf's JSON mapping prints them (every
+    field without presence, so zeros show; enums by name; bytes in base64), but the messages
+    ``shapes`` names (entries, windows, scores, key items) as listings show them."""
+    answer: dict[str, Any] = {}
+    for field in message.DESCRIPTOR.fields:
+        name = field.name
+        value = getattr(message, name)
+        kind = field.message_type
+        if kind is not None:
+            if kind.GetOptions().map_entry:
+                value_field = kind.fields_by_name["value"]
+                answer[name] = {str(k): _plain_value(value_field, v, shapes) for k, v in value.items()}
+            elif field.is_repeated:
+                answer[name] = [_plain_value(field, v, shapes) for v in value]
+            elif message.HasField(name):
+                answer[name] = _plain_value(field, value, shapes)
+        elif field.is_repeated:
+            answer[name] = [_plain_scalar(field, v) for v in value]
+        elif not field.has_presence or message.HasField(name):
+            answer[name] = _plain_scalar(field, value)
+    return answer
+
+
+def rpc_json(message: Message) -> dict[str, Any]:
+    """An RPC's answer in the one shape, its windows with every field (fill progress, key)."""
+    return plain_message(message, RPC_SHAPES)
+
+
+def _plain_value(field: FieldDescriptor, value: Any, shapes: Mapping[str, Callable[[Any], Any]]) -> Any:
+    kind = field.message_type
+    if kind is None:
+        return _plain_scalar(field, value)
+    shape = shapes.get(kind.full_name)
+    return shape(value) if shape is not None else plain_message(value, shapes)
+
+
+def _plain_scalar(field: FieldDescriptor, value: Any) -> Any:
+    """A scalar field's value as protobuf's JSON mapping prints it."""
+    kind = field.type
+    if kind == FieldDescriptor.TYPE_ENUM:
+        known = field.enum_type.values_by_number.get(value)
+        return known.name if known is not None else value
+    if kind == FieldDescriptor.TYPE_BYTES:
+        return base64.b64encode(value).decode()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JSON_SAFE_INTEGER:
+        return str(value)
+    return value
+
+
+# -- the one shape read back (requests of the RPC mapping) ------------------------------------------
+
+_ITEM, _SCORE = pb.Item.DESCRIPTOR.full_name, pb.Score.DESCRIPTOR.full_name
+
+
+def typed_json(value: Any, message: Descriptor) -> Any:
+    """A request's JSON with its key items and scores in protobuf's typed form, for its parser:
+    plain values (``"alice"``, ``1700``, ``[12, 3]``) become ``{"string": "alice"}``,
+    ``{"int": 1700}``, ``{"columns": {"values": [12, 3]}}``; typed ones are kept.  Anything
+    else is left for the parser to judge."""
+    if not isinstance(value, dict) or not _holds_plain(message):
+        return value
+    fields = _fields_by_json_name(message)
+    out = {}
+    for key, item in value.items():
+        field = fields.get(key)
+        if field is None or field.message_type is None or item is None:
+            out[key] = item
+            continue
+        kind = field.message_type
+        if kind.GetOptions().map_entry:
+            value_type = kind.fields_by_name["value"].message_type
+            if value_type is not None and isinstance(item, dict):
+                item = {k: _typed_value(v, value_type) for k, v in item.items()}
+            out[key] = item
+        elif field.is_repeated and isinstance(item, list):
+            out[key] = [_typed_value(v, kind) for v in item]
+        else:
+            out[key] = _typed_value(item, kind)
+    return out
+
+
+def _typed_value(value: Any, message: Descriptor) -> Any:
+    name = message.full_name
+    if name == _ITEM:
+        return typed_item(value)
+    if name == _SCORE:
+        return typed_score(value)
+    return typed_json(value, message)
+
+
+def typed_item(value: Any) -> Any:
+    """A plain key item in Item's typed form (a typed one as it is)."""
+    if isinstance(value, bool):
+        return {"bool": value}
+    if isinstance(value, str):
+        return {"string": value}
+    if value is None:
+        return {"null": True}
+    if isinstance(value, int):
+        return {"int": value}
+    if isinstance(value, float):
+        return {"double": value}
+    if isinstance(value, dict) and set(value) == {"base64"}:
+        return {"bytes": value["base64"]}
+    return value
+
+
+def typed_score(value: Any) -> Any:
+    """A plain score (a number, a string of digits, an array of columns) in Score's typed form."""
+    if isinstance(value, list):
+        return {"columns": {"values": value}}
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return value
+    if isinstance(value, float) or (isinstance(value, str) and any(c in value for c in ".eEnN")):
+        return {"double": value}
+    return {"int": value}
+
+
+@functools.cache
+def _fields_by_json_name(message: Descriptor) -> dict[str, FieldDescriptor]:
+    """A message's fields by the names its JSON may give them: the proto's and lowerCamelCase."""
+    return {**{f.json_name: f for f in message.fields}, **{f.name: f for f in message.fields}}
+
+
+@functools.cache
+def _holds_plain(message: Descriptor, seen: frozenset[str] = frozenset()) -> bool:
+    """Whether a message holds (at any depth) a key item or a score, which JSON may give plain."""
+    for field in message.fields:
+        kind = field.message_type
+        if kind is None:
+            continue
+        if kind.GetOptions().map_entry:
+            kind = kind.fields_by_name["value"].message_type
+            if kind is None:
+                continue
+        if kind.full_name in (_ITEM, _SCORE):
+            return True
+        if kind.full_name not in seen and _holds_plain(kind, seen | {message.full_name}):
+            return True
+    return False
+
+
+def parse_request(text: str | bytes, message_type: type[Message], what: str = "request body") -> Message:
+    """A request message from JSON in the one shape or protobuf's typed form; malformed JSON or a
+    field the message lacks is INVALID_ARGUMENT."""
+    try:
+        value = json.loads(text or b"{}")
+    except (ValueError, RecursionError) as exc:
+        raise bad(cap_message(f"{what} is not a valid {message_type.DESCRIPTOR.name}: not JSON ({exc})")) from None
+    return message_from_dict(typed_json(value, message_type.DESCRIPTOR), message_type, what)
