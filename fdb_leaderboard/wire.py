@@ -6,8 +6,13 @@ Shared by the service and the client; the client needs nothing else of the serve
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import base64
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
 
 from .errors import InvalidArgument
 from .index import Entry, HiddenRecord, RankedEntry, ScoreRules, Window
@@ -201,3 +206,124 @@ def rules_from_proto(message: pb.ScoreRules) -> ScoreRules:
         message.max_per_window,
         message.max_per_minute,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class WindowEnd:
+    """A window that ended, as a window-end event tells it: its record count and top when noticed."""
+
+    id: str
+    index: str
+    window: Window
+    count: int
+    entries: list[RankedEntry]
+    noticed_at: int  # Unix seconds
+    cursor: int  # its place in the index's event log: a stream resumes after it
+
+
+def window_end_from_proto(message: pb.WindowEndEvent) -> WindowEnd:
+    return WindowEnd(
+        message.id,
+        message.index,
+        window_from_proto(message.window),
+        message.count,
+        [ranked_entry_from_proto(entry) for entry in message.entries],
+        message.noticed_at,
+        message.cursor,
+    )
+
+
+# -- plain JSON: the REST listings' one shape of entries, windows and scores, also the body of a
+# window-end event's webhook POST (built by the service) ------------------------------------------
+
+# Integers beyond this are sent as strings of digits: JavaScript's numbers hold no more exactly.
+JSON_SAFE_INTEGER = 2**53 - 1
+
+
+def to_json(message: Message) -> dict[str, Any]:
+    """A message as JSON values (every field without presence printed, so zeros show)."""
+    value = json_format.MessageToDict(
+        message,
+        always_print_fields_with_no_presence=True,
+        preserving_proto_field_name=True,
+        unquote_int64_if_possible=True,
+    )
+    return quote_unsafe_integers(value)
+
+
+def quote_unsafe_integers(value: Any) -> Any:
+    """Integers JavaScript cannot hold exactly become strings (proto3 JSON's form for 64-bit)."""
+    if isinstance(value, dict):
+        return {k: quote_unsafe_integers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [quote_unsafe_integers(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JSON_SAFE_INTEGER:
+        return str(value)
+    return value
+
+
+def plain_item(value: object) -> Any:
+    if isinstance(value, bytes):
+        return {"base64": base64.b64encode(value).decode()}
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JSON_SAFE_INTEGER:
+        return str(value)
+    return value
+
+
+def plain_score(score: int | float | tuple) -> Any:
+    """A score as JSON: a number, or an array of numbers for a multi-column score."""
+    return [plain_item(value) for value in score] if isinstance(score, tuple) else plain_item(score)
+
+
+def plain_window(message: pb.Window) -> dict[str, Any]:
+    """A window as listings name it: its type, start and end (in the index's timebase)."""
+    return {"type": message.type, "start": plain_item(message.start), "end": plain_item(message.end)}
+
+
+def plain_entry(message: pb.RankedEntry) -> dict[str, Any]:
+    entry: RankedEntry = ranked_entry_from_proto(message)
+    return {
+        "rank": entry.rank,
+        "pk": [plain_item(v) for v in entry.pk],
+        "score": plain_score(entry.score),
+        "timestamp": plain_item(entry.timestamp),
+        "context": [plain_item(v) for v in entry.context],
+        "group": [plain_item(v) for v in entry.group],
+        "metadata": dict(entry.metadata or {}),
+    }
+
+
+def plain_score_message(message: pb.Score) -> Any:
+    kind = message.WhichOneof("kind")
+    if kind == "columns":
+        return [plain_item(value) for value in message.columns.values]
+    return plain_item(message.double if kind == "double" else message.int)
+
+
+def plain_item_message(message: pb.Item) -> Any:
+    return plain_item(items_to_tuple([message])[0])
+
+
+_PLAIN_MESSAGES: dict[str, Callable[[Any], Any]] = {
+    pb.RankedEntry.DESCRIPTOR.full_name: plain_entry,
+    pb.Window.DESCRIPTOR.full_name: plain_window,
+    pb.Score.DESCRIPTOR.full_name: plain_score_message,
+    pb.Item.DESCRIPTOR.full_name: plain_item_message,
+}
+
+
+def plain_message(message: Message) -> dict[str, Any]:
+    """A response in the routes' one JSON shape: its fields as protobuf's JSON mapping prints
+    them, but entries, windows, scores and key items as listings show them (``plain_entry``)."""
+    answer = to_json(message)
+    for field in message.DESCRIPTOR.fields:
+        kind = field.message_type
+        if kind is None or kind.GetOptions().map_entry:
+            continue
+        convert = _PLAIN_MESSAGES.get(kind.full_name, plain_message)
+        value = getattr(message, field.name)
+        if field.is_repeated:
+            answer[field.name] = [convert(v) for v in value]
+        elif message.HasField(field.name):
+            answer[field.name] = convert(value)
+    return answer

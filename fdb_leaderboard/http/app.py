@@ -42,6 +42,7 @@ from ..service.calls import Dispatcher
 from ..service.grpc_service import ClientGone
 from ..service.metrics import Metrics
 from ..service.status import Answer
+from ..wire import to_json
 from . import openapi
 from .deadlines import Deadlines
 from .events import EventBoards
@@ -57,7 +58,6 @@ from .transcode import (
     check_access,
     invalid_input,
     parse_json,
-    to_json,
 )
 
 log = logging.getLogger("fdb_leaderboard.http")

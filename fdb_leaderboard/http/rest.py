@@ -32,9 +32,14 @@ from google.protobuf.message import Message
 
 from .. import wire
 from ..errors import InvalidArgument
-from ..index import RankedEntry
 from ..proto import service_pb2 as pb
-from .transcode import JSON_SAFE_INTEGER, CallFailed, Transcoder, message_from_dict, to_json
+from ..wire import (
+    plain_entry,
+    plain_message,
+    plain_window,
+    to_json,
+)
+from .transcode import CallFailed, Transcoder, message_from_dict
 
 
 def bad(message: str) -> CallFailed:
@@ -47,14 +52,6 @@ def server_clock() -> int:
 
 
 # -- plain JSON values of key items and entries -----------------------------------------------------
-
-
-def plain_item(value: object) -> Any:
-    if isinstance(value, bytes):
-        return {"base64": base64.b64encode(value).decode()}
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JSON_SAFE_INTEGER:
-        return str(value)
-    return value
 
 
 def python_item(value: Any, what: str) -> object:
@@ -97,65 +94,6 @@ def items_from_json(values: Any, what: str) -> list[pb.Item]:
         return wire.tuple_to_items([python_item(v, what) for v in values], what)
     except InvalidArgument as exc:  # names ``what``
         raise bad(str(exc)) from None
-
-
-def plain_score(score: int | float | tuple) -> Any:
-    """A score as JSON: a number, or an array of numbers for a multi-column score."""
-    return [plain_item(value) for value in score] if isinstance(score, tuple) else plain_item(score)
-
-
-def plain_window(message: pb.Window) -> dict[str, Any]:
-    """A window as listings name it: its type, start and end (in the index's timebase)."""
-    return {"type": message.type, "start": plain_item(message.start), "end": plain_item(message.end)}
-
-
-def plain_entry(message: pb.RankedEntry) -> dict[str, Any]:
-    entry: RankedEntry = wire.ranked_entry_from_proto(message)
-    return {
-        "rank": entry.rank,
-        "pk": [plain_item(v) for v in entry.pk],
-        "score": plain_score(entry.score),
-        "timestamp": plain_item(entry.timestamp),
-        "context": [plain_item(v) for v in entry.context],
-        "group": [plain_item(v) for v in entry.group],
-        "metadata": dict(entry.metadata or {}),
-    }
-
-
-def plain_score_message(message: pb.Score) -> Any:
-    kind = message.WhichOneof("kind")
-    if kind == "columns":
-        return [plain_item(value) for value in message.columns.values]
-    return plain_item(message.double if kind == "double" else message.int)
-
-
-def plain_item_message(message: pb.Item) -> Any:
-    return plain_item(wire.items_to_tuple([message])[0])
-
-
-_PLAIN_MESSAGES: dict[str, Callable[[Any], Any]] = {
-    pb.RankedEntry.DESCRIPTOR.full_name: plain_entry,
-    pb.Window.DESCRIPTOR.full_name: plain_window,
-    pb.Score.DESCRIPTOR.full_name: plain_score_message,
-    pb.Item.DESCRIPTOR.full_name: plain_item_message,
-}
-
-
-def plain_message(message: Message) -> dict[str, Any]:
-    """A response in the routes' one JSON shape: its fields as protobuf's JSON mapping prints
-    them, but entries, windows, scores and key items as listings show them (``plain_entry``)."""
-    answer = to_json(message)
-    for field in message.DESCRIPTOR.fields:
-        kind = field.message_type
-        if kind is None or kind.GetOptions().map_entry:
-            continue
-        convert = _PLAIN_MESSAGES.get(kind.full_name, plain_message)
-        value = getattr(message, field.name)
-        if field.is_repeated:
-            answer[field.name] = [convert(v) for v in value]
-        elif message.HasField(field.name):
-            answer[field.name] = convert(value)
-    return answer
 
 
 def answer_plain(response: Message) -> tuple[int, Any]:

@@ -57,8 +57,6 @@ HTTP_STATUS: dict[grpc.StatusCode, int] = {
     grpc.StatusCode.UNAUTHENTICATED: 401,
 }
 
-# The largest integer JavaScript's numbers hold exactly.
-JSON_SAFE_INTEGER = 2**53 - 1
 UNEXPECTED = "the request failed unexpectedly; see the server log"
 
 
@@ -208,28 +206,6 @@ def readable_parse_error(exc: BaseException) -> str:
             text = pattern.sub(replacement, text)
             break
     return f"{'.'.join(path)}: {text}" if path else text
-
-
-def to_json(message: Message) -> dict[str, Any]:
-    """A message as JSON values (every field without presence printed, so zeros show)."""
-    value = json_format.MessageToDict(
-        message,
-        always_print_fields_with_no_presence=True,
-        preserving_proto_field_name=True,
-        unquote_int64_if_possible=True,
-    )
-    return quote_unsafe_integers(value)
-
-
-def quote_unsafe_integers(value: Any) -> Any:
-    """Integers JavaScript cannot hold exactly become strings (proto3 JSON's form for 64-bit)."""
-    if isinstance(value, dict):
-        return {k: quote_unsafe_integers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [quote_unsafe_integers(v) for v in value]
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JSON_SAFE_INTEGER:
-        return str(value)
-    return value
 
 
 def dumps(value: Any) -> bytes:

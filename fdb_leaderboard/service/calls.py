@@ -18,7 +18,8 @@ call then has a deadline of the client's or ``default_deadline``, whichever is s
 
 BulkLoad streams run on their own threads (``max_bulk_loads`` at once), each message within
 ``stream_idle_timeout``.  A WatchRank stream holds no thread: once a second it reads the
-record's rank on a worker, and writes it when it changed (``max_rank_watchers`` at once).
+record's rank on a worker, and writes it when it changed (``max_rank_watchers`` at once); a
+WatchWindowEnds stream likewise reads the store's event log (``max_window_end_streams``).
 
 Access: :class:`AccessInterceptor` checks each call's bearer token against its method's role
 (:mod:`fdb_leaderboard.access`) before anything else is read.
@@ -66,6 +67,7 @@ HEAVY_METHODS = frozenset(
         "KeepAhead",
         "GetRankHistory",
         "DeleteRecords",
+        "NoticeWindowEnds",
     }
 )
 # Rows each sized read answers with (the others are point reads).
@@ -165,31 +167,33 @@ class _Timeouts:
         task.cancel()
 
 
-class RankWatchers:
-    """The server's slots for watched ranks, shared by gRPC streams and HTTP events, counted
-    in the metrics."""
+class Watchers:
+    """The server's slots for one kind of stream (watched ranks, window-end events), shared by
+    gRPC streams and HTTP events, counted in ``gauge``."""
 
-    def __init__(self, limit: int, metrics: Metrics | None) -> None:
+    def __init__(self, limit: int, gauge: Any, what: str, setting: str) -> None:
         self.limit = limit
-        self.metrics = metrics
+        self.gauge = gauge
+        self.what = what
+        self.setting = setting
         self._slots = threading.BoundedSemaphore(limit)
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[None]:
-        """Hold a slot while watching (RESOURCE_EXHAUSTED when every slot is taken)."""
+        """Hold a slot while streaming (RESOURCE_EXHAUSTED when every slot is taken)."""
         if not self._slots.acquire(blocking=False):
             raise Answer(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"{self.limit} ranks are watched on this server (max_rank_watchers): try again when one ends",
+                f"{self.limit} {self.what} on this server ({self.setting}): try again when one ends",
             )
-        if self.metrics is not None:
-            self.metrics.rank_watchers.inc()
+        if self.gauge is not None:
+            self.gauge.inc()
         try:
             yield
         finally:
             self._slots.release()
-            if self.metrics is not None:
-                self.metrics.rank_watchers.dec()
+            if self.gauge is not None:
+                self.gauge.dec()
 
 
 class _Call(CallContext):
@@ -245,7 +249,15 @@ class Dispatcher(grpc.GenericRpcHandler):
         self.loaders = concurrent.futures.ThreadPoolExecutor(settings.max_bulk_loads, thread_name_prefix="load")
         # BulkLoad streams in progress, over gRPC and HTTP together (the HTTP layer takes them too).
         self.load_slots = threading.BoundedSemaphore(settings.max_bulk_loads)
-        self.rank_watchers = RankWatchers(settings.max_rank_watchers, metrics)
+        self.rank_watchers = Watchers(
+            settings.max_rank_watchers, metrics and metrics.rank_watchers, "ranks are watched", "max_rank_watchers"
+        )
+        self.window_end_streams = Watchers(
+            settings.max_window_end_streams,
+            metrics and metrics.window_end_streams,
+            "window-end event streams are open",
+            "max_window_end_streams",
+        )
         self.bad_requests = RateLimitedLog()
         self.calls: set[_Call] = set()  # calls running on threads (shutdown stops them)
         self.timeouts = _Timeouts()
@@ -262,7 +274,13 @@ class Dispatcher(grpc.GenericRpcHandler):
                     if method.server_streaming
                     else grpc.stream_unary_rpc_method_handler
                 )
-                behaviour = self._stream if method.client_streaming else self._watch
+                behaviour = (
+                    self._stream
+                    if method.client_streaming
+                    else self._window_ends
+                    if method.name == "WatchWindowEnds"
+                    else self._watch
+                )
                 self._handlers[path] = make(_bind(behaviour, method.name, request_type))
             else:
                 unary = _Unary(self, method.name, request_type, getattr(service, method.name))
@@ -406,20 +424,46 @@ class Dispatcher(grpc.GenericRpcHandler):
             with self.rank_watchers.slot():
                 sent = None
                 while True:
-                    call = self.start(context)
-                    self.calls.add(call)
-                    try:
-                        response = await self.within(
-                            call, asyncio.wrap_future(self.workers.submit(read, request, call)), method
-                        )
-                    finally:
-                        call.cancelled = True
-                        self.calls.discard(call)
+                    response = await self._on_worker(context, method, read, request)
                     seen = rank_seen(response)
                     if seen != sent:
                         await context.write(self.reply(response))
                         sent = seen
                     await asyncio.sleep(WATCH_SECONDS)
+
+        await self.answer(context, work(), method)
+
+    # -- WatchWindowEnds ---------------------------------------------------------------------
+
+    async def _on_worker(self, context: Any, method: str, fn: Callable[[Any, _Call], Any], request: Message) -> Any:
+        """``fn(request, call)`` on a worker, within the call's deadline."""
+        call = self.start(context)
+        self.calls.add(call)
+        try:
+            return await self.within(call, asyncio.wrap_future(self.workers.submit(fn, request, call)), method)
+        finally:
+            call.cancelled = True
+            self.calls.discard(call)
+
+    async def _window_ends(self, method: str, request_type: type[Message], _requests: Any, context: Any) -> None:
+        """The index's window-end events after the request's cursor (or from now on), read from the
+        store's log every WATCH_SECONDS on a worker, until the client cancels or its deadline passes."""
+
+        async def work() -> None:
+            data = await self._read(context, self.settings.receive_timeout, "the request")
+            if data is None:
+                raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{method} needs a request message")
+            request = self._parse(request_type, data, method, context)
+            with self.window_end_streams.slot():
+                after = await self._on_worker(context, method, self.servicer.window_ends_start, request)
+                while True:
+                    request.after = after
+                    events = await self._on_worker(context, method, self.servicer.window_ends_after, request)
+                    for event in events:
+                        await context.write(self.reply(event))
+                        after = event.cursor
+                    if not events:
+                        await asyncio.sleep(WATCH_SECONDS)
 
         await self.answer(context, work(), method)
 

@@ -36,6 +36,7 @@ from . import convert, dumps
 from .catalog import Catalog, StaleIndex, writes_paused
 from .settings import DEFAULT_MAX_PAGE
 from .status import Answer, cap_message, status_of
+from .window_events import DEFAULT_TOP, MAX_TOP, WindowEvents
 
 log = logging.getLogger("fdb_leaderboard.service")
 
@@ -140,6 +141,8 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         self.catalog = catalog
         self.max_page = max_page
         self.housekeeping: Any = None  # woken when windows are left filling (the server's, if any)
+        self.window_events = WindowEvents(catalog)
+        self.delivery: Any = None  # woken when window-end events were written (the server's, if any)
 
     def _fill_soon(self, filling: Any) -> None:
         """Have the server's background maintenance fill ``filling`` windows now, if there are any."""
@@ -192,6 +195,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     @_rpc
     def DropIndex(self, request: pb.DropIndexRequest, context: grpc.ServicerContext) -> pb.DropIndexResponse:
         self.catalog.drop(request.index)
+        self.window_events.forget_index(request.index)
         return pb.DropIndexResponse()
 
     @_rpc
@@ -844,3 +848,45 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     def ScoreTrim(self, request: pb.ScoreTrimRequest, context: CallContext) -> pb.ScoreTrimResponse:
         kept = self._index(request.index).score_trim([wire.entry_to_python(entry) for entry in request.entries])
         return pb.ScoreTrimResponse(entries=[wire.entry_to_proto(entry) for entry in kept])
+
+    # -- window-end events --------------------------------------------------------------------
+
+    @_rpc
+    def AddWebhook(self, request: pb.AddWebhookRequest, context: CallContext) -> pb.AddWebhookResponse:
+        top = request.top if request.HasField("top") else DEFAULT_TOP
+        webhook = self.window_events.add_webhook(request.index, request.url, request.secret, request.window_types, top)
+        return pb.AddWebhookResponse(webhook=webhook)
+
+    @_rpc
+    def ListWebhooks(self, request: pb.ListWebhooksRequest, context: CallContext) -> pb.ListWebhooksResponse:
+        return pb.ListWebhooksResponse(webhooks=self.window_events.webhooks(request.index))
+
+    @_rpc
+    def DeleteWebhook(self, request: pb.DeleteWebhookRequest, context: CallContext) -> pb.DeleteWebhookResponse:
+        deleted, dropped = self.window_events.delete_webhook(request.index, request.id)
+        return pb.DeleteWebhookResponse(deleted=deleted, events_dropped=dropped)
+
+    @_rpc
+    def NoticeWindowEnds(
+        self, request: pb.NoticeWindowEndsRequest, context: CallContext
+    ) -> pb.NoticeWindowEndsResponse:
+        now = request.now if request.HasField("now") else None
+        windows, events, _ = self.window_events.notice(request.index, now)
+        if events and self.delivery is not None:
+            self.delivery.wake()
+        return pb.NoticeWindowEndsResponse(windows=[wire.window_to_proto(w) for w in windows], events=events)
+
+    @_rpc
+    def window_ends_after(self, request: pb.WatchWindowEndsRequest, context: CallContext) -> list[pb.WindowEndEvent]:
+        """The events a WatchWindowEnds stream sends next (the next page after ``request.after``)."""
+        top = request.top if request.HasField("top") else DEFAULT_TOP
+        if top > MAX_TOP:
+            raise InvalidArgument(f"top is at most {MAX_TOP}, not {top}")
+        self.window_events.check_streamable(request.index)
+        return self.window_events.events_after(request.index, request.after, top=top)
+
+    @_rpc
+    def window_ends_start(self, request: pb.WatchWindowEndsRequest, context: CallContext) -> int:
+        """Where a WatchWindowEnds stream starts: after its cursor, or after the latest event."""
+        self.window_events.check_streamable(request.index)
+        return request.after if request.HasField("after") else self.window_events.log_end(request.index)

@@ -6,7 +6,10 @@ Each pass goes over every index of the catalog and, per the index's maintenance 
 - fills windows added over stored scores (they are not served until complete), in the fill's
   bounded, resumable transactions, leaving alone the windows a running bulk load holds;
 - expires windows that ended longer ago than the policy retains them;
-- forgets writes' idempotency keys older than the policy's ``idempotency_retention``.
+- forgets writes' idempotency keys older than the policy's ``idempotency_retention``;
+- notices windows that ended (``window_events.py``): their events go to the store's log and
+  outbox, and this process's webhook delivery is woken.  Whatever the interval, a pass also
+  runs as soon as the next window of any index ends, so an end is noticed within moments.
 
 A pass runs when the server starts, every ``every`` seconds, and at once when a window update or
 an index creation leaves windows filling (:meth:`Housekeeping.wake`).  Every step is idempotent
@@ -26,10 +29,13 @@ from ..proto import index_pb2
 from . import convert
 from .catalog import Catalog, writes_paused
 from .metrics import Metrics
+from .webhooks import WebhookDelivery
+from .window_events import WindowEvents
 
 log = logging.getLogger("fdb_leaderboard.service")
 
 DEFAULT_EVERY = 60.0
+END_MARGIN = 0.05  # seconds after a window's end that the pass noticing it runs
 
 
 class Housekeeping:
@@ -41,8 +47,13 @@ class Housekeeping:
         every: float = DEFAULT_EVERY,
         stopping: threading.Event | None = None,
         metrics: Metrics | None = None,
+        window_events: WindowEvents | None = None,
+        delivery: WebhookDelivery | None = None,
     ) -> None:
         self.catalog = catalog
+        self.window_events = window_events
+        self.delivery = delivery
+        self._next_end: float | None = None  # the soonest window end still to come (Unix seconds)
         self.every = every
         self.stopping = stopping or threading.Event()
         self.metrics = metrics
@@ -73,11 +84,15 @@ class Housekeeping:
             except Exception:  # the store gone away, say: the next pass tries again
                 log.exception("maintenance pass failed; the next one retries")
             self.passes += 1
-            self._woken.wait(self.every)
+            wait = self.every
+            if self._next_end is not None:  # wake when the next window ends (a moment after)
+                wait = min(wait, max(0.0, self._next_end - time.time()) + END_MARGIN)
+            self._woken.wait(wait)
 
     def run_pass(self, clock: float) -> list[str]:
         """One pass over every index at time ``clock`` (Unix seconds); returns what it did."""
         done: list[str] = []
+        self._next_end = None
         for name, entry in self.catalog.list():
             if self.stopping.is_set():
                 break
@@ -140,4 +155,13 @@ class Housekeeping:
             done.append(f"forgot {forgotten} idempotency key(s)")
             if self.metrics is not None:
                 self.metrics.idempotency_keys_expired.labels(name).inc(forgotten)
+        if self.window_events is not None and not self.stopping.is_set():
+            noticed, events, following = self.window_events.notice(name, clock=clock)
+            if noticed:
+                done.append(f"noticed {len(noticed)} ended window(s), {events} webhook event(s)")
+            if events and self.delivery is not None:
+                self.delivery.wake()
+            if following is not None:
+                soon = following / index.timebase
+                self._next_end = soon if self._next_end is None else min(self._next_end, soon)
         return done
