@@ -94,7 +94,10 @@ class DoorGuard:
             shown = host.decode("latin-1")[:100] if host else "none"
             refused = (400, f"this server does not answer to the host name {shown!r}", grpc.StatusCode.INVALID_ARGUMENT)
         elif scope["method"] not in SAFE_METHODS:
-            refused = _write_refusal(host, origin, content_type)
+            # A DELETE has no body to type (and no browser sends one cross-site without a preflight).
+            refused = _write_refusal(
+                host, origin, content_type, scope["method"] != "DELETE" or content_type is not None
+            )
         if refused is not None:
             await refusal(*refused, Headers(scope=scope))(scope, receive, send)
             return
@@ -140,7 +143,7 @@ def host_name(value: str) -> str | None:
 
 
 def _write_refusal(
-    host: bytes | None, origin: bytes | None, content_type: bytes | None
+    host: bytes | None, origin: bytes | None, content_type: bytes | None, typed: bool = True
 ) -> tuple[int, str, grpc.StatusCode] | None:
     """Why a write is refused (status, message, code), None if it is not."""
     if origin is not None:
@@ -152,7 +155,7 @@ def _write_refusal(
                 "the page of this server, or a client that is not a browser, may",
                 grpc.StatusCode.PERMISSION_DENIED,
             )
-    if not is_json_body(content_type):
+    if typed and not is_json_body(content_type):
         given = content_type.decode("latin-1")[:100] if content_type else "untyped"
         return (
             415,

@@ -242,6 +242,16 @@ class Transcoder:
         self.rpcs = {rpc.name: rpc for rpc in rpcs()}
         self.stopping = threading.Event()
 
+    def call_handler(self, name: str, request: Message, headers: Mapping[str, str]) -> Any:
+        """The servicer's handler ``name`` (not an RPC: a step of a stream, such as the next
+        window-end events), its errors as the RPC's would be."""
+        deadline = time.monotonic() + self.settings.default_deadline
+        context = HttpCallContext(deadline, self.stopping, actor_name(self.tokens, headers.get("authorization")))
+        try:
+            return getattr(self.service, name)(request, context)
+        except Answer as answer:
+            raise CallFailed(answer.code, cap_message(str(answer))) from None
+
     def call(
         self,
         name: str,

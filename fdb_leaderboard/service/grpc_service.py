@@ -879,14 +879,19 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     @_rpc
     def window_ends_after(self, request: pb.WatchWindowEndsRequest, context: CallContext) -> list[pb.WindowEndEvent]:
         """The events a WatchWindowEnds stream sends next (the next page after ``request.after``)."""
-        top = request.top if request.HasField("top") else DEFAULT_TOP
-        if top > MAX_TOP:
-            raise InvalidArgument(f"top is at most {MAX_TOP}, not {top}")
-        self.window_events.check_streamable(request.index)
-        return self.window_events.events_after(request.index, request.after, top=top)
+        return self.window_events.events_after(request.index, request.after, top=_stream_top(request))
 
     @_rpc
     def window_ends_start(self, request: pb.WatchWindowEndsRequest, context: CallContext) -> int:
-        """Where a WatchWindowEnds stream starts: after its cursor, or after the latest event."""
+        """Where a WatchWindowEnds stream starts: after its cursor, or after the latest event (its
+        request checked first)."""
+        _stream_top(request)
         self.window_events.check_streamable(request.index)
         return request.after if request.HasField("after") else self.window_events.log_end(request.index)
+
+
+def _stream_top(request: pb.WatchWindowEndsRequest) -> int:
+    top = request.top if request.HasField("top") else DEFAULT_TOP
+    if top > MAX_TOP:
+        raise InvalidArgument(f"top is at most {MAX_TOP}, not {top}")
+    return top
