@@ -145,7 +145,8 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         self.delivery: Any = None  # woken when window-end events were written (the server's, if any)
 
     def _fill_soon(self, filling: Any) -> None:
-        """Have the server's background maintenance fill ``filling`` windows now, if there are any."""
+        """Have the server's background maintenance run now if windows were added: it fills those
+        ``filling`` and sees when the new ones end (to notice their end on time)."""
         if filling and self.housekeeping is not None:
             self.housekeeping.wake()
 
@@ -210,7 +211,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         index = self._index(request.index)
         update = convert.window_update_from_proto(request)
         result = index.update_windows(update)
-        self._fill_soon(result.filling)
+        self._fill_soon(result.filling or result.added)
         return pb.UpdateWindowsResponse(
             changed=result.changed,
             added=[wire.window_to_proto(w) for w in result.added],

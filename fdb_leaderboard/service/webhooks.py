@@ -138,9 +138,13 @@ class WebhookDelivery:
                 self._woken.wait(IDLE_SECONDS)
 
     def deliver_once(self) -> int:
-        """Lease the due events (at most BATCH), send them, note each outcome; how many were tried."""
+        """Lease the due events (at most BATCH), send them, note each outcome as it comes (an
+        acknowledged event is cleared at once, not after the slowest of its batch); how many
+        were tried."""
         claimed = self.events.claim(self.owner, self.lease, BATCH)
-        for event, error in zip(claimed, self._senders.map(self._send, claimed), strict=True):
+        sending = {self._senders.submit(self._send, event): event for event in claimed}
+        for done in concurrent.futures.as_completed(sending):
+            event, error = sending[done], done.result()
             if error is None:
                 self.events.delivered(event.id)
                 self._count("delivered")
