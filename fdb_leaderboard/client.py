@@ -67,6 +67,8 @@ from .index.values import check_timestamp
 from .proto import service_pb2 as pb
 from .proto import service_pb2_grpc as pb_grpc
 
+# A window that ended, as window-end events tell it (watch_window_ends).
+WindowEnd = wire.WindowEnd
 _MESSAGE_RECORDS = 500  # a BulkLoad message carries up to this many records
 _MESSAGE_BYTES = 1 << 20  # or about this many bytes (gRPC refuses messages over 4 MB)
 MODES = {"ORDINAL": pb.ORDINAL, "COMPETITION": pb.COMPETITION, "DENSE": pb.DENSE}

@@ -10,8 +10,9 @@ from __future__ import annotations
 import datetime as dt
 
 import click
+from google.protobuf import json_format
 
-from .. import wire
+from ..client import WindowEnd
 from ..proto import service_pb2 as pb
 from .common import Session, entry_json, entry_lines, plural, server_command
 
@@ -26,8 +27,12 @@ def _types(webhook: pb.Webhook) -> str:
 
 
 def _webhook_json(webhook: pb.Webhook) -> dict[str, object]:
-    shown = wire.to_json(webhook)
+    shown = json_format.MessageToDict(
+        webhook, always_print_fields_with_no_presence=True, preserving_proto_field_name=True
+    )
     shown.pop("secret", None)
+    shown["created"] = int(shown["created"])
+    shown["pending"] = int(shown["pending"])
     return shown
 
 
@@ -75,7 +80,7 @@ def delete(session: Session, name: str, webhook_id: str) -> None:
     session.emit({"deleted": True}, f"{name}: webhook {webhook_id} deleted")
 
 
-def window_end_lines(event: wire.WindowEnd) -> list[str]:
+def window_end_lines(event: WindowEnd) -> list[str]:
     noticed = dt.datetime.fromtimestamp(event.noticed_at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     head = (
         f"{event.index}: {event.window.describe()} ended with {plural(event.count, 'record')}"
@@ -84,7 +89,7 @@ def window_end_lines(event: wire.WindowEnd) -> list[str]:
     return [head, *("  " + line for line in entry_lines(event.entries))]
 
 
-def window_end_json(event: wire.WindowEnd) -> dict[str, object]:
+def window_end_json(event: WindowEnd) -> dict[str, object]:
     return {
         "id": event.id,
         "index": event.index,

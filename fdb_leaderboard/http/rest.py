@@ -298,6 +298,20 @@ ENTRIES_SCHEMA = {
     },
     "required": ["entries"],
 }
+WINDOW_END_SCHEMA = {
+    "type": "object",
+    "description": "a window that ended, as noticed: also the body of a webhook's POST",
+    "properties": {
+        "id": {"type": "string", "description": "stable: a delivery sent again carries the same id"},
+        "index": {"type": "string"},
+        "window": WINDOW_SCHEMA,
+        "count": {"type": ["integer", "string"], "description": "records with a value in the window"},
+        "entries": {"type": "array", "items": {"$ref": "#/components/schemas/PlainEntry"}},
+        "noticed_at": {"type": ["integer", "string"], "description": "Unix seconds"},
+        "cursor": {"type": ["integer", "string"], "description": "its place in the index's event log"},
+    },
+    "required": ["id", "index", "window", "count", "entries", "noticed_at", "cursor"],
+}
 METADATA_BODY_SCHEMA = {
     "type": "object",
     "properties": {
@@ -916,7 +930,7 @@ ROUTES: tuple[RestRoute, ...] = (
         (INDEX, AFTER, EVENT_TOP),
         build_window_ends,
         answer_plain,
-        {"$ref": "#/components/schemas/WindowEndEvent"},
+        WINDOW_END_SCHEMA,
         window_ends=True,
     ),
 )
