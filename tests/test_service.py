@@ -1087,8 +1087,8 @@ def _call(lb: LeaderboardClient, method: str, request: Any) -> Any:
         request = iter([request])
     if method in ("Load", "Dump"):  # and streamed answers
         return list(getattr(lb.stub, method)(request, timeout=20))
-    if method == "WatchRank":  # a stream of answers, the first of which may be the error
-        return next(lb.stub.WatchRank(request, timeout=20))
+    if method in ("WatchRank", "WatchWindowEnds"):  # a stream of answers, the first of which may be the error
+        return next(getattr(lb.stub, method)(request, timeout=20))
     return getattr(lb.stub, method)(request, timeout=20)
 
 
@@ -1158,6 +1158,11 @@ def test_not_found_changes_nothing(populated) -> None:
         ("DeleteRecords", pb.DeleteRecordsRequest(index="nope", all_records=True)),
         ("Dump", pb.DumpRequest(index="nope")),
         ("SetWritesPaused", pb.SetWritesPausedRequest(index="nope", paused=True)),
+        ("AddWebhook", pb.AddWebhookRequest(index="nope", url="https://example.com/hook")),
+        ("ListWebhooks", pb.ListWebhooksRequest(index="nope")),
+        ("DeleteWebhook", pb.DeleteWebhookRequest(index="nope", id="wh_1")),
+        ("NoticeWindowEnds", pb.NoticeWindowEndsRequest(index="nope")),
+        ("WatchWindowEnds", pb.WatchWindowEndsRequest(index="nope")),
     ]
     # All but CreateIndex, ListIndexes and Restore (which creates the index it names).
     assert len({m for m, _ in unknown}) == len(pb.DESCRIPTOR.services_by_name["Leaderboard"].methods) - 3

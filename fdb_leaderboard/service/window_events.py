@@ -196,7 +196,7 @@ class WindowEvents:
 
     def delete_webhook(self, index: str, webhook_id: str) -> tuple[bool, int]:
         """Unsubscribe the webhook, dropping its undelivered events; (deleted, events dropped)."""
-        check_name(index)
+        self.catalog.get(check_name(index))
 
         def delete(tr: Transaction) -> tuple[bool, int]:
             key = self._key("webhooks", index, webhook_id)
@@ -214,7 +214,7 @@ class WindowEvents:
 
         return self.db.run(delete)
 
-    def forget_index(self, index: str) -> None:
+    def forget_index(self, index: str) -> None:  # (the index is gone: no check)
         """A dropped index's webhooks go with it (its events already noticed are still delivered)."""
         self.db.run(lambda tr: tr.clear_range(*self._range("webhooks", index)))
 
