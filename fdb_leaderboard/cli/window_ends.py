@@ -7,8 +7,6 @@ they are noticed, or from a cursor on.
 
 from __future__ import annotations
 
-import datetime as dt
-
 import click
 from google.protobuf import json_format
 
@@ -81,10 +79,8 @@ def delete(session: Session, name: str, webhook_id: str) -> None:
 
 
 def window_end_lines(event: WindowEnd) -> list[str]:
-    noticed = dt.datetime.fromtimestamp(event.noticed_at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     head = (
-        f"{event.index}: {event.window.describe()} ended with {plural(event.count, 'record')}"
-        f" (noticed {noticed}, cursor {event.cursor})"
+        f"{event.index}: {event.window.describe()} ended with {plural(event.count, 'record')} (cursor {event.cursor})"
     )
     return [head, *("  " + line for line in entry_lines(event.entries))]
 
