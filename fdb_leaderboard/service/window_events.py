@@ -232,20 +232,21 @@ class WindowEvents:
         noticed: list[Window] = []
         events = 0
         while True:
-            step = index.db.run(self._notice_step, index, name, now, clock)
-            windows, written, following = step
-            if not windows:
+            # Read first (most passes find nothing: no write transaction for them), then notice.
+            due, following = index.db.read(self._due, index, now, clock)
+            if not due:
                 return noticed, events, following
+            windows, written = index.db.run(self._notice_step, index, name, now, clock)
             if self.metrics is not None:
                 self.metrics.window_ends_noticed.labels(name).inc(len(windows))
             noticed.extend(windows)
             events += written
 
-    def _notice_step(
-        self, tr: Transaction, index: LeaderboardIndex, name: str, now: int | None, clock: float | None
-    ) -> tuple[list[Window], int, int | None]:
-        """The windows of the earliest end not yet noticed, if it has passed: noticed (see the
-        module docstring).  Also the earliest end still to come."""
+    def _due(
+        self, tr: Any, index: LeaderboardIndex, now: int | None, clock: float | None
+    ) -> tuple[list[Window], int | None]:
+        """The windows of the earliest end not noticed yet, if it has passed, and the earliest end
+        still to come (None: none)."""
         clock = time.time() if clock is None else clock
         if now is None:
             now = int(clock * index.timebase)
@@ -261,15 +262,25 @@ class WindowEvents:
         held = {w.type for w in ended if w.filling}
         ended = [w for w in ended if w.type not in held]
         if not ended:
-            return [], 0, following
+            return [], following
         first = ended[0]
-        batch = [w for w in ended if w.type == first.type and w.end == first.end]
-        tr.set(self._key("ends_noticed", index.prefix, first.type), fdb.tuple.pack((first.end,)))
+        return [w for w in ended if w.type == first.type and w.end == first.end], following
+
+    def _notice_step(
+        self, tr: Transaction, index: LeaderboardIndex, name: str, now: int | None, clock: float | None
+    ) -> tuple[list[Window], int]:
+        """Notice the windows :meth:`_due` finds, in this transaction (see the module docstring):
+        (windows, outbox events written); none if another process noticed them first."""
+        clock = time.time() if clock is None else clock
+        batch, _ = self._due(tr, index, now, clock)
+        if not batch:
+            return [], 0
+        tr.set(self._key("ends_noticed", index.prefix, batch[0].type), fdb.tuple.pack((batch[0].end,)))
         webhooks = self._stored_webhooks(tr, name)
         events = 0
         for window in batch:
             events += self._write_events(tr, index, name, window, webhooks, clock)
-        return batch, events, following
+        return batch, events
 
     def _write_events(
         self,
@@ -354,20 +365,22 @@ class WindowEvents:
         """Take a lease of ``lease`` seconds on at most ``batch`` events due now that nobody holds
         (one transaction): this process sends them.  Events of a deleted webhook are cleared."""
 
+        def due(tr: Any, now: float) -> list[tuple[bytes, dict[str, Any]]]:
+            begin, end = self._range("outbox")
+            rows = [(row, json.loads(value)) for row, value in tr.get_range(begin, end, OUTBOX_SCAN)]
+            return [
+                (row, state)
+                for row, state in rows
+                if state["due"] <= now and not (state["owner"] and state["lease_until"] > now)
+            ][:batch]
+
         def claim(tr: Transaction) -> list[Pending]:
             now = time.time() if clock is None else clock
-            begin, end = self._range("outbox")
             taken: list[tuple[str, dict[str, Any]]] = []
-            for row, value in tr.get_range(begin, end, OUTBOX_SCAN):
-                state = json.loads(value)
-                if state["due"] > now or (state["owner"] and state["lease_until"] > now):
-                    continue
+            for row, state in due(tr, now):
                 state["owner"], state["lease_until"] = owner, now + lease
-                event_id = fdb.tuple.unpack(row[len(self.root) :])[1]
                 tr.set(row, json.dumps(state).encode())
-                taken.append((event_id, state))
-                if len(taken) >= batch:
-                    break
+                taken.append((fdb.tuple.unpack(row[len(self.root) :])[1], state))
             keys = [self._key("webhooks", s["index"], s["webhook"]) for _, s in taken]
             keys += [self._key("outbox_body", event_id) for event_id, _ in taken]
             found = tr.get_many(keys)
@@ -382,6 +395,9 @@ class WindowEvents:
                 )
             return pending
 
+        # Read first: an idle outbox (the usual) costs no write transaction.
+        if not self.db.read(due, time.time() if clock is None else clock):
+            return []
         return self.db.run(claim)
 
     def _clear_event(self, tr: Transaction, event_id: str) -> None:
