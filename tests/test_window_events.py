@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import hashlib
 import hmac
 import http.server
@@ -36,7 +37,7 @@ from conftest import ServerPlace, _skip_fdb_if_unavailable, wait_until
 
 from fdb_leaderboard.client import AsyncLeaderboardClient, FailedPrecondition, InvalidArgument, LeaderboardClient
 from fdb_leaderboard.http import HttpServer
-from fdb_leaderboard.service import ServerSettings
+from fdb_leaderboard.service import Server, ServerSettings
 
 SERVE = [sys.executable, "-c", "from fdb_leaderboard.cli import main; main()", "serve"]
 CLI = [sys.executable, "-m", "fdb_leaderboard.cli"]
@@ -117,6 +118,19 @@ def receiver() -> Iterator[Receiver]:
     running = Receiver()
     yield running
     running.close()
+
+
+@contextlib.contextmanager
+def serving(place: ServerPlace, settings: ServerSettings) -> Iterator[tuple[Server, HttpServer, LeaderboardClient]]:
+    """A gRPC server, its HTTP front end and a client, stopped afterwards."""
+    server = place.start(settings)
+    http_server = HttpServer(server, "127.0.0.1:0").start()
+    try:
+        with LeaderboardClient(server.address, timeout=30) as lb:
+            yield server, http_server, lb
+    finally:
+        http_server.stop(grace=1)
+        server.stop(grace=1)
 
 
 def standings(scores: dict[str, tuple[int, int]], window: tuple[int, int]) -> list[tuple[str, int]]:
@@ -221,132 +235,115 @@ def test_a_receiver_failing_three_times_gets_the_event_on_the_fourth_try(
 def test_the_servers_own_maintenance_notices_an_end_by_its_clock_and_streams_it(
     server_place: ServerPlace, receiver: Receiver
 ) -> None:
-    server = server_place.start(ServerSettings(maintain_every=300))  # it wakes for the window's end
-    http_server = HttpServer(server, "127.0.0.1:0").start()
-    try:
-        with LeaderboardClient(server.address, timeout=30) as lb:
-            lb.create_index("live", high_score_first=True)
-            end = int(time.time()) + 2
-            lb.update_windows("live", windows=[(1, end - 100, end)], high_score_first=True)
-            lb.add_score("live", "alice", 30, end - 50)
-            lb.add_score("live", "bob", 40, end - 40)
-            secret = "k" * 32
-            lb.add_webhook("live", receiver.url("/live", secret), secret)
-            streamed: list = []
-            sse: list[str] = []
+    # maintain_every: it wakes for the window's end
+    with serving(server_place, ServerSettings(maintain_every=300)) as (_, http_server, lb):
+        lb.create_index("live", high_score_first=True)
+        end = int(time.time()) + 2
+        lb.update_windows("live", windows=[(1, end - 100, end)], high_score_first=True)
+        lb.add_score("live", "alice", 30, end - 50)
+        lb.add_score("live", "bob", 40, end - 40)
+        secret = "k" * 32
+        lb.add_webhook("live", receiver.url("/live", secret), secret)
+        streamed: list = []
+        sse: list[str] = []
 
-            def follow() -> None:
-                with lb.watch_window_ends("live", timeout=60) as watch:
-                    for event in watch:
-                        streamed.append(event)
+        def follow() -> None:
+            with lb.watch_window_ends("live", timeout=60) as watch:
+                for event in watch:
+                    streamed.append(event)
+                    return
+
+        def follow_sse() -> None:
+            with httpx.stream("GET", f"{http_server.url}/v1/indexes/live/window-ends/events", timeout=60) as answer:
+                for line in answer.iter_lines():
+                    sse.append(line)
+                    if line.startswith("data:"):
                         return
 
-            def follow_sse() -> None:
-                with httpx.stream("GET", f"{http_server.url}/v1/indexes/live/window-ends/events", timeout=60) as answer:
-                    for line in answer.iter_lines():
-                        sse.append(line)
-                        if line.startswith("data:"):
-                            return
-
-            threads = [threading.Thread(target=follow), threading.Thread(target=follow_sse)]
-            for thread in threads:
-                thread.start()
-            wait_until(lambda: len(receiver.acked_ids("/live")) == 1)
-            for thread in threads:
-                thread.join(60)
-            event = receiver.acked["/live"][0]
-            assert event["window"]["end"] == end and event["count"] == 2
-            assert shown(event) == [("bob", 40), ("alice", 30)]
-            assert event["noticed_at"] >= end  # noticed once its end had passed on the server's clock
-            (watched,) = streamed
-            assert (watched.window.end, watched.count, [e.pk[0] for e in watched.entries]) == (end, 2, ["bob", "alice"])
-            assert sse[0] == f"id: {watched.cursor}"
-            assert json.loads(sse[1][len("data: ") :])["window"]["end"] == end
-    finally:
-        http_server.stop(grace=1)
-        server.stop(grace=1)
+        threads = [threading.Thread(target=follow), threading.Thread(target=follow_sse)]
+        for thread in threads:
+            thread.start()
+        wait_until(lambda: len(receiver.acked_ids("/live")) == 1)
+        for thread in threads:
+            thread.join(60)
+        event = receiver.acked["/live"][0]
+        assert event["window"]["end"] == end and event["count"] == 2
+        assert shown(event) == [("bob", 40), ("alice", 30)]
+        assert event["noticed_at"] >= end  # noticed once its end had passed on the server's clock
+        (watched,) = streamed
+        assert (watched.window.end, watched.count, [e.pk[0] for e in watched.entries]) == (end, 2, ["bob", "alice"])
+        assert sse[0] == f"id: {watched.cursor}"
+        assert json.loads(sse[1][len("data: ") :])["window"]["end"] == end
 
 
 def test_streams_resume_after_a_cursor_over_grpc_sse_and_asyncio(server_place: ServerPlace) -> None:
-    server = server_place.start(ServerSettings(maintain_every=0, webhooks=False))
-    http_server = HttpServer(server, "127.0.0.1:0").start()
-    try:
-        with LeaderboardClient(server.address, timeout=30) as lb:
-            base = int(time.time()) - 50
-            scores = make_board(lb, "resume", base)
-            lb.notice_window_ends("resume", base + 200)  # three windows: cursors 1, 2, 3
-            with lb.watch_window_ends("resume", after=0, top=1, timeout=30) as watch:
-                events = [event for _, event in zip(range(3), watch, strict=False)]
-            assert [e.cursor for e in events] == [1, 2, 3]
-            assert [(e.window.type, e.window.start) for e in events] == [(1, base), (1, base + 100), (2, base)]
-            everyone = {**scores["first"], **scores["second"]}
-            assert [[(x.pk[0], x.score) for x in e.entries] for e in events] == [
-                standings(everyone, (e.window.start, e.window.end))[:1] for e in events
-            ]
-            with lb.watch_window_ends("resume", after=2, timeout=30) as watch:
-                assert next(iter(watch)).cursor == 3
-            lines = []
-            headers = {"Last-Event-ID": "1"}
-            with httpx.stream("GET", f"{http_server.url}/v1/indexes/resume/window-ends/events", headers=headers) as sse:
-                for line in sse.iter_lines():
-                    lines.append(line)
-                    if len([x for x in lines if x.startswith("id:")]) == 2:
+    with serving(server_place, ServerSettings(maintain_every=0, webhooks=False)) as (server, http_server, lb):
+        base = int(time.time()) - 50
+        scores = make_board(lb, "resume", base)
+        lb.notice_window_ends("resume", base + 200)  # three windows: cursors 1, 2, 3
+        with lb.watch_window_ends("resume", after=0, top=1, timeout=30) as watch:
+            events = [event for _, event in zip(range(3), watch, strict=False)]
+        assert [e.cursor for e in events] == [1, 2, 3]
+        assert [(e.window.type, e.window.start) for e in events] == [(1, base), (1, base + 100), (2, base)]
+        everyone = {**scores["first"], **scores["second"]}
+        assert [[(x.pk[0], x.score) for x in e.entries] for e in events] == [
+            standings(everyone, (e.window.start, e.window.end))[:1] for e in events
+        ]
+        with lb.watch_window_ends("resume", after=2, timeout=30) as watch:
+            assert next(iter(watch)).cursor == 3
+        lines = []
+        headers = {"Last-Event-ID": "1"}
+        with httpx.stream("GET", f"{http_server.url}/v1/indexes/resume/window-ends/events", headers=headers) as sse:
+            for line in sse.iter_lines():
+                lines.append(line)
+                if len([x for x in lines if x.startswith("id:")]) == 2:
+                    break
+        assert [line for line in lines if line.startswith("id:")] == ["id: 2", "id: 3"]
+
+        async def from_asyncio() -> list[int]:
+            async with AsyncLeaderboardClient(server.address) as alb:
+                made = await alb.add_webhook("resume", "https://example.com/hook", "x" * 16, [2])
+                assert [w.id for w in await alb.webhooks("resume")] == [made.id]
+                assert await alb.delete_webhook("resume", made.id) is True
+                cursors = []
+                async for event in alb.watch_window_ends("resume", after=1, timeout=30):
+                    cursors.append(event.cursor)
+                    if len(cursors) == 2:
                         break
-            assert [line for line in lines if line.startswith("id:")] == ["id: 2", "id: 3"]
+                return cursors
 
-            async def from_asyncio() -> list[int]:
-                async with AsyncLeaderboardClient(server.address) as alb:
-                    made = await alb.add_webhook("resume", "https://example.com/hook", "x" * 16, [2])
-                    assert [w.id for w in await alb.webhooks("resume")] == [made.id]
-                    assert await alb.delete_webhook("resume", made.id) is True
-                    cursors = []
-                    async for event in alb.watch_window_ends("resume", after=1, timeout=30):
-                        cursors.append(event.cursor)
-                        if len(cursors) == 2:
-                            break
-                    return cursors
-
-            assert asyncio.run(from_asyncio()) == [2, 3]
-    finally:
-        http_server.stop(grace=1)
-        server.stop(grace=1)
+        assert asyncio.run(from_asyncio()) == [2, 3]
 
 
 def test_bad_subscriptions_are_refused_at_each_door(server_place: ServerPlace) -> None:
-    server = server_place.start(ServerSettings(maintain_every=0, webhooks=False))
-    http_server = HttpServer(server, "127.0.0.1:0").start()
-    try:
-        with LeaderboardClient(server.address, timeout=30) as lb:
-            lb.create_index("plain")
-            lb.create_index("grouped", group_size=1)
-            for args, kwargs, said in [
-                (("plain", "ftp://example.com/x"), {}, "http:// or https://"),
-                (("plain", "https://example.com/x", "short"), {}, "16 to 256 characters"),
-                (("plain", "https://example.com/x"), {"top": 101}, "top is 1 to 100"),
-                (("plain", "https://example.com/x"), {"window_types": [0]}, "all-time window never ends"),
-            ]:
-                with pytest.raises(InvalidArgument, match=said):
-                    lb.add_webhook(*args, **kwargs)
-            with pytest.raises(FailedPrecondition, match="grouped"):
-                lb.add_webhook("grouped", "https://example.com/x")
-            with pytest.raises(FailedPrecondition, match="grouped"):
-                next(iter(lb.watch_window_ends("grouped", timeout=10)))
-            url = f"{http_server.url}/v1/indexes/plain/webhooks"
-            refused = httpx.post(url, json={"url": "https://example.com/x", "top": 0})
-            assert refused.status_code == 400 and "top is 1 to 100" in refused.json()["message"]
-            assert httpx.post(url, json={"url": "https://example.com/x", "colour": 1}).status_code == 400
-            made = httpx.post(url, json={"url": "https://example.com/x", "window_types": [1]})
-            assert made.status_code == 200 and "secret" in made.json()["webhook"]  # made up: shown this once
-            assert all("secret" not in w for w in httpx.get(url).json()["webhooks"])
-            gone = httpx.delete(f"{url}/{made.json()['webhook']['id']}")
-            assert gone.status_code == 200 and gone.json()["deleted"] is True
-            too_many = httpx.get(f"{http_server.url}/v1/indexes/plain/window-ends/events?top=101")
-            assert too_many.status_code == 400
-            missing = httpx.get(f"{http_server.url}/v1/indexes/nothing/window-ends/events")
-            assert missing.status_code == 404
-    finally:
-        http_server.stop(grace=1)
-        server.stop(grace=1)
+    with serving(server_place, ServerSettings(maintain_every=0, webhooks=False)) as (_, http_server, lb):
+        lb.create_index("plain")
+        lb.create_index("grouped", group_size=1)
+        for args, kwargs, said in [
+            (("plain", "ftp://example.com/x"), {}, "http:// or https://"),
+            (("plain", "https://example.com/x", "short"), {}, "16 to 256 characters"),
+            (("plain", "https://example.com/x"), {"top": 101}, "top is 1 to 100"),
+            (("plain", "https://example.com/x"), {"window_types": [0]}, "all-time window never ends"),
+        ]:
+            with pytest.raises(InvalidArgument, match=said):
+                lb.add_webhook(*args, **kwargs)
+        with pytest.raises(FailedPrecondition, match="grouped"):
+            lb.add_webhook("grouped", "https://example.com/x")
+        with pytest.raises(FailedPrecondition, match="grouped"):
+            next(iter(lb.watch_window_ends("grouped", timeout=10)))
+        url = f"{http_server.url}/v1/indexes/plain/webhooks"
+        refused = httpx.post(url, json={"url": "https://example.com/x", "top": 0})
+        assert refused.status_code == 400 and "top is 1 to 100" in refused.json()["message"]
+        assert httpx.post(url, json={"url": "https://example.com/x", "colour": 1}).status_code == 400
+        made = httpx.post(url, json={"url": "https://example.com/x", "window_types": [1]})
+        assert made.status_code == 200 and "secret" in made.json()["webhook"]  # made up: shown this once
+        assert all("secret" not in w for w in httpx.get(url).json()["webhooks"])
+        gone = httpx.delete(f"{url}/{made.json()['webhook']['id']}")
+        assert gone.status_code == 200 and gone.json()["deleted"] is True
+        too_many = httpx.get(f"{http_server.url}/v1/indexes/plain/window-ends/events?top=101")
+        assert too_many.status_code == 400
+        missing = httpx.get(f"{http_server.url}/v1/indexes/nothing/window-ends/events")
+        assert missing.status_code == 404
 
 
 def test_cli_adds_lists_deletes_webhooks_and_maintain_notices_ends(cli, client: LeaderboardClient) -> None:

@@ -27,6 +27,7 @@ import time
 from ..errors import NotFound, Unavailable
 from ..proto import index_pb2
 from . import convert
+from .background import BackgroundLoop
 from .catalog import Catalog, writes_paused
 from .metrics import Metrics
 from .webhooks import WebhookDelivery
@@ -38,8 +39,11 @@ DEFAULT_EVERY = 60.0
 END_MARGIN = 0.05  # seconds after a window's end that the pass noticing it runs
 
 
-class Housekeeping:
+class Housekeeping(BackgroundLoop):
     """Maintenance passes over ``catalog`` on a thread of their own until ``stopping`` is set."""
+
+    thread_name = "housekeeping"
+    failure = "maintenance pass failed; the next one retries"
 
     def __init__(
         self,
@@ -50,44 +54,24 @@ class Housekeeping:
         window_events: WindowEvents | None = None,
         delivery: WebhookDelivery | None = None,
     ) -> None:
+        super().__init__(stopping, every)
         self.catalog = catalog
         self.window_events = window_events
         self.delivery = delivery
         self._next_end: float | None = None  # the soonest window end still to come (Unix seconds)
         self.every = every
-        self.stopping = stopping or threading.Event()
         self.metrics = metrics
-        self._woken = threading.Event()
-        self._thread: threading.Thread | None = None
         self.passes = 0  # passes finished (tests wait for them)
         self._rng = random.Random()
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="housekeeping", daemon=True)
-        self._thread.start()
-
-    def wake(self) -> None:
-        """Run a pass now (windows were added that need filling)."""
-        self._woken.set()
-
-    def join(self) -> None:
-        """Wait for the thread (set ``stopping`` first): a pass stops at its next step."""
-        self._woken.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    def _run(self) -> None:
-        while not self.stopping.is_set():
-            self._woken.clear()
-            try:
-                self.run_pass(time.time())
-            except Exception:  # the store gone away, say: the next pass tries again
-                log.exception("maintenance pass failed; the next one retries")
+    def round(self) -> float:
+        try:
+            self.run_pass(time.time())
+        finally:
             self.passes += 1
-            wait = self.every
-            if self._next_end is not None:  # wake when the next window ends (a moment after)
-                wait = min(wait, max(0.0, self._next_end - time.time()) + END_MARGIN)
-            self._woken.wait(wait)
+        if self._next_end is not None:  # wake when the next window ends (a moment after)
+            return min(self.every, max(0.0, self._next_end - time.time()) + END_MARGIN)
+        return self.every
 
     def run_pass(self, clock: float) -> list[str]:
         """One pass over every index at time ``clock`` (Unix seconds); returns what it did."""

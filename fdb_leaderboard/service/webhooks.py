@@ -34,6 +34,7 @@ import time
 import urllib.error
 import urllib.request
 
+from .background import BackgroundLoop
 from .metrics import Metrics
 from .window_events import Pending, WindowEvents
 
@@ -89,8 +90,11 @@ def post(event: Pending, timeout: float) -> str | None:
     return None if 200 <= status < 300 else f"HTTP {status}"
 
 
-class WebhookDelivery:
+class WebhookDelivery(BackgroundLoop):
     """The outbox's events delivered from this process, on a thread, until ``stopping`` is set."""
+
+    thread_name = "webhooks"
+    failure = "webhook delivery failed; retrying"
 
     def __init__(
         self,
@@ -100,42 +104,24 @@ class WebhookDelivery:
         timeout: float = DEFAULT_TIMEOUT,
         first_retry: float = DEFAULT_FIRST_RETRY,
     ) -> None:
+        super().__init__(stopping, IDLE_SECONDS)
         self.events = events
-        self.stopping = stopping
         self.metrics = metrics
         self.timeout = timeout
         self.first_retry = first_retry
         self.lease = 2 * timeout + 1
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-        self._woken = threading.Event()
-        self._thread: threading.Thread | None = None
         self._senders = concurrent.futures.ThreadPoolExecutor(SENDERS, thread_name_prefix="webhook")
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="webhooks", daemon=True)
-        self._thread.start()
-
-    def wake(self) -> None:
-        """Look at the outbox now (events were just noticed here)."""
-        self._woken.set()
 
     def join(self) -> None:
         """Wait for the thread (set ``stopping`` first); POSTs under way finish or time out."""
-        self._woken.set()
-        if self._thread is not None:
-            self._thread.join()
+        super().join()
         self._senders.shutdown(wait=True, cancel_futures=True)
 
-    def _run(self) -> None:
-        while not self.stopping.is_set():
-            self._woken.clear()
-            try:
-                sent = self.deliver_once()
-            except Exception:  # the store gone away, say: the next round tries again
-                log.exception("webhook delivery failed; retrying")
-                sent = 0
-            if not sent:
-                self._woken.wait(IDLE_SECONDS)
+    def round(self) -> float:
+        """Deliver what is due; look again at once if there was any, else after IDLE_SECONDS
+        (or when woken: events noticed here)."""
+        return 0.0 if self.deliver_once() else IDLE_SECONDS
 
     def deliver_once(self) -> int:
         """Lease the due events (at most BATCH), send them, note each outcome as it comes (an
