@@ -19,7 +19,8 @@ Keys, under the catalog's root (so every server process of the store shares them
   it (``claim``), so two processes never send it at once, and a lease of a process that died
   runs out; the event is cleared when the webhook acknowledges it (``delivered``), or moved to a
   later try (``failed``) until ``MAX_EVENT_AGE``.  The event id is derived from the window and
-  the webhook, so a delivery sent again carries the same id.
+  the webhook, so a delivery sent again carries the same id.  Leases are times by each
+  process's clock: the hosts' clocks must agree to well within a lease (seconds; NTP does).
 
 A webhook is told of windows ending at or after its creation (none from before it existed), of
 its window types (all without any).  Grouped indexes have a top per group: they have no
@@ -54,8 +55,8 @@ LOG_KEEP = 1000  # events kept in an index's log for streams to resume from
 MAX_EVENT_AGE = 3 * 86400.0  # seconds an undelivered event is retried for, then dropped
 MAX_BACKOFF = 600.0  # the longest wait between two tries of one event
 OUTBOX_SCAN = 1000  # outbox rows one claim looks at (more wait for these to clear)
-# An event's stored body stays under the store's value limit: entries are left out from the
-# end until it fits (``truncated`` in the log's copy would be overkill: ``count`` says how many).
+# An event's stored body stays under the store's value limit: entries are left out from the end
+# until it fits (large metadata on 100 entries could pass it); ``count`` still says how many there are.
 BODY_LIMIT = MAX_VALUE_SIZE - 4096
 MIN_SECRET, MAX_SECRET = 16, 256
 
@@ -69,7 +70,6 @@ class Pending:
     url: str
     secret: str
     body: bytes
-    attempts: int
 
 
 def _check_url(url: str) -> str:
@@ -215,7 +215,8 @@ class WindowEvents:
         return self.db.run(delete)
 
     def forget_index(self, index: str) -> None:  # (the index is gone: no check)
-        """A dropped index's webhooks go with it (its events already noticed are still delivered)."""
+        """A dropped index's webhooks go with it, and so do their undelivered events (as when a
+        webhook is deleted: the next claim finds nobody to tell)."""
         self.db.run(lambda tr: tr.clear_range(*self._range("webhooks", index)))
 
     # -- noticing ------------------------------------------------------------------------------
@@ -390,9 +391,7 @@ class WindowEvents:
                     self._clear_event(tr, event_id)
                     continue
                 stored = json.loads(webhook)
-                pending.append(
-                    Pending(event_id, state["webhook"], stored["url"], stored["secret"], body, state["attempts"])
-                )
+                pending.append(Pending(event_id, state["webhook"], stored["url"], stored["secret"], body))
             return pending
 
         # Read first: an idle outbox (the usual) costs no write transaction.
