@@ -196,6 +196,18 @@ class Watchers:
                 self.gauge.dec()
 
 
+class _SharedRead:
+    """One watched record's latest read, repeated for every stream watching it (on the event loop)."""
+
+    def __init__(self) -> None:
+        self.response: Any = None
+        self.error: Answer | None = None
+        self.version = 0  # reads done
+        self.changed = asyncio.Event()  # set (and replaced) after each read
+        self.watchers = 0
+        self.task: asyncio.Task | None = None
+
+
 class _Call(CallContext):
     """A call as its handler sees it: still wanted?  how long is left?"""
 
@@ -260,6 +272,7 @@ class Dispatcher(grpc.GenericRpcHandler):
         )
         self.bad_requests = RateLimitedLog()
         self.calls: set[_Call] = set()  # calls running on threads (shutdown stops them)
+        self.shared_reads: dict[tuple, _SharedRead] = {}  # watched ranks' reads, by request
         self.timeouts = _Timeouts()
         # Reads of the embedded store cost no round trips: short ones are served on the event loop.
         self.inline_reads = not service.catalog.db.batched_reads
@@ -411,27 +424,66 @@ class Dispatcher(grpc.GenericRpcHandler):
     # -- WatchRank --------------------------------------------------------------------------
 
     async def _watch(self, method: str, request_type: type[Message], _requests: Any, context: Any) -> None:
-        """The record's rank and entry now, then each time its rank, score or window changed, read
-        every WATCH_SECONDS on a worker (each read with the default deadline), until the client
-        cancels or its deadline passes."""
+        """The record's rank and entry now, then each time its rank, score or window changed, until
+        the client cancels or its deadline passes.  The watches of one record (the same request)
+        share one read every WATCH_SECONDS on a worker (:class:`_SharedRead`)."""
 
         async def work() -> None:
             data = await self._read(context, self.settings.receive_timeout, "the request")
             if data is None:
                 raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{method} needs a request message")
             request = self._parse(request_type, data, method, context)
-            read = getattr(self.servicer, watched_read(method))
             with self.rank_watchers.slot():
-                sent = None
-                while True:
-                    response = await self._on_worker(context, method, read, request)
-                    seen = rank_seen(response)
-                    if seen != sent:
-                        await context.write(self.reply(response))
-                        sent = seen
-                    await asyncio.sleep(WATCH_SECONDS)
+                key = (method, request.SerializeToString(deterministic=True))
+                shared = self.shared_reads.get(key)
+                if shared is None:
+                    shared = self.shared_reads[key] = _SharedRead()
+                    shared.task = asyncio.get_running_loop().create_task(self._repeat(key, shared, method, request))
+                shared.watchers += 1
+                try:
+                    seen_version, sent = 0, None
+                    while True:
+                        while shared.version == seen_version:
+                            await shared.changed.wait()
+                        seen_version = shared.version
+                        if shared.error is not None:
+                            raise shared.error
+                        seen = rank_seen(shared.response)
+                        if seen != sent:
+                            await context.write(self.reply(shared.response))
+                            sent = seen
+                finally:
+                    shared.watchers -= 1
+                    if not shared.watchers and self.shared_reads.get(key) is shared:
+                        del self.shared_reads[key]
+                        shared.task.cancel()
 
         await self.answer(context, work(), method)
+
+    async def _repeat(self, key: tuple, shared: _SharedRead, method: str, request: Message) -> None:
+        """``shared``'s read every WATCH_SECONDS (each with the default deadline) while anyone
+        watches; an error ends it, and the watches with it."""
+        read = getattr(self.servicer, watched_read(method))
+        while True:
+            call = _Call(time.monotonic() + self.settings.default_deadline)
+            self.calls.add(call)
+            try:
+                shared.response = await self.within(
+                    call, asyncio.wrap_future(self.workers.submit(read, request, call)), method
+                )
+            except Answer as answer:
+                shared.error = answer
+            finally:
+                call.cancelled = True
+                self.calls.discard(call)
+            shared.version += 1
+            shared.changed.set()
+            shared.changed = asyncio.Event()
+            if shared.error is not None:
+                if self.shared_reads.get(key) is shared:  # a new watch starts afresh
+                    del self.shared_reads[key]
+                return
+            await asyncio.sleep(WATCH_SECONDS)
 
     # -- WatchWindowEnds ---------------------------------------------------------------------
 
