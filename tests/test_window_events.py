@@ -37,7 +37,9 @@ from conftest import ServerPlace, _skip_fdb_if_unavailable, wait_until
 
 from fdb_leaderboard.client import AsyncLeaderboardClient, FailedPrecondition, InvalidArgument, LeaderboardClient
 from fdb_leaderboard.http import HttpServer
-from fdb_leaderboard.service import Server, ServerSettings
+from fdb_leaderboard.index import IndexSettings
+from fdb_leaderboard.service import Server, ServerSettings, WindowEvents
+from fdb_leaderboard.service.catalog import Catalog
 
 SERVE = [sys.executable, "-c", "from fdb_leaderboard.cli import main; main()", "serve"]
 CLI = [sys.executable, "-m", "fdb_leaderboard.cli"]
@@ -450,3 +452,33 @@ def test_one_delivery_per_webhook_and_window_across_sigkill_and_two_processes(
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
+
+
+# -- the Python API: leases and retries, by the clock given ---------------------------------------
+
+
+def test_a_lease_keeps_an_event_to_one_process_until_it_runs_out(db, prefix) -> None:
+    catalog = Catalog(db, prefix)
+    events = WindowEvents(catalog)
+    end = int(time.time()) + 100
+    catalog.create("api", IndexSettings(), windows=[(1, end - 200, end)])
+    catalog.get("api").add_score(("ann",), 5, end - 150)
+    made = events.add_webhook("api", "https://example.com/hook", "", [1], 1)
+    assert events.notice("api", now=end - 1) == ([], 0, end)  # not ended: when it will
+    (window,) = [w for w in catalog.get("api").directory().windows if w.type == 1]
+    clock = end + 1.0
+    assert events.notice("api", now=end, clock=clock) == ([window], 1, None)
+    assert events.notice("api", now=end, clock=clock) == ([], 0, None)  # once
+    (taken,) = events.claim("a", lease=10, batch=16, clock=clock)
+    assert json.loads(taken.body)["entries"][0]["pk"] == ["ann"] and taken.secret == made.secret
+    assert events.claim("b", lease=10, batch=16, clock=clock + 9) == []  # a's lease holds
+    (again,) = events.claim("b", lease=10, batch=16, clock=clock + 11)  # a died: b takes over
+    assert again.id == taken.id
+    assert events.failed(again.id, "HTTP 500", first_retry=2, clock=clock + 12) == "failed"
+    assert events.claim("b", lease=10, batch=16, clock=clock + 13) == []  # due again 2 s later
+    (third,) = events.claim("b", lease=10, batch=16, clock=clock + 14)
+    assert [w.last_error for w in events.webhooks("api")] == ["HTTP 500"]
+    events.delivered(third.id)
+    assert events.failed(third.id, "late", first_retry=2, clock=clock + 15) == "delivered"
+    assert [w.pending for w in events.webhooks("api")] == [0]
+    assert [e.cursor for e in events.events_after("api", 0)] == [1]

@@ -26,6 +26,8 @@ from .grpc_service import SERVICE_NAME, LeaderboardService
 from .processes import Supervisor
 from .server import Server
 from .settings import ServerSettings, StartupError, TlsFiles
+from .webhooks import WebhookDelivery
+from .window_events import WindowEvents
 
 __all__ = [
     "SERVICE_NAME",
@@ -35,4 +37,6 @@ __all__ = [
     "StartupError",
     "Supervisor",
     "TlsFiles",
+    "WebhookDelivery",
+    "WindowEvents",
 ]
