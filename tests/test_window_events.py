@@ -404,7 +404,9 @@ def test_one_delivery_per_webhook_and_window_across_sigkill_and_two_processes(
         with LeaderboardClient(first[1], timeout=30) as lb:
             lb.create_index(name, high_score_first=True)
             start = int(time.time())
-            ends = [start + 3 + i for i in range(4)]  # four windows ending a second apart, from 3 s on
+            # The first window ends 3 s from now, the others a second apart from 8 s on: the kill
+            # below comes between (no other event is then being delivered).
+            ends = [start + 3, start + 8, start + 9, start + 10]
             lb.update_windows(name, windows=[(1, end - 1, end) for end in ends], high_score_first=True)
             for i, end in enumerate(ends):
                 lb.add_score(name, f"p{i}", 100 + i, end - 1)
