@@ -423,16 +423,20 @@ class Dispatcher(grpc.GenericRpcHandler):
 
     # -- WatchRank --------------------------------------------------------------------------
 
+    async def _only_request(self, context: Any, method: str, request_type: type[Message]) -> Message:
+        """A server stream's request (its one message), within the receive timeout."""
+        data = await self._read(context, self.settings.receive_timeout, "the request")
+        if data is None:
+            raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{method} needs a request message")
+        return self._parse(request_type, data, method, context)
+
     async def _watch(self, method: str, request_type: type[Message], _requests: Any, context: Any) -> None:
         """The record's rank and entry now, then each time its rank, score or window changed, until
         the client cancels or its deadline passes.  The watches of one record (the same request)
         share one read every WATCH_SECONDS on a worker (:class:`_SharedRead`)."""
 
         async def work() -> None:
-            data = await self._read(context, self.settings.receive_timeout, "the request")
-            if data is None:
-                raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{method} needs a request message")
-            request = self._parse(request_type, data, method, context)
+            request = await self._only_request(context, method, request_type)
             with self.rank_watchers.slot():
                 key = (method, request.SerializeToString(deterministic=True))
                 shared = self.shared_reads.get(key)
@@ -465,17 +469,11 @@ class Dispatcher(grpc.GenericRpcHandler):
         watches; an error ends it, and the watches with it."""
         read = getattr(self.servicer, watched_read(method))
         while True:
-            call = _Call(time.monotonic() + self.settings.default_deadline)
-            self.calls.add(call)
             try:
-                shared.response = await self.within(
-                    call, asyncio.wrap_future(self.workers.submit(read, request, call)), method
-                )
+                call = _Call(time.monotonic() + self.settings.default_deadline)
+                shared.response = await self._on_worker(call, method, read, request)
             except Answer as answer:
                 shared.error = answer
-            finally:
-                call.cancelled = True
-                self.calls.discard(call)
             shared.version += 1
             shared.changed.set()
             shared.changed = asyncio.Event()
@@ -487,9 +485,8 @@ class Dispatcher(grpc.GenericRpcHandler):
 
     # -- WatchWindowEnds ---------------------------------------------------------------------
 
-    async def _on_worker(self, context: Any, method: str, fn: Callable[[Any, _Call], Any], request: Message) -> Any:
+    async def _on_worker(self, call: _Call, method: str, fn: Callable[[Any, _Call], Any], request: Message) -> Any:
         """``fn(request, call)`` on a worker, within the call's deadline."""
-        call = self.start(context)
         self.calls.add(call)
         try:
             return await self.within(call, asyncio.wrap_future(self.workers.submit(fn, request, call)), method)
@@ -502,15 +499,13 @@ class Dispatcher(grpc.GenericRpcHandler):
         store's log every WATCH_SECONDS on a worker, until the client cancels or its deadline passes."""
 
         async def work() -> None:
-            data = await self._read(context, self.settings.receive_timeout, "the request")
-            if data is None:
-                raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{method} needs a request message")
-            request = self._parse(request_type, data, method, context)
+            request = await self._only_request(context, method, request_type)
             with self.window_end_streams.slot():
-                after = await self._on_worker(context, method, self.servicer.window_ends_start, request)
+                servicer = self.servicer
+                after = await self._on_worker(self.start(context), method, servicer.window_ends_start, request)
                 while True:
                     request.after = after
-                    events = await self._on_worker(context, method, self.servicer.window_ends_after, request)
+                    events = await self._on_worker(self.start(context), method, servicer.window_ends_after, request)
                     for event in events:
                         await context.write(self.reply(event))
                         after = event.cursor
