@@ -89,6 +89,8 @@ def main() -> None:
                         break
                 time.sleep(0.01)
             delivered_at = time.perf_counter()
+            while any(w.pending for w in lb.webhooks(name)):  # the last clears committed
+                time.sleep(0.05)
             delivery = delta(server.db.stats.snapshot(), before)
             per = args.windows
             print(
@@ -107,7 +109,6 @@ def main() -> None:
                 f"{(delivery['transactions'] - cost['transactions']) / events:.2f} transactions, "
                 f"{(delivery['commits'] - cost['commits']) / events:.2f} commits"
             )
-            time.sleep(1)  # the last clears committed
             before = server.db.stats.snapshot()
             time.sleep(args.idle)
             idle = delta(server.db.stats.snapshot(), before)
