@@ -116,6 +116,9 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "Dump": Role.ADMIN,
     "Restore": Role.ADMIN,
     "SetWritesPaused": Role.ADMIN,
+    "ListAuditEvents": Role.ADMIN,  # who did what is for admins
+    "SetAuditRetention": Role.ADMIN,
+    "ExpireAuditEvents": Role.ADMIN,
     "AddWebhook": Role.ADMIN,
     "ListWebhooks": Role.ADMIN,  # URLs of other systems are for admins
     "DeleteWebhook": Role.ADMIN,
@@ -150,6 +153,7 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "GetMovement": Role.READ,
     "GetRankHistory": Role.READ,
     "GetScoreRules": Role.READ,  # what a game client may submit
+    "GetCohort": Role.READ,
     "ScoreTrim": Role.READ,  # computes on the entries given: reads nothing stored
 }
 
@@ -185,14 +189,18 @@ class Identity(NamedTuple):
 
 
 ANONYMOUS = "anonymous"  # who calls a server without tokens
+# The header (gRPC metadata) in which a client names its user (the CLI: the local user); a
+# server without tokens records that claim as ``anonymous:USER``; one with tokens ignores it.
+USER_HEADER = "fdb-leaderboard-user"
 
 
-def actor_name(tokens: Tokens | None, authorization: str | None) -> str:
+def actor_name(tokens: Tokens | None, authorization: str | None, user: str | None = None) -> str:
     """The name of whoever sends ``authorization`` (an ``Authorization`` header value), for the
-    record of what they did: ``anonymous`` without tokens or with a token the server does not
-    know (such a call is refused before it acts)."""
+    record of what they did: ``anonymous`` without tokens (``anonymous:USER`` when the client
+    names its ``user``: unverified) or with a token the server does not know (such a call is
+    refused before it acts)."""
     if tokens is None:
-        return ANONYMOUS
+        return f"{ANONYMOUS}:{user}" if user and _NAME.match(user) else ANONYMOUS
     try:
         return tokens.identify(bearer_token(authorization)).name
     except Unauthenticated:

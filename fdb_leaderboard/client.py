@@ -61,7 +61,19 @@ import grpc.aio
 from . import access, errors, wire
 from .access import ROLE_BY_METHOD, Role, is_loopback
 from .errors import NoWindowsWarning
-from .index import DeletionProgress, Entry, HiddenRecord, History, Movement, Page, RankedEntry, ScoreRules
+from .index import (
+    AuditEvent,
+    Cohort,
+    DeletionProgress,
+    Entry,
+    HiddenRecord,
+    History,
+    Leagues,
+    Movement,
+    Page,
+    RankedEntry,
+    ScoreRules,
+)
 from .index.calendar import board_periods
 from .index.values import check_timestamp
 from .proto import service_pb2 as pb
@@ -320,6 +332,16 @@ _P = ParamSpec("_P")
 Op = Generator[_Call, Any, _T]
 
 
+def _expired_until_done(method: str, request: Any) -> Op[int]:
+    """Call an expiry (each call works until done or its deadline) until done; returns the total."""
+    expired = 0
+    while True:
+        response = yield _Call(method, request)
+        expired += response.expired
+        if response.done:
+            return expired
+
+
 def _natural(value: object, name: str) -> int:
     """A count or size the protocol carries as uint32, refused as InvalidArgument (naming it) otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < _UINT32:
@@ -456,13 +478,15 @@ class _Ops:
         timezone: str = "UTC",
         all_time: bool = True,
         columns: Sequence[str] = (),
+        leagues: Leagues | None = None,
     ) -> Op[bool]:
         """Create index ``name`` (False: it exists with these options).  It ranks all-time from its
         first score (unless ``all_time`` is False) and keeps the calendar ``boards`` named (daily,
         weekly, monthly: window types 1, 2, 3) in ``timezone``, today's ones from the start: they
         join ``maintenance`` (the server keeps them ahead and expires them per that policy).
         ``columns``: rank by 2 to 4 integer columns, each ``"HIGH"`` or ``"LOW"`` (most kills, then
-        fewest deaths: ``("HIGH", "LOW")``); its scores are then tuples of ints."""
+        fewest deaths: ``("HIGH", "LOW")``); its scores are then tuples of ints.  ``leagues``:
+        cohorts and tiers on one window type's windows (read with :meth:`cohort`)."""
         options = pb.IndexOptions(
             aggregation=_enum(pb.Aggregation, aggregation, "aggregation"),
             hash_function=_enum(pb.RankHash, hash_function, "hash_function"),
@@ -473,6 +497,7 @@ class _Ops:
             score_type=_enum(pb.ScoreType, score_type, "score_type"),
             dense_ranks=dense_ranks,
             columns=[_enum(pb.ColumnOrder, direction, "a column's direction") for direction in columns],
+            leagues=pb.Leagues(**dataclasses.asdict(leagues)) if leagues is not None else None,
         )
         request = pb.CreateIndexRequest(
             name=name,
@@ -588,12 +613,7 @@ class _Ops:
         request = pb.ExpireIdempotencyKeysRequest(index=index)
         if before is not None:
             request.before = before
-        expired = 0
-        while True:
-            response = yield _Call("ExpireIdempotencyKeys", request)
-            expired += response.expired
-            if response.done:
-                return expired
+        return (yield from _expired_until_done("ExpireIdempotencyKeys", request))
 
     @staticmethod
     def verify(index: str, max_problems: int = 0) -> Op[list[str]]:
@@ -756,6 +776,54 @@ class _Ops:
                 progress(total)
             if total.done:
                 return total
+
+    @staticmethod
+    def audit_events(
+        index: str | None = None,
+        action: str | None = None,
+        since_us: int | None = None,
+        until_us: int | None = None,
+        limit: int = 100,
+        continuation: bytes | None = None,
+        newest_first: bool = False,
+    ) -> Op[tuple[list[AuditEvent], bytes | None]]:
+        """A page of the audit trail (admin): who did what and when, oldest first (or newest), of
+        ``index`` and ``action`` only if given, between ``since_us`` and ``until_us`` (Unix
+        microseconds); and the next page's continuation (None: the last page)."""
+        request = pb.ListAuditEventsRequest(
+            index=index or "",
+            action=action or "",
+            limit=_natural(limit, "limit"),
+            continuation=continuation or b"",
+            newest_first=newest_first,
+        )
+        if since_us is not None:
+            request.since_us = since_us
+        if until_us is not None:
+            request.until_us = until_us
+        response = yield _Call("ListAuditEvents", request, changes_nothing=True)
+        return [wire.audit_event_from_proto(event) for event in response.events], response.continuation or None
+
+    @staticmethod
+    def audit_retention() -> Op[int]:
+        """Seconds the audit trail keeps events (admin)."""
+        request = pb.ListAuditEventsRequest(limit=1, until_us=0)  # no event is that old: the retention only
+        return (yield _Call("ListAuditEvents", request, changes_nothing=True)).retention
+
+    @staticmethod
+    def set_audit_retention(seconds: int) -> Op[int]:
+        """Keep audit events ``seconds`` (0: the default, 90 days) (admin); returns the retention now."""
+        request = pb.SetAuditRetentionRequest(retention=_natural(seconds, "seconds"))
+        return (yield _Call("SetAuditRetention", request)).retention
+
+    @staticmethod
+    def expire_audit_events(before_us: int | None = None) -> Op[int]:
+        """Clear audit events older than ``before_us`` (default: the retention ago), in bounded
+        batches (admin); returns how many.  The server does it too."""
+        request = pb.ExpireAuditEventsRequest()
+        if before_us is not None:
+            request.before_us = before_us
+        return (yield from _expired_until_done("ExpireAuditEvents", request))
 
     @staticmethod
     def write_batch(
@@ -928,6 +996,44 @@ class _Ops:
         response = yield _Call("GetPage", request)
         window = wire.window_from_proto(response.window) if response.HasField("window") else None
         return Page(_entries(response), response.page, response.size, response.total, response.pages, window)
+
+    @staticmethod
+    def cohort(
+        index: str,
+        pk: Key | None = None,
+        tier: int | None = None,
+        cohort: int | None = None,
+        timestamp: int | None = None,
+        mode: str = "ORDINAL",
+        page: int = 1,
+        size: int = 0,
+        around: tuple[int, int] | None = None,
+    ) -> Op[Cohort | None]:
+        """A cohort of the league window holding ``timestamp`` (None: now): record ``pk``'s (None if
+        it joined none there) or cohort ``cohort`` of tier ``tier``; its entries are page ``page``
+        of ``size`` (0: all), or with ``around=(above, below)`` those around the record.  Ranks are
+        within the cohort."""
+        if (pk is None) == (tier is None or cohort is None):
+            raise errors.InvalidArgument("name a record (pk) or a cohort (tier and cohort), not both")
+        above, below = around if around is not None else (0, 0)
+        request = pb.CohortRequest(
+            index=index,
+            window=_window(0, timestamp),
+            pk=wire.key_to_items(pk) if pk is not None else [],
+            tier=_natural(tier or 0, "tier"),
+            cohort=_natural(cohort or 0, "cohort"),
+            mode=rank_mode(mode),
+            page=_natural(page, "page"),
+            size=_natural(size, "size"),
+            above=_natural(above, "above"),
+            below=_natural(below, "below"),
+        )
+        response = yield _Call("GetCohort", request)
+        if not response.HasField("tier"):
+            return None
+        entry = wire.ranked_entry_from_proto(response.entry) if response.HasField("entry") else None
+        window = wire.window_from_proto(response.window)
+        return Cohort(window, response.tier, response.cohort, response.total, _entries(response), entry)
 
     @staticmethod
     def percentile(
@@ -1164,19 +1270,30 @@ def _credentials(
     return grpc.ssl_channel_credentials(_read_pem(ca), _read_pem(key), _read_pem(cert))
 
 
-class _BearerToken(
+def _call_metadata(token: str | None, user: str | None) -> tuple[tuple[str, str], ...]:
+    """What every call carries: ``authorization: Bearer TOKEN``, and the user the caller names
+    (recorded by a server without tokens as who acted; one with tokens goes by the token)."""
+    metadata = []
+    if token:
+        metadata.append(("authorization", f"Bearer {token}"))
+    if user:
+        metadata.append((access.USER_HEADER, user))
+    return tuple(metadata)
+
+
+class _Headers(
     grpc.UnaryUnaryClientInterceptor,
     grpc.UnaryStreamClientInterceptor,
     grpc.StreamUnaryClientInterceptor,
     grpc.StreamStreamClientInterceptor,
 ):
-    """Adds ``authorization: Bearer TOKEN`` to every call of a channel (also those made with ``stub``)."""
+    """Adds the call metadata (:func:`_call_metadata`) to every call of a channel (also those made with ``stub``)."""
 
-    def __init__(self, token: str) -> None:
-        self._header = ("authorization", f"Bearer {token}")
+    def __init__(self, metadata: tuple[tuple[str, str], ...]) -> None:
+        self._metadata = metadata
 
     def _details(self, details: Any) -> Any:
-        return details._replace(metadata=[*(details.metadata or ()), self._header])
+        return details._replace(metadata=[*(details.metadata or ()), *self._metadata])
 
     def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
         return continuation(self._details(details), request)
@@ -1320,14 +1437,18 @@ class LeaderboardClient:
         cert: str | None = None,
         key: str | None = None,
         retry: RetryPolicy | None = RetryPolicy(),  # frozen: one shared default is safe
+        user: str | None = None,
     ) -> None:
         """``token``: a bearer token; ``ca``: a CA file to verify the server's TLS certificate
         (TLS is used when ``ca`` or ``cert`` is given); ``cert``/``key``: a client certificate;
-        ``retry``: how calls are sent again (None: once), each try with ``timeout``."""
+        ``retry``: how calls are sent again (None: once), each try with ``timeout``; ``user``: who
+        the caller says it is, recorded by a server without tokens in its audit trail (the CLI
+        sends the local user)."""
         credentials = _credentials(address, token, ca, cert, key)
         channel = grpc.insecure_channel(address) if credentials is None else grpc.secure_channel(address, credentials)
         self._raw_channel = channel
-        self.channel = grpc.intercept_channel(channel, _BearerToken(token)) if token else channel
+        metadata = _call_metadata(token, user)
+        self.channel = grpc.intercept_channel(channel, _Headers(metadata)) if metadata else channel
         self.stub = pb_grpc.LeaderboardStub(self.channel)
         self.timeout = timeout
         self.retry = retry or RetryPolicy(attempts=1)
@@ -1388,6 +1509,10 @@ class LeaderboardClient:
     score_rules = _blocking(_Ops.score_rules)
     set_score_rules = _blocking(_Ops.set_score_rules)
     delete_records = _blocking(_Ops.delete_records)
+    audit_events = _blocking(_Ops.audit_events)
+    audit_retention = _blocking(_Ops.audit_retention)
+    set_audit_retention = _blocking(_Ops.set_audit_retention)
+    expire_audit_events = _blocking(_Ops.expire_audit_events)
     write_batch = _blocking(_Ops.write_batch)
     rank = _blocking(_Ops.rank)
     rank_and_entry = _blocking(_Ops.rank_and_entry)
@@ -1400,6 +1525,7 @@ class LeaderboardClient:
     ranks = _blocking(_Ops.ranks)
     friends_board = _blocking(_Ops.friends_board)
     page = _blocking(_Ops.page)
+    cohort = _blocking(_Ops.cohort)
     percentile = _blocking(_Ops.percentile)
     score_for_percentile = _blocking(_Ops.score_for_percentile)
     movement = _blocking(_Ops.movement)
@@ -1661,6 +1787,7 @@ class AsyncLeaderboardClient:
         cert: str | None = None,
         key: str | None = None,
         retry: RetryPolicy | None = RetryPolicy(),  # frozen: one shared default is safe
+        user: str | None = None,
     ) -> None:
         """The arguments of :class:`LeaderboardClient`."""
         credentials = _credentials(address, token, ca, cert, key)
@@ -1669,7 +1796,7 @@ class AsyncLeaderboardClient:
         else:
             self.channel = grpc.aio.secure_channel(address, credentials)
         self.stub = pb_grpc.LeaderboardStub(self.channel)
-        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
+        self._metadata = _call_metadata(token, user) or None
         self.timeout = timeout
         self.retry = retry or RetryPolicy(attempts=1)
 
@@ -1729,6 +1856,10 @@ class AsyncLeaderboardClient:
     score_rules = _awaiting(_Ops.score_rules)
     set_score_rules = _awaiting(_Ops.set_score_rules)
     delete_records = _awaiting(_Ops.delete_records)
+    audit_events = _awaiting(_Ops.audit_events)
+    audit_retention = _awaiting(_Ops.audit_retention)
+    set_audit_retention = _awaiting(_Ops.set_audit_retention)
+    expire_audit_events = _awaiting(_Ops.expire_audit_events)
     write_batch = _awaiting(_Ops.write_batch)
     rank = _awaiting(_Ops.rank)
     rank_and_entry = _awaiting(_Ops.rank_and_entry)
@@ -1741,6 +1872,7 @@ class AsyncLeaderboardClient:
     ranks = _awaiting(_Ops.ranks)
     friends_board = _awaiting(_Ops.friends_board)
     page = _awaiting(_Ops.page)
+    cohort = _awaiting(_Ops.cohort)
     percentile = _awaiting(_Ops.percentile)
     score_for_percentile = _awaiting(_Ops.score_for_percentile)
     movement = _awaiting(_Ops.movement)

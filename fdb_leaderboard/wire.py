@@ -1,5 +1,5 @@
 """How Python values travel in the gRPC messages: key items, scores, entries, ranked entries, windows,
-hidden records and score rules.
+hidden records, score rules and audit events.
 
 Shared by the service and the client; the client needs nothing else of the server.
 """
@@ -15,7 +15,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from .errors import InvalidArgument
-from .index import Entry, HiddenRecord, RankedEntry, ScoreRules, Window
+from .index import AuditEvent, Entry, HiddenRecord, RankedEntry, ScoreRules, Window
 from .index.values import as_key, check_items, check_score, check_timestamp
 from .proto import service_pb2 as pb
 
@@ -188,6 +188,16 @@ def hidden_to_proto(record: HiddenRecord) -> pb.HiddenRecord:
 
 def hidden_from_proto(message: pb.HiddenRecord) -> HiddenRecord:
     return HiddenRecord(items_to_tuple(message.pk), message.actor, message.hidden_at, message.reason)
+
+
+def audit_event_to_proto(event: AuditEvent) -> pb.AuditEvent:
+    return pb.AuditEvent(
+        at_us=event.at_us, actor=event.actor, action=event.action, index=event.index, details=event.details
+    )
+
+
+def audit_event_from_proto(message: pb.AuditEvent) -> AuditEvent:
+    return AuditEvent(message.at_us, message.actor, message.action, message.index, dict(message.details))
 
 
 def rules_to_proto(rules: ScoreRules) -> pb.ScoreRules:

@@ -675,3 +675,77 @@ class Model:
             return (self.stored(e[1], e[0]), e[2], *e[3], fdb.tuple.pack(tuple(e[0])))
 
         return sorted(kept, key=order)
+
+
+class LeagueModel:
+    """Leagues (fdb_leaderboard/index/leagues.py) over a :class:`Model`, computed independently.
+
+    Call :meth:`joined` after every write (and hide/restore) of a record, :meth:`forget` after
+    its deletion.  A record joins each window of the league's type the first time it has a value
+    there (hidden or not), in the tier's newest cohort while it has room; its tier comes from its
+    latest earlier league window (up after a top-``promote`` ORDINAL rank in that cohort, else
+    down after a bottom-``demote`` one; kept when unranked there or when that window is gone);
+    new records start in tier 0.
+    """
+
+    def __init__(self, model: Model, window_type: int, size: int, tiers: int, promote: int, demote: int) -> None:
+        self.model = model
+        self.window_type, self.size, self.tiers, self.promote, self.demote = window_type, size, tiers, promote, demote
+        self.members: dict[tuple, tuple[int, int]] = {}  # (window, pk) -> (tier, cohort)
+        self.open: dict[tuple, tuple[int, int]] = {}  # (window, tier) -> (newest cohort, members)
+        self.latest: dict[tuple, tuple[tuple, int, int]] = {}  # pk -> (window, tier, cohort)
+
+    def windows(self) -> list[tuple]:
+        return sorted(w for w, filling in (self.model.windows or {}).items() if w[0] == self.window_type)
+
+    def cohort_rows(self, window: tuple, tier: int, cohort: int) -> list[Row]:
+        return [row for row in self.model.board(window, ()) if self.members.get((window, row.pk)) == (tier, cohort)]
+
+    def _tier_after(self, pk: tuple, window: tuple) -> tuple[int, bool]:
+        """The tier ``pk`` joins ``window`` with, and whether the window is its newest league window."""
+        if pk not in self.latest:
+            return 0, True
+        before, tier, cohort = self.latest[pk]
+        if before not in (self.model.windows or {}):
+            return tier, True
+        if before[1] >= window[1]:
+            return tier, False
+        rows = self.cohort_rows(before, tier, cohort)
+        mine = next((row for row in rows if row.pk == pk), None)
+        if mine is None:
+            return tier, True
+        rank = sum(1 for row in rows if row.element < mine.element)
+        after = sum(1 for row in rows if row.element > mine.element)
+        if rank < self.promote:
+            return min(tier + 1, self.tiers - 1), True
+        if after < self.demote:
+            return max(tier - 1, 0), True
+        return tier, True
+
+    def joined(self, pk: tuple) -> None:
+        for window in self.windows():
+            if (window, pk) in self.members or self.model.windows[window]:
+                continue
+            if self.model.value(window, (), pk) is None:
+                continue
+            tier, newest = self._tier_after(pk, window)
+            cohort, count = self.open.get((window, tier), (0, 0))
+            if count >= self.size:
+                cohort, count = cohort + 1, 0
+            self.open[(window, tier)] = (cohort, count + 1)
+            self.members[(window, pk)] = (tier, cohort)
+            if newest:
+                self.latest[pk] = (window, tier, cohort)
+
+    def forget(self, pk: tuple) -> None:
+        self.latest.pop(pk, None)
+
+    def expired(self) -> None:
+        """Drop what windows no longer in the directory held."""
+        live = set(self.model.windows or {})
+        self.members = {key: value for key, value in self.members.items() if key[0] in live}
+        self.open = {key: value for key, value in self.open.items() if key[0] in live}
+
+    def cohort(self, window: tuple, tier: int, cohort: int, mode: str = "ORDINAL") -> list[Listed]:
+        rows = self.cohort_rows(window, tier, cohort)
+        return [self.model.listed(rows, row, mode) for row in rows]

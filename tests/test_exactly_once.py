@@ -114,9 +114,10 @@ def test_expiry_forgets_keys_oldest_first_in_bounded_batches(db: Database, prefi
     for i in range(7):
         clock[0] += 10
         index.add_score(("alice",), 1, T, idempotency_key=f"k{i}")  # applied at 1_000_010 .. 1_000_070
-    assert index.expire_idempotency_keys(1_000_045, max_keys=2) == (2, False)
-    assert index.expire_idempotency_keys(1_000_045, max_keys=2) == (2, True)  # k0-k3: applied before
-    assert index.expire_idempotency_keys(1_000_045, max_keys=2) == (0, True)
+    assert index.expire_idempotency_keys(1_000_045, max_keys=2, keep_going=lambda: False) == (2, False)
+    # k0-k3: applied before
+    assert index.expire_idempotency_keys(1_000_045, max_keys=2, keep_going=lambda: False) == (2, True)
+    assert index.expire_idempotency_keys(1_000_045, max_keys=2, keep_going=lambda: False) == (0, True)
     assert index.idempotency_keys() == 3
     index.add_score(("alice",), 1, T, idempotency_key="k4")  # still kept: a repeat
     index.add_score(("alice",), 1, T, idempotency_key="k0")  # forgotten: a new write

@@ -31,8 +31,9 @@ from model import Model
 from test_index_model import listed, run_index_machine
 
 from fdb_leaderboard.client import LeaderboardClient
-from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
+from fdb_leaderboard.index import AuditTrail, Entry, IndexSettings, LeaderboardIndex, ScoreRules
 from fdb_leaderboard.index.directory import Rebuild, WindowSpec, WindowUpdate
+from fdb_leaderboard.proto import index_pb2
 from fdb_leaderboard.service import Server, server
 from fdb_leaderboard.service.catalog import Catalog
 from fdb_leaderboard.store import Database, open_database
@@ -109,15 +110,24 @@ def prefixes(clean_db: Database) -> Iterator[tuple[bytes, bytes]]:
 
 def dump(db: Database, prefix: bytes) -> list[tuple[bytes, bytes]]:
     """Everything stored under ``prefix``, keys relative to it, ``prefix`` in values replaced
-    by ``<prefix>`` (a catalog entry holds its index's prefix); read in bounded pages."""
+    by ``<prefix>`` (a catalog entry holds its index's prefix); read in bounded pages.  Audit
+    events (keyed by their time) are compared by :func:`audit_of` instead."""
     rows: list[tuple[bytes, bytes]] = []
     begin = prefix
+    events = prefix + fdb.tuple.pack(("audit",))
     while True:
         page = db.read(lambda tr, b=begin: tr.get_range(b, prefix + b"\xff", limit=2000))
-        rows.extend((key[len(prefix) :], value.replace(prefix, b"<prefix>")) for key, value in page)
+        kept = [(key, value) for key, value in page if not key.startswith(events)]
+        rows.extend((key[len(prefix) :], value.replace(prefix, b"<prefix>")) for key, value in kept)
         if len(page) < 2000:
             return rows
         begin = page[-1][0] + b"\x00"
+
+
+def audit_of(db: Database, prefix: bytes) -> list[tuple[str, str, str, dict[str, str]]]:
+    """The audit trail under catalog root ``prefix``, in order, without times."""
+    events, _ = db.read(lambda tr: AuditTrail(prefix).events(tr, limit=1000))
+    return [(e.actor, e.action, e.index, e.details) for e in events]
 
 
 def stored_entries(index: LeaderboardIndex, pk: tuple) -> list[tuple[int, int, tuple]]:
@@ -366,6 +376,7 @@ def run_scenario(name: str, clean_db: Database, prefixes: tuple[bytes, bytes], f
     expected = scenario(clean_db, prefixes[0])
     assert scenario(faulty, prefixes[1]) == expected
     assert dump(faulty, prefixes[1]) == dump(clean_db, prefixes[0])
+    assert audit_of(faulty, prefixes[1]) == audit_of(clean_db, prefixes[0])
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
@@ -453,3 +464,32 @@ def test_service_writes_under_commit_unknown_result(monkeypatch: pytest.MonkeyPa
         with open_database(fdb_url()) as db:
             db.run(lambda tr: tr.clear_range_startswith(root))
     assert faulty.injected["committed"] > 10, faulty.injected
+
+
+def test_admin_actions_record_one_event_each_even_when_a_committed_transaction_runs_again(
+    prefixes: tuple[bytes, bytes],
+) -> None:
+    """Every commit reports 1021 after committing, and the backend's marker is switched off, so
+    each admin action's transaction runs again after it committed: the event's key, chosen once
+    per call, is written again (not a second event), and an action whose retry finds its change
+    made writes none over it.  One event per action, as on the plain run."""
+    faulty = UnknownResultDatabase(cluster_file(), rate=1.0, lost=0.0, idempotent=False)
+    names = Catalog(faulty, prefixes[1])
+    index, _ = names.create("game", IndexSettings(), actor="ann")
+    index.add_score(("p",), 5, 10)
+    index.update_windows(WindowUpdate(windows=WINDOWS[:2]), actor="ann")
+    index.hide_record(("p",), "bot", actor="bob")
+    index.restore_record(("p",), actor="bob")
+    index.set_score_rules(ScoreRules(0, 100), actor="cy")
+    names.set_maintenance("game", index_pb2.MaintenancePolicy(retain=100), actor="cy")
+    names.set_audit_retention(3600, actor="cy")
+    assert [event[:3] for event in audit_of(faulty, prefixes[1])] == [
+        ("ann", "CreateIndex", "game"),
+        ("ann", "UpdateWindows", "game"),
+        ("bob", "HideRecord", "game"),
+        ("bob", "RestoreRecord", "game"),
+        ("cy", "SetScoreRules", "game"),
+        ("cy", "SetMaintenancePolicy", "game"),
+        ("cy", "SetAuditRetention", ""),
+    ]
+    assert faulty.injected["committed"] >= 8

@@ -8,6 +8,7 @@
 | ``writes.py`` | ``add`` (a score), ``delete`` (a record) |
 | ``players.py`` | what players see: metadata, many ranks and friends, pages, percentiles, movement, the bottom |
 | ``fair_play.py`` | ``hide-record`` / ``restore-record``, ``hidden-records``, score ``rules``, ``delete-records`` |
+| ``audit.py`` | ``audit``: who did which admin action and when; ``audit-retention`` |
 | ``loading.py`` | ``load``: records files streamed to the server |
 | ``export.py`` | ``export``: a window's standings as NDJSON or CSV, page by page, resumable |
 | ``dumps.py`` | ``dump`` to a file, ``restore`` one, ``move`` between servers, ``compare``, pause writes |

@@ -11,15 +11,19 @@ their own modules, registered at the end.
 
 from __future__ import annotations
 
+import dataclasses
+import getpass
 import logging
 import os
 from typing import Any
 
 import click
 
+from ..errors import InvalidArgument
+from ..index import Leagues
 from ..proto import service_pb2 as pb
 from ..service.settings import DEFAULT_MAX_PAGE
-from . import dumps, fair_play, players, window_ends
+from . import audit, dumps, fair_play, players, window_ends
 from .common import (
     DEFAULT_SERVER,
     DURATION,
@@ -34,6 +38,7 @@ from .common import (
     plural,
     progress_bar,
     server_command,
+    show_duration,
     show_key,
     show_warnings_briefly,
     window_json,
@@ -47,6 +52,14 @@ from .reads import around, count, rank, top, watch
 from .writes import add, delete
 
 DEFAULT_STORE = "lmdb:./data"
+
+
+def local_user() -> str | None:
+    """The local user's name, which the CLI sends: a server without tokens records it as who acted."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no user name in this environment
+        return None
 
 
 def _read_token(path: str | None) -> str | None:
@@ -92,7 +105,7 @@ def main(
     if (cert is None) != (key is None):
         raise click.UsageError("--cert and --key go together")
     show_warnings_briefly()
-    access = {"token": _read_token(token_file), "ca": ca, "cert": cert, "key": key}
+    access = {"token": _read_token(token_file), "ca": ca, "cert": cert, "key": key, "user": local_user()}
     ctx.obj = {"server": server, "verbose": verbose, "access": access}
 
 
@@ -356,6 +369,22 @@ def index() -> None:
     help="Rank by 2-4 integer columns, compared in order, each HIGH or LOW first: e.g. high,low,low "
     "(most kills, then fewest deaths, then earliest time).",
 )
+@click.option(
+    "--league-type",
+    type=click.IntRange(1),
+    default=None,
+    help="Leagues on this window type: in each of its windows a record joins a cohort of its tier.",
+)
+@click.option(
+    "--cohort-size", type=click.IntRange(2, 1000), default=30, show_default=True, help="Leagues: records per cohort."
+)
+@click.option(
+    "--tiers", type=click.IntRange(1, 100), default=1, show_default=True, help="Leagues: tiers (0 the lowest)."
+)
+@click.option(
+    "--promote", type=click.IntRange(0), default=0, show_default=True, help="Leagues: top of a cohort moving up."
+)
+@click.option("--demote", type=click.IntRange(0), default=0, show_default=True, help="Leagues: bottom moving down.")
 @click.option("--daily", is_flag=True, help="Keep a board per day (window type 1), today's from the start.")
 @click.option("--weekly", is_flag=True, help="Keep a board per ISO week (window type 2).")
 @click.option("--monthly", is_flag=True, help="Keep a board per month (window type 3).")
@@ -373,6 +402,11 @@ def index_create(
     reference_layout: bool,
     dense_ranks: bool,
     columns: tuple[str, ...],
+    league_type: int | None,
+    cohort_size: int,
+    tiers: int,
+    promote: int,
+    demote: int,
     daily: bool,
     weekly: bool,
     monthly: bool,
@@ -383,8 +417,18 @@ def index_create(
 
     It ranks scores all-time from the first one, and on the calendar boards named: --daily
     --weekly --monthly keep today's, this week's and this month's windows (types 1, 2, 3) in
-    --timezone, added ahead and expired by the server (see `policy show`).
+    --timezone, added ahead and expired by the server (see `policy show`).  --league-type adds
+    leagues (see `cohort`): e.g. --daily --league-type 1 --cohort-size 30 --tiers 5 --promote 5
+    --demote 5.
     """
+    leagues = None
+    if league_type is not None:
+        try:
+            leagues = Leagues(league_type, cohort_size, tiers, promote, demote)
+        except InvalidArgument as exc:
+            raise click.UsageError(str(exc)) from None
+    elif (cohort_size, tiers, promote, demote) != (30, 1, 0, 0):
+        raise click.UsageError("--cohort-size, --tiers, --promote and --demote shape leagues: give --league-type too")
     boards = [board for board, wanted in (("daily", daily), ("weekly", weekly), ("monthly", monthly)) if wanted]
     created = session.client.create_index(
         name,
@@ -400,6 +444,7 @@ def index_create(
         timezone=timezone,
         all_time=all_time,
         columns=columns,
+        leagues=leagues,
     )
     what = ", ".join(["all-time"] * all_time + boards) or "no"
     session.emit(
@@ -407,6 +452,18 @@ def index_create(
         f"index {name} created ({what} board{'s' if len(boards) + all_time != 1 else ''})"
         if created
         else f"index {name} already exists with these options",
+    )
+
+
+def _leagues_json(leagues: pb.Leagues) -> dict[str, int]:
+    names = ("window_type", "cohort_size", "tiers", "promote", "demote")
+    return {name: getattr(leagues, name) for name in names}
+
+
+def _leagues_text(leagues: pb.Leagues) -> str:
+    return (
+        f"leagues on type {leagues.window_type}: cohorts of {leagues.cohort_size}, {leagues.tiers} tier(s), "
+        f"top {leagues.promote} up, bottom {leagues.demote} down"
     )
 
 
@@ -426,6 +483,7 @@ def index_list(session: Session) -> None:
                 if options.columns
                 else f"{'high' if options.high_score_first else 'low'} score first"
             )
+            + (f"; {_leagues_text(options.leagues)}" if options.HasField("leagues") else "")
             + (f"; writes refused: {info.writes_paused}" if info.writes_paused else "")
         )
     data = [
@@ -438,6 +496,7 @@ def index_list(session: Session) -> None:
             "high_score_first": info.options.high_score_first,
             "score_type": pb.ScoreType.Name(info.options.score_type),
             "columns": [pb.ColumnOrder.Name(c) for c in info.options.columns],
+            "leagues": _leagues_json(info.options.leagues) if info.options.HasField("leagues") else None,
             "writes_paused": info.writes_paused or None,
         }
         for info in infos
@@ -479,6 +538,8 @@ def windows_apply(session: Session, name: str, spec_file: Any) -> None:
 
     asked = read_window_file(spec_file)
     update, maintenance = asked.update, asked.maintenance
+    if asked.leagues is not None:
+        _check_leagues(session, name, asked.leagues)
     result = session.client.update_windows(
         name,
         specs=[(s.type, s.base, s.increment, s.duration, s.count) for s in update.specs],
@@ -493,12 +554,17 @@ def windows_apply(session: Session, name: str, spec_file: Any) -> None:
     if maintenance is not None:
         session.client.set_maintenance(name, maintenance)
     rules = None if asked.rules is None else session.client.set_score_rules(name, asked.rules)
+    audit_kept = None
+    if asked.audit_retention is not None:
+        audit_kept = session.client.set_audit_retention(asked.audit_retention)
     lines = [f"added {len(result.added)}, deleted {len(result.deleted)}, filling {len(result.filling)}"]
     lines.extend(window_line(window) for window in result.added)
     if maintenance is not None:
         lines.append(f"maintenance policy of {name} set: see `fdb-leaderboard policy show {name}`")
     if rules is not None:
         lines.append(f"score rules of {name} set: {rules.describe()}")
+    if audit_kept is not None:
+        lines.append(f"the audit trail keeps events {show_duration(audit_kept)}")
     if result.filling:
         lines.append(f"run `fdb-leaderboard fill {name}` to fill the new windows from stored scores")
     session.emit(
@@ -508,9 +574,24 @@ def windows_apply(session: Session, name: str, spec_file: Any) -> None:
             "filling": [window_json(w) for w in result.filling],
             "maintenance_set": maintenance is not None,
             "rules_set": rules is not None,
+            "audit_retention": audit_kept,
         },
         lines,
     )
+
+
+def _check_leagues(session: Session, name: str, wanted: Leagues) -> None:
+    """Refuse a window file whose leagues section is not what index ``name`` was created with."""
+    info = next((info for info in session.client.list_indexes() if info.name == name), None)
+    if info is None:
+        raise click.ClickException(f"NOT_FOUND: no index named {name!r}")
+    has = info.options.leagues if info.options.HasField("leagues") else None
+    if has is None or _leagues_json(has) != dataclasses.asdict(wanted):
+        now = _leagues_text(has) if has is not None else "no leagues"
+        raise click.ClickException(
+            f"FAILED_PRECONDITION: the file's leagues are not index {name}'s ({now}): leagues are set when an "
+            "index is created (index create --league-type ...); nothing was applied"
+        )
 
 
 @server_command(windows, "show")
@@ -671,6 +752,7 @@ for command in (
     demo,
     *players.COMMANDS,
     *fair_play.COMMANDS,
+    *audit.COMMANDS,
     window_ends.webhook,
     window_ends.window_ends,
 ):

@@ -474,6 +474,15 @@ class Session:
             raise click.ClickException(f"NOT_FOUND: no index named {index!r}")
         return self._policies[index]
 
+    def league_type(self, index: str) -> int:
+        """The window type of ``index``'s leagues (a usage error if it has none)."""
+        info = {info.name: info for info in self.client.list_indexes()}.get(index)
+        if info is None:
+            raise click.ClickException(f"NOT_FOUND: no index named {index!r}")
+        if not info.options.HasField("leagues"):
+            raise click.ClickException(f"FAILED_PRECONDITION: index {index!r} has no leagues")
+        return info.options.leagues.window_type
+
     def timestamp(self, index: str, at: TimeSpec, window_type: int = 0) -> int | None:
         """``at`` as a timestamp of ``index`` (None for now: the server's clock decides)."""
         if at.is_now:

@@ -40,9 +40,10 @@ def maintenance_pass(client: LeaderboardClient, clock: float) -> list[str]:
     forget idempotency keys past their retention.  Safe to run
     anywhere, and beside the server's own background maintenance.
 
-    ``clock`` is the time in seconds; each index's policy says its timebase.  Returns what was
-    done, or one "nothing to do" line.  An index's own error is reported as a line; the server
-    going away (UNAVAILABLE, DEADLINE_EXCEEDED) raises, to retry the pass.
+    ``clock`` is the time in seconds; each index's policy says its timebase.  Audit events past
+    the trail's retention are cleared too.  Returns what was done, or one "nothing to do" line.
+    An index's own error is reported as a line; the server going away (UNAVAILABLE,
+    DEADLINE_EXCEEDED) raises, to retry the pass.
     """
     report = []
     checked = 0
@@ -82,6 +83,14 @@ def maintenance_pass(client: LeaderboardClient, clock: float) -> list[str]:
             if exc.code() in _SERVER_GONE:
                 raise
             report.append(f"{info.name}: {exc.code().name}: {exc.details()}")
+    try:
+        cleared = client.expire_audit_events()
+        if cleared:
+            report.append(f"audit trail: cleared {plural(cleared, 'event')} past its retention")
+    except grpc.RpcError as exc:
+        if exc.code() in _SERVER_GONE:
+            raise
+        report.append(f"audit trail: {exc.code().name}: {exc.details()}")
     if not report:
         indexes = f"{checked} index{'' if checked == 1 else 'es'}"
         report.append(f"nothing to do: {indexes} with a maintenance policy checked" if checked else NO_POLICY)

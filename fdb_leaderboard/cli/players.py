@@ -14,6 +14,8 @@ import click
 
 from ..index import RankedEntry, Window
 from .common import (
+    TIME,
+    TIME_HELP,
     Absent,
     Session,
     TimeSpec,
@@ -23,6 +25,7 @@ from .common import (
     key_argument,
     keys_argument,
     mode_option,
+    parse_key,
     parse_score,
     server_command,
     show_key,
@@ -136,6 +139,71 @@ def page(
     }
     records = "record" if found.total == 1 else "records"
     heading = f"page {found.page} of {found.pages} ({found.total:,} {records}, {found.size} per page)"
+    session.emit(data, [heading, *entry_lines(found.entries)])
+
+
+@server_command(name="cohort")
+@click.argument("index")
+@click.argument("pk", nargs=-1, metavar="[PK]")
+@click.option("--tier", type=click.IntRange(0), default=None, help="With --cohort: this cohort of this tier.")
+@click.option("--cohort", "number", type=click.IntRange(0), default=None, help="The cohort's number in its tier.")
+@click.option(
+    "--at",
+    "at",
+    type=TIME,
+    default="now",
+    show_default=True,
+    help=f"A time in the league window: {TIME_HELP}.",
+)
+@click.option("--page", type=click.IntRange(1), default=1, show_default=True, help="The page, with --size.")
+@click.option("--size", type=click.IntRange(0), default=0, show_default=True, help="Records per page (0: all).")
+@click.option("--above", type=click.IntRange(0), default=None, help="Around PK: this many above it.")
+@click.option("--below", type=click.IntRange(0), default=None, help="Around PK: this many below it.")
+@mode_option
+def cohort(
+    session: Session,
+    index: str,
+    pk: tuple[str, ...],
+    tier: int | None,
+    number: int | None,
+    at: TimeSpec,
+    page: int,
+    size: int,
+    above: int | None,
+    below: int | None,
+    mode: str,
+) -> None:
+    """Leagues: PK's tier and cohort in the league window (at --at), and the cohort's records
+    ranked within it; or the cohort --cohort of tier --tier.  --size pages it, --above and
+    --below show the records around PK.  Ranks are 0-based in --json, "#1" for the best here."""
+    key = parse_key(pk[0], "PK") if len(pk) == 1 else None
+    if len(pk) > 1:
+        raise click.UsageError("give one PK (a string, or one JSON list)")
+    if (key is None) == (tier is None or number is None):
+        raise click.UsageError("give a PK, or --tier and --cohort (not both)")
+    if (above is not None or below is not None) and key is None:
+        raise click.UsageError("--above and --below show the records around a PK: give one")
+    league_type = session.league_type(index)
+    around = (above or 0, below or 0) if above is not None or below is not None else None
+    timestamp = session.timestamp(index, at, league_type)
+    found = session.client.cohort(index, key, tier, number, timestamp, mode, page, size, around)
+    if found is None:
+        session.emit(None, f"{show_key(key)} has joined no cohort in {where(league_type, timestamp)}")  # type: ignore[arg-type]
+        return
+    window = found.window
+    data = {
+        "tier": found.tier,
+        "cohort": found.cohort,
+        "total": found.total,
+        "window": {"type": window.type, "start": window.start, "end": window.end, "key": window.lb_key},
+        "entry": entry_json(found.entry) if found.entry is not None else None,
+        "entries": [entry_json(e) for e in found.entries],
+    }
+    records = "record" if found.total == 1 else "records"
+    heading = (
+        f"tier {found.tier}, cohort {found.cohort}: {found.total} {records} "
+        f"in the type {window.type} window [{window.start}, {window.end})"
+    )
     session.emit(data, [heading, *entry_lines(found.entries)])
 
 
@@ -265,4 +333,4 @@ def score_trim(session: Session, index: str, entries: tuple[str, ...]) -> None:
     session.emit(data, " ".join(f"{show_score(e.score)}@{e.timestamp}" for e in kept))
 
 
-COMMANDS = [meta, ranks, page, percentile, score_at_percentile, movement, bottom, rank_for_score, score_trim]
+COMMANDS = [meta, ranks, page, cohort, percentile, score_at_percentile, movement, bottom, rank_for_score, score_trim]

@@ -28,6 +28,12 @@
       max_score: 1000000          # the highest accepted score (absent: none)
       max_per_window: 50          # entries per record, window and group, all-time aside (0: no limit)
       max_per_minute: 10          # entries per record and minute (0: no limit)
+    leagues:                      # optional: the leagues the index was created with (checked, not set:
+      window_type: 1              #   leagues are fixed at creation, `index create --league-type ...`)
+      cohort_size: 30
+      tiers: 5
+      promote: 5
+      demote: 5
 
 ``start`` is a date (YYYY-MM-DD), ``today`` or omitted (today in that time zone).  Lengths in
 ``maintenance`` are integers in the timebase or take a unit (s, m, h, d, w).
@@ -44,7 +50,7 @@ from typing import IO, Any
 import yaml
 
 from ..errors import InvalidArgument
-from ..index import ScoreRules
+from ..index import Leagues, ScoreRules
 from ..index.calendar import TIMEBASES, CalendarPeriods, calendar_windows, zone_info
 from ..index.directory import Rebuild, WindowSpec, WindowUpdate
 from ..proto import service_pb2 as pb
@@ -64,6 +70,7 @@ _KNOWN = {
     "update_timestamp",
     "maintenance",
     "rules",
+    "leagues",
 }
 
 
@@ -234,6 +241,10 @@ class WindowFile:
     update: WindowUpdate
     maintenance: pb.MaintenancePolicy | None = None  # its maintenance section, if any
     rules: ScoreRules | None = None  # its rules section, if any
+    # Seconds the store's audit trail keeps events (the maintenance section's audit_retention;
+    # for every index of the store, not this one's policy).
+    audit_retention: int | None = None
+    leagues: Leagues | None = None  # its leagues section, if any: what the index must have
 
 
 def load_window_file(path: str | pathlib.Path, now: dt.datetime | None = None) -> WindowFile:
@@ -248,11 +259,34 @@ def read_window_file(file: IO[str], now: dt.datetime | None = None) -> WindowFil
     update = parse_window_update(document, now)
     maintenance = document.get("maintenance")
     rules = document.get("rules")
+    audit_retention = None
+    if isinstance(maintenance, dict) and "audit_retention" in maintenance:
+        maintenance = dict(maintenance)
+        audit_retention = length(maintenance.pop("audit_retention"), 1, "audit_retention")
+        maintenance = maintenance or None  # only the audit trail's retention: the index's policy stays
+    leagues = document.get("leagues")
     return WindowFile(
         update,
         None if maintenance is None else parse_maintenance(maintenance, document.get("timebase", "seconds")),
         None if rules is None else parse_rules(rules),
+        audit_retention,
+        None if leagues is None else parse_leagues(leagues),
     )
+
+
+_LEAGUE_KEYS = ("window_type", "cohort_size", "tiers", "promote", "demote")
+
+
+def parse_leagues(section: object) -> Leagues:
+    """A ``leagues`` section: window_type and cohort_size, tiers (default 1), promote and demote (0)."""
+    if not isinstance(section, dict):
+        raise InvalidArgument("leagues must be a mapping")
+    unknown = set(section) - set(_LEAGUE_KEYS)
+    missing = [key for key in _LEAGUE_KEYS[:2] if key not in section]
+    if unknown or missing:
+        problem = f"unknown key(s) {', '.join(sorted(map(str, unknown)))}" if unknown else f"no {missing[0]}"
+        raise InvalidArgument(f"leagues: {problem} (keys: {', '.join(_LEAGUE_KEYS)})")
+    return Leagues(**section)
 
 
 _RULE_KEYS = {"min_score", "max_score", "max_per_window", "max_per_minute"}

@@ -94,10 +94,7 @@ class DoorGuard:
             shown = host.decode("latin-1")[:100] if host else "none"
             refused = (400, f"this server does not answer to the host name {shown!r}", grpc.StatusCode.INVALID_ARGUMENT)
         elif scope["method"] not in SAFE_METHODS:
-            # A DELETE has no body to type (and no browser sends one cross-site without a preflight).
-            refused = _write_refusal(
-                host, origin, content_type, scope["method"] != "DELETE" or content_type is not None
-            )
+            refused = _write_refusal(host, origin, content_type, scope["method"])
         if refused is not None:
             await refusal(*refused, Headers(scope=scope))(scope, receive, send)
             return
@@ -143,9 +140,11 @@ def host_name(value: str) -> str | None:
 
 
 def _write_refusal(
-    host: bytes | None, origin: bytes | None, content_type: bytes | None, typed: bool = True
+    host: bytes | None, origin: bytes | None, content_type: bytes | None, method: str = "POST"
 ) -> tuple[int, str, grpc.StatusCode] | None:
-    """Why a write is refused (status, message, code), None if it is not."""
+    """Why a write is refused (status, message, code), None if it is not.  A DELETE may come
+    untyped (its route reads no body): no page of another site can send one without the CORS
+    preflight this server never grants, as it can a form's POST."""
     if origin is not None:
         _, _, where = origin.partition(b"://")
         if not where or where.lower() != (host or b"").lower():
@@ -155,7 +154,7 @@ def _write_refusal(
                 "the page of this server, or a client that is not a browser, may",
                 grpc.StatusCode.PERMISSION_DENIED,
             )
-    if typed and not is_json_body(content_type):
+    if not is_json_body(content_type) and not (method == "DELETE" and content_type is None):
         given = content_type.decode("latin-1")[:100] if content_type else "untyped"
         return (
             415,

@@ -1,6 +1,8 @@
 """Resource-style routes for the players' reads and writes (seed 003's REST API): top, count,
 rank, around, pages, ranks of many records, friends, percentiles, movement, rank history,
-metadata, and the score submission.
+metadata, and the score submission; and for fair play and operations (admin, but reading the
+score rules): hiding and restoring a record, the hidden records, score rules, deleting a group's
+or every record, and the audit trail.
 
 Each route builds the request of one RPC from its path, query and body and answers with that
 RPC's result in plain JSON, one shape wherever an entry, a window or a score appears
@@ -209,6 +211,13 @@ IF_ABSENT = Param(
 )
 PAGE = Param("page", "query", "The page, from 1 (default 1).", INT32_SCHEMA, parse_uint)
 PAGE_SIZE = Param("size", "query", "Rows per page, 1-1000 (default 10).", INT32_SCHEMA, parse_uint)
+COHORT_SIZE = Param("size", "query", "Rows per page (default 0: the whole cohort).", INT32_SCHEMA, parse_uint)
+COHORT_ABOVE = Param(
+    "above", "query", "With below: the entries around the record, this many above.", INT32_SCHEMA, parse_uint
+)
+COHORT_BELOW = Param("below", "query", "With above: this many below the record.", INT32_SCHEMA, parse_uint)
+TIER = Param("tier", "path", "The tier, from 0 (the lowest).", INT32_SCHEMA, parse_uint, True)
+COHORT = Param("cohort", "path", "The cohort's number within its tier, from 0.", INT32_SCHEMA, parse_uint, True)
 RECORDS = Param(
     "records",
     "query",
@@ -235,6 +244,39 @@ HISTORY_COUNT = Param("count", "query", "The latest 1-100 windows (default 10)."
 INTERVAL = Param(
     "interval", "query", "Seconds between checks of the board (0.2-60, default 1).", {"type": "number"}, parse_seconds
 )
+
+LIMIT = Param("limit", "query", "Rows per page, 1-1000 (default 100).", INT32_SCHEMA, parse_uint)
+
+
+def parse_base64(text: str, name: str) -> bytes:
+    """Base64 as an answer's JSON gives it, or its URL-safe form (a ``+`` sent unencoded in a
+    query arrives as a space)."""
+    standard = text.replace(" ", "+").replace("-", "+").replace("_", "/")
+    try:
+        return base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True)
+    except ValueError:
+        raise bad(f"{name} must be the base64 text a previous answer gave, not {text!r}") from None
+
+
+CONTINUATION = Param(
+    "continuation",
+    "query",
+    "Where the previous page stopped: its answer's continuation (base64).",
+    {"type": "string"},
+    parse_base64,
+)
+GROUP_PATH = Param("group", "path", f"The group: {ITEMS_TEXT}.", {"type": "string"}, parse_text, True)
+MAX_RECORDS = Param("max_records", "query", "Records per transaction, 1-1000 (default 200).", INT32_SCHEMA, parse_uint)
+TEXT_SCHEMA = {"type": "string"}
+AUDIT_INDEX = Param("index", "query", "Only this index's events (a dropped index's too).", TEXT_SCHEMA, parse_text)
+AUDIT_ACTION = Param("action", "query", "Only this action's events (e.g. HideRecord).", TEXT_SCHEMA, parse_text)
+INTEGER_SCHEMA = {"type": "integer"}
+SINCE_US = Param("since_us", "query", "At or after this time (Unix microseconds).", INTEGER_SCHEMA, parse_timestamp)
+UNTIL_US = Param("until_us", "query", "Before this time (Unix microseconds).", INTEGER_SCHEMA, parse_timestamp)
+NEWEST_FIRST = Param(
+    "newest_first", "query", "true: the latest events first.", {"type": "boolean"}, parse_choice(("true", "false"))
+)
+
 
 WEBHOOK_ID = Param("id", "path", "The webhook's id (as AddWebhook answered it).", {"type": "string"}, parse_text, True)
 AFTER = Param(
@@ -323,6 +365,30 @@ METADATA_BODY_SCHEMA = {
     "additionalProperties": False,
 }
 OBJECT_SCHEMA = {"type": "object"}
+_KEY_FIELD = {"type": "string", "description": "as the Idempotency-Key header: a request sent again is applied once"}
+KEYED_BODY_SCHEMA = {"type": "object", "properties": {"idempotency_key": _KEY_FIELD}, "additionalProperties": False}
+HIDE_BODY_SCHEMA = {
+    "type": "object",
+    "properties": {"reason": {"type": "string", "description": "why (listed with it)"}, "idempotency_key": _KEY_FIELD},
+    "additionalProperties": False,
+}
+_RULE_SCORE = {"oneOf": [{"type": "number"}, {"type": "string"}, {"type": "array"}, {"type": "null"}]}
+RULES_BODY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "min_score": {**_RULE_SCORE, "description": "the lowest accepted score (absent or null: none)"},
+        "max_score": {**_RULE_SCORE, "description": "the highest accepted score (absent or null: none)"},
+        "max_per_window": {"type": "integer", "minimum": 0, "description": "per record and window (0: no limit)"},
+        "max_per_minute": {"type": "integer", "minimum": 0, "description": "per record and minute (0: no limit)"},
+    },
+    "additionalProperties": False,
+}
+RETENTION_BODY_SCHEMA = {
+    "type": "object",
+    "properties": {"retention": {"type": "integer", "minimum": 0, "description": "seconds (0: the default, 90 days)"}},
+    "required": ["retention"],
+    "additionalProperties": False,
+}
 SCORE_BODY_SCHEMA = {
     "type": "object",
     "properties": {
@@ -457,6 +523,28 @@ def build_page(values: dict[str, Any], body: Any, transcoder: Transcoder, header
     )
 
 
+def build_cohort(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    """A record's cohort (``pk``) or one named by ``tier`` and ``cohort``, in the league's window type."""
+    return pb.CohortRequest(
+        index=values["index"],
+        window=selector(values, transcoder, headers),
+        pk=items_from_text(values["pk"], "pk") if "pk" in values else [],
+        tier=values.get("tier", 0),
+        cohort=values.get("cohort", 0),
+        mode=_mode(values),
+        page=values.get("page", 1),
+        size=values.get("size", 0),
+        above=values.get("above", 0),
+        below=values.get("below", 0),
+    )
+
+
+def answer_cohort(response: Message) -> tuple[int, Any]:
+    if not response.HasField("tier"):
+        return 404, {"code": "NOT_FOUND", "message": "the record has joined no cohort in this window"}
+    return answer_plain(response)
+
+
 def build_ranks(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
     try:
         keys = json.loads(values["records"])
@@ -567,6 +655,110 @@ def build_add_score(values: dict[str, Any], body: Any, transcoder: Transcoder, h
     return pb.AddScoreRequest(
         index=values["index"], pk=items_from_json(body["pk"], "pk"), entry=entry, metadata=metadata, idempotency_key=key
     )
+
+
+def body_object(body: Any, schema: dict[str, Any], example: str) -> dict[str, Any]:
+    """A JSON object body (none: ``{}``) with only ``schema``'s fields."""
+    if body is None:
+        return {}
+    if not isinstance(body, dict):
+        raise bad(f"the body must be a JSON object like {example}")
+    unknown = sorted(set(body) - set(schema["properties"]))
+    if unknown:
+        raise bad(f"unknown field {unknown[0]!r}: the body has {', '.join(schema['properties'])}")
+    return body
+
+
+def build_hide(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    fields = body_object(body, HIDE_BODY_SCHEMA, '{"reason": "aimbot"}')
+    reason = fields.get("reason", "")
+    if not isinstance(reason, str):
+        raise bad(f"reason must be a string, not {reason!r}")
+    return pb.HideRecordRequest(
+        index=values["index"],
+        pk=items_from_text(values["pk"], "pk"),
+        reason=reason,
+        idempotency_key=idempotency_key(fields, headers),
+    )
+
+
+def build_restore(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    fields = body_object(body, KEYED_BODY_SCHEMA, "{}")
+    return pb.RestoreRecordRequest(
+        index=values["index"], pk=items_from_text(values["pk"], "pk"), idempotency_key=idempotency_key(fields, headers)
+    )
+
+
+def build_hidden_records(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    return pb.ListHiddenRecordsRequest(
+        index=values["index"], limit=values.get("limit", 0), continuation=values.get("continuation", b"")
+    )
+
+
+def build_get_rules(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    return pb.GetScoreRulesRequest(index=values["index"])
+
+
+def build_set_rules(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    fields = body_object(body, RULES_BODY_SCHEMA, '{"min_score": 0, "max_score": 100000, "max_per_minute": 10}')
+    rules = pb.ScoreRules()
+    for name in ("min_score", "max_score"):
+        if fields.get(name) is not None:
+            getattr(rules, name).CopyFrom(message_from_dict(score_from_json(fields[name]), pb.Score, name))
+    for name in ("max_per_window", "max_per_minute"):
+        count = fields.get(name, 0)
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count < 2**32:
+            raise bad(f"{name} must be a count from 0 (no limit), not {count!r}")
+        setattr(rules, name, count)
+    return pb.SetScoreRulesRequest(index=values["index"], rules=rules)
+
+
+def build_delete_group(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    return pb.DeleteRecordsRequest(
+        index=values["index"],
+        group=items_from_text(values["group"], "group"),
+        max_records=values.get("max_records", 0),
+        continuation=values.get("continuation", b""),
+        idempotency_key=idempotency_key({}, headers),
+    )
+
+
+def build_delete_all(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    return pb.DeleteRecordsRequest(
+        index=values["index"],
+        all_records=True,
+        max_records=values.get("max_records", 0),
+        continuation=values.get("continuation", b""),
+        idempotency_key=idempotency_key({}, headers),
+    )
+
+
+def build_audit(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    request = pb.ListAuditEventsRequest(
+        index=values.get("index", ""),
+        action=values.get("action", ""),
+        limit=values.get("limit", 0),
+        continuation=values.get("continuation", b""),
+        newest_first=values.get("newest_first") == "true",
+    )
+    for name in ("since_us", "until_us"):
+        if name in values:
+            setattr(request, name, values[name])
+    return request
+
+
+def build_audit_retention(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    fields = body_object(body, RETENTION_BODY_SCHEMA, '{"retention": 7776000}')
+    retention = fields.get("retention")
+    if isinstance(retention, bool) or not isinstance(retention, int):
+        raise bad(f"retention must be a number of seconds (0: the default, 90 days), not {retention!r}")
+    return pb.SetAuditRetentionRequest(retention=retention)
 
 
 def score_from_json(score: Any) -> dict[str, Any]:
@@ -807,6 +999,27 @@ ROUTES: tuple[RestRoute, ...] = (
         OBJECT_SCHEMA,
     ),
     RestRoute(
+        "/v1/indexes/{index}/records/{pk}/cohort",
+        "GET",
+        "GetCohort",
+        "Leagues: the record's tier and cohort in the league window (at), its entry and the cohort's entries "
+        "ranked within the cohort (a page, or those around the record).",
+        (INDEX, RECORD, AT, MODE, PAGE, COHORT_SIZE, COHORT_ABOVE, COHORT_BELOW),
+        build_cohort,
+        answer_cohort,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/cohorts/{tier}/{cohort}",
+        "GET",
+        "GetCohort",
+        "Leagues: one cohort of a tier in the league window (at), its entries ranked within the cohort.",
+        (INDEX, TIER, COHORT, AT, MODE, PAGE, COHORT_SIZE),
+        build_cohort,
+        answer_cohort,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
         "/v1/indexes/{index}/windows/{type}/ranks",
         "GET",
         "GetRanks",
@@ -887,6 +1100,106 @@ ROUTES: tuple[RestRoute, ...] = (
         OBJECT_SCHEMA,
         body_schema=METADATA_BODY_SCHEMA,
         body_example={"metadata": {"name": "Alice"}, "merge": True},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/records/{pk}/hide",
+        "POST",
+        "HideRecord",
+        "Hide a record from every window at once, keeping its entries (admin); changed: false if it was hidden.",
+        (INDEX, RECORD),
+        build_hide,
+        answer_plain,
+        {"$ref": "#/components/schemas/HiddenChangeResponse"},
+        body_schema=HIDE_BODY_SCHEMA,
+        body_example={"reason": "aimbot"},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/records/{pk}/restore",
+        "POST",
+        "RestoreRecord",
+        "Put a hidden record back in every window, as if never hidden (admin); changed: false if it was not hidden.",
+        (INDEX, RECORD),
+        build_restore,
+        answer_plain,
+        {"$ref": "#/components/schemas/HiddenChangeResponse"},
+        body_schema=KEYED_BODY_SCHEMA,
+        body_example={},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/hidden-records",
+        "GET",
+        "ListHiddenRecords",
+        "A page of the hidden records in key order, with who hid each, when and why (admin).",
+        (INDEX, LIMIT, CONTINUATION),
+        build_hidden_records,
+        answer_plain,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/rules",
+        "GET",
+        "GetScoreRules",
+        "The index's score rules: the accepted score range, submissions per record and window or minute.",
+        (INDEX,),
+        build_get_rules,
+        answer_plain,
+        OBJECT_SCHEMA,
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/rules",
+        "POST",
+        "SetScoreRules",
+        "Replace the index's score rules (admin; a rule left out: none); answers them as kept.",
+        (INDEX,),
+        build_set_rules,
+        answer_plain,
+        OBJECT_SCHEMA,
+        body_schema=RULES_BODY_SCHEMA,
+        body_example={"min_score": 0, "max_score": 100000, "max_per_minute": 10},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/groups/{group}/records",
+        "DELETE",
+        "DeleteRecords",
+        "Delete a group's data from every record (records left with nothing go whole) in bounded batches "
+        "(admin): works until done or its deadline; call again while done is false.",
+        (INDEX, GROUP_PATH, MAX_RECORDS, CONTINUATION),
+        build_delete_group,
+        answer_plain,
+        {"$ref": "#/components/schemas/DeleteRecordsResponse"},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/records",
+        "DELETE",
+        "DeleteRecords",
+        "Delete every record of the index (it and its windows stay) in bounded batches (admin): works until "
+        "done or its deadline; call again while done is false.",
+        (INDEX, MAX_RECORDS, CONTINUATION),
+        build_delete_all,
+        answer_plain,
+        {"$ref": "#/components/schemas/DeleteRecordsResponse"},
+    ),
+    RestRoute(
+        "/v1/audit",
+        "GET",
+        "ListAuditEvents",
+        "A page of the audit trail: who did which admin action, when, on which index, with what outcome (admin).",
+        (AUDIT_INDEX, AUDIT_ACTION, SINCE_US, UNTIL_US, LIMIT, CONTINUATION, NEWEST_FIRST),
+        build_audit,
+        answer_plain,
+        {"$ref": "#/components/schemas/ListAuditEventsResponse"},
+    ),
+    RestRoute(
+        "/v1/audit/retention",
+        "POST",
+        "SetAuditRetention",
+        "Keep audit events this many seconds (admin; 0: the default, 90 days); older ones are cleared by maintenance.",
+        (),
+        build_audit_retention,
+        answer_plain,
+        {"$ref": "#/components/schemas/SetAuditRetentionResponse"},
+        body_schema=RETENTION_BODY_SCHEMA,
+        body_example={"retention": 7776000},
     ),
     RestRoute(
         "/v1/indexes/{index}/webhooks",

@@ -28,7 +28,7 @@ from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
-from ..access import ANONYMOUS, PermissionDenied, Tokens, Unauthenticated, actor_name, bearer_token
+from ..access import ANONYMOUS, USER_HEADER, PermissionDenied, Tokens, Unauthenticated, actor_name, bearer_token
 from ..proto import service_pb2 as pb
 from ..service.calls import Dispatcher
 from ..service.metrics import remember_first
@@ -242,6 +242,10 @@ class Transcoder:
         self.rpcs = {rpc.name: rpc for rpc in rpcs()}
         self.stopping = threading.Event()
 
+    def _actor(self, headers: Mapping[str, str]) -> str:
+        """Who makes an HTTP call: its token's name (or the user it names, without tokens)."""
+        return actor_name(self.tokens, headers.get("authorization"), headers.get(USER_HEADER))
+
     def call_handler(self, name: str, request: Message, headers: Mapping[str, str]) -> Any:
         """The servicer's handler ``name`` (not an RPC: a step of a stream, such as the next
         window-end events), its errors as the RPC's would be."""
@@ -287,7 +291,7 @@ class Transcoder:
             else:
                 response = getattr(self.service, name)(
                     request,
-                    HttpCallContext(deadline, self.stopping, actor_name(self.tokens, headers.get("authorization"))),
+                    HttpCallContext(deadline, self.stopping, self._actor(headers)),
                 )
             if rpc.server_streaming:  # Load: HTTP answers once, with the last progress message
                 last = rpc.response_type()

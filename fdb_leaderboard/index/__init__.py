@@ -16,7 +16,9 @@ context of ``transaction.py`` and none imports another's class unless it builds 
 | ``hiding.py`` | hiding records from every window and restoring them, the list of hidden records |
 | ``rules.py`` | score rules: the accepted score range, submissions per record and window or minute |
 | ``deletion.py`` | deleting a group's data or every record, in bounded resumable batches |
+| ``audit.py`` | the audit trail of admin actions (kept outside any index), its retention and expiry |
 | ``social.py`` | the ranks of many records in one call; friends boards |
+| ``leagues.py`` | leagues: cohorts of at most N per tier in one window type's windows, tiers moved lazily |
 | ``pages.py``, ``movement.py`` | pages, percentiles; movement between windows and rank history |
 | ``compat.py`` | the Record Layer's rank for a score key and its score trim |
 | ``checker.py`` | the consistency check behind ``verify`` |
@@ -32,6 +34,7 @@ Dependencies point down: this package uses :mod:`fdb_leaderboard.rankedset` and
 :mod:`fdb_leaderboard.store`, never the service, client or CLI.
 """
 
+from .audit import AuditEvent, AuditTrail
 from .calendar import CalendarPeriods
 from .checker import CheckReport
 from .deletion import DeletionProgress
@@ -39,18 +42,22 @@ from .directory import ALL_TIME, Rebuild, Window, WindowSpec, WindowUpdate
 from .fill import FillProgress
 from .hiding import HiddenRecord
 from .leaderboard import LeaderboardIndex, Operations
+from .leagues import Cohort
 from .movement import History, Movement
 from .pages import Page
 from .reads import IfAbsent, Listing, RankedEntry, RankMode, ScanPage, ScanType, WindowRef
 from .records import Entry
 from .rules import ScoreRules
-from .settings import IndexSettings
+from .settings import IndexSettings, Leagues
 from .windows import WindowUpdateResult, check_plan_size, plan_ahead
 
 __all__ = [
     "ALL_TIME",
+    "AuditEvent",
+    "AuditTrail",
     "CalendarPeriods",
     "CheckReport",
+    "Cohort",
     "DeletionProgress",
     "Entry",
     "FillProgress",
@@ -59,6 +66,7 @@ __all__ = [
     "IfAbsent",
     "IndexSettings",
     "LeaderboardIndex",
+    "Leagues",
     "Listing",
     "Movement",
     "Operations",

@@ -14,6 +14,10 @@ meanwhile do not show as problems:
   that value there and is not hidden, and the ranked set counts the entry's element as often as
   the B-tree holds it; each hidden B-tree entry: the record is hidden and its head has that value;
 - each hidden-record note: its record exists and is hidden;
+- with leagues, each league window's members (a batch per transaction): the tier exists, the cohort
+  is at most the tier's newest, whose count is within the cohort size, and a member with a visible
+  value there has its cohort row; each cohort row: its record is a member of that cohort and has
+  that value there, not hidden;
 - each ranked-set element (a batch per transaction): some B-tree entry has it;
 - each ranked set's structure (node counts match the level below, levels follow the hash): by ranges
   of nodes, a batch per transaction, each comparing every node it reads with the level below as one
@@ -88,6 +92,7 @@ SUB_DIRECTORIES, RECORDS, ENTRIES, GROUPS, ELEMENTS, STRUCTURE = range(6)
 # Hidden records' notes follow RECORDS, a window's hidden B-tree follows its ENTRIES: numbered
 # after the others so that the numbers of the steps above stay those of earlier continuations.
 HIDDEN_NOTES, HIDDEN_ENTRIES = 6, 7
+LEAGUE_MEMBERS, LEAGUE_ROWS = 8, 9  # a league window's members and cohort rows, after HIDDEN_ENTRIES
 
 
 @dataclasses.dataclass
@@ -282,6 +287,8 @@ def _run_checks(
             cursor.key = hidden
         cursor.step, cursor.key = ENTRIES, None
     dense_sets = (False, True) if layout_dense(read) else (False,)
+    leagues = read(lambda txn, _writer: txn.space.settings.leagues)  # no store read
+    league_type = leagues.window_type if leagues is not None else None
     windows = sorted((w for w in directory.windows if not w.filling), key=lambda w: w.lb_key)
     for window in (w for w in windows if w.lb_key >= cursor.window):
         if full():
@@ -300,6 +307,19 @@ def _run_checks(
             while hidden_state.cursor is not None and not full():
                 batch(lambda txn, _w, w=window, s=hidden_state: _check_entries(txn, w, s, batch_keys, problems, report))
                 cursor.key = hidden_state.cursor
+            cursor.step, cursor.key = LEAGUE_MEMBERS, None
+        if cursor.step in (LEAGUE_MEMBERS, LEAGUE_ROWS) and window.type == league_type:
+            for step, check in ((LEAGUE_MEMBERS, _check_members), (LEAGUE_ROWS, _check_cohort_rows)):
+                if cursor.step != step:
+                    continue
+                position: bytes | None = cursor.key or b""
+                while position is not None and not full():
+                    position = batch(
+                        lambda txn, _w, w=window, c=check, at=position: c(txn, w, at, batch_keys, problems)
+                    )
+                    cursor.key = position
+                cursor.step, cursor.key = step + 1, None
+        if cursor.step in (LEAGUE_MEMBERS, LEAGUE_ROWS, LEAGUE_ROWS + 1):
             cursor.step, cursor.key = GROUPS, None
         secondary = layout.window_secondary(window.key_bytes)
         while not full():
@@ -445,6 +465,81 @@ def _check_hidden_notes(txn: IndexTransaction, begin: bytes, limit: int, problem
             if problems.add(f"a note says record {pk!r} is hidden, but it {state}"):
                 return None
     return rows[-1][0] + b"\x00" if len(rows) == limit else None
+
+
+def _check_members(
+    txn: IndexTransaction, window: Window, position: bytes, limit: int, problems: _Problems
+) -> bytes | None:
+    """A batch of a league window's members (from ``position``, relative to the members' prefix)."""
+    tr, layout, leagues = txn.tr, txn.layout, txn.settings.leagues
+    prefix = layout.member_key(window.key_bytes, b"")
+    rows = tr.get_range(prefix + position, strinc(prefix), limit)
+    pk_nested = [tuples.pack((tuples.unpack(key[len(prefix) :]),)) for key, _ in rows]
+    heads = tr.get_many([layout.head_key(nested) for nested in pk_nested])
+    tiers = sorted({tuples.unpack(value)[0] for _, value in rows})
+    newest = dict(
+        zip(tiers, tr.get_many([layout.open_cohort_key(window.key_bytes, tier) for tier in tiers]), strict=True)
+    )
+    for (key, value), raw in zip(rows, heads, strict=True):
+        pk_flat = key[len(prefix) :]
+        tier, cohort = tuples.unpack(value)
+        where = f"record {tuples.unpack(pk_flat)!r} in league window key {window.lb_key}"
+        opened = tuples.unpack(newest[tier]) if newest[tier] is not None else None
+        if tier >= leagues.tiers and problems.add(f"{where}: tier {tier} is past the last ({leagues.tiers - 1})"):  # type: ignore[union-attr]
+            return None
+        if (opened is None or cohort > opened[0]) and problems.add(
+            f"{where}: cohort {cohort} of tier {tier} was never opened"
+        ):
+            return None
+        if (
+            opened is not None
+            and not 0 < opened[1] <= leagues.cohort_size
+            and problems.add(  # type: ignore[union-attr]
+                f"league window key {window.lb_key}: tier {tier}'s newest cohort counts {opened[1]} members"
+            )
+        ):
+            return None
+        head = index_pb2.RecordHead.FromString(raw) if raw is not None else None
+        if head is None or head.hidden:
+            continue
+        element = next((s.element for s in head.windows if s.lb_key == window.lb_key), None)
+        row = layout.cohort_prefix(window.key_bytes, tier, cohort) + (element or b"") + pk_flat
+        if element is not None and tr.get(row) is None and problems.add(f"{where}: its cohort row is missing"):
+            return None
+    return rows[-1][0][len(prefix) :] + b"\x00" if len(rows) == limit else None
+
+
+def _check_cohort_rows(
+    txn: IndexTransaction, window: Window, position: bytes, limit: int, problems: _Problems
+) -> bytes | None:
+    """A batch of a league window's cohort rows: each row's record is a member of its cohort
+    with that value in the window, and not hidden."""
+    tr, layout = txn.tr, txn.layout
+    prefix = layout.window_leagues(window.key_bytes) + tuples.pack((1,))
+    rows = tr.get_range(prefix + position, strinc(prefix), limit)
+    pk_at = 4 + txn.settings.context_size  # tier, cohort, stored score, ts, context..., pk...
+    decoded = []
+    for key, _ in rows:
+        items, offsets = tuples.unpack_with_offsets(key[len(prefix) :])
+        at = len(prefix)
+        decoded.append((items[0], items[1], key[at + offsets[2] : at + offsets[pk_at]], key[at + offsets[pk_at] :]))
+    members = tr.get_many([layout.member_key(window.key_bytes, pk_flat) for *_, pk_flat in decoded])
+    heads = tr.get_many([layout.head_key(tuples.pack((tuples.unpack(pk_flat),))) for *_, pk_flat in decoded])
+    for (tier, cohort, element, pk_flat), member, raw in zip(decoded, members, heads, strict=True):
+        where = (
+            f"record {tuples.unpack(pk_flat)!r} in cohort {cohort} of tier {tier}, league window key {window.lb_key}"
+        )
+        if (member is None or tuples.unpack(member) != (tier, cohort)) and problems.add(
+            f"{where}: ranked there, but its membership says {None if member is None else tuples.unpack(member)}"
+        ):
+            return None
+        head = index_pb2.RecordHead.FromString(raw) if raw is not None else None
+        state = next((s.element for s in head.windows if s.lb_key == window.lb_key), None) if head else None
+        if (state != element or head.hidden) and problems.add(  # type: ignore[union-attr]
+            f"{where}: the cohort ranks a value the record does not have there"
+        ):
+            return None
+    return rows[-1][0][len(prefix) :] + b"\x00" if len(rows) == limit else None
 
 
 class _EntryState:

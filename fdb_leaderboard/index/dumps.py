@@ -10,7 +10,12 @@ layout):
   ``(3,)`` and sub-directories, fill cursors ``(4, ...)``, the idempotency keys' count ``(10,)``;
 - *units*, each read whole in one transaction when sent again: a record (its head ``(1, pk)``,
   entries ``(5, pk, ...)``, metadata ``(6, pk)`` and, while it is hidden, its hidden-record note
-  ``(11, pk)``, named by its head's key) and an idempotency key ``(8, key)``.
+  ``(11, pk)``, named by its head's key) and an idempotency key ``(8, key)``;
+- leagues' rows as they are: each league window's members, cohort rows and newest cohorts
+  ``(13, ...)``, each record's latest league window ``(14, pk)``.  A live dump's catch-up carries
+  a changed record's values into its cohorts; a record that first joins a cohort during the dump
+  joins one on the restored side when its change is applied (the same tier, the cohort the
+  restored index's count gives).
 
 Parts, in order: a header; the rows in key order, each batch one bounded read transaction; a
 ``copied`` mark; the units written since their rows were copied (a live dump's catch-up, see
@@ -48,6 +53,8 @@ METADATA = tuples.pack((6,))
 APPLIED = tuples.pack((8,))
 APPLIED_COUNT = tuples.pack((10,))
 HIDDEN = tuples.pack((11,))
+LEAGUES = tuples.pack((13,))
+LEAGUE_RECORDS = tuples.pack((14,))
 
 
 class DumpError(InvalidArgument):
@@ -71,6 +78,8 @@ ROW_RANGES = (
     (APPLIED, strinc(APPLIED)),
     _exact(APPLIED_COUNT),
     (HIDDEN, strinc(HIDDEN)),
+    (LEAGUES, strinc(LEAGUES)),
+    (LEAGUE_RECORDS, strinc(LEAGUE_RECORDS)),
 )
 STATE_RANGES = (
     _exact(OPTIONS),

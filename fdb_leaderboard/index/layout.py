@@ -18,6 +18,10 @@
 | ``S + (10,)`` | int64 LE, atomic ADD: how many idempotency keys the index holds |
 | ``S + (11, pk)`` | ``HiddenRecord`` protobuf: who hid the record, when and why (while it is hidden) |
 | ``S + (12, lb_key, group..., stored score, ts, context..., pk...)`` | ``b""``: the hidden B-tree |
+| ``S + (13, lb_key, 0, pk...)`` | leagues: ``(tier, cohort)`` packed, the record's cohort in the window |
+| ``S + (13, lb_key, 1, tier, cohort, stored score, ts, context..., pk...)`` | ``b""``: a cohort's ranked records |
+| ``S + (13, lb_key, 2, tier)`` | ``(cohort, members)`` packed: the tier's newest cohort and how many joined it |
+| ``S + (14, pk)`` | leagues: ``(lb_key, tier, cohort)`` packed, the record's latest window of the league type |
 
 The hidden B-tree is the primary B-tree's twin for hidden records' values: no ranked set counts
 them, no read lists them (see ``hiding.py``).
@@ -53,6 +57,8 @@ class IndexLayout:
         "applied_count_key",
         "hidden_records",
         "hidden_values",
+        "leagues",
+        "league_records",
     )
 
     def __init__(self, prefix: bytes) -> None:
@@ -70,6 +76,8 @@ class IndexLayout:
         self.applied_count_key = prefix + tuples.pack((10,))
         self.hidden_records = prefix + tuples.pack((11,))
         self.hidden_values = prefix + tuples.pack((12,))
+        self.leagues = prefix + tuples.pack((13,))
+        self.league_records = prefix + tuples.pack((14,))
 
     # records
     def head_key(self, pk_nested: bytes) -> bytes:
@@ -98,6 +106,22 @@ class IndexLayout:
     def values_tree(self, hidden: bool) -> bytes:
         """Where record values are kept: the primary B-tree, or the hidden B-tree for hidden records."""
         return self.hidden_values if hidden else self.primary
+
+    # leagues (leagues.py)
+    def window_leagues(self, lb_key_bytes: bytes) -> bytes:
+        return self.leagues + lb_key_bytes
+
+    def member_key(self, lb_key_bytes: bytes, pk_flat: bytes) -> bytes:
+        return self.leagues + lb_key_bytes + b"\x14" + pk_flat  # (…, 0, pk...)
+
+    def cohort_prefix(self, lb_key_bytes: bytes, tier: int, cohort: int) -> bytes:
+        return self.leagues + lb_key_bytes + tuples.pack((1, tier, cohort))
+
+    def open_cohort_key(self, lb_key_bytes: bytes, tier: int) -> bytes:
+        return self.leagues + lb_key_bytes + tuples.pack((2, tier))
+
+    def league_record_key(self, pk_nested: bytes) -> bytes:
+        return self.league_records + pk_nested
 
     # idempotency keys
     def applied_key(self, key: str) -> bytes:
@@ -145,6 +169,7 @@ class IndexLayout:
             self.window_secondary(lb_key_bytes),
             self.window_dense(lb_key_bytes),
             self.window_hidden(lb_key_bytes),
+            self.window_leagues(lb_key_bytes),
         )
         return [(start, strinc(start)) for start in starts]
 

@@ -5,6 +5,10 @@ bounded batches.  ``LeaderboardIndex.run(fn)`` composes several operations in on
 transaction: ``fn(ops)`` receives the :class:`Operations` of that transaction, whose parts
 are the concerns of this package (``ops.writer``, ``ops.windows``, ``ops.filler``,
 ``ops.trimmer``, and ``ops.txn``, the state they share).
+
+Admin methods take ``actor`` (who acts: a token's name) and, when the index has an audit trail
+(``audit``: the catalog gives one to every index it opens), record what they changed in it in
+the transaction that changes it (see ``audit.py``); score writes never touch it.
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ from typing import Any, TypeVar
 from ..errors import AlreadyExists, FailedPrecondition, InvalidArgument, LeaderboardError, NotFound, NoWindowsWarning
 from ..proto import index_pb2
 from ..store.api import Database, Transaction
-from . import compat, pages, social
+from . import compat, leagues, pages, social
 from . import movement as moves
 from . import tuplecodec as tuples
+from .audit import AuditTrail, JobEvents, PendingEvent, expire_in_batches
 from .calendar import CalendarPeriods
 from .checker import CheckReport, check_index
 from .columns import is_score_key
@@ -44,6 +49,7 @@ from .values import check_at_least, check_timestamp, normalize_score
 from .windows import WindowEditor, WindowUpdateResult, plan_ahead
 
 T = TypeVar("T")
+LOCAL_ACTOR = "local"  # who acts through this Python API when the caller names nobody
 
 
 # What each scan type ignores, with the default it must keep, and the hint given when it does not.
@@ -135,6 +141,15 @@ class LeaderboardIndex(IndexSpace):
         super().__init__(prefix, settings)
         self.db = db
         self.max_idempotency_keys = DEFAULT_MAX_KEYS
+        self.audit: AuditTrail | None = None  # where admin actions are recorded (None: nowhere)
+        self.name = ""  # the index's name in its events
+
+    def _event(self, actor: str | None, action: str) -> PendingEvent | None:
+        """The event of one admin call (None without an audit trail): taken before its transaction."""
+        return None if self.audit is None else self.audit.event(actor or LOCAL_ACTOR, action, self.name)
+
+    def _job(self, actor: str | None, action: str, **arguments: object) -> JobEvents:
+        return JobEvents(self.audit, actor or LOCAL_ACTOR, action, self.name, **arguments)
 
     # -- creation ----------------------------------------------------------------------------
 
@@ -224,11 +239,22 @@ class LeaderboardIndex(IndexSpace):
         except Replayed as replay:
             return decode(tuples.unpack(replay.answer))
 
-    def expire_idempotency_keys(self, before: int, max_keys: int = 1000) -> tuple[int, bool]:
-        """Forget up to ``max_keys`` idempotency keys applied before ``before`` (Unix seconds) in
-        one transaction; returns (forgotten, done)."""
+    def expire_idempotency_keys(
+        self,
+        before: int,
+        max_keys: int = 1000,
+        keep_going: Callable[[], bool] | None = None,
+        actor: str | None = None,
+    ) -> tuple[int, bool]:
+        """Forget the idempotency keys applied before ``before`` (Unix seconds), ``max_keys`` per
+        transaction, until done or ``keep_going()`` says stop after a batch; returns (forgotten, done)."""
         check_at_least(max_keys, 1, "max_keys")
-        return self.run(lambda ops: ops.applied.expire_step(before, max_keys))
+        job = self._job(actor, "ExpireIdempotencyKeys", before=before)
+
+        def step(tr: Any) -> tuple[int, bool]:
+            return Operations(self, tr).applied.expire_step(before, max_keys)
+
+        return expire_in_batches(job, self.db.run, step, keep_going, "keys_forgotten")
 
     def idempotency_keys(self) -> int:
         """How many idempotency keys the index holds."""
@@ -355,8 +381,13 @@ class LeaderboardIndex(IndexSpace):
         defer_ranks: bool = True,
         max_entries: int = 20_000,
         idempotency_key: str | None = None,
+        actor: str | None = None,
     ) -> int:
         """Save records in transactions of ``batch_size``; returns how many were written.
+
+        An admin's load (``actor``) is recorded in the audit trail, started and finished (or
+        stopped: a refused record, the caller gone) in transactions of their own: the load's
+        transactions are the write path's, which records nothing.
 
         With ``idempotency_key``, transaction ``n`` of the load is applied once under
         ``key#n``: a load sent again with the same key, records and ``batch_size`` saves only
@@ -378,6 +409,10 @@ class LeaderboardIndex(IndexSpace):
         deferred: tuple[Window, ...] = ()
         held_until = 0.0
         written = 0
+        started = None if actor is None else self._event(actor, "BulkLoad")
+        if started is not None:
+            self.db.run(lambda tr: started.write(tr, phase="started", batch_size=batch_size))
+        completed = False
         try:
             for number, batch in enumerate(batches(records, batch_size)):
                 if defer_ranks and not deferred:
@@ -394,9 +429,13 @@ class LeaderboardIndex(IndexSpace):
                 written += len(batch)
                 if progress:
                     progress(written)
+            completed = True
         finally:  # also after a refused record: the deferred windows must not stay filling
             if deferred:
-                self.fill(max_records=batch_size, max_entries=max_entries)
+                self.fill(max_records=batch_size, max_entries=max_entries, actor=actor)
+            if started is not None:
+                ended, phase = started.next(), "finished" if completed else "stopped"
+                self.db.run(lambda tr: ended.write(tr, phase=phase, records_written=written))
         return written
 
     def set_metadata(
@@ -424,30 +463,73 @@ class LeaderboardIndex(IndexSpace):
 
     # -- windows -------------------------------------------------------------------------------
 
-    def update_windows(self, update: WindowUpdate) -> WindowUpdateResult:
-        return self.run(lambda ops: ops.windows.update_windows(update))
+    def update_windows(self, update: WindowUpdate, actor: str | None = None) -> WindowUpdateResult:
+        event = self._event(actor, "UpdateWindows")
+
+        def write(ops: Operations) -> WindowUpdateResult:
+            result = ops.windows.update_windows(update)
+            if event is not None and result.changed:
+                event.write(
+                    ops.tr,
+                    added=_windows(result.added),
+                    deleted=_windows(result.deleted),
+                    filling=_windows(result.filling),
+                )
+            return result
+
+        return self.run(write)
 
     def directory(self) -> Directory | None:
         return self.read(lambda ops: ops.txn.directory())
 
-    def save_sub_directory(self, group: tuple, high_score_first: bool) -> None:
-        self.run(lambda ops: ops.windows.save_sub_directory(group, high_score_first))
+    def save_sub_directory(self, group: tuple, high_score_first: bool, actor: str | None = None) -> None:
+        event = self._event(actor, "SaveSubDirectory")
+
+        def write(ops: Operations) -> None:
+            ops.windows.save_sub_directory(group, high_score_first)
+            if event is not None:
+                event.write(ops.tr, group=group, high_score_first=high_score_first)
+
+        self.run(write)
 
     def sub_directories(self) -> dict[tuple, bool]:
         return self.read(lambda ops: ops.windows.sub_directories())
 
-    def expire(self, before: int) -> tuple[Window, ...]:
+    def expire(self, before: int, actor: str | None = None) -> tuple[Window, ...]:
         """Delete windows ending at or before ``before``; repeated calls are harmless."""
-        return self.run(lambda ops: ops.windows.expire(before))
+        event = self._event(actor, "Expire")
 
-    def fill_step(self, max_records: int = 200, max_entries: int = 20_000, respect_holds: bool = False) -> FillProgress:
+        def write(ops: Operations) -> tuple[Window, ...]:
+            gone = ops.windows.expire(before)
+            if event is not None and gone:
+                event.write(ops.tr, before=before, deleted=_windows(gone))
+            return gone
+
+        return self.run(write)
+
+    def fill_step(
+        self, max_records: int = 200, max_entries: int = 20_000, respect_holds: bool = False, actor: str | None = None
+    ) -> FillProgress:
         """One bounded fill transaction; ``respect_holds`` leaves alone the windows a running bulk
-        load will build (what the server's background fill does)."""
+        load will build (what the server's background fill does).  The step that completes the
+        windows being filled records that (their start is their window update's event)."""
         unheld_at = int(self.clock()) if respect_holds else None
-        return self.run(lambda ops: ops.filler.fill_step(max_records, max_entries, unheld_at))
+        event = self._event(actor, "FillWindows")
+
+        def step(ops: Operations) -> FillProgress:
+            progress = ops.filler.fill_step(max_records, max_entries, unheld_at)
+            if event is not None and progress.done and progress.windows:
+                event.write(ops.tr, phase="finished", completed=_windows(w for w, _ in progress.windows))
+            return progress
+
+        return self.run(step)
 
     def fill(
-        self, max_records: int = 200, max_entries: int = 20_000, progress: Callable[[FillProgress], None] | None = None
+        self,
+        max_records: int = 200,
+        max_entries: int = 20_000,
+        progress: Callable[[FillProgress], None] | None = None,
+        actor: str | None = None,
     ) -> int:
         """Fill every window being filled, batch by batch, until done; returns records processed.
 
@@ -456,7 +538,7 @@ class LeaderboardIndex(IndexSpace):
         """
         total = 0
         while True:
-            step = self.fill_step(max_records, max_entries)
+            step = self.fill_step(max_records, max_entries, actor=actor)
             total += step.records_processed
             if progress:
                 progress(step)
@@ -472,6 +554,7 @@ class LeaderboardIndex(IndexSpace):
         rng: random.Random | None = None,
         nlevels: int | None = None,
         calendar: Sequence[CalendarPeriods] = (),
+        actor: str | None = None,
     ) -> tuple[Window, ...]:
         """Add the regular and calendar windows needed from ``now`` until ``now + horizon``.
 
@@ -486,7 +569,15 @@ class LeaderboardIndex(IndexSpace):
         if not wanted:
             return ()
 
-        return self.run(lambda ops: ops.windows.add_missing(wanted, now, nlevels or 6))
+        event = self._event(actor, "KeepAhead")
+
+        def write(ops: Operations) -> tuple[Window, ...]:
+            added = ops.windows.add_missing(wanted, now, nlevels or 6)
+            if event is not None and added:
+                event.write(ops.tr, now=now, added=_windows(added))
+            return added
+
+        return self.run(write)
 
     # -- fair play: hidden records, score rules, deleting many records --------------------
 
@@ -497,24 +588,39 @@ class LeaderboardIndex(IndexSpace):
         hiding.py); True if it was hidden now, False if it was hidden already.  NotFound if it
         does not exist."""
         now = int(self.clock())
+        event = self._event(actor, "HideRecord")
+
+        def write(ops: Operations) -> bool:
+            hidden = ops.hider.hide(pk, actor, reason, now)
+            if event is not None and hidden:
+                event.write(ops.tr, pk=ops.txn.pk(pk).pk, reason=reason)
+            return hidden
 
         return self.run_once(
             idempotency_key,
             "HideRecord",
             lambda ops: (ops.txn.pk(pk).pk, reason),
-            lambda ops: ops.hider.hide(pk, actor, reason, now),
+            write,
             lambda hidden: (hidden,),
             lambda answer: answer[0],
         )
 
-    def restore_record(self, pk: object, idempotency_key: str | None = None) -> bool:
+    def restore_record(self, pk: object, idempotency_key: str | None = None, actor: str | None = None) -> bool:
         """Put a hidden record back in every window, exactly as if it had never been hidden; True
         if it was restored now, False if it was not hidden.  NotFound if it does not exist."""
+        event = self._event(actor, "RestoreRecord")
+
+        def write(ops: Operations) -> bool:
+            restored = ops.hider.restore(pk)
+            if event is not None and restored:
+                event.write(ops.tr, pk=ops.txn.pk(pk).pk)
+            return restored
+
         return self.run_once(
             idempotency_key,
             "RestoreRecord",
             lambda ops: (ops.txn.pk(pk).pk,),
-            lambda ops: ops.hider.restore(pk),
+            write,
             lambda restored: (restored,),
             lambda answer: answer[0],
         )
@@ -533,16 +639,19 @@ class LeaderboardIndex(IndexSpace):
         """The index's score rules (see rules.py)."""
         return self.read(lambda ops: ops.txn.rules())
 
-    def set_score_rules(self, rules: ScoreRules) -> ScoreRules:
+    def set_score_rules(self, rules: ScoreRules, actor: str | None = None) -> ScoreRules:
         """Replace the index's score rules (``ScoreRules()``: none); returns them as kept (bounds in
         the index's score type).  Writes from then on follow them."""
         if not isinstance(rules, ScoreRules):
             raise InvalidArgument(f"expected ScoreRules, not {type(rules).__name__}")
         checked = rules.checked(self.settings.score_type, self.settings.columns)
+        event = self._event(actor, "SetScoreRules")
 
         def write(ops: Operations) -> ScoreRules:
             directory = ops.txn.directory() or Directory(0, ops.txn.default_high_score_first())
             ops.txn.save_directory(directory.replace(rules=checked.to_proto() if checked else None))
+            if event is not None:
+                event.write(ops.tr, rules=checked.describe())
             return checked
 
         return self.run(write)
@@ -555,6 +664,7 @@ class LeaderboardIndex(IndexSpace):
         progress: Callable[[DeletionProgress], None] | None = None,
         keep_going: Callable[[], bool] | None = None,
         idempotency_key: str | None = None,
+        actor: str | None = None,
     ) -> DeletionProgress:
         """Delete every record of ``group`` (its entries, and the records left with nothing), or
         every record of the index (``group`` None), in transactions of ``max_records`` records,
@@ -569,15 +679,19 @@ class LeaderboardIndex(IndexSpace):
         if idempotency_key is not None:
             check_key(idempotency_key)
         action = "DeleteRecords" if group is None else "DeleteGroup"
+        job = self._job(actor, "DeleteRecords", **({"all_records": True} if group is None else {"group": group}))
         total = DeletionProgress(False, continuation=continuation)
         number = 0
         while True:
-            step = self._delete_step(group, max_records, total, action, idempotency_key, number)
+            step = self._delete_step(group, max_records, total, action, idempotency_key, number, job)
             total = total + step
             number += 1
             if progress is not None:
                 progress(total)
-            if total.done or (keep_going is not None and not keep_going()):
+            if total.done:
+                return total
+            if keep_going is not None and not keep_going():
+                job.stopped(self.db.run, **_deletion_totals(total))
                 return total
 
     def _delete_step(
@@ -588,16 +702,22 @@ class LeaderboardIndex(IndexSpace):
         action: str,
         idempotency_key: str | None,
         number: int,
+        job: JobEvents,
     ) -> DeletionProgress:
         """One batch of :meth:`delete_records` (``total``: what the batches before it did)."""
+        event = job.next_event()
 
         def write(ops: Operations) -> DeletionProgress:
             if group is None:
-                return ops.deleter.delete_all_step(max_records)
-            return ops.deleter.delete_group_step(Reader(ops.txn).group_bytes(group), max_records, total.continuation)
+                step = ops.deleter.delete_all_step(max_records)
+            else:
+                group_bytes = Reader(ops.txn).group_bytes(group)
+                step = ops.deleter.delete_group_step(group_bytes, max_records, total.continuation)
+            job.in_batch(ops.tr, event, step.done, **_deletion_totals(total + step))
+            return step
 
         key = None if idempotency_key is None else batch_key(idempotency_key, number)
-        return self.run_once(
+        done = self.run_once(
             key,
             action,
             lambda ops: (group, max_records, total.continuation or b""),
@@ -605,6 +725,8 @@ class LeaderboardIndex(IndexSpace):
             lambda p: (p.done, p.records_changed, p.records_deleted, p.entries_deleted, p.continuation or b""),
             lambda a: DeletionProgress(a[0], a[1], a[2], a[3], a[4] or None),
         )
+        job.committed(event)
+        return done
 
     # -- reads (see reads.py for the semantics) -------------------------------------------
 
@@ -813,6 +935,35 @@ class LeaderboardIndex(IndexSpace):
 
         return self.db.read(read)
 
+    def cohort(
+        self,
+        pk: object | None = None,
+        tier: int | None = None,
+        cohort: int | None = None,
+        timestamp: int | None = None,
+        mode: RankMode | None = None,
+        page: int = 1,
+        size: int = 0,
+        around: tuple[int, int] | None = None,
+    ) -> leagues.Cohort | None:
+        """A cohort of the league window holding ``timestamp`` (None: now): the record ``pk``'s
+        (None if it joined none there), or cohort ``cohort`` of tier ``tier``.  Its entries are
+        page ``page`` (1-based) of ``size`` (0: all), or with ``around=(above, below)`` those
+        around the record; ranks are within the cohort (see leagues.py), DENSE ones too (the
+        cohort is read whole)."""
+        mode = mode or RankMode.ORDINAL
+
+        def read(tr: Any) -> leagues.Cohort | None:
+            txn = IndexTransaction(self, tr)
+            found = leagues.read_cohort(Reader(txn), pk, tier, cohort, timestamp, mode, page, size, around)
+            if found is None:
+                return None
+            attached = Metadata(txn).attach([*found.entries, *([found.entry] if found.entry else [])])
+            entry = attached.pop() if found.entry else None
+            return dataclasses.replace(found, entries=attached, entry=entry)
+
+        return self.db.read(read)
+
     def percentile(
         self, pk: object, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
     ) -> float | None:
@@ -887,7 +1038,7 @@ class LeaderboardIndex(IndexSpace):
 
         return self.db.read(read)
 
-    def trim(self, before: int, max_records: int = 200) -> int:
+    def trim(self, before: int, max_records: int = 200, actor: str | None = None) -> int:
         """Drop entries before ``before`` that no window's value depends on, in batches.
 
         BEST and LATEST keep every entry that is some window's value; SUM keeps entries in
@@ -895,11 +1046,25 @@ class LeaderboardIndex(IndexSpace):
         starting before ``before`` cannot be added afterwards.  Returns entries removed.
         """
         before = check_timestamp(before)
+        job = self._job(actor, "Trim", before=before)
         removed = 0
         cursor: bytes | None = None
         while True:
-            count, cursor = self.run(lambda ops, c=cursor: ops.trimmer.trim_step(before, c, max_records))
+            event = job.next_event()
+
+            def step(
+                ops: Operations,
+                cursor: bytes | None = cursor,
+                event: PendingEvent | None = event,
+                removed: int = removed,
+            ) -> tuple:
+                count, following = ops.trimmer.trim_step(before, cursor, max_records)
+                job.in_batch(ops.tr, event, following is None, entries_removed=removed + count)
+                return count, following
+
+            count, cursor = self.run(step)
             removed += count
+            job.committed(event)
             if cursor is None:
                 return removed
 
@@ -942,3 +1107,16 @@ def _warn(outcome: WriteOutcome) -> int:
     if outcome.warning:
         warnings.warn(outcome.warning, NoWindowsWarning, stacklevel=3)
     return outcome.windows_changed
+
+
+def _windows(windows: Iterable[Window]) -> str:
+    """Windows as an event's detail."""
+    return "; ".join(window.describe() for window in windows)
+
+
+def _deletion_totals(progress: DeletionProgress) -> dict[str, object]:
+    return {
+        "records_changed": progress.records_changed,
+        "records_deleted": progress.records_deleted,
+        "entries_deleted": progress.entries_deleted,
+    }

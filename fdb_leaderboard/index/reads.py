@@ -187,6 +187,8 @@ class Reader:
 
         return decode
 
+    row_decoder = _row_decoder  # for cohort rows (leagues.py), which continue as primary keys do
+
     def _locate(self, pk: object, ref: WindowRef, group: object) -> tuple[Window, bytes, tuple[bytes, bytes] | None]:
         """The window, the packed group, and the record's element there with its flat pk bytes
         (None if it has no value there).  The directory, the record's head and the group's

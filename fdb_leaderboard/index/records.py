@@ -27,6 +27,7 @@ from . import tuplecodec as tuples
 from .aggregation import Value
 from .directory import ALL_TIME, INT64_MAX, Directory, Window
 from .layout import encode_latest_timestamp, extensions_end, score_prefix
+from .leagues import LeagueKeeper, lockstep
 from .rules import ScoreRules
 from .transaction import IndexTransaction
 from .values import check_items, check_timestamp, normalize_score
@@ -67,6 +68,13 @@ class RecordWriter:
         self._latest_noted: int | None = None  # the largest timestamp this transaction MAXed in
         # Whether writes count against the submission limits (an admin's bulk load does not).
         self.limited = True
+        leagues = self.settings.leagues
+        self.leagues = LeagueKeeper(txn, leagues) if leagues is not None else None
+        if leagues is not None:  # an index without leagues keeps the plain methods: no cost added
+            self.league_type = leagues.window_type
+            self.add_steps = self._league_add_steps  # type: ignore[method-assign]
+            self.remove_steps = self._league_remove_steps  # type: ignore[method-assign]
+            self.move_steps = self._league_move_steps  # type: ignore[method-assign]
 
     def _ranked(self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes) -> bool:
         limit = self.txn.rank_limit(window)
@@ -172,6 +180,32 @@ class RecordWriter:
             yield from ranked.remove_steps(self.tr, old)
         elif ranked_new:
             yield from ranked.add_steps(self.tr, new)
+
+    # -- leagues (leagues.py): a league window's writes keep its cohorts too, in the same rounds --
+
+    def _league_add_steps(
+        self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes, hidden: bool = False
+    ) -> Steps[None]:
+        steps = RecordWriter.add_steps(self, window, group_bytes, element, pk_flat, hidden)
+        if window.type != self.league_type:
+            return steps
+        return lockstep([steps, self.leagues.add_steps(window, element, pk_flat, hidden)])  # type: ignore[union-attr]
+
+    def _league_remove_steps(
+        self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes, hidden: bool = False
+    ) -> Steps[None]:
+        steps = RecordWriter.remove_steps(self, window, group_bytes, element, pk_flat, hidden)
+        if window.type != self.league_type or hidden:
+            return steps
+        return lockstep([steps, self.leagues.remove_steps(window, element, pk_flat)])  # type: ignore[union-attr]
+
+    def _league_move_steps(
+        self, window: Window, group_bytes: bytes, old: bytes, new: bytes, pk_flat: bytes, hidden: bool = False
+    ) -> Steps[None]:
+        steps = RecordWriter.move_steps(self, window, group_bytes, old, new, pk_flat, hidden)
+        if window.type != self.league_type or hidden:
+            return steps
+        return lockstep([steps, self.leagues.move_steps(window, old, new, pk_flat)])  # type: ignore[union-attr]
 
     # -- distinct scores (dense_ranks) ------------------------------------------------------
     # A window's dense set holds each stored score some ranked record has, once.  Adding reads
@@ -384,6 +418,8 @@ class RecordWriter:
         self.tr.clear(self.layout.metadata_key(pk_nested))  # display data goes with the record
         if head.hidden:
             self.tr.clear(self.layout.hidden_key(pk_nested))
+        if self.leagues is not None:
+            self.leagues.forget(pk_nested)
 
     def _apply(
         self,

@@ -11,6 +11,50 @@ from . import columns as cols
 from .aggregation import AGGREGATIONS
 from .values import SCORE_TYPES
 
+MAX_COHORT_SIZE = 1000  # a cohort is read whole (one range read of at most this many keys)
+MAX_TIERS = 100
+
+
+@dataclasses.dataclass(frozen=True)
+class Leagues:
+    """Leagues on the windows of ``window_type`` (see leagues.py): in each such window a record
+    joins a cohort of at most ``cohort_size`` records of its tier (0, the lowest, to
+    ``tiers - 1``); after a window the top ``promote`` of each cohort move up a tier and the
+    bottom ``demote`` down."""
+
+    window_type: int
+    cohort_size: int
+    tiers: int = 1
+    promote: int = 0
+    demote: int = 0
+
+    def __post_init__(self) -> None:
+        limits = {
+            "window_type": (1, 0xFFFF_FFFF),
+            "cohort_size": (2, MAX_COHORT_SIZE),
+            "tiers": (1, MAX_TIERS),
+            "promote": (0, MAX_COHORT_SIZE),
+            "demote": (0, MAX_COHORT_SIZE),
+        }
+        for name, (low, high) in limits.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise InvalidArgument(f"leagues: {name} must be an integer between {low} and {high}, not {value!r}")
+        if self.promote + self.demote > self.cohort_size:
+            raise InvalidArgument(
+                f"leagues: promote ({self.promote}) and demote ({self.demote}) together exceed the cohort size "
+                f"({self.cohort_size})"
+            )
+        if self.tiers == 1 and (self.promote or self.demote):
+            raise InvalidArgument("leagues: with one tier no one can move up or down: promote and demote must be 0")
+
+    def to_proto(self) -> index_pb2.Leagues:
+        return index_pb2.Leagues(**dataclasses.asdict(self))
+
+    @classmethod
+    def from_proto(cls, message: index_pb2.Leagues) -> Leagues:
+        return cls(message.window_type, message.cohort_size, message.tiers, message.promote, message.demote)
+
 
 @dataclasses.dataclass(frozen=True)
 class IndexSettings:
@@ -27,6 +71,8 @@ class IndexSettings:
     dense_ranks: bool = False
     # Rank by 2 to 4 integer columns, each "HIGH" or "LOW" (see columns.py); empty: one score.
     columns: tuple[str, ...] = ()
+    # Cohorts and tiers on one window type's windows (see leagues.py); None: none.
+    leagues: Leagues | None = None
 
     def __post_init__(self) -> None:
         if self.aggregation not in AGGREGATIONS:
@@ -46,6 +92,11 @@ class IndexSettings:
         object.__setattr__(self, "columns", cols.check_directions(self.columns))  # a list given: a tuple
         if self.columns:
             self._check_columns()
+        if self.leagues is not None:
+            if not isinstance(self.leagues, Leagues):
+                raise InvalidArgument(f"leagues must be a Leagues, not {type(self.leagues).__name__}")
+            if self.group_size:
+                raise InvalidArgument("leagues need an index without groups: a cohort ranks one board's records")
 
     def _check_columns(self) -> None:
         if self.aggregation not in cols.AGGREGATIONS:
@@ -73,6 +124,8 @@ class IndexSettings:
             dense_ranks=self.dense_ranks,
             columns=[index_pb2.ColumnOrder.Value(direction) for direction in self.columns],
         )
+        if self.leagues is not None:
+            message.leagues.CopyFrom(self.leagues.to_proto())
         if trimmed_before is not None:
             message.trimmed_before = trimmed_before
         return message
@@ -89,4 +142,5 @@ class IndexSettings:
             score_type=index_pb2.ScoreType.Name(message.score_type),
             dense_ranks=message.dense_ranks,
             columns=tuple(index_pb2.ColumnOrder.Name(direction) for direction in message.columns),
+            leagues=Leagues.from_proto(message.leagues) if message.HasField("leagues") else None,
         )

@@ -40,7 +40,7 @@ JDK: RankHash
 CRC: RankHash
 
 class IndexOptions(_message.Message):
-    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "trimmed_before", "score_type", "dense_ranks", "columns")
+    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "trimmed_before", "score_type", "dense_ranks", "columns", "leagues")
     AGGREGATION_FIELD_NUMBER: _ClassVar[int]
     HASH_FUNCTION_FIELD_NUMBER: _ClassVar[int]
     COUNT_DUPLICATES_FIELD_NUMBER: _ClassVar[int]
@@ -51,6 +51,7 @@ class IndexOptions(_message.Message):
     SCORE_TYPE_FIELD_NUMBER: _ClassVar[int]
     DENSE_RANKS_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    LEAGUES_FIELD_NUMBER: _ClassVar[int]
     aggregation: Aggregation
     hash_function: RankHash
     count_duplicates: bool
@@ -61,7 +62,22 @@ class IndexOptions(_message.Message):
     score_type: ScoreType
     dense_ranks: bool
     columns: _containers.RepeatedScalarFieldContainer[ColumnOrder]
-    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., trimmed_before: _Optional[int] = ..., score_type: _Optional[_Union[ScoreType, str]] = ..., dense_ranks: _Optional[bool] = ..., columns: _Optional[_Iterable[_Union[ColumnOrder, str]]] = ...) -> None: ...
+    leagues: Leagues
+    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., trimmed_before: _Optional[int] = ..., score_type: _Optional[_Union[ScoreType, str]] = ..., dense_ranks: _Optional[bool] = ..., columns: _Optional[_Iterable[_Union[ColumnOrder, str]]] = ..., leagues: _Optional[_Union[Leagues, _Mapping]] = ...) -> None: ...
+
+class Leagues(_message.Message):
+    __slots__ = ("window_type", "cohort_size", "tiers", "promote", "demote")
+    WINDOW_TYPE_FIELD_NUMBER: _ClassVar[int]
+    COHORT_SIZE_FIELD_NUMBER: _ClassVar[int]
+    TIERS_FIELD_NUMBER: _ClassVar[int]
+    PROMOTE_FIELD_NUMBER: _ClassVar[int]
+    DEMOTE_FIELD_NUMBER: _ClassVar[int]
+    window_type: int
+    cohort_size: int
+    tiers: int
+    promote: int
+    demote: int
+    def __init__(self, window_type: _Optional[int] = ..., cohort_size: _Optional[int] = ..., tiers: _Optional[int] = ..., promote: _Optional[int] = ..., demote: _Optional[int] = ...) -> None: ...
 
 class WindowState(_message.Message):
     __slots__ = ("lb_key", "group", "element", "seq", "submissions")
@@ -237,3 +253,30 @@ class CatalogEntry(_message.Message):
     writes_paused_until: int
     pause_reason: str
     def __init__(self, prefix: _Optional[bytes] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ..., captures: _Optional[_Iterable[_Union[ChangeCapture, _Mapping]]] = ..., writes_paused_until: _Optional[int] = ..., pause_reason: _Optional[str] = ...) -> None: ...
+
+class AuditEvent(_message.Message):
+    __slots__ = ("at_us", "actor", "action", "index", "details")
+    class DetailsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    AT_US_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    at_us: int
+    actor: str
+    action: str
+    index: str
+    details: _containers.ScalarMap[str, str]
+    def __init__(self, at_us: _Optional[int] = ..., actor: _Optional[str] = ..., action: _Optional[str] = ..., index: _Optional[str] = ..., details: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class AuditPolicy(_message.Message):
+    __slots__ = ("retention",)
+    RETENTION_FIELD_NUMBER: _ClassVar[int]
+    retention: int
+    def __init__(self, retention: _Optional[int] = ...) -> None: ...

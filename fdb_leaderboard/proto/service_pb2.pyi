@@ -120,7 +120,7 @@ class Entry(_message.Message):
     def __init__(self, score: _Optional[_Union[Score, _Mapping]] = ..., timestamp: _Optional[int] = ..., context: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., group: _Optional[_Iterable[_Union[Item, _Mapping]]] = ...) -> None: ...
 
 class IndexOptions(_message.Message):
-    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "score_type", "dense_ranks", "columns")
+    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "score_type", "dense_ranks", "columns", "leagues")
     AGGREGATION_FIELD_NUMBER: _ClassVar[int]
     HASH_FUNCTION_FIELD_NUMBER: _ClassVar[int]
     COUNT_DUPLICATES_FIELD_NUMBER: _ClassVar[int]
@@ -130,6 +130,7 @@ class IndexOptions(_message.Message):
     SCORE_TYPE_FIELD_NUMBER: _ClassVar[int]
     DENSE_RANKS_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    LEAGUES_FIELD_NUMBER: _ClassVar[int]
     aggregation: Aggregation
     hash_function: RankHash
     count_duplicates: bool
@@ -139,7 +140,22 @@ class IndexOptions(_message.Message):
     score_type: ScoreType
     dense_ranks: bool
     columns: _containers.RepeatedScalarFieldContainer[ColumnOrder]
-    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., score_type: _Optional[_Union[ScoreType, str]] = ..., dense_ranks: _Optional[bool] = ..., columns: _Optional[_Iterable[_Union[ColumnOrder, str]]] = ...) -> None: ...
+    leagues: Leagues
+    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., score_type: _Optional[_Union[ScoreType, str]] = ..., dense_ranks: _Optional[bool] = ..., columns: _Optional[_Iterable[_Union[ColumnOrder, str]]] = ..., leagues: _Optional[_Union[Leagues, _Mapping]] = ...) -> None: ...
+
+class Leagues(_message.Message):
+    __slots__ = ("window_type", "cohort_size", "tiers", "promote", "demote")
+    WINDOW_TYPE_FIELD_NUMBER: _ClassVar[int]
+    COHORT_SIZE_FIELD_NUMBER: _ClassVar[int]
+    TIERS_FIELD_NUMBER: _ClassVar[int]
+    PROMOTE_FIELD_NUMBER: _ClassVar[int]
+    DEMOTE_FIELD_NUMBER: _ClassVar[int]
+    window_type: int
+    cohort_size: int
+    tiers: int
+    promote: int
+    demote: int
+    def __init__(self, window_type: _Optional[int] = ..., cohort_size: _Optional[int] = ..., tiers: _Optional[int] = ..., promote: _Optional[int] = ..., demote: _Optional[int] = ...) -> None: ...
 
 class RegularWindows(_message.Message):
     __slots__ = ("type", "base", "increment", "duration")
@@ -1283,6 +1299,83 @@ class SetWritesPausedResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class AuditEvent(_message.Message):
+    __slots__ = ("at_us", "actor", "action", "index", "details")
+    class DetailsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    AT_US_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    at_us: int
+    actor: str
+    action: str
+    index: str
+    details: _containers.ScalarMap[str, str]
+    def __init__(self, at_us: _Optional[int] = ..., actor: _Optional[str] = ..., action: _Optional[str] = ..., index: _Optional[str] = ..., details: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ListAuditEventsRequest(_message.Message):
+    __slots__ = ("index", "action", "since_us", "until_us", "limit", "continuation", "newest_first")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    SINCE_US_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_US_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    NEWEST_FIRST_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    action: str
+    since_us: int
+    until_us: int
+    limit: int
+    continuation: bytes
+    newest_first: bool
+    def __init__(self, index: _Optional[str] = ..., action: _Optional[str] = ..., since_us: _Optional[int] = ..., until_us: _Optional[int] = ..., limit: _Optional[int] = ..., continuation: _Optional[bytes] = ..., newest_first: _Optional[bool] = ...) -> None: ...
+
+class ListAuditEventsResponse(_message.Message):
+    __slots__ = ("events", "continuation", "retention")
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    RETENTION_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[AuditEvent]
+    continuation: bytes
+    retention: int
+    def __init__(self, events: _Optional[_Iterable[_Union[AuditEvent, _Mapping]]] = ..., continuation: _Optional[bytes] = ..., retention: _Optional[int] = ...) -> None: ...
+
+class SetAuditRetentionRequest(_message.Message):
+    __slots__ = ("retention",)
+    RETENTION_FIELD_NUMBER: _ClassVar[int]
+    retention: int
+    def __init__(self, retention: _Optional[int] = ...) -> None: ...
+
+class SetAuditRetentionResponse(_message.Message):
+    __slots__ = ("retention",)
+    RETENTION_FIELD_NUMBER: _ClassVar[int]
+    retention: int
+    def __init__(self, retention: _Optional[int] = ...) -> None: ...
+
+class ExpireAuditEventsRequest(_message.Message):
+    __slots__ = ("before_us", "max_events")
+    BEFORE_US_FIELD_NUMBER: _ClassVar[int]
+    MAX_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    before_us: int
+    max_events: int
+    def __init__(self, before_us: _Optional[int] = ..., max_events: _Optional[int] = ...) -> None: ...
+
+class ExpireAuditEventsResponse(_message.Message):
+    __slots__ = ("expired", "done")
+    EXPIRED_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    expired: int
+    done: bool
+    def __init__(self, expired: _Optional[int] = ..., done: _Optional[bool] = ...) -> None: ...
+
 class Webhook(_message.Message):
     __slots__ = ("id", "index", "url", "window_types", "top", "created", "pending", "last_error", "secret")
     ID_FIELD_NUMBER: _ClassVar[int]
@@ -1396,3 +1489,43 @@ class WindowEndEvent(_message.Message):
     noticed_at: int
     cursor: int
     def __init__(self, id: _Optional[str] = ..., index: _Optional[str] = ..., window: _Optional[_Union[Window, _Mapping]] = ..., count: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[RankedEntry, _Mapping]]] = ..., noticed_at: _Optional[int] = ..., cursor: _Optional[int] = ...) -> None: ...
+
+class CohortRequest(_message.Message):
+    __slots__ = ("index", "window", "pk", "tier", "cohort", "mode", "page", "size", "above", "below")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    PK_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    COHORT_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    ABOVE_FIELD_NUMBER: _ClassVar[int]
+    BELOW_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    window: WindowSelector
+    pk: _containers.RepeatedCompositeFieldContainer[Item]
+    tier: int
+    cohort: int
+    mode: RankMode
+    page: int
+    size: int
+    above: int
+    below: int
+    def __init__(self, index: _Optional[str] = ..., window: _Optional[_Union[WindowSelector, _Mapping]] = ..., pk: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., tier: _Optional[int] = ..., cohort: _Optional[int] = ..., mode: _Optional[_Union[RankMode, str]] = ..., page: _Optional[int] = ..., size: _Optional[int] = ..., above: _Optional[int] = ..., below: _Optional[int] = ...) -> None: ...
+
+class CohortResponse(_message.Message):
+    __slots__ = ("tier", "cohort", "entries", "total", "entry", "window")
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    COHORT_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    tier: int
+    cohort: int
+    entries: _containers.RepeatedCompositeFieldContainer[RankedEntry]
+    total: int
+    entry: RankedEntry
+    window: Window
+    def __init__(self, tier: _Optional[int] = ..., cohort: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[RankedEntry, _Mapping]]] = ..., total: _Optional[int] = ..., entry: _Optional[_Union[RankedEntry, _Mapping]] = ..., window: _Optional[_Union[Window, _Mapping]] = ...) -> None: ...

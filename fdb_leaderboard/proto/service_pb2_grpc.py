@@ -279,6 +279,26 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.GetScoreRulesRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.FromString,
                 _registered_method=True)
+        self.ListAuditEvents = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/ListAuditEvents',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListAuditEventsRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListAuditEventsResponse.FromString,
+                _registered_method=True)
+        self.SetAuditRetention = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/SetAuditRetention',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetAuditRetentionRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetAuditRetentionResponse.FromString,
+                _registered_method=True)
+        self.ExpireAuditEvents = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/ExpireAuditEvents',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsResponse.FromString,
+                _registered_method=True)
+        self.GetCohort = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/GetCohort',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.CohortRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.CohortResponse.FromString,
+                _registered_method=True)
         self.AddWebhook = channel.unary_unary(
                 '/fdb_leaderboard.v1.Leaderboard/AddWebhook',
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.AddWebhookRequest.SerializeToString,
@@ -609,6 +629,32 @@ class LeaderboardServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListAuditEvents(self, request, context):
+        """the audit trail (admin)
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetAuditRetention(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExpireAuditEvents(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetCohort(self, request, context):
+        """A cohort of a league window: a record's (pk) or one named by tier and cohort.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def AddWebhook(self, request, context):
         """window-end events (admin but the stream, which is a read)
         """
@@ -888,6 +934,26 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     servicer.GetScoreRules,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.GetScoreRulesRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.SerializeToString,
+            ),
+            'ListAuditEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAuditEvents,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListAuditEventsRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListAuditEventsResponse.SerializeToString,
+            ),
+            'SetAuditRetention': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetAuditRetention,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetAuditRetentionRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.SetAuditRetentionResponse.SerializeToString,
+            ),
+            'ExpireAuditEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExpireAuditEvents,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsResponse.SerializeToString,
+            ),
+            'GetCohort': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCohort,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.CohortRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.CohortResponse.SerializeToString,
             ),
             'AddWebhook': grpc.unary_unary_rpc_method_handler(
                     servicer.AddWebhook,
@@ -2238,6 +2304,114 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/GetScoreRules',
             fdb__leaderboard_dot_proto_dot_service__pb2.GetScoreRulesRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.ScoreRulesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAuditEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/ListAuditEvents',
+            fdb__leaderboard_dot_proto_dot_service__pb2.ListAuditEventsRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.ListAuditEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetAuditRetention(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/SetAuditRetention',
+            fdb__leaderboard_dot_proto_dot_service__pb2.SetAuditRetentionRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.SetAuditRetentionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExpireAuditEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/ExpireAuditEvents',
+            fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.ExpireAuditEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCohort(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/GetCohort',
+            fdb__leaderboard_dot_proto_dot_service__pb2.CohortRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.CohortResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -67,6 +67,7 @@ HEAVY_METHODS = frozenset(
         "KeepAhead",
         "GetRankHistory",
         "DeleteRecords",
+        "ExpireAuditEvents",
         "NoticeWindowEnds",
     }
 )
@@ -78,6 +79,8 @@ ROWS: dict[str, Callable[[Any, ServerSettings], int]] = {
     "GetPage": lambda request, settings: request.size,
     "GetRanks": lambda request, settings: len(request.records),
     "FriendsBoard": lambda request, settings: len(request.records),
+    # A cohort is read whole (at most 1000 rows); it answers with a page or the rows around a record.
+    "GetCohort": lambda request, settings: request.size or request.above + request.below + 1,
 }
 # Reads that may run on the event loop when the store's reads cost no round trips, up to
 # INLINE_ROWS rows: about 10 microseconds of Python a row, so one holds the loop no longer than
@@ -223,14 +226,14 @@ class _Call(CallContext):
 
     @property
     def actor(self) -> str:
-        """The caller's token's name (who hid a record), ``anonymous`` without tokens."""
-        if self._tokens is None or self._context is None:
+        """The caller's token's name (who hid a record), ``anonymous[:user]`` without tokens."""
+        if self._context is None:
             return access.ANONYMOUS
-        header = None
+        found: dict[str, str] = {}
         for key, value in self._context.invocation_metadata() or ():
-            if key == "authorization":
-                header = value if isinstance(value, str) else value.decode("latin-1")
-        return access.actor_name(self._tokens, header)
+            if key in ("authorization", access.USER_HEADER):
+                found[key] = value if isinstance(value, str) else value.decode("latin-1")
+        return access.actor_name(self._tokens, found.get("authorization"), found.get(access.USER_HEADER))
 
     def is_active(self) -> bool:
         return not self.cancelled and time.monotonic() < self.deadline

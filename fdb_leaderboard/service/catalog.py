@@ -23,10 +23,16 @@ captured: each write transaction then also sets ``ROOT + ("changes", id) + unit`
 record and idempotency key it changes (:class:`ChangeRecorder`), in the write's own transaction,
 so the dump copies them again.  A transaction that finds a capture it did not record for runs
 again, recording.
+
+The audit trail of every index's admin actions lives under the catalog's root too
+(``index/audit.py``): an index's events outlive its drop.  The catalog's own actions (create,
+drop, policies, pauses) record themselves in their transactions; every index it opens records
+its admin actions in the same trail.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -34,11 +40,14 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 import fdb.tuple
+from google.protobuf import text_format
 
 from ..errors import AlreadyExists, InvalidArgument, NotFound, Unavailable
 from ..index import IndexSettings, LeaderboardIndex, Window
+from ..index.audit import MAX_EVENTS, AuditEvent, AuditTrail, JobEvents, expire_in_batches
 from ..index.calendar import TIMEBASES
 from ..index.dumps import unit_of
+from ..index.leaderboard import LOCAL_ACTOR
 from ..proto import index_pb2
 from ..store.api import Database, Transaction, WrappedDatabase, strinc
 
@@ -231,6 +240,7 @@ class Catalog:
     def __init__(self, db: Database, root: bytes = ROOT) -> None:
         self.db = db
         self.root = root
+        self.audit = AuditTrail(root)
         self._open: dict[str, tuple[bytes, LeaderboardIndex]] = {}
 
     def _key(self, name: str) -> bytes:
@@ -251,12 +261,14 @@ class Catalog:
         maintenance: index_pb2.MaintenancePolicy | None = None,
         all_time: bool = True,
         windows: Sequence[tuple[int, int, int]] = (),
+        actor: str | None = None,
     ) -> tuple[LeaderboardIndex, tuple[Window, ...] | None]:
         """Create the index ``name`` with its all-time window (unless ``all_time`` is False) and
         ``windows``; returns (index, windows added), None for those when it existed with the same
         options (not an error)."""
         check_name(name)
         options = settings.to_proto()
+        event = self.audit.event(actor or LOCAL_ACTOR, "CreateIndex", name)
 
         def create(tr: Transaction) -> tuple[bytes, tuple[Window, ...] | None]:
             stored = tr.get(self._key(name))
@@ -268,7 +280,9 @@ class Catalog:
             prefix = self._new_prefix(tr)
             entry = index_pb2.CatalogEntry(prefix=prefix, options=options, maintenance=maintenance)
             tr.set(self._key(name), entry.SerializeToString())
-            return prefix, LeaderboardIndex(self.db, prefix, settings).initialize(tr, all_time, windows)
+            added = LeaderboardIndex(self.db, prefix, settings).initialize(tr, all_time, windows)
+            event.write(tr, options=text_format.MessageToString(options, as_one_line=True), windows=len(added or ()))
+            return prefix, added
 
         prefix, added = self.db.run(create)
         return self._keep(name, prefix, settings, maintenance), added
@@ -288,6 +302,7 @@ class Catalog:
         checked = _EntryChecked(self.db, name, self._key(name), prefix, self.root)
         index = LeaderboardIndex(checked, prefix, settings)
         index.timebase = timebase_scale(policy)
+        index.audit, index.name = self.audit, name
         checked.on_entry = lambda entry: setattr(index, "timebase", timebase_scale(entry.maintenance))
         self._open[name] = (prefix, index)
         return index
@@ -315,7 +330,7 @@ class Catalog:
         rows = self.db.read(lambda tr: tr.get_range(begin, strinc(begin)))
         return [(fdb.tuple.unpack(key[len(self.root) :])[1], index_pb2.CatalogEntry.FromString(v)) for key, v in rows]
 
-    def drop(self, name: str, batch_keys: int = 10_000) -> None:
+    def drop(self, name: str, batch_keys: int = 10_000, actor: str | None = None) -> None:
         """Delete the index ``name`` and all its data (NotFound if there is none).
 
         The name is freed at once, in one transaction that also leaves a note of the prefix;
@@ -324,6 +339,7 @@ class Catalog:
         interrupted drop is finished by the next ``drop`` of any index.
         """
         check_name(name)
+        event = self.audit.event(actor or LOCAL_ACTOR, "DropIndex", name)
 
         def unlink(tr: Transaction) -> bytes:
             stored = tr.get(self._key(name))
@@ -332,6 +348,7 @@ class Catalog:
             prefix = index_pb2.CatalogEntry.FromString(stored).prefix
             tr.clear(self._key(name))
             tr.set(self._dropping_key(prefix), b"")
+            event.write(tr)
             return prefix
 
         self.db.run(unlink)
@@ -359,8 +376,14 @@ class Catalog:
             while not self.db.run(clear_batch):
                 pass
 
-    def set_maintenance(self, name: str, maintenance: index_pb2.MaintenancePolicy) -> None:
-        self._update(name, lambda tr, entry: entry.maintenance.CopyFrom(maintenance))
+    def set_maintenance(self, name: str, maintenance: index_pb2.MaintenancePolicy, actor: str | None = None) -> None:
+        event = self.audit.event(actor or LOCAL_ACTOR, "SetMaintenancePolicy", name)
+
+        def change(tr: Transaction, entry: index_pb2.CatalogEntry) -> None:
+            entry.maintenance.CopyFrom(maintenance)
+            event.write(tr, policy=_policy_text(maintenance))
+
+        self._update(name, change)
         kept = self._open.get(name)
         if kept is not None:
             kept[1].timebase = timebase_scale(maintenance)
@@ -380,21 +403,26 @@ class Catalog:
 
     # -- pauses and captured changes (dumps) -----------------------------------------------------
 
-    def set_writes_paused(self, name: str, until: int, reason: str = "") -> None:
+    def set_writes_paused(self, name: str, until: int, reason: str = "", actor: str | None = None) -> None:
         """Refuse the writes of index ``name`` until ``until`` (Unix seconds; -1: until resumed;
-        0: take them again), saying ``reason``."""
+        0: take them again), saying ``reason``.  Recorded when an ``actor`` asks (an operator's
+        pause; a dump's own pauses are part of its job)."""
+        event = None if actor is None else self.audit.event(actor, "SetWritesPaused", name)
 
         def change(tr: Transaction, entry: index_pb2.CatalogEntry) -> None:
             entry.writes_paused_until = until
             entry.pause_reason = reason if until else ""
+            if event is not None:
+                event.write(tr, paused=bool(until), reason=entry.pause_reason)
 
         self._update(name, change)
 
-    def start_capture(self, name: str, lease_seconds: float) -> bytes:
+    def start_capture(self, name: str, lease_seconds: float, actor: str | None = None) -> bytes:
         """Have every write of index ``name`` note the units it changes, for ``lease_seconds``
         unless renewed; returns the capture's id.  Captures whose lease ran out (their dump
-        died) are removed, with what they noted."""
+        died) are removed, with what they noted.  A dump an ``actor`` asked for is recorded."""
         capture = os.urandom(8)
+        event = None if actor is None else self.audit.event(actor, "Dump", name)
 
         def change(tr: Transaction, entry: index_pb2.CatalogEntry) -> None:
             now = time.time()
@@ -403,6 +431,8 @@ class Catalog:
                     entry.captures.remove(old)
                     tr.clear_range_startswith(changes_prefix(self.root, old.id))
             entry.captures.add(id=capture, until=int(now + lease_seconds))
+            if event is not None:
+                event.write(tr, phase="started")
 
         self._update(name, change)
         return capture
@@ -452,10 +482,18 @@ class Catalog:
         self.db.run(lambda tr: tr.set(self._restoring_key(prefix), until))
 
     def publish(
-        self, name: str, prefix: bytes, settings: IndexSettings, maintenance: index_pb2.MaintenancePolicy
+        self,
+        name: str,
+        prefix: bytes,
+        settings: IndexSettings,
+        maintenance: index_pb2.MaintenancePolicy,
+        actor: str | None = None,
+        source: str = "",
     ) -> LeaderboardIndex:
-        """Name the index restored at ``prefix`` (AlreadyExists if the name is taken meanwhile)."""
+        """Name the index restored at ``prefix`` (AlreadyExists if the name is taken meanwhile);
+        recorded as restored by ``actor`` from ``source`` (the dump's index)."""
         check_name(name)
+        event = self.audit.event(actor or LOCAL_ACTOR, "Restore", name)
 
         def publish(tr: Transaction) -> None:
             if tr.get(self._key(name)) is not None:
@@ -463,6 +501,7 @@ class Catalog:
             entry = index_pb2.CatalogEntry(prefix=prefix, options=settings.to_proto(), maintenance=maintenance)
             tr.set(self._key(name), entry.SerializeToString())
             tr.clear(self._restoring_key(prefix))
+            event.write(tr, source=source)
 
         self.db.run(publish)
         self._open.pop(name, None)
@@ -490,3 +529,57 @@ class Catalog:
                     tr.set(self._dropping_key(fdb.tuple.unpack(key[len(self.root) :])[1]), b"")
 
         self.db.run(expired)
+
+    # -- the audit trail ---------------------------------------------------------------------------
+
+    def audit_events(
+        self,
+        index: str | None = None,
+        action: str | None = None,
+        since_us: int | None = None,
+        until_us: int | None = None,
+        limit: int = 100,
+        continuation: bytes | None = None,
+        newest_first: bool = False,
+    ) -> tuple[list[AuditEvent], bytes | None]:
+        """A page of audit events (see ``AuditTrail.events``) and the next page's continuation."""
+        return self.db.read(
+            lambda tr: self.audit.events(tr, since_us, until_us, limit, continuation, index, action, newest_first)
+        )
+
+    def audit_retention(self) -> int:
+        """Seconds audit events are kept."""
+        return self.db.read(self.audit.retention)
+
+    def set_audit_retention(self, seconds: int, actor: str | None = None) -> int:
+        """Keep audit events ``seconds`` (0: the default); returns the retention now."""
+        event = self.audit.event(actor or LOCAL_ACTOR, "SetAuditRetention")
+
+        def change(tr: Transaction) -> int:
+            kept = self.audit.set_retention(tr, seconds)
+            event.write(tr, retention=kept)
+            return kept
+
+        return self.db.run(change)
+
+    def expire_audit_events(
+        self,
+        before_us: int | None = None,
+        max_events: int = MAX_EVENTS,
+        keep_going: Callable[[], bool] | None = None,
+        actor: str | None = None,
+    ) -> tuple[int, bool]:
+        """Clear audit events older than ``before_us`` (None: than the retention), ``max_events``
+        per transaction, until done or ``keep_going()`` says stop; returns (cleared, done).
+        Recorded as a job (``audit.JobEvents``); a run that clears nothing is not."""
+        if before_us is None:
+            before_us = int((time.time() - self.audit_retention()) * 1_000_000)
+        max_events = min(max_events, MAX_EVENTS)
+        job = JobEvents(self.audit, actor or LOCAL_ACTOR, "ExpireAuditEvents", "", before_us=before_us)
+        step = functools.partial(self.audit.expire_step, before_us=before_us, max_events=max_events)
+        return expire_in_batches(job, self.db.run, step, keep_going, "events_cleared")
+
+
+def _policy_text(policy: index_pb2.MaintenancePolicy) -> str:
+    """A policy as an event's detail: its fields as protobuf's text format, on one line."""
+    return text_format.MessageToString(policy, as_one_line=True) or "(none)"

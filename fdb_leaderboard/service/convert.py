@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
@@ -11,6 +12,7 @@ from ..errors import InvalidArgument
 from ..index import (
     CalendarPeriods,
     IndexSettings,
+    Leagues,
     RankMode,
     Rebuild,
     WindowRef,
@@ -69,7 +71,12 @@ def settings_from_proto(options: pb.IndexOptions, reference_layout: bool) -> Ind
         score_type=score_type,
         dense_ranks=options.dense_ranks,
         columns=tuple(pb.ColumnOrder.Name(direction) for direction in options.columns),
+        leagues=leagues_from_proto(options.leagues) if options.HasField("leagues") else None,
     )
+
+
+def leagues_from_proto(message: pb.Leagues) -> Leagues:
+    return Leagues(message.window_type, message.cohort_size, message.tiers, message.promote, message.demote)
 
 
 def settings_to_proto(settings: IndexSettings) -> pb.IndexOptions:
@@ -83,6 +90,7 @@ def settings_to_proto(settings: IndexSettings) -> pb.IndexOptions:
         score_type=pb.ScoreType.Value(settings.score_type),
         dense_ranks=settings.dense_ranks,
         columns=[pb.ColumnOrder.Value(direction) for direction in settings.columns],
+        leagues=pb.Leagues(**dataclasses.asdict(settings.leagues)) if settings.leagues is not None else None,
     )
 
 

@@ -63,8 +63,11 @@ class Stopped(Exception):
 class ServedDump:
     """The dump of a served index, catching up with its writes (see the module docstring)."""
 
-    def __init__(self, catalog: Catalog, request: pb.DumpRequest, keep_going: Callable[[], bool]) -> None:
+    def __init__(
+        self, catalog: Catalog, request: pb.DumpRequest, keep_going: Callable[[], bool], actor: str | None = None
+    ) -> None:
         self.catalog = catalog
+        self.actor = actor  # who asked for the dump: recorded with its capture's start
         self.name = check_name(request.index)
         self.request = request
         self.keep_going = keep_going
@@ -86,7 +89,7 @@ class ServedDump:
             source=catalog.db.url,
         )
         self.lease = MOVE_CAPTURE_LEASE if self.request.keep_paused else CAPTURE_LEASE
-        self.capture = catalog.start_capture(self.name, self.lease)
+        self.capture = catalog.start_capture(self.name, self.lease, self.actor)
         self._renewed = time.monotonic()
         finished = False
         try:
@@ -195,7 +198,11 @@ RESERVATION_LEASE = 600.0
 
 
 def restore_served(
-    catalog: Catalog, first: pb.RestoreRequest, rest: Iterator[pb.RestoreRequest], keep_going: Callable[[], bool]
+    catalog: Catalog,
+    first: pb.RestoreRequest,
+    rest: Iterator[pb.RestoreRequest],
+    keep_going: Callable[[], bool],
+    actor: str | None = None,
 ) -> Iterator[pb.RestoreProgress]:
     """Restore the dump whose parts come in ``first`` and ``rest`` as a new index of ``catalog``,
     yielding progress; the index is published (named) only at the end."""
@@ -236,7 +243,8 @@ def restore_served(
             renew()
             yield _progress(counts)
         settings = LeaderboardIndex.open(catalog.db, prefix).settings
-        catalog.publish(name, prefix, settings, convert.maintenance_from_proto(header.maintenance))
+        source = f"{header.index} ({counts.rows} rows)"
+        catalog.publish(name, prefix, settings, convert.maintenance_from_proto(header.maintenance), actor, source)
         yield _progress(counts, name)
     except BaseException:
         try:

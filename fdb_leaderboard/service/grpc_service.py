@@ -28,6 +28,7 @@ from .. import wire
 from ..access import ANONYMOUS
 from ..errors import FailedPrecondition, InvalidArgument, LeaderboardError, RuleRefusal, SubmissionLimited
 from ..index import CheckReport, IfAbsent, IndexSettings, LeaderboardIndex, Operations, RankMode, ScanType, plan_ahead
+from ..index.audit import MAX_EVENTS as MAX_AUDIT_EVENTS
 from ..index.idempotency import DEFAULT_EXPIRY_BATCH
 from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
@@ -175,7 +176,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             convert.calendar_periods(maintenance),
         )
         all_time = request.all_time if request.HasField("all_time") else True
-        _, added = self.catalog.create(request.name, settings, maintenance, all_time, windows)
+        _, added = self.catalog.create(request.name, settings, maintenance, all_time, windows, _actor(context))
         return pb.CreateIndexResponse(created=added is not None, added=[wire.window_to_proto(w) for w in added or ()])
 
     @_rpc
@@ -195,7 +196,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def DropIndex(self, request: pb.DropIndexRequest, context: grpc.ServicerContext) -> pb.DropIndexResponse:
-        self.catalog.drop(request.index)
+        self.catalog.drop(request.index, actor=_actor(context))
         self.window_events.forget_index(request.index)
         return pb.DropIndexResponse()
 
@@ -203,14 +204,16 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     def SetMaintenancePolicy(
         self, request: pb.SetMaintenancePolicyRequest, context: CallContext
     ) -> pb.SetMaintenancePolicyResponse:
-        self.catalog.set_maintenance(request.index, convert.maintenance_from_proto(request.maintenance))
+        self.catalog.set_maintenance(
+            request.index, convert.maintenance_from_proto(request.maintenance), _actor(context)
+        )
         return pb.SetMaintenancePolicyResponse()
 
     @_rpc
     def UpdateWindows(self, request: pb.UpdateWindowsRequest, context: CallContext) -> pb.UpdateWindowsResponse:
         index = self._index(request.index)
         update = convert.window_update_from_proto(request)
-        result = index.update_windows(update)
+        result = index.update_windows(update, _actor(context))
         self._fill_soon(result.filling or result.added)
         return pb.UpdateWindowsResponse(
             changed=result.changed,
@@ -252,7 +255,9 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     def SaveSubDirectory(
         self, request: pb.SaveSubDirectoryRequest, context: CallContext
     ) -> pb.SaveSubDirectoryResponse:
-        self._index(request.index).save_sub_directory(wire.items_to_tuple(request.group), request.high_score_first)
+        self._index(request.index).save_sub_directory(
+            wire.items_to_tuple(request.group), request.high_score_first, _actor(context)
+        )
         return pb.SaveSubDirectoryResponse()
 
     @_rpc
@@ -268,7 +273,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def Expire(self, request: pb.ExpireRequest, context: CallContext) -> pb.ExpireResponse:
-        gone = self._index(request.index).expire(request.before)
+        gone = self._index(request.index).expire(request.before, _actor(context))
         return pb.ExpireResponse(deleted=[wire.window_to_proto(w) for w in gone])
 
     @_rpc
@@ -278,7 +283,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         processed = ranked = 0
         batches = 0
         while True:
-            step = index.fill_step(max_records)
+            step = index.fill_step(max_records, actor=_actor(context))
             processed += step.records_processed
             ranked += step.entries_ranked
             batches += 1
@@ -295,7 +300,8 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def Trim(self, request: pb.TrimRequest, context: CallContext) -> pb.TrimResponse:
-        return pb.TrimResponse(entries_removed=self._index(request.index).trim(request.before))
+        removed = self._index(request.index).trim(request.before, actor=_actor(context))
+        return pb.TrimResponse(entries_removed=removed)
 
     @_rpc
     def KeepAhead(self, request: pb.KeepAheadRequest, context: CallContext) -> pb.KeepAheadResponse:
@@ -309,6 +315,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             policy.horizon,
             policy.certain_within,
             calendar=convert.calendar_periods(policy),
+            actor=_actor(context),
         )
         self._fill_soon(added)  # windows added over stored scores are left filling
         return pb.KeepAheadResponse(added=[wire.window_to_proto(w) for w in added])
@@ -370,10 +377,9 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             before = request.before
         else:
             before = int(time.time()) - convert.idempotency_retention(self.catalog.entry(request.index).maintenance)
-        expired, done = 0, False
-        while not done and context.is_active():
-            count, done = index.expire_idempotency_keys(before, request.max_keys or DEFAULT_EXPIRY_BATCH)
-            expired += count
+        expired, done = index.expire_idempotency_keys(
+            before, request.max_keys or DEFAULT_EXPIRY_BATCH, context.is_active, _actor(context)
+        )
         return pb.ExpireIdempotencyKeysResponse(expired=expired, done=done, kept=index.idempotency_keys())
 
     # -- dumps ------------------------------------------------------------------------------
@@ -387,22 +393,24 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "Dump takes exactly one request message")
         if request.catch_up_seconds < 0 or request.catch_up_seconds != request.catch_up_seconds:
             raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "catch_up_seconds must be a number of seconds, 0 or more")
-        return _streamed("Dump", dumps.ServedDump(self.catalog, request, context.is_active).parts())
+        return _streamed("Dump", dumps.ServedDump(self.catalog, request, context.is_active, _actor(context)).parts())
 
     def Restore(self, requests: Iterator[pb.RestoreRequest], context: CallContext) -> Iterator[pb.RestoreProgress]:
         """A new index from a dump's parts (``dumps.py``), named once complete; yields progress."""
         first = next(requests, None)
         if first is None:
             raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "Restore needs the dump's parts, its header first")
-        return _streamed("Restore", dumps.restore_served(self.catalog, first, requests, context.is_active))
+        return _streamed(
+            "Restore", dumps.restore_served(self.catalog, first, requests, context.is_active, _actor(context))
+        )
 
     @_rpc
     def SetWritesPaused(self, request: pb.SetWritesPausedRequest, context: CallContext) -> pb.SetWritesPausedResponse:
         if request.paused:
             reason = request.reason or "an operator paused them (fdb-leaderboard index pause)"
-            self.catalog.set_writes_paused(request.index, -1, reason[:200])
+            self.catalog.set_writes_paused(request.index, -1, reason[:200], _actor(context))
         else:
-            self.catalog.set_writes_paused(request.index, 0)
+            self.catalog.set_writes_paused(request.index, 0, actor=_actor(context))
         return pb.SetWritesPausedResponse()
 
     # -- writes ---------------------------------------------------------------------------
@@ -479,6 +487,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
                 progress,
                 defer_ranks=not first.rank_as_loaded,
                 idempotency_key=_key(first),
+                actor=_actor(context),
             )
         except ClientGone:  # the client went away mid-stream; what it sent before is saved
             log.info("BulkLoad of %r cancelled by the client after %d records", first.index, written)
@@ -549,6 +558,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
                         progress.put,
                         defer_ranks=not first.rank_as_loaded,
                         idempotency_key=_key(first),
+                        actor=_actor(context),
                     )
                     progress.put(None)
                 except BaseException as exc:  # handed to the generator, which answers with it
@@ -592,7 +602,9 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def RestoreRecord(self, request: pb.RestoreRecordRequest, context: CallContext) -> pb.HiddenChangeResponse:
-        changed = self._index(request.index).restore_record(wire.items_to_tuple(request.pk), _key(request))
+        changed = self._index(request.index).restore_record(
+            wire.items_to_tuple(request.pk), _key(request), _actor(context)
+        )
         return pb.HiddenChangeResponse(changed=changed)
 
     @_rpc
@@ -611,7 +623,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     @_rpc
     def SetScoreRules(self, request: pb.SetScoreRulesRequest, context: CallContext) -> pb.ScoreRulesResponse:
         rules = wire.rules_from_proto(request.rules)
-        kept = self._index(request.index).set_score_rules(rules)
+        kept = self._index(request.index).set_score_rules(rules, _actor(context))
         return pb.ScoreRulesResponse(rules=wire.rules_to_proto(kept))
 
     @_rpc
@@ -627,6 +639,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             request.continuation or None,
             keep_going=context.is_active,
             idempotency_key=_key(request),
+            actor=_actor(context),
         )
         return pb.DeleteRecordsResponse(
             done=done.done,
@@ -789,6 +802,35 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         return response
 
     @_rpc
+    def GetCohort(self, request: pb.CohortRequest, context: CallContext) -> pb.CohortResponse:
+        index = self._index(request.index)
+        leagues = index.settings.leagues
+        if leagues is not None and request.window.type not in (0, leagues.window_type):
+            raise InvalidArgument(
+                f"the index's leagues are on window type {leagues.window_type}, not {request.window.type}"
+            )
+        pk = wire.items_to_tuple(request.pk) if request.pk else None
+        found = index.cohort(
+            pk,
+            None if pk is not None else request.tier,
+            None if pk is not None else request.cohort,
+            convert.window_ref(request.window).timestamp,
+            convert.rank_mode(request.mode),
+            request.page,
+            request.size,
+            (request.above, request.below) if request.above or request.below else None,
+        )
+        if found is None:
+            return pb.CohortResponse()
+        response = pb.CohortResponse(
+            tier=found.tier, cohort=found.cohort, total=found.total, window=_window_read(found.window)
+        )
+        wire.add_ranked_entries(response.entries, found.entries)
+        if found.entry is not None:
+            wire.fill_ranked_entry(response.entry, found.entry)
+        return response
+
+    @_rpc
     def GetPercentile(self, request: pb.PercentileRequest, context: CallContext) -> pb.PercentileResponse:
         ref = convert.window_ref(request.window)
         found = self._index(request.index).percentile(
@@ -850,12 +892,56 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         kept = self._index(request.index).score_trim([wire.entry_to_python(entry) for entry in request.entries])
         return pb.ScoreTrimResponse(entries=[wire.entry_to_proto(entry) for entry in kept])
 
+    # -- the audit trail ------------------------------------------------------------------
+
+    @_rpc
+    def ListAuditEvents(self, request: pb.ListAuditEventsRequest, context: CallContext) -> pb.ListAuditEventsResponse:
+        if request.limit > MAX_AUDIT_EVENTS:
+            raise InvalidArgument(f"limit is at most {MAX_AUDIT_EVENTS} events per page, not {request.limit}")
+        found, following = self.catalog.audit_events(
+            request.index or None,
+            request.action or None,
+            request.since_us if request.HasField("since_us") else None,
+            request.until_us if request.HasField("until_us") else None,
+            request.limit or 100,
+            request.continuation or None,
+            request.newest_first,
+        )
+        return pb.ListAuditEventsResponse(
+            events=[wire.audit_event_to_proto(event) for event in found],
+            continuation=following or b"",
+            retention=self.catalog.audit_retention(),
+        )
+
+    @_rpc
+    def SetAuditRetention(
+        self, request: pb.SetAuditRetentionRequest, context: CallContext
+    ) -> pb.SetAuditRetentionResponse:
+        kept = self.catalog.set_audit_retention(request.retention, _actor(context))
+        return pb.SetAuditRetentionResponse(retention=kept)
+
+    @_rpc
+    def ExpireAuditEvents(
+        self, request: pb.ExpireAuditEventsRequest, context: CallContext
+    ) -> pb.ExpireAuditEventsResponse:
+        if request.max_events > MAX_AUDIT_EVENTS:
+            raise InvalidArgument(f"max_events is at most {MAX_AUDIT_EVENTS}, not {request.max_events}")
+        expired, done = self.catalog.expire_audit_events(
+            request.before_us if request.HasField("before_us") else None,
+            request.max_events or MAX_AUDIT_EVENTS,
+            context.is_active,
+            _actor(context),
+        )
+        return pb.ExpireAuditEventsResponse(expired=expired, done=done)
+
     # -- window-end events --------------------------------------------------------------------
 
     @_rpc
     def AddWebhook(self, request: pb.AddWebhookRequest, context: CallContext) -> pb.AddWebhookResponse:
         top = request.top if request.HasField("top") else DEFAULT_TOP
-        webhook = self.window_events.add_webhook(request.index, request.url, request.secret, request.window_types, top)
+        webhook = self.window_events.add_webhook(
+            request.index, request.url, request.secret, request.window_types, top, _actor(context)
+        )
         return pb.AddWebhookResponse(webhook=webhook)
 
     @_rpc
@@ -864,7 +950,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def DeleteWebhook(self, request: pb.DeleteWebhookRequest, context: CallContext) -> pb.DeleteWebhookResponse:
-        deleted, dropped = self.window_events.delete_webhook(request.index, request.id)
+        deleted, dropped = self.window_events.delete_webhook(request.index, request.id, _actor(context))
         return pb.DeleteWebhookResponse(deleted=deleted, events_dropped=dropped)
 
     @_rpc

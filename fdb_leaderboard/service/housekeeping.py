@@ -9,7 +9,10 @@ Each pass goes over every index of the catalog and, per the index's maintenance 
 - forgets writes' idempotency keys older than the policy's ``idempotency_retention``;
 - notices windows that ended (``window_events.py``): their events go to the store's log and
   outbox, and this process's webhook delivery is woken.  Whatever the interval, a pass also
-  runs as soon as the next window of any index ends, so an end is noticed within moments.
+  runs as soon as the next window of any index ends, so an end is noticed within moments;
+
+and, once per pass, clears the audit events older than the audit trail's retention.  What it
+changes is recorded in the audit trail as done by ``maintenance``.
 
 A pass runs when the server starts, every ``every`` seconds, and at once when a window update or
 an index creation leaves windows filling (:meth:`Housekeeping.wake`).  Every step is idempotent
@@ -25,6 +28,7 @@ import threading
 import time
 
 from ..errors import NotFound, Unavailable
+from ..index.audit import SYSTEM_ACTOR
 from ..proto import index_pb2
 from . import convert
 from .background import BackgroundLoop
@@ -88,6 +92,12 @@ class Housekeeping(BackgroundLoop):
                 continue
             except Exception:
                 log.exception("maintenance of index %r failed; the next pass retries", name)
+        if not self.stopping.is_set():
+            cleared, _ = self.catalog.expire_audit_events(
+                keep_going=lambda: not self.stopping.is_set(), actor=SYSTEM_ACTOR
+            )
+            if cleared:
+                done.append(f"audit trail: cleared {cleared} event(s) past its retention")
         for line in done:
             log.info("maintenance: %s", line)
         if self.metrics is not None:
@@ -106,6 +116,7 @@ class Housekeeping(BackgroundLoop):
                 policy.certain_within,
                 self._rng,
                 calendar=convert.calendar_periods(policy),
+                actor=SYSTEM_ACTOR,
             )
             if added:
                 done.append(f"added {len(added)} window(s)")
@@ -113,7 +124,7 @@ class Housekeeping(BackgroundLoop):
                     self.metrics.windows_added.labels(name).inc(len(added))
         records = ranked = 0
         while not self.stopping.is_set():
-            step = index.fill_step(respect_holds=True)
+            step = index.fill_step(respect_holds=True, actor=SYSTEM_ACTOR)
             records += step.records_processed
             ranked += step.entries_ranked
             if step.done:
@@ -124,17 +135,15 @@ class Housekeeping(BackgroundLoop):
                 self.metrics.fill_records.labels(name).inc(records)
                 self.metrics.fill_entries_ranked.labels(name).inc(ranked)
         if policy.retain:
-            gone = index.expire(now - policy.retain)
+            gone = index.expire(now - policy.retain, SYSTEM_ACTOR)
             if gone:
                 done.append(f"expired {len(gone)} window(s)")
                 if self.metrics is not None:
                     self.metrics.windows_expired.labels(name).inc(len(gone))
         before = int(clock) - convert.idempotency_retention(policy)
-        forgotten = 0
-        finished = False
-        while not finished and not self.stopping.is_set():
-            count, finished = index.expire_idempotency_keys(before)
-            forgotten += count
+        forgotten, _ = index.expire_idempotency_keys(
+            before, keep_going=lambda: not self.stopping.is_set(), actor=SYSTEM_ACTOR
+        )
         if forgotten:
             done.append(f"forgot {forgotten} idempotency key(s)")
             if self.metrics is not None:

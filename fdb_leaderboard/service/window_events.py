@@ -44,6 +44,7 @@ from .. import wire
 from ..errors import FailedPrecondition, InvalidArgument
 from ..index import LeaderboardIndex, Window
 from ..index.directory import ALL_TIME
+from ..index.leaderboard import LOCAL_ACTOR
 from ..proto import service_pb2 as pb
 from ..store.api import MAX_VALUE_SIZE, Transaction, strinc
 from .catalog import Catalog, check_name
@@ -133,10 +134,17 @@ class WindowEvents:
         self._events_index(index)
 
     def add_webhook(
-        self, index: str, url: str, secret: str = "", window_types: Sequence[int] = (), top: int = DEFAULT_TOP
+        self,
+        index: str,
+        url: str,
+        secret: str = "",
+        window_types: Sequence[int] = (),
+        top: int = DEFAULT_TOP,
+        actor: str | None = None,
     ) -> pb.Webhook:
         """Subscribe ``url`` to the window ends of ``index``; the answer carries the secret only
-        when none was given (made up here: the only time it is shown)."""
+        when none was given (made up here: the only time it is shown).  Recorded in the audit
+        trail as done by ``actor`` (never the secret)."""
         self._events_index(index)
         _check_url(url)
         made_up = not secret
@@ -148,12 +156,14 @@ class WindowEvents:
             raise InvalidArgument("window types are 1 or more: the all-time window never ends")
         webhook_id = "wh_" + secrets.token_hex(8)
         stored = {"url": url, "secret": secret, "types": types, "top": top, "created": int(time.time())}
+        event = self.catalog.audit.event(actor or LOCAL_ACTOR, "AddWebhook", index)
 
         def add(tr: Transaction) -> None:
             begin, end = self._range("webhooks", index)
             if len(tr.get_range(begin, end, MAX_WEBHOOKS)) >= MAX_WEBHOOKS:
                 raise FailedPrecondition(f"index {index!r} has {MAX_WEBHOOKS} webhooks, the most it may have")
             tr.set(self._key("webhooks", index, webhook_id), json.dumps(stored).encode())
+            event.write(tr, id=webhook_id, url=url, window_types=types, top=top)
 
         self.db.run(add)
         webhook = self._webhook(index, webhook_id, stored)
@@ -194,9 +204,11 @@ class WindowEvents:
 
         return self.db.read(read)
 
-    def delete_webhook(self, index: str, webhook_id: str) -> tuple[bool, int]:
-        """Unsubscribe the webhook, dropping its undelivered events; (deleted, events dropped)."""
+    def delete_webhook(self, index: str, webhook_id: str, actor: str | None = None) -> tuple[bool, int]:
+        """Unsubscribe the webhook, dropping its undelivered events; (deleted, events dropped).
+        Recorded in the audit trail when it deleted one."""
         self.catalog.get(check_name(index))
+        event = self.catalog.audit.event(actor or LOCAL_ACTOR, "DeleteWebhook", index)
 
         def delete(tr: Transaction) -> tuple[bool, int]:
             key = self._key("webhooks", index, webhook_id)
@@ -210,6 +222,7 @@ class WindowEvents:
                 if state["webhook"] == webhook_id and state["index"] == index:
                     self._clear_event(tr, fdb.tuple.unpack(row[len(self.root) :])[1])
                     dropped += 1
+            event.write(tr, id=webhook_id, events_dropped=dropped)
             return True, dropped
 
         return self.db.run(delete)
