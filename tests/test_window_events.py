@@ -210,6 +210,11 @@ def test_each_webhook_is_told_each_ended_window_once_signed_with_its_top(
             assert lb.delete_webhook("game", every.id) is True
             assert lb.delete_webhook("game", every.id) is False
             assert [w.id for w in lb.webhooks("game")] == [daily.id]
+            # Added and deleted webhooks are in the audit trail; their secrets are not.
+            trail = lb.audit_events("game")[0]
+            audited = [(e.action, e.details["id"]) for e in trail if "Webhook" in e.action]
+            assert audited == [("AddWebhook", daily.id), ("AddWebhook", every.id), ("DeleteWebhook", every.id)]
+            assert "a-secret-of-16-chars" not in str(trail) and every.secret not in str(trail)
     finally:
         server.stop(grace=1)
 
