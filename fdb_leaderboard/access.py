@@ -119,6 +119,10 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "ListAuditEvents": Role.ADMIN,  # who did what is for admins
     "SetAuditRetention": Role.ADMIN,
     "ExpireAuditEvents": Role.ADMIN,
+    "AddWebhook": Role.ADMIN,
+    "ListWebhooks": Role.ADMIN,  # URLs of other systems are for admins
+    "DeleteWebhook": Role.ADMIN,
+    "NoticeWindowEnds": Role.ADMIN,
     # write: one record (or a batch of them) at a time
     "AddScore": Role.WRITE,
     "AddEntries": Role.WRITE,
@@ -134,6 +138,7 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "GetRank": Role.READ,
     "GetRankAndEntry": Role.READ,
     "WatchRank": Role.READ,
+    "WatchWindowEnds": Role.READ,
     "AroundMe": Role.READ,
     "Top": Role.READ,
     "Count": Role.READ,

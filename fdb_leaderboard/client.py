@@ -79,6 +79,8 @@ from .index.values import check_timestamp
 from .proto import service_pb2 as pb
 from .proto import service_pb2_grpc as pb_grpc
 
+# A window that ended, as window-end events tell it (watch_window_ends).
+WindowEnd = wire.WindowEnd
 _MESSAGE_RECORDS = 500  # a BulkLoad message carries up to this many records
 _MESSAGE_BYTES = 1 << 20  # or about this many bytes (gRPC refuses messages over 4 MB)
 MODES = {"ORDINAL": pb.ORDINAL, "COMPETITION": pb.COMPETITION, "DENSE": pb.DENSE}
@@ -1158,6 +1160,43 @@ class _Ops:
         response = yield _Call("Scan", request)
         return _entries(response), response.continuation
 
+    # -- window-end events ---------------------------------------------------------------------
+
+    @staticmethod
+    def add_webhook(
+        index: str, url: str, secret: str = "", window_types: Sequence[int] = (), top: int | None = None
+    ) -> Op[pb.Webhook]:
+        """Subscribe ``url`` to the index's window ends (admin): each ended window of
+        ``window_types`` (all without any) is POSTed to it with its top ``top`` (default 10),
+        signed with ``secret`` (empty: the server makes one up and answers it, this once)."""
+        request = pb.AddWebhookRequest(index=index, url=url, secret=secret, window_types=list(window_types))
+        if top is not None:
+            request.top = _natural(top, "top")
+        return (yield _Call("AddWebhook", request)).webhook
+
+    @staticmethod
+    def webhooks(index: str) -> Op[list[pb.Webhook]]:
+        """The index's webhooks (admin), without their secrets, with their events pending."""
+        response = yield _Call("ListWebhooks", pb.ListWebhooksRequest(index=index), changes_nothing=True)
+        return list(response.webhooks)
+
+    @staticmethod
+    def delete_webhook(index: str, webhook_id: str) -> Op[bool]:
+        """Unsubscribe a webhook (admin), dropping its undelivered events; False: no such webhook."""
+        request = pb.DeleteWebhookRequest(index=index, id=webhook_id)
+        # Deleting again deletes nothing: sent again as reads are.
+        return (yield _Call("DeleteWebhook", request, changes_nothing=True)).deleted
+
+    @staticmethod
+    def notice_window_ends(index: str, now: int | None = None) -> Op[pb.NoticeWindowEndsResponse]:
+        """Notice the index's ended windows now (admin; the server's maintenance does it by
+        itself): ``now`` in the index's timebase, default the server's clock.  Each window is
+        noticed once, whoever asks; the answer names those this call noticed."""
+        request = pb.NoticeWindowEndsRequest(index=index)
+        if now is not None:
+            request.now = check_timestamp(now)
+        return (yield _Call("NoticeWindowEnds", request, changes_nothing=True))
+
 
 def _step(op: Op[_T], answer: Any) -> _Call | _Done[_T]:
     """Run ``op`` to its next call (or its end), given the answer to its last one.
@@ -1505,6 +1544,10 @@ class LeaderboardClient:
     movement = _blocking(_Ops.movement)
     rank_history = _blocking(_Ops.rank_history)
     scan = _blocking(_Ops.scan)
+    add_webhook = _blocking(_Ops.add_webhook)
+    webhooks = _blocking(_Ops.webhooks)
+    delete_webhook = _blocking(_Ops.delete_webhook)
+    notice_window_ends = _blocking(_Ops.notice_window_ends)
 
     def all_groups(self, index: str, window_type: int = 0, timestamp: int | None = None) -> Iterator[tuple]:
         """Every group holding a value in the window, following continuations page by page."""
@@ -1541,6 +1584,15 @@ class LeaderboardClient:
         return RankWatch(
             self.stub.WatchRank(_rank_request(index, pk, window_type, timestamp, group, mode), timeout=timeout)
         )
+
+    def watch_window_ends(
+        self, index: str, after: int | None = None, top: int | None = None, timeout: float | None = None
+    ) -> WindowEndWatch:
+        """The index's ended windows (:class:`~fdb_leaderboard.wire.WindowEnd`) as they are noticed,
+        from now on, or those after cursor ``after`` first (an event's ``cursor``: where to resume
+        after a reconnect), each with its top ``top`` (default 10), until the watch is closed
+        (from any thread) or ``timeout`` seconds pass (None: no end)."""
+        return WindowEndWatch(self.stub.WatchWindowEnds(_window_ends_request(index, after, top), timeout=timeout))
 
     def bulk_load(
         self,
@@ -1714,6 +1766,31 @@ class RankWatch:
         self.close()
 
 
+class WindowEndWatch(RankWatch):
+    """Window-end events (:meth:`LeaderboardClient.watch_window_ends`): iterate it for them;
+    ``close`` ends the watch quietly."""
+
+    def __iter__(self) -> Iterator[wire.WindowEnd]:  # type: ignore[override]
+        try:
+            for response in self._call:
+                yield wire.window_end_from_proto(response)
+        except grpc.RpcError as exc:
+            if not self._closed:
+                raise error_from_rpc(exc) from None
+
+    def __enter__(self) -> WindowEndWatch:
+        return self
+
+
+def _window_ends_request(index: str, after: int | None, top: int | None) -> pb.WatchWindowEndsRequest:
+    request = pb.WatchWindowEndsRequest(index=index)
+    if after is not None:
+        request.after = _natural(after, "after")
+    if top is not None:
+        request.top = _natural(top, "top")
+    return request
+
+
 # -- the asyncio client -------------------------------------------------------------------------------
 
 
@@ -1824,6 +1901,10 @@ class AsyncLeaderboardClient:
     movement = _awaiting(_Ops.movement)
     rank_history = _awaiting(_Ops.rank_history)
     scan = _awaiting(_Ops.scan)
+    add_webhook = _awaiting(_Ops.add_webhook)
+    webhooks = _awaiting(_Ops.webhooks)
+    delete_webhook = _awaiting(_Ops.delete_webhook)
+    notice_window_ends = _awaiting(_Ops.notice_window_ends)
 
     async def all_groups(self, index: str, window_type: int = 0, timestamp: int | None = None) -> AsyncIterator[tuple]:
         """Every group holding a value in the window, following continuations page by page (``async for``)."""
@@ -1863,6 +1944,21 @@ class AsyncLeaderboardClient:
         try:
             async for response in call:
                 yield wire.optional_entry(response, "entry")
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from None
+        finally:
+            call.cancel()
+
+    async def watch_window_ends(
+        self, index: str, after: int | None = None, top: int | None = None, timeout: float | None = None
+    ) -> AsyncIterator[wire.WindowEnd]:
+        """As :meth:`LeaderboardClient.watch_window_ends`, an asynchronous iterator."""
+        call = self.stub.WatchWindowEnds(
+            _window_ends_request(index, after, top), timeout=timeout, metadata=self._metadata
+        )
+        try:
+            async for response in call:
+                yield wire.window_end_from_proto(response)
         except grpc.RpcError as exc:
             raise error_from_rpc(exc) from None
         finally:

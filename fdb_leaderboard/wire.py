@@ -6,8 +6,14 @@ Shared by the service and the client; the client needs nothing else of the serve
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import base64
+import dataclasses
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
 
 from .errors import InvalidArgument
 from .index import AuditEvent, Entry, HiddenRecord, RankedEntry, ScoreRules, Window
@@ -211,3 +217,143 @@ def rules_from_proto(message: pb.ScoreRules) -> ScoreRules:
         message.max_per_window,
         message.max_per_minute,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class WindowEnd:
+    """A window that ended, as a window-end event tells it: its record count and top when noticed."""
+
+    id: str
+    index: str
+    window: Window
+    count: int
+    entries: list[RankedEntry]
+    noticed_at: int  # Unix seconds
+    cursor: int  # its place in the index's event log: a stream resumes after it
+
+
+def window_end_from_proto(message: pb.WindowEndEvent) -> WindowEnd:
+    return WindowEnd(
+        message.id,
+        message.index,
+        window_from_proto(message.window),
+        message.count,
+        [ranked_entry_from_proto(entry) for entry in message.entries],
+        message.noticed_at,
+        message.cursor,
+    )
+
+
+# -- plain JSON: the API's one shape (see http/plain.py), also the body of a window-end event's
+# webhook POST (built by the service) -------------------------------------------------------------
+
+# Integers beyond this are sent as strings of digits: JavaScript's numbers hold no more exactly.
+JSON_SAFE_INTEGER = 2**53 - 1
+
+
+def plain_item(value: object) -> Any:
+    if isinstance(value, bytes):
+        return {"base64": base64.b64encode(value).decode()}
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JSON_SAFE_INTEGER:
+        return str(value)
+    return value
+
+
+def plain_score(score: int | float | tuple) -> Any:
+    """A score as JSON: a number, or an array of numbers for a multi-column score."""
+    return [plain_item(value) for value in score] if isinstance(score, tuple) else plain_item(score)
+
+
+def plain_window(message: pb.Window) -> dict[str, Any]:
+    """A window as listings name it: its type, start and end (in the index's timebase)."""
+    return {"type": message.type, "start": plain_item(message.start), "end": plain_item(message.end)}
+
+
+def plain_entry(message: pb.RankedEntry) -> dict[str, Any]:
+    entry: RankedEntry = ranked_entry_from_proto(message)
+    answer = {
+        "rank": entry.rank,
+        "pk": [plain_item(v) for v in entry.pk],
+        "score": plain_score(entry.score),
+        "timestamp": plain_item(entry.timestamp),
+        "context": [plain_item(v) for v in entry.context],
+        "group": [plain_item(v) for v in entry.group],
+        "metadata": dict(entry.metadata or {}),
+    }
+    if entry.rank is None:  # not computed (a scan by value), as the RPC leaves it out
+        del answer["rank"]
+    return answer
+
+
+def plain_score_message(message: pb.Score) -> Any:
+    kind = message.WhichOneof("kind")
+    if kind == "columns":
+        return [plain_item(value) for value in message.columns.values]
+    return plain_item(message.double if kind == "double" else message.int)
+
+
+def plain_item_message(message: pb.Item) -> Any:
+    return plain_item(items_to_tuple([message])[0])
+
+
+# The messages with a shape of their own; a window is {type, start, end} where a listing names
+# the window it read, and every field (its key, fill progress...) in the RPCs' answers.
+PLAIN_SHAPES: dict[str, Callable[[Any], Any]] = {
+    pb.RankedEntry.DESCRIPTOR.full_name: plain_entry,
+    pb.Window.DESCRIPTOR.full_name: plain_window,
+    pb.Score.DESCRIPTOR.full_name: plain_score_message,
+    pb.Item.DESCRIPTOR.full_name: plain_item_message,
+}
+RPC_SHAPES = {name: shape for name, shape in PLAIN_SHAPES.items() if name != pb.Window.DESCRIPTOR.full_name}
+
+
+def plain_message(message: Message, shapes: Mapping[str, Callable[[Any], Any]] = PLAIN_SHAPES) -> dict[str, Any]:
+    """A message in the one JSON shape: its fields as protobuf's JSON mapping prints them (every
+    field without presence, so zeros show; enums by name; bytes in base64), but the messages
+    ``shapes`` names (entries, windows, scores, key items) as listings show them."""
+    answer: dict[str, Any] = {}
+    for field in message.DESCRIPTOR.fields:
+        name = field.name
+        value = getattr(message, name)
+        kind = field.message_type
+        if kind is not None:
+            if kind.GetOptions().map_entry:
+                value_field = kind.fields_by_name["value"]
+                answer[name] = {str(k): _plain_value(value_field, v, shapes) for k, v in value.items()}
+            elif field.is_repeated:
+                answer[name] = [_plain_value(field, v, shapes) for v in value]
+            elif message.HasField(name):
+                answer[name] = _plain_value(field, value, shapes)
+        elif field.is_repeated:
+            answer[name] = [_plain_scalar(field, v) for v in value]
+        elif not field.has_presence or message.HasField(name):
+            answer[name] = _plain_scalar(field, value)
+    return answer
+
+
+def rpc_json(message: Message) -> dict[str, Any]:
+    """An RPC's answer in the one shape, its windows with every field (fill progress, key)."""
+    return plain_message(message, RPC_SHAPES)
+
+
+def _plain_value(field: FieldDescriptor, value: Any, shapes: Mapping[str, Callable[[Any], Any]]) -> Any:
+    kind = field.message_type
+    if kind is None:
+        return _plain_scalar(field, value)
+    shape = shapes.get(kind.full_name)
+    return shape(value) if shape is not None else plain_message(value, shapes)
+
+
+def _plain_scalar(field: FieldDescriptor, value: Any) -> Any:
+    """A scalar field's value as protobuf's JSON mapping prints it."""
+    kind = field.type
+    if kind == FieldDescriptor.TYPE_ENUM:
+        known = field.enum_type.values_by_number.get(value)
+        return known.name if known is not None else value
+    if kind == FieldDescriptor.TYPE_BYTES:
+        return base64.b64encode(value).decode()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JSON_SAFE_INTEGER:
+        return str(value)
+    return value

@@ -39,7 +39,8 @@ def public_methods(cls: type) -> dict[str, inspect.Signature]:
 # -- one set of methods -------------------------------------------------------------------------------
 
 
-STREAMS = ("scan_all", "all_groups", "bulk_load", "dump", "restore", "move", "watch_rank")  # not shared operations
+# The clients' own, not shared operations.
+STREAMS = ("scan_all", "all_groups", "bulk_load", "dump", "restore", "move", "watch_rank", "watch_window_ends")
 
 
 def test_both_clients_have_the_same_methods_with_the_same_arguments() -> None:
@@ -57,7 +58,7 @@ def test_both_clients_have_the_same_methods_with_the_same_arguments() -> None:
             assert inspect.iscoroutinefunction(method), name
         if name not in ("close", *STREAMS):  # each written once: the operation's
             assert getattr(LeaderboardClient, name).__doc__ == method.__doc__, name
-    for name in ("scan_all", "all_groups", "dump", "restore", "watch_rank"):
+    for name in ("scan_all", "all_groups", "dump", "restore", "watch_rank", "watch_window_ends"):
         assert inspect.isasyncgenfunction(getattr(AsyncLeaderboardClient, name)), name
     top = inspect.signature(LeaderboardClient.top)
     assert list(top.parameters)[:3] == ["self", "index", "n"] and top.return_annotation == "list[RankedEntry]"

@@ -27,7 +27,7 @@ from fdb_leaderboard.errors import InvalidArgument
 from fdb_leaderboard.index import Entry, IfAbsent, IndexSettings, LeaderboardIndex, RankMode, ScanType
 from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.proto import service_pb2 as pb
-from fdb_leaderboard.service import Server
+from fdb_leaderboard.service import Server, ServerSettings
 from fdb_leaderboard.store import Database, StoreError, TransactionTooLarge, open_database, parse_url
 
 PREFIX = b"\x15\x20"
@@ -219,7 +219,11 @@ def test_keys_over_the_index_bound_are_refused(db: Database) -> None:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
-    running = Server(f"lmdb:{tmp_path / 's'}?durable=false&transaction_seconds=0", "127.0.0.1:0").start()
+    # Its own maintenance off: what the store holds changes only through the test's calls (a pass
+    # noticing the ended windows would write their window-end events between two snapshots).
+    settings = ServerSettings(maintain_every=0)
+    running = Server(f"lmdb:{tmp_path / 's'}?durable=false&transaction_seconds=0", "127.0.0.1:0", settings=settings)
+    running.start()
     yield running
     running.stop(grace=1)
 

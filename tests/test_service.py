@@ -1087,8 +1087,8 @@ def _call(lb: LeaderboardClient, method: str, request: Any) -> Any:
         request = iter([request])
     if method in ("Load", "Dump"):  # and streamed answers
         return list(getattr(lb.stub, method)(request, timeout=20))
-    if method == "WatchRank":  # a stream of answers, the first of which may be the error
-        return next(lb.stub.WatchRank(request, timeout=20))
+    if method in ("WatchRank", "WatchWindowEnds"):  # a stream of answers, the first of which may be the error
+        return next(getattr(lb.stub, method)(request, timeout=20))
     return getattr(lb.stub, method)(request, timeout=20)
 
 
@@ -1160,6 +1160,11 @@ def test_not_found_changes_nothing(populated) -> None:
         ("SetWritesPaused", pb.SetWritesPausedRequest(index="nope", paused=True)),
         ("GetCohort", pb.CohortRequest(index="nope", pk=[S])),
         ("ListGroups", pb.ListGroupsRequest(index="nope")),
+        ("AddWebhook", pb.AddWebhookRequest(index="nope", url="https://example.com/hook")),
+        ("ListWebhooks", pb.ListWebhooksRequest(index="nope")),
+        ("DeleteWebhook", pb.DeleteWebhookRequest(index="nope", id="wh_1")),
+        ("NoticeWindowEnds", pb.NoticeWindowEndsRequest(index="nope")),
+        ("WatchWindowEnds", pb.WatchWindowEndsRequest(index="nope")),
     ]
     # All but CreateIndex, ListIndexes and Restore (which creates the index it names), and the
     # audit trail's three (the store's: a dropped index's events are listed by its name).

@@ -130,6 +130,32 @@ def test_a_watched_rank_follows_the_board(watched) -> None:
         updates.close()
 
 
+def test_watches_of_one_record_share_one_read(server_place) -> None:
+    """Five gRPC watches of bob's rank (the same request) are served by one read a second: one
+    shared read on the server, each watch told each change, the read gone with the last watch."""
+    server = server_place.start(ServerSettings(maintain_every=0))
+    try:
+        with LeaderboardClient(server.address, timeout=20) as client:
+            client.create_index("arena")
+            client.add_score("arena", "bob", 10, 1)
+            watches = [Updates(client.watch_rank("arena", "bob")) for _ in range(5)]
+            other = Updates(client.watch_rank("arena", "ann"))
+            try:
+                assert [listed(w.next()[1]).rank for w in watches] == [0] * 5
+                assert other.next()[1] is None
+                shared = server.dispatcher.shared_reads
+                assert sorted(read.watchers for read in shared.values()) == [1, 5]  # bob's five, ann's one
+                client.add_score("arena", "ann", 20, 2)
+                assert [listed(w.next()[1]).rank for w in watches] == [1] * 5
+                assert listed(other.next()[1]).rank == 0
+            finally:
+                for watch in [*watches, other]:
+                    watch.close()
+            wait_for(lambda: not server.dispatcher.shared_reads, "the shared reads to end with their watches")
+    finally:
+        server.stop(grace=1)
+
+
 def test_watchers_are_bounded_counted_and_served_as_events(watched) -> None:
     _, client, web = watched
     client.create_index("arena")

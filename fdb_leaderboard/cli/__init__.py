@@ -12,6 +12,7 @@
 | ``loading.py`` | ``load``: records files streamed to the server |
 | ``export.py`` | ``export``: a window's standings as NDJSON or CSV, page by page, resumable |
 | ``dumps.py`` | ``dump`` to a file, ``restore`` one, ``move`` between servers, ``compare``, pause writes |
+| ``window_ends.py`` | ``webhook add/list/delete`` (window ends POSTed, signed) and ``window-ends`` (follow them) |
 | ``maintenance.py`` | the maintenance pass, ``maintain`` (retrying when the server restarts) and ``policy`` |
 | ``demo.py`` | a server on a temporary store with simulated games |
 | ``spec_file.py`` | window-update files (YAML/JSON) into window updates and maintenance policies |

@@ -23,7 +23,7 @@ from ..errors import InvalidArgument
 from ..index import Leagues
 from ..proto import service_pb2 as pb
 from ..service.settings import DEFAULT_MAX_PAGE
-from . import audit, dumps, fair_play, players
+from . import audit, dumps, fair_play, players, window_ends
 from .common import (
     DEFAULT_SERVER,
     DURATION,
@@ -134,6 +134,32 @@ def main(
 @click.option(
     "--max-rank-watchers", default=1000, show_default=True, help="Ranks watched at once (watch, WatchRank, events)."
 )
+@click.option(
+    "--max-window-end-streams",
+    default=1000,
+    show_default=True,
+    help="Window-end event streams open at once (window-ends, WatchWindowEnds, events).",
+)
+@click.option(
+    "--webhooks/--no-webhooks",
+    default=True,
+    show_default=True,
+    help="Deliver window-end events to their webhooks from this server (several servers share the work).",
+)
+@click.option(
+    "--webhook-timeout",
+    default="10s",
+    show_default=True,
+    type=DURATION,
+    help="How long a webhook has to answer a POST (a dead server's events are taken over after twice that).",
+)
+@click.option(
+    "--webhook-first-retry",
+    default="1s",
+    show_default=True,
+    type=DURATION,
+    help="Wait before an event's second try; each later wait doubles, up to 10 minutes, for 3 days.",
+)
 @click.option("--receive-timeout", default=10.0, show_default=True, help="Seconds a request may take to arrive.")
 @click.option("--deadline", default=60.0, show_default=True, help="Seconds of server work for a call without one.")
 @click.option(
@@ -208,6 +234,10 @@ def serve(
     max_page: int,
     max_calls: int,
     max_rank_watchers: int,
+    max_window_end_streams: int,
+    webhooks: bool,
+    webhook_timeout: float,
+    webhook_first_retry: float,
     receive_timeout: float,
     deadline: float,
     read_processes: int,
@@ -242,6 +272,10 @@ def serve(
             max_page=max_page,
             max_concurrent_calls=max_calls,
             max_rank_watchers=max_rank_watchers,
+            max_window_end_streams=max_window_end_streams,
+            webhooks=webhooks,
+            webhook_timeout=webhook_timeout,
+            webhook_first_retry=webhook_first_retry,
             receive_timeout=receive_timeout,
             default_deadline=deadline,
             read_processes=read_processes,
@@ -719,6 +753,8 @@ for command in (
     *players.COMMANDS,
     *fair_play.COMMANDS,
     *audit.COMMANDS,
+    window_ends.webhook,
+    window_ends.window_ends,
 ):
     main.add_command(command)
 for command in dumps.COMMANDS:

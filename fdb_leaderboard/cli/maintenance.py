@@ -36,7 +36,8 @@ def _has_policy(policy: pb.MaintenancePolicy) -> bool:
 
 def maintenance_pass(client: LeaderboardClient, clock: float) -> list[str]:
     """One pass over every index: keep ahead and expire per its policy, finish any window still
-    filling (whatever the policy) and forget idempotency keys past their retention.  Safe to run
+    filling (whatever the policy), notice windows that ended (their window-end events) and
+    forget idempotency keys past their retention.  Safe to run
     anywhere, and beside the server's own background maintenance.
 
     ``clock`` is the time in seconds; each index's policy says its timebase.  Audit events past
@@ -68,6 +69,13 @@ def maintenance_pass(client: LeaderboardClient, clock: float) -> list[str]:
                 gone = client.expire(info.name, now - policy.retain)
                 if gone:
                     report.append(f"{info.name}: expired {plural(len(gone), 'window')}")
+            if not info.options.group_size:  # grouped indexes have no window-end events
+                noticed = client.notice_window_ends(info.name, now)
+                if noticed.windows:
+                    report.append(
+                        f"{info.name}: noticed {plural(len(noticed.windows), 'ended window')}, "
+                        f"{plural(noticed.events, 'webhook event')}"
+                    )
             forgotten = client.expire_idempotency_keys(info.name)
             if forgotten:
                 report.append(f"{info.name}: forgot {plural(forgotten, 'idempotency key')} past their retention")

@@ -42,13 +42,14 @@ from ..service.calls import Dispatcher
 from ..service.grpc_service import ClientGone
 from ..service.metrics import Metrics
 from ..service.status import Answer
+from ..wire import rpc_json
 from . import openapi
 from .deadlines import Deadlines
-from .events import EventBoards
+from .events import EventBoards, window_end_stream
 from .guard import CLOSE, DoorGuard, has_body
 from .limits import HttpLimits
-from .plain import parse_request, rpc_json
-from .rest import ROUTES, RestRoute
+from .plain import parse_request
+from .rest import ROUTES, RestRoute, parse_uint
 from .transcode import (
     INPUT_ERRORS,
     UNEXPECTED,
@@ -304,6 +305,8 @@ class HttpApi:
                     body = await self._parsed(await self._body(request), _json_body)
                 if route.events:
                     return await self._events(request, route, values)
+                if route.window_ends:
+                    return await self._window_end_events(request, route, values)
                 status, answer = await self._answer(request, route, values, body)
                 return JSONResponse(answer, status_code=status)
             except CallFailed as exc:
@@ -355,6 +358,36 @@ class HttpApi:
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache"},
             background=BackgroundTask(close_both),
+        )
+
+    async def _window_end_events(self, request: Request, route: RestRoute, values: dict[str, Any]) -> Response:
+        """Server-Sent Events of an index's window ends, read from the store's log once a second
+        (``events.window_end_stream``); a first failure is the HTTP answer."""
+        message = await self._in_thread(_built, route, values, None, self.transcoder, request.headers)
+        last = request.headers.get("last-event-id", "").strip()
+        if last and not message.HasField("after"):
+            message.after = parse_uint(last, "Last-Event-ID", 2**63 - 1)
+        slot = contextlib.ExitStack()
+        try:
+            slot.enter_context(self.events.stream_slot())
+            slot.enter_context(self.transcoder.dispatcher.window_end_streams.slot())
+            after = await self._in_thread(self.transcoder.call_handler, "window_ends_start", message, request.headers)
+        except Answer as answer:
+            slot.close()
+            raise CallFailed(answer.code, str(answer)) from None
+        except BaseException:
+            slot.close()
+            raise
+
+        async def following(after: int) -> list[Any]:
+            message.after = after
+            return await self._in_thread(self.transcoder.call_handler, "window_ends_after", message, request.headers)
+
+        return StreamingResponse(
+            _holding(slot, window_end_stream(after, following, self.transcoder.stopping)),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache"},
+            background=BackgroundTask(slot.close),
         )
 
     # -- the page, the document, the metrics ----------------------------------------------------------

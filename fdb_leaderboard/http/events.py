@@ -9,19 +9,26 @@ streams are open at once.
 
 A stream sends a comment line after 15 quiet seconds (so proxies keep it open) and ends after
 10 minutes (browsers reconnect by themselves) or when the server stops.
+
+Window-end events are not a board (each stream has its own cursor in the index's event log):
+:func:`window_end_stream` reads the log after the stream's cursor once a second and sends each
+event with its cursor as the event's ``id``, so a browser reconnecting sends it back as
+``Last-Event-ID`` and resumes after it.  They count among the ``max_streams`` too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterator
 from typing import Any
 
 import grpc
 
+from ..wire import plain_message
 from .transcode import UNEXPECTED, CallFailed, dumps
 
 log = logging.getLogger("fdb_leaderboard.http")
@@ -30,6 +37,7 @@ Compute = Callable[[], Awaitable[tuple[int, Any]]]
 KEEP_ALIVE_SECONDS = 15.0
 STREAM_SECONDS = 600.0
 STOP_CHECK_SECONDS = 0.5  # how soon a board's task sees the server stopping
+WINDOW_END_SECONDS = 1.0  # how often a window-end stream reads the event log
 
 
 def _event(answer: tuple[int, Any]) -> bytes:
@@ -168,6 +176,44 @@ class EventBoards:
             close()
         return first, board.stream(close), close
 
+    @contextlib.contextmanager
+    def stream_slot(self) -> Iterator[None]:
+        """One of the ``max_streams``, held by a stream that is not a board's (window ends)."""
+        if self.streams >= self.max_streams:
+            raise CallFailed(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{self.max_streams} event streams are open on this server: try again later",
+            )
+        self.streams += 1
+        try:
+            yield
+        finally:
+            self.streams -= 1
+
     def _ended(self, key: Hashable, board: Board) -> None:
         if self.boards.get(key) is board:
             del self.boards[key]
+
+
+async def window_end_stream(
+    after: int, following: Callable[[int], Awaitable[list[Any]]], stopping: threading.Event
+) -> AsyncIterator[bytes]:
+    """Window-end events after cursor ``after`` (``following(cursor)`` reads the next ones), each
+    with its cursor as its ``id``; a comment after 15 quiet seconds; STREAM_SECONDS at most."""
+    started = quiet_since = time.monotonic()
+    while not stopping.is_set() and time.monotonic() - started < STREAM_SECONDS:
+        try:
+            found = await following(after)
+        except CallFailed as exc:
+            yield _event((exc.http_status, exc.body()))
+            return
+        for event in found:
+            after = event.cursor
+            yield f"id: {after}\n".encode() + _event((200, plain_message(event)))
+            quiet_since = time.monotonic()
+        if found:
+            continue
+        if time.monotonic() - quiet_since >= KEEP_ALIVE_SECONDS:
+            yield b": quiet\n\n"
+            quiet_since = time.monotonic()
+        await asyncio.sleep(WINDOW_END_SECONDS)

@@ -37,7 +37,8 @@ from google.protobuf.message import Message
 from .. import wire
 from ..errors import InvalidArgument
 from ..proto import service_pb2 as pb
-from .plain import bad, plain_entry, plain_message, plain_window, python_item, rpc_json
+from ..wire import plain_entry, plain_message, plain_window, rpc_json
+from .plain import bad, python_item
 from .transcode import CallFailed, Transcoder, message_from_dict
 
 
@@ -328,6 +329,19 @@ NEWEST_FIRST = Param(
 )
 
 
+WEBHOOK_ID = Param("id", "path", "The webhook's id (as AddWebhook answered it).", {"type": "string"}, parse_text, True)
+AFTER = Param(
+    "after",
+    "query",
+    "Send the events after this cursor first (an event's `id:`; the Last-Event-ID header says the same). "
+    "Default: only events noticed from now on.",
+    {"type": "integer", "minimum": 0},
+    lambda text, name: parse_uint(text, name, 2**63 - 1),
+)
+EVENT_TOP = Param(
+    "top", "query", "Entries of each window's top sent (default 10, at most 100).", INT32_SCHEMA, parse_uint
+)
+
 # -- routes ---------------------------------------------------------------------------------------------
 
 SCORE_SCHEMA = {
@@ -378,6 +392,20 @@ ENTRIES_SCHEMA = {
         "window": WINDOW_SCHEMA,
     },
     "required": ["entries"],
+}
+WINDOW_END_SCHEMA = {
+    "type": "object",
+    "description": "a window that ended, as noticed: also the body of a webhook's POST",
+    "properties": {
+        "id": {"type": "string", "description": "stable: a delivery sent again carries the same id"},
+        "index": {"type": "string"},
+        "window": WINDOW_SCHEMA,
+        "count": {"type": ["integer", "string"], "description": "records with a value in the window"},
+        "entries": {"type": "array", "items": {"$ref": "#/components/schemas/PlainEntry"}},
+        "noticed_at": {"type": ["integer", "string"], "description": "Unix seconds"},
+        "cursor": {"type": ["integer", "string"], "description": "its place in the index's event log"},
+    },
+    "required": ["id", "index", "window", "count", "entries", "noticed_at", "cursor"],
 }
 METADATA_BODY_SCHEMA = {
     "type": "object",
@@ -455,6 +483,7 @@ class RestRoute:
     body_schema: dict[str, Any] | None = None
     body_example: dict[str, Any] | None = None
     events: bool = False  # a Server-Sent Events stream of the answer, sent when it changes
+    window_ends: bool = False  # Server-Sent Events of an index's window ends, from the store's log
     watches_rank: bool = False  # events of one record's rank: they take a rank watcher's slot
     # The answer from the response and the route's parameters (a filter or a page of the response).
     answer_values: Callable[[Message, dict[str, Any]], tuple[int, Any]] | None = None
@@ -962,6 +991,55 @@ def answer_as_json(response: Message) -> tuple[int, Any]:
     return 200, rpc_json(response)
 
 
+WEBHOOK_BODY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "url": {"type": "string", "description": "where each ended window is POSTed (http:// or https://)"},
+        "secret": {
+            "type": "string",
+            "description": "the HMAC-SHA256 key of the signature header, 16-256 characters "
+            "(absent: the server makes one up and answers it, this once)",
+        },
+        "window_types": {"type": "array", "items": {"type": "integer"}, "description": "absent: every type"},
+        "top": {"type": "integer", "description": "entries of the window's top sent (default 10, at most 100)"},
+    },
+    "required": ["url"],
+    "additionalProperties": False,
+}
+
+
+def build_add_webhook(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    if not isinstance(body, dict):
+        raise bad('the body must be a JSON object like {"url": "https://example.com/hook"}')
+    unknown = sorted(set(body) - set(WEBHOOK_BODY_SCHEMA["properties"]))
+    if unknown:
+        raise bad(f"unknown field {unknown[0]!r}: a webhook has {', '.join(WEBHOOK_BODY_SCHEMA['properties'])}")
+    request = message_from_dict(body, pb.AddWebhookRequest, "the webhook")
+    request.index = values["index"]
+    return request
+
+
+def build_list_webhooks(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    return pb.ListWebhooksRequest(index=values["index"])
+
+
+def build_delete_webhook(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    return pb.DeleteWebhookRequest(index=values["index"], id=values["id"])
+
+
+def build_window_ends(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
+    request = pb.WatchWindowEndsRequest(index=values["index"])
+    if "after" in values:
+        request.after = values["after"]
+    if "top" in values:
+        request.top = values["top"]
+    return request
+
+
 ROUTES: tuple[RestRoute, ...] = (
     RestRoute(
         "/v1/indexes",
@@ -1409,5 +1487,50 @@ ROUTES: tuple[RestRoute, ...] = (
         {"$ref": "#/components/schemas/SetAuditRetentionResponse"},
         body_schema=RETENTION_BODY_SCHEMA,
         body_example={"retention": 7776000},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/webhooks",
+        "GET",
+        "ListWebhooks",
+        "The index's webhooks (never their secrets), with their events waiting and the latest failure.",
+        (INDEX,),
+        build_list_webhooks,
+        answer_plain,
+        {"$ref": "#/components/schemas/ListWebhooksResponse"},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/webhooks",
+        "POST",
+        "AddWebhook",
+        "Subscribe a URL to the index's window ends: each ended window is POSTed to it once acknowledged, signed.",
+        (INDEX,),
+        build_add_webhook,
+        answer_plain,
+        {"$ref": "#/components/schemas/AddWebhookResponse"},
+        body_schema=WEBHOOK_BODY_SCHEMA,
+        body_example={"url": "https://example.com/hooks/leaderboard", "window_types": [1], "top": 10},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/webhooks/{id}",
+        "DELETE",
+        "DeleteWebhook",
+        "Unsubscribe a webhook, dropping its undelivered events.",
+        (INDEX, WEBHOOK_ID),
+        build_delete_webhook,
+        answer_plain,
+        {"$ref": "#/components/schemas/DeleteWebhookResponse"},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/window-ends/events",
+        "GET",
+        "WatchWindowEnds",
+        "Server-Sent Events: the index's windows as they end (record count and top), each with its cursor as "
+        "its `id:`; a client reconnecting with Last-Event-ID (or after=) resumes after it.  As gRPC's "
+        "WatchWindowEnds.",
+        (INDEX, AFTER, EVENT_TOP),
+        build_window_ends,
+        answer_plain,
+        WINDOW_END_SCHEMA,
+        window_ends=True,
     ),
 )

@@ -57,8 +57,6 @@ HTTP_STATUS: dict[grpc.StatusCode, int] = {
     grpc.StatusCode.UNAUTHENTICATED: 401,
 }
 
-# The largest integer JavaScript's numbers hold exactly.
-JSON_SAFE_INTEGER = 2**53 - 1
 UNEXPECTED = "the request failed unexpectedly; see the server log"
 
 
@@ -239,6 +237,16 @@ class Transcoder:
     def _actor(self, headers: Mapping[str, str]) -> str:
         """Who makes an HTTP call: its token's name (or the user it names, without tokens)."""
         return actor_name(self.tokens, headers.get("authorization"), headers.get(USER_HEADER))
+
+    def call_handler(self, name: str, request: Message, headers: Mapping[str, str]) -> Any:
+        """The servicer's handler ``name`` (not an RPC: a step of a stream, such as the next
+        window-end events), its errors as the RPC's would be."""
+        deadline = time.monotonic() + self.settings.default_deadline
+        context = HttpCallContext(deadline, self.stopping, actor_name(self.tokens, headers.get("authorization")))
+        try:
+            return getattr(self.service, name)(request, context)
+        except Answer as answer:
+            raise CallFailed(answer.code, cap_message(str(answer))) from None
 
     def call(
         self,

@@ -832,6 +832,28 @@ class LeaderboardIndex(IndexSpace):
             )
         )
 
+    def windows_in(self, tr: Transaction) -> tuple[Window, ...]:
+        """The index's windows as transaction ``tr`` (another layer's, which also writes) sees them."""
+        directory = IndexTransaction(self, tr).directory()
+        return directory.windows if directory is not None else ()
+
+    def standings_in(self, tr: Transaction, window: Window, n: int) -> tuple[int, list[RankedEntry]]:
+        """In transaction ``tr``: the record count of ``window`` (of an index without groups) and
+        its top ``n`` with their metadata: what a window-end event tells of an ended window."""
+        if self.settings.group_size:
+            raise FailedPrecondition("a grouped index has a top per group, not one per window")
+        txn = IndexTransaction(self, tr)
+        reader = Reader(txn)
+        counted: list[int] = []
+
+        def top() -> list[RankedEntry]:
+            count, entries = reader.standings(window, n)
+            counted.append(count)
+            return entries
+
+        entries = Metadata(txn).attach_to(top)
+        return counted[0], entries
+
     def count(self, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()) -> int:
         return self._reader(lambda r: r.count(WindowRef(window_type, timestamp), group))
 

@@ -423,6 +423,13 @@ class Reader:
         window, group_bytes = self._window_and_group(ref, group)
         return self._by_position(window, group_bytes, 0, n, mode)
 
+    def standings(self, window: Window, n: int) -> tuple[int, list[RankedEntry]]:
+        """A window's record count and its top ``n`` (ORDINAL ranks), the window given itself
+        (not looked up by a time: an ended window, say)."""
+        check_at_least(n, 0, "n")
+        self.txn.window_read = window
+        return self.space.ranked_set(window, b"").size(self.tr), self._by_position(window, b"", 0, n, RankMode.ORDINAL)
+
     def around(
         self,
         pk: object,

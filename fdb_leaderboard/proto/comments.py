@@ -120,6 +120,11 @@ COMMENTS: dict[str, str] = {
     "left as it is).",
     "fdb_leaderboard.v1.AddScoreResponse.warning": "Set when the score was stored but is ranked in no window (the "
     "index has no windows yet).",
+    "fdb_leaderboard.v1.AddWebhookRequest.secret": "the HMAC-SHA256 key, 16-256 characters (empty: the server makes "
+    "one)",
+    "fdb_leaderboard.v1.AddWebhookRequest.top": "absent: 10; at most 100",
+    "fdb_leaderboard.v1.AddWebhookRequest.url": "http:// or https://",
+    "fdb_leaderboard.v1.AddWebhookRequest.window_types": "empty: every window type",
     "fdb_leaderboard.v1.AuditEvent": "The audit trail: every admin action (index create/drop, window updates and "
     "expiry, fills, trims, maintenance policies, hides/restores, score rules, "
     "deletions, idempotency-key and audit expiry, pauses) with who (the token's "
@@ -191,6 +196,8 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.DeleteRecordsResponse.done": "false: call again to go on",
     "fdb_leaderboard.v1.DeleteRecordsResponse.records_changed": "by this call: records whose data went",
     "fdb_leaderboard.v1.DeleteRecordsResponse.records_deleted": "of those, records deleted whole",
+    "fdb_leaderboard.v1.DeleteWebhookResponse.deleted": "false: there was no such webhook",
+    "fdb_leaderboard.v1.DeleteWebhookResponse.events_dropped": "its undelivered events, dropped with it",
     "fdb_leaderboard.v1.DropIndexRequest": "Deletes the index and all its data; its name can be reused at once.",
     "fdb_leaderboard.v1.DumpChanges": "Records and idempotency keys written to since their rows were copied.",
     "fdb_leaderboard.v1.DumpCopied": "Every stored row was sent once: what follows are the changes since.",
@@ -277,6 +284,8 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.Leaderboard.AddEntries": "Add several entries to a record in one transaction.",
     "fdb_leaderboard.v1.Leaderboard.AddScore": "Add one score to a record: every window it falls in changes in one "
     "transaction.",
+    "fdb_leaderboard.v1.Leaderboard.AddWebhook": "Subscribe a webhook to an index's window ends: each ended window is "
+    "POSTed to it, signed.",
     "fdb_leaderboard.v1.Leaderboard.AroundMe": "The entries above and below a record in a window, and the record's "
     "own.",
     "fdb_leaderboard.v1.Leaderboard.BulkLoad": "Load many records as a stream of messages, saved in transactions of "
@@ -288,6 +297,8 @@ COMMENTS: dict[str, str] = {
     "goes.",
     "fdb_leaderboard.v1.Leaderboard.DeleteRecords": "Delete a group's records (a season), or every record, in bounded "
     "batches.",
+    "fdb_leaderboard.v1.Leaderboard.DeleteWebhook": "Unsubscribe a webhook; its undelivered events are dropped with "
+    "it.",
     "fdb_leaderboard.v1.Leaderboard.DropIndex": "Delete an index and all its data.",
     "fdb_leaderboard.v1.Leaderboard.Dump": "Stream an index's data as parts (a consistent copy, taken while it takes "
     "writes).",
@@ -323,9 +334,13 @@ COMMENTS: dict[str, str] = {
     "at a time.",
     "fdb_leaderboard.v1.Leaderboard.ListIndexes": "Every index of the server with its options and maintenance policy.",
     "fdb_leaderboard.v1.Leaderboard.ListSubDirectories": "The groups saved with a direction of their own.",
+    "fdb_leaderboard.v1.Leaderboard.ListWebhooks": "The webhooks of an index (never their secrets), with their "
+    "pending events.",
     "fdb_leaderboard.v1.Leaderboard.ListWindows": "An index's windows, its direction, latest score timestamp, trim "
     "point and each filling window's progress.",
     "fdb_leaderboard.v1.Leaderboard.Load": "BulkLoad answering with its progress as it goes.",
+    "fdb_leaderboard.v1.Leaderboard.NoticeWindowEnds": "Notice the index's ended windows now, as the server's "
+    "maintenance does on its own.",
     "fdb_leaderboard.v1.Leaderboard.RankForScore": "The rank a record with a score (or score key) would have in a "
     "window.",
     "fdb_leaderboard.v1.Leaderboard.Restore": "Create an index from a dump's parts.",
@@ -358,6 +373,8 @@ COMMENTS: dict[str, str] = {
     "or window changes (checked once a second, so at most one message a "
     "second); until the client cancels. Watchers are bounded per server "
     "(ServerSettings.max_rank_watchers): RESOURCE_EXHAUSTED beyond.",
+    "fdb_leaderboard.v1.Leaderboard.WatchWindowEnds": "Window-end events as they are noticed, until the client "
+    "cancels; resumable by cursor.",
     "fdb_leaderboard.v1.Leaderboard.WriteBatch": "Add or replace the entries of several records in one transaction.",
     "fdb_leaderboard.v1.Leagues": "Leagues: in each window of window_type a record joins a cohort of at most "
     "cohort_size records of its tier (0 is the lowest) when it first scores there; the "
@@ -408,6 +425,11 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.MovementResponse": "The rank in the window a read resolves to and in the previous window of "
     "its type.",
     "fdb_leaderboard.v1.MovementResponse.change": "previous rank - rank: positive when the record moved up",
+    "fdb_leaderboard.v1.NoticeWindowEndsRequest": "Notice the index's ended windows now (what the server's "
+    "maintenance does on its own).",
+    "fdb_leaderboard.v1.NoticeWindowEndsRequest.now": "the clock, in the index's timebase (absent: the server's clock)",
+    "fdb_leaderboard.v1.NoticeWindowEndsResponse.events": "webhook events written for them",
+    "fdb_leaderboard.v1.NoticeWindowEndsResponse.windows": "the windows noticed by this call (each is noticed once)",
     "fdb_leaderboard.v1.PageRequest.page": "1-based",
     "fdb_leaderboard.v1.PageRequest.size": "1..1000",
     "fdb_leaderboard.v1.PageResponse.pages": "ceil(total / size)",
@@ -515,11 +537,29 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.VerifyResponse.ranked_sets": "ranked sets whose structure was checked",
     "fdb_leaderboard.v1.VerifyResponse.records": "What the check looked at so far (every part), in bounded read "
     "transactions (batches).",
+    "fdb_leaderboard.v1.WatchWindowEndsRequest.after": "send the events after this cursor first (absent: only new "
+    "ones)",
+    "fdb_leaderboard.v1.WatchWindowEndsRequest.top": "entries of each event's top (absent: 10; at most the event's)",
+    "fdb_leaderboard.v1.Webhook": "A webhook subscribed to an index's window ends.  The secret is only ever sent back "
+    "in AddWebhook's answer (and only when the server made it up), never in a listing.",
+    "fdb_leaderboard.v1.Webhook.created": "Unix seconds; it is told of windows ending after this",
+    "fdb_leaderboard.v1.Webhook.last_error": "why the latest failed delivery failed (ListWebhooks)",
+    "fdb_leaderboard.v1.Webhook.pending": "events waiting to be delivered to it (ListWebhooks)",
+    "fdb_leaderboard.v1.Webhook.secret": "AddWebhook's answer only, when the server made it up",
+    "fdb_leaderboard.v1.Webhook.top": "entries of the window's top sent with each event",
+    "fdb_leaderboard.v1.Webhook.window_types": "the window types it is told about (empty: every type)",
     "fdb_leaderboard.v1.Window": "A window of an index: its type, [start, end) in the index's timebase, and fill "
     "state.",
     "fdb_leaderboard.v1.Window.records_processed": "While filling (ListWindows): how far the fill got.  Phase 1 puts "
     "records into the window, phase 2 ranks them; records_total is the "
     "index's record count when known.",
+    "fdb_leaderboard.v1.WindowEndEvent": "A window that ended: the body of a webhook's POST (as JSON, in the REST "
+    "listings' shape) and each message of WatchWindowEnds.",
+    "fdb_leaderboard.v1.WindowEndEvent.count": "records with a value in the window when it was noticed",
+    "fdb_leaderboard.v1.WindowEndEvent.cursor": "its place in the store's event log: WatchWindowEnds resumes after it",
+    "fdb_leaderboard.v1.WindowEndEvent.entries": "its top, best first",
+    "fdb_leaderboard.v1.WindowEndEvent.id": "stable: a delivery sent again carries the same id",
+    "fdb_leaderboard.v1.WindowEndEvent.noticed_at": "Unix seconds",
     "fdb_leaderboard.v1.WindowSelector": "Which window a read uses: a type, and a time it holds.",
     "fdb_leaderboard.v1.WindowSelector.timestamp": "For other types, the oldest window containing it; absent: the "
     "server's clock, in the index's timebase (today's window of a "

@@ -1404,6 +1404,120 @@ class ListGroupsResponse(_message.Message):
     window: Window
     def __init__(self, groups: _Optional[_Iterable[_Union[GroupKey, _Mapping]]] = ..., continuation: _Optional[bytes] = ..., window: _Optional[_Union[Window, _Mapping]] = ...) -> None: ...
 
+class Webhook(_message.Message):
+    __slots__ = ("id", "index", "url", "window_types", "top", "created", "pending", "last_error", "secret")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_TYPES_FIELD_NUMBER: _ClassVar[int]
+    TOP_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    index: str
+    url: str
+    window_types: _containers.RepeatedScalarFieldContainer[int]
+    top: int
+    created: int
+    pending: int
+    last_error: str
+    secret: str
+    def __init__(self, id: _Optional[str] = ..., index: _Optional[str] = ..., url: _Optional[str] = ..., window_types: _Optional[_Iterable[int]] = ..., top: _Optional[int] = ..., created: _Optional[int] = ..., pending: _Optional[int] = ..., last_error: _Optional[str] = ..., secret: _Optional[str] = ...) -> None: ...
+
+class AddWebhookRequest(_message.Message):
+    __slots__ = ("index", "url", "secret", "window_types", "top")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_TYPES_FIELD_NUMBER: _ClassVar[int]
+    TOP_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    url: str
+    secret: str
+    window_types: _containers.RepeatedScalarFieldContainer[int]
+    top: int
+    def __init__(self, index: _Optional[str] = ..., url: _Optional[str] = ..., secret: _Optional[str] = ..., window_types: _Optional[_Iterable[int]] = ..., top: _Optional[int] = ...) -> None: ...
+
+class AddWebhookResponse(_message.Message):
+    __slots__ = ("webhook",)
+    WEBHOOK_FIELD_NUMBER: _ClassVar[int]
+    webhook: Webhook
+    def __init__(self, webhook: _Optional[_Union[Webhook, _Mapping]] = ...) -> None: ...
+
+class ListWebhooksRequest(_message.Message):
+    __slots__ = ("index",)
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    def __init__(self, index: _Optional[str] = ...) -> None: ...
+
+class ListWebhooksResponse(_message.Message):
+    __slots__ = ("webhooks",)
+    WEBHOOKS_FIELD_NUMBER: _ClassVar[int]
+    webhooks: _containers.RepeatedCompositeFieldContainer[Webhook]
+    def __init__(self, webhooks: _Optional[_Iterable[_Union[Webhook, _Mapping]]] = ...) -> None: ...
+
+class DeleteWebhookRequest(_message.Message):
+    __slots__ = ("index", "id")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    id: str
+    def __init__(self, index: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+
+class DeleteWebhookResponse(_message.Message):
+    __slots__ = ("deleted", "events_dropped")
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_DROPPED_FIELD_NUMBER: _ClassVar[int]
+    deleted: bool
+    events_dropped: int
+    def __init__(self, deleted: _Optional[bool] = ..., events_dropped: _Optional[int] = ...) -> None: ...
+
+class NoticeWindowEndsRequest(_message.Message):
+    __slots__ = ("index", "now")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    NOW_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    now: int
+    def __init__(self, index: _Optional[str] = ..., now: _Optional[int] = ...) -> None: ...
+
+class NoticeWindowEndsResponse(_message.Message):
+    __slots__ = ("windows", "events")
+    WINDOWS_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    windows: _containers.RepeatedCompositeFieldContainer[Window]
+    events: int
+    def __init__(self, windows: _Optional[_Iterable[_Union[Window, _Mapping]]] = ..., events: _Optional[int] = ...) -> None: ...
+
+class WatchWindowEndsRequest(_message.Message):
+    __slots__ = ("index", "after", "top")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    TOP_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    after: int
+    top: int
+    def __init__(self, index: _Optional[str] = ..., after: _Optional[int] = ..., top: _Optional[int] = ...) -> None: ...
+
+class WindowEndEvent(_message.Message):
+    __slots__ = ("id", "index", "window", "count", "entries", "noticed_at", "cursor")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    NOTICED_AT_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    index: str
+    window: Window
+    count: int
+    entries: _containers.RepeatedCompositeFieldContainer[RankedEntry]
+    noticed_at: int
+    cursor: int
+    def __init__(self, id: _Optional[str] = ..., index: _Optional[str] = ..., window: _Optional[_Union[Window, _Mapping]] = ..., count: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[RankedEntry, _Mapping]]] = ..., noticed_at: _Optional[int] = ..., cursor: _Optional[int] = ...) -> None: ...
+
 class CohortRequest(_message.Message):
     __slots__ = ("index", "window", "pk", "tier", "cohort", "mode", "page", "size", "above", "below")
     INDEX_FIELD_NUMBER: _ClassVar[int]

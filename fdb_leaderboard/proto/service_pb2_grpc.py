@@ -305,6 +305,31 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsResponse.FromString,
                 _registered_method=True)
+        self.AddWebhook = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/AddWebhook',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.AddWebhookRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.AddWebhookResponse.FromString,
+                _registered_method=True)
+        self.ListWebhooks = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/ListWebhooks',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListWebhooksRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListWebhooksResponse.FromString,
+                _registered_method=True)
+        self.DeleteWebhook = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/DeleteWebhook',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.DeleteWebhookRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.DeleteWebhookResponse.FromString,
+                _registered_method=True)
+        self.NoticeWindowEnds = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/NoticeWindowEnds',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.NoticeWindowEndsRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.NoticeWindowEndsResponse.FromString,
+                _registered_method=True)
+        self.WatchWindowEnds = channel.unary_stream(
+                '/fdb_leaderboard.v1.Leaderboard/WatchWindowEnds',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.WatchWindowEndsRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.WindowEndEvent.FromString,
+                _registered_method=True)
 
 
 class LeaderboardServicer:
@@ -698,6 +723,43 @@ class LeaderboardServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AddWebhook(self, request, context):
+        """-- window-end events (admin, but the stream: a read) --
+
+        Subscribe a webhook to an index's window ends: each ended window is POSTed to it, signed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListWebhooks(self, request, context):
+        """The webhooks of an index (never their secrets), with their pending events.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteWebhook(self, request, context):
+        """Unsubscribe a webhook; its undelivered events are dropped with it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def NoticeWindowEnds(self, request, context):
+        """Notice the index's ended windows now, as the server's maintenance does on its own.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WatchWindowEnds(self, request, context):
+        """Window-end events as they are noticed, until the client cancels; resumable by cursor.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeaderboardServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -970,6 +1032,31 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     servicer.ListGroups,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsResponse.SerializeToString,
+            ),
+            'AddWebhook': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddWebhook,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.AddWebhookRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.AddWebhookResponse.SerializeToString,
+            ),
+            'ListWebhooks': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWebhooks,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListWebhooksRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.ListWebhooksResponse.SerializeToString,
+            ),
+            'DeleteWebhook': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteWebhook,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.DeleteWebhookRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.DeleteWebhookResponse.SerializeToString,
+            ),
+            'NoticeWindowEnds': grpc.unary_unary_rpc_method_handler(
+                    servicer.NoticeWindowEnds,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.NoticeWindowEndsRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.NoticeWindowEndsResponse.SerializeToString,
+            ),
+            'WatchWindowEnds': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchWindowEnds,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.WatchWindowEndsRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.WindowEndEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -2431,6 +2518,141 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/ListGroups',
             fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.ListGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddWebhook(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/AddWebhook',
+            fdb__leaderboard_dot_proto_dot_service__pb2.AddWebhookRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.AddWebhookResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListWebhooks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/ListWebhooks',
+            fdb__leaderboard_dot_proto_dot_service__pb2.ListWebhooksRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.ListWebhooksResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteWebhook(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/DeleteWebhook',
+            fdb__leaderboard_dot_proto_dot_service__pb2.DeleteWebhookRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.DeleteWebhookResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NoticeWindowEnds(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/NoticeWindowEnds',
+            fdb__leaderboard_dot_proto_dot_service__pb2.NoticeWindowEndsRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.NoticeWindowEndsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchWindowEnds(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/WatchWindowEnds',
+            fdb__leaderboard_dot_proto_dot_service__pb2.WatchWindowEndsRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.WindowEndEvent.FromString,
             options,
             channel_credentials,
             insecure,

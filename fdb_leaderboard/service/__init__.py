@@ -12,7 +12,10 @@
 | ``status.py`` | which status code answers which error |
 | ``catalog.py`` | the named indexes of a store and their maintenance policies; paused writes, captured changes |
 | ``dumps.py`` | dumps of served indexes that catch up with their writes; restores published under a name |
-| ``housekeeping.py`` | the server's background maintenance: keep ahead, fill, expire, forget idempotency keys |
+| ``housekeeping.py`` | the server's background maintenance: keep ahead, fill, expire, forget keys, notice ends |
+| ``window_events.py`` | window-end events in the store: webhooks, ends noticed once, the outbox, the event log |
+| ``background.py`` | :class:`BackgroundLoop`: the thread of the server's maintenance and of its webhook delivery |
+| ``webhooks.py`` | :class:`WebhookDelivery`: the outbox's events POSTed, signed, leased, retried until acknowledged |
 | ``metrics.py`` | Prometheus metrics: calls, store transactions, group commits, maintenance progress |
 
 Item, score and entry conversions shared with the client are in :mod:`fdb_leaderboard.wire`.
@@ -23,6 +26,8 @@ from .grpc_service import SERVICE_NAME, LeaderboardService
 from .processes import Supervisor
 from .server import Server
 from .settings import ServerSettings, StartupError, TlsFiles
+from .webhooks import WebhookDelivery
+from .window_events import WindowEvents
 
 __all__ = [
     "SERVICE_NAME",
@@ -32,4 +37,6 @@ __all__ = [
     "StartupError",
     "Supervisor",
     "TlsFiles",
+    "WebhookDelivery",
+    "WindowEvents",
 ]

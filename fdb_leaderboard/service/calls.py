@@ -18,7 +18,8 @@ call then has a deadline of the client's or ``default_deadline``, whichever is s
 
 BulkLoad streams run on their own threads (``max_bulk_loads`` at once), each message within
 ``stream_idle_timeout``.  A WatchRank stream holds no thread: once a second it reads the
-record's rank on a worker, and writes it when it changed (``max_rank_watchers`` at once).
+record's rank on a worker, and writes it when it changed (``max_rank_watchers`` at once); a
+WatchWindowEnds stream likewise reads the store's event log (``max_window_end_streams``).
 
 Access: :class:`AccessInterceptor` checks each call's bearer token against its method's role
 (:mod:`fdb_leaderboard.access`) before anything else is read.
@@ -67,6 +68,7 @@ HEAVY_METHODS = frozenset(
         "GetRankHistory",
         "DeleteRecords",
         "ExpireAuditEvents",
+        "NoticeWindowEnds",
     }
 )
 # Rows each sized read answers with (the others are point reads).
@@ -169,31 +171,45 @@ class _Timeouts:
         task.cancel()
 
 
-class RankWatchers:
-    """The server's slots for watched ranks, shared by gRPC streams and HTTP events, counted
-    in the metrics."""
+class Watchers:
+    """The server's slots for one kind of stream (watched ranks, window-end events), shared by
+    gRPC streams and HTTP events, counted in ``gauge``."""
 
-    def __init__(self, limit: int, metrics: Metrics | None) -> None:
+    def __init__(self, limit: int, gauge: Any, what: str, setting: str) -> None:
         self.limit = limit
-        self.metrics = metrics
+        self.gauge = gauge
+        self.what = what
+        self.setting = setting
         self._slots = threading.BoundedSemaphore(limit)
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[None]:
-        """Hold a slot while watching (RESOURCE_EXHAUSTED when every slot is taken)."""
+        """Hold a slot while streaming (RESOURCE_EXHAUSTED when every slot is taken)."""
         if not self._slots.acquire(blocking=False):
             raise Answer(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"{self.limit} ranks are watched on this server (max_rank_watchers): try again when one ends",
+                f"{self.limit} {self.what} on this server ({self.setting}): try again when one ends",
             )
-        if self.metrics is not None:
-            self.metrics.rank_watchers.inc()
+        if self.gauge is not None:
+            self.gauge.inc()
         try:
             yield
         finally:
             self._slots.release()
-            if self.metrics is not None:
-                self.metrics.rank_watchers.dec()
+            if self.gauge is not None:
+                self.gauge.dec()
+
+
+class _SharedRead:
+    """One watched record's latest read, repeated for every stream watching it (on the event loop)."""
+
+    def __init__(self) -> None:
+        self.response: Any = None
+        self.error: Answer | None = None
+        self.version = 0  # reads done
+        self.changed = asyncio.Event()  # set (and replaced) after each read
+        self.watchers = 0
+        self.task: asyncio.Task | None = None
 
 
 class _Call(CallContext):
@@ -249,7 +265,15 @@ class Dispatcher(grpc.GenericRpcHandler):
         self.loaders = concurrent.futures.ThreadPoolExecutor(settings.max_bulk_loads, thread_name_prefix="load")
         # BulkLoad streams in progress, over gRPC and HTTP together (the HTTP layer takes them too).
         self.load_slots = threading.BoundedSemaphore(settings.max_bulk_loads)
-        self.rank_watchers = RankWatchers(settings.max_rank_watchers, metrics)
+        self.rank_watchers = Watchers(
+            settings.max_rank_watchers, metrics and metrics.rank_watchers, "ranks are watched", "max_rank_watchers"
+        )
+        self.window_end_streams = Watchers(
+            settings.max_window_end_streams,
+            metrics and metrics.window_end_streams,
+            "window-end event streams are open",
+            "max_window_end_streams",
+        )
         self.bad_requests = RateLimitedLog()
         self.calls: set[_Call] = set()  # calls running on threads (shutdown stops them)
         # gRPC calls of the service being answered now (changed on the event loop only), against
@@ -258,6 +282,7 @@ class Dispatcher(grpc.GenericRpcHandler):
         if metrics is not None:
             metrics.calls_in_flight.set_function(lambda: self.in_flight)
             metrics.max_calls.set(settings.max_concurrent_calls)
+        self.shared_reads: dict[tuple, _SharedRead] = {}  # watched ranks' reads, by request
         self.timeouts = _Timeouts()
         # Reads of the embedded store cost no round trips: short ones are served on the event loop.
         self.inline_reads = not service.catalog.db.batched_reads
@@ -272,7 +297,13 @@ class Dispatcher(grpc.GenericRpcHandler):
                     if method.server_streaming
                     else grpc.stream_unary_rpc_method_handler
                 )
-                behaviour = self._stream if method.client_streaming else self._watch
+                behaviour = (
+                    self._stream
+                    if method.client_streaming
+                    else self._window_ends
+                    if method.name == "WatchWindowEnds"
+                    else self._watch
+                )
                 self._handlers[path] = make(_bind(behaviour, method.name, request_type))
             else:
                 unary = _Unary(self, method.name, request_type, getattr(service, method.name))
@@ -404,34 +435,94 @@ class Dispatcher(grpc.GenericRpcHandler):
 
     # -- WatchRank --------------------------------------------------------------------------
 
+    async def _only_request(self, context: Any, method: str, request_type: type[Message]) -> Message:
+        """A server stream's request (its one message), within the receive timeout."""
+        data = await self._read(context, self.settings.receive_timeout, "the request")
+        if data is None:
+            raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{method} needs a request message")
+        return self._parse(request_type, data, method, context)
+
     async def _watch(self, method: str, request_type: type[Message], _requests: Any, context: Any) -> None:
-        """The record's rank and entry now, then each time its rank, score or window changed, read
-        every WATCH_SECONDS on a worker (each read with the default deadline), until the client
-        cancels or its deadline passes."""
+        """The record's rank and entry now, then each time its rank, score or window changed, until
+        the client cancels or its deadline passes.  The watches of one record (the same request)
+        share one read every WATCH_SECONDS on a worker (:class:`_SharedRead`)."""
 
         async def work() -> None:
-            data = await self._read(context, self.settings.receive_timeout, "the request")
-            if data is None:
-                raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{method} needs a request message")
-            request = self._parse(request_type, data, method, context)
-            read = getattr(self.servicer, watched_read(method))
+            request = await self._only_request(context, method, request_type)
             with self.rank_watchers.slot():
-                sent = None
+                key = (method, request.SerializeToString(deterministic=True))
+                shared = self.shared_reads.get(key)
+                if shared is None:
+                    shared = self.shared_reads[key] = _SharedRead()
+                    shared.task = asyncio.get_running_loop().create_task(self._repeat(key, shared, method, request))
+                shared.watchers += 1
+                try:
+                    seen_version, sent = 0, None
+                    while True:
+                        while shared.version == seen_version:
+                            await shared.changed.wait()
+                        seen_version = shared.version
+                        if shared.error is not None:
+                            raise shared.error
+                        seen = rank_seen(shared.response)
+                        if seen != sent:
+                            await context.write(self.reply(shared.response))
+                            sent = seen
+                finally:
+                    shared.watchers -= 1
+                    if not shared.watchers and self.shared_reads.get(key) is shared:
+                        del self.shared_reads[key]
+                        shared.task.cancel()
+
+        await self.answer(context, work(), method)
+
+    async def _repeat(self, key: tuple, shared: _SharedRead, method: str, request: Message) -> None:
+        """``shared``'s read every WATCH_SECONDS (each with the default deadline) while anyone
+        watches; an error ends it, and the watches with it."""
+        read = getattr(self.servicer, watched_read(method))
+        while True:
+            try:
+                call = _Call(time.monotonic() + self.settings.default_deadline)
+                shared.response = await self._on_worker(call, method, read, request)
+            except Answer as answer:
+                shared.error = answer
+            shared.version += 1
+            shared.changed.set()
+            shared.changed = asyncio.Event()
+            if shared.error is not None:
+                if self.shared_reads.get(key) is shared:  # a new watch starts afresh
+                    del self.shared_reads[key]
+                return
+            await asyncio.sleep(WATCH_SECONDS)
+
+    # -- WatchWindowEnds ---------------------------------------------------------------------
+
+    async def _on_worker(self, call: _Call, method: str, fn: Callable[[Any, _Call], Any], request: Message) -> Any:
+        """``fn(request, call)`` on a worker, within the call's deadline."""
+        self.calls.add(call)
+        try:
+            return await self.within(call, asyncio.wrap_future(self.workers.submit(fn, request, call)), method)
+        finally:
+            call.cancelled = True
+            self.calls.discard(call)
+
+    async def _window_ends(self, method: str, request_type: type[Message], _requests: Any, context: Any) -> None:
+        """The index's window-end events after the request's cursor (or from now on), read from the
+        store's log every WATCH_SECONDS on a worker, until the client cancels or its deadline passes."""
+
+        async def work() -> None:
+            request = await self._only_request(context, method, request_type)
+            with self.window_end_streams.slot():
+                servicer = self.servicer
+                after = await self._on_worker(self.start(context), method, servicer.window_ends_start, request)
                 while True:
-                    call = self.start(context)
-                    self.calls.add(call)
-                    try:
-                        response = await self.within(
-                            call, asyncio.wrap_future(self.workers.submit(read, request, call)), method
-                        )
-                    finally:
-                        call.cancelled = True
-                        self.calls.discard(call)
-                    seen = rank_seen(response)
-                    if seen != sent:
-                        await context.write(self.reply(response))
-                        sent = seen
-                    await asyncio.sleep(WATCH_SECONDS)
+                    request.after = after
+                    events = await self._on_worker(self.start(context), method, servicer.window_ends_after, request)
+                    for event in events:
+                        await context.write(self.reply(event))
+                        after = event.cursor
+                    if not events:
+                        await asyncio.sleep(WATCH_SECONDS)
 
         await self.answer(context, work(), method)
 

@@ -37,6 +37,7 @@ from . import convert, dumps
 from .catalog import Catalog, StaleIndex, writes_paused
 from .settings import DEFAULT_MAX_PAGE
 from .status import Answer, cap_message, status_of
+from .window_events import DEFAULT_TOP, MAX_TOP, WindowEvents
 
 log = logging.getLogger("fdb_leaderboard.service")
 
@@ -141,9 +142,12 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         self.catalog = catalog
         self.max_page = max_page
         self.housekeeping: Any = None  # woken when windows are left filling (the server's, if any)
+        self.window_events = WindowEvents(catalog)
+        self.delivery: Any = None  # woken when window-end events were written (the server's, if any)
 
     def _fill_soon(self, filling: Any) -> None:
-        """Have the server's background maintenance fill ``filling`` windows now, if there are any."""
+        """Have the server's background maintenance run now if windows were added: it fills those
+        ``filling`` and sees when the new ones end (to notice their end on time)."""
         if filling and self.housekeeping is not None:
             self.housekeeping.wake()
 
@@ -193,6 +197,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     @_rpc
     def DropIndex(self, request: pb.DropIndexRequest, context: grpc.ServicerContext) -> pb.DropIndexResponse:
         self.catalog.drop(request.index, actor=_actor(context))
+        self.window_events.forget_index(request.index)
         return pb.DropIndexResponse()
 
     @_rpc
@@ -209,7 +214,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         index = self._index(request.index)
         update = convert.window_update_from_proto(request)
         result = index.update_windows(update, _actor(context))
-        self._fill_soon(result.filling)
+        self._fill_soon(result.filling or result.added)
         return pb.UpdateWindowsResponse(
             changed=result.changed,
             added=[wire.window_to_proto(w) for w in result.added],
@@ -939,3 +944,52 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             _actor(context),
         )
         return pb.ExpireAuditEventsResponse(expired=expired, done=done)
+
+    # -- window-end events --------------------------------------------------------------------
+
+    @_rpc
+    def AddWebhook(self, request: pb.AddWebhookRequest, context: CallContext) -> pb.AddWebhookResponse:
+        top = request.top if request.HasField("top") else DEFAULT_TOP
+        webhook = self.window_events.add_webhook(
+            request.index, request.url, request.secret, request.window_types, top, _actor(context)
+        )
+        return pb.AddWebhookResponse(webhook=webhook)
+
+    @_rpc
+    def ListWebhooks(self, request: pb.ListWebhooksRequest, context: CallContext) -> pb.ListWebhooksResponse:
+        return pb.ListWebhooksResponse(webhooks=self.window_events.webhooks(request.index))
+
+    @_rpc
+    def DeleteWebhook(self, request: pb.DeleteWebhookRequest, context: CallContext) -> pb.DeleteWebhookResponse:
+        deleted, dropped = self.window_events.delete_webhook(request.index, request.id, _actor(context))
+        return pb.DeleteWebhookResponse(deleted=deleted, events_dropped=dropped)
+
+    @_rpc
+    def NoticeWindowEnds(
+        self, request: pb.NoticeWindowEndsRequest, context: CallContext
+    ) -> pb.NoticeWindowEndsResponse:
+        now = request.now if request.HasField("now") else None
+        windows, events, _ = self.window_events.notice(request.index, now)
+        if events and self.delivery is not None:
+            self.delivery.wake()
+        return pb.NoticeWindowEndsResponse(windows=[wire.window_to_proto(w) for w in windows], events=events)
+
+    @_rpc
+    def window_ends_after(self, request: pb.WatchWindowEndsRequest, context: CallContext) -> list[pb.WindowEndEvent]:
+        """The events a WatchWindowEnds stream sends next (the next page after ``request.after``)."""
+        return self.window_events.events_after(request.index, request.after, top=_stream_top(request))
+
+    @_rpc
+    def window_ends_start(self, request: pb.WatchWindowEndsRequest, context: CallContext) -> int:
+        """Where a WatchWindowEnds stream starts: after its cursor, or after the latest event (its
+        request checked first)."""
+        _stream_top(request)
+        self.window_events.check_streamable(request.index)
+        return request.after if request.HasField("after") else self.window_events.log_end(request.index)
+
+
+def _stream_top(request: pb.WatchWindowEndsRequest) -> int:
+    top = request.top if request.HasField("top") else DEFAULT_TOP
+    if top > MAX_TOP:
+        raise InvalidArgument(f"top is at most {MAX_TOP}, not {top}")
+    return top

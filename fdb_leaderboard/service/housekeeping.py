@@ -7,6 +7,9 @@ Each pass goes over every index of the catalog and, per the index's maintenance 
   bounded, resumable transactions, leaving alone the windows a running bulk load holds;
 - expires windows that ended longer ago than the policy retains them;
 - forgets writes' idempotency keys older than the policy's ``idempotency_retention``;
+- notices windows that ended (``window_events.py``): their events go to the store's log and
+  outbox, and this process's webhook delivery is woken.  Whatever the interval, a pass also
+  runs as soon as the next window of any index ends, so an end is noticed within moments;
 
 and, once per pass, clears the audit events older than the audit trail's retention.  What it
 changes is recorded in the audit trail as done by ``maintenance``.
@@ -28,16 +31,23 @@ from ..errors import NotFound, Unavailable
 from ..index.audit import SYSTEM_ACTOR
 from ..proto import index_pb2
 from . import convert
+from .background import BackgroundLoop
 from .catalog import Catalog, writes_paused
 from .metrics import Metrics
+from .webhooks import WebhookDelivery
+from .window_events import WindowEvents
 
 log = logging.getLogger("fdb_leaderboard.service")
 
 DEFAULT_EVERY = 60.0
+END_MARGIN = 0.05  # seconds after a window's end that the pass noticing it runs
 
 
-class Housekeeping:
+class Housekeeping(BackgroundLoop):
     """Maintenance passes over ``catalog`` on a thread of their own until ``stopping`` is set."""
+
+    thread_name = "housekeeping"
+    failure = "maintenance pass failed; the next one retries"
 
     def __init__(
         self,
@@ -45,43 +55,32 @@ class Housekeeping:
         every: float = DEFAULT_EVERY,
         stopping: threading.Event | None = None,
         metrics: Metrics | None = None,
+        window_events: WindowEvents | None = None,
+        delivery: WebhookDelivery | None = None,
     ) -> None:
+        super().__init__(stopping, every)
         self.catalog = catalog
+        self.window_events = window_events
+        self.delivery = delivery
+        self._next_end: float | None = None  # the soonest window end still to come (Unix seconds)
         self.every = every
-        self.stopping = stopping or threading.Event()
         self.metrics = metrics
-        self._woken = threading.Event()
-        self._thread: threading.Thread | None = None
         self.passes = 0  # passes finished (tests wait for them)
         self._rng = random.Random()
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="housekeeping", daemon=True)
-        self._thread.start()
-
-    def wake(self) -> None:
-        """Run a pass now (windows were added that need filling)."""
-        self._woken.set()
-
-    def join(self) -> None:
-        """Wait for the thread (set ``stopping`` first): a pass stops at its next step."""
-        self._woken.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    def _run(self) -> None:
-        while not self.stopping.is_set():
-            self._woken.clear()
-            try:
-                self.run_pass(time.time())
-            except Exception:  # the store gone away, say: the next pass tries again
-                log.exception("maintenance pass failed; the next one retries")
+    def round(self) -> float:
+        try:
+            self.run_pass(time.time())
+        finally:
             self.passes += 1
-            self._woken.wait(self.every)
+        if self._next_end is not None:  # wake when the next window ends (a moment after)
+            return min(self.every, max(0.0, self._next_end - time.time()) + END_MARGIN)
+        return self.every
 
     def run_pass(self, clock: float) -> list[str]:
         """One pass over every index at time ``clock`` (Unix seconds); returns what it did."""
         done: list[str] = []
+        self._next_end = None
         for name, entry in self.catalog.list():
             if self.stopping.is_set():
                 break
@@ -149,4 +148,13 @@ class Housekeeping:
             done.append(f"forgot {forgotten} idempotency key(s)")
             if self.metrics is not None:
                 self.metrics.idempotency_keys_expired.labels(name).inc(forgotten)
+        if self.window_events is not None and not self.stopping.is_set():
+            noticed, events, following = self.window_events.notice(name, clock=clock)
+            if noticed:
+                done.append(f"noticed {len(noticed)} ended window(s), {events} webhook event(s)")
+            if events and self.delivery is not None:
+                self.delivery.wake()
+            if following is not None:
+                soon = following / index.timebase
+                self._next_end = soon if self._next_end is None else min(self._next_end, soon)
         return done

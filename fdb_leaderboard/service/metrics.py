@@ -150,6 +150,22 @@ class Metrics:
         self.rank_watchers = Gauge(
             f"{PREFIX}_rank_watchers", "Records' ranks watched now (WatchRank streams and their events).", registry=r
         )
+        self.window_ends_noticed = Counter(
+            f"{PREFIX}_window_ends_noticed",
+            "Ended windows noticed (each once, by one process): their events were written.",
+            ["index"],
+            registry=r,
+        )
+        self.webhook_deliveries = Counter(
+            f"{PREFIX}_webhook_deliveries",
+            "Webhook POSTs of window-end events by result: delivered (2xx), failed (tried again "
+            "later), dropped (failing past the events' age limit).",
+            ["result"],
+            registry=r,
+        )
+        self.window_end_streams = Gauge(
+            f"{PREFIX}_window_end_streams", "Window-end event streams open now (WatchWindowEnds and SSE).", registry=r
+        )
         Gauge(
             f"{PREFIX}_build_info",
             "The running build: the package's version and Python's (always 1).",

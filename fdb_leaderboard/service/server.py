@@ -36,6 +36,7 @@ from .housekeeping import Housekeeping
 from .metrics import MeasuredDatabase, Metrics
 from .readers import ReadProcesses, can_share
 from .settings import ServerSettings, StartupError
+from .webhooks import WebhookDelivery
 
 log = logging.getLogger("fdb_leaderboard.service")
 # Allocations between young collections (CPython's default: 700).
@@ -106,9 +107,27 @@ class Server:
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
         self._grace = 10.0
+        self.service.window_events.metrics = self.metrics
+        self.delivery: WebhookDelivery | None = None
+        if settings.webhooks:
+            self.delivery = WebhookDelivery(
+                self.service.window_events,
+                self._stop_requested,
+                self.metrics,
+                settings.webhook_timeout,
+                settings.webhook_first_retry,
+            )
+            self.service.delivery = self.delivery
         self.housekeeping: Housekeeping | None = None
         if settings.maintain_every > 0:
-            self.housekeeping = Housekeeping(self.catalog, settings.maintain_every, self._stop_requested, self.metrics)
+            self.housekeeping = Housekeeping(
+                self.catalog,
+                settings.maintain_every,
+                self._stop_requested,
+                self.metrics,
+                self.service.window_events,
+                self.delivery,
+            )
             self.service.housekeeping = self.housekeeping
 
     def _count_reader_work(self, stats: dict[str, int], transactions: list[tuple]) -> None:
@@ -162,6 +181,8 @@ class Server:
                 self._on_loop(self.health.set(name, health_pb2.HealthCheckResponse.SERVING))
         if self.housekeeping is not None:
             self.housekeeping.start()
+        if self.delivery is not None:
+            self.delivery.start()
         return self
 
     def start_readers(self) -> None:
@@ -191,6 +212,8 @@ class Server:
                 self.dispatcher.shutdown()  # threads of cancelled calls end before the store closes
                 if self.housekeeping is not None:
                     self.housekeeping.join()
+                if self.delivery is not None:
+                    self.delivery.join()
                 self._close_loop()
                 self.db.close()
                 self._stopped.set()

@@ -64,6 +64,14 @@ class ServerSettings:
       never holds a worker of the other calls).
     - ``max_rank_watchers``: records' ranks watched at once (WatchRank streams and their
       Server-Sent Events, together); beyond it, RESOURCE_EXHAUSTED (HTTP 429).
+    - ``max_window_end_streams``: window-end event streams open at once (WatchWindowEnds and
+      their Server-Sent Events); beyond it, RESOURCE_EXHAUSTED (HTTP 429).
+    - ``webhooks``: deliver the store's window-end events to their webhooks from this process
+      (several processes share the work: each event is leased by one at a time).
+    - ``webhook_timeout``: seconds a webhook has to answer a POST; a process's lease on an event
+      is twice that and a second, so another takes over a dead process's events that soon.
+    - ``webhook_first_retry``: seconds before an event's second try; each later wait doubles, up
+      to 10 minutes, for 3 days (then the event is dropped; see ``window_events.py``).
     - ``tokens``: bearer tokens and roles (None: no authentication, everyone is admin, allowed
       on a loopback address only unless ``allow_unauthenticated``).
     - ``tls``: certificate and key (and optionally a client CA for mutual TLS).
@@ -81,6 +89,7 @@ class ServerSettings:
     default_deadline: float = 60.0
     max_bulk_loads: int = 2
     max_rank_watchers: int = 1000
+    max_window_end_streams: int = 1000
     heavy_workers: int = 1
     heavy_rows: int = 100
     read_processes: int = 1
@@ -92,6 +101,9 @@ class ServerSettings:
     health: bool = True
     reflection: bool = True
     maintain_every: float = 60.0
+    webhooks: bool = True
+    webhook_timeout: float = 10.0
+    webhook_first_retry: float = 1.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -99,6 +111,7 @@ class ServerSettings:
             "max_concurrent_calls",
             "max_bulk_loads",
             "max_rank_watchers",
+            "max_window_end_streams",
             "max_message_bytes",
             "heavy_workers",
         ):
@@ -110,7 +123,8 @@ class ServerSettings:
             check_priority(self.read_priority)
         except ValueError as exc:
             raise StartupError(str(exc)) from None
-        for name in ("receive_timeout", "stream_idle_timeout", "default_deadline"):
+        timeouts = ("receive_timeout", "stream_idle_timeout", "default_deadline")
+        for name in (*timeouts, "webhook_timeout", "webhook_first_retry"):
             if not getattr(self, name) > 0:
                 raise StartupError(f"{name} must be a positive number of seconds")
         if not self.maintain_every >= 0:
