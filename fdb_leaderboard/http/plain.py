@@ -4,6 +4,10 @@ columns), a window as ``{type, start, end}``, an entry as the listings show it; 
 integer a number within +-2^53 and a string of digits beyond.  The REST routes and the RPC
 mapping (``POST /v1/<Method>``) answer in it; the RPC mapping also reads it (and protobuf's
 typed form, ``{"string": "alice"}``, ``{"int": 1700}``) in requests, :func:`typed_json`.
+
+The shape's writers (``plain_message``, ``rpc_json``, ``plain_entry``, ...) live in
+:mod:`fdb_leaderboard.wire`: the service writes a window-end webhook's body with them too, and it
+may not import this door.  This module reads the shape back.
 """
 
 from __future__ import annotations
