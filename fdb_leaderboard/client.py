@@ -560,9 +560,13 @@ class _Ops:
         return (yield _Call("UpdateWindows", request))
 
     @staticmethod
-    def list_windows(index: str) -> Op[pb.ListWindowsResponse]:
-        """The index's windows, direction, latest timestamp and fill progress."""
-        return (yield _Call("ListWindows", pb.ListWindowsRequest(index=index)))
+    def list_windows(index: str, window_type: int | None = None) -> Op[pb.ListWindowsResponse]:
+        """The index's windows (only those of ``window_type`` if given), direction, latest
+        timestamp and fill progress."""
+        request = pb.ListWindowsRequest(index=index)
+        if window_type is not None:
+            request.window_type = window_type
+        return (yield _Call("ListWindows", request))
 
     @staticmethod
     def save_sub_directory(index: str, group: Key, high_score_first: bool) -> Op[None]:

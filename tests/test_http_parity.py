@@ -146,11 +146,17 @@ def test_delete_a_record_once_with_an_idempotency_key(
         assert bare.get(path).status_code == 405
 
 
-def test_windows_of_a_type_by_page(web: httpx.Client, arena: LeaderboardClient) -> None:
+def test_windows_of_a_type_by_page(web: httpx.Client, arena: LeaderboardClient, cli) -> None:
     arena.update_windows(
         "arena", high_score_first=True, specs=[(1, D0 + DAY, DAY, DAY, 3), (2, D0, 7 * DAY, 7 * DAY, 1)]
     )
-    listed = [w for w in arena.list_windows("arena").windows if w.type == 1]
+    everything = arena.list_windows("arena").windows
+    listed = [w for w in everything if w.type == 1]
+    # Every door filters the same way: the RPC's window_type, the CLI's --type.
+    assert len(everything) > len(listed) and list(arena.list_windows("arena", 1).windows) == listed
+    assert not arena.list_windows("arena", 9).windows and arena.list_windows("arena", 9).exists
+    shown = json.loads(cli("windows", "show", "arena", "--type", 1, "--json").output)["windows"]
+    assert [(w["type"], w["start"], w["end"]) for w in shown] == [(w.type, w.start, w.end) for w in listed]
     expected = sorted((window_of(w) | {"filling": w.filling} for w in listed), key=lambda w: -w["start"])
     assert len(expected) == 5
     first = web.get("/v1/indexes/arena/windows/1", params={"size": 2}).json()

@@ -596,9 +596,12 @@ def _check_leagues(session: Session, name: str, wanted: Leagues) -> None:
 
 @server_command(windows, "show")
 @click.argument("name")
-def windows_show(session: Session, name: str) -> None:
-    """Show the windows of index NAME, its direction and its sub-directories."""
-    listing = session.client.list_windows(name)
+@click.option(
+    "-t", "--type", "window_type", type=click.IntRange(0), default=None, help="Only the windows of this type."
+)
+def windows_show(session: Session, name: str, window_type: int | None) -> None:
+    """Show the windows of index NAME (or those of one type), its direction and its sub-directories."""
+    listing = session.client.list_windows(name, window_type)
     subs = session.client.sub_directories(name)
     data: dict[str, object] = {
         "exists": listing.exists,

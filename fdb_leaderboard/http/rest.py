@@ -696,7 +696,10 @@ def build_list_windows(
         raise bad(f"size must be between 1 and 1000, not {values['size']}")
     if values.get("page", 1) < 1:
         raise bad(f"page must be 1 or more, not {values['page']}")
-    return pb.ListWindowsRequest(index=values["index"])
+    request = pb.ListWindowsRequest(index=values["index"])
+    if "type" in values:  # the windows of one type
+        request.window_type = values["type"]
+    return request
 
 
 def build_add_score(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
@@ -802,8 +805,9 @@ def build_groups(values: dict[str, Any], body: Any, transcoder: Transcoder, head
 
 def answer_windows_of_type(response: Message, values: dict[str, Any]) -> tuple[int, Any]:
     """The index's windows of one type, the latest first, a page of them."""
-    kind, page, size = values["type"], values.get("page", 1), values.get("size", 100)
-    found = sorted((w for w in response.windows if w.type == kind), key=lambda w: w.start, reverse=True)  # type: ignore[attr-defined]
+    page, size = values.get("page", 1), values.get("size", 100)
+    # The request asked for this type only (ListWindowsRequest.window_type).
+    found = sorted(response.windows, key=lambda w: w.start, reverse=True)  # type: ignore[attr-defined]
     rows = []
     for window in found[(page - 1) * size : page * size]:
         row: dict[str, Any] = {**plain_window(window), "filling": window.filling}

@@ -404,6 +404,7 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.ListHiddenRecordsRequest.limit": "0: 100; at most 1000",
     "fdb_leaderboard.v1.ListHiddenRecordsResponse.continuation": "empty: the last page",
     "fdb_leaderboard.v1.ListHiddenRecordsResponse.records": "in primary-key order",
+    "fdb_leaderboard.v1.ListWindowsRequest.window_type": "only the windows of this type (absent: every window)",
     "fdb_leaderboard.v1.ListWindowsResponse.exists": "false: no window update yet",
     "fdb_leaderboard.v1.LoadProgress": "Load: BulkLoad that reports each saved transaction.  The server answers the "
     "stream of BulkLoadRequest messages with a LoadProgress after every "

@@ -377,10 +377,12 @@ class UpdateWindowsResponse(_message.Message):
     def __init__(self, changed: _Optional[bool] = ..., added: _Optional[_Iterable[_Union[Window, _Mapping]]] = ..., deleted: _Optional[_Iterable[_Union[Window, _Mapping]]] = ..., filling: _Optional[_Iterable[_Union[Window, _Mapping]]] = ...) -> None: ...
 
 class ListWindowsRequest(_message.Message):
-    __slots__ = ("index",)
+    __slots__ = ("index", "window_type")
     INDEX_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_TYPE_FIELD_NUMBER: _ClassVar[int]
     index: str
-    def __init__(self, index: _Optional[str] = ...) -> None: ...
+    window_type: int
+    def __init__(self, index: _Optional[str] = ..., window_type: _Optional[int] = ...) -> None: ...
 
 class ListWindowsResponse(_message.Message):
     __slots__ = ("exists", "update_timestamp", "high_score_first", "windows", "latest_timestamp", "trimmed_before")

@@ -232,7 +232,10 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             if directory is not None:
                 response.update_timestamp = directory.update_timestamp
                 response.high_score_first = directory.high_score_first
+                only = request.window_type if request.HasField("window_type") else None
                 for window in directory.windows:
+                    if only is not None and window.type != only:
+                        continue
                     message = response.windows.add()
                     message.CopyFrom(wire.window_to_proto(window))
                     if window.filling:  # how far the server's background fill got
