@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pathlib
 import pprint
+import subprocess
 import sys
 import tempfile
 
@@ -36,6 +37,8 @@ def generate() -> None:
     if services and protoc.main([*common, f"--grpc_python_out={ROOT}", *services]) != 0:
         sys.exit("protoc failed on the services")
     COMMENTS.write_text(comments_module(comments_of(compiled_with_source_info())))
+    # pprint's layout is not the project's: format it as `ruff format --check` wants (ruff is a dev tool).
+    subprocess.run([sys.executable, "-m", "ruff", "format", "--quiet", str(COMMENTS)], check=False)
 
 
 COMMENTS = ROOT / "fdb_leaderboard" / "proto" / "comments.py"
