@@ -20,6 +20,7 @@ import subprocess
 import sys
 import sysconfig
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ from fdb_leaderboard.store import (
     ValueTooLarge,
     decode_int64,
     encode_int64,
+    lmdb_backend,
     open_database,
     parse_url,
     strinc,
@@ -1143,6 +1145,38 @@ def test_lmdb_group_commit_batches_queued_callers(lmdb_db: LmdbDatabase) -> None
     assert results == {i: i for i in range(6)}
     assert lmdb_db.commits == 1  # the held leader takes the six queued behind it into its commit
     assert lmdb_db.read(lambda tr: tr.get_range(b"f/", b"f0")) == [(b"f/%d" % i, b"%d" % i) for i in range(6)]
+
+
+class _CountedSleeps:
+    """The ``time`` module as lmdb_backend sees it, counting the leader's yields (``sleep(0)``)."""
+
+    def __init__(self) -> None:
+        self.sleeps = 0
+        self.monotonic = time.monotonic
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps += 1
+        time.sleep(seconds)
+
+
+def test_lmdb_lone_writer_commits_at_once_and_contended_leaders_wait_for_more(
+    lmdb_db: LmdbDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A leader yields for more callers to join its batch only while callers queue behind leaders:
+    a lone writer's yield would only hand the interpreter away and wait to get it back."""
+    clock = _CountedSleeps()
+    monkeypatch.setattr(lmdb_backend, "time", clock)
+    for i in range(20):
+        lmdb_db.run(lambda tr, i=i: tr.set(b"lone/%02d" % i, b"x"))
+    assert clock.sleeps == 0 and lmdb_db.commits == 20
+
+    def follower(i: int) -> Callable[[Transaction], int]:
+        return lambda tr: (tr.set(b"f/%d" % i, b"%d" % i), i)[1]
+
+    results, errors = run_behind_blocked_leader(lmdb_db, b"leader", [follower(i) for i in range(3)])
+    assert errors == {} and results == {i: i for i in range(3)}
+    assert clock.sleeps >= 1  # callers queued behind the held leader: it waited for more
+    assert lmdb_db.commits == 21
 
 
 def test_lmdb_batch_where_every_function_fails_commits_nothing(lmdb_db: LmdbDatabase) -> None:
