@@ -52,7 +52,7 @@ from fdb_leaderboard.index import (
 )
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import SERVICE_NAME, Server, ServerSettings, StartupError, TlsFiles
-from fdb_leaderboard.store import StoreError, open_database
+from fdb_leaderboard.store import StoreError, StoreUnavailable, open_database
 
 Code = grpc.StatusCode
 DAY = 86_400
@@ -245,6 +245,93 @@ def test_reads_of_the_embedded_store_take_no_worker_and_stuck_writes_end_at_thei
     finally:
         if holder is not None and holder.poll() is None:
             holder.kill()
+        running.stop(grace=1)
+
+
+def test_score_writes_queued_together_share_a_commit_and_fail_alone(tmp_path: Path) -> None:
+    """On the embedded store score writes run on one thread, those queued meanwhile in one commit:
+    a write that fails is answered with its own status and takes nothing from the others; when
+    the commit itself fails, each write of it is answered with the store's status and none is kept."""
+    running = serve(tmp_path / "s")
+    store = running.db.inner
+    pipeline = running.dispatcher.writes
+    assert pipeline is not None
+    channel = grpc.insecure_channel(running.address)  # one attempt each (the client would retry)
+
+    def add(index: str, pk: str, score: int | None) -> bytes:
+        entry = None if score is None else pb.Entry(score=pb.Score(int=score), timestamp=1)
+        return pb.AddScoreRequest(index=index, pk=[pb.Item(string=pk)], entry=entry).SerializeToString()
+
+    def send(requests: dict[str, bytes]) -> dict[str, object]:
+        """Each request on a thread of its own, all queued before any runs; what each answered."""
+        outcomes: dict[str, object] = {}
+
+        def one(name: str, data: bytes) -> None:
+            try:
+                outcomes[name] = pb.AddScoreResponse.FromString(call(channel, "AddScore", data)).windows_changed
+            except grpc.RpcError as exc:
+                outcomes[name] = (exc.code(), exc.details())
+
+        entered, release = threading.Event(), threading.Event()
+        holder = threading.Thread(target=lambda: store.run(lambda tr: (entered.set(), release.wait(10))))
+        holder.start()  # leads the store's commits until released: the pipeline's batch waits behind it
+        assert entered.wait(10)
+        first, *rest = requests.items()
+        threads = [threading.Thread(target=one, args=item) for item in [first, *rest]]
+        threads[0].start()
+        wait_until(lambda: running.dispatcher.calls and not pipeline._queue)  # taken, waiting for the store
+        for thread in threads[1:]:
+            thread.start()
+        wait_until(lambda: len(pipeline._queue) == len(rest))
+        release.set()
+        for thread in [holder, *threads]:
+            thread.join(10)
+        return outcomes
+
+    try:
+        with LeaderboardClient(running.address, timeout=10) as lb:
+            lb.create_index("game", high_score_first=True)
+            lb.update_windows("game", high_score_first=True)
+            commits = store.commits
+            outcomes = send(
+                {
+                    "p0": add("game", "p0", 10),
+                    "p1": add("game", "p1", 11),
+                    "no entry": add("game", "x", None),
+                    "p2": add("game", "p2", 12),
+                    "no index": add("nope", "x", 1),
+                    "p3": add("game", "p3", 13),
+                }
+            )
+            assert outcomes == {
+                "p0": 1,
+                "p1": 1,
+                "no entry": (Code.INVALID_ARGUMENT, "AddScore needs an entry"),
+                "p2": 1,
+                "no index": (Code.NOT_FOUND, "no index named 'nope'"),
+                "p3": 1,
+            }
+            assert store.commits - commits == 3  # the holder's, the first write's, then the five queued behind it
+            assert [(entry.pk, entry.score) for entry in lb.top("game", 10)] == [
+                ((f"p{i}",), 10 + i) for i in (3, 2, 1, 0)
+            ]
+
+            commit = store._commit
+
+            def failing_commit(*args: object) -> None:
+                if threading.current_thread().name == "writes":  # the pipeline's (not the holder's)
+                    raise StoreUnavailable("the disk went away")
+                commit(*args)
+
+            with pytest.MonkeyPatch.context() as patched:
+                patched.setattr(store, "_commit", failing_commit)
+                outcomes = send({"q0": add("game", "q0", 50), "q1": add("game", "q1", 51), "q2": add("game", "q2", 52)})
+            assert set(outcomes.values()) == {(Code.UNAVAILABLE, "the disk went away")}
+            assert lb.count("game") == 4  # none of them was kept
+            lb.add_score("game", ("q0",), 50, 1)  # the pipeline goes on
+            assert lb.rank("game", ("q0",)) == 0
+    finally:
+        channel.close()
         running.stop(grace=1)
 
 

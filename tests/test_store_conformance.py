@@ -1147,6 +1147,79 @@ def test_lmdb_group_commit_batches_queued_callers(lmdb_db: LmdbDatabase) -> None
     assert lmdb_db.read(lambda tr: tr.get_range(b"f/", b"f0")) == [(b"f/%d" % i, b"%d" % i) for i in range(6)]
 
 
+def test_commit_together_runs_each_call_at_once_and_keeps_them_as_the_block_ends(db: Database, prefix: bytes) -> None:
+    """In a ``commit_together`` block each ``run`` runs at once (a failing one rolled back alone);
+    where the store commits calls together what they wrote is seen by others, in one commit, only
+    once the block ends; elsewhere (FoundationDB) each call commits on its own as always."""
+    key = prefix + b"together/"
+    lmdb = is_lmdb(db)
+    commits_before = db.commits if lmdb else 0
+    seen_by_another_thread: list[bytes | None] = []
+
+    def failing(tr: Transaction) -> None:
+        tr.set(key + b"2", b"b")
+        raise Boom(2)
+
+    with db.commit_together():
+        assert db.run(lambda tr: (tr.set(key + b"1", b"a"), "one")[1]) == "one"
+        with pytest.raises(Boom):
+            db.run(failing)
+        assert db.run(lambda tr: (tr.get(key + b"1"), tr.get(key + b"2"))) == (b"a", None)
+        reader = threading.Thread(target=lambda: seen_by_another_thread.append(db.read(lambda tr: tr.get(key + b"1"))))
+        reader.start()
+        reader.join(10)
+    assert seen_by_another_thread == [None if db.commits_together else b"a"]
+    assert db.read(lambda tr: tr.get_range(key, key + b"\xff")) == [(key + b"1", b"a")]
+    if lmdb:
+        assert db.commits_together == db.group_commit
+        assert db.commits - commits_before == (1 if db.commits_together else 2)
+
+
+def test_lmdb_commit_together_commits_other_threads_calls_with_its_own(lmdb_db: LmdbDatabase) -> None:
+    results: dict[str, object] = {}
+    other = threading.Thread(target=lambda: results.update(other=lmdb_db.run(lambda tr: (tr.set(b"o", b"1"), 7)[1])))
+    with lmdb_db.commit_together():
+        lmdb_db.run(lambda tr: tr.set(b"b", b"1"))
+        other.start()
+        wait_until(lambda: len(lmdb_db._queue) == 1)  # queued behind the block, which leads
+        assert results == {}
+    other.join(10)
+    assert results == {"other": 7}
+    assert lmdb_db.commits == 1
+    assert lmdb_db.read(lambda tr: tr.get_range(b"a", b"z")) == [(b"b", b"1"), (b"o", b"1")]
+
+
+def test_lmdb_commit_together_keeps_nothing_when_its_commit_fails(
+    lmdb_db: LmdbDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed commit raises as the block ends, to the block and to the callers whose calls it
+    took in; so does an exception out of the block: nothing of the block is kept either way."""
+    errors: list[BaseException] = []
+
+    def other_caller() -> None:
+        try:
+            lmdb_db.run(lambda tr: tr.set(b"o", b"1"))
+        except StoreError as exc:
+            errors.append(exc)
+
+    other = threading.Thread(target=other_caller)
+    with monkeypatch.context() as patched:
+        patched.setattr(lmdb_db, "_commit", lambda *args: (_ for _ in ()).throw(StoreError("the disk went away")))
+        with pytest.raises(StoreError, match="the disk went away"), lmdb_db.commit_together():
+            lmdb_db.run(lambda tr: tr.set(b"b", b"1"))
+            other.start()
+            wait_until(lambda: len(lmdb_db._queue) == 1)
+        other.join(10)
+    assert [str(error) for error in errors] == ["the disk went away"]
+    with pytest.raises(Boom), lmdb_db.commit_together():
+        lmdb_db.run(lambda tr: tr.set(b"c", b"1"))
+        raise Boom(0)
+    assert lmdb_db.read(lambda tr: tr.get_range(b"\x00", b"\xff")) == []
+    assert lmdb_db.commits == 0
+    lmdb_db.run(lambda tr: tr.set(b"d", b"1"))  # the store goes on
+    assert lmdb_db.read(lambda tr: tr.get_range(b"\x00", b"\xff")) == [(b"d", b"1")]
+
+
 class _CountedSleeps:
     """The ``time`` module as lmdb_backend sees it, counting the leader's yields (``sleep(0)``)."""
 

@@ -92,16 +92,22 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
         except Answer:
             raise
         except Exception as exc:
-            code = status_of(exc)
-            if code is None:
-                log.exception("%s failed", method.__name__)
-                raise Answer(
-                    grpc.StatusCode.INTERNAL, f"{method.__name__} failed unexpectedly; see the server log"
-                ) from exc
-            trailing = rule_trailing(exc) if isinstance(exc, RuleRefusal) else ()
-            raise Answer(code, cap_message(str(exc)), trailing) from exc
+            raise answer_for(exc, method.__name__) from exc
 
     return handle
+
+
+def answer_for(exc: Exception, method: str) -> Answer:
+    """The status a call of ``method`` answers with when ``exc`` ended it (INTERNAL, logged, for
+    an exception no status is known for)."""
+    if isinstance(exc, Answer):
+        return exc
+    code = status_of(exc)
+    if code is None:
+        log.error("%s failed", method, exc_info=exc)
+        return Answer(grpc.StatusCode.INTERNAL, f"{method} failed unexpectedly; see the server log")
+    trailing = rule_trailing(exc) if isinstance(exc, RuleRefusal) else ()
+    return Answer(code, cap_message(str(exc)), trailing)
 
 
 def _streamed(method: str, replies: Iterator[Any]) -> Iterator[Any]:

@@ -357,6 +357,7 @@ class Database(abc.ABC):
     stats: StoreStats
     batched_reads: bool = False  # whether its transactions' reads cost round trips (see ReadView)
     shared_by_processes: bool = False  # whether other processes may open the store while this one has it
+    commits_together: bool = False  # whether commit_together shares one commit among its calls
 
     @abc.abstractmethod
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -372,6 +373,11 @@ class Database(abc.ABC):
 
     @abc.abstractmethod
     def close(self) -> None: ...
+
+    def commit_together(self) -> contextlib.AbstractContextManager[None]:
+        """A block whose ``run`` calls (made by this thread) commit together as it ends, where
+        ``commits_together`` says the store can; elsewhere each commits on its own, as always."""
+        return contextlib.nullcontext()
 
     def __enter__(self) -> Database:
         return self
@@ -406,6 +412,13 @@ class WrappedDatabase(Database):
     @property
     def shared_by_processes(self) -> bool:  # type: ignore[override]
         return self.inner.shared_by_processes
+
+    @property
+    def commits_together(self) -> bool:  # type: ignore[override]
+        return self.inner.commits_together
+
+    def commit_together(self) -> contextlib.AbstractContextManager[None]:
+        return self.inner.commit_together()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

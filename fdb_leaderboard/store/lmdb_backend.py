@@ -32,7 +32,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import lmdb
@@ -412,6 +412,17 @@ class _Pending:
         self.error: BaseException | None = None
 
 
+class _Together:
+    """A ``commit_together`` block's transaction, its redo-log writes, and the calls it kept."""
+
+    __slots__ = ("txn", "writes", "kept")
+
+    def __init__(self, txn: lmdb.Transaction, writes: list[redo.Write] | None) -> None:
+        self.txn = txn
+        self.writes = writes
+        self.kept = 0  # calls of the block that returned (their writes are in txn)
+
+
 class LmdbDatabase(Database):
     """An LMDB environment in a directory; see the module docstring for the guarantees."""
 
@@ -447,15 +458,27 @@ class LmdbDatabase(Database):
         self._leading = False
         self._contended = -_CONTENTION_SECONDS  # when a call last queued behind a running leader
         self._closed = False
+        self._local = threading.local()  # .together: this thread's commit_together block, if any
         self.commits = 0  # durable commits made, for measuring group commit
         self.stats = StoreStats()
         self.on_commit: Callable[[int], object] | None = None  # told each commit's transaction count
+
+    @property
+    def commits_together(self) -> bool:  # type: ignore[override]
+        return self.group_commit  # without group commit, each transaction is to commit on its own
 
     def _deadline(self) -> float:
         return time.monotonic() + self._transaction_seconds
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         pending = _Pending(fn, args, kwargs)
+        together: _Together | None = getattr(self._local, "together", None)
+        if together is not None:  # inside this thread's commit_together block: run now, commit with it
+            self._execute(pending, together.txn, True, together.writes)
+            if pending.error is not None:
+                raise pending.error
+            together.kept += 1
+            return pending.result
         with self._queue_lock:  # close() fails what is queued under this lock, after marking closed
             self._check_open()
             self._queue.append(pending)
@@ -536,17 +559,7 @@ class LmdbDatabase(Database):
                 for pending in more:
                     self._execute(pending, txn, True, writes)
                 batch.extend(more)
-            if all(p.error is not None for p in batch):
-                txn.abort()
-            else:
-                if writes:  # logged and synced before LMDB commits: no reader sees a write a crash could undo
-                    self.redo_log.commit(txn, writes)  # type: ignore[union-attr]
-                else:
-                    txn.commit()
-                self.commits += 1
-                self.stats.add(commits=1)
-                if self.on_commit is not None:
-                    self.on_commit(sum(1 for p in batch if p.error is None))
+            self._commit(txn, writes, sum(1 for p in batch if p.error is None))
         except BaseException as exc:
             if redo.committed(self._env, txnid):  # an interrupt after the commit: every result stands
                 raise
@@ -557,6 +570,74 @@ class LmdbDatabase(Database):
         finally:
             for pending in batch:
                 pending.done = True
+
+    def _commit(self, txn: lmdb.Transaction, writes: list[redo.Write] | None, kept: int) -> None:
+        """Commit ``txn``, holding ``kept`` logical transactions (abort it if that is none)."""
+        if not kept:
+            txn.abort()
+            return
+        if writes:  # logged and synced before LMDB commits: no reader sees a write a crash could undo
+            self.redo_log.commit(txn, writes)  # type: ignore[union-attr]
+        else:
+            txn.commit()
+        self.commits += 1
+        self.stats.add(commits=1)
+        if self.on_commit is not None:
+            self.on_commit(kept)
+
+    def commit_together(self) -> contextlib.AbstractContextManager[None]:
+        """Make this thread's ``run`` calls inside the block share one write transaction, committed
+        (and synced) once as the block ends, with the calls other threads queued meanwhile (each
+        commits on its own without group commit: see ``_together``)."""
+        return self._together() if self.group_commit else contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def _together(self) -> Iterator[None]:
+        """The ``commit_together`` block of a store with group commit.
+
+        For a server that runs many callers' writes on one thread: one commit and one thread
+        hand-off for all of them instead of a thread and a wake-up each.  Each ``run`` in the block
+        runs at once in a nested transaction of its own: one that raises is rolled back alone and
+        raises to its caller; one that returns returns its result at once, but what it wrote is
+        durable (and seen by other transactions) only once the block has ended without an
+        exception.  A failed commit raises as the block ends, and nothing the block ran is kept;
+        so does an exception raised out of the block.
+        """
+        with self._turn:
+            while self._leading and not self._closed:
+                self._turn.wait()
+            self._check_open()
+            self._leading = True
+        try:
+            txn = self._env.begin(write=True)
+            together = _Together(txn, [] if self.redo_log is not None else None)
+            txnid = txn.id()
+            queued: list[_Pending] = []
+            try:
+                self._local.together = together
+                try:
+                    yield
+                finally:
+                    self._local.together = None
+                queued = self._take()
+                for pending in queued:
+                    self._execute(pending, txn, True, together.writes)
+                self._commit(txn, together.writes, together.kept + sum(1 for p in queued if p.error is None))
+            except BaseException as exc:
+                if redo.committed(self._env, txnid):  # an interrupt after the commit: every result stands
+                    raise
+                txn.abort()
+                for pending in queued:
+                    if pending.error is None:
+                        pending.error = exc
+                raise
+            finally:
+                for pending in queued:
+                    pending.done = True
+        finally:
+            with self._turn:
+                self._leading = False
+                self._turn.notify_all()
 
     def _execute(
         self, pending: _Pending, parent: lmdb.Transaction, nested: bool, writes: list[redo.Write] | None
