@@ -236,14 +236,15 @@ static int parse_arguments(const char *name, PyObject *const *args, Py_ssize_t n
     return 0;
 }
 
-/* The number of items asked for (count None: no bound), -1 with an exception set. */
-static int wanted_items(PyObject *count, Py_ssize_t *wanted) {
-    if (count == Py_None) {
+/* The number of items asked for (count None, where allowed: no bound), -1 with an exception set. */
+static int wanted_items(PyObject *count, int none_allowed, Py_ssize_t *wanted) {
+    if (count == Py_None && none_allowed) {
         *wanted = PY_SSIZE_T_MAX;
         return 0;
     }
     if (!PyLong_Check(count)) {
-        PyErr_Format(PyExc_TypeError, "count must be an int or None, not %.100s", Py_TYPE(count)->tp_name);
+        PyErr_Format(PyExc_TypeError, "count must be an int%s, not %.100s", none_allowed ? " or None" : "",
+                     Py_TYPE(count)->tp_name);
         return -1;
     }
     *wanted = PyNumber_AsSsize_t(count, NULL); /* clamped: a huge count asks for every item */
@@ -264,7 +265,7 @@ static PyObject *unpack_with_offsets(PyObject *Py_UNUSED(module), PyObject *cons
     Py_ssize_t wanted;
     if (parse_arguments("unpack_with_offsets", args, nargs, kwnames, 0, &data, &count) < 0) return NULL;
     if (!PyBytes_CheckExact(data)) return call_fallback(python_unpack, data, count);
-    if (wanted_items(count, &wanted) < 0) return NULL;
+    if (wanted_items(count, 1, &wanted) < 0) return NULL;
     Input in = {(const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data)};
     PyObject *items = PyList_New(0);
     PyObject *offsets = PyList_New(1);
@@ -303,7 +304,7 @@ static PyObject *item_ends(PyObject *Py_UNUSED(module), PyObject *const *args, P
     Py_ssize_t wanted;
     if (parse_arguments("item_ends", args, nargs, kwnames, 1, &data, &count) < 0) return NULL;
     if (!PyBytes_CheckExact(data)) return call_fallback(python_item_ends, data, count);
-    if (wanted_items(count, &wanted) < 0) return NULL;
+    if (wanted_items(count, 0, &wanted) < 0) return NULL;
     Input in = {(const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data)};
     PyObject *ends = PyList_New(0);
     if (ends == NULL) return NULL;
