@@ -220,21 +220,20 @@ def test_compiled_decoder_on_prefixes(compiled: list[bytes], data: bytes, count:
 @settings(max_examples=300)
 @given(encodings, st.integers(0, 8))
 def test_compiled_and_python_decoders_agree_on_valid_keys(data: bytes, count: int) -> None:
-    if not tuplecodec.use_compiled(True):
-        pytest.skip(NOT_BUILT)
+    was_compiled = tuplecodec.compiled()
+    results = []
     try:
-        compiled_result = tuplecodec.unpack_with_offsets(data, count)
-        compiled_all = tuplecodec.unpack(data)
-        compiled_ends = tuplecodec.item_ends(data, min(count, len(compiled_all)))
+        for compiled in (True, False):
+            if tuplecodec.use_compiled(compiled) != compiled:
+                pytest.skip(NOT_BUILT)
+            items, offsets = tuplecodec.unpack_with_offsets(data, count)
+            everything = tuplecodec.unpack(data)
+            results.append((items, offsets, everything, tuplecodec.item_ends(data, min(count, len(everything)))))
     finally:
-        tuplecodec.use_compiled(False)
-    try:
-        assert same(compiled_result[0], tuplecodec.unpack_with_offsets(data, count)[0])
-        assert compiled_result[1] == tuplecodec.unpack_with_offsets(data, count)[1]
-        assert same(compiled_all, tuplecodec.unpack(data))
-        assert compiled_ends == tuplecodec.item_ends(data, min(count, len(compiled_all)))
-    finally:
-        tuplecodec.use_compiled(True)
+        tuplecodec.use_compiled(was_compiled)
+    (items, offsets, everything, ends), expected = results
+    assert same(items, expected[0]) and offsets == expected[1]
+    assert same(everything, expected[2]) and ends == expected[3]
 
 
 def test_compiled_decoder_hands_other_input_to_python(compiled: list[bytes]) -> None:
