@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -9,6 +11,7 @@ from hypothesis import strategies as st
 from fdb_leaderboard import wire
 from fdb_leaderboard.errors import InvalidArgument
 from fdb_leaderboard.index import RankedEntry
+from fdb_leaderboard.index.reads import _Row
 from fdb_leaderboard.proto import service_pb2 as pb
 
 int64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
@@ -74,3 +77,15 @@ def test_values_a_caller_gives_are_refused_naming_the_field(convert, message: st
     with pytest.raises(InvalidArgument) as refused:
         convert()
     assert message in str(refused.value)
+
+
+@given(entries, st.dictionaries(st.text(max_size=3), st.text(max_size=3), max_size=2))
+def test_the_entries_a_listing_makes_are_the_dataclass_s_own(entry: RankedEntry, metadata: dict[str, str]) -> None:
+    """A listing's rows make their entries (``_Row.entry``, ``with_metadata``) without the frozen
+    dataclass's ``__init__``: they must hold every field as ``__init__`` and ``replace`` set them."""
+    row = _Row(b"", b"", None, entry.pk, entry.score, entry.timestamp, entry.context, entry.group)
+    made = row.entry(entry.rank)
+    assert made == entry and made.__dict__ == entry.__dict__ and made.metadata is None
+    attached = made.with_metadata(metadata)
+    assert attached.__dict__ == dataclasses.replace(entry, metadata=metadata).__dict__
+    assert made.metadata is None  # the entry it was made from is unchanged

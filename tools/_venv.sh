@@ -22,9 +22,9 @@ if [ ! -x .venv/bin/python ]; then
   fi
 fi
 stamp=".venv/.installed-$1"
-# Reinstalled when pyproject.toml or the C extension's source changed (an editable install
-# builds the extension in place).
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ fdb_leaderboard/store/_fdb_direct.c -nt "$stamp" ]; then
+# Reinstalled when pyproject.toml or a C extension's source changed (an editable install
+# builds the extensions in place).
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ -n "$(find fdb_leaderboard -name '*.c' -newer "$stamp")" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   if [ "$1" = dev ]; then .venv/bin/python -m pip install -q -e '.[dev]'; else .venv/bin/python -m pip install -q -e .; fi
   touch "$stamp"

@@ -23,6 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench.trees import export
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOAD = """
 import sys, tempfile
@@ -72,8 +74,7 @@ def main() -> int:
     parser.add_argument("--iterations", type=int, default=300, help="iterations measured (default: %(default)s)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-instructions-") as other:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.against], check=True, capture_output=True)
-        subprocess.run(["tar", "-x", "-C", other], input=archive.stdout, check=True)
+        export(args.against, Path(other))
         per_iteration = {}
         for name, tree in (("this checkout", ROOT), (args.against, Path(other))):
             per_iteration[name] = (instructions(tree, args.iterations) - instructions(tree, 0)) / args.iterations

@@ -28,6 +28,7 @@ context of ``transaction.py`` and none imports another's class unless it builds 
 | ``space.py``, ``settings.py``, ``layout.py`` | the index's settings and where it keeps what |
 | ``directory.py``, ``calendar.py`` | windows, the directory's stored form, window-update specs, calendar periods |
 | ``aggregation.py``, ``values.py``, ``tuplecodec.py`` | BEST/SUM/LATEST, accepted values, the tuple codec |
+| ``_tuplecodec.c`` | the tuple codec's decoder in C, optional at install (``tuplecodec.py`` falls back to Python) |
 | ``columns.py`` | multi-column scores: directions, checks, their stored form |
 
 Dependencies point down: this package uses :mod:`fdb_leaderboard.rankedset` and

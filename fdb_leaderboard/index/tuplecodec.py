@@ -12,10 +12,20 @@ with ``00`` escaped as ``00 ff`` and ending in ``00``; ``05`` nested tuple endin
 ``0c``..``13`` negative and ``15``..``1c`` positive integers of 8..1 / 1..8 big-endian
 bytes (negatives in one's complement), ``14`` zero; ``21`` double, big-endian with the sign
 bit flipped (all bits when negative) so bytes order like numbers; ``26``/``27`` false/true.
+
+Decoding (``unpack_with_offsets``, ``item_ends`` and ``unpack`` through them) runs in C when the
+optional extension ``_tuplecodec`` (``_tuplecodec.c``) was built at install, which needs a C
+compiler and Python's headers; it decodes the same types, gives the same values and offsets,
+hands the rest to ``fdb.tuple`` as the Python path does, and raises ValueError on malformed
+input.  Listings decode one primary B-tree key per row: in Python that was the largest single
+cost of a top 10 on the embedded store.  Without the extension, or with the environment variable
+``FDB_LEADERBOARD_PURE_PYTHON_CODEC=1`` when this module is imported, the Python functions below
+decode; ``use_compiled`` switches between them (the tests run both).
 """
 
 from __future__ import annotations
 
+import os
 import struct
 
 import fdb.tuple
@@ -170,7 +180,7 @@ def unpack(data: bytes) -> tuple:
     return unpack_with_offsets(data)[0]
 
 
-def item_ends(data: bytes, count: int) -> list[int]:
+def _python_item_ends(data: bytes, count: int) -> list[int]:
     """Where each of the first ``count`` items of ``data`` ends, found without decoding them."""
     ends = []
     pos = 0
@@ -190,15 +200,55 @@ def item_ends(data: bytes, count: int) -> list[int]:
     return ends
 
 
-def unpack_with_offsets(data: bytes, count: int | None = None) -> tuple[tuple, list[int]]:
+def _python_unpack_with_offsets(data: bytes, count: int | None = None) -> tuple[tuple, list[int]]:
     """The items of ``data`` (only the first ``count`` if given) and where each starts (plus
     where the last ends), so a run of items can be sliced out as bytes without packing it again."""
     offsets = [0]
     try:
         items, _ = _items(data, 0, len(data) if count is None else count, offsets, nested=False)
     except _Unsupported:
-        items = list(fdb.tuple.unpack(data))[:count]
-        offsets = [0]
-        for item in items:
-            offsets.append(offsets[-1] + len(fdb.tuple.pack((item,))))
+        return _tuple_layer_unpack(data, count)
     return tuple(items), offsets
+
+
+def _tuple_layer_unpack(data: bytes, count: int | None) -> tuple[tuple, list[int]]:
+    """``unpack_with_offsets`` through ``fdb.tuple``: for the types the fast paths leave to it."""
+    items = list(fdb.tuple.unpack(data))[:count]
+    offsets = [0]
+    for item in items:
+        offsets.append(offsets[-1] + len(fdb.tuple.pack((item,))))
+    return tuple(items), offsets
+
+
+try:
+    from . import _tuplecodec
+except ImportError:  # not built (no C compiler at install): the Python functions decode
+    _tuplecodec = None  # type: ignore[assignment]
+else:
+    _tuplecodec.set_fallbacks(_python_unpack_with_offsets, _python_item_ends, _tuple_layer_unpack)
+
+PURE_PYTHON_VARIABLE = "FDB_LEADERBOARD_PURE_PYTHON_CODEC"
+
+unpack_with_offsets = _python_unpack_with_offsets
+item_ends = _python_item_ends
+
+
+def use_compiled(enabled: bool) -> bool:
+    """Decode with the C extension (if built and ``enabled``) or in Python; returns whether the
+    extension is now in use.  Callers look the functions up on this module at each use (a
+    listing's row decoder, once per listing), so the switch reaches them."""
+    global unpack_with_offsets, item_ends
+    compiled = enabled and _tuplecodec is not None
+    if compiled:
+        unpack_with_offsets, item_ends = _tuplecodec.unpack_with_offsets, _tuplecodec.item_ends
+    else:
+        unpack_with_offsets, item_ends = _python_unpack_with_offsets, _python_item_ends
+    return compiled
+
+
+def compiled() -> bool:
+    """Whether decoding runs in the C extension."""
+    return _tuplecodec is not None and unpack_with_offsets is _tuplecodec.unpack_with_offsets
+
+
+use_compiled(os.environ.get(PURE_PYTHON_VARIABLE, "") in ("", "0"))

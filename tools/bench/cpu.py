@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.timing import log
+from bench.trees import export
 
 OPERATIONS = ("submit", "rank_all", "rank_day", "top_week", "around")
 TOOLS = Path(__file__).resolve().parent.parent
@@ -207,16 +208,12 @@ def copy_prefix(copy: int) -> bytes:
 
 @contextlib.contextmanager
 def exported(revision: str | None) -> Iterator[Path | None]:
-    """``revision`` of this repository in a temporary directory (``git archive``), or None."""
+    """``revision`` of this repository in a temporary directory, its C extensions built, or None."""
     if revision is None:
         yield None
         return
-    root = TOOLS.parent
     with tempfile.TemporaryDirectory(prefix="bench-cpu-") as tmp:
-        archive = subprocess.run(
-            ["git", "-C", str(root), "archive", "--format=tar", revision], check=True, capture_output=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        export(revision, Path(tmp))
         yield Path(tmp)
 
 
