@@ -663,7 +663,7 @@ class WritePipeline:
     """Score writes run on one thread, each batch of those queued meanwhile in one commit
     (``Database.commit_together``), their answers handed to the event loop together once it is
     durable.  On the embedded store a worker thread per write cost a wake-up there and back and a
-    turn in the group commit's queue: with six writers about a third of the server's CPU per write.
+    turn in the group commit's queue: with six writers a quarter of the server's CPU per write.
     (FoundationDB commits each transaction on its own: its writes stay on the worker threads.)"""
 
     def __init__(self, db: Database) -> None:
@@ -713,7 +713,7 @@ class WritePipeline:
                         outcomes.append((loop, done, None, exc))
         except Exception as exc:  # the commit failed: nothing the batch wrote was kept
             failure = answer_for(exc, "a score write")
-            outcomes = [(loop, done, None, error or failure) for loop, done, _, error in outcomes]
+            outcomes = [(loop, done, None, failure if error is None else error) for loop, done, _, error in outcomes]
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future, Any, BaseException | None]]] = {}
         for loop, done, result, error in outcomes:
             by_loop.setdefault(loop, []).append((done, result, error))
