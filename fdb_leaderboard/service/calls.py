@@ -613,13 +613,19 @@ class Dispatcher(grpc.GenericRpcHandler):
                         else:
                             getter.cancel()
                             await asyncio.wait({getter})  # ended before the event loop may close
-                    response = future.result()
-                except asyncio.CancelledError:
-                    call.cancelled = True
+                    try:
+                        response = future.result()
+                    except ClientGone:
+                        raise Answer(grpc.StatusCode.CANCELLED, f"{method} cancelled by the client") from None
+                    except Exception as exc:  # the handler's own refusals, as a unary call's (``_rpc``)
+                        raise answer_for(exc, method) from exc
+                except BaseException:  # the client went away, or a reply could not be written
+                    call.cancelled = True  # the handler stops at its next check
                     if getter is not None:
                         getter.cancel()
                     for read in pending:
                         read.cancel()
+                    future.add_done_callback(_outcome_taken)  # however it ends, nobody waits for it
                     raise
             finally:
                 call.cancelled = True
@@ -630,6 +636,13 @@ class Dispatcher(grpc.GenericRpcHandler):
             return None if response is None else self.reply(response)
 
         return await self.answer(context, work(), method)
+
+
+def _outcome_taken(future: asyncio.Future) -> None:
+    """Take the outcome of a future nobody awaits any more (else asyncio logs its exception as
+    "never retrieved", with a traceback, when it is collected)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _settle(done: asyncio.Future, result: Any, error: BaseException | None) -> None:
@@ -786,6 +799,7 @@ class _Unary:
         except asyncio.CancelledError:  # the client went away: a call no thread took yet never runs
             if work is not None:
                 work.cancel()
+            done.cancel()  # what the handler ends with is answered to nobody
             raise
         finally:
             timeouts.discard(done)
