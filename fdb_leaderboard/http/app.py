@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 import pathlib
 import time
@@ -48,7 +47,7 @@ from .deadlines import Deadlines
 from .events import EventBoards, window_end_stream
 from .guard import CLOSE, DoorGuard, has_body
 from .limits import HttpLimits
-from .plain import parse_request
+from .plain import json_value, parse_request
 from .rest import ROUTES, RestRoute, parse_uint
 from .transcode import (
     INPUT_ERRORS,
@@ -434,10 +433,8 @@ class HttpApi:
 
 
 def _json_body(body: bytes) -> Any:
-    try:
-        return json.loads(body or b"null")
-    except (ValueError, RecursionError) as exc:
-        raise CallFailed(grpc.StatusCode.INVALID_ARGUMENT, f"the body is not JSON: {exc}") from None
+    """A route's body as JSON (None: none); each route's builder judges its shape."""
+    return json_value(body, "the body is refused") if body else None
 
 
 def _built(route: RestRoute, values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Any) -> Message:

@@ -68,12 +68,23 @@ def is_json_body(content_type: bytes | None) -> bool:
     return media in BODY_TYPES or (media.startswith("application/") and media.endswith("+json"))
 
 
+def declared_charset(content_type: bytes) -> str | None:
+    """The ``charset`` parameter of ``content_type`` (lower case), None without one."""
+    for parameter in content_type.split(b";")[1:]:
+        key, _, value = parameter.partition(b"=")
+        if key.strip().lower() == b"charset":
+            return value.strip().strip(b'"').lower().decode("latin-1")
+    return None
+
+
 class DoorGuard:
     """Refuses foreign hosts, cross-site and non-JSON writes; adds the security headers to all
     but the API's answers."""
 
-    def __init__(self, app: ASGIApp, allowed_hosts: list[str]) -> None:
+    def __init__(self, app: ASGIApp, allowed_hosts: list[str], tokens: bool = False) -> None:
+        """``tokens``: whether the server checks bearer tokens (then one Authorization header at most)."""
         self.app = app
+        self.tokens = tokens
         self.allowed_hosts = [pattern.lower() for pattern in allowed_hosts]
         self.any_host = "*" in self.allowed_hosts
         self._hosts: dict[bytes, bool] = {}
@@ -171,4 +182,12 @@ def _write_refusal(
             f"not {given}",
             grpc.StatusCode.INVALID_ARGUMENT,
         )
+    if content_type is not None and b";" in content_type:
+        charset = declared_charset(content_type)
+        if charset not in (None, "utf-8", "utf8"):
+            return (
+                400,
+                f"the body must be UTF-8 (JSON between systems is, RFC 8259), not charset={charset[:40]}",
+                grpc.StatusCode.INVALID_ARGUMENT,
+            )
     return None
