@@ -307,6 +307,28 @@ def test_the_token_is_checked_before_the_body_is_read(locked) -> None:
             assert upload.status_code == (401 if token is None else 403)  # BulkLoad needs admin
 
 
+def test_a_request_carrying_two_authorization_headers_is_refused(locked) -> None:
+    """Which of two tokens a request means is anyone's guess: refused whatever their order (the
+    gRPC door refuses the same), before anything is read or done."""
+    _, http = locked
+    for first, second in ((READER, ADMIN), (ADMIN, READER), (ADMIN, ADMIN)):
+        for request in (
+            head(http, "GET", "/v1/indexes", f"Authorization: Bearer {first}", f"Authorization: Bearer {second}"),
+            head(
+                http, "POST", "/v1/DropIndex", f"Authorization: Bearer {first}", "Content-Type: application/json",
+                f"Authorization: Bearer {second}", "Content-Length: 17",
+            ) + b'{"index": "game"}',
+        ):  # fmt: skip
+            sock = connect(http)
+            sock.sendall(request)
+            answer = read_answer(sock)
+            sock.close()
+            assert answer is not None and answer[0] == 401, answer
+            assert answer[1]["code"] == "UNAUTHENTICATED" and "one Authorization header, not 2" in answer[1]["message"]
+    with httpx.Client(base_url=http.url, timeout=10, headers={"authorization": f"Bearer {ADMIN}"}) as web:
+        assert [i["name"] for i in web.get("/v1/indexes").json()["indexes"]] == ["game"]  # nothing dropped
+
+
 def test_large_bodies_are_parsed_off_the_event_loop(door, monkeypatch: pytest.MonkeyPatch) -> None:
     from fdb_leaderboard.http import app
 

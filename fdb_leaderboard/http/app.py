@@ -185,7 +185,7 @@ class HttpApi:
         routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
         handlers = {HTTPException: _no_route, Exception: _unexpected}
         self.starlette = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
-        self.app: ASGIApp = DoorGuard(self.starlette, hosts or ["*"])
+        self.app: ASGIApp = DoorGuard(self.starlette, hosts or ["*"], tokens is not None)
         if metrics is not None:
             self.app = _MetricsMiddleware(self.app, metrics)
         self.document = openapi.document(list(self.transcoder.rpcs.values()), ROUTES, metrics is not None)

@@ -11,7 +11,10 @@ any web page write to, or drop, the indexes.  So :class:`DoorGuard` refuses:
 - a POST whose ``Origin`` is not the server's own (``null`` included; 403);
 - a write whose body is not JSON or NDJSON by its ``Content-Type`` (415): browsers cannot send
   those cross-site without a preflight, which this server never answers.  A ``DELETE`` without a
-  body (``DELETE /v1/indexes/I/records/PK``) needs no type: it has nothing to type.
+  body (``DELETE /v1/indexes/I/records/PK``) needs no type: it has nothing to type.  A body
+  declared in another charset than UTF-8 is refused (400): JSON between systems is UTF-8;
+- with tokens, a request carrying more than one ``Authorization`` header (401): which of them
+  would be the caller's is anyone's guess (the gRPC door refuses the same).
 
 The page, its files, the OpenAPI document and the metrics say ``nosniff``, may not be framed,
 and the page may only load its own files (``Content-Security-Policy``); the API's JSON answers
@@ -30,6 +33,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
+from ..access import several_authorizations
 from .transcode import CallFailed
 
 # Bodies the API reads: JSON (requests, scores) and NDJSON (streams of requests).
@@ -95,6 +99,7 @@ class DoorGuard:
             return
         host = origin = content_type = None
         bodyless = True
+        authorizations = 0
         for name, value in scope["headers"]:
             if name == b"host":
                 host = value
@@ -104,10 +109,14 @@ class DoorGuard:
                 content_type = value
             elif (name == b"content-length" and value != b"0") or name == b"transfer-encoding":
                 bodyless = False
+            elif name == b"authorization":
+                authorizations += 1
         refused = None
         if not self.any_host and not self._answers(host):
             shown = host.decode("latin-1")[:100] if host else "none"
             refused = (400, f"this server does not answer to the host name {shown!r}", grpc.StatusCode.INVALID_ARGUMENT)
+        elif authorizations > 1 and self.tokens:
+            refused = (401, several_authorizations(authorizations), grpc.StatusCode.UNAUTHENTICATED)
         elif scope["method"] not in SAFE_METHODS:
             refused = _write_refusal(host, origin, content_type, scope["method"], bodyless)
         if refused is not None:

@@ -855,10 +855,13 @@ class AccessInterceptor(aio.ServerInterceptor):
         method = handler_call_details.method
         if method.startswith(HEALTH_PREFIX):
             return await continuation(handler_call_details)
-        header = None
+        header, headers = None, 0
         for key, value in handler_call_details.invocation_metadata or ():
             if key == "authorization":
                 header = value if isinstance(value, str) else value.decode("latin-1")
+                headers += 1
+        if headers > 1:  # which one is the caller's is anyone's guess
+            return _refusal(grpc.StatusCode.UNAUTHENTICATED, access.several_authorizations(headers))
         token = access.bearer_token(header)
         try:
             if method.startswith(REFLECTION_PREFIX):
