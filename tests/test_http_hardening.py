@@ -551,6 +551,20 @@ def test_an_abandoned_upload_is_no_server_error(door) -> None:
     assert lb.count("game") == 3
 
 
+def test_a_dump_whose_client_went_away_stops_and_frees_its_slot(door) -> None:
+    """A move's Dump never ends by itself (it waits for the writes to be paused): over HTTP, a
+    client that gives up on it stops it, so such clients cannot take every stream's slot."""
+    _, http, lb = door
+    body = json.dumps({"index": "game", "keep_paused": True}).encode()
+    for _ in range(3):  # the fixture's server runs two streams at once
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"{http.url}/v1/Dump", content=body, headers=NDJSON, timeout=1)
+    loaded = httpx.post(f"{http.url}/v1/BulkLoad", content=b'{"index": "game"}', headers=NDJSON, timeout=20)
+    assert loaded.status_code == 200, loaded.text
+    lb.add_score("game", ("dan",), 5, T0)  # nothing left the writes paused
+    assert lb.count("game") == 4
+
+
 # -- 8. Load over HTTP --------------------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ import contextlib
 import functools
 import logging
 import pathlib
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterator
 from typing import Any
@@ -221,10 +222,14 @@ class HttpApi:
             return await self._in_thread(parse, body, pool=HEAVY)
         return parse(body)
 
-    async def _call(self, request: Request, name: str, message: Any, background: bool = False) -> Message:
-        """The call's answer; ``background``: an event stream's (see :meth:`Transcoder.call`)."""
+    async def _call(
+        self, request: Request, name: str, message: Any, background: bool = False, gone: Any = None
+    ) -> Message:
+        """The call's answer; ``background``: an event stream's, ``gone``: set when a stream's
+        client went away (see :meth:`Transcoder.call`)."""
         pool = EVENTS if background else HEAVY if self.transcoder.dispatcher.is_heavy(name, message) else WORKERS
-        return await self._in_thread(self.transcoder.call, name, message, request.headers, background, pool=pool)
+        call = functools.partial(self.transcoder.call, gone=gone)
+        return await self._in_thread(call, name, message, request.headers, background, pool=pool)
 
     def _check_access(self, request: Request, method: str) -> None:
         check_access(self.transcoder.tokens, request.headers, method)
@@ -263,11 +268,15 @@ class HttpApi:
                 f"the next {rpc.name} message",
             )
             loop = anyio.lowlevel.current_token()
+            gone = threading.Event()  # the client went away: a Dump, say, stops at its next step
+            watching: list[asyncio.Task] = []
 
             async def next_line() -> bytes | None:
                 try:
                     return await anext(lines)
                 except StopAsyncIteration:
+                    if not watching:  # the body has ended: what the client sends now is its leaving
+                        watching.append(asyncio.ensure_future(_until_disconnected(request, gone)))
                     return None
                 except ClientDisconnect:
                     raise ClientGone() from None
@@ -283,9 +292,12 @@ class HttpApi:
                             raise Answer(exc.code, exc.message) from None
 
             try:
-                return JSONResponse(rpc_json(await self._call(request, rpc.name, messages())))
+                return JSONResponse(rpc_json(await self._call(request, rpc.name, messages(), gone=gone)))
             except CallFailed as exc:
                 return _error(exc, request)
+            finally:
+                for task in watching:
+                    task.cancel()
 
         return handle
 
@@ -435,6 +447,13 @@ class HttpApi:
 def _json_body(body: bytes) -> Any:
     """A route's body as JSON (None: none); each route's builder judges its shape."""
     return json_value(body, "the body is refused") if body else None
+
+
+async def _until_disconnected(request: Request, gone: threading.Event) -> None:
+    """Set ``gone`` when the client of ``request`` (whose body was read whole) goes away."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
 
 
 def _built(route: RestRoute, values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Any) -> Message:

@@ -560,7 +560,8 @@ class Dispatcher(grpc.GenericRpcHandler):
             call = self.start(context)
             call.deadline = float("inf")  # a load may run long; each message has stream_idle_timeout
             self.calls.add(call)
-            pending: list[concurrent.futures.Future] = []
+            pending: list[concurrent.futures.Future] = []  # the handler's read of the next message
+            putting: list[concurrent.futures.Future] = []  # and its reply waiting for room
 
             def messages() -> Iterator[Message]:
                 if first is None:
@@ -590,15 +591,19 @@ class Dispatcher(grpc.GenericRpcHandler):
                     return result
                 for reply in result:
                     queued = asyncio.run_coroutine_threadsafe(replies.put(reply), loop)
+                    putting[:] = [queued]
                     while True:
                         try:
                             queued.result(REPORT_SECONDS)
                             break
-                        except concurrent.futures.TimeoutError:
-                            if not call.is_active():  # the client went away: nobody reads replies
-                                queued.cancel()
-                                result.close()
-                                raise ClientGone() from None
+                        except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError) as waited:
+                            # Cancelled: the client went away (the event loop said so at once);
+                            # timed out: a deadline may have passed meanwhile.
+                            if call.is_active() and isinstance(waited, concurrent.futures.TimeoutError):
+                                continue
+                            queued.cancel()
+                            result.close()  # the handler's own clean-up runs now (a Dump's end)
+                            raise ClientGone() from None
                 return None
 
             try:
@@ -623,8 +628,8 @@ class Dispatcher(grpc.GenericRpcHandler):
                     call.cancelled = True  # the handler stops at its next check
                     if getter is not None:
                         getter.cancel()
-                    for read in pending:
-                        read.cancel()
+                    for waiting in (*pending, *putting):
+                        waiting.cancel()
                     future.add_done_callback(_outcome_taken)  # however it ends, nobody waits for it
                     raise
             finally:
