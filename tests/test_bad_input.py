@@ -478,13 +478,13 @@ def test_python_api_generated_bad_input(tmp_path: Path) -> None:
 # -- served indexes ---------------------------------------------------------------------------------
 
 
-def populate(lb: LeaderboardClient) -> list[bytes]:
-    """Indexes "best" (BEST, high score first) and "sum" (SUM, a group and a context element),
-    with data and windows; returns continuations of each (foreign to the other)."""
-    lb.create_index("best", high_score_first=True)
-    lb.create_index("sum", aggregation="SUM", group_size=1, context_size=1)
+def populate(lb: LeaderboardClient, best: str = "best", total: str = "sum") -> list[bytes]:
+    """Indexes ``best`` (BEST, high score first) and ``total`` (SUM, a group and a context
+    element), with data and windows; returns continuations of each (foreign to the other)."""
+    lb.create_index(best, high_score_first=True)
+    lb.create_index(total, aggregation="SUM", group_size=1, context_size=1)
     tokens = []
-    for name, hsf, group, context in (("best", True, (), ()), ("sum", False, ("g",), ("c",))):
+    for name, hsf, group, context in ((best, True, (), ()), (total, False, ("g",), ("c",))):
         lb.update_windows(name, specs=[(1, 0, 1000, 1000, 12)], high_score_first=hsf)
         for i, pk in enumerate("abcd"):
             lb.add_score(name, (pk,), 10 * i, 500 + i, context=context, group=group)

@@ -47,6 +47,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescri
 from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_bad_input import populate as scored
 
 from fdb_leaderboard import access
 from fdb_leaderboard.client import LeaderboardClient
@@ -230,22 +231,12 @@ def populate(lb: LeaderboardClient, tag: str) -> Board:
     noticed, so its event log has events), empty (no score), scratch (to drop)."""
     board = Board(tag, [])
     best, total, cols, league, ends = (board.name(n) for n in ("best", "sum", "cols", "league", "ends"))
-    lb.create_index(best, high_score_first=True)
-    lb.create_index(total, aggregation="SUM", group_size=1, context_size=1)
+    board.tokens.extend(scored(lb, best, total))
     lb.create_index(cols, columns=("HIGH", "LOW"))
     lb.create_index(league, leagues=Leagues(1, 3, 3, 1, 1), all_time=False)
     lb.create_index(ends, high_score_first=True)
     lb.create_index(board.name("empty"))
     lb.create_index(board.name("scratch"))
-    for name, hsf, group, context in ((best, True, (), ()), (total, False, ("g",), ("c",))):
-        lb.update_windows(name, specs=[(1, 0, 1000, 1000, 12)], high_score_first=hsf)
-        for i, pk in enumerate("abcd"):
-            lb.add_score(name, (pk,), 10 * i, 500 + i, context=context, group=group)
-        for scan_type in (pb.BY_RANK, pb.BY_VALUE):
-            page = lb.stub.Scan(
-                pb.ScanRequest(index=name, type=scan_type, limit=1, group=[pb.Item(string=g) for g in group])
-            )
-            board.tokens.append(page.continuation)
     lb.update_windows(cols, specs=[(1, 0, 1000, 1000, 12)], high_score_first=True)
     lb.update_windows(league, specs=[(1, 0, 1000, 1000, 12)], all_time=False)
     for i, pk in enumerate("abcd"):
