@@ -116,8 +116,6 @@ REPORTING = 3  # the store format from which every process on the store reports 
 # Forms code asks about with allows(): the index format that first holds each.
 EXACT_SUBMISSIONS = 3  # every head's submission counters count its entries in each window (at least)
 
-KINDS = {"store": STORE_FORMATS, "index": INDEX_FORMATS}
-
 
 def release_key(release: str) -> tuple[int, ...]:
     """A release as comparable numbers: ``"0.10.1"`` -> (0, 10, 1); anything after them (a
@@ -126,6 +124,11 @@ def release_key(release: str) -> tuple[int, ...]:
     if match is None:
         raise ValueError(f"not a release: {release!r}")
     return tuple(int(part) for part in match.group(0).split("."))
+
+
+def table_of(kind: str) -> tuple[Format, ...]:
+    """The table of ``kind``: ``store`` or ``index``."""
+    return {"store": STORE_FORMATS, "index": INDEX_FORMATS}[kind]
 
 
 def newest(table: tuple[Format, ...]) -> int:
@@ -145,7 +148,7 @@ def allows(current: int, form: int) -> bool:
 def check_readable(kind: str, version: int, what: str, raised_by: str = "") -> None:
     """Refuse ``what`` (``index 'game'``, ``the store``) at format ``version`` of ``kind`` (store or
     index) if this release cannot read it, saying both versions and what to do."""
-    table = KINDS[kind]
+    table = table_of(kind)
     if version <= newest(table):
         return
     by = f" by release {raised_by}" if raised_by else " by a newer release"

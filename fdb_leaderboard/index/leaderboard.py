@@ -577,7 +577,7 @@ class LeaderboardIndex(IndexSpace):
 
     def upgrade_step(
         self,
-        to_format: int = formats.NEWEST_INDEX,
+        to_format: int | None = None,
         max_records: int = 200,
         actor: str | None = None,
         job: JobEvents | None = None,
@@ -588,12 +588,13 @@ class LeaderboardIndex(IndexSpace):
         ``fdb_leaderboard/formats.py``).  Recorded as a job (``UpgradeIndex``: its start, progress
         and the batch that raises a format) when ``job`` is given, else the raise alone."""
         check_at_least(max_records, 1, "max_records")
-        job = job or self._job(actor, "UpgradeIndex", to_format=to_format)
+        target = formats.NEWEST_INDEX if to_format is None else to_format
+        job = job or self._job(actor, "UpgradeIndex", to_format=target)
         event = job.next_event()
 
         def step(ops: Operations) -> UpgradeProgress:
             before = ops.upgrader.current()
-            progress = ops.upgrader.step(to_format, max_records)
+            progress = ops.upgrader.step(target, max_records)
             if progress.format > before or progress.records_processed:
                 job.in_batch(ops.tr, event, progress.done, format=progress.format, records=progress.records_done)
             return progress
@@ -604,7 +605,7 @@ class LeaderboardIndex(IndexSpace):
 
     def upgrade(
         self,
-        to_format: int = formats.NEWEST_INDEX,
+        to_format: int | None = None,
         max_records: int = 200,
         keep_going: Callable[[], bool] | None = None,
         progress: Callable[[UpgradeProgress], None] | None = None,
@@ -613,6 +614,7 @@ class LeaderboardIndex(IndexSpace):
         """Upgrade the index to ``to_format`` batch by batch, until done or ``keep_going()`` says
         stop (an interrupted upgrade resumes where it stopped, from any process); returns where it
         stands, with this call's records and heads changed."""
+        to_format = formats.NEWEST_INDEX if to_format is None else to_format
         job = self._job(actor, "UpgradeIndex", to_format=to_format)
         records = changed = 0
         while True:
