@@ -6,7 +6,8 @@ and the all-time window) into a fresh index with ``bulk_load``, makes it what re
 leaves (its format not recorded, every head's counters zero: every head is rewritten), then
 runs ``LeaderboardIndex.upgrade`` in batches of ``--batch`` records and prints records/s, the
 batches' latency and that ``verify`` holds every counter afterwards.  With ``--writers`` threads
-writing scores meanwhile (to other records) it prints their p50/p99 during the upgrade too.
+writing scores meanwhile (to other records) it prints their p50/p99 during the upgrade, and
+for 3 s before it without one.
 
     tools/bench_upgrade.py --records 100000 --store 'lmdb:/tmp/up?durable=false'
     tools/bench_upgrade.py --records 20000 --store fdb:/tmp/fdb1/fdb.cluster --writers 4
@@ -104,9 +105,23 @@ def main() -> int:
                     writer_times.append(time.perf_counter() - began)
                     n += 1
 
-            writers = [threading.Thread(target=write, args=(n,)) for n in range(args.writers)]
-            for thread in writers:
-                thread.start()
+            def writing(seconds: float | None) -> list[threading.Thread]:
+                threads = [threading.Thread(target=write, args=(n,)) for n in range(args.writers)]
+                for thread in threads:
+                    thread.start()
+                if seconds is not None:  # the writers alone first: their latency without an upgrade
+                    time.sleep(seconds)
+                    stop.set()
+                    for thread in threads:
+                        thread.join()
+                    stop.clear()
+                return threads
+
+            alone: list[float] = []
+            if args.writers:
+                writing(3.0)
+                alone, writer_times[:] = sorted(writer_times), []
+            writers = writing(None)
             began = last = time.perf_counter()
 
             def batch_done(step) -> None:
@@ -127,13 +142,12 @@ def main() -> int:
                 f"{len(latencies)} batches of {args.batch}: p50 {statistics.median(latencies) * 1000:.0f} ms, "
                 f"max {max(latencies) * 1000:.0f} ms"
             )
-            if writer_times:
-                writer_times.sort()
-                p99 = writer_times[int(len(writer_times) * 0.99)]
-                print(
-                    f"meanwhile {args.writers} writers: {len(writer_times):,} scores, p50 "
-                    f"{statistics.median(writer_times) * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms"
-                )
+            for label, times in (("alone, before", alone), ("during the upgrade", sorted(writer_times))):
+                if times:
+                    print(
+                        f"{args.writers} writers {label}: {len(times):,} scores, p50 "
+                        f"{statistics.median(times) * 1000:.1f} ms, p99 {times[int(len(times) * 0.99)] * 1000:.1f} ms"
+                    )
             problems = index.check(10)
             print("verify: every counter holds its entries" if not problems else f"verify: {problems}")
             return 0 if not problems else 1

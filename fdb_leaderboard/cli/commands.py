@@ -322,9 +322,10 @@ def serve(
         raise click.ClickException(f"cannot serve store {url} on {address}: {one_line(exc)}") from None
     if processes > 1:
         group.stop_on_signals()
+        version, recorded = group.store_format
         click.echo(
-            f"fdb-leaderboard {formats.RELEASE} serving on {group.address} with {processes} processes (store {url}); "
-            "Ctrl-C stops it"
+            f"fdb-leaderboard {formats.RELEASE} serving on {group.address} with {processes} processes (store {url}, "
+            f"{_formats_text(version, recorded)}); Ctrl-C stops it"
         )
         raise SystemExit(group.wait())
     server.stop_on_signals(grace)
@@ -333,11 +334,16 @@ def serve(
     stored = server.store_format
     click.echo(
         f"fdb-leaderboard {formats.RELEASE} serving on {server.address}{f' and {http.url}' if http else ''} "
-        f"({'TLS' if settings.tls else 'plaintext'}, {access}; store {url}, store format {stored.version}"
-        f"{'' if stored.recorded else ' (not recorded)'}, index format {formats.NEWEST_INDEX}); Ctrl-C stops it"
+        f"({'TLS' if settings.tls else 'plaintext'}, {access}; store {url}, "
+        f"{_formats_text(stored.version, stored.recorded)}); Ctrl-C stops it"
     )
     server.wait()
     click.echo("fdb-leaderboard stopped; store closed")
+
+
+def _formats_text(version: int, recorded: bool) -> str:
+    """The store's format and the index format this release writes, for serve's start line."""
+    return f"store format {version}{'' if recorded else ' (not recorded)'}, index format {formats.NEWEST_INDEX}"
 
 
 # -- indexes ----------------------------------------------------------------------------------

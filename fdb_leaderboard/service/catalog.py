@@ -264,6 +264,15 @@ class Catalog:
         self.root = root
         self.audit = AuditTrail(root)
         self._open: dict[str, tuple[bytes, LeaderboardIndex]] = {}
+        self._store_read = False  # the store's format was found readable (checked at the first open)
+
+    def _check_store(self) -> None:
+        """FormatTooNew if the store is in a format this release does not read (once per catalog:
+        formats only rise, and a server's report notices a raise after that)."""
+        if not self._store_read:
+            state = self.db.read(lambda tr: releases.read_store_format(tr, self.root))
+            formats.check_readable("store", state.version, "the store", state.raised_by)
+            self._store_read = True
 
     def _key(self, name: str) -> bytes:
         return self.root + fdb.tuple.pack(("catalog", name))
@@ -293,6 +302,7 @@ class Catalog:
         event = self.audit.event(actor or LOCAL_ACTOR, "CreateIndex", name)
 
         def create(tr: Transaction) -> tuple[bytes, tuple[Window, ...] | None, int]:
+            releases.open_store(tr, self.root)  # a store too new is refused; a fresh one records its format
             stored = tr.get(self._key(name))
             if stored is not None:
                 entry = index_pb2.CatalogEntry.FromString(stored)
@@ -381,6 +391,7 @@ class Catalog:
         cached = self._open.get(name)
         if cached is not None:
             return cached[1]
+        self._check_store()
         entry = self.entry(name)
         return self._keep(
             name, entry.prefix, IndexSettings.from_proto(entry.options), entry.maintenance, entry.options.format

@@ -163,18 +163,18 @@ class Upgrades:
     def upgrade_store(self, keep_going: Callable[[], bool], actor: str) -> tuple[StoreStatus, bool]:
         """``store upgrade``: the store raised to the newest format, then every index (in batches
         until done or ``keep_going()`` says stop: call again to go on); returns the status and
-        whether everything is at the newest format."""
+        whether everything is at the newest format.  An index whose writes are paused (a dump
+        finishing, or moved to another store) is left as it is, as the maintenance leaves it."""
         store, live = self._live()
         self._refuse_older(formats.STORE_FORMATS, store.version, formats.NEWEST_STORE, live, "the store")
         if store.version < formats.NEWEST_STORE or not store.recorded:
             self._raise_store(formats.NEWEST_STORE, actor)
-        complete = True
-        for name, _ in self.catalog.list():
-            step = self.upgrade_index(name, keep_going, actor)
-            complete = complete and step.done
-            if not step.done:
-                break
-        return self.status(), complete
+        for name, entry in self.catalog.list():
+            if index_format(entry.options) >= formats.NEWEST_INDEX or writes_paused(entry, time.time()):
+                continue
+            if not self.upgrade_index(name, keep_going, actor).done:
+                return self.status(), False
+        return self.status(), True
 
     def upgrade_index(
         self,
