@@ -1,5 +1,5 @@
 """Stores as earlier releases wrote them (``tests/compat/``, made by ``tools/compat_fixture.py``), loaded
-into a store of any backend under any catalog root."""
+into a store of any backend under any catalog root; and what is checked of them once served."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ import importlib.util
 import pathlib
 
 import fdb.tuple
+import pytest
 
+from fdb_leaderboard.client import LeaderboardClient, SubmissionLimited
+from fdb_leaderboard.index import ScoreRules
 from fdb_leaderboard.index import tuplecodec as tuples
 from fdb_leaderboard.proto import index_pb2
 from fdb_leaderboard.service.catalog import ROOT
@@ -54,3 +57,27 @@ def load_into(url: str, root: bytes, fixture: dict) -> None:
         for start in range(0, len(rows), 500):
             part = rows[start : start + 500]
             db.run(lambda tr, part=part: [tr.set(k, v) for k, v in part])
+
+
+def verify_all(client: LeaderboardClient) -> dict[str, list[str]]:
+    """Each index's problems, of those that have some."""
+    found = {info.name: client.verify(info.name) for info in client.list_indexes()}
+    return {name: problems for name, problems in found.items() if problems}
+
+
+def limits_hold(client: LeaderboardClient, name: str, day: int) -> None:
+    """With max_per_window 1, a record holding an entry in a day's window (whoever wrote it, and
+    whether its head counted it or not) may submit no more there; one holding none, once."""
+    at = compat.T0 + day * compat.DAY
+    held = [tuple(e.pk) for e in client.top(name, 100, window_type=1, timestamp=at)]
+    assert held
+    client.set_score_rules(name, ScoreRules(max_per_window=1))
+    try:
+        for pk in held:
+            with pytest.raises(SubmissionLimited, match="max_per_window"):
+                client.add_score(name, pk, 1, at + 1)
+        client.add_score(name, f"fresh on day {day}", 5, at + 2)
+        with pytest.raises(SubmissionLimited):
+            client.add_score(name, f"fresh on day {day}", 6, at + 3)
+    finally:
+        client.set_score_rules(name, ScoreRules())

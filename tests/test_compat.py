@@ -21,12 +21,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from compat_stores import compat, load_into
+from compat_stores import compat, limits_hold, load_into, verify_all
 from conftest import ServerPlace
 
 from fdb_leaderboard import formats
-from fdb_leaderboard.client import LeaderboardClient, SubmissionLimited
-from fdb_leaderboard.index import ScoreRules
+from fdb_leaderboard.client import LeaderboardClient
 
 RELEASES = sorted(compat.RELEASES)
 T0, DAY = compat.T0, compat.DAY
@@ -44,11 +43,6 @@ def answers_differ(client: LeaderboardClient, queries: list[dict]) -> list[str]:
         for q in queries
         if (got := ask(client, q)) != q["answer"]
     ]
-
-
-def verify_all(client: LeaderboardClient) -> dict[str, list[str]]:
-    found = {info.name: client.verify(info.name) for info in client.list_indexes()}
-    return {name: problems for name, problems in found.items() if problems}
 
 
 @pytest.fixture(params=RELEASES)
@@ -118,24 +112,6 @@ def board_reads(client: LeaderboardClient, name: str) -> list[dict]:
                     query["answer"] = ask(client, query)
                     out.append(query)
     return out
-
-
-def limits_hold(client: LeaderboardClient, name: str, day: int) -> None:
-    """With max_per_window 1, a record holding an entry in a day's window (whoever wrote it, and
-    whether its head counted it or not) may submit no more there; one holding none, once."""
-    at = T0 + day * DAY
-    held = [tuple(e.pk) for e in client.top(name, 100, window_type=1, timestamp=at)]
-    assert held
-    client.set_score_rules(name, ScoreRules(max_per_window=1))
-    try:
-        for pk in held:
-            with pytest.raises(SubmissionLimited, match="max_per_window"):
-                client.add_score(name, pk, 1, at + 1)
-        client.add_score(name, f"fresh on day {day}", 5, at + 2)
-        with pytest.raises(SubmissionLimited):
-            client.add_score(name, f"fresh on day {day}", 6, at + 3)
-    finally:
-        client.set_score_rules(name, ScoreRules())
 
 
 def write_every_kind(client: LeaderboardClient, fixture: dict) -> None:

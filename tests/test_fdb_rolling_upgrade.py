@@ -34,12 +34,11 @@ from collections.abc import Iterator
 
 import fdb.tuple
 import pytest
-from compat_stores import compat, load_into
+from compat_stores import compat, limits_hold, load_into, verify_all
 from conftest import fdb_url, skip_unless_required, wait_until
 
 from fdb_leaderboard import formats
-from fdb_leaderboard.client import CallError, LeaderboardClient, SubmissionLimited
-from fdb_leaderboard.index import ScoreRules
+from fdb_leaderboard.client import CallError, LeaderboardClient
 from fdb_leaderboard.service import Server, ServerSettings
 from fdb_leaderboard.store import open_database
 
@@ -112,7 +111,7 @@ class Traffic:
                 try:
                     client.add_score("rolling", pk, 1, compat.T0 + n)
                     self.acked[pk] += 1
-                    client.add_score("daily", f"{self.name}-{n % 7}", n, compat.T0 + 4 * compat.DAY + n % 80_000)
+                    client.add_score("reference", f"{self.name}-{n % 7}", n, compat.T0 + 4 * compat.DAY + n % 80_000)
                 except CallError as exc:
                     self.unknown[pk] += 1
                     self.errors.append(f"{exc.code().name}: {exc}")
@@ -123,14 +122,9 @@ class Traffic:
                 try:
                     for entry in client.top("rolling", len(PKS)):
                         self.totals.setdefault(entry.pk[0], []).append(entry.score)
-                    client.rank("daily", "p01", window_type=1, timestamp=compat.T0)
+                    client.rank("reference", "p01", window_type=1, timestamp=compat.T0)
                 except CallError as exc:
                     self.errors.append(f"{exc.code().name}: {exc}")
-
-
-def verify_everything(client: LeaderboardClient) -> dict[str, list[str]]:
-    found = {info.name: client.verify(info.name) for info in client.list_indexes()}
-    return {name: problems for name, problems in found.items() if problems}
 
 
 def test_two_releases_serve_one_cluster_then_the_store_is_raised(previous_tree: str) -> None:
@@ -169,28 +163,22 @@ def test_two_releases_serve_one_cluster_then_the_store_is_raised(previous_tree: 
             status = client.store_status()
             assert (status.format.version, status.format.recorded) == (2, False)  # 0.2.0 does not report
             assert [p.release for p in status.processes if p.live] == [formats.RELEASE]
-            assert verify_everything(client) == {}
+            assert verify_all(client) == {}
 
             # 3. The previous release stops; the store is raised.
             traffic[0].finish()
             old.terminate()
             assert old.wait(30) == 0
-            assert verify_everything(client) == {}
+            assert verify_all(client) == {}
             upgraded = client.upgrade_store()
             assert (upgraded.format.version, upgraded.format.recorded) == (3, True)
-            assert verify_everything(client) == {}
+            assert verify_all(client) == {}
 
             # 4. Format 3's feature: heads count what their records submitted, whoever wrote them.
-            day = compat.T0 + compat.DAY
-            held = [tuple(e.pk) for e in client.top("daily", 100, window_type=1, timestamp=day)]
-            client.set_score_rules("daily", ScoreRules(max_per_window=1))
-            for pk in held:
-                with pytest.raises(SubmissionLimited, match="max_per_window"):
-                    client.add_score("daily", pk, 1, day + 1)
-            client.set_score_rules("daily", ScoreRules())
+            limits_hold(client, "daily", day=1)
             time.sleep(1)
             traffic[1].finish()
-            assert verify_everything(client) == {}
+            assert verify_all(client) == {}
 
             # No acknowledged write lost or doubled; no total ever read going down.
             stored = {entry.pk[0]: entry.score for entry in client.top("rolling", len(PKS))}

@@ -21,7 +21,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 from compat_stores import compat, load_into
-from conftest import ServerPlace
+from conftest import ServerPlace, wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
 import fdb_leaderboard
@@ -141,6 +141,27 @@ def test_a_store_is_created_at_the_newest_format_and_one_too_new_refused(server_
             f"({formats.RELEASE}) reads store formats 1 to 3: serve it with release 0.9.0 or later "
             "(`fdb-leaderboard --version` says which a command is)"
         ]
+
+
+def test_a_server_stops_once_the_store_is_raised_past_what_it_reads(
+    server_place: ServerPlace, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = server_place.start()
+    try:
+        _write_store_format(server_place.url, server_place.root, 9, "0.9.0")  # by a newer release meanwhile
+        server.reporter.round()  # its next report finds out
+        wait_until(server._stopped.is_set, "the server stopping")
+        with open_database(server_place.url) as db:
+            assert db.read(lambda tr: reports.processes(tr, server_place.root)) == []  # its report withdrawn
+    finally:
+        server.stop(grace=1)
+    logged = [r.getMessage() for r in caplog.records if r.name == "fdb_leaderboard.service" and r.levelname == "ERROR"]
+    assert logged == [
+        "the store is in store format 9 (written by release 0.9.0); this release "
+        f"({formats.RELEASE}) reads store formats 1 to 3: serve it with release 0.9.0 or later "
+        "(`fdb-leaderboard --version` says which a command is): this process stops serving the store"
+    ]
+    caplog.clear()  # the one error expected
 
 
 def _set_index_format(db, catalog: Catalog, name: str, version: int) -> None:

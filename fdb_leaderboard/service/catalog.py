@@ -302,7 +302,7 @@ class Catalog:
         event = self.audit.event(actor or LOCAL_ACTOR, "CreateIndex", name)
 
         def create(tr: Transaction) -> tuple[bytes, tuple[Window, ...] | None, int]:
-            releases.open_store(tr, self.root)  # a store too new is refused; a fresh one records its format
+            store = releases.open_store(tr, self.root)  # too new: refused; fresh: its format recorded
             stored = tr.get(self._key(name))
             if stored is not None:
                 entry = index_pb2.CatalogEntry.FromString(stored)
@@ -310,7 +310,7 @@ class Catalog:
                     raise AlreadyExists(f"index {name!r} exists with other options")
                 return entry.prefix, None, entry.options.format
             prefix = self._new_prefix(tr)
-            version = self.creation_format(tr)
+            version = self.creation_format(tr, store)
             entry = index_pb2.CatalogEntry(prefix=prefix, options=options, maintenance=maintenance)
             entry.options.format = version
             tr.set(self._key(name), entry.SerializeToString())
@@ -326,10 +326,9 @@ class Catalog:
         prefix, added, version = self.db.run(create)
         return self._keep(name, prefix, settings, maintenance, version), added
 
-    def creation_format(self, tr: Transaction) -> int:
+    def creation_format(self, tr: Transaction, store: releases.StoreFormatState) -> int:
         """The index format a new index is created at: the newest every process that may write to
         it reads (``formats.creation_format``, from the store's format and the live reports)."""
-        store = releases.read_store_format(tr, self.root)
         return formats.creation_format(
             formats.INDEX_FORMATS, releases.live_releases(tr, self.root), reporting=store.reporting
         )
@@ -352,8 +351,7 @@ class Catalog:
         """The index ``name`` at ``prefix`` (in ``stored_format``, as its options record it), kept
         open; its transactions check its entry (and follow its policy's timebase, what "now" is
         for its windows, and its format)."""
-        version = index_format(index_pb2.IndexOptions(format=stored_format))
-        formats.check_readable("index", version, f"index {name!r}")
+        version = check_format(name, index_pb2.IndexOptions(format=stored_format))
         checked = _EntryChecked(self.db, name, self._key(name), prefix, self.root)
         index = LeaderboardIndex(checked, prefix, settings, version)
         index.timebase = timebase_scale(policy)
