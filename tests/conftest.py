@@ -58,6 +58,17 @@ def wait_until(condition: Callable[[], object], what: str = "the condition", tim
         time.sleep(0.01)
 
 
+def store_rows(db: Database) -> list[tuple[bytes, bytes]]:
+    """Every key and value in the store, but the server processes' reports of themselves, which
+    their heartbeats rewrite every few seconds whatever the calls do (``service/releases.py``)."""
+    reports = fdb.tuple.pack(("processes",))
+    return [
+        (key, value)
+        for key, value in db.read(lambda tr: tr.get_range(b"\x00", b"\xff"))
+        if not key.startswith(ROOT + reports)
+    ]
+
+
 def fdb_unavailable_reason() -> str | None:
     """Why the FoundationDB tests cannot run here, or None if they can."""
     cluster_file = os.environ.get("FDB_CLUSTER_FILE")

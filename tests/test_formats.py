@@ -31,9 +31,12 @@ from fdb_leaderboard.client import AsyncLeaderboardClient, FailedPrecondition, L
 from fdb_leaderboard.errors import FormatTooNew
 from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.index import IndexSettings, LeaderboardIndex
+from fdb_leaderboard.index.dumps import FORMAT_VERSION
 from fdb_leaderboard.index.layout import IndexLayout
+from fdb_leaderboard.index.restore import Restorer
 from fdb_leaderboard.index.upgrade import JOBS
 from fdb_leaderboard.proto import index_pb2
+from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import ServerSettings, StartupError
 from fdb_leaderboard.service import releases as reports
 from fdb_leaderboard.service.catalog import Catalog
@@ -214,6 +217,9 @@ def test_an_index_made_without_a_catalog_records_its_format(db, prefix: bytes) -
     assert LeaderboardIndex.open(db, prefix + b"\x01").format == 2
     assert older.upgrade().format == 3 and LeaderboardIndex.open(db, prefix + b"\x01").format == 3
     assert index.upgrade_state() == (formats.NEWEST_INDEX, None)
+    # A dump of an index a newer release wrote is refused before a row is written.
+    with pytest.raises(FormatTooNew, match="the dumped index is in index format 8"):
+        Restorer(db, prefix + b"\x02", pb.DumpHeader(format_version=FORMAT_VERSION, index_format=8))
 
 
 # -- the processes' reports and the raising of formats ------------------------------------------------

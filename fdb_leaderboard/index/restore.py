@@ -72,7 +72,7 @@ class Restorer:
                 f"restores version {FORMAT_VERSION}"
             )
         # Its rows are in the index's format (a newer release's dump: refused before anything is written).
-        formats.check_readable("index", header.options.format or formats.UNRECORDED_INDEX, "the dumped index")
+        formats.check_readable("index", header.index_format or formats.UNRECORDED_INDEX, "the dumped index")
         self.db = db
         self.prefix = prefix
         self.header = header

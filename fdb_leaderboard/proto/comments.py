@@ -233,6 +233,8 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.DumpHeader.created_at": "Unix seconds",
     "fdb_leaderboard.v1.DumpHeader.format_version": "1",
     "fdb_leaderboard.v1.DumpHeader.index": "the dumped index's name",
+    "fdb_leaderboard.v1.DumpHeader.index_format": "its rows' stored format (0: not recorded, format 2); a newer one "
+    "is refused",
     "fdb_leaderboard.v1.DumpHeader.records_estimate": "the records the index held when the dump began (0: unknown)",
     "fdb_leaderboard.v1.DumpHeader.source": "the store dumped, for people",
     "fdb_leaderboard.v1.DumpPart": "One part of a dump: its header, rows, changes or end.",

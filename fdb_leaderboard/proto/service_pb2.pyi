@@ -1304,7 +1304,7 @@ class DumpRequest(_message.Message):
     def __init__(self, index: _Optional[str] = ..., keep_paused: _Optional[bool] = ..., moved_to: _Optional[str] = ..., catch_up_seconds: _Optional[float] = ...) -> None: ...
 
 class DumpHeader(_message.Message):
-    __slots__ = ("format_version", "index", "options", "maintenance", "created_at", "source", "records_estimate")
+    __slots__ = ("format_version", "index", "options", "maintenance", "created_at", "source", "records_estimate", "index_format")
     FORMAT_VERSION_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
@@ -1312,6 +1312,7 @@ class DumpHeader(_message.Message):
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     RECORDS_ESTIMATE_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FORMAT_FIELD_NUMBER: _ClassVar[int]
     format_version: int
     index: str
     options: IndexOptions
@@ -1319,7 +1320,8 @@ class DumpHeader(_message.Message):
     created_at: int
     source: str
     records_estimate: int
-    def __init__(self, format_version: _Optional[int] = ..., index: _Optional[str] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ..., created_at: _Optional[int] = ..., source: _Optional[str] = ..., records_estimate: _Optional[int] = ...) -> None: ...
+    index_format: int
+    def __init__(self, format_version: _Optional[int] = ..., index: _Optional[str] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ..., created_at: _Optional[int] = ..., source: _Optional[str] = ..., records_estimate: _Optional[int] = ..., index_format: _Optional[int] = ...) -> None: ...
 
 class DumpRows(_message.Message):
     __slots__ = ("keys", "values")
