@@ -159,11 +159,11 @@ def test_a_server_stops_once_the_store_is_raised_past_what_it_reads(
     finally:
         server.stop(grace=1)
     logged = [r.getMessage() for r in caplog.records if r.name == "fdb_leaderboard.service" and r.levelname == "ERROR"]
-    assert logged == [
+    assert logged and set(logged) == {  # (its own thread's report may have found out too)
         "the store is in store format 9 (written by release 0.9.0); this release "
         f"({formats.RELEASE}) reads store formats 1 to 3: serve it with release 0.9.0 or later "
         "(`fdb-leaderboard --version` says which a command is): this process stops serving the store"
-    ]
+    }
     caplog.clear()  # the one error expected
 
 

@@ -194,6 +194,7 @@ class Server:
         threading.Thread(target=self.stop, args=(self._grace,), name="stop-store-too-new", daemon=True).start()
 
     def start(self) -> Server:
+        self.reporter.report_now()  # with the address it serves (known since the port was bound)
         self.reporter.start()
         self._on_loop(self.grpc.start())
         if self.health is not None:
