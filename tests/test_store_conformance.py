@@ -914,8 +914,6 @@ def process_worker(url: str, prefix: bytes, worker: int, count: int, start: Any)
 
 
 def test_concurrent_writer_processes(db: Database, store_url: str, prefix: bytes) -> None:
-    if "redo_log=true" in store_url:
-        pytest.skip("a redo-log session needs the store to itself (test_redo_log.py checks the refusal)")
     space = Subspace(rawPrefix=prefix)
     processes_n, per_process = 4, 40
     context = multiprocessing.get_context("spawn")  # LMDB environments must not cross a fork
@@ -946,7 +944,7 @@ def test_concurrent_writer_processes(db: Database, store_url: str, prefix: bytes
 
 def test_data_survives_close_and_reopen(db: Database, store_url: str, prefix: bytes, tmp_path: Path) -> None:
     # The fixture keeps `store_url` open, so on LMDB reopen a directory nobody else holds (with
-    # the same options: the first and third opens use the redo log in that variant).
+    # the same options: the first and third opens take that variant's).
     options = store_url.partition("?")[2]
     url = f"lmdb:{tmp_path / 'reopened'}" + (f"?{options}" if options else "") if is_lmdb(db) else store_url
     space = Subspace(rawPrefix=prefix)

@@ -168,7 +168,7 @@ def main(
     show_default=True,
     type=click.IntRange(0, 64),
     help="Processes serving reads of many rows, at a lower CPU priority, so they never slow point reads "
-    "(0: threads of the server; a redo-log store always uses threads).",
+    "(0: threads of the server).",
 )
 @click.option(
     "--read-priority",
