@@ -8,7 +8,7 @@
   log, see ``redo_log.py``; false: by syncing their pages), ``group_commit`` (default true),
   ``map_size`` (bytes of address space), ``transaction_seconds`` (default 5, FoundationDB's
   limit; 0 disables), ``checkpoint_seconds`` (default 1: how often the redo log's checkpoints
-  sync the data file) and ``log_segment_bytes`` (default 16 MiB: the log's preallocated segments).
+  sync the data file) and ``log_segment_bytes`` (default 4 MiB: the log's preallocated segments).
 - ``fdb:`` (default cluster file) or ``fdb:CLUSTER_FILE``: FoundationDB through the
   official bindings.  Options ``api_version`` (default: the installed binding's latest),
   ``timeout`` (default 10 seconds, 0: none): how long a call may wait for the cluster,

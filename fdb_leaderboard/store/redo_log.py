@@ -87,12 +87,12 @@ from .store_lock import StoreLock
 _log = logging.getLogger(__name__)
 
 DEFAULT_CHECKPOINT_SECONDS = 1.0
-DEFAULT_SEGMENT_BYTES = 16 << 20
+DEFAULT_SEGMENT_BYTES = 4 << 20  # zero-filled in milliseconds; about 4,000 commits of one score
 MIN_SEGMENT_BYTES = 64 << 10
 _POLL_SECONDS = 0.1  # how often a process looks at what other processes of its session did
 # A session prepares a preallocated segment only once it has logged this much: a short session
 # (a CLI command, a test) never pays for zero-filling one.
-_PREALLOCATE_AFTER = 1 << 20
+_PREALLOCATE_AFTER = 256 << 10
 
 
 def committed(env: Any, txnid: int) -> bool:
@@ -255,8 +255,9 @@ class RedoLog:
 
     @property
     def checkpoint_bytes(self) -> int:
-        """A checkpoint is due once this much was logged since the last one: a full segment is soon retired."""
-        return self.head.segment_bytes // 2
+        """A checkpoint is due once this much was logged since the last one: full segments are soon
+        retired (and recycled), so a session writing fast keeps few of them."""
+        return 2 * self.head.segment_bytes
 
     def _start(self, segment_bytes: int) -> Head:
         """A new session: nothing of an earlier one is left (recovery or a clean close removed it)."""
@@ -490,10 +491,28 @@ class RedoLog:
                 os.unlink(segment)
 
     def _keep_a_spare(self) -> None:
-        """Once the session logs, keep a preallocated segment ready for the next switch."""
-        if self.head.spare() or self.head.cursor().logged < min(_PREALLOCATE_AFTER, self.segment_bytes // 4):
+        """Once the session logs, keep a preallocated segment ready for the next switch: the one a
+        checkpoint recycled (``redo.spare``), or one zero-filled here."""
+        if self.head.cursor().logged < min(_PREALLOCATE_AFTER, self.segment_bytes // 4):
             return
         spare = os.path.join(self.path, SPARE_FILE)
+        if not self.head.spare():
+            self._zero_filled(spare)
+            writer = self.env.begin(write=True)
+            try:
+                cursor = self.head.cursor()
+                number = cursor.segment + 1
+                os.rename(spare, os.path.join(self.path, segment_name(number)))
+                fsync_directory(self.path)  # the name must survive a crash before a record goes in
+                if cursor.room == 0:  # a growing segment: move to the preallocated one at once
+                    cursor.segment, cursor.end, cursor.room, cursor.last_start = number, 0, self.segment_bytes, 0
+                    self.head.set_cursor(cursor)
+                else:
+                    self.head.set_spare(number)
+            finally:
+                writer.abort()
+
+    def _zero_filled(self, spare: str) -> None:
         if not os.path.exists(spare):
             fd = os.open(spare + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
             try:
@@ -501,19 +520,6 @@ class RedoLog:
             finally:
                 os.close(fd)
             os.rename(spare + ".tmp", spare)
-        writer = self.env.begin(write=True)
-        try:
-            cursor = self.head.cursor()
-            number = cursor.segment + 1
-            os.rename(spare, os.path.join(self.path, segment_name(number)))
-            fsync_directory(self.path)  # the name must survive a crash before a record goes in
-            if cursor.room == 0:  # a growing segment: move to the preallocated one at once
-                cursor.segment, cursor.end, cursor.room, cursor.last_start = number, 0, self.segment_bytes, 0
-                self.head.set_cursor(cursor)
-            else:
-                self.head.set_spare(number)
-        finally:
-            writer.abort()
 
     def _due(self) -> bool:
         logged = self.head.checkpointed()[1]
