@@ -4,8 +4,9 @@
 
 - ``lmdb:PATH`` (or ``lmdb:///abs/path``): the embedded store in directory PATH, created if
   missing.  Options as a query string: ``durable`` (default true: every acknowledged commit
-  survives power loss), ``redo_log`` (default: as ``durable``: commits made durable by a synced
-  log, see ``redo_log.py``; false: by syncing their pages), ``group_commit`` (default true),
+  survives power loss), ``redo_log`` (default, when durable: commits made durable by a synced
+  log, see ``redo_log.py``, unless processes syncing pages have the store open, which an opener
+  then joins; false: by syncing their pages), ``group_commit`` (default true),
   ``map_size`` (bytes of address space), ``transaction_seconds`` (default 5, FoundationDB's
   limit; 0 disables), ``checkpoint_seconds`` (default 1: how often the redo log's checkpoints
   sync the data file) and ``log_segment_bytes`` (default 4 MiB: the log's preallocated segments).

@@ -19,7 +19,10 @@ explains why that survives an operating-system crash).  ``redo_log=False`` syncs
 pages at every commit instead (what LMDB does by itself).  ``durable=False`` skips the sync: a
 process crash loses nothing, but an operating-system crash or power loss may lose recent commits
 and, on a file system that reorders writes, damage the database.  Several processes may open one
-store, all in the same one of these three modes (``store_lock.py``).
+store, all in the same one of these three modes (``store_lock.py``).  A durable opener that names
+no mode joins the processes that have the store open: those syncing pages (``redo_log=False``, or
+release 0.2.0, which has no shared log) keep their mode until the last of them closes, so both
+releases serve one store side by side during an upgrade; with none open, it starts the redo log.
 
 **Limits.**  FoundationDB's value and transaction-size limits are enforced.  LMDB's own
 key limit (511 bytes) is stricter than FoundationDB's 10,000 and is reported as such.
@@ -79,8 +82,17 @@ class _Env:
     registry_lock = threading.Lock()
 
     def __init__(
-        self, path: str, durable: bool, map_size: int, redo_log: bool, checkpoint_seconds: float, segment_bytes: int
+        self,
+        path: str,
+        durable: bool,
+        map_size: int,
+        redo_log: bool | None,
+        checkpoint_seconds: float,
+        segment_bytes: int,
     ) -> None:
+        """``redo_log`` None (the default of a durable opener): the redo log, unless other processes
+        have the store open syncing pages (``redo_log=false``, or a release before the shared log,
+        such as 0.2.0): such an opener joins them, so both releases serve one store during an upgrade."""
         os.makedirs(path, mode=redo.DIRECTORY_MODE, exist_ok=True)
         # One made beforehand (0755 by the usual umask) becomes the owner's only too (unless it is
         # another user's: its files are the owner's only all the same).
@@ -89,7 +101,6 @@ class _Env:
                 os.chmod(path, redo.DIRECTORY_MODE)
         self.path = path
         self.durable = durable
-        self.redo_log = redo_log
         # Before LMDB opens its files: the checkpointer's lock must go before LMDB's at death.
         self.lock = StoreLock(path)
 
@@ -108,6 +119,9 @@ class _Env:
         try:
             with self.lock.gate():
                 alone = self.lock.take()
+                if redo_log is None:
+                    redo_log = alone or self.lock.session_mode() != SYNCED
+                self.redo_log = redo_log
                 self.lock.hold_mode(LOG if redo_log else SYNCED if durable else NOT_DURABLE, alone)
                 # Only an opener holding the store alone may repair what a crashed redo-log session left.
                 self.env = redo.recover(path, open_env, _apply_writes)[0] if alone else open_env()
@@ -133,14 +147,20 @@ class _Env:
 
     @classmethod
     def acquire(
-        cls, path: str, durable: bool, map_size: int, redo_log: bool, checkpoint_seconds: float, segment_bytes: int
+        cls,
+        path: str,
+        durable: bool,
+        map_size: int,
+        redo_log: bool | None,
+        checkpoint_seconds: float,
+        segment_bytes: int,
     ) -> _Env:
         path = os.path.realpath(path)
         with cls.registry_lock:
             shared = cls.registry.get(path)
             if shared is None:
                 shared = cls.registry[path] = cls(path, durable, map_size, redo_log, checkpoint_seconds, segment_bytes)
-            elif (shared.durable, shared.redo_log) != (durable, redo_log):
+            elif shared.durable != durable or redo_log not in (None, shared.redo_log):
                 raise StoreError(
                     f"{path} is already open in this process with durable={shared.durable}, "
                     f"redo_log={shared.redo_log}; one process must open it with one durability setting"
@@ -467,8 +487,8 @@ class LmdbDatabase(Database):
         log_segment_bytes: int = redo.DEFAULT_SEGMENT_BYTES,
         batched_reads: bool = False,
     ) -> None:
-        if redo_log is None:
-            redo_log = durable  # durable commits go through the log unless told otherwise
+        if not durable and redo_log is None:
+            redo_log = False
         if redo_log and not durable:
             raise ValueError("redo_log=True makes commits durable through a log: it cannot go with durable=False")
         if not checkpoint_seconds > 0:
@@ -743,7 +763,8 @@ class LmdbDatabase(Database):
 
 
 def open_lmdb(path: str, options: dict[str, str]) -> LmdbDatabase:
-    """Open from URL options: durable, group_commit, redo_log (default: as durable), batched_reads
+    """Open from URL options: durable, group_commit, redo_log (default: the log when durable, as the
+    module docstring says), batched_reads
     (booleans), map_size, transaction_seconds, checkpoint_seconds, log_segment_bytes."""
     known = {
         "durable",

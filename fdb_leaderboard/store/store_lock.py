@@ -133,6 +133,13 @@ class StoreLock:
             self.mode_fds.append(fd)
             fcntl.flock(fd, fcntl.LOCK_SH)
 
+    def session_mode(self) -> str | None:
+        """Inside the gate: the mode the processes that have the store open use (None: none has)."""
+        for mode, name in ((LOG, LOG_FILE), (SYNCED, DURABLE_FILE), (NOT_DURABLE, FAST_FILE)):
+            if not self._free(name):
+                return mode
+        return None
+
     def _free(self, name: str) -> bool:
         """Whether no process holds a lock on ``name``."""
         probe = self._open(name)
