@@ -21,11 +21,17 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import fdb.tuple
 import pytest
-from compat_stores import release_tree
+from compat_stores import compat, load_into, release_tree, verify_all
+from conftest import ServerPlace
 
 from fdb_leaderboard import formats
-from fdb_leaderboard.store import open_database
+from fdb_leaderboard.client import LeaderboardClient
+from fdb_leaderboard.service import releases
+from fdb_leaderboard.service.catalog import ROOT
+from fdb_leaderboard.store import lmdb_backend, open_database
+from fdb_leaderboard.store.api import StoreError
 from fdb_leaderboard.store.lmdb_backend import LmdbDatabase
 
 pytestmark = pytest.mark.slow
@@ -224,3 +230,67 @@ def test_the_releases_share_a_store_by_syncing_pages_and_0_2_0_is_refused_by_a_l
         "c": "from 0.2.0 again",
         "d": "while 0.2.0 was refused",
     }
+
+
+# -- the store-format gate: below store format 4 the default durable mode syncs pages ----------
+
+
+def test_the_gate_reads_the_catalogs_store_format_where_the_service_keeps_it() -> None:
+    assert lmdb_backend.CATALOG_ROOT == ROOT
+    assert releases.format_key(ROOT) == lmdb_backend._STORE_FORMAT_KEY
+
+
+def test_a_store_below_format_4_is_served_with_pages_synced_and_nothing_written_0_2_0_cannot_read(
+    tmp_path: Path, previous: str
+) -> None:
+    """0.2.0 wrote a catalog without a format record (format 2): a default opener syncs pages, a
+    SIGKILL leaves no log, and 0.2.0 then reads every acknowledged write; a named redo log is refused."""
+    store = tmp_path / "store"
+    url = f"lmdb:{store}"
+    catalog_key = (ROOT + fdb.tuple.pack(("catalog", "board"))).decode("latin-1")
+    assert run_release(previous, url, {catalog_key: "0.2.0's entry"})["redo_log"] is False
+
+    writer = Child(None)
+    assert writer.send("open", url=url) == {"redo_log": False}
+    acked = {f"k/{i:03d}": f"v{i}" for i in range(100)}
+    writer.set(acked)
+    assert session_files(store) == []
+    writer.process.send_signal(signal.SIGKILL)
+    writer.process.wait(60)
+    assert session_files(store) == []
+    found = run_release(previous, url)
+    assert found == {"redo_log": False, "items": {catalog_key: "0.2.0's entry", **acked}}
+
+    with pytest.raises(StoreError, match=r"at format 2: the redo log needs store format 4.*store upgrade"):
+        open_database(f"{url}?redo_log=true")
+    assert session_files(store) == []
+    with open_database(url) as db:  # refused above without a trace: the default still opens
+        assert db.redo_log is None
+
+
+def test_the_0_2_0_fixture_is_served_durable_below_format_4_and_the_raise_starts_the_log(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    url = f"lmdb:{store}"
+    fixture = compat.load("0.2.0")
+    load_into(url, ROOT, fixture)  # an empty directory: nothing under the root yet, so the log
+    place = ServerPlace("lmdb", store)
+    place.url = url  # the default: durable
+    server = place.start()
+    try:
+        assert server.db.redo_log is None  # read through to the embedded store
+        with LeaderboardClient(server.address, timeout=60) as client:
+            queries = fixture["queries"]
+            assert [q["answer"] for q in queries] == [
+                compat.plain(getattr(client, q["op"])(*q["args"], **q["kwargs"])) for q in queries
+            ]
+            assert verify_all(client) == {}
+            client.add_score("daily", "after the upgrade", 7, compat.T0 + 1)
+        assert session_files(store) == []
+    finally:
+        server.stop(grace=1)
+
+    with open_database(url) as db:  # still format 2 (nothing raised it): pages synced
+        assert db.redo_log is None
+        db.run(lambda tr: releases.write_store_format(tr, ROOT, formats.REDO_LOG))
+    with open_database(url) as db:  # raised: the log
+        assert db.redo_log is not None and session_files(store) != []

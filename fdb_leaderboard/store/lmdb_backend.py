@@ -38,8 +38,11 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
+import fdb.tuple
 import lmdb
 
+from .. import formats
+from ..proto import index_pb2
 from . import redo_log as redo
 from .api import (
     MAX_KEY_SIZE,
@@ -73,6 +76,28 @@ _MAX_BATCH = 64  # logical transactions sharing one commit
 # A leader waits for more calls to join its batch only if one queued behind a leader this recently.
 _CONTENTION_SECONDS = 0.05
 _DEADLINE_EVERY = 1023  # a range read checks the transaction's time limit every 1024 keys
+
+
+# The service's catalog root (service.catalog.ROOT, which this layer may not import) and its
+# store format's key there (service.releases.format_key).
+CATALOG_ROOT = fdb.tuple.pack(("lb",))
+_STORE_FORMAT_KEY = CATALOG_ROOT + fdb.tuple.pack(("format",))
+
+
+def log_refused_by_format(env: lmdb.Environment) -> int | None:
+    """The store's format if it is below the redo log's (a catalog there, its format recorded
+    lower or not at all: releases before 0.3.0 serve it), else None: the log may be written.
+    A store with nothing under the catalog's root (new, or used without a catalog) is written
+    at the newest format."""
+    with env.begin() as txn:
+        raw = txn.get(_STORE_FORMAT_KEY)
+        if raw is not None:
+            version = index_pb2.StoreFormat.FromString(raw).version
+            return version if version < formats.REDO_LOG else None
+        cursor = txn.cursor()
+        if cursor.set_range(CATALOG_ROOT) and cursor.key().startswith(CATALOG_ROOT):
+            return formats.UNRECORDED_STORE
+    return None
 
 
 class _Env:
@@ -119,13 +144,26 @@ class _Env:
         try:
             with self.lock.gate():
                 alone = self.lock.take()
+                named = redo_log
                 if redo_log is None:
                     redo_log = alone or self.lock.session_mode() != SYNCED
-                self.redo_log = redo_log
-                self.lock.hold_mode(LOG if redo_log else SYNCED if durable else NOT_DURABLE, alone)
                 # Only an opener holding the store alone may repair what a crashed redo-log session left.
                 self.env = redo.recover(path, open_env, _apply_writes)[0] if alone else open_env()
                 try:
+                    # Alone, it starts the session: the log only where the store's format allows it.
+                    if alone and redo_log and (version := log_refused_by_format(self.env)) is not None:
+                        if named:
+                            raise StoreError(
+                                f"{path} holds a store at format {version}: the redo log needs store format "
+                                f"{formats.REDO_LOG}, which releases before 0.3.0 cannot read (raise it with "
+                                "`fdb-leaderboard store upgrade` once no such release serves it, or open it "
+                                "with redo_log=false)"
+                            )
+                        self.env.close()
+                        redo_log = False
+                        self.env = open_env()
+                    self.redo_log = redo_log
+                    self.lock.hold_mode(LOG if redo_log else SYNCED if durable else NOT_DURABLE, alone)
                     if alone or not redo_log:
                         # Drop reader slots left by killed processes; in a redo-log session only its
                         # checkpointer may, once a pin of its own protects the last checkpoint.
