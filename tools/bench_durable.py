@@ -112,7 +112,9 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=400, help="submissions per timed run")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=8)
-    parser.add_argument("--dir", default=".", help="where the stores and the floor's files go (this disk)")
+    parser.add_argument(
+        "--dir", default="bench-results", help="where the stores and the floor's files go (this disk; made if missing)"
+    )
     parser.add_argument("--seed", type=int, default=47)
     args = parser.parse_args()
     missing = redis_missing("redis-server") or (None if shutil.which("strace") else "strace is missing")
@@ -124,6 +126,7 @@ def main() -> None:
         (rng.randrange(args.records), rng.randrange(1, 10**6), NOW + rng.randrange(-DAY // 2, DAY // 2))
         for _ in range(total)
     ]
+    os.makedirs(args.dir, exist_ok=True)
     work = tempfile.mkdtemp(prefix="bench-durable-", dir=args.dir)
     try:
         indexes, dbs = {}, {}
@@ -168,6 +171,7 @@ def main() -> None:
 
         results: dict[tuple[str, int], list[tuple[float, list[float]]]] = {}
         floors = []
+        split: dict[int, list[tuple[int, float, float]]] = {}  # callers -> (commits, log seconds, seconds)
         offset = 0
         for round_ in range(args.rounds):
             floors.append(floor_us(sync_floor(work, 300, args.seed + round_)))
@@ -178,11 +182,19 @@ def main() -> None:
                 for name in order:
                     if name in MODES:
                         calls = [ours_call(indexes[name])] * callers
+                        log_ = dbs[name].redo_log
+                        before = (dbs[name].commits, log_.append_seconds) if log_ is not None else None
                     else:
                         calls = [redis_call(servers[name].client()) for _ in range(callers)]
                     results.setdefault((name, callers), []).append(
                         timed([lambda i, c=c, base=offset: c(base + i) for c in calls], args.ops)
                     )
+                    if name in MODES and before is not None:
+                        seconds = results[(name, callers)][-1][0]
+                        commits = dbs[name].commits - before[0]
+                        split.setdefault(callers, []).append(
+                            (commits, dbs[name].redo_log.append_seconds - before[1], seconds)
+                        )
                 offset += args.ops
 
         syncs = {}
@@ -222,9 +234,19 @@ def main() -> None:
                     f"{rate[name] / rate['Redis AOF everysec']:10.2f}x {rate[name] * floor / 1e6:7.2f}x"
                 )
         print(
-            "\nfsyncs/sub: one caller's untimed pass under strace -f -c (every thread; the store's checkpoints and "
+            "\nfsyncs/sub: an untimed pass of as many submissions under strace -f -c (every thread; the "
+            "store's checkpoints and "
             "Redis's background fsync included); vs floor: submissions/s over the floor's commits/s"
         )
+        for callers, runs in split.items():
+            commits = sum(c for c, _, _ in runs)
+            log_ms = sum(s for _, s, _ in runs) / commits * 1e3
+            all_ms = sum(s for _, _, s in runs) / commits * 1e3
+            print(
+                f"redo log, {callers} callers: {args.ops * len(runs) / commits:.2f} submissions per commit; per commit "
+                f"{log_ms:.3f} ms writing and syncing the log ({log_ms * 1e3 / floor:.2f}x the floor), "
+                f"{all_ms:.3f} ms in all ({all_ms * 1e3 / floor:.2f}x)"
+            )
         for server in servers.values():
             server.__exit__()
         for db in dbs.values():

@@ -22,7 +22,9 @@ and, on a file system that reorders writes, damage the database.  Several proces
 store, all in the same one of these three modes (``store_lock.py``).  A durable opener that names
 no mode joins the processes that have the store open: those syncing pages (``redo_log=False``, or
 release 0.2.0, which has no shared log) keep their mode until the last of them closes, so both
-releases serve one store side by side during an upgrade; with none open, it starts the redo log.
+releases serve one store side by side during an upgrade; with none open, it starts the redo log,
+if the store is at store format 4 (``formats.REDO_LOG``; a new store is): below it, releases
+before 0.3.0 may serve the store and cannot read the log, so it syncs pages.
 
 **Limits.**  FoundationDB's value and transaction-size limits are enforced.  LMDB's own
 key limit (511 bytes) is stricter than FoundationDB's 10,000 and is reported as such.
@@ -117,7 +119,10 @@ class _Env:
     ) -> None:
         """``redo_log`` None (the default of a durable opener): the redo log, unless other processes
         have the store open syncing pages (``redo_log=false``, or a release before the shared log,
-        such as 0.2.0): such an opener joins them, so both releases serve one store during an upgrade."""
+        such as 0.2.0): such an opener joins them, so both releases serve one store during an upgrade.
+        An opener starting a session (alone) takes the log only where the store's format allows it
+        (:func:`log_refused_by_format`): below store format 4 it syncs pages, and ``redo_log=True``
+        is refused."""
         os.makedirs(path, mode=redo.DIRECTORY_MODE, exist_ok=True)
         # One made beforehand (0755 by the usual umask) becomes the owner's only too (unless it is
         # another user's: its files are the owner's only all the same).
