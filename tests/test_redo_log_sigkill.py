@@ -43,9 +43,10 @@ WINDOWS = [(1, start, start + 100) for start in range(0, 400, 100)]
 # Small segments and frequent checkpoints: segment switches, recycled segments and checkpoints
 # happen within a run.
 OPTIONS = "?checkpoint_seconds=0.1&log_segment_bytes=65536"
+SEED = 4747  # of the writers' streams
 
 CHILD = r"""
-import random, sys
+import sys
 from fdb_leaderboard.index import LeaderboardIndex
 from fdb_leaderboard.store import open_database
 url, prefix, writer, seed = sys.argv[1], bytes.fromhex(sys.argv[2]), sys.argv[3], int(sys.argv[4])
@@ -195,7 +196,6 @@ def check_against_model(url: str, known: dict[str, int], acked: dict[str, int]) 
         db.close()
 
 
-SEED = 4747
 CYCLES = 3
 
 
