@@ -807,7 +807,9 @@ def test_a_store_refuses_an_opener_with_another_durability(tmp_path: Path) -> No
         open_database(f"lmdb:{path}").close()  # the same options share it
     with _held_by_another_process(f"lmdb:{path}?redo_log=false"):  # durable, every commit's pages synced
         with pytest.raises(StoreError, match="open in another process with another mode"):
-            open_database(f"lmdb:{path}")
+            open_database(f"lmdb:{path}?redo_log=true")
+        with open_database(f"lmdb:{path}") as db:  # naming no mode, it joins the holder's
+            assert db.redo_log is None
         with pytest.raises(StoreError, match="open in another process with durable=True"):
             open_database(f"lmdb:{path}?durable=false")
         open_database(f"lmdb:{path}?redo_log=false").close()
