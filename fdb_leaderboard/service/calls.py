@@ -11,8 +11,9 @@ call then has a deadline of the client's or ``default_deadline``, whichever is s
   trips (the embedded store): such a read takes tens of microseconds of Python, which a worker
   thread would take the interpreter for anyway, while handing it to the thread and its answer
   back costs more than the read (two thread wake-ups, the loop's self-pipe);
-- score writes, on a store that commits calls together (the embedded one, with group commit),
-  on one thread that runs each batch of them in one commit (:class:`WritePipeline`);
+- score writes, on a store that commits calls together (the embedded one, with group commit,
+  and FoundationDB), on the threads of :class:`WritePipeline`, each batch of them queued
+  meanwhile committed together (one commit; on FoundationDB one transaction);
 - otherwise on a worker thread (writes wait for a commit, FoundationDB reads for round trips).
   Heavy calls (many rows, whole-index jobs) queue for threads of their own, and heavy reads go
   to reader processes where the store allows it (``readers.py``), so they never hold the
@@ -32,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -102,6 +104,8 @@ INLINE_ROWS = 25
 # it puts in one commit (the store's own group-commit batch).
 PIPELINED_WRITES = frozenset({"AddScore", "AddEntries", "SaveRecord", "DeleteRecord"})
 PIPELINE_BATCH = 64
+# Write threads on a store whose commits wait for a network (FoundationDB): batches in flight at once.
+PIPELINE_THREADS = 3
 # A watched rank is read this often: its changes are coalesced to at most one message a second.
 WATCH_SECONDS = 1.0
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
@@ -268,7 +272,7 @@ class Dispatcher(grpc.GenericRpcHandler):
         self.readers = readers
         self.workers = concurrent.futures.ThreadPoolExecutor(max_workers, thread_name_prefix="rpc")
         db = service.catalog.db
-        self.writes = WritePipeline(db) if db.commits_together else None
+        self.writes = WritePipeline(db, PIPELINE_THREADS if db.batched_reads else 1) if db.commits_together else None
         # Long reads and whole-index jobs queue for a few threads of their own, so a flood of them
         # shares the CPU with everyone else instead of taking every worker.
         self.heavy = concurrent.futures.ThreadPoolExecutor(settings.heavy_workers, thread_name_prefix="heavy")
@@ -660,19 +664,26 @@ def _settle_all(outcomes: list[tuple[asyncio.Future, Any, BaseException | None]]
 
 
 class WritePipeline:
-    """Score writes run on one thread, each batch of those queued meanwhile in one commit
-    (``Database.commit_together``), their answers handed to the event loop together once it is
-    durable.  On the embedded store a worker thread per write cost a wake-up there and back and a
-    turn in the group commit's queue: with six writers a quarter of the server's CPU per write.
-    (FoundationDB commits each transaction on its own: its writes stay on the worker threads.)"""
+    """Score writes run on a few threads of their own, each taking the writes queued meanwhile as
+    one batch that the store commits together (``Database.run_together``), their answers handed
+    to the event loop together once it is durable.
 
-    def __init__(self, db: Database) -> None:
+    On the embedded store one thread runs each batch in one commit: a worker thread per write
+    cost a wake-up there and back and a turn in the group commit's queue (with six writers a
+    quarter of the server's CPU per write).  On FoundationDB a batch is one transaction (one read
+    version, one commit) instead of one per write, and ``threads`` batches are in flight at once:
+    one thread's batch runs while another's commits."""
+
+    def __init__(self, db: Database, threads: int = 1) -> None:
         self.db = db
         self._queue: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future, Callable, Any, _Call]] = deque()
         self._ready = threading.Condition()
         self._stopping = False
-        self._thread = threading.Thread(target=self._serve, name="writes", daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._serve, name=f"writes_{number}", daemon=True) for number in range(threads)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def submit(
         self, loop: asyncio.AbstractEventLoop, done: asyncio.Future, handler: Callable, request: Any, call: _Call
@@ -684,11 +695,12 @@ class WritePipeline:
             self._ready.notify()
 
     def stop(self) -> None:
-        """Run what is queued (cancelled calls are skipped), then end the thread."""
+        """Run what is queued (cancelled calls are skipped), then end the threads."""
         with self._ready:
             self._stopping = True
-            self._ready.notify()
-        self._thread.join()
+            self._ready.notify_all()
+        for thread in self._threads:
+            thread.join()
 
     def _serve(self) -> None:
         while True:
@@ -701,21 +713,14 @@ class WritePipeline:
             self._run(batch)
 
     def _run(self, batch: list[tuple[asyncio.AbstractEventLoop, asyncio.Future, Callable, Any, _Call]]) -> None:
-        outcomes: list[tuple[asyncio.AbstractEventLoop, asyncio.Future, Any, BaseException | None]] = []
-        try:
-            with self.db.commit_together():
-                for loop, done, handler, request, call in batch:
-                    if call.cancelled:  # answered already (its deadline passed, or its client left)
-                        continue
-                    try:
-                        outcomes.append((loop, done, handler(request, call), None))
-                    except BaseException as exc:  # the event loop answers with it
-                        outcomes.append((loop, done, None, exc))
-        except Exception as exc:  # the commit failed: nothing the batch wrote was kept
-            failure = answer_for(exc, "a score write")
-            outcomes = [(loop, done, None, failure if error is None else error) for loop, done, _, error in outcomes]
+        # A call answered already (its deadline passed, or its client left) is not run.
+        taken = [queued for queued in batch if not queued[4].cancelled]
+        calls = [functools.partial(handler, request, call) for *_, handler, request, call in taken]
+        outcomes = self.db.run_together(calls)
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future, Any, BaseException | None]]] = {}
-        for loop, done, result, error in outcomes:
+        for (loop, done, *_), (result, error) in zip(taken, outcomes, strict=True):
+            if error is not None and not isinstance(error, Answer):  # the commit's: the store's status
+                error = answer_for(error, "a score write")
             by_loop.setdefault(loop, []).append((done, result, error))
         for loop, settled in by_loop.items():
             with contextlib.suppress(RuntimeError):  # the loop closed: the server stopped without waiting

@@ -36,6 +36,7 @@ T_co = TypeVar("T_co", covariant=True)
 
 KeyValue = tuple[bytes, bytes]
 RangeRequest = tuple[bytes, bytes, int, bool]  # (begin, end, limit, reverse)
+Outcome = tuple[Any, "BaseException | None"]  # a call's result, or the exception it raised
 
 # FoundationDB's documented limits.
 MAX_KEY_SIZE = 10_000
@@ -379,6 +380,27 @@ class Database(abc.ABC):
         ``commits_together`` says the store can; elsewhere each commits on its own, as always."""
         return contextlib.nullcontext()
 
+    def run_together(self, calls: Sequence[Callable[[], T]]) -> list[Outcome]:
+        """Call each of ``calls`` (functions whose store work is this store's ``run``), sharing
+        commits where ``commits_together`` says the store can; each call's outcome, in order:
+        ``(result, None)`` or ``(None, the exception it raised)``.
+
+        Here (and on the embedded store) they run in one :meth:`commit_together` block: a call
+        that raises keeps nothing and fails no other, and a failed commit is every call's
+        outcome.  FoundationDB runs them in shared transactions instead (``fdb_backend.py``).
+        """
+        outcomes: list[Outcome] = []
+        try:
+            with self.commit_together():
+                for call in calls:
+                    try:
+                        outcomes.append((call(), None))
+                    except Exception as exc:
+                        outcomes.append((None, exc))
+        except Exception as exc:  # the commit failed: nothing the block ran was kept
+            outcomes = [(None, exc if error is None else error) for _, error in outcomes]
+        return outcomes
+
     def __enter__(self) -> Database:
         return self
 
@@ -419,6 +441,9 @@ class WrappedDatabase(Database):
 
     def commit_together(self) -> contextlib.AbstractContextManager[None]:
         return self.inner.commit_together()
+
+    def run_together(self, calls: Sequence[Callable[[], T]]) -> list[Outcome]:
+        return self.inner.run_together(calls)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
