@@ -38,6 +38,10 @@ KeyValue = tuple[bytes, bytes]
 RangeRequest = tuple[bytes, bytes, int, bool]  # (begin, end, limit, reverse)
 Outcome = tuple[Any, "BaseException | None"]  # a call's result, or the exception it raised
 
+# FoundationDB's metadata version: a stamp every transaction's read version comes with, changed
+# by every transaction that changes what caches of metadata hold (``Transaction.changed_metadata``).
+METADATA_VERSION_KEY = b"\xff/metadataVersion"
+
 # FoundationDB's documented limits.
 MAX_KEY_SIZE = 10_000
 MAX_VALUE_SIZE = 100_000
@@ -216,6 +220,7 @@ class StoreStats:
     and ``bytes_written`` their key and value (or operand) bytes, range clears counting both
     bounds: the mutations' share of FoundationDB's transaction size, which adds conflict
     ranges.  Like the read rounds, they count the attempt that finished (not retried ones).
+    ``cached_reads`` counts the reads a metadata cache answered instead of the store.
     """
 
     FIELDS = (
@@ -228,6 +233,7 @@ class StoreStats:
         "unknown_results",
         "writes",
         "bytes_written",
+        "cached_reads",
     )
 
     def __init__(self) -> None:
@@ -309,6 +315,20 @@ class Transaction(ReadView):
 
     # Whether read conflict ranges matter here (FoundationDB); callers may skip declaring them.
     declares_conflicts = True
+    # What a metadata cache knows, or collects, for the index this transaction works on (set by
+    # the layer that keeps the cache: ``service/catalog.py``); None: nothing, read everything.
+    cached: Any = None
+
+    def changed_metadata(self) -> None:
+        """Note that this transaction changes metadata that caches hold (a catalog entry, an
+        index's directory or sub-directories): on FoundationDB it changes the metadata version
+        (a versionstamped value), so every cache checked against it is stale once it commits."""
+
+    def metadata_stamp(self) -> Future[bytes | None] | None:
+        """The store's metadata version at this transaction's read version (a snapshot read,
+        free on FoundationDB: it comes with the read version), or None where the store has none
+        or this transaction changed it (then it cannot be read here)."""
+        return None
 
     @property
     @abc.abstractmethod
@@ -359,6 +379,7 @@ class Database(abc.ABC):
     batched_reads: bool = False  # whether its transactions' reads cost round trips (see ReadView)
     shared_by_processes: bool = False  # whether other processes may open the store while this one has it
     commits_together: bool = False  # whether commit_together shares one commit among its calls
+    metadata_stamps: bool = False  # whether transactions give a metadata version (metadata_stamp)
 
     @abc.abstractmethod
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -438,6 +459,10 @@ class WrappedDatabase(Database):
     @property
     def commits_together(self) -> bool:  # type: ignore[override]
         return self.inner.commits_together
+
+    @property
+    def metadata_stamps(self) -> bool:  # type: ignore[override]
+        return self.inner.metadata_stamps
 
     def commit_together(self) -> contextlib.AbstractContextManager[None]:
         return self.inner.commit_together()

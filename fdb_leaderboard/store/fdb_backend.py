@@ -42,6 +42,7 @@ except ImportError:  # not built (no compiler at install time): the binding does
     _fdb_direct = None  # type: ignore[assignment]
 
 from .api import (
+    METADATA_VERSION_KEY,
     CountedRead,
     Database,
     InvertedRange,
@@ -234,14 +235,34 @@ class _DirectReads(_Reads):
         return _DirectFuture(self._direct.get_range(begin, end, limit, reverse, self._is_snapshot), self._rounds)
 
 
+# The parameter of SET_VERSIONSTAMPED_VALUE that makes a value of the commit's versionstamp
+# alone: 10 bytes it replaces, then the little-endian offset where it goes (API 520 and later).
+_STAMP_ONLY = b"\x00" * 14
+
+
 class _Writes(Transaction):
     """The writes of one attempt, through ``_writer`` (the binding's transaction, or
     ``_fdb_direct``'s on it: both offer these methods), with the counts StoreStats sums."""
 
     _writer: Any
+    _binding: Any  # the binding's transaction (for the calls _fdb_direct does not make)
     _writable: bool
     writes: int
     bytes_written: int
+    _stamp: Any = None  # the metadata version's read, once issued
+    metadata_changed = False
+
+    def changed_metadata(self) -> None:
+        self._write(len(METADATA_VERSION_KEY) + len(_STAMP_ONLY))
+        self.metadata_changed = True
+        self._binding.set_versionstamped_value(METADATA_VERSION_KEY, _STAMP_ONLY)
+
+    def metadata_stamp(self) -> Any:
+        if self.metadata_changed:  # FoundationDB refuses to read it after this transaction set it
+            return None
+        if self._stamp is None:
+            self._stamp = self.snapshot.get_async(METADATA_VERSION_KEY)
+        return self._stamp
 
     def _write(self, size: int) -> None:
         if not self._writable:
@@ -280,13 +301,13 @@ class _Writes(Transaction):
 class FdbTransaction(_FdbReads, _Writes):
     """One attempt of a transaction, through the binding."""
 
-    __slots__ = ("_snapshot", "_writer", "_writable", "writes", "bytes_written")
+    __slots__ = ("_snapshot", "_writer", "_binding", "_writable", "writes", "bytes_written")
 
     def __init__(self, tr: Any, fdb: Any, writable: bool) -> None:
         rounds = ReadRounds()
         super().__init__(tr, fdb, rounds)
         self._snapshot = _FdbReads(tr.snapshot, fdb, rounds)
-        self._writer = tr
+        self._writer = self._binding = tr
         self._writable = writable
         self.writes = 0
         self.bytes_written = 0
@@ -299,7 +320,7 @@ class FdbTransaction(_FdbReads, _Writes):
 class DirectFdbTransaction(_DirectReads, _Writes):
     """One attempt of a transaction, through ``_fdb_direct`` on the binding's transaction."""
 
-    __slots__ = ("_snapshot", "_writer", "_writable", "writes", "bytes_written")
+    __slots__ = ("_snapshot", "_writer", "_binding", "_writable", "writes", "bytes_written")
 
     def __init__(self, tr: Any, writable: bool) -> None:
         rounds = ReadRounds()
@@ -307,6 +328,7 @@ class DirectFdbTransaction(_DirectReads, _Writes):
         super().__init__(direct, False, rounds)
         self._snapshot = _DirectReads(direct, True, rounds)
         self._writer = direct
+        self._binding = tr
         self._writable = writable
         self.writes = 0
         self.bytes_written = 0
@@ -385,6 +407,7 @@ class FdbDatabase(Database):
     batched_reads = True
     shared_by_processes = True
     commits_together = True  # run_together shares transactions (commit_together blocks do not)
+    metadata_stamps = True
 
     def __init__(
         self,
