@@ -68,6 +68,11 @@ class UnknownResultDatabase(FdbDatabase):
         self._call.marker = None
         return super()._transact(writable, fn, args, kwargs)
 
+    def _shared_transaction(self, *args: Any) -> Any:  # run_together's transactions: one call each here
+        self._call.faults = 0
+        self._call.marker = None
+        return super()._shared_transaction(*args)
+
     def _marker_key(self) -> bytes:
         self._call.marker = super()._marker_key()
         return self._call.marker

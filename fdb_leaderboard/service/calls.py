@@ -716,7 +716,10 @@ class WritePipeline:
         # A call answered already (its deadline passed, or its client left) is not run.
         taken = [queued for queued in batch if not queued[4].cancelled]
         calls = [functools.partial(handler, request, call) for *_, handler, request, call in taken]
-        outcomes = self.db.run_together(calls)
+        try:
+            outcomes = self.db.run_together(calls)
+        except Exception as exc:  # the store failed outside any call: every call of the batch answers it
+            outcomes = [(None, exc)] * len(calls)
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future, Any, BaseException | None]]] = {}
         for (loop, done, *_), (result, error) in zip(taken, outcomes, strict=True):
             if error is not None and not isinstance(error, Answer):  # the commit's: the store's status
