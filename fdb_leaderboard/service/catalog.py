@@ -50,7 +50,7 @@ from ..index.dumps import unit_of
 from ..index.leaderboard import LOCAL_ACTOR
 from ..index.transaction import KnownMetadata
 from ..proto import index_pb2
-from ..store.api import Database, Transaction, WrappedDatabase, strinc
+from ..store.api import Database, Transaction, WrappedDatabase, read_bounds, strinc
 
 ROOT = fdb.tuple.pack(("lb",))
 T = TypeVar("T")
@@ -425,7 +425,8 @@ class Catalog:
         self._open.pop(name, None)
 
     def entry(self, name: str) -> index_pb2.CatalogEntry:
-        stored = self.db.read(lambda tr: tr.get(self._key(check_name(name))))
+        with read_bounds():  # exact, whatever the call's reads may be: an index just created is found
+            stored = self.db.read(lambda tr: tr.get(self._key(check_name(name))))
         if stored is None:
             raise NotFound(f"no index named {name!r}")
         return index_pb2.CatalogEntry.FromString(stored)

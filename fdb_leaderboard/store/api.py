@@ -29,7 +29,7 @@ import contextvars
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -95,6 +95,34 @@ def call_deadline(seconds: float) -> Iterator[None]:
         yield
     finally:
         _CALL_DEADLINE.reset(token)
+
+
+class ReadBounds(NamedTuple):
+    """How fresh the reads of the call being served must be (see :func:`read_bounds`)."""
+
+    max_staleness: float = 0.0  # seconds: 0, every write acknowledged before the call is seen
+    min_version: int = 0  # a commit version the reads must see at least (0: none)
+
+
+_EXACT = ReadBounds()
+_READ_BOUNDS: contextvars.ContextVar[ReadBounds | None] = contextvars.ContextVar("read_bounds", default=None)
+
+
+@contextlib.contextmanager
+def read_bounds(max_staleness_ms: int = 0, min_version: int = 0) -> Iterator[None]:
+    """Read transactions run in this context may use a read version up to ``max_staleness_ms``
+    old (the newest the process has seen, from read versions and commits, if it is that young),
+    and must see at least commit ``min_version``; a store without versions (the embedded one)
+    always reads the latest state, which meets any bound."""
+    token = _READ_BOUNDS.set(ReadBounds(max_staleness_ms / 1000, min_version))
+    try:
+        yield
+    finally:
+        _READ_BOUNDS.reset(token)
+
+
+def current_read_bounds() -> ReadBounds:
+    return _READ_BOUNDS.get() or _EXACT
 
 
 def call_time_left() -> float | None:
@@ -396,6 +424,22 @@ class Database(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None: ...
 
+    def last_commit_versions(self) -> list[int]:
+        """The commit versions of this thread's last ``run`` (one) or ``run_together`` (one per
+        call; 0 for a call that committed nothing), where the store has versions; else []."""
+        return []
+
+    def last_read_since(self) -> float | None:
+        """When (``time.monotonic``) the state this thread's last bounded-staleness read saw was
+        current: every write acknowledged before then is in it (None: not known; then forgotten)."""
+        return None
+
+    def newest_version(self) -> int | None:
+        """A version every read this process starts from now on reads at or after (FoundationDB:
+        the newest it has seen, 0 before its first bounded-staleness read); None where the store
+        has no versions (the embedded store, whose reads always see the latest commit)."""
+        return None
+
     def commit_together(self) -> contextlib.AbstractContextManager[None]:
         """A block whose ``run`` calls (made by this thread) commit together as it ends, where
         ``commits_together`` says the store can; elsewhere each commits on its own, as always."""
@@ -469,6 +513,15 @@ class WrappedDatabase(Database):
 
     def run_together(self, calls: Sequence[Callable[[], T]]) -> list[Outcome]:
         return self.inner.run_together(calls)
+
+    def last_commit_versions(self) -> list[int]:
+        return self.inner.last_commit_versions()
+
+    def newest_version(self) -> int | None:
+        return self.inner.newest_version()
+
+    def last_read_since(self) -> float | None:
+        return self.inner.last_read_since()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

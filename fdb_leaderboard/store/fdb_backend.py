@@ -60,6 +60,7 @@ from .api import (
     TransactionTooLarge,
     ValueTooLarge,
     call_time_left,
+    current_read_bounds,
     option_boolean,
 )
 
@@ -397,6 +398,29 @@ class _Shared:
             raise
 
 
+class _SeenVersions:
+    """The newest version this process has seen (a read version, or a commit's), with the time
+    from which it holds: a read version holds every write acknowledged before it was asked for,
+    a commit version every write acknowledged before that commit was sent."""
+
+    __slots__ = ("latest",)
+
+    def __init__(self) -> None:
+        self.latest: tuple[int, float] = (0, float("-inf"))  # one tuple: read and replaced whole
+
+    def saw(self, version: int, since: float) -> None:
+        if version > self.latest[0]:
+            self.latest = (version, since)
+
+    def usable(self, max_staleness: float, min_version: int) -> tuple[int, float] | None:
+        """The version and its time, if it is at most ``max_staleness`` seconds old and at least
+        ``min_version``."""
+        latest = self.latest
+        if latest[0] and latest[0] >= min_version and time.monotonic() - latest[1] <= max_staleness:
+            return latest
+        return None
+
+
 def outcomes_of(outcomes: list[Outcome], done: dict[int, Outcome]) -> None:
     """Copy the outcomes of a committed shared transaction's calls into ``outcomes``."""
     for position, outcome in done.items():
@@ -427,7 +451,9 @@ class FdbDatabase(Database):
         except Exception as exc:
             raise StoreUnavailable(f"cannot open FoundationDB cluster {cluster_file or '(default)'}: {exc}") from exc
         self._timeout_ms = round(timeout_seconds * 1000)
-        self._local = threading.local()  # .shared: this thread's run_together transaction, if any
+        self._local = threading.local()  # .shared: this thread's run_together transaction; .versions
+        self._seen = _SeenVersions()
+        self._tracking = False  # whether versions are noted (from the first read that may reuse one)
 
     def _commit(self, tr: Any) -> None:
         """Commit ``tr`` (a seam: tests replace it to make commits report an unknown result)."""
@@ -454,6 +480,19 @@ class FdbDatabase(Database):
         # the transaction's creation, across its retries (API >= 610); 0 disables it.
         timeout_ms = self._call_timeout_ms()
         tr.options.set_timeout(timeout_ms)
+        reused = False  # whether this read took a version seen before (a bounded-staleness read)
+        if writable:
+            self._local.versions = []
+        else:
+            bounds = current_read_bounds()
+            self._local.read_since = None
+            if bounds.max_staleness:
+                self._tracking = True
+                usable = self._seen.usable(bounds.max_staleness, bounds.min_version)
+                if usable is not None:
+                    tr.set_read_version(usable[0])
+                    self._local.read_since = usable[1]
+                    reused = True
         marker = None
         results: dict[int, T] = {}  # attempts whose commit outcome is unknown, by number
         attempt = retries = conflicts = unknown = 0
@@ -475,15 +514,20 @@ class FdbDatabase(Database):
                                 return results[int(committed)]  # only attempts with unknown outcomes
                     result = fn(view, *args, **kwargs)
                     if not writable:
+                        if self._tracking and not reused:
+                            self._seen.saw(tr.get_read_version().wait(), began)
+                            self._local.read_since = began
                         return result
                     tr.set(marker, b"%d" % attempt)
                     self._clear_old_markers(tr)
+                    sent = time.monotonic()
                     try:
                         self._commit(tr)
                     except self._fdb.FDBError as error:
                         if error.code in _MAYBE_COMMITTED:
                             results[attempt] = result
                         raise
+                    self._local.versions = [self._committed(tr, sent)]
                     return result
                 except self._fdb.FDBError as error:
                     if error.code == _TRANSACTION_TIMED_OUT:
@@ -492,6 +536,7 @@ class FdbDatabase(Database):
                     if mapped is not None:
                         raise mapped(f"FoundationDB error {error.code}: {error.description}") from error
                     retries += 1
+                    reused = False  # on_error resets the transaction: the retry asks for a version
                     conflicts += error.code == CONFLICT
                     unknown += error.code in _MAYBE_COMMITTED
                     too_long = error.code == _TRANSACTION_TOO_OLD and time.monotonic() - began >= _TRANSACTION_SECONDS
@@ -514,6 +559,22 @@ class FdbDatabase(Database):
                 writes=view.writes if view is not None else 0,
                 bytes_written=view.bytes_written if view is not None else 0,
             )
+
+    def _committed(self, tr: Any, sent: float) -> int:
+        """The version ``tr`` committed at (noted as seen: it holds from when it was sent)."""
+        version = tr.get_committed_version()
+        if self._tracking:
+            self._seen.saw(version, sent)
+        return version
+
+    def last_commit_versions(self) -> list[int]:
+        return getattr(self._local, "versions", [])
+
+    def last_read_since(self) -> float | None:
+        return getattr(self._local, "read_since", None)
+
+    def newest_version(self) -> int:
+        return self._seen.latest[0]
 
     def _marker_key(self) -> bytes:
         return IDEMPOTENCY_PREFIX + fdb_tuple.pack((int(time.time()) // 60, os.urandom(16)))
@@ -589,15 +650,20 @@ class FdbDatabase(Database):
         (one record written twice in a batch is written twice, in order).
         """
         outcomes: list[Outcome] = [(None, None)] * len(calls)
+        versions = [0] * len(calls)
         alone: list[int] = []
         members = list(range(len(calls)))
+        self._local.shared_versions = versions
         while members:
             members = self._shared_transaction(calls, members, outcomes, alone)
         for position in alone:
+            self._local.versions = []
             try:
                 outcomes[position] = (calls[position](), None)
             except Exception as exc:
                 outcomes[position] = (None, exc)
+            versions[position] = self._local.versions[-1] if self._local.versions else 0
+        self._local.versions = versions
         return outcomes
 
     def _shared_transaction(
@@ -638,12 +704,16 @@ class FdbDatabase(Database):
                         continue
                     tr.set(marker, b"%d" % attempt)
                     self._clear_old_markers(tr)
+                    sent = time.monotonic()
                     try:
                         self._commit(tr)
                     except self._fdb.FDBError as error:
                         if error.code in _MAYBE_COMMITTED:
                             maybe[attempt] = (done, left)
                         raise
+                    version = self._committed(tr, sent)
+                    for position in done:
+                        self._local.shared_versions[position] = version
                     outcomes_of(outcomes, done)
                     return left
                 except self._fdb.FDBError as error:
