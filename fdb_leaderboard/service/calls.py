@@ -76,6 +76,8 @@ HEAVY_METHODS = frozenset(
         "DeleteRecords",
         "ExpireAuditEvents",
         "NoticeWindowEnds",
+        "UpgradeStore",
+        "UpgradeIndex",
     }
 )
 # Rows each sized read answers with (the others are point reads).
