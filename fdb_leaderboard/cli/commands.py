@@ -23,8 +23,7 @@ from .. import formats
 from ..errors import InvalidArgument
 from ..index import Leagues
 from ..proto import service_pb2 as pb
-from ..service.settings import DEFAULT_MAX_PAGE
-from ..wire import MAX_STALENESS_MS
+from ..service.settings import DEFAULT_MAX_PAGE, MAX_STALENESS_MS
 from . import audit, dumps, fair_play, players, upgrades, window_ends
 from .common import (
     DEFAULT_SERVER,
