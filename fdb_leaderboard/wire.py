@@ -16,40 +16,21 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from .errors import InvalidArgument
+from .freshness import MAX_STALENESS_MS as MAX_STALENESS_MS  # the doors check freshness through wire
+from .freshness import check_staleness as check_staleness
+from .freshness import check_version as check_version
 from .index import AuditEvent, Entry, HiddenRecord, RankedEntry, ScoreRules, Window
 from .index.values import as_key, check_items, check_score, check_timestamp
 from .proto import service_pb2 as pb
 
-# A read's freshness travels in its call's metadata (gRPC) or query (HTTP), the same for every read:
+# A read's freshness travels in its call's metadata (gRPC) or headers (HTTP), the same for every read:
 # how stale it may be, and a commit version it must see (a write's answer gives its commit version
 # in its trailing metadata, or the HTTP header Commit-Version).
 STALENESS_HEADER = "max-staleness-ms"
 MIN_VERSION_HEADER = "min-version"
 COMMIT_VERSION_HEADER = "commit-version"
-# FoundationDB keeps versions readable for 5 seconds: a read cannot be staler.
-MAX_STALENESS_MS = 5000
-
-
-def check_staleness(value: object, what: str = "max_staleness") -> int:
-    """A max_staleness in milliseconds (0 to MAX_STALENESS_MS), from an int or its text."""
-    try:
-        ms = int(value)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        raise InvalidArgument(f"{what} must be a whole number of milliseconds, not {value!r}") from None
-    if isinstance(value, bool) or not 0 <= ms <= MAX_STALENESS_MS:
-        raise InvalidArgument(f"{what} must be from 0 to {MAX_STALENESS_MS} milliseconds, not {value!r}")
-    return ms
-
-
-def check_version(value: object, what: str = "min_version") -> int:
-    """A commit version (0 or more), from an int or its text."""
-    try:
-        version = int(value)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        raise InvalidArgument(f"{what} must be a commit version (a whole number), not {value!r}") from None
-    if isinstance(value, bool) or not 0 <= version < 1 << 63:
-        raise InvalidArgument(f"{what} must be a commit version (a whole number), not {value!r}")
-    return version
+# The writes whose answers carry their commit version.
+SCORE_WRITES = frozenset({"AddScore", "AddEntries", "SaveRecord", "DeleteRecord"})
 
 
 def item_to_python(item: pb.Item) -> object:

@@ -277,6 +277,14 @@ class Transcoder:
             raise Answer(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
         return bounds if self.dispatcher.versioned else (0, 0)
 
+    def commit_version(self, name: str) -> int:
+        """The commit version of the score write ``name`` this thread just served (0: none, or a
+        store without versions): its answer's ``commit-version`` header, as gRPC's trailing metadata."""
+        if name not in wire.SCORE_WRITES or not self.dispatcher.versioned:
+            return 0
+        versions = self.dispatcher.servicer.catalog.db.last_commit_versions()
+        return versions[-1] if versions else 0
+
     def call(
         self,
         name: str,

@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
+from ..freshness import check_staleness, check_version
+
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 
@@ -109,12 +111,16 @@ _READ_BOUNDS: contextvars.ContextVar[ReadBounds | None] = contextvars.ContextVar
 
 
 @contextlib.contextmanager
-def read_bounds(max_staleness_ms: int = 0, min_version: int = 0) -> Iterator[None]:
-    """Read transactions run in this context may use a read version up to ``max_staleness_ms``
-    old (the newest the process has seen, from read versions and commits, if it is that young),
-    and must see at least commit ``min_version``; a store without versions (the embedded one)
-    always reads the latest state, which meets any bound."""
-    token = _READ_BOUNDS.set(ReadBounds(max_staleness_ms / 1000, min_version))
+def read_bounds(max_staleness: int = 0, min_version: int = 0) -> Iterator[None]:
+    """Read transactions run in this context (this thread, or this task) may use a read version
+    up to ``max_staleness`` milliseconds old (0 to 5000; 0, the default: exact), the newest the
+    process has seen from read versions and commits, if it is that young; and they see at least
+    commit ``min_version`` (a write's ``Database.last_commit_versions()``, or the
+    ``commit-version`` a server answered).  A store without versions (the embedded one) always
+    reads the latest state, which meets any bound.  The same option as the clients'
+    ``max_staleness`` and the servers' ``max-staleness-ms``."""
+    bounds = ReadBounds(check_staleness(max_staleness) / 1000, check_version(min_version))
+    token = _READ_BOUNDS.set(bounds)
     try:
         yield
     finally:
