@@ -22,9 +22,12 @@ import fdb.tuple
 import pytest
 from conftest import fdb_url
 
+from fdb_leaderboard import formats
 from fdb_leaderboard.errors import NotFound, ScoreOutOfRange, Unavailable, WindowNotFound
 from fdb_leaderboard.index import IndexSettings, ScoreRules, WindowUpdate
 from fdb_leaderboard.index.layout import IndexLayout
+from fdb_leaderboard.service import catalog as catalog_module
+from fdb_leaderboard.service import releases
 from fdb_leaderboard.service.catalog import Catalog, StaleIndex
 from fdb_leaderboard.store import Database, open_database
 from fdb_leaderboard.store.api import WrappedDatabase
@@ -212,3 +215,29 @@ def test_every_transaction_changing_metadata_changes_the_metadata_version(store_
             assert all(changed for _, changed in touching), [keys for keys, changed in touching if not changed]
         finally:
             plain.run(lambda tr: tr.clear_range_startswith(root))
+
+
+def test_nothing_is_cached_while_an_older_release_may_change_metadata(
+    two_catalogs: tuple[Catalog, Catalog, Database], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store below ``formats.CACHED_METADATA`` (one 0.2.0 wrote, which does not change the
+    metadata version) may have a process that changes a directory without telling caches: a
+    catalog keeps nothing across transactions there, and starts once the store is raised."""
+    here, _, db = two_catalogs
+    here.create("game", IndexSettings(high_score_first=True))
+    key = releases.format_key(here.root)
+    db.run(lambda tr: tr.clear(key))  # as 0.2.0 left it: no format recorded (format 2)
+    older = Catalog(db, here.root)
+    index = older.get("game")
+    saved = cached_reads(db)
+    for i in range(3):
+        index.add_score(("alice",), i, DAY)
+        assert [e.pk for e in index.top(3)] == [("alice",)]
+    assert cached_reads(db) == saved
+    db.run(lambda tr: releases.write_store_format(tr, here.root, formats.CACHED_METADATA))
+    index.top(3)
+    assert cached_reads(db) == saved  # read again only every STAMPS_CHECK_SECONDS
+    monkeypatch.setattr(catalog_module, "STAMPS_CHECK_SECONDS", 0.0)
+    for _ in range(3):
+        index.top(3)
+    assert (cached_reads(db) > saved) == db.metadata_stamps

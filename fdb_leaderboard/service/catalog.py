@@ -62,6 +62,7 @@ from ..store.api import Database, Transaction, WrappedDatabase, read_bounds, str
 from . import releases
 
 ROOT = fdb.tuple.pack(("lb",))
+STAMPS_CHECK_SECONDS = 10.0  # how often a store below formats.CACHED_METADATA is read again
 T = TypeVar("T")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
 
@@ -221,6 +222,7 @@ class _EntryChecked(WrappedDatabase):
         prefix: bytes,
         root: bytes,
         on_entry: Callable[[index_pb2.CatalogEntry], None] | None = None,
+        stamps_kept: Callable[[], bool] = lambda: True,
     ) -> None:
         super().__init__(inner)
         self.name = name
@@ -229,10 +231,19 @@ class _EntryChecked(WrappedDatabase):
         self.root = root
         self.on_entry = on_entry  # told of an entry found changed (another process set a policy)
         self._state = _UNREAD  # the entry last found to name ``prefix``: not parsed again
-        self._stamped = inner.metadata_stamps
+        self._stamps = inner.metadata_stamps
+        # Whether every process on the store changes the metadata version as this one does (the
+        # store's format says so): until then the cache is not used.
+        self._stamps_kept = stamps_kept
+        self._stamped = False
         self._cache: _CachedMetadata | None = None
 
+    def _use_stamps(self) -> None:
+        if self._stamps and not self._stamped:
+            self._stamped = self._stamps_kept()
+
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        self._use_stamps()
         while True:
             try:
                 return self.inner.run(self._checked_write, fn, args, kwargs)
@@ -240,6 +251,7 @@ class _EntryChecked(WrappedDatabase):
                 continue
 
     def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        self._use_stamps()
         while True:
             try:
                 return self.inner.read(self._checked, fn, *args, **kwargs)
@@ -377,6 +389,8 @@ class Catalog:
         self.audit = AuditTrail(root)
         self._open: dict[str, tuple[bytes, LeaderboardIndex]] = {}
         self._store_read = False  # the store's format was found readable (checked at the first open)
+        self._stamps_kept = False
+        self._stamps_checked = float("-inf")
 
     def _check_store(self) -> None:
         """FormatTooNew if the store is in a format this release does not read (once per catalog:
@@ -385,6 +399,18 @@ class Catalog:
             state = self.db.read(lambda tr: releases.read_store_format(tr, self.root))
             formats.check_readable("store", state.version, "the store", state.raised_by)
             self._store_read = True
+
+    def stamps_kept(self) -> bool:
+        """Whether every process on the store changes the metadata version with each change to a
+        catalog entry or a directory (the store's format allows ``formats.CACHED_METADATA``: no
+        older release may run on it), so the indexes may keep them across transactions.  Until
+        it does, read again at most every STAMPS_CHECK_SECONDS (formats only rise)."""
+        if not self._stamps_kept and time.monotonic() - self._stamps_checked >= STAMPS_CHECK_SECONDS:
+            self._stamps_checked = time.monotonic()
+            with read_bounds():
+                state = self.db.read(lambda tr: releases.read_store_format(tr, self.root))
+            self._stamps_kept = formats.allows(state.version, formats.CACHED_METADATA)
+        return self._stamps_kept
 
     def _key(self, name: str) -> bytes:
         return self.root + fdb.tuple.pack(("catalog", name))
@@ -465,7 +491,7 @@ class Catalog:
         open; its transactions check its entry (and follow its policy's timebase, what "now" is
         for its windows, and its format)."""
         version = check_format(name, index_pb2.IndexOptions(format=stored_format))
-        checked = _EntryChecked(self.db, name, self._key(name), prefix, self.root)
+        checked = _EntryChecked(self.db, name, self._key(name), prefix, self.root, stamps_kept=self.stamps_kept)
         index = LeaderboardIndex(checked, prefix, settings, version)
         index.timebase = timebase_scale(policy)
         index.audit, index.name = self.audit, name
