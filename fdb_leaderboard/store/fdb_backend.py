@@ -518,16 +518,12 @@ class FdbDatabase(Database):
                             self._seen.saw(tr.get_read_version().wait(), began)
                             self._local.read_since = began
                         return result
-                    tr.set(marker, b"%d" % attempt)
-                    self._clear_old_markers(tr)
-                    sent = time.monotonic()
                     try:
-                        self._commit(tr)
+                        self._local.versions = [self._commit_marked(tr, marker, attempt)]
                     except self._fdb.FDBError as error:
                         if error.code in _MAYBE_COMMITTED:
                             results[attempt] = result
                         raise
-                    self._local.versions = [self._committed(tr, sent)]
                     return result
                 except self._fdb.FDBError as error:
                     if error.code == _TRANSACTION_TIMED_OUT:
@@ -559,6 +555,15 @@ class FdbDatabase(Database):
                 writes=view.writes if view is not None else 0,
                 bytes_written=view.bytes_written if view is not None else 0,
             )
+
+    def _commit_marked(self, tr: Any, marker: bytes, attempt: int) -> int:
+        """Commit ``tr`` with its marker saying ``attempt`` (what a retry after an unknown result
+        reads first); the version it committed at."""
+        tr.set(marker, b"%d" % attempt)
+        self._clear_old_markers(tr)
+        sent = time.monotonic()
+        self._commit(tr)
+        return self._committed(tr, sent)
 
     def _committed(self, tr: Any, sent: float) -> int:
         """The version ``tr`` committed at (noted as seen: it holds from when it was sent)."""
@@ -702,16 +707,12 @@ class FdbDatabase(Database):
                         tr.options.set_timeout(self._timeout_ms)
                         tr.set_read_version(read_version)
                         continue
-                    tr.set(marker, b"%d" % attempt)
-                    self._clear_old_markers(tr)
-                    sent = time.monotonic()
                     try:
-                        self._commit(tr)
+                        version = self._commit_marked(tr, marker, attempt)
                     except self._fdb.FDBError as error:
                         if error.code in _MAYBE_COMMITTED:
                             maybe[attempt] = (done, left)
                         raise
-                    version = self._committed(tr, sent)
                     for position in done:
                         self._local.shared_versions[position] = version
                     outcomes_of(outcomes, done)
