@@ -79,7 +79,9 @@ STORE_FORMATS = (
         "0.3.0",
         "0.3.0",
         "formats recorded (the store's and each index's); every process reports its release and last sign of "
-        "life, so the server raises formats by itself once every live process reads them",
+        "life, so the server raises formats by itself once every live process reads them; every change to a "
+        "catalog entry or an index's directories changes FoundationDB's metadata version, so processes keep "
+        "them across transactions",
     ),
     Format(
         4,
@@ -123,10 +125,11 @@ UNRECORDED_INDEX = 2
 UNREPORTED_RELEASE = "0.2.0"  # what a process that does not report its release may run
 REPORTING = 3  # the store format from which every process on the store reports its release
 
-# Forms code asks about with allows(): the index format that first holds each.
-EXACT_SUBMISSIONS = 3  # every head's submission counters count its entries in each window (at least)
-# ... and the store format that first holds each.
+# Forms code asks about with allows(): the store format that first holds each ...
+CACHED_METADATA = 3  # every process changes the metadata version with a catalog entry or directory
 REDO_LOG = 4  # the embedded store's directory may hold its redo log's session (redo.checkpoint format 2)
+# ... and the index format that first holds each.
+EXACT_SUBMISSIONS = 3  # every head's submission counters count its entries in each window (at least)
 
 
 def release_key(release: str) -> tuple[int, ...]:

@@ -186,6 +186,7 @@ def _set_index_format(db, catalog: Catalog, name: str, version: int) -> None:
         stored = index_pb2.CatalogEntry.FromString(tr.get(catalog.entry_key(name)))
         stored.options.format = version
         tr.set(catalog.entry_key(name), stored.SerializeToString())
+        tr.changed_metadata()  # as every release from 0.3.0 does with a catalog entry
 
     db.run(write)
 

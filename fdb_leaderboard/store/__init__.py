@@ -40,6 +40,7 @@ from .api import (
     ValueTooLarge,
     decode_int64,
     encode_int64,
+    read_bounds,
     strinc,
 )
 
@@ -89,5 +90,6 @@ __all__ = [
     "encode_int64",
     "open_database",
     "parse_url",
+    "read_bounds",
     "strinc",
 ]
