@@ -1,4 +1,4 @@
-"""The operator's CLI (issue 24): reading and fixing a board, ``--json`` and ``--timeout``,
+"""The operator's CLI: reading and fixing a board, ``--json`` and ``--timeout``,
 errors as one line, ``load``'s reports, calendar maintenance policies, ``maintain`` across a
 server restart (the README runs as written in tests/test_readme.py).
 

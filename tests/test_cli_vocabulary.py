@@ -1,4 +1,4 @@
-"""The CLI as a new user meets it (issue 35): one vocabulary for every read command, times and
+"""The CLI as a new user meets it: one vocabulary for every read command, times and
 keys as people type them, one row format, usage mistakes, files from standard input, closed
 pipes, TLS, help texts, loads of flat lines and CSV, exports.
 

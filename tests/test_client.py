@@ -1,4 +1,4 @@
-"""The Python clients (issue 35): typed errors, and the asyncio client beside the blocking one.
+"""The Python clients: typed errors, and the asyncio client beside the blocking one.
 
 Against real servers on both stores.  The oracle for the asyncio client is the blocking one: the
 same calls on twin indexes answer the same values; its retries are checked as the blocking

@@ -3,7 +3,7 @@
 - Every RPC is served at ``POST /v1/<Method>``: reads answer exactly what gRPC answers for the
   same request; writes sent over HTTP (NDJSON bulk loads included) leave boards that match the
   brute-force model in ``tests/model.py``.
-- Errors carry gRPC's code and message, with the HTTP status the issue names.
+- Errors carry gRPC's code and message, with the HTTP status of each code (400, 404, 409, 412, 429, 503...).
 - The REST routes (top, rank, around, count, scores, Server-Sent Events) answer what the model does.
 - The OpenAPI document is a valid OpenAPI 3.1 document naming exactly the routes served; its
   examples validate and succeed; every JSON answer here is checked against its schema.

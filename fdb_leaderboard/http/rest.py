@@ -1,4 +1,4 @@
-"""Resource-style routes for the players' reads and writes (seed 003's REST API): top, count,
+"""Resource-style routes for the players' reads and writes: top, count,
 rank, around, pages, scans, ranks of many records, friends, percentiles, rank for a score and
 score for a rank, score trims, movement, rank history, metadata, windows of a type, the groups
 with scores, the score submission and a record's deletion; and for fair play and operations
