@@ -1362,7 +1362,8 @@ class _LoadMessages:
 
     def raise_failure(self, written: int) -> None:
         if self.failure is not None:
-            self.failure.add_note(f"BulkLoad saved the {written} records before it")
+            saved = "the record" if written == 1 else f"the {written} records"
+            self.failure.add_note(f"BulkLoad saved {saved} before it")
             raise self.failure
 
 

@@ -437,8 +437,7 @@ def test_a_stalled_bulk_load_times_out_keeps_what_it_sent_and_loads_are_capped(b
         for code, message in results:
             if code is Code.DEADLINE_EXCEEDED:
                 assert (
-                    "the next BulkLoad message did not arrive within 0.5 s; the 1 records before it were saved"
-                    in message
+                    "the next BulkLoad message did not arrive within 0.5 s; the record before it was saved" in message
                 )
             else:  # max_bulk_loads is 2 in the defaults; either way no third thread is taken
                 assert code is Code.RESOURCE_EXHAUSTED, message

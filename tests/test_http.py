@@ -399,7 +399,7 @@ def test_errors_carry_grpc_codes_and_messages_with_http_statuses(
     lb.update_windows("plain")
     good = {"records": [{"pk": [{"string": "z"}], "entries": [{"score": {"int": 1}}]}]}
     bad_line = b'{"index": "plain", "batch_size": 1}\n' + json.dumps(good).encode() + b'\n{"records": 5}\n'
-    refused(web, "BulkLoad", bad_line, 400, "INVALID_ARGUMENT", "line 3", "the 1 records before it were saved")
+    refused(web, "BulkLoad", bad_line, 400, "INVALID_ARGUMENT", "line 3", "the record before it was saved")
     assert lb.rank_and_entry("plain", ("z",)).score == 1  # the record before the bad line stays saved
     refused(web, "BulkLoad", b"", 400, "INVALID_ARGUMENT", "first message must name the index")
     assert web.get("/v1/Top").status_code == 405
@@ -660,7 +660,7 @@ def test_a_bulk_load_line_over_the_message_limit_is_refused(tmp_path) -> None:
                 assert response.status_code == 429, response.text
                 assert response.json() == {
                     "code": "RESOURCE_EXHAUSTED",
-                    "message": "a line is larger than 2000 bytes; the 1 records before it were saved",
+                    "message": "a line is larger than 2000 bytes; the record before it was saved",
                 }
             assert lb.rank_and_entry("plain", ("before",)).score == 1  # what came before the line is saved
             assert lb.count("plain") == 1 and lb.verify("plain") == []

@@ -448,6 +448,16 @@ def fill_note(window: pb.Window) -> str:
     return f"  (filling: {window.records_processed:,}{total} records in)"
 
 
+def confirm_or_yes(question: str, yes: bool, what: str) -> None:
+    """Go on only if the user agrees: ``--yes`` given, or asked on a terminal and answered yes.
+    Off a terminal (a script, a pipe) nobody can answer, so ``--yes`` is required: a usage error."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise click.UsageError(f"{what}: give --yes to confirm (there is no terminal to ask on)")
+    click.confirm(question, abort=True, err=True)
+
+
 def progress_bar(session: Session, **options: Any) -> Any:
     """A tqdm bar on stderr, drawn only when stderr is a terminal (and not for ``--json``)."""
     from tqdm import tqdm
@@ -531,6 +541,11 @@ class Session:
         """Progress or advice for people: on stderr, so ``--json`` output stays parseable."""
         click.echo(line, err=True)
 
+    def error_message(self, exc: grpc.RpcError) -> str:
+        """One line for a failed call of this command (see :func:`rpc_error_message`)."""
+        tls = bool(self.access.get("ca") or self.access.get("cert"))
+        return rpc_error_message(exc, self.server, self.timeout, tls)
+
 
 def where(window_type: int, timestamp: int | None) -> str:
     """The window a read named, for people: ``the all-time window``, ``the type 1 window holding now``."""
@@ -600,22 +615,47 @@ def speaks_tls(address: str, timeout: float = 2.0) -> bool:
         return False
 
 
+# What gRPC itself says when it found no server to send a call to (the transport's words, not a
+# server's): only these UNAVAILABLE statuses mean the server was not reached.
+_TRANSPORT_FAILURES = (
+    "failed to connect to all addresses",
+    "connections to all backends failing",
+    "dns resolution failed",
+    "name resolution failure",
+    "socket closed",
+    "connection reset",
+    "broken pipe",
+    "keepalive watchdog timeout",
+)
+_HOSTNAME_MISMATCH = ("hostname verification check failed", "peer name", "not in peer certificate")
+
+
 def rpc_error_message(exc: grpc.RpcError, server: str, timeout: float | None, tls: bool = False) -> str:
-    """One line for a failed call; ``tls``: whether the command used TLS (``--ca`` or ``--cert``)."""
+    """One line for a failed call; ``tls``: whether the command used TLS (``--ca`` or ``--cert``).
+
+    An UNAVAILABLE status that the server itself answered (an index whose writes are paused or
+    that moved elsewhere) is its message, as any other status is; only a connection refused
+    means no server runs there, and only then is the advice to start one."""
     code, details = exc.code(), exc.details() or ""  # type: ignore[attr-defined]
-    if code == grpc.StatusCode.UNAVAILABLE:
-        lowered = details.lower()
+    lowered = details.lower()
+    if code == grpc.StatusCode.UNAVAILABLE and any(words in lowered for words in _TRANSPORT_FAILURES):
+        if tls and any(words in lowered for words in _HOSTNAME_MISMATCH):
+            host = _host_port(server)
+            name = host[0] if host else server
+            return (
+                f"TLS: the certificate of the server at {server} is not made out to {name}: reach it by a "
+                "name its certificate holds (--server NAME:PORT)"
+            )
         if tls and ("wrong_version_number" in lowered or "handshake failed" in lowered):
             if "certificate_verify_failed" in lowered or "certificate verify failed" in lowered:
                 return f"TLS: the certificate of the server at {server} is not signed by the CA given with --ca"
             return f"the server at {server} does not speak TLS: leave out --ca (or serve it with --tls-cert/--tls-key)"
         if "refused" in lowered:
-            reason = "connection refused"
-        else:
-            if not tls and speaks_tls(server):
-                return f"the server at {server} speaks TLS: give the CA that signed its certificate with --ca FILE"
-            reason = details.split("\n")[0]
-        return f"cannot reach a server at {server} ({reason}): {START_A_SERVER}"
+            return f"cannot reach a server at {server} (connection refused): {START_A_SERVER}"
+        if not tls and speaks_tls(server):
+            return f"the server at {server} speaks TLS: give the CA that signed its certificate with --ca FILE"
+        reason = details.split("\n")[0]
+        return f"cannot reach the server at {server} ({reason}): check --server HOST:PORT or $FDB_LEADERBOARD_SERVER"
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         limit = f"within {timeout:g} s" if timeout else "in time"
         return f"DEADLINE_EXCEEDED: the server at {server} did not answer {limit}; give a longer --timeout"

@@ -128,6 +128,11 @@ def _streamed(method: str, replies: Iterator[Any]) -> Iterator[Any]:
         raise Answer(code, cap_message(str(exc))) from exc
 
 
+def saved_before(written: int) -> str:
+    """What a load cut short kept: ``the record before it was saved``, ``the 3 records before it were saved``."""
+    return "the record before it was saved" if written == 1 else f"the {written} records before it were saved"
+
+
 def _key(request: Any) -> str | None:
     """A write request's idempotency key (None: the write is not keyed)."""
     return request.idempotency_key or None
@@ -505,7 +510,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             code = status_of(exc)
             if code is None or not written:
                 raise
-            raise Answer(code, f"{exc}; the {written} records before it were saved") from exc
+            raise Answer(code, f"{exc}; {saved_before(written)}") from exc
         # grpcio may report a cancel that comes while the handler waits for a message as the
         # stream's normal end (the cancel flag can follow the empty read): this line then stands
         # for both.
@@ -599,7 +604,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
                 trailing.append(("refused-record", str(position)))
                 message = f"record {position + 1} of the load refused: {message}"
             if written:
-                message = f"{message}; the {written} records before it were saved"
+                message = f"{message}; {saved_before(written)}"
             raise Answer(code, message, tuple(trailing)) from exc
 
     @_rpc
