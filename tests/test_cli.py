@@ -59,7 +59,7 @@ def local(ts: int) -> dt.datetime:
 
 def test_index_create_and_list(cli: Cli, client: LeaderboardClient) -> None:
     assert cli("index", "create", "game").output == "index game created (all-time board)\n"
-    assert cli("index", "create", "game").output == "index game already exists with these options\n"
+    assert cli("index", "create", "game").output == "index game already exists with these options and boards\n"
     result = cli("index", "create", "game", "--low-score-first", code=1)
     assert "ALREADY_EXISTS: index 'game' exists with other options" in result.output
     cli(

@@ -4,6 +4,8 @@ went wrong and what to do, the same way.
 - The CLI's errors: a server that answered UNAVAILABLE (an index paused, or moved away) is
   quoted; only a refused connection says no server runs; a TLS certificate made out to another
   name says so.  ``load`` names what it kept and where a JSON line went wrong.
+- ``index create`` run again adds the boards asked for (they are policy), or refuses naming what
+  differs and the command that changes it.
 - Nothing is wiped without asking: ``delete-records --all-records`` asks on a terminal and
   needs ``--yes`` elsewhere.
 
@@ -15,6 +17,7 @@ the Python client, and values computed here.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import pty
 import select
@@ -181,3 +184,60 @@ def test_deleting_every_record_asks_on_a_terminal_and_needs_yes_elsewhere(
         "1 record(s) changed, 1 of them deleted whole, 1 entries deleted\n"
     )
     assert client.count("cup") == 0
+
+
+# -- creating an index again -------------------------------------------------------------------------------
+
+
+def test_creating_an_index_again_adds_the_boards_asked_for_or_says_what_differs(
+    cli: Cli, client: LeaderboardClient
+) -> None:
+    cli("index", "create", "arcade", "--daily", "--timezone", "Europe/Paris")
+    cli("add", "arcade", "alice", "--score", 5)
+    again = cli("index", "create", "arcade", "--daily", "--timezone", "Europe/Paris")
+    assert again.output == "index arcade already exists with these options and boards\n"
+
+    # A board it lacks joins its policy, with this month's window, filled from the stored scores.
+    added = cli("index", "create", "arcade", "--monthly", "--timezone", "UTC")
+    assert added.output == "index arcade exists: monthly board added (UTC), filled from its stored scores\n"
+    policy = next(info.maintenance for info in client.list_indexes() if info.name == "arcade")
+    assert [(c.type, c.period, c.timezone) for c in policy.calendar] == [
+        (1, "daily", "Europe/Paris"),
+        (3, "monthly", "UTC"),
+    ]
+    now = dt.datetime.now(dt.UTC)
+    month = [w for w in client.list_windows("arcade", 3).windows]
+    assert [(w.start, w.end) for w in month] == [
+        (int(dt.datetime(now.year, now.month, 1, tzinfo=dt.UTC).timestamp()), _next_month(now))
+    ]
+    client.fill("arcade")
+    assert [e.pk for e in client.top("arcade", 5, window_type=3)] == [("alice",)]
+    assert cli("index", "create", "arcade", "--monthly").output == (
+        "index arcade already exists with these options and boards\n"
+    )
+
+    # A board kept otherwise, or other options, are refused, naming the difference and the way.
+    other_zone = error_line(cli("index", "create", "arcade", "--daily", "--timezone", "UTC", code=1))
+    assert other_zone == (
+        "Error: ALREADY_EXISTS: index 'arcade' exists with another policy (window type 1 is daily in Europe/Paris, "
+        "not daily in UTC): change an index's boards and policy with `fdb-leaderboard policy set arcade ...` (see "
+        "`fdb-leaderboard policy show arcade`)"
+    )
+    other_options = error_line(cli("index", "create", "arcade", "--aggregation", "SUM", "--low-score-first", code=1))
+    assert other_options == (
+        "Error: ALREADY_EXISTS: index 'arcade' exists with other options (aggregation BEST, not SUM; high score "
+        "first yes, not no): options are fixed when an index is created: drop it first (`fdb-leaderboard index "
+        "drop arcade`), or create the new one under another name"
+    )
+    # The Python client and HTTP meet the same rule (one servicer): the board added, once.
+    assert client.create_index("arcade", boards=["weekly"], timezone="Europe/Paris") is False
+    assert {c.type for c in next(i for i in client.list_indexes() if i.name == "arcade").maintenance.calendar} == {
+        1,
+        2,
+        3,
+    }
+
+
+def _next_month(now: dt.datetime) -> int:
+    year, month = (now.year + 1, 1) if now.month == 12 else (now.year, now.month + 1)
+    return int(dt.datetime(year, month, 1, tzinfo=dt.UTC).timestamp())

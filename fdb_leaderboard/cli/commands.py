@@ -21,6 +21,7 @@ import click
 
 from ..errors import InvalidArgument
 from ..index import Leagues
+from ..index.calendar import BOARDS
 from ..proto import service_pb2 as pb
 from ..service.settings import DEFAULT_MAX_PAGE
 from . import audit, dumps, fair_play, players, window_ends
@@ -430,6 +431,7 @@ def index_create(
     elif (cohort_size, tiers, promote, demote) != (30, 1, 0, 0):
         raise click.UsageError("--cohort-size, --tiers, --promote and --demote shape leagues: give --league-type too")
     boards = [board for board, wanted in (("daily", daily), ("weekly", weekly), ("monthly", monthly)) if wanted]
+    before = {info.name: info.maintenance for info in session.client.list_indexes()}.get(name)
     created = session.client.create_index(
         name,
         aggregation,
@@ -447,11 +449,19 @@ def index_create(
         leagues=leagues,
     )
     what = ", ".join(["all-time"] * all_time + boards) or "no"
+    data = {"index": name, "created": created, "boards": ["all-time"] * all_time + boards, "timezone": timezone}
+    if created:
+        session.emit(data, f"index {name} created ({what} board{'s' if len(boards) + all_time != 1 else ''})")
+        return
+    kept = {periods.type for periods in before.calendar} if before is not None else set()
+    added = [board for board in boards if BOARDS[board][0] not in kept]
+    data["boards_added"] = added
     session.emit(
-        {"index": name, "created": created, "boards": ["all-time"] * all_time + boards, "timezone": timezone},
-        f"index {name} created ({what} board{'s' if len(boards) + all_time != 1 else ''})"
-        if created
-        else f"index {name} already exists with these options",
+        data,
+        f"index {name} exists: {', '.join(added)} board{'s' if len(added) != 1 else ''} added ({timezone}), "
+        "filled from its stored scores"
+        if added
+        else f"index {name} already exists with these options and boards",
     )
 
 

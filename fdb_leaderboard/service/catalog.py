@@ -50,6 +50,7 @@ from ..index.dumps import unit_of
 from ..index.leaderboard import LOCAL_ACTOR
 from ..proto import index_pb2
 from ..store.api import Database, Transaction, WrappedDatabase, strinc
+from .recreate import refuse_other_options
 
 ROOT = fdb.tuple.pack(("lb",))
 T = TypeVar("T")
@@ -274,8 +275,9 @@ class Catalog:
             stored = tr.get(self._key(name))
             if stored is not None:
                 entry = index_pb2.CatalogEntry.FromString(stored)
-                if IndexSettings.from_proto(entry.options) != settings:
-                    raise AlreadyExists(f"index {name!r} exists with other options")
+                stored_settings = IndexSettings.from_proto(entry.options)
+                if stored_settings != settings:
+                    raise refuse_other_options(name, stored_settings, settings)
                 return entry.prefix, None
             prefix = self._new_prefix(tr)
             entry = index_pb2.CatalogEntry(prefix=prefix, options=options, maintenance=maintenance)
@@ -387,6 +389,27 @@ class Catalog:
         kept = self._open.get(name)
         if kept is not None:
             kept[1].timebase = timebase_scale(maintenance)
+
+    def grow_maintenance(
+        self,
+        name: str,
+        grown: Callable[[index_pb2.MaintenancePolicy], index_pb2.MaintenancePolicy],
+        actor: str | None = None,
+    ) -> index_pb2.MaintenancePolicy | None:
+        """Replace the policy of index ``name`` with ``grown(policy)``, read and written in one
+        transaction; the new policy, or None when ``grown`` changed nothing (nothing written)."""
+        event = self.audit.event(actor or LOCAL_ACTOR, "SetMaintenancePolicy", name)
+        kept: list[index_pb2.MaintenancePolicy | None] = [None]
+
+        def change(tr: Transaction, entry: index_pb2.CatalogEntry) -> None:
+            policy = grown(entry.maintenance)
+            kept[0] = None if policy == entry.maintenance else policy
+            if kept[0] is not None:
+                entry.maintenance.CopyFrom(policy)
+                event.write(tr, policy=_policy_text(policy))
+
+        self._update(name, change)
+        return kept[0]
 
     def _update(self, name: str, change: Callable[[Transaction, index_pb2.CatalogEntry], None]) -> None:
         """Change the entry of index ``name`` in one transaction (NotFound if there is none)."""

@@ -30,10 +30,11 @@ from ..errors import FailedPrecondition, InvalidArgument, LeaderboardError, Rule
 from ..index import CheckReport, IfAbsent, IndexSettings, LeaderboardIndex, Operations, RankMode, ScanType, plan_ahead
 from ..index.audit import MAX_EVENTS as MAX_AUDIT_EVENTS
 from ..index.idempotency import DEFAULT_EXPIRY_BATCH
+from ..proto import index_pb2
 from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
 from ..store.api import call_deadline
-from . import convert, dumps
+from . import convert, dumps, recreate
 from .catalog import Catalog, StaleIndex, writes_paused
 from .settings import DEFAULT_MAX_PAGE
 from .status import Answer, cap_message, status_of
@@ -188,7 +189,34 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         )
         all_time = request.all_time if request.HasField("all_time") else True
         _, added = self.catalog.create(request.name, settings, maintenance, all_time, windows, _actor(context))
-        return pb.CreateIndexResponse(created=added is not None, added=[wire.window_to_proto(w) for w in added or ()])
+        if added is None:  # it exists, with these options: the boards asked for join its policy
+            return pb.CreateIndexResponse(
+                created=False,
+                added=[wire.window_to_proto(w) for w in self._add_boards(request.name, request.maintenance, context)],
+            )
+        return pb.CreateIndexResponse(created=True, added=[wire.window_to_proto(w) for w in added])
+
+    def _add_boards(self, name: str, asked: pb.MaintenancePolicy, context: CallContext) -> list[Any]:
+        """Add the boards and regular windows of ``asked`` that index ``name`` lacks to its policy,
+        with their current windows (filled from stored scores by the server's maintenance)."""
+
+        def grown(stored: index_pb2.MaintenancePolicy) -> index_pb2.MaintenancePolicy:
+            merged = recreate.policy_with_asked(name, stored, asked)
+            return stored if merged == stored else convert.maintenance_from_proto(convert.maintenance_to_proto(merged))
+
+        policy = self.catalog.grow_maintenance(name, grown, _actor(context))
+        if policy is None:
+            return []
+        added = self._index(name).keep_ahead(
+            convert.policy_now(policy),
+            convert.regular_windows(policy),
+            policy.horizon,
+            policy.certain_within,
+            calendar=convert.calendar_periods(policy),
+            actor=_actor(context),
+        )
+        self._fill_soon(added)
+        return list(added)
 
     @_rpc
     def ListIndexes(self, request: pb.ListIndexesRequest, context: CallContext) -> pb.ListIndexesResponse:
