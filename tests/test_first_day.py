@@ -6,6 +6,10 @@ went wrong and what to do, the same way.
   name says so.  ``load`` names what it kept and where a JSON line went wrong.
 - ``index create`` run again adds the boards asked for (they are policy), or refuses naming what
   differs and the command that changes it.
+- A timestamp that cannot be in the index's timebase (milliseconds sent to an index of seconds) is
+  refused at every door, naming the unit it looks like; an index may keep its times in milliseconds.
+- The asyncio client's watches are context managers as the blocking client's; a score sent
+  without a timestamp is made now (the server's clock, in the index's timebase) through every door.
 - Nothing is wiped without asking: ``delete-records --all-records`` asks on a terminal and
   needs ``--yes`` elsewhere.
 
@@ -16,6 +20,7 @@ the Python client, and values computed here.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 import os
@@ -23,15 +28,21 @@ import pty
 import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 from click.testing import CliRunner
 from conftest import Cli, ServerPlace, error_line
 
+from fdb_leaderboard import errors
 from fdb_leaderboard.cli import main
-from fdb_leaderboard.client import LeaderboardClient
+from fdb_leaderboard.client import AsyncLeaderboardClient, LeaderboardClient
+from fdb_leaderboard.http import HttpServer
+from fdb_leaderboard.index import LeaderboardIndex, WindowUpdate
 from fdb_leaderboard.service import Server, ServerSettings, TlsFiles
+from fdb_leaderboard.store import open_database
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 
@@ -241,3 +252,176 @@ def test_creating_an_index_again_adds_the_boards_asked_for_or_says_what_differs(
 def _next_month(now: dt.datetime) -> int:
     year, month = (now.year + 1, 1) if now.month == 12 else (now.year, now.month + 1)
     return int(dt.datetime(year, month, 1, tzinfo=dt.UTC).timestamp())
+
+
+# -- the asyncio client is the blocking one ---------------------------------------------------------------
+
+
+def test_the_async_watch_is_a_context_manager_like_the_blocking_one(server: Server, client: LeaderboardClient) -> None:
+    client.create_index("arena")
+
+    async def watch() -> tuple[list, list]:
+        ranks, ends = [], []
+        async with AsyncLeaderboardClient(server.address) as lb:
+            async with lb.watch_rank("arena", "ann", timeout=60) as watching:
+                async for entry in watching:
+                    ranks.append(entry)
+                    if entry is not None:
+                        watching.close()  # ends the iteration quietly, as the blocking watch's close
+                    else:
+                        await lb.add_score("arena", "ann", 3)  # no timestamp: now, as the CLI and HTTP
+            async with lb.watch_window_ends("arena", after=0, timeout=60) as events:
+                events.close()
+                ends.extend([event async for event in events])
+        return ranks, ends
+
+    ranks, ends = asyncio.run(asyncio.wait_for(watch(), 120))
+    assert ranks[0] is None and (ranks[-1].pk, ranks[-1].score, ranks[-1].rank) == (("ann",), 3, 0)
+    assert ends == []
+    with client.watch_rank("arena", "ann", timeout=60) as watching:  # the blocking one, the same way
+        assert next(iter(watching)).score == 3
+
+
+def test_a_score_without_a_timestamp_is_made_now_through_every_door(
+    server: Server, client: LeaderboardClient, cli: Cli, tmp_path: Path
+) -> None:
+    """The server's clock when it applies the write, in the index's timebase; sent again under its
+    idempotency key, the write keeps the time it was first applied at."""
+    client.create_index("secs")
+    client.create_index("ms", timebase="milliseconds")
+    before = time.time()
+    client.add_score("secs", "sync", 1)
+    client.add_score("ms", "sync", 1)
+
+    async def asynchronous() -> None:
+        async with AsyncLeaderboardClient(server.address) as lb:
+            await lb.add_score("secs", "async", 2)
+            await lb.add_score("ms", "async", 2)
+
+    asyncio.run(asynchronous())
+    front = HttpServer(server, "127.0.0.1:0").start()
+    try:
+        with httpx.Client(base_url=front.url, timeout=20) as web:
+            for index in ("secs", "ms"):
+                assert web.post(f"/v1/indexes/{index}/scores", json={"pk": "http", "score": 3}).status_code == 200
+                sent = {"index": index, "pk": ["rpc"], "entry": {"score": 4}}
+                assert web.post("/v1/AddScore", json=sent).status_code == 200, web.post("/v1/AddScore", json=sent).text
+    finally:
+        front.stop()
+    cli("add", "secs", "cli", "--score", 5)
+    cli("add", "ms", "cli", "--score", 5)
+    once = client.add_score("secs", "once", 6, idempotency_key="k-1")
+    first = client.rank_and_entry("secs", "once").timestamp
+    time.sleep(1.1)
+    assert client.add_score("secs", "once", 6, idempotency_key="k-1") == once  # the first answer, nothing added
+    after = time.time()
+    for index, scale in (("secs", 1), ("ms", 1000)):
+        stamps = {e.pk[0]: e.timestamp for e in client.top(index, 10)}
+        assert set(stamps) >= {"sync", "async", "http", "rpc", "cli"}
+        for who, stamp in stamps.items():
+            assert int(before * scale) <= stamp <= after * scale, (index, who, stamp)
+    assert client.rank_and_entry("secs", "once").timestamp == first
+    assert len(client.scan("secs", "BY_RANK", limit=100)[0]) == 6
+
+    # In process, an index given a timebase does the same.
+    with open_database(f"lmdb:{tmp_path / 'in-process'}?durable=false") as db:
+        index = LeaderboardIndex.create(db, b"\x15\x01", timebase="milliseconds")
+        index.update_windows(WindowUpdate(all_time=True))
+        index.add_score(("alice",), 7)
+        assert int(before * 1000) <= index.rank_and_entry(("alice",)).timestamp <= time.time() * 1000
+
+
+# -- timestamps in the index's timebase ----------------------------------------------------------------------
+
+MS = 1_796_169_700_000  # 2026-12-02 00:01:40 UTC in milliseconds
+TOO_LATE_FOR_SECONDS = (
+    f"timestamp {MS} is after the year 9999 in seconds, this index's timebase: it looks like milliseconds "
+    "(2026-12-02 00:01:40 UTC); send seconds (1796169700), or keep the index's times in milliseconds (create it "
+    "with timebase milliseconds)"
+)
+
+
+def test_milliseconds_sent_to_an_index_of_seconds_are_refused_at_every_door(
+    server: Server, client: LeaderboardClient, cli: Cli, tmp_path: Path
+) -> None:
+    cli("index", "create", "arcade", "--daily")
+    cli("add", "arcade", "u", "--score", 9, "--at", T)
+    refused = error_line(cli("add", "arcade", "u", "--score", 9, "--at", MS, code=1))
+    assert refused == f"Error: INVALID_ARGUMENT: {TOO_LATE_FOR_SECONDS}"
+    assert error_line(cli("top", "arcade", "--type", 1, "--at", MS, code=1)) == refused
+    with pytest.raises(errors.InvalidArgument, match="it looks like milliseconds"):
+        client.add_score("arcade", "u", 9, int(time.time() * 1000))
+    with pytest.raises(errors.InvalidArgument) as caught:
+        client.add_entries("arcade", "u", [(9, MS)])
+    assert str(caught.value) == TOO_LATE_FOR_SECONDS
+
+    async def asynchronous() -> str:
+        async with AsyncLeaderboardClient(server.address) as lb:
+            try:
+                await lb.add_score("arcade", "u", 9, MS)
+            except errors.InvalidArgument as error:
+                return str(error)
+        return "accepted"
+
+    assert asyncio.run(asynchronous()) == TOO_LATE_FOR_SECONDS
+    front = HttpServer(server, "127.0.0.1:0").start()
+    try:
+        with httpx.Client(base_url=front.url, timeout=20) as web:
+            answer = web.post("/v1/indexes/arcade/scores", json={"pk": "u", "score": 9, "timestamp": MS})
+            assert answer.status_code == 400 and answer.json() == {
+                "code": "INVALID_ARGUMENT",
+                "message": TOO_LATE_FOR_SECONDS,
+            }
+            read = web.get("/v1/indexes/arcade/windows/1/top", params={"at": MS})
+            assert read.status_code == 400 and read.json()["message"] == TOO_LATE_FOR_SECONDS
+    finally:
+        front.stop()
+    records = tmp_path / "r.jsonl"
+    records.write_text(f'{{"pk": "v", "score": 3, "timestamp": {T}}}\n{{"pk": "w", "score": 3, "timestamp": {MS}}}\n')
+    assert error_line(cli("load", "arcade", records, code=1)) == (
+        f"Error: {records}: line 2 refused by the server (INVALID_ARGUMENT: {TOO_LATE_FOR_SECONDS}); no record was "
+        "saved; fix the line and rerun (rerunning the load is safe: each record replaces what was stored for it)"
+    )
+    assert [(e.pk, e.timestamp) for e in client.top("arcade", 5)] == [(("u",), T)]  # nothing refused was stored
+    assert client.list_windows("arcade").latest_timestamp == T
+
+    # An index of milliseconds takes them (and refuses microseconds); so does one in process given its timebase.
+    cli("index", "create", "fast", "--timebase", "milliseconds", "--daily", "--timezone", "UTC")
+    cli("add", "fast", "u", "--score", 9, "--at", MS)
+    assert [(e.pk, e.timestamp) for e in client.top("fast", 5, window_type=1, timestamp=MS)] == [(("u",), MS)]
+    micro = error_line(cli("add", "fast", "u", "--score", 9, "--at", MS * 1000, code=1))
+    assert micro == (
+        f"Error: INVALID_ARGUMENT: timestamp {MS * 1000} is after the year 9999 in milliseconds, this index's "
+        f"timebase: it looks like microseconds (2026-12-02 00:01:40 UTC); send milliseconds ({MS})"
+    )
+    day = next(w for w in client.list_windows("fast", 1).windows)
+    assert day.start % 86_400_000 == 0 and day.end - day.start == 86_400_000
+    with open_database(f"lmdb:{tmp_path / 'in-process'}?durable=false") as db:
+        index = LeaderboardIndex.create(db, b"\x15\x02", timebase="seconds")
+        index.update_windows(WindowUpdate(all_time=True))
+        with pytest.raises(errors.InvalidArgument) as caught:
+            index.add_score(("u",), 9, MS)
+        assert str(caught.value) == TOO_LATE_FOR_SECONDS
+        raw = LeaderboardIndex.create(db, b"\x15\x03")  # no timebase: any int64, as ever
+        raw.update_windows(WindowUpdate(all_time=True))
+        raw.add_score(("u",), 9, 2**62)
+
+
+def test_a_window_file_in_another_timebase_than_the_index_is_refused(cli: Cli, tmp_path: Path) -> None:
+    cli("index", "create", "arcade")
+    spec = tmp_path / "w.yaml"
+    spec.write_text("timebase: milliseconds\ncalendar:\n  - {type: 1, period: daily, count: 2}\n")
+    assert error_line(cli("windows", "apply", "arcade", spec, code=1)) == (
+        "Error: the file's times are in milliseconds, the index's in seconds: create an index with "
+        "`index create NAME --timebase milliseconds` for them (or leave timebase out of the file)"
+    )
+    cli("index", "create", "fast", "--timebase", "milliseconds")
+    spec.write_text("calendar:\n  - {type: 1, period: daily, start: 2026-12-02, timezone: UTC, count: 1}\n")
+    assert cli("windows", "apply", "fast", spec).output.splitlines()[1] == (
+        f"  key    1  type 1 [{1796169600 * 1000}, {(1796169600 + 86400) * 1000})"
+    )
+    spec.write_text("calendar:\n  - {type: 1, period: daily}\n")
+    assert error_line(cli("windows", "apply", "fast", spec, code=1)) == (
+        "Error: window-update file: a calendar entry has no count (how many periods, e.g. count: 7): "
+        "{type: 1, period: daily}"
+    )

@@ -390,6 +390,13 @@ def index() -> None:
 @click.option("--weekly", is_flag=True, help="Keep a board per ISO week (window type 2).")
 @click.option("--monthly", is_flag=True, help="Keep a board per month (window type 3).")
 @click.option("--timezone", default="UTC", show_default=True, help="Time zone of the days, weeks and months.")
+@click.option(
+    "--timebase",
+    type=click.Choice(["seconds", "milliseconds"]),
+    default="seconds",
+    show_default=True,
+    help="The unit of the index's times: a timestamp that cannot be one (after the year 9999) is refused.",
+)
 @click.option("--all-time/--no-all-time", default=True, show_default=True, help="Rank every score all-time too.")
 def index_create(
     session: Session,
@@ -412,15 +419,19 @@ def index_create(
     weekly: bool,
     monthly: bool,
     timezone: str,
+    timebase: str,
     all_time: bool,
 ) -> None:
-    """Create index NAME (no error if it exists with the same options); high score first by default.
+    """Create index NAME; high score first by default.
 
     It ranks scores all-time from the first one, and on the calendar boards named: --daily
     --weekly --monthly keep today's, this week's and this month's windows (types 1, 2, 3) in
     --timezone, added ahead and expired by the server (see `policy show`).  --league-type adds
     leagues (see `cohort`): e.g. --daily --league-type 1 --cohort-size 30 --tiers 5 --promote 5
-    --demote 5.
+    --demote 5.  Its times are seconds unless --timebase milliseconds.
+
+    Run again on an existing index, it adds the boards asked for that the index lacks; other
+    options, or a board kept otherwise, are refused, naming what differs.
     """
     leagues = None
     if league_type is not None:
@@ -447,6 +458,7 @@ def index_create(
         all_time=all_time,
         columns=columns,
         leagues=leagues,
+        timebase=None if timebase == "seconds" else timebase,
     )
     what = ", ".join(["all-time"] * all_time + boards) or "no"
     data = {"index": name, "created": created, "boards": ["all-time"] * all_time + boards, "timezone": timezone}
@@ -546,7 +558,7 @@ def windows_apply(session: Session, name: str, spec_file: Any) -> None:
     """
     from .spec_file import read_window_file
 
-    asked = read_window_file(spec_file)
+    asked = read_window_file(spec_file, index_timebase=session.policy(name).timebase or "seconds")
     update, maintenance = asked.update, asked.maintenance
     if asked.leagues is not None:
         _check_leagues(session, name, asked.leagues)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -40,12 +39,6 @@ from ..proto import service_pb2 as pb
 from ..wire import plain_entry, plain_message, plain_window, rpc_json
 from .plain import bad, python_item
 from .transcode import CallFailed, Transcoder, message_from_dict
-
-
-def server_clock() -> int:
-    """The server's clock in seconds: the time of a score sent without a timestamp."""
-    return int(time.time())
-
 
 # -- key items from the path and query ---------------------------------------------------------------
 
@@ -449,7 +442,8 @@ SCORE_BODY_SCHEMA = {
         "score": SCORE_SCHEMA,
         "timestamp": {
             "type": ["integer", "string"],
-            "description": "when the score was made, in the index's timebase; default: now, in seconds",
+            "description": "when the score was made, in the index's timebase; default: now (the server's clock "
+            "when the write is applied)",
         },
         "context": {"type": "array", "items": {}},
         "group": {"type": "array", "items": {}},
@@ -722,11 +716,12 @@ def build_add_score(values: dict[str, Any], body: Any, transcoder: Transcoder, h
 
 
 def entry_from_json(value: dict[str, Any], what: str) -> pb.Entry:
-    """An entry from its plain JSON (score, timestamp: default now, context, group)."""
-    score_json = score_from_json(value["score"])
-    entry = message_from_dict(
-        {"score": score_json, "timestamp": value.get("timestamp", server_clock())}, pb.Entry, what
-    )
+    """An entry from its plain JSON (score, timestamp: default now, which the server stamps when it
+    applies the write, in the index's timebase; context, group)."""
+    fields = {"score": score_from_json(value["score"])}
+    if "timestamp" in value:
+        fields["timestamp"] = value["timestamp"]
+    entry = message_from_dict(fields, pb.Entry, what)
     entry.context.extend(items_from_json(value.get("context", []), "context"))
     entry.group.extend(items_from_json(value.get("group", []), "group"))
     return entry

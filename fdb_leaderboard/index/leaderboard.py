@@ -28,7 +28,7 @@ from . import compat, leagues, pages, social
 from . import movement as moves
 from . import tuplecodec as tuples
 from .audit import AuditTrail, JobEvents, PendingEvent, expire_in_batches
-from .calendar import CalendarPeriods
+from .calendar import CalendarPeriods, timebase_scale
 from .checker import CheckReport, check_index
 from .columns import is_score_key
 from .deletion import Deleter, DeletionProgress
@@ -161,13 +161,18 @@ class LeaderboardIndex(IndexSpace):
         settings: IndexSettings | None = None,
         all_time: bool = True,
         windows: Sequence[tuple[int, int, int]] = (),
+        timebase: str | None = None,
     ) -> LeaderboardIndex:
         """Create the index (or open it if it exists with the same settings).
 
         A new index has its all-time window from the start (unless ``all_time`` is False) and the
         ``(type, start, end)`` ``windows`` given, so it ranks its first score; see :meth:`initialize`.
+        ``timebase`` (seconds or milliseconds) is what now is for it, and bounds its timestamps to
+        years 1 to 9999 in it (a server's indexes take their policy's); without one, any int64.
         """
         index = cls(db, prefix, settings or IndexSettings())
+        if timebase is not None:
+            index.timebase = timebase_scale(timebase)
         db.run(lambda tr: index.initialize(tr, all_time, windows))
         return index
 
@@ -192,11 +197,15 @@ class LeaderboardIndex(IndexSpace):
         return Operations(self, tr).windows.update_windows(update).added
 
     @classmethod
-    def open(cls, db: Database, prefix: bytes) -> LeaderboardIndex:
+    def open(cls, db: Database, prefix: bytes, timebase: str | None = None) -> LeaderboardIndex:
+        """The index stored at ``prefix`` (``timebase`` as :meth:`create` takes it)."""
         stored = db.read(lambda tr: tr.get(IndexLayout(prefix).options_key))
         if stored is None:
             raise NotFound(f"no index at {prefix!r}")
-        return cls(db, prefix, IndexSettings.from_proto(index_pb2.IndexOptions.FromString(stored)))
+        index = cls(db, prefix, IndexSettings.from_proto(index_pb2.IndexOptions.FromString(stored)))
+        if timebase is not None:
+            index.timebase = timebase_scale(timebase)
+        return index
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -266,13 +275,14 @@ class LeaderboardIndex(IndexSpace):
         self,
         pk: object,
         score: int | float,
-        timestamp: int,
+        timestamp: int | None = None,
         context: tuple = (),
         group: tuple = (),
         metadata: Mapping[str, str] | None = None,
         idempotency_key: str | None = None,
     ) -> int:
-        """Add one entry to a record; returns the number of window values that changed.
+        """Add one entry to a record, made at ``timestamp`` (None: now, the index's clock in its
+        timebase when the write is applied); returns the number of window values that changed.
 
         ``metadata`` fields, if given, are merged into the record's metadata in the same
         transaction.  In an index with no windows the score is stored, 0 is returned and a
@@ -1061,7 +1071,7 @@ class LeaderboardIndex(IndexSpace):
         any window but all-time and folds the rest into a carried total per group.  Windows
         starting before ``before`` cannot be added afterwards.  Returns entries removed.
         """
-        before = check_timestamp(before)
+        before = check_timestamp(before, self.checked_timebase)
         job = self._job(actor, "Trim", before=before)
         removed = 0
         cursor: bytes | None = None

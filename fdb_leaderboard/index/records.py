@@ -40,7 +40,7 @@ class Entry:
     """One timestamped score of a record."""
 
     score: int | float | tuple  # a tuple of ints in an index ranking by columns
-    timestamp: int
+    timestamp: int | None  # in the index's timebase; None in a write: now, when it is applied
     context: tuple = ()
     group: tuple = ()
 
@@ -242,7 +242,10 @@ class RecordWriter:
             raise InvalidArgument(f"expected an Entry, not {type(entry).__name__}")
         settings = self.settings
         score = normalize_score(entry.score, settings.score_type, settings.columns)
-        ts = check_timestamp(entry.timestamp)
+        if entry.timestamp is None:
+            ts = self.txn.now()
+        else:
+            ts = check_timestamp(entry.timestamp, self.space.checked_timebase)
         if ts == INT64_MAX:
             raise InvalidArgument(f"timestamp {ts} is the all-time window's exclusive end: no window can hold it")
         context = check_items(entry.context, "context")

@@ -463,7 +463,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             raise InvalidArgument("AddScore needs an entry")
         outcome = self._index(request.index).write_record(
             wire.items_to_tuple(request.pk),
-            [wire.entry_to_python(request.entry)],
+            [wire.written_entry_to_python(request.entry)],
             metadata=dict(request.metadata),
             idempotency_key=_key(request),
         )
@@ -471,7 +471,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def AddEntries(self, request: pb.AddEntriesRequest, context: CallContext) -> pb.WriteResponse:
-        entries = [wire.entry_to_python(entry) for entry in request.entries]
+        entries = [wire.written_entry_to_python(entry) for entry in request.entries]
         outcome = self._index(request.index).write_record(
             wire.items_to_tuple(request.pk), entries, idempotency_key=_key(request)
         )
@@ -479,7 +479,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def SaveRecord(self, request: pb.SaveRecordRequest, context: CallContext) -> pb.WriteResponse:
-        entries = [wire.entry_to_python(entry) for entry in request.entries]
+        entries = [wire.written_entry_to_python(entry) for entry in request.entries]
         outcome = self._index(request.index).write_record(
             wire.items_to_tuple(request.pk), entries, replace=True, idempotency_key=_key(request)
         )
@@ -942,7 +942,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def ScoreTrim(self, request: pb.ScoreTrimRequest, context: CallContext) -> pb.ScoreTrimResponse:
-        kept = self._index(request.index).score_trim([wire.entry_to_python(entry) for entry in request.entries])
+        kept = self._index(request.index).score_trim([wire.written_entry_to_python(entry) for entry in request.entries])
         return pb.ScoreTrimResponse(entries=[wire.entry_to_proto(entry) for entry in kept])
 
     # -- the audit trail ------------------------------------------------------------------
