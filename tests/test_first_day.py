@@ -425,3 +425,50 @@ def test_a_window_file_in_another_timebase_than_the_index_is_refused(cli: Cli, t
         "Error: window-update file: a calendar entry has no count (how many periods, e.g. count: 7): "
         "{type: 1, period: daily}"
     )
+
+
+def test_the_latest_timestamp_is_found_again_when_the_record_holding_it_goes(
+    server: Server, client: LeaderboardClient, cli: Cli
+) -> None:
+    far = 4_070_908_800  # 2099-01-01: a mistyped time, beyond every window but all-time's
+    cli("index", "create", "arcade", "--daily", "--timezone", "UTC")
+    today = int(time.time())
+    for who, at in (("ann", today - 5), ("bob", today), ("typo", far)):
+        cli("add", "arcade", who, "--score", 5, "--at", at)
+    assert client.list_windows("arcade").latest_timestamp == far
+    assert "NOT_FOUND: no window of type 1 contains timestamp 4070908800" in error_line(
+        cli("top", "arcade", "--type", 1, "--at", "latest", code=1)
+    )
+    cli("delete", "arcade", "typo")
+    assert f"latest indexed timestamp: {today}" in cli("windows", "show", "arcade").output
+    assert cli("top", "arcade", "--type", 1, "--at", "latest").output.splitlines()[0].split()[:2] == ["#1", "ann"]
+    front = HttpServer(server, "127.0.0.1:0").start()
+    try:
+        with httpx.Client(base_url=front.url, timeout=20) as web:
+            read = web.get("/v1/indexes/arcade/windows/1/top", params={"at": "latest"}).json()
+            assert [e["pk"] for e in read["entries"]] == [["ann"], ["bob"]]
+    finally:
+        front.stop()
+    # Deleting a group's data or every record finds it again too; with no record left, there is none.
+    cli("add", "arcade", "typo", "--score", 5, "--at", far)
+    cli("delete-records", "arcade", "--all-records", "--yes")
+    assert not client.list_windows("arcade").HasField("latest_timestamp")
+    assert "arcade has no scores yet" in error_line(cli("top", "arcade", "--type", 1, "--at", "latest", code=1))
+
+
+def test_a_large_index_finds_its_latest_timestamp_again_in_batches(server: Server, client: LeaderboardClient) -> None:
+    """Beyond what the deleting call scans, the recompute goes on in fills and the server's
+    maintenance; meanwhile reads see the value before, and a window added then is filled."""
+    client.create_index("big")
+    records = [(f"p{i:05}", [(i, 1_000 + i)]) for i in range(5_000)]
+    client.bulk_load("big", records)
+    client.add_score("big", "typo", 1, 9_000_000)
+    client.add_score("big", "late", 2, 7_000)
+    assert client.delete_record("big", "typo")
+    assert client.list_windows("big").latest_timestamp == 9_000_000  # still recomputing: the value before
+    client.add_score("big", "later", 3, 8_000)  # written meanwhile: counted
+    added = client.update_windows("big", windows=[(5, 8_500, 9_500)])
+    assert [(w.type, w.start) for w in added.filling] == [(5, 8_500)]  # it may overlap a score: filled
+    client.fill("big")
+    assert client.list_windows("big").latest_timestamp == 8_000
+    assert client.verify("big") == []

@@ -36,6 +36,7 @@ from .directory import ALL_TIME, Directory, Window, WindowUpdate
 from .fill import Filler, FillProgress, batches
 from .hiding import HiddenRecord, Hider
 from .idempotency import DEFAULT_MAX_KEYS, AppliedRequests, Replayed, batch_key, check_key, digest
+from .latest import SCAN_ENTRIES as LATEST_SCAN
 from .layout import IndexLayout
 from .metadata import Metadata
 from .reads import GroupsPage, IfAbsent, Listing, RankedEntry, RankMode, Reader, ScanPage, ScanType, WindowRef
@@ -343,14 +344,32 @@ class LeaderboardIndex(IndexSpace):
         return tuple(out)
 
     def delete_record(self, pk: object, idempotency_key: str | None = None) -> bool:
-        return self.run_once(
+        """Delete a record (False: there was none).  If it held the latest timestamp, that is
+        found again (``latest.py``): here at once on an index of a few thousand entries."""
+        started = [False]
+
+        def write(ops: Operations) -> bool:
+            existed = ops.writer.delete_record(pk)
+            started[0] = ops.txn.latest.started
+            return existed
+
+        existed = self.run_once(
             idempotency_key,
             "DeleteRecord",
             lambda ops: (ops.txn.pk(pk).pk,),
-            lambda ops: ops.writer.delete_record(pk),
+            write,
             lambda existed: (existed,),
             lambda answer: answer[0],
         )
+        if started[0]:
+            self.latest_step()
+        return existed
+
+    def latest_step(self, max_entries: int = LATEST_SCAN) -> bool:
+        """One batch of the latest timestamp's recompute, if one runs; True when none does any more
+        (fills take such a step once their windows are complete: the server's maintenance
+        finishes a recompute too long for the deleting call)."""
+        return self.run(lambda ops: ops.txn.latest.step(max_entries))
 
     def write_batch(
         self,
@@ -539,6 +558,8 @@ class LeaderboardIndex(IndexSpace):
             progress = ops.filler.fill_step(max_records, max_entries, unheld_at)
             if event is not None and progress.done and progress.windows:
                 event.write(ops.tr, phase="finished", completed=_windows(w for w, _ in progress.windows))
+            if progress.done and not ops.txn.latest.step():  # then the latest timestamp's recompute
+                return dataclasses.replace(progress, done=False)
             return progress
 
         return self.run(step)
@@ -708,6 +729,7 @@ class LeaderboardIndex(IndexSpace):
             if progress is not None:
                 progress(total)
             if total.done:
+                self.latest_step()  # the latest timestamp, if a deleted record held it
                 return total
             if keep_going is not None and not keep_going():
                 job.stopped(self.db.run, **_deletion_totals(total))

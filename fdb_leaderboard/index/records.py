@@ -26,6 +26,7 @@ from ..store.api import MAX_VALUE_SIZE, Future, KeyValue
 from . import tuplecodec as tuples
 from .aggregation import Value
 from .directory import ALL_TIME, INT64_MAX, Directory, Window
+from .latest import entry_timestamp
 from .layout import encode_latest_timestamp, extensions_end, score_prefix
 from .leagues import LeagueKeeper, lockstep
 from .rules import ScoreRules
@@ -389,9 +390,14 @@ class RecordWriter:
         """Remove a record and its value from every window; False if there was none."""
         pk, pk_nested, pk_flat = self.txn.pk(pk)
         self.txn.prefetch(heads=[pk_nested])
+        entries = self.layout.entries_range(pk_nested)
+        last = self.tr.get_range_async(*entries, 1, True)  # its latest entry (keys are by time)
         head = self.txn.read_head(pk_nested)
         if head is None:
             return False
+        found = last.value
+        prefix = len(entries[0]) - 1  # the entries' subspace and the record's key
+        self.txn.latest.removed(entry_timestamp(found[0][0], prefix) if found else None)
         self.remove_record(head, pk_nested, pk_flat)
         return True
 
