@@ -69,6 +69,7 @@ from .index import (
     HiddenRecord,
     History,
     Leagues,
+    Listing,
     Movement,
     Page,
     RankedEntry,
@@ -398,8 +399,11 @@ def _warned(response: pb.AddScoreResponse | pb.WriteResponse) -> int:
     return response.windows_changed
 
 
-def _entries(response: Any) -> list[RankedEntry]:
-    return [wire.ranked_entry_from_proto(e) for e in response.entries]
+def _entries(response: Any) -> Listing:
+    """The entries answered, with the window they were read from (``.window``), as in process."""
+    has_window = "window" in response.DESCRIPTOR.fields_by_name and response.HasField("window")
+    window = wire.window_from_proto(response.window) if has_window else None
+    return Listing([wire.ranked_entry_from_proto(e) for e in response.entries], window)
 
 
 def _write(method: str, request: Any, idempotency_key: str | None) -> _Call:

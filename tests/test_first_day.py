@@ -10,6 +10,12 @@ went wrong and what to do, the same way.
   refused at every door, naming the unit it looks like; an index may keep its times in milliseconds.
 - The asyncio client's watches are context managers as the blocking client's; a score sent
   without a timestamp is made now (the server's clock, in the index's timebase) through every door.
+- The demo stops in order on SIGINT or SIGTERM, wherever the signal lands, deleting its temporary
+  store and saying so.
+- The smaller edges: ``--server`` after the command, a number typed as a key, the API's names
+  (``score-for-percentile``, ``score-for-rank``), ``--json`` naming the window, ``top -n`` beyond a
+  call pointing at ``export``, no progress bars off a terminal; over HTTP, keys holding ``/``,
+  lists of keys without brackets, a method a route does not take (405).
 - Nothing is wiped without asking: ``delete-records --all-records`` asks on a terminal and
   needs ``--yes`` elsewhere.
 
@@ -23,9 +29,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import json
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -472,3 +480,112 @@ def test_a_large_index_finds_its_latest_timestamp_again_in_batches(server: Serve
     client.fill("big")
     assert client.list_windows("big").latest_timestamp == 8_000
     assert client.verify("big") == []
+
+
+# -- the demo stops in order, whenever the signal comes --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("signal_number", "when"),
+    [(signal.SIGTERM, "first screen"), (signal.SIGINT, "starting"), (signal.SIGTERM, "starting")],
+    ids=["sigterm-running", "sigint-starting", "sigterm-starting"],
+)
+def test_the_demo_stops_cleanly_on_sigterm_or_a_signal_amid_its_start(
+    tmp_path: Path, signal_number: int, when: str
+) -> None:
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {**os.environ, "TMPDIR": str(temporary)}
+    command = [*CLI, "demo", "--players", "50", "--refresh", "0.2", "--http-address", "127.0.0.1:0", "--no-open"]
+    demo = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        if when == "first screen":
+            seen = ""
+            while "around player-00001" not in seen:
+                line = demo.stdout.readline()  # type: ignore[union-attr]
+                assert line, f"the demo ended: {seen}{demo.stderr.read()}"  # type: ignore[union-attr]
+                seen += line
+        else:  # as soon as its store exists: the server starting, or its first calls
+            deadline = time.monotonic() + 60
+            while not list(temporary.glob("fdb-leaderboard-demo-*")):
+                assert time.monotonic() < deadline and demo.poll() is None
+                time.sleep(0.01)
+        demo.send_signal(signal_number)
+        out, errors = demo.communicate(timeout=60)
+    finally:
+        demo.kill()
+    name = signal.Signals(signal_number).name
+    assert demo.returncode == 0 and errors == "", errors
+    assert out.endswith(f"demo stopped ({name}); its temporary store is deleted\n")
+    assert not list(temporary.iterdir())
+
+
+# -- the smaller edges ----------------------------------------------------------------------------------------
+
+
+def test_the_command_line_s_smaller_edges(cli: Cli, client: LeaderboardClient, server: Server, tmp_path: Path) -> None:
+    cli("index", "create", "short")
+    for i, who in enumerate(["ann", "bob", "cat"]):
+        cli("add", "short", who, "--score", 10 * (i + 1), "--at", T)
+    # --server after the command's name, as before it.
+    after = CliRunner().invoke(main, ["count", "short", "--server", server.address])
+    assert after.exit_code == 0 and after.output == "3\n"
+    # A number typed as a key is a string: the answer says how to name the number.
+    assert cli("rank", "short", "42").output == (
+        "42 has no score in the all-time window (the key is the string '42'; for the number, give it as a JSON "
+        "list: '[42]')\n"
+    )
+    # The API's names, and a score for a rank as people read ranks.
+    assert cli("score-for-percentile", "short", "100").output == "30\n"
+    assert cli("score-at-percentile", "short", "100").output == "30\n"  # its former name, still taken
+    assert cli("score-for-rank", "short", "1").output == "30\n"
+    assert cli("score-for-rank", "short", "#3").output == "10\n"
+    assert json.loads(cli("score-for-rank", "short", "2", "--json").output) == {"rank": 1, "score": 20}
+    assert cli("score-for-rank", "short", "9").output == "no record at that rank\n"
+    assert "is not a rank" in error_line(cli("score-for-rank", "short", "0", code=2))
+    # --json of top and count names the window read, as the API does.
+    listing = json.loads(cli("top", "short", "-n", 1, "--json").output)
+    all_time = {"type": 0, "start": -(2**63), "end": 2**63 - 1}
+    assert listing["window"] == all_time and [e["pk"] for e in listing["entries"]] == [["cat"]]
+    assert json.loads(cli("count", "short", "--json").output) == {"count": 3, "window": all_time}
+    # More rows than a call answers: the whole board is an export.
+    assert error_line(cli("top", "short", "-n", 5000, code=1)) == (
+        "Error: INVALID_ARGUMENT: Top n asks for 5000 rows; this server returns at most 2000 per call: "
+        "`fdb-leaderboard export short` writes a whole board, page by page (or see `fdb-leaderboard page short N`)"
+    )
+    # No progress bar off a terminal (dump, restore, move), whatever the command.
+    dumped = cli("dump", "short", tmp_path / "short.dump")
+    restored = cli("restore", tmp_path / "short.dump", "--index", "copy")
+    for result in (dumped, restored):
+        assert "\r" not in result.output and "it/s" not in result.output and "records/s" not in result.output
+    assert client.count("copy") == 3
+
+
+def test_http_keys_with_a_slash_lists_without_brackets_and_a_method_not_taken(
+    server: Server, client: LeaderboardClient
+) -> None:
+    client.create_index("game")
+    client.update_windows("game", windows=[(1, T - 100, T + 100)])
+    for who, score in (("a/b", 5), ("c", 7)):
+        client.add_score("game", who, score, T)
+    front = HttpServer(server, "127.0.0.1:0").start()
+    try:
+        with httpx.Client(base_url=front.url, timeout=20) as web:
+            rank = web.get("/v1/indexes/game/windows/1/records/a%2Fb/rank", params={"at": T})
+            assert rank.status_code == 200 and rank.json()["pk"] == ["a/b"] and rank.json()["rank"] == 1
+            assert web.get("/v1/indexes/game/records/a%2Fb/metadata").status_code == 200
+            assert web.delete("/v1/indexes/game/records/a%2Fb").json() == {"existed": True}
+            # As the README writes it, with no brackets for curl to glob: one key a parameter.
+            client.add_score("game", "a/b", 5, T)
+            ranks = web.get(f"/v1/indexes/game/windows/1/ranks?at={T}&records=c&records=a%2Fb&records=zed")
+            found = [e and (e["pk"], e["rank"]) for e in ranks.json()["entries"]]
+            assert found == [(["c"], 0), (["a/b"], 1), None]
+            # A POST to a route that only reads is the method not taken, whatever its body.
+            post = web.post("/v1/indexes/game/windows/1/top", content=b"x", headers={"Content-Type": "text/plain"})
+            assert post.status_code == 405 and post.json()["code"] == "UNIMPLEMENTED"
+            assert post.headers["Allow"] == "GET, HEAD"
+            # A write of a route that takes it still needs JSON.
+            untyped = web.post("/v1/indexes/game/scores", content=b"{}", headers={"Content-Type": "text/plain"})
+            assert untyped.status_code == 415
+    finally:
+        front.stop()

@@ -719,16 +719,14 @@ def verify(session: Session, name: str, max_problems: int) -> None:
 
     A large index is checked in parts, each a call within the server's deadline, until the whole
     index is checked (interrupted, nothing is lost but the time: rerun it)."""
-    from tqdm import tqdm
-
-    bar: tqdm | None = None  # shown once the check takes more than one part
+    bar: Any = None  # shown once the check takes more than one part
     found = 0
 
     def progress(part: pb.VerifyResponse) -> None:
         nonlocal bar, found
         found += len(part.problems)
         if bar is None and not part.complete:
-            bar = tqdm(unit=" records", desc=f"verifying {name}", disable=session.json)
+            bar = progress_bar(session, unit=" records", desc=f"verifying {name}")
         if bar is not None:
             bar.update(part.records - bar.n)
             bar.set_postfix(windows=part.windows, problems=found)

@@ -82,6 +82,7 @@ class Param:
     schema: dict[str, Any]
     parse: Callable[[str, str], Any]
     required: bool = False
+    repeated: bool = False  # given once or more (``records=alice&records=bob``): a list of values
 
 
 def parse_uint(text: str, name: str, maximum: int = 2**32 - 1) -> int:
@@ -213,10 +214,12 @@ COHORT = Param("cohort", "path", "The cohort's number within its tier, from 0.",
 RECORDS = Param(
     "records",
     "query",
-    'The records: a JSON array of keys, each one string or an array of items (["alice", "bob"]).',
-    {"type": "string"},
+    "The records: one key each (a string, or a JSON array of items, as in a path): records=alice&records=bob; "
+    'or, given once, a JSON array of keys (["alice", "bob"]).',
+    {"type": "array", "items": {"type": "string"}},
     parse_text,
     True,
+    repeated=True,
 )
 PERCENTILE = Param(
     "percentile",
@@ -497,7 +500,10 @@ class RestRoute:
             if param.where == "header":
                 continue
             source = path if param.where == "path" else query
-            if param.name in source:
+            if param.name in source and param.repeated:
+                given = query.getlist(param.name) if hasattr(query, "getlist") else [source[param.name]]
+                values[param.name] = [param.parse(text, param.name) for text in given]
+            elif param.name in source:
                 values[param.name] = param.parse(source[param.name], param.name)
             elif param.required:
                 raise bad(f"{param.name} is required")
@@ -602,15 +608,20 @@ def answer_cohort(response: Message) -> tuple[int, Any]:
 
 
 def build_ranks(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
-    try:
-        keys = json.loads(values["records"])
-    except ValueError:
-        raise bad(f"records must be a JSON array of keys, not {values['records']!r}") from None
-    if not isinstance(keys, list):
-        raise bad(f"records must be a JSON array of keys, not {values['records']!r}")
+    given = values["records"]
+    if len(given) == 1 and given[0].startswith("["):  # one JSON array of keys
+        try:
+            keys = json.loads(given[0])
+        except ValueError:
+            raise bad(f"records must be a JSON array of keys, not {given[0]!r}") from None
+        if not isinstance(keys, list):
+            raise bad(f"records must be a JSON array of keys, not {given[0]!r}")
+        pks = [items_from_json(key, "records") for key in keys]
+    else:  # records=alice&records=bob: each a key, as a path takes one
+        pks = [items_from_text(text, "records") for text in given]
     return pb.RanksRequest(
         index=values["index"],
-        records=[pb.RecordKey(pk=items_from_json(key, "records")) for key in keys],
+        records=[pb.RecordKey(pk=pk) for pk in pks],
         window=selector(values, transcoder, headers),
         group=_group(values),
         mode=_mode(values),
