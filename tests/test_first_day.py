@@ -43,6 +43,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 from conftest import Cli, ServerPlace, error_line
+from test_hardening import make_certificates
 
 from fdb_leaderboard import errors
 from fdb_leaderboard.cli import main
@@ -106,24 +107,12 @@ def test_only_a_refused_connection_says_to_start_a_server(cli: Cli, server: Serv
 @pytest.fixture(scope="module")
 def certificate_for_another_name(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A CA and a server certificate made out to lb.example.com only, by openssl."""
-    where = tmp_path_factory.mktemp("tls")
-
-    def openssl(*args: str) -> None:
-        subprocess.run(["openssl", *args], cwd=where, check=True, capture_output=True)
-
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test CA",
-            "-keyout", "ca.key", "-out", "ca.pem")  # fmt: skip
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=lb.example.com", "-keyout", "server.key",
-            "-out", "server.csr")  # fmt: skip
-    (where / "san.cnf").write_text("subjectAltName=DNS:lb.example.com\n")
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-            "-days", "2", "-extfile", "san.cnf", "-out", "server.pem")  # fmt: skip
-    return {name: str(where / f"{name}.pem") for name in ("ca", "server")} | {"key": str(where / "server.key")}
+    return make_certificates(tmp_path_factory.mktemp("tls"), "DNS:lb.example.com")
 
 
 def test_a_certificate_for_another_name_says_so(tmp_path: Path, certificate_for_another_name: dict[str, str]) -> None:
     pem = certificate_for_another_name
-    settings = ServerSettings(maintain_every=0, tls=TlsFiles(pem["server"], pem["key"], None))
+    settings = ServerSettings(maintain_every=0, tls=TlsFiles(pem["server"], pem["server_key"], None))
     secure = Server(f"lmdb:{tmp_path / 's'}?durable=false", "127.0.0.1:0", settings=settings).start()
     try:
         result = CliRunner().invoke(
