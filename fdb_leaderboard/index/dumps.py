@@ -17,7 +17,7 @@ layout):
   joins one on the restored side when its change is applied (the same tier, the cohort the
   restored index's count gives).
 
-The state of a recompute of the latest timestamp ``(15,)`` is not copied: the state's latest
+The state of a recompute of the latest timestamp ``(18,)`` is not copied: the state's latest
 timestamp is the one reads see (during a recompute, the value before it: ``latest.py``).
 
 Parts, in order: a header; the rows in key order, each batch one bounded read transaction; a
@@ -58,7 +58,7 @@ APPLIED_COUNT = tuples.pack((10,))
 HIDDEN = tuples.pack((11,))
 LEAGUES = tuples.pack((13,))
 LEAGUE_RECORDS = tuples.pack((14,))
-LATEST_RECOMPUTE = tuples.pack((15,))  # not copied: a restored index has the latest as reads see it
+LATEST_RECOMPUTE = tuples.pack((18,))  # not copied: a restored index has the latest as reads see it
 
 
 class DumpError(InvalidArgument):
