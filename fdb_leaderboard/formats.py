@@ -104,6 +104,14 @@ INDEX_FORMATS = (
         "every head's submission counters exact: heads counted short are recounted from the record's entries",
         upgrade="recount submissions",
     ),
+    Format(
+        4,
+        "0.3.0",
+        "0.3.0",
+        "the latest timestamp found again when the record holding it is deleted: while it is recomputed, "
+        "its value before at S + (18,) and P holding only the times written since",
+        upgrade="recompute the latest timestamp",
+    ),
 )
 
 NEWEST_STORE = STORE_FORMATS[-1].version
@@ -115,6 +123,7 @@ REPORTING = 3  # the store format from which every process on the store reports 
 
 # Forms code asks about with allows(): the index format that first holds each.
 EXACT_SUBMISSIONS = 3  # every head's submission counters count its entries in each window (at least)
+LATEST_RECOMPUTED = 4  # a deletion may clear P, its value before kept at S + (18,) while it is recomputed
 
 
 def release_key(release: str) -> tuple[int, ...]:

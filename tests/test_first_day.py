@@ -42,14 +42,15 @@ from pathlib import Path
 import httpx
 import pytest
 from click.testing import CliRunner
-from conftest import Cli, ServerPlace, error_line
+from conftest import Cli, ServerPlace, error_line, wait_until
 from test_hardening import make_certificates
 
-from fdb_leaderboard import errors
+from fdb_leaderboard import errors, formats
 from fdb_leaderboard.cli import main
 from fdb_leaderboard.client import AsyncLeaderboardClient, LeaderboardClient
 from fdb_leaderboard.http import HttpServer
-from fdb_leaderboard.index import LeaderboardIndex, WindowUpdate
+from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowUpdate
+from fdb_leaderboard.index.layout import decode_latest_timestamp
 from fdb_leaderboard.service import Server, ServerSettings, TlsFiles
 from fdb_leaderboard.store import open_database
 
@@ -469,6 +470,56 @@ def test_a_large_index_finds_its_latest_timestamp_again_in_batches(server: Serve
     client.fill("big")
     assert client.list_windows("big").latest_timestamp == 8_000
     assert client.verify("big") == []
+
+
+def test_the_servers_maintenance_finishes_a_recompute_the_deletion_left(server_place: ServerPlace) -> None:
+    """A deletion that leaves the recompute unfinished wakes the server's maintenance, which ends it
+    (a pass an hour would otherwise leave the value before in place for that long)."""
+    server = server_place.start(ServerSettings(maintain_every=3600))
+    try:
+        with LeaderboardClient(server.address, timeout=60) as client:
+            client.create_index("big")
+            client.bulk_load("big", [(f"p{i:05}", [(i, 1_000 + i)]) for i in range(3_000)])
+            client.add_score("big", "typo", 1, 9_000_000)
+            wait_until(lambda: server.housekeeping.passes >= 1, "the first maintenance pass")
+            assert client.delete_record("big", "typo")
+            wait_until(lambda: client.list_windows("big").latest_timestamp == 3_999, "the recompute ending")
+            assert client.verify("big") == []
+    finally:
+        server.stop(grace=1)
+
+
+def test_below_index_format_4_a_deletion_leaves_the_latest_and_the_raise_finds_it_again(db, prefix: bytes) -> None:
+    """Release 0.2.0 reads P alone: until no process of it may run (format 4), a deletion leaves P
+    as 0.2.0 leaves it.  Raising the index to format 4 finds the latest again, in batches, reads
+    seeing the value before until the last one; from then on a deletion finds it at once."""
+    index = LeaderboardIndex.create(db, prefix, IndexSettings(), format=formats.LATEST_RECOMPUTED - 1)
+    layout = index.layout
+    index.write_batch([(f"p{i:02}", [Entry(i, 1_000 + i)]) for i in range(30)])
+    index.add_score("typo", 1, 9_000_000)
+
+    def stored() -> tuple[int | None, bytes | None]:
+        """P as release 0.2.0 reads it, and the recompute's state."""
+        raw, state = db.read(lambda tr: (tr.get(layout.latest_timestamp_key), tr.get(layout.latest_recompute_key)))
+        return (decode_latest_timestamp(raw) if raw is not None else None), state
+
+    def latest() -> int | None:
+        return index.read(lambda ops: ops.txn.latest_timestamp())
+
+    assert index.delete_record("typo")
+    assert stored() == (9_000_000, None) and latest() == 9_000_000  # as 0.2.0 left it
+    seen = []
+    done = index.upgrade(
+        to_format=formats.LATEST_RECOMPUTED,
+        max_records=1,  # 10 entries a batch
+        progress=lambda step: seen.append((step.format, latest())),
+    )
+    assert (done.format, done.done, done.records_processed) == (formats.LATEST_RECOMPUTED, True, 30)
+    assert len(seen) == 4 and seen[:-1] == [(3, 9_000_000)] * 3  # the value before until the end
+    assert seen[-1] == (4, 1_029) and stored() == (1_029, None)
+    index.add_score("typo", 1, 9_000_000)
+    assert index.delete_record("typo") and stored() == (1_029, None)
+    assert index.check() == []
 
 
 # -- the demo stops in order, whenever the signal comes --------------------------------------------------

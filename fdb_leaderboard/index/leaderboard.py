@@ -152,6 +152,9 @@ class LeaderboardIndex(IndexSpace):
         self.max_idempotency_keys = DEFAULT_MAX_KEYS
         self.audit: AuditTrail | None = None  # where admin actions are recorded (None: nowhere)
         self.name = ""  # the index's name in its events
+        # Told when a deletion leaves the latest timestamp's recompute unfinished (the server wakes
+        # its maintenance, which finishes it).
+        self.on_latest_left: Callable[[], None] | None = None
 
     def _event(self, actor: str | None, action: str) -> PendingEvent | None:
         """The event of one admin call (None without an audit trail): taken before its transaction."""
@@ -381,8 +384,12 @@ class LeaderboardIndex(IndexSpace):
             lambda answer: answer[0],
         )
         if started[0]:
-            self.latest_step()
+            self._latest_after_deletion()
         return existed
+
+    def _latest_after_deletion(self) -> None:
+        if not self.latest_step() and self.on_latest_left is not None:
+            self.on_latest_left()
 
     def latest_step(self, max_entries: int = LATEST_SCAN) -> bool:
         """One batch of the latest timestamp's recompute, if one runs; True when none does any more
@@ -808,7 +815,7 @@ class LeaderboardIndex(IndexSpace):
             if progress is not None:
                 progress(total)
             if total.done:
-                self.latest_step()  # the latest timestamp, if a deleted record held it
+                self._latest_after_deletion()  # the latest timestamp, if a deleted record held it
                 return total
             if keep_going is not None and not keep_going():
                 job.stopped(self.db.run, **_deletion_totals(total))

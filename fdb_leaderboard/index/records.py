@@ -417,14 +417,17 @@ class RecordWriter:
         """Remove a record and its value from every window; False if there was none."""
         pk, pk_nested, pk_flat = self.txn.pk(pk)
         self.txn.prefetch(heads=[pk_nested])
+        latest = self.txn.latest
         entries = self.layout.entries_range(pk_nested)
-        last = self.tr.get_range_async(*entries, 1, True)  # its latest entry (keys are by time)
+        # Its latest entry (keys are by time), where a deletion may start the latest's recompute.
+        last = self.tr.get_range_async(*entries, 1, True) if latest.recomputes else None
         head = self.txn.read_head(pk_nested)
         if head is None:
             return False
-        found = last.value
-        prefix = len(entries[0]) - 1  # the entries' subspace and the record's key
-        self.txn.latest.removed(entry_timestamp(found[0][0], prefix) if found else None)
+        if last is not None:
+            found = last.value
+            prefix = len(entries[0]) - 1  # the entries' subspace and the record's key
+            latest.removed(entry_timestamp(found[0][0], prefix) if found else None)
         self.remove_record(head, pk_nested, pk_flat)
         return True
 

@@ -278,7 +278,7 @@ class IndexTransaction:
     def latest(self) -> LatestTimestamp:
         """The index's latest timestamp, and its recompute when the record holding it goes."""
         if self._latest is None:
-            self._latest = LatestTimestamp(self.tr, self.layout)
+            self._latest = LatestTimestamp(self.tr, self.layout, self.space.format)
         return self._latest
 
     def latest_timestamp(self) -> int | None:

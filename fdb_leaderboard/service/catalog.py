@@ -265,6 +265,8 @@ class Catalog:
         self.root = root
         self.audit = AuditTrail(root)
         self._open: dict[str, tuple[bytes, LeaderboardIndex]] = {}
+        # Told when an index's deletion leaves its latest timestamp's recompute to the maintenance.
+        self.latest_left: Callable[[], None] | None = None
         self._store_read = False  # the store's format was found readable (checked at the first open)
 
     def _check_store(self) -> None:
@@ -358,6 +360,7 @@ class Catalog:
         index = LeaderboardIndex(checked, prefix, settings, version)
         index.timebase = timebase_scale(policy)
         index.audit, index.name = self.audit, name
+        index.on_latest_left = self._latest_left
 
         def entry_changed(entry: index_pb2.CatalogEntry) -> None:
             index.timebase = timebase_scale(entry.maintenance)
@@ -375,6 +378,10 @@ class Catalog:
         index.on_format_raised = raise_entry
         self._open[name] = (prefix, index)
         return index
+
+    def _latest_left(self) -> None:
+        if self.latest_left is not None:
+            self.latest_left()
 
     def forget(self, name: str) -> None:
         """Open ``name`` afresh next time (it was found stale)."""
