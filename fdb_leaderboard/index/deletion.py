@@ -64,6 +64,7 @@ class Deleter:
         """Delete the first ``max_records`` records whole."""
         check_at_least(max_records, 1, "max_records")
         records = self.layout.records
+        self.txn.latest.prefetch()  # what the latest's check reads, with the records
         rows = self.tr.get_range(records, strinc(records), max_records)
         pks = [key[len(records) :] for key, _ in rows]
         ranges = [(*self.layout.entries_range(pk_nested), 0, False) for pk_nested in pks]
@@ -99,6 +100,7 @@ class Deleter:
             done = continuation is None
         self.txn.prefetch(heads=pks)
         reads = [self.txn.issue_entries(pk_nested) for pk_nested in pks]
+        self.txn.latest.prefetch()  # what the latest's check reads, with the heads and entries
         progress = DeletionProgress(done)
         for pk_nested, entries in zip(pks, reads, strict=True):
             head = self.txn.read_head(pk_nested)

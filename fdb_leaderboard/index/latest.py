@@ -52,12 +52,25 @@ class LatestTimestamp:
         self.recomputes = formats.allows(format, formats.LATEST_RECOMPUTED)
         self._state: tuple[int, bytes, int | None] | bool | None = False  # False: not read yet
         self._written: int | bool | None = False  # P as a snapshot read it (False: not read yet)
+        self._state_read: Any = None  # the read of R issued ahead (see prefetch), if any
+        self._written_read: Any = None  # the snapshot read of P issued ahead, if any
         self.started = False  # whether this transaction started (or restarted) a recompute
+
+    def prefetch(self) -> None:
+        """Issue the reads a deletion's :meth:`removed` makes (P's and R's) now, so that they go
+        in the deleting call's first round of reads rather than two rounds of their own."""
+        if not self.recomputes:
+            return
+        if self._written is False and self._written_read is None:
+            self._written_read = self.tr.snapshot.get_async(self.layout.latest_timestamp_key)
+        if self._state is False and self._state_read is None:
+            self._state_read = self.tr.get_async(self.layout.latest_recompute_key)
 
     def _recompute(self) -> tuple[int, bytes, int | None] | None:
         """The running recompute's (floor, where its scan goes on, greatest timestamp found), or None."""
         if self._state is False:
-            raw = self.tr.get(self.layout.latest_recompute_key)
+            read = self._state_read or self.tr.get_async(self.layout.latest_recompute_key)
+            raw, self._state_read = read.value, None
             self._state = None if raw is None else tuple(tuples.unpack(raw))  # type: ignore[assignment]
         return self._state  # type: ignore[return-value]
 
@@ -71,9 +84,8 @@ class LatestTimestamp:
     def read(self) -> int | None:
         """The latest timestamp: of the scores stored, or (while a recompute runs) what it was before."""
         written = self.tr.get_async(self.layout.latest_timestamp_key)
-        if self._state is False:  # read beside P
-            state = self.tr.get_async(self.layout.latest_recompute_key).value
-            self._state = None if state is None else tuple(tuples.unpack(state))
+        if self._state is False and self._state_read is None:  # read beside P
+            self._state_read = self.tr.get_async(self.layout.latest_recompute_key)
         raw = written.value
         latest = decode_latest_timestamp(raw) if raw is not None else None
         running = self._recompute()
@@ -86,8 +98,9 @@ class LatestTimestamp:
         transaction: if one may hold the latest, the recompute starts (again; from index format 4)."""
         if timestamp is None or self.started or not self.recomputes:
             return
+        self.prefetch()  # both reads in one round, if the caller did not issue them already
         if self._written is False:
-            raw = self.tr.snapshot.get(self.layout.latest_timestamp_key)  # no conflict with writers' MAX
+            raw, self._written_read = self._written_read.value, None  # a snapshot: no conflict with writers' MAX
             self._written = decode_latest_timestamp(raw) if raw is not None else None
         written: int | None = self._written  # type: ignore[assignment]
         running = self._recompute()

@@ -421,6 +421,7 @@ class RecordWriter:
         entries = self.layout.entries_range(pk_nested)
         # Its latest entry (keys are by time), where a deletion may start the latest's recompute.
         last = self.tr.get_range_async(*entries, 1, True) if latest.recomputes else None
+        latest.prefetch()  # what the latest's check reads, in the same round
         head = self.txn.read_head(pk_nested)
         if head is None:
             return False
