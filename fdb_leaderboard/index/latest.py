@@ -69,7 +69,9 @@ class LatestTimestamp:
     def _recompute(self) -> tuple[int, bytes, int | None] | None:
         """The running recompute's (floor, where its scan goes on, greatest timestamp found), or None."""
         if self._state is False:
-            read = self._state_read or self.tr.get_async(self.layout.latest_recompute_key)
+            read = self._state_read
+            if read is None:
+                read = self.tr.get_async(self.layout.latest_recompute_key)
             raw, self._state_read = read.value, None
             self._state = None if raw is None else tuple(tuples.unpack(raw))  # type: ignore[assignment]
         return self._state  # type: ignore[return-value]
