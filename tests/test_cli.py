@@ -16,12 +16,11 @@ from zoneinfo import ZoneInfo
 import pytest
 from conftest import Cli
 
-from fdb_leaderboard import __version__
+from fdb_leaderboard import __version__, formats
 from fdb_leaderboard.cli.records_file import RecordsFileError, read_records
 from fdb_leaderboard.cli.spec_file import load_window_update, parse_window_update
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.errors import InvalidArgument
-from fdb_leaderboard.formats import NEWEST_INDEX, NEWEST_STORE
 from fdb_leaderboard.index.directory import Rebuild, WindowSpec, WindowUpdate
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import Server
@@ -82,10 +81,10 @@ def test_index_create_and_list(cli: Cli, client: LeaderboardClient) -> None:
     assert "is invalid" in cli("index", "create", "bad name", code=1).output
     assert "Invalid value for '--aggregation'" in cli("index", "create", "x", "--aggregation", "MAX", code=2).output
     assert cli("index", "list").output.splitlines() == [
-        f"game: BEST, hash MURMUR3, group size 0, context size 0, high score first; format {NEWEST_INDEX}",
-        f"points: SUM, hash CRC, group size 1, context size 2, low score first; format {NEWEST_INDEX}",
-        f"ref: LATEST, hash JDK, group size 0, context size 0, high score first; format {NEWEST_INDEX}",
-        f"store format {NEWEST_STORE}; 1 live process of release {__version__}",
+        f"game: BEST, hash MURMUR3, group size 0, context size 0, high score first; format {formats.NEWEST_INDEX}",
+        f"points: SUM, hash CRC, group size 1, context size 2, low score first; format {formats.NEWEST_INDEX}",
+        f"ref: LATEST, hash JDK, group size 0, context size 0, high score first; format {formats.NEWEST_INDEX}",
+        f"store format {formats.NEWEST_STORE}; 1 live process of release {__version__}",
     ]
     info = {i.name: i.options for i in client.list_indexes()}
     assert info["game"].count_duplicates and not info["ref"].count_duplicates

@@ -12,8 +12,8 @@ server that runs:
    format 2, since 0.2.0 does not report its release;
    a deletion of the record holding the latest timestamp of a board too large for the deleting
    call's recompute leaves that timestamp as 0.2.0 reads it (below index format 4);
-3. the old server stops (SIGTERM); ``store upgrade`` raises the store to format 3 and the indexes
-   to format 4, which finds that board's latest timestamp again;
+3. the old server stops (SIGTERM); ``store upgrade`` raises the store to its newest format and the
+   indexes to format 4, which finds that board's latest timestamp again;
 4. format 3's feature: every head counts what its record submitted, so ``max_per_window`` refuses
    records 0.1.0 and 0.2.0 wrote exactly at their limit, with no look at their entries; format
    4's: a deletion finds the latest timestamp again (the server's maintenance ending it).
@@ -29,7 +29,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -38,8 +37,8 @@ from collections.abc import Iterator
 
 import fdb.tuple
 import pytest
-from compat_stores import compat, limits_hold, load_into, verify_all
-from conftest import fdb_url, skip_unless_required, wait_until
+from compat_stores import compat, limits_hold, load_into, release_tree, verify_all
+from conftest import fdb_url, wait_until
 
 from fdb_leaderboard import formats
 from fdb_leaderboard.client import CallError, LeaderboardClient
@@ -71,15 +70,7 @@ print("stopped", flush=True)
 @pytest.fixture
 def previous_tree() -> Iterator[str]:
     """The previous release's code, exported from its commit."""
-    commit = compat.RELEASES[PREVIOUS][0]
-    with tempfile.TemporaryDirectory(prefix=f"rel-{commit}-") as tree:
-        try:
-            archive = subprocess.run(
-                ["git", "-C", str(compat.ROOT), "archive", commit], check=True, capture_output=True
-            ).stdout
-        except (OSError, subprocess.CalledProcessError) as exc:
-            skip_unless_required(f"release {PREVIOUS}'s commit {commit} is not in this checkout's history ({exc})")
-        subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
+    with release_tree(PREVIOUS) as tree:
         yield tree
 
 
@@ -185,7 +176,7 @@ def test_two_releases_serve_one_cluster_then_the_store_is_raised(previous_tree: 
             assert old.wait(30) == 0
             assert verify_all(client) == {}
             upgraded = client.upgrade_store()
-            assert (upgraded.format.version, upgraded.format.recorded) == (3, True)
+            assert (upgraded.format.version, upgraded.format.recorded) == (formats.NEWEST_STORE, True)
             assert {e.format.version for e in upgraded.indexes} == {formats.NEWEST_INDEX}
             assert client.list_windows("large").latest_timestamp == compat.T0 + LARGE - 1  # found again
             assert verify_all(client) == {}
