@@ -70,12 +70,13 @@ from .index import (
     HiddenRecord,
     History,
     Leagues,
+    Listing,
     Movement,
     Page,
     RankedEntry,
     ScoreRules,
 )
-from .index.calendar import board_periods
+from .index.calendar import board_periods, timebase_scale
 from .index.values import check_timestamp
 from .proto import service_pb2 as pb
 from .proto import service_pb2_grpc as pb_grpc
@@ -374,13 +375,16 @@ def _window(window_type: int, timestamp: int | None) -> pb.WindowSelector:
     return selector
 
 
-def _pb_entry(score: Score, timestamp: int, context: Key = (), group: Key = ()) -> pb.Entry:
-    return pb.Entry(
+def _pb_entry(score: Score, timestamp: int | None, context: Key = (), group: Key = ()) -> pb.Entry:
+    """An entry to write; without ``timestamp``, one made now (the server's clock, in the index's timebase)."""
+    entry = pb.Entry(
         score=wire.python_to_score(score),
-        timestamp=check_timestamp(timestamp),
         context=wire.key_to_items(context, "context"),
         group=wire.key_to_items(group, "group"),
     )
+    if timestamp is not None:
+        entry.timestamp = check_timestamp(timestamp)
+    return entry
 
 
 def _pb_entries(entries: Sequence[tuple]) -> list[pb.Entry]:
@@ -398,8 +402,11 @@ def _warned(response: pb.AddScoreResponse | pb.WriteResponse) -> int:
     return response.windows_changed
 
 
-def _entries(response: Any) -> list[RankedEntry]:
-    return [wire.ranked_entry_from_proto(e) for e in response.entries]
+def _entries(response: Any) -> Listing:
+    """The entries answered, with the window they were read from (``.window``), as in process."""
+    has_window = "window" in response.DESCRIPTOR.fields_by_name and response.HasField("window")
+    window = wire.window_from_proto(response.window) if has_window else None
+    return Listing([wire.ranked_entry_from_proto(e) for e in response.entries], window)
 
 
 def _write(method: str, request: Any, idempotency_key: str | None) -> _Call:
@@ -440,14 +447,18 @@ def _score(response: Any) -> Score | None:
 
 
 def _with_boards(
-    maintenance: pb.MaintenancePolicy | None, boards: Sequence[str], timezone: str
+    maintenance: pb.MaintenancePolicy | None, boards: Sequence[str], timezone: str, timebase: str | None = None
 ) -> pb.MaintenancePolicy | None:
-    """``maintenance`` keeping the calendar ``boards`` named (daily, weekly, monthly) too."""
-    if not boards:
+    """``maintenance`` keeping the calendar ``boards`` named (daily, weekly, monthly) too, and its
+    times in ``timebase`` if given."""
+    if not boards and timebase is None:
         return maintenance
     policy = pb.MaintenancePolicy()
     if maintenance is not None:
         policy.CopyFrom(maintenance)
+    if timebase is not None:
+        timebase_scale(timebase)  # refused here if unknown
+        policy.timebase = "" if timebase == "seconds" else timebase
     for periods in board_periods(boards, timezone, policy.timebase or "seconds"):
         policy.calendar.add(type=periods.type, period=periods.period, timezone=timezone)
     return policy
@@ -482,11 +493,15 @@ class _Ops:
         all_time: bool = True,
         columns: Sequence[str] = (),
         leagues: Leagues | None = None,
+        timebase: str | None = None,
     ) -> Op[bool]:
-        """Create index ``name`` (False: it exists with these options).  It ranks all-time from its
-        first score (unless ``all_time`` is False) and keeps the calendar ``boards`` named (daily,
-        weekly, monthly: window types 1, 2, 3) in ``timezone``, today's ones from the start: they
-        join ``maintenance`` (the server keeps them ahead and expires them per that policy).
+        """Create index ``name`` (False: it exists with these options; the ``boards`` it lacks are
+        added to it).  It ranks all-time from its first score (unless ``all_time`` is False) and
+        keeps the calendar ``boards`` named (daily, weekly, monthly: window types 1, 2, 3) in
+        ``timezone``, today's ones from the start: they join ``maintenance`` (the server keeps them
+        ahead and expires them per that policy).  ``timebase``: its times in ``"seconds"`` (the
+        default) or ``"milliseconds"``; a timestamp that cannot be one (after the year 9999) is
+        refused.
         ``columns``: rank by 2 to 4 integer columns, each ``"HIGH"`` or ``"LOW"`` (most kills, then
         fewest deaths: ``("HIGH", "LOW")``); its scores are then tuples of ints.  ``leagues``:
         cohorts and tiers on one window type's windows (read with :meth:`cohort`)."""
@@ -506,7 +521,7 @@ class _Ops:
             name=name,
             options=options,
             reference_layout=reference_layout,
-            maintenance=_with_boards(maintenance, boards, timezone),
+            maintenance=_with_boards(maintenance, boards, timezone, timebase),
             all_time=all_time,
         )
         return (yield _Call("CreateIndex", request)).created
@@ -718,14 +733,16 @@ class _Ops:
         index: str,
         pk: Key,
         score: Score,
-        timestamp: int,
+        timestamp: int | None = None,
         context: Key = (),
         group: Key = (),
         metadata: Mapping[str, str] | None = None,
         idempotency_key: str | None = None,
     ) -> Op[int]:
-        """Add one entry; ``metadata`` fields are merged into the record's in the same transaction.
-        Applied once, however often it is sent (see the module docstring)."""
+        """Add one entry, made at ``timestamp`` in the index's timebase (None: now, the server's
+        clock when it applies the write, as the CLI and HTTP default to); ``metadata`` fields are
+        merged into the record's in the same transaction.  Applied once, however often it is sent
+        (see the module docstring): a write sent again keeps the time it was first applied at."""
         request = pb.AddScoreRequest(
             index=index,
             pk=wire.key_to_items(pk),
@@ -1483,7 +1500,8 @@ class _LoadMessages:
 
     def raise_failure(self, written: int) -> None:
         if self.failure is not None:
-            self.failure.add_note(f"BulkLoad saved the {written} records before it")
+            saved = "the record" if written == 1 else f"the {written} records"
+            self.failure.add_note(f"BulkLoad saved {saved} before it")
             raise self.failure
 
 
@@ -1935,6 +1953,44 @@ def _window_ends_request(index: str, after: int | None, top: int | None) -> pb.W
 # -- the asyncio client -------------------------------------------------------------------------------
 
 
+class AsyncWatch(Generic[_T]):
+    """A watch of the asyncio client (:meth:`AsyncLeaderboardClient.watch_rank`,
+    :meth:`~AsyncLeaderboardClient.watch_window_ends`), as the blocking client's: ``async for`` it
+    for the updates; ``close`` (or leaving an ``async with`` block) ends the watch and the
+    iteration quietly."""
+
+    def __init__(self, call: Any, convert: Callable[[Any], _T]) -> None:
+        self._call = call
+        self._convert = convert
+        self._closed = False
+
+    def __aiter__(self) -> AsyncIterator[_T]:
+        return self._updates()
+
+    async def _updates(self) -> AsyncIterator[_T]:
+        try:
+            async for response in self._call:
+                yield self._convert(response)
+        except grpc.RpcError as exc:
+            if not self._closed:
+                raise error_from_rpc(exc) from None
+        except asyncio.CancelledError:  # grpc.aio's word for a call this watch's close cancelled
+            if not self._closed:
+                raise
+        finally:
+            self._call.cancel()
+
+    def close(self) -> None:
+        self._closed = True
+        self._call.cancel()
+
+    async def __aenter__(self) -> AsyncWatch[_T]:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
 class AsyncLeaderboardClient:
     """The asyncio client (grpc.aio): the blocking client's methods as coroutines, with the same
     arguments, answers, errors, idempotency keys and retries.  Make it inside the event loop
@@ -2083,7 +2139,7 @@ class AsyncLeaderboardClient:
             if not continuation:
                 return
 
-    async def watch_rank(
+    def watch_rank(
         self,
         index: str,
         pk: Key,
@@ -2092,32 +2148,21 @@ class AsyncLeaderboardClient:
         group: Key = (),
         mode: str = "ORDINAL",
         timeout: float | None = None,
-    ) -> AsyncIterator[RankedEntry | None]:
-        """As :meth:`LeaderboardClient.watch_rank`, an asynchronous iterator."""
+    ) -> AsyncWatch[RankedEntry | None]:
+        """As :meth:`LeaderboardClient.watch_rank`: ``async with lb.watch_rank(...) as watch:
+        async for entry in watch`` (or ``async for`` on it directly)."""
         request = _rank_request(index, pk, window_type, timestamp, group, mode)
         call = self.stub.WatchRank(request, timeout=timeout, metadata=self._metadata)
-        try:
-            async for response in call:
-                yield wire.optional_entry(response, "entry")
-        except grpc.RpcError as exc:
-            raise error_from_rpc(exc) from None
-        finally:
-            call.cancel()
+        return AsyncWatch(call, lambda response: wire.optional_entry(response, "entry"))
 
-    async def watch_window_ends(
+    def watch_window_ends(
         self, index: str, after: int | None = None, top: int | None = None, timeout: float | None = None
-    ) -> AsyncIterator[wire.WindowEnd]:
-        """As :meth:`LeaderboardClient.watch_window_ends`, an asynchronous iterator."""
+    ) -> AsyncWatch[wire.WindowEnd]:
+        """As :meth:`LeaderboardClient.watch_window_ends`, with ``async with`` and ``async for``."""
         call = self.stub.WatchWindowEnds(
             _window_ends_request(index, after, top), timeout=timeout, metadata=self._metadata
         )
-        try:
-            async for response in call:
-                yield wire.window_end_from_proto(response)
-        except grpc.RpcError as exc:
-            raise error_from_rpc(exc) from None
-        finally:
-            call.cancel()
+        return AsyncWatch(call, wire.window_end_from_proto)
 
     async def bulk_load(
         self,

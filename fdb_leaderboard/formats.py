@@ -116,6 +116,14 @@ INDEX_FORMATS = (
         "every head's submission counters exact: heads counted short are recounted from the record's entries",
         upgrade="recount submissions",
     ),
+    Format(
+        4,
+        "0.3.0",
+        "0.3.0",
+        "the latest timestamp found again when the record holding it is deleted: while it is recomputed, "
+        "its value before at S + (18,) and P holding only the times written since",
+        upgrade="recompute the latest timestamp",
+    ),
 )
 
 NEWEST_STORE = STORE_FORMATS[-1].version
@@ -130,6 +138,7 @@ CACHED_METADATA = 3  # every process changes the metadata version with a catalog
 REDO_LOG = 4  # the embedded store's directory may hold its redo log's session (redo.checkpoint format 2)
 # ... and the index format that first holds each.
 EXACT_SUBMISSIONS = 3  # every head's submission counters count its entries in each window (at least)
+LATEST_RECOMPUTED = 4  # a deletion may clear P, its value before kept at S + (18,) while it is recomputed
 
 
 def release_key(release: str) -> tuple[int, ...]:

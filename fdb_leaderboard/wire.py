@@ -115,11 +115,25 @@ def python_to_score(value: int | float | tuple | list) -> pb.Score:
 
 
 def entry_to_python(entry: pb.Entry) -> Entry:
+    """An entry as answered (its timestamp, 0 when absent, as proto3 reads it)."""
     if not entry.HasField("score"):
         raise InvalidArgument("entry has no score")
     return Entry(
         score_to_python(entry.score),
         entry.timestamp,
+        items_to_tuple(entry.context),
+        items_to_tuple(entry.group),
+    )
+
+
+def written_entry_to_python(entry: pb.Entry) -> Entry:
+    """An entry of a write: without a timestamp, one made now (None: the index's clock when the
+    write is applied, in its timebase)."""
+    if not entry.HasField("score"):
+        raise InvalidArgument("entry has no score")
+    return Entry(
+        score_to_python(entry.score),
+        entry.timestamp if entry.HasField("timestamp") else None,
         items_to_tuple(entry.context),
         items_to_tuple(entry.group),
     )

@@ -60,7 +60,7 @@ def local(ts: int) -> dt.datetime:
 
 def test_index_create_and_list(cli: Cli, client: LeaderboardClient) -> None:
     assert cli("index", "create", "game").output == "index game created (all-time board)\n"
-    assert cli("index", "create", "game").output == "index game already exists with these options\n"
+    assert cli("index", "create", "game").output == "index game already exists with these options and boards\n"
     result = cli("index", "create", "game", "--low-score-first", code=1)
     assert "ALREADY_EXISTS: index 'game' exists with other options" in result.output
     cli(
@@ -81,9 +81,9 @@ def test_index_create_and_list(cli: Cli, client: LeaderboardClient) -> None:
     assert "is invalid" in cli("index", "create", "bad name", code=1).output
     assert "Invalid value for '--aggregation'" in cli("index", "create", "x", "--aggregation", "MAX", code=2).output
     assert cli("index", "list").output.splitlines() == [
-        "game: BEST, hash MURMUR3, group size 0, context size 0, high score first; format 3",
-        "points: SUM, hash CRC, group size 1, context size 2, low score first; format 3",
-        "ref: LATEST, hash JDK, group size 0, context size 0, high score first; format 3",
+        f"game: BEST, hash MURMUR3, group size 0, context size 0, high score first; format {formats.NEWEST_INDEX}",
+        f"points: SUM, hash CRC, group size 1, context size 2, low score first; format {formats.NEWEST_INDEX}",
+        f"ref: LATEST, hash JDK, group size 0, context size 0, high score first; format {formats.NEWEST_INDEX}",
         f"store format {formats.NEWEST_STORE}; 1 live process of release {__version__}",
     ]
     info = {i.name: i.options for i in client.list_indexes()}
@@ -167,7 +167,7 @@ def test_windows_apply_calendar_periods_across_dst(cli: Cli, client: Leaderboard
 def test_windows_apply_json_milliseconds_delete_before_and_filling(
     cli: Cli, client: LeaderboardClient, tmp_path
 ) -> None:
-    cli("index", "create", "ms", "--low-score-first", "--no-all-time")  # every window has the file's nlevels
+    cli("index", "create", "ms", "--low-score-first", "--no-all-time", "--timebase", "milliseconds")  # nlevels 3
     spec = {
         "high_score_first": False,
         "timebase": "milliseconds",
@@ -292,7 +292,10 @@ def test_errors_exit_non_zero_with_the_message(cli: Cli, client: LeaderboardClie
             "high_score_first: true\ncalendar:\n  - {type: 1, period: daily, timzone: Europe/Paris, count: 2}\n",
             "unknown key(s) in a calendar entry: timzone",
         ),
-        "spec.yaml": ("high_score_first: true\nspecs:\n  - {type: 1, base: 0}\n", "missing or unknown 'increment'"),
+        "spec.yaml": (
+            "high_score_first: true\nspecs:\n  - {type: 1, base: 0}\n",
+            "a specs entry has no increment (how far apart windows start): {type: 1, base: 0}",
+        ),
         "empty.yaml": (
             "high_score_first: true\nwindows:\n  - {type: 3, start: 10, end: 10}\n",
             "window type 3 [10, 10) must end after it starts",
@@ -508,14 +511,17 @@ PARSE_ERRORS = [
         {"high_score_first": True, "calendar": [{"type": 1, "period": "daily", "count": 9999}]},
         "count must be between 0 and 2500",
     ),
-    ({"high_score_first": True, "calendar": [{"type": 1, "period": "daily"}]}, "missing or unknown 'count'"),
+    (
+        {"high_score_first": True, "calendar": [{"type": 1, "period": "daily"}]},
+        "a calendar entry has no count (how many periods, e.g. count: 7): {type: 1, period: daily}",
+    ),
     (
         {"high_score_first": True, "calendar": [{"type": 1, "period": "daily", "count": 1, "zone": "UTC"}]},
         "unknown key(s) in a calendar entry: zone",
     ),
     (
         {"high_score_first": True, "specs": [{"type": 1, "base": 0, "increment": 1, "duration": 1}]},
-        "missing or unknown 'count'",
+        "a specs entry has no count (how many windows, e.g. count: 7)",
     ),
     (
         {"high_score_first": True, "specs": [{"type": 1, "base": 0, "increment": 1, "duration": 0, "count": 1}]},

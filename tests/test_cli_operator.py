@@ -1,4 +1,4 @@
-"""The operator's CLI (issue 24): reading and fixing a board, ``--json`` and ``--timeout``,
+"""The operator's CLI: reading and fixing a board, ``--json`` and ``--timeout``,
 errors as one line, ``load``'s reports, calendar maintenance policies, ``maintain`` across a
 server restart (the README runs as written in tests/test_readme.py).
 
@@ -67,7 +67,10 @@ def test_read_and_fix_a_board(cli: Cli, client: LeaderboardClient, tmp_path: pat
         "#2  alice  1200  at 1792879210  group eu",
         "#3  carol  1200  at 1792879230  group eu",
     ]
-    rows = json.loads(cli("top", "game", "--group", "eu", "--type", 1, "--at", OCT_25, "--json").output)
+    listing = json.loads(cli("top", "game", "--group", "eu", "--type", 1, "--at", OCT_25, "--json").output)
+    day = {"type": 1, "start": OCT_25, "end": OCT_26}
+    assert listing["window"] == day  # the window read, as the API names it
+    rows = listing["entries"]
     assert [(r["rank"], r["pk"], r["score"], r["group"]) for r in rows] == [
         (0, ["bob"], 1500, ["eu"]),
         (1, ["alice"], 1200, ["eu"]),
@@ -83,7 +86,8 @@ def test_read_and_fix_a_board(cli: Cli, client: LeaderboardClient, tmp_path: pat
     assert [line.split("  ")[1] for line in around] == ["alice", "carol", '["dave", 7]']
     assert cli("count", "game", "--group", "eu").output == "5\n"  # early's score counts all-time
     assert json.loads(cli("count", "game", "--group", "eu", "--type", 1, "--at", OCT_25, "--json").output) == {
-        "count": 4
+        "count": 4,
+        "window": day,
     }
     assert "NOT_FOUND" in error_line(cli("count", "game", "--type", 1, "--at", 5, code=1))
 

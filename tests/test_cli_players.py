@@ -56,7 +56,7 @@ def test_ranks_friends_page_percentile(cli: Callable[..., Result]) -> None:
         "#3  cat  Cat  12  at 12",
     ]
     assert cli("percentile", "arena", "bob").output == "33.33\n"
-    assert cli("score-at-percentile", "arena", "50").output == "15\n"
+    assert cli("score-for-percentile", "arena", "50").output == "15\n"
     assert "at most 1000" in cli("page", "arena", "1", "--size", "5000", code=1).output
 
 
@@ -141,7 +141,7 @@ def test_json_output_holds_the_text_outputs_data(cli: Callable[..., Result]) -> 
     }
     assert json.loads(cli("percentile", "arena", "bob", "--json").output)["percentile"] == pytest.approx(100 / 3)
     assert json.loads(cli("percentile", "arena", "zed", "--json").output) == {"percentile": None}
-    assert json.loads(cli("score-at-percentile", "arena", "50", "--json").output) == {"score": 15}
+    assert json.loads(cli("score-for-percentile", "arena", "50", "--json").output) == {"score": 15}
     assert json.loads(cli("rank-for-score", "arena", "12", "--key-timestamp", "13", "--json").output) == {"rank": 3}
     trimmed = json.loads(cli("score-trim", "arena", "5@1", "7@2", "3@86400", "--json").output)
     assert [(e["score"], e["timestamp"]) for e in trimmed] == [(7, 2), (3, 86400)]
@@ -155,7 +155,7 @@ def test_json_output_holds_the_text_outputs_data(cli: Callable[..., Result]) -> 
         ("ranks", "arena", "cat", "zed"),
         ("page", "arena", "1"),
         ("percentile", "arena", "bob"),
-        ("score-at-percentile", "arena", "50"),
+        ("score-for-percentile", "arena", "50"),
         ("movement", "arena", "bob", "--type", "1", "--at", DAY),
         ("bottom", "arena"),
         ("rank-for-score", "arena", "12"),
@@ -174,7 +174,9 @@ def test_keys_as_strings_or_json_lists(cli: Callable[..., Result], client: Leade
     client.add_score("ints", ("x", 2), 30, 6)
     client.add_score("ints", ("[odd",), 20, 7)
     assert cli("ranks", "ints", "[7]").output == "#1  [7]  Seven  40  at 5\n"
-    assert cli("ranks", "ints", "7").output == "-  7  no score in this window\n"  # the string "7"
+    assert cli("ranks", "ints", "7").output == (  # the string "7", and how to name the number
+        "-  7  no score in this window (the key is the string '7'; for the number, give it as a JSON list: '[7]')\n"
+    )
     assert cli("meta", "get", "ints", "[7]", "--json").output == '{"pk": [7], "metadata": {"name": "Seven"}}\n'
     assert cli("ranks", "ints", '["x", 2]').output == '#2  ["x", 2]  30  at 6\n'
     assert cli("rank", "ints", '["[odd"]').output == '#3  ["[odd"]  20  at 7\n'  # shown as it is typed

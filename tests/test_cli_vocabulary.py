@@ -1,4 +1,4 @@
-"""The CLI as a new user meets it (issue 35): one vocabulary for every read command, times and
+"""The CLI as a new user meets it: one vocabulary for every read command, times and
 keys as people type them, one row format, usage mistakes, files from standard input, closed
 pipes, TLS, help texts, loads of flat lines and CSV, exports.
 
@@ -53,10 +53,11 @@ READS = {
     "ranks": True,
     "page": True,
     "percentile": False,
-    "score-at-percentile": False,
+    "score-for-percentile": False,
     "movement": True,
     "bottom": True,
     "rank-for-score": False,
+    "score-for-rank": False,
     "export": True,
 }
 
@@ -105,10 +106,11 @@ def test_every_read_command_reads_the_window_the_options_name(cli: Cli, client: 
         "ranks": ["carol", "bob"],
         "page": ["1"],
         "percentile": ["carol"],
-        "score-at-percentile": ["100"],
+        "score-for-percentile": ["100"],
         "movement": ["bob"],
         "bottom": [],
         "rank-for-score": ["1300"],
+        "score-for-rank": ["2"],
         "export": [],
     }
     for name, ranked in READS.items():
@@ -203,7 +205,7 @@ def test_one_row_format_with_the_display_name(cli: Cli, client: LeaderboardClien
         (["add", "game", "[1, [2]]", "--score", "5"], "a JSON list of strings, numbers, booleans, null or"),
         (["add", "game", "[{\"base64\": \"!\"}]", "--score", "5"], "a base64 item is not base64"),
         (["top", "game", "--group", ""], "Invalid value for --group: empty"),
-        (["score-at-percentile", "game", "101"], "Invalid value for 'PERCENT'"),
+        (["score-for-percentile", "game", "101"], "Invalid value for 'PERCENT'"),
         (["load", "game", "-", "--batch", "0"], "Invalid value for '--batch'"),
         (["export", "game", "--page-size", "5000"], "Invalid value for '--page-size'"),
     ],
@@ -270,7 +272,19 @@ def test_a_closed_pipe_ends_the_command_quietly(server: Server, client: Leaderbo
     )
     job.stdout.close()  # type: ignore[union-attr]  # the reader is gone before the command writes (| head)
     stderr = job.stderr.read()  # type: ignore[union-attr]
-    assert job.wait() == 1 and stderr == b""  # not a word (click's exit status for a closed pipe)
+    assert job.wait() == 0 and stderr == b""  # not a word, and success: the reader had what it wanted
+    # A read command cut off by `| head`: the same, however much it would have written.
+    for i in range(300):
+        client.add_score("game", f"p{i:03}", i, 1)
+    piped = subprocess.run(
+        f'{CLI[0]} --server {server.address} top game -n 300 | head -n 2; echo "status ${{PIPESTATUS[0]}}"',
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+    )
+    assert piped.stdout.splitlines()[-1] == "status 0" and len(piped.stdout.splitlines()) == 3, piped
+    assert piped.stderr == ""
 
 
 def test_tls_mismatches_say_tls_and_ca(server: Server, tmp_path: Path, request: pytest.FixtureRequest) -> None:
@@ -511,8 +525,9 @@ def test_the_demo_fits_a_terminal_says_where_it_serves_and_leaves_nothing_behind
         demo.kill()
     assert demo.returncode == 0 and errors == ""
     screens = [s for s in (seen + rest).split("\x1b[2J\x1b[H") if s.strip()]
-    assert screens and rest.endswith("demo stopped; its temporary store is deleted\n")
-    for screen in [*screens[:-1], screens[-1].replace("demo stopped; its temporary store is deleted\n", "")]:
+    stopped = "demo stopped (SIGINT); its temporary store is deleted\n"
+    assert screens and rest.endswith(stopped)
+    for screen in [*screens[:-1], screens[-1].replace(stopped, "")]:
         lines = screen.rstrip("\n").split("\n")
         assert len(lines) <= 24 and max(len(line) for line in lines) <= 80, screen
     header = screens[0].splitlines()[1]

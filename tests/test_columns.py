@@ -151,7 +151,7 @@ def test_column_index_through_every_door(server: Server, client: LeaderboardClie
 
 
 def test_column_scores_on_the_command_line(server: Server, client: LeaderboardClient, tmp_path) -> None:
-    """rank-for-score, score-trim and score-at-percentile take and show columns with commas; an
+    """rank-for-score, score-trim and score-for-percentile take and show columns with commas; an
     export (CSV or JSON lines) loads back into another column index unchanged."""
     client.create_index("duel", columns=("HIGH", "LOW"))
     model = Model("BEST", high_score_first=True, columns=("HIGH", "LOW"))
@@ -166,8 +166,8 @@ def test_column_scores_on_the_command_line(server: Server, client: LeaderboardCl
     assert json.loads(cli(server, "rank-for-score", "duel", "5,2", "--key-timestamp", 7, "--json")) == {
         "rank": key_rank
     }
-    assert cli(server, "score-at-percentile", "duel", 100) == "7,9\n"
-    assert json.loads(cli(server, "score-at-percentile", "duel", 0, "--json")) == {"score": [5, 2]}
+    assert cli(server, "score-for-percentile", "duel", 100) == "7,9\n"
+    assert json.loads(cli(server, "score-for-percentile", "duel", 0, "--json")) == {"score": [5, 2]}
     kept = [(score, ts) for _, score, ts, _ in model.score_trim([((), (5, 2), 1, ()), ((), (6, 0), 2, ())])]
     assert cli(server, "score-trim", "duel", "5,2@1", "6,0@2") == " ".join(f"{s[0]},{s[1]}@{t}" for s, t in kept) + "\n"
     assert "SCORE@TIMESTAMP" in cli(server, "score-trim", "duel", "5,x@1", code=2)

@@ -10,9 +10,13 @@ server that runs:
 2. a server of this release joins it on the same store; its maintenance raises the indexes to
    format 3 (0.2.0 reads it), recounting their heads while both write; the store stays at
    format 2, since 0.2.0 does not report its release;
-3. the old server stops (SIGTERM); ``store upgrade`` raises the store to its newest format;
+   a deletion of the record holding the latest timestamp of a board too large for the deleting
+   call's recompute leaves that timestamp as 0.2.0 reads it (below index format 4);
+3. the old server stops (SIGTERM); ``store upgrade`` raises the store to its newest format and the
+   indexes to format 4, which finds that board's latest timestamp again;
 4. format 3's feature: every head counts what its record submitted, so ``max_per_window`` refuses
-   records 0.1.0 and 0.2.0 wrote exactly at their limit, with no look at their entries.
+   records 0.1.0 and 0.2.0 wrote exactly at their limit, with no look at their entries; format
+   4's: a deletion finds the latest timestamp again (the server's maintenance ending it).
 
 At every step ``verify`` finds no problem in any index.  At the end every acknowledged write is
 stored once (a SUM board of 1-point writes, each with an idempotency key, totals exactly what was
@@ -45,6 +49,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_unexpected_server_er
 
 PREVIOUS = "0.2.0"
 PKS = [f"w{i}" for i in range(12)]
+LARGE = 2_500  # records of the board whose latest timestamp a deletion leaves to be recomputed
+TYPO = 4_070_908_800  # 2099-01-01: a mistyped time
 # The previous release's server, from its own tree (run with PYTHONPATH pointing there).
 LAUNCH = """
 import signal, sys, threading
@@ -139,6 +145,9 @@ def test_two_releases_serve_one_cluster_then_the_store_is_raised(previous_tree: 
         with LeaderboardClient(old_address, timeout=30) as client:
             assert client.create_index("rolling", aggregation="SUM")
             client.update_windows("rolling", all_time=True)
+            assert client.create_index("large")
+            client.bulk_load("large", [(f"r{i:05}", [(i, compat.T0 + i)]) for i in range(LARGE)])
+            client.add_score("large", "typo", 1, TYPO)
         # 1. The previous release alone.
         traffic.append(Traffic(old_address, "old").start())
         time.sleep(2)
@@ -155,6 +164,11 @@ def test_two_releases_serve_one_cluster_then_the_store_is_raised(previous_tree: 
             assert (status.format.version, status.format.recorded) == (2, False)  # 0.2.0 does not report
             assert [p.release for p in status.processes if p.live] == [formats.RELEASE]
             assert verify_all(client) == {}
+            # Below format 4 a deletion leaves the latest timestamp where 0.2.0 reads it.
+            assert client.delete_record("large", "typo")
+            with LeaderboardClient(old_address, timeout=30) as previous:
+                assert previous.list_windows("large").latest_timestamp == TYPO
+            assert client.list_windows("large").latest_timestamp == TYPO
 
             # 3. The previous release stops; the store is raised.
             traffic[0].finish()
@@ -163,10 +177,19 @@ def test_two_releases_serve_one_cluster_then_the_store_is_raised(previous_tree: 
             assert verify_all(client) == {}
             upgraded = client.upgrade_store()
             assert (upgraded.format.version, upgraded.format.recorded) == (formats.NEWEST_STORE, True)
+            assert {e.format.version for e in upgraded.indexes} == {formats.NEWEST_INDEX}
+            assert client.list_windows("large").latest_timestamp == compat.T0 + LARGE - 1  # found again
             assert verify_all(client) == {}
 
             # 4. Format 3's feature: heads count what their records submitted, whoever wrote them.
             limits_hold(client, "daily", day=1)
+            # Format 4's: the latest timestamp found again after a deletion, the maintenance ending it.
+            client.add_score("large", "typo", 1, TYPO)
+            assert client.delete_record("large", "typo")
+            wait_until(
+                lambda: client.list_windows("large").latest_timestamp == compat.T0 + LARGE - 1,
+                "the maintenance ending the latest timestamp's recompute",
+            )
             time.sleep(1)
             traffic[1].finish()
             assert verify_all(client) == {}

@@ -66,7 +66,7 @@ def test_the_release_is_pyprojects_the_changelogs_and_the_commands() -> None:
         assert rows[str((store or index).version)].startswith(f"{cell(store)} | {cell(index)}")
     version = CliRunner().invoke(main, ["--version"])
     assert version.exit_code == 0 and version.output == formats.version_text() + "\n"
-    assert version.output.startswith(f"fdb-leaderboard {formats.RELEASE} (writes store format 4 and index format 3")
+    assert version.output.startswith(f"fdb-leaderboard {formats.RELEASE} (writes store format 4 and index format 4")
 
 
 def test_the_tables_count_up_and_no_format_is_read_before_it_is_written() -> None:
@@ -83,7 +83,7 @@ def test_the_tables_count_up_and_no_format_is_read_before_it_is_written() -> Non
 
 
 def later_format(monkeypatch: pytest.MonkeyPatch, read_from: str = "0.4.0") -> None:
-    """The next index and store formats (index 4, store 5), first written and read by release 0.4.0,
+    """The next index and store formats (index 5, store 5), first written and read by release 0.4.0,
     which this process runs."""
     monkeypatch.setattr(formats, "RELEASE", "0.4.0")
     for table, newest in (("INDEX_FORMATS", "NEWEST_INDEX"), ("STORE_FORMATS", "NEWEST_STORE")):
@@ -95,19 +95,24 @@ def later_format(monkeypatch: pytest.MonkeyPatch, read_from: str = "0.4.0") -> N
 
 def test_raisable_waits_for_every_process_that_may_run(monkeypatch: pytest.MonkeyPatch) -> None:
     index, store = formats.INDEX_FORMATS, formats.STORE_FORMATS
-    # Index format 3 is read by 0.2.0: raised whatever runs (processes that do not report run 0.2.0).
+    # Index format 3 is read by 0.2.0: raised whatever runs (processes that do not report run 0.2.0);
+    # format 4 only once no process of 0.2.0 may run.
     assert formats.raisable(index, 2, [], reporting=False) == 3
+    assert formats.raisable(index, 3, ["0.3.0"], reporting=False) == 3
+    assert formats.raisable(index, 2, ["0.3.0"], reporting=True) == 4
     # Store format 3 says every process reports: not while one that does not may run.
     assert formats.raisable(store, 2, ["0.3.0"], reporting=False) == 2
     assert formats.raisable(store, 2, ["0.3.0"], reporting=True) == 4  # and 4, the embedded store's redo log
     later_format(monkeypatch)
     index, store = formats.INDEX_FORMATS, formats.STORE_FORMATS
-    assert formats.raisable(index, 3, ["0.3.0", "0.4.0"], reporting=True) == 3  # a 0.3.0 process is live
+    assert formats.raisable(index, 4, ["0.3.0", "0.4.0"], reporting=True) == 4  # a 0.3.0 process is live
     assert formats.raisable(index, 3, ["0.4.0"], reporting=False) == 3  # a 0.2.0 may be: it does not report
-    assert formats.raisable(index, 3, ["0.4.0"], reporting=True) == 4
-    assert formats.raisable(index, 2, ["0.4.0"], reporting=True) == 4  # several versions at once
-    assert formats.creation_format(index, ["0.3.0"], reporting=True) == 3
-    assert formats.blockers(index, 3, 4, ["0.4.0", "0.3.0", "0.3.0"]) == ["0.3.0"]
+    assert formats.raisable(index, 4, ["0.4.0"], reporting=True) == 5
+    assert formats.raisable(index, 2, ["0.4.0"], reporting=True) == 5  # several versions at once
+    assert formats.creation_format(index, ["0.3.0"], reporting=True) == 4
+    assert formats.creation_format(index, [], reporting=False) == 3
+    assert formats.blockers(index, 4, 5, ["0.4.0", "0.3.0", "0.3.0"]) == ["0.3.0"]
+    assert formats.blockers(index, 2, 4, ["0.3.0", "0.2.9"]) == ["0.2.9"]
 
 
 def test_a_format_too_new_is_refused_naming_both_versions_and_what_to_do() -> None:
@@ -205,12 +210,12 @@ def test_an_index_too_new_is_refused_at_open_and_by_every_kept_index(server_plac
             for call in (lambda: client.add_score("game", "bob", 6, 101), lambda: client.top("game", 3)):
                 with pytest.raises(FailedPrecondition, match="index 'game' is in index format 7"):
                     call()
-            with pytest.raises(FormatTooNew, match=rf"this release \({formats.RELEASE}\) reads index formats 1 to 3"):
+            with pytest.raises(FormatTooNew, match=rf"this release \({formats.RELEASE}\) reads index formats 1 to 4"):
                 Catalog(other.db, server_place.root).get("game")  # a fresh open too
             prefix = other.entry("game").prefix
             with pytest.raises(FormatTooNew):
                 LeaderboardIndex.open(other.db, prefix)  # and without a catalog
-            _set_index_format(other.db, other, "game", 3)
+            _set_index_format(other.db, other, "game", formats.NEWEST_INDEX)
             assert client.rank("game", "bob") is None  # nothing was written while refused
             other.db.close()
     finally:
@@ -222,7 +227,8 @@ def test_an_index_made_without_a_catalog_records_its_format(db, prefix: bytes) -
     assert LeaderboardIndex.open(db, prefix).format == formats.NEWEST_INDEX
     older = LeaderboardIndex.create(db, prefix + b"\x01", IndexSettings(), format=2)
     assert LeaderboardIndex.open(db, prefix + b"\x01").format == 2
-    assert older.upgrade().format == 3 and LeaderboardIndex.open(db, prefix + b"\x01").format == 3
+    assert older.upgrade(to_format=3).format == 3 and LeaderboardIndex.open(db, prefix + b"\x01").format == 3
+    assert older.upgrade().format == 4 and LeaderboardIndex.open(db, prefix + b"\x01").format == 4
     assert index.upgrade_state() == (formats.NEWEST_INDEX, None)
     # A dump of an index a newer release wrote is refused before a row is written.
     with pytest.raises(FormatTooNew, match="the dumped index is in index format 8"):
@@ -278,8 +284,12 @@ def test_operators_upgrades_are_refused_while_an_older_release_runs(server_place
             )
             assert "old-host:42 (0.2.9, seen" in str(refused.value)
             assert not client.store_status().format.recorded  # nothing changed
-            # An index's format 3 is read by 0.2.0 already: raised beside it.
-            assert client.upgrade_index("daily").format.version == 3
+            # An index's newest format needs release 0.3.0 too (format 3 alone, which 0.2.0 reads, the
+            # maintenance raises beside it).
+            refusal = r"index 'daily' cannot be raised to format 4: release 0\.3\.0"
+            with pytest.raises(FailedPrecondition, match=refusal):
+                client.upgrade_index("daily")
+            assert client.list_windows("daily").format.version == 2
             db.run(lambda tr: tr.clear(key))
             client.set_writes_paused("dense", True, "moving")  # a paused index is left as it is
             status = client.upgrade_store()
@@ -289,9 +299,9 @@ def test_operators_upgrades_are_refused_while_an_older_release_runs(server_place
                 "0.3.0",
             )
             names = [i.name for i in client.list_indexes()]
-            assert {e.index: e.format.version for e in status.indexes} == {n: 2 if n == "dense" else 3 for n in names}
+            assert {e.index: e.format.version for e in status.indexes} == {n: 2 if n == "dense" else 4 for n in names}
             client.set_writes_paused("dense", False)
-            assert client.upgrade_store().indexes[names.index("dense")].format.version == 3
+            assert client.upgrade_store().indexes[names.index("dense")].format.version == 4
             assert client.verify("daily") == [] and client.verify("dense") == []
     finally:
         server.stop(grace=1)
@@ -317,7 +327,8 @@ def test_the_maintenance_raises_formats_once_every_live_process_reads_them(
             assert [(e.actor, e.details["phase"], e.details["format"]) for e in events] == [
                 ("maintenance", "finished", "3")
             ]
-            client.upgrade_store()
+            client.upgrade_store()  # the store's processes report now: index format 4 (read from 0.3.0) too
+            assert {entry.options.format for _, entry in catalog.list()} == {4}
             store = formats.NEWEST_STORE
             # A later release's format: raised only once no live process runs an older release.
             later_format(monkeypatch)
@@ -329,13 +340,13 @@ def test_the_maintenance_raises_formats_once_every_live_process_reads_them(
                 db.run(lambda tr: tr.set(key, old.SerializeToString()))
                 Housekeeping(catalog).run_pass(time.time())
                 assert client.store_status().format.version == store
-                assert {entry.options.format for _, entry in catalog.list()} == {3}
+                assert {entry.options.format for _, entry in catalog.list()} == {4}
                 db.run(lambda tr: tr.clear(key))
             done = Housekeeping(catalog).run_pass(time.time())
             assert f"store format raised to {store + 1}" in done
             assert client.store_status().format.version == store + 1
-            assert {entry.options.format for _, entry in catalog.list()} == {4}
-            assert catalog.get("daily").format == 4  # the kept index writes format 4's forms now
+            assert {entry.options.format for _, entry in catalog.list()} == {5}
+            assert catalog.get("daily").format == 5  # the kept index writes format 5's forms now
     finally:
         server.stop(grace=1)
 
@@ -373,7 +384,7 @@ def test_formats_and_upgrades_through_every_door(served) -> None:
     with LeaderboardClient(server.address, timeout=60) as client:
         # Before: the store and its indexes as 0.1.0 left them (not recorded).
         assert cli("windows", "show", "daily").splitlines()[-1] == (
-            "stored in index format 2 (not recorded: written before release 0.3.0) (the server writes 3: "
+            "stored in index format 2 (not recorded: written before release 0.3.0) (the server writes 4: "
             "`fdb-leaderboard index upgrade` raises it)"
         )
         listed = cli("index", "list").splitlines()
@@ -385,7 +396,7 @@ def test_formats_and_upgrades_through_every_door(served) -> None:
         assert json.loads(cli("index", "list", "--json"))[0]["format"] == {
             "version": 2,
             "recorded": False,
-            "newest": 3,
+            "newest": 4,
             "upgrading_to": None,
             "records_done": None,
         }
@@ -401,7 +412,7 @@ def test_formats_and_upgrades_through_every_door(served) -> None:
         assert (
             [p["address"] for p in rest["processes"]] == [p.address for p in grpc_status.processes] == [server.address]
         )
-        assert rest["index_formats"][-1]["read_from"] == "0.2.0"
+        assert [f["read_from"] for f in rest["index_formats"]] == ["0.1.0", "0.2.0", "0.2.0", "0.3.0"]
         assert _scrape(http)[("fdb_leaderboard_index_format", frozenset({("index", "daily")}))] == 2
         assert _scrape(http)[("fdb_leaderboard_store_processes", frozenset({("release", formats.RELEASE)}))] == 1
         assert httpx.get(f"{http.url}/readyz").json()["index_formats"]["daily"] == 2
@@ -420,23 +431,23 @@ def test_formats_and_upgrades_through_every_door(served) -> None:
 
         # Through REST, the async client and the CLI, each to the end.
         done = httpx.post(f"{http.url}/v1/indexes/daily/upgrade", json={}).json()
-        assert done["done"] and done["format"]["version"] == 3 and done["format"]["recorded"]
+        assert done["done"] and done["format"]["version"] == 4 and done["format"]["recorded"]
 
         async def upgrade_async() -> int:
             async with AsyncLeaderboardClient(server.address, timeout=60) as lb:
                 answer = await lb.upgrade_index("dense")
                 return answer.format.version
 
-        assert asyncio.run(upgrade_async()) == 3
-        assert cli("index", "upgrade", "low_context").startswith("index low_context: format 3 (")
+        assert asyncio.run(upgrade_async()) == 4
+        assert cli("index", "upgrade", "low_context").startswith("index low_context: format 4 (")
         upgraded = json.loads(cli("store", "upgrade", "--json"))
         assert upgraded["store_format"]["version"] == formats.NEWEST_STORE
-        assert {name: f["version"] for name, f in upgraded["indexes"].items()} == dict.fromkeys(upgraded["indexes"], 3)
+        assert {name: f["version"] for name, f in upgraded["indexes"].items()} == dict.fromkeys(upgraded["indexes"], 4)
         status = cli("store", "status").splitlines()
         assert status[0] == f"store format {formats.NEWEST_STORE}; 1 live process of release {formats.RELEASE}"
         assert status[1].startswith(f"store format {formats.NEWEST_STORE} set by release {formats.RELEASE} at ")
         assert status[2].startswith(f"  {server.reporter.report.host}:") and server.address in status[2]
-        assert status[3:] == [f"index {i.name}: format 3" for i in client.list_indexes()]
+        assert status[3:] == [f"index {i.name}: format 4" for i in client.list_indexes()]
         assert (
             _scrape(http)[("fdb_leaderboard_store_format", frozenset({("recorded", "true")}))] == formats.NEWEST_STORE
         )

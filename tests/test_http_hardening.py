@@ -279,7 +279,7 @@ def test_a_stalled_upload_times_out_keeps_what_it_sent_and_frees_its_load_slot(d
         answer = read_answer(upload)
         assert answer is not None and answer[0] == 504, answer
         assert answer[1]["message"] == (
-            "the next BulkLoad message did not arrive within 2 s; the 1 records before it were saved"
+            "the next BulkLoad message did not arrive within 2 s; the record before it was saved"
         )
         upload.close()
     assert lb.bulk_load("game", [(("grpc",), [(1, T0)])]) == 1  # the slots are free again

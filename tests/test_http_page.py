@@ -503,3 +503,59 @@ def test_a_board_without_a_current_window_says_so_and_offers_the_past_ones(board
     periods.select_by_value(str(D0 - 2 * DAY))
     until(sized_browser, "top", expected(lb.top("old", 10, 1, D0 - 2 * DAY)))
     assert text_of(sized_browser, "error") == ""
+
+
+def test_one_time_zone_stated_once_titles_that_name_the_period_and_long_names(calendar_board, sized_browser) -> None:
+    """The reader is in New York; the board's days are Paris's: its dates and its rows' times are
+    Paris's, and the zone is named once.  A past period's title names it; a long key wraps."""
+    _, http, lb = calendar_board
+    sized_browser.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": "America/New_York"})
+    sized_browser.get(f"{http.url}/#index=cup&type=1")
+    until(sized_browser, "top", expected(lb.top("cup", 10, 1, T0)))
+    when = screenshot_page.table_rows(sized_browser, "top")[0][3]
+    assert "08:46:40" in when and "02:46:40" not in when  # T0 is 08:46:40 in Paris, 02:46:40 in New York
+    page = sized_browser.find_element(By.TAG_NAME, "body").text
+    assert page.count(PARIS) == 1 and "New_York" not in page
+    assert text_of(sized_browser, "board-title") == "Today"
+    # All time: the same zone, named once.
+    Select(sized_browser.find_element(By.ID, "window")).select_by_visible_text("All time")
+    WebDriverWait(sized_browser, 10).until(
+        lambda d: text_of(d, "window-dates") == f"every score ever submitted (times in {PARIS})"
+    )
+    until(sized_browser, "top", expected(lb.top("cup", 10)))
+    assert "08:46:40" in screenshot_page.table_rows(sized_browser, "top")[0][3]
+    # A long unbroken key, looked up: its sentence wraps on a phone.
+    long_key = "k" * 90
+    lb.add_score("cup", (long_key,), 1, T0)
+    sized_browser.get(f"{http.url}/#index=cup&type=1&record={long_key}")
+    WebDriverWait(sized_browser, 10).until(lambda d: text_of(d, "rank").startswith(long_key))
+    assert_fits(sized_browser)
+
+
+def test_a_past_period_s_title_names_it_and_yesterday_is_only_the_day_before(board, sized_browser) -> None:
+    server, http, lb = board
+    lb.create_index("gaps")
+    # Today, and days three and four days ago: no window for yesterday or the day before.
+    lb.update_windows(
+        "gaps",
+        high_score_first=True,
+        windows=[(1, D0 - 4 * DAY, D0 - 3 * DAY), (1, D0 - 3 * DAY, D0 - 2 * DAY), (1, D0, D0 + DAY)],
+    )
+    lb.add_score("gaps", ("ann",), 7, D0 - 3 * DAY + 5)
+    lb.add_score("gaps", ("bob",), 9, T0)
+    server.catalog.get("gaps").clock = lambda: T0 + 60
+    sized_browser.get(f"{http.url}/#index=gaps&type=1")
+    until(sized_browser, "top", expected(lb.top("gaps", 10, 1, T0)))
+    zone = text_of(sized_browser, "window-dates").rsplit("(", 1)[1].rstrip(")")
+    periods = Select(sized_browser.find_element(By.ID, "period"))
+    WebDriverWait(sized_browser, 10).until(lambda d: len(periods.options) == 3)
+    older = [day_text(D0 - 3 * DAY, zone), day_text(D0 - 4 * DAY, zone)]
+    assert [o.text for o in periods.options] == ["Today", *older]  # no "Yesterday": there is none
+    assert text_of(sized_browser, "board-title") == "Today"
+    periods.select_by_visible_text(older[0])
+    until(sized_browser, "top", expected(lb.top("gaps", 10, 1, D0 - 3 * DAY)))
+    assert text_of(sized_browser, "board-title") == older[0]  # the title names the period shown
+    # Linked to, a past period's title names it too.
+    sized_browser.get(f"{http.url}/#index=gaps&type=1&at={D0 - 4 * DAY}")
+    WebDriverWait(sized_browser, 10).until(lambda d: text_of(d, "board-title") == older[1])
+    assert_fits(sized_browser)

@@ -79,8 +79,11 @@ def test_page_ranks_and_friends(web: httpx.Client, arena: LeaderboardClient) -> 
     friends = web.get(f"{BASE}/friends", params={**AT, "records": records}).json()
     assert friends["entries"] == [plain(e) for e in arena.friends_board("arena", ["eve", "zed", "ann"], 1, T0)]
     assert [e["pk"] for e in friends["entries"]] == [["eve"], ["ann"]]
-    error = web.get(f"{BASE}/ranks", params={"records": "eve"})
-    assert error.status_code == 400 and error.json()["message"] == "records must be a JSON array of keys, not 'eve'"
+    # Each key a parameter of its own, as a path takes it: no brackets for curl to glob.
+    one_by_one = [*AT.items(), ("records", "eve"), ("records", "zed"), ("mode", "COMPETITION")]
+    assert web.get(f"{BASE}/ranks", params=one_by_one).json()["entries"] == ranks["entries"][:2]
+    error = web.get(f"{BASE}/ranks", params={**AT, "records": "[eve"})
+    assert error.status_code == 400 and error.json()["message"] == "records must be a JSON array of keys, not '[eve'"
 
 
 def test_percentiles_movement_and_history(web: httpx.Client, arena: LeaderboardClient) -> None:

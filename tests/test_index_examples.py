@@ -671,7 +671,7 @@ def test_invalid_arguments(db: Database, prefix: bytes) -> None:
     for score in [math.nan, math.inf, -math.inf, 2**63, -(2**63) - 1, "1", None, True]:
         with pytest.raises(InvalidArgument):
             index.add_score(("p",), score, 1, **good)
-    for ts in [2**63, -(2**63) - 1, 1.5, "1", None]:
+    for ts in [2**63, -(2**63) - 1, 1.5, "1"]:  # (None is now: the index's clock)
         with pytest.raises(InvalidArgument):
             index.add_score(("p",), 1, ts, **good)
     for group in [(), ("g", "h")]:

@@ -1,4 +1,4 @@
-"""The README runs as written (issue 35): every fenced example of every section, in its order,
+"""The README runs as written: every fenced example of every section, in its order,
 against one server (gRPC and HTTP) on each store, printing what the README shows.
 
 - ``console`` blocks: each ``$ command`` (a line ending in a backslash goes on) and the lines

@@ -8,6 +8,9 @@ tests hold the operations to their budgets:
 
     submission <= 3 read rounds (+ commit), rank <= 2, top 10 <= 2, around-me <= 3
 
+and a deletion takes no more rounds where it checks whether the record held the latest timestamp
+(index format 4) than where it does not (below it).
+
 Ranks walk every level of the ranked set at once and fall back to one more round when more
 than 64 nodes separate a level's predecessors (about 1.6% per level): a few reads may take
 one round more, never two.  Answers are checked against a brute-force model as they go.
@@ -21,6 +24,7 @@ from collections.abc import Callable
 
 import pytest
 
+from fdb_leaderboard import formats
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
 from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.store import Database
@@ -134,3 +138,32 @@ def test_a_keyed_submission_checks_its_key_within_its_read_rounds(db: Database, 
     assert seen[1] and seen[2], seen  # writes that moved records and writes that changed nothing
     for pk in rng.sample([pk for pk, _ in scores], 20):
         assert keyed.rank(pk) == plain.rank(pk)
+
+
+def test_a_deletion_checks_the_latest_timestamp_within_its_read_rounds(db: Database, prefix: bytes) -> None:
+    """Deleting a record reads its latest entry and the latest timestamp's state in the round
+    that reads its head: the same rounds, deletion by deletion, as on an index below format 4,
+    which does not look (while none of them held the latest)."""
+    if not db.batched_reads:
+        pytest.skip("this store's reads cost no round trip")
+    older = formats.LATEST_RECOMPUTED - 1
+    indexes = [
+        LeaderboardIndex.create(db, prefix + bytes([n]), IndexSettings(high_score_first=True), format=version)
+        for n, version in enumerate((formats.NEWEST_INDEX, older))
+    ]
+    rng = random.Random(8)
+    scores = {f"p{i}": rng.randrange(1_000_000) for i in range(500)}
+    for index in indexes:
+        index.update_windows(WINDOWS)
+        index.write_batch([((pk,), [Entry(score, NOW - i % 50)]) for i, (pk, score) in enumerate(scores.items())])
+        index.add_score(("latest",), 0, NOW + 1)  # the record holding the latest timestamp stays
+    seen = Counter()
+    for pk in rng.sample(sorted(scores), 60):
+        rounds = [rounds_of(db, lambda i=index: i.delete_record((pk,)))[0] for index in indexes]  # noqa: B023
+        assert rounds[0] == rounds[1], (pk, rounds)
+        seen[rounds[0]] += 1
+        del scores[pk]
+    assert max(seen) <= 2, seen
+    for index in indexes:
+        assert index.count() == len(scores) + 1
+        assert index.read(lambda ops: ops.txn.latest_timestamp()) == NOW + 1

@@ -494,7 +494,7 @@ def test_bulk_load_whose_source_fails_saves_what_came_before(client: Leaderboard
         InvalidArgument, match="record 1 of the load: score must be an integer or a finite float, not str"
     ) as caught:
         client.bulk_load("loaded", bad)
-    assert caught.value.__notes__ == ["BulkLoad saved the 1 records before it"]
+    assert caught.value.__notes__ == ["BulkLoad saved the record before it"]
     assert client.count("loaded") == 1235 and client.verify("loaded") == []
 
 

@@ -1,4 +1,4 @@
-"""The RPCs of issue 25 end to end: a real server, the Python client, hand-checked answers.
+"""Players' reads and display data end to end: a real server, the Python client, hand-checked answers.
 
 Display metadata (set, merge, with a score, in every listing), DENSE ranks, many ranks and
 friends boards, pages, percentiles, movement and rank history, reverse rank scans, rank for a

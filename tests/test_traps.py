@@ -1,4 +1,4 @@
-"""Mistakes that used to give no error (issue 24): defaults, lone keys, ignored scan
+"""Mistakes that must give an error, or the answer meant: defaults, lone keys, ignored scan
 arguments, scores ranked nowhere, window updates that are not idempotent.
 
 Each test checks the behaviour through the API a user would call (index, client or gRPC)

@@ -30,7 +30,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--records", type=int, default=50_000, help="records loaded (default: %(default)s)")
     parser.add_argument("--threads", default="1,8", help="comma-separated caller counts (default: %(default)s)")
     parser.add_argument(
-        "--ops", default=",".join(cpu.OPERATIONS), help="comma-separated operations (default: all but submit_limited)"
+        "--ops",
+        default=",".join(cpu.OPERATIONS),
+        help="comma-separated operations (default: all but submit_limited and delete)",
     )
     parser.add_argument("--rounds", type=int, default=3, help="rounds per operation and tree (default: %(default)s)")
     parser.add_argument("--calls", type=int, default=1000, help="calls per measurement (default: %(default)s)")

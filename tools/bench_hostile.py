@@ -1,5 +1,5 @@
-"""A normal client's latency while hostile callers press the server, over gRPC (issue 23) and over
-HTTP (issue 32), and the memory unparseable requests cost.
+"""A normal client's latency while hostile callers press the server, over gRPC and over
+HTTP, and the memory unparseable requests cost.
 
 Starts ``fdb-leaderboard serve`` (gRPC and HTTP, with tokens) on a fresh store, loads ``--records``
 records, then measures two normal clients at once, each its own process making sequential point

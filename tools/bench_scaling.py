@@ -3,7 +3,7 @@
 
 For each in-process workload present in both runs (same aggregation), prints the mean cost
 per operation (microseconds; per record for loads and fills), p50 and p99 of each run, and the
-ratio large / small of the mean cost.  The issue's scaling target is a ratio of at most 1.5
+ratio large / small of the mean cost.  The cost holds when that ratio is at most 1.5
 between 1,000,000 and 10,000,000 records.  Storage per record per window is compared too.
 The comparison is ``bench/scaling.py``.
 

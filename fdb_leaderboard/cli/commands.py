@@ -22,6 +22,7 @@ import click
 from .. import formats
 from ..errors import InvalidArgument
 from ..index import Leagues
+from ..index.calendar import BOARDS
 from ..proto import service_pb2 as pb
 from ..service.settings import DEFAULT_MAX_PAGE, MAX_STALENESS_MS
 from . import audit, dumps, fair_play, players, upgrades, window_ends
@@ -436,6 +437,13 @@ def index() -> None:
 @click.option("--weekly", is_flag=True, help="Keep a board per ISO week (window type 2).")
 @click.option("--monthly", is_flag=True, help="Keep a board per month (window type 3).")
 @click.option("--timezone", default="UTC", show_default=True, help="Time zone of the days, weeks and months.")
+@click.option(
+    "--timebase",
+    type=click.Choice(["seconds", "milliseconds"]),
+    default="seconds",
+    show_default=True,
+    help="The unit of the index's times: a timestamp that cannot be one (after the year 9999) is refused.",
+)
 @click.option("--all-time/--no-all-time", default=True, show_default=True, help="Rank every score all-time too.")
 def index_create(
     session: Session,
@@ -458,15 +466,19 @@ def index_create(
     weekly: bool,
     monthly: bool,
     timezone: str,
+    timebase: str,
     all_time: bool,
 ) -> None:
-    """Create index NAME (no error if it exists with the same options); high score first by default.
+    """Create index NAME; high score first by default.
 
     It ranks scores all-time from the first one, and on the calendar boards named: --daily
     --weekly --monthly keep today's, this week's and this month's windows (types 1, 2, 3) in
     --timezone, added ahead and expired by the server (see `policy show`).  --league-type adds
     leagues (see `cohort`): e.g. --daily --league-type 1 --cohort-size 30 --tiers 5 --promote 5
-    --demote 5.
+    --demote 5.  Its times are seconds unless --timebase milliseconds.
+
+    Run again on an existing index, it adds the boards asked for that the index lacks; other
+    options, or a board kept otherwise, are refused, naming what differs.
     """
     leagues = None
     if league_type is not None:
@@ -477,6 +489,7 @@ def index_create(
     elif (cohort_size, tiers, promote, demote) != (30, 1, 0, 0):
         raise click.UsageError("--cohort-size, --tiers, --promote and --demote shape leagues: give --league-type too")
     boards = [board for board, wanted in (("daily", daily), ("weekly", weekly), ("monthly", monthly)) if wanted]
+    before = {info.name: info.maintenance for info in session.client.list_indexes()}.get(name)
     created = session.client.create_index(
         name,
         aggregation,
@@ -492,13 +505,22 @@ def index_create(
         all_time=all_time,
         columns=columns,
         leagues=leagues,
+        timebase=None if timebase == "seconds" else timebase,
     )
     what = ", ".join(["all-time"] * all_time + boards) or "no"
+    data = {"index": name, "created": created, "boards": ["all-time"] * all_time + boards, "timezone": timezone}
+    if created:
+        session.emit(data, f"index {name} created ({what} board{'s' if len(boards) + all_time != 1 else ''})")
+        return
+    kept = {periods.type for periods in before.calendar} if before is not None else set()
+    added = [board for board in boards if BOARDS[board][0] not in kept]
+    data["boards_added"] = added
     session.emit(
-        {"index": name, "created": created, "boards": ["all-time"] * all_time + boards, "timezone": timezone},
-        f"index {name} created ({what} board{'s' if len(boards) + all_time != 1 else ''})"
-        if created
-        else f"index {name} already exists with these options",
+        data,
+        f"index {name} exists: {', '.join(added)} board{'s' if len(added) != 1 else ''} added ({timezone}), "
+        "filled from its stored scores"
+        if added
+        else f"index {name} already exists with these options and boards",
     )
 
 
@@ -588,7 +610,7 @@ def windows_apply(session: Session, name: str, spec_file: Any) -> None:
     """
     from .spec_file import read_window_file
 
-    asked = read_window_file(spec_file)
+    asked = read_window_file(spec_file, index_timebase=session.policy(name).timebase or "seconds")
     update, maintenance = asked.update, asked.maintenance
     if asked.leagues is not None:
         _check_leagues(session, name, asked.leagues)
@@ -752,16 +774,14 @@ def verify(session: Session, name: str, max_problems: int) -> None:
 
     A large index is checked in parts, each a call within the server's deadline, until the whole
     index is checked (interrupted, nothing is lost but the time: rerun it)."""
-    from tqdm import tqdm
-
-    bar: tqdm | None = None  # shown once the check takes more than one part
+    bar: Any = None  # shown once the check takes more than one part
     found = 0
 
     def progress(part: pb.VerifyResponse) -> None:
         nonlocal bar, found
         found += len(part.problems)
         if bar is None and not part.complete:
-            bar = tqdm(unit=" records", desc=f"verifying {name}", disable=session.json)
+            bar = progress_bar(session, unit=" records", desc=f"verifying {name}")
         if bar is not None:
             bar.update(part.records - bar.n)
             bar.set_postfix(windows=part.windows, problems=found)

@@ -352,6 +352,18 @@ def show_key(key: tuple) -> str:
     return json.dumps(json_value(key), ensure_ascii=False)
 
 
+def number_hint(key: tuple) -> str:
+    """For a key typed as a number (``42``, read as the string "42"), how to name the number."""
+    if len(key) == 1 and isinstance(key[0], str) and re.fullmatch(r"[+-]?\d+(\.\d+)?", key[0]):
+        return f" (the key is the string {key[0]!r}; for the number, give it as a JSON list: '[{key[0]}]')"
+    return ""
+
+
+def no_score(key: tuple, window: str) -> str:
+    """What a command says of a record with no score in the window read."""
+    return f"{show_key(key)} has no score in {window}{number_hint(key)}"
+
+
 def show_rank(rank: int | None) -> str:
     """A 0-based rank as people read it: ``#1`` is the best."""
     return "-" if rank is None else f"#{rank + 1}"
@@ -410,9 +422,16 @@ def entry_lines(entries: Sequence[RankedEntry | Absent], labels: Sequence[str] |
             if width  # a column no row fills (no names, no extras) is left out
         ]
         if isinstance(entry, Absent):
-            cells = [*cells[: first + 2], "no score in this window"]
+            cells = [*cells[: first + 2], f"no score in this window{number_hint(entry.pk)}"]
         lines.append("  ".join(cells).rstrip())
     return lines
+
+
+def listing_json(entries: Any) -> dict[str, object]:
+    """Entries read from one window as the API answers them: ``{"entries": [...], "window": {...}}``."""
+    window = getattr(entries, "window", None)
+    shown = None if window is None else {"type": window.type, "start": window.start, "end": window.end}
+    return {"entries": [entry_json(entry) for entry in entries], "window": shown}
 
 
 def window_json(window: pb.Window) -> dict[str, object]:
@@ -446,6 +465,16 @@ def fill_note(window: pb.Window) -> str:
     if window.entries_ranked:
         return f"  (filling: {window.entries_ranked:,}{total} ranked)"
     return f"  (filling: {window.records_processed:,}{total} records in)"
+
+
+def confirm_or_yes(question: str, yes: bool, what: str) -> None:
+    """Go on only if the user agrees: ``--yes`` given, or asked on a terminal and answered yes.
+    Off a terminal (a script, a pipe) nobody can answer, so ``--yes`` is required: a usage error."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise click.UsageError(f"{what}: give --yes to confirm (there is no terminal to ask on)")
+    click.confirm(question, abort=True, err=True)
 
 
 def progress_bar(session: Session, **options: Any) -> Any:
@@ -531,6 +560,11 @@ class Session:
         """Progress or advice for people: on stderr, so ``--json`` output stays parseable."""
         click.echo(line, err=True)
 
+    def error_message(self, exc: grpc.RpcError) -> str:
+        """One line for a failed call of this command (see :func:`rpc_error_message`)."""
+        tls = bool(self.access.get("ca") or self.access.get("cert"))
+        return rpc_error_message(exc, self.server, self.timeout, tls)
+
 
 def where(window_type: int, timestamp: int | None) -> str:
     """The window a read named, for people: ``the all-time window``, ``the type 1 window holding now``."""
@@ -542,7 +576,8 @@ def where(window_type: int, timestamp: int | None) -> str:
 def server_command(
     group: click.Group | None = None, name: str | None = None, timeout: float | None = DEFAULT_TIMEOUT, **attrs: Any
 ) -> Callable[[Callable[..., Any]], click.Command]:
-    """Declare a command that talks to the server: adds ``--timeout`` and ``--json``.
+    """Declare a command that talks to the server: adds ``--timeout``, ``--json`` and ``--server``
+    (which may come after the command's name too).
 
     The command joins ``group`` if given (else register it with ``main.add_command``).
 
@@ -552,9 +587,11 @@ def server_command(
 
     def decorate(fn: Callable[..., Any]) -> click.Command:
         @functools.wraps(fn)
-        def run(*args: Any, timeout: float | None, json_output: bool, **kwargs: Any) -> Any:
+        def run(*args: Any, timeout: float | None, json_output: bool, server: str | None, **kwargs: Any) -> Any:
             ctx = click.get_current_context()
             root = ctx.find_root().obj
+            if server is not None:  # given after the command's name
+                root["server"] = server
             session = Session(root["server"], timeout or None, json_output, root.get("access", {}))
             root["timeout"] = session.timeout
             try:
@@ -570,6 +607,12 @@ def server_command(
             help=f"Give up on a call after this long (e.g. 30s, 5m; 0: never) [default: {shown}].",
         )(run)
         run = click.option("--json", "json_output", is_flag=True, help="Print JSON for scripts.")(run)
+        run = click.option(
+            "--server",
+            default=None,
+            metavar="HOST:PORT",
+            help="gRPC address of a running server (as before the command's name).",
+        )(run)
         return (group.command if group is not None else click.command)(name, **attrs)(run)
 
     return decorate
@@ -600,22 +643,47 @@ def speaks_tls(address: str, timeout: float = 2.0) -> bool:
         return False
 
 
+# What gRPC itself says when it found no server to send a call to (the transport's words, not a
+# server's): only these UNAVAILABLE statuses mean the server was not reached.
+_TRANSPORT_FAILURES = (
+    "failed to connect to all addresses",
+    "connections to all backends failing",
+    "dns resolution failed",
+    "name resolution failure",
+    "socket closed",
+    "connection reset",
+    "broken pipe",
+    "keepalive watchdog timeout",
+)
+_HOSTNAME_MISMATCH = ("hostname verification check failed", "peer name", "not in peer certificate")
+
+
 def rpc_error_message(exc: grpc.RpcError, server: str, timeout: float | None, tls: bool = False) -> str:
-    """One line for a failed call; ``tls``: whether the command used TLS (``--ca`` or ``--cert``)."""
+    """One line for a failed call; ``tls``: whether the command used TLS (``--ca`` or ``--cert``).
+
+    An UNAVAILABLE status that the server itself answered (an index whose writes are paused or
+    that moved elsewhere) is its message, as any other status is; only a connection refused
+    means no server runs there, and only then is the advice to start one."""
     code, details = exc.code(), exc.details() or ""  # type: ignore[attr-defined]
-    if code == grpc.StatusCode.UNAVAILABLE:
-        lowered = details.lower()
+    lowered = details.lower()
+    if code == grpc.StatusCode.UNAVAILABLE and any(words in lowered for words in _TRANSPORT_FAILURES):
+        if tls and any(words in lowered for words in _HOSTNAME_MISMATCH):
+            host = _host_port(server)
+            name = host[0] if host else server
+            return (
+                f"TLS: the certificate of the server at {server} is not made out to {name}: reach it by a "
+                "name its certificate holds (--server NAME:PORT)"
+            )
         if tls and ("wrong_version_number" in lowered or "handshake failed" in lowered):
             if "certificate_verify_failed" in lowered or "certificate verify failed" in lowered:
                 return f"TLS: the certificate of the server at {server} is not signed by the CA given with --ca"
             return f"the server at {server} does not speak TLS: leave out --ca (or serve it with --tls-cert/--tls-key)"
         if "refused" in lowered:
-            reason = "connection refused"
-        else:
-            if not tls and speaks_tls(server):
-                return f"the server at {server} speaks TLS: give the CA that signed its certificate with --ca FILE"
-            reason = details.split("\n")[0]
-        return f"cannot reach a server at {server} ({reason}): {START_A_SERVER}"
+            return f"cannot reach a server at {server} (connection refused): {START_A_SERVER}"
+        if not tls and speaks_tls(server):
+            return f"the server at {server} speaks TLS: give the CA that signed its certificate with --ca FILE"
+        reason = details.split("\n")[0]
+        return f"cannot reach the server at {server} ({reason}): check --server HOST:PORT or $FDB_LEADERBOARD_SERVER"
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         limit = f"within {timeout:g} s" if timeout else "in time"
         return f"DEADLINE_EXCEEDED: the server at {server} did not answer {limit}; give a longer --timeout"
@@ -659,12 +727,16 @@ class CliGroup(click.Group):
     """The top-level group: any error a command raises ends the process with one line and exit 1.
 
     Usage mistakes (a bad option value, a missing argument) are one line too, with exit 2.  A
-    closed pipe (``| head``) ends it without a word (click's own handling, exit 1).  Every command
+    closed pipe (``| head``) ends it without a word and exit 0: the reader had what it wanted, as
+    with any Unix filter.  Every command
     takes ``-v`` after its name as well as before it.
     """
 
+    # Former names of commands, still taken (not listed): the API's names are the commands'.
+    ALIASES = {"score-at-percentile": "score-for-percentile"}
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        command = super().get_command(ctx, cmd_name)
+        command = super().get_command(ctx, self.ALIASES.get(cmd_name, cmd_name))
         return None if command is None else _with_verbose(command)
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
@@ -687,8 +759,12 @@ class CliGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
-            raise  # (a closed pipe: click ends the process quietly)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except BrokenPipeError:  # the reader is gone (| head): stop writing, quietly, successfully
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit finds nowhere to fail
+            raise click.exceptions.Exit(0) from None
         except grpc.RpcError as exc:
             obj = ctx.obj or {}
             access = obj.get("access", {})

@@ -2,6 +2,12 @@
 
 The screen fits an 80x24 terminal: the three boards side by side, then the record followed.
 The temporary store is deleted on exit; ``--store`` keeps one of your own.
+
+Ctrl-C (SIGINT) and SIGTERM only ask the demo to stop: the handler sets an event that every loop
+of it waits on, and no exception is raised wherever the signal lands (amid a gRPC call, the
+server's start, a feeder's write), so it always stops in order: the feeders, the client, the
+HTTP and gRPC servers, then the store and its temporary directory, and it says so.  A second
+signal while it stops ends the process at once, its temporary store deleted first.
 """
 
 from __future__ import annotations
@@ -10,13 +16,16 @@ import contextlib
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 
 import click
+import grpc
 
 from ..client import LeaderboardClient
 from ..proto import service_pb2 as pb
@@ -98,21 +107,50 @@ def demo(store: str | None, players: int, refresh: float, duration: float, http_
     from ..service import Server, StartupError
 
     kept = store
-    with contextlib.ExitStack() as cleanup:
+    stop = threading.Event()
+    temporary: list[str] = []  # the temporary store's directory, if any
+    with _stopped_by_signals(stop, temporary) as stopped_by, contextlib.ExitStack() as cleanup:
         if store is None:
             directory = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="fdb-leaderboard-demo-"))
+            temporary.append(directory)
             store = f"lmdb:{directory}?durable=false"
         server = Server(store, "127.0.0.1:0").start()
-        cleanup.callback(server.stop, grace=2)  # before the directory goes
-        try:
-            http = HttpServer(server, http_address).start()
-        except StartupError:  # the port is taken (a server running already): any free one
-            http = HttpServer(server, f"{http_address.rsplit(':', 1)[0]}:0").start()
-        _run(server.address, f"{http.url}/#index=demo", players, refresh, duration, open_page)
-    click.echo(f"demo stopped; {f'its store is {kept}' if kept else 'its temporary store is deleted'}")
+        cleanup.callback(server.stop, grace=2)  # before the directory goes (the HTTP server with it)
+        if not stop.is_set():
+            try:
+                http = HttpServer(server, http_address).start()
+            except StartupError:  # the port is taken (a server running already): any free one
+                http = HttpServer(server, f"{http_address.rsplit(':', 1)[0]}:0").start()
+            _run(stop, server.address, f"{http.url}/#index=demo", players, refresh, duration, open_page)
+    why = f" ({stopped_by[0]})" if stopped_by else ""
+    click.echo(f"demo stopped{why}; {f'its store is {kept}' if kept else 'its temporary store is deleted'}")
 
 
-def _run(address: str, page: str, players: int, refresh: float, duration: float, open_page: bool) -> None:
+@contextlib.contextmanager
+def _stopped_by_signals(stop: threading.Event, temporary: list[str]) -> Iterator[list[str]]:
+    """SIGINT and SIGTERM set ``stop`` (the signal's name goes in the list yielded); a second
+    one ends the process at once, deleting the ``temporary`` directories first."""
+    stopped_by: list[str] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if stop.is_set():
+            for directory in temporary:
+                shutil.rmtree(directory, ignore_errors=True)
+            os._exit(128 + signum)
+        stopped_by.append(signal.Signals(signum).name)
+        stop.set()
+
+    previous = {number: signal.signal(number, handler) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stopped_by
+    finally:
+        for number, former in previous.items():
+            signal.signal(number, former)
+
+
+def _run(
+    stop: threading.Event, address: str, page: str, players: int, refresh: float, duration: float, open_page: bool
+) -> None:
     client = LeaderboardClient(address)
     day, week = 86_400, 7 * 86_400
     start = int(time.time()) // day * day
@@ -129,23 +167,26 @@ def _run(address: str, page: str, players: int, refresh: float, duration: float,
     client.keep_ahead("demo", start)
     if open_page:
         open_in_browser(page)
-    stop = threading.Event()
+    playing = threading.Event()  # set when the feeders are to stop
     rng = random.Random(7)
     clock = [start]
 
     def play() -> None:
-        while not stop.is_set():
+        while not playing.is_set():
             clock[0] += rng.randrange(1, 40)  # simulated time runs faster than real time
             player = f"player-{int(rng.paretovariate(1.2)) % players:05d}"
-            client.add_score("demo", (player,), int(rng.gauss(1000, 250)), clock[0])
+            try:
+                client.add_score("demo", (player,), int(rng.gauss(1000, 250)), clock[0])
+            except grpc.RpcError:
+                if not playing.is_set():
+                    raise
 
     feeders = [threading.Thread(target=play, daemon=True) for _ in range(4)]
     for feeder in feeders:
         feeder.start()
     began = time.time()
     try:
-        while not duration or time.time() - began < duration:
-            time.sleep(refresh)
+        while not stop.wait(refresh) and (not duration or time.time() - began < duration):
             now = clock[0]
             maintenance_pass(client, now)  # keep today's and this week's windows ahead, expire old ones
             header = [
@@ -153,11 +194,10 @@ def _run(address: str, page: str, players: int, refresh: float, duration: float,
                 f"gRPC {address}, live page {page}",
             ]
             lines = screen(client, now, header, "player-00001")
-            click.echo("\x1b[2J\x1b[H" + "\n".join(lines))
-    except KeyboardInterrupt:
-        pass
+            if not stop.is_set():
+                click.echo("\x1b[2J\x1b[H" + "\n".join(lines))
     finally:
-        stop.set()
+        playing.set()
         for feeder in feeders:
-            feeder.join(timeout=5)
+            feeder.join(timeout=30)
         client.close()

@@ -13,12 +13,11 @@ import time
 from pathlib import Path
 
 import click
-from tqdm import tqdm
 
 from ..client import LeaderboardClient, compare_boards
 from ..index.dumpfile import check_dump, read_dump, write_dump
 from ..proto import service_pb2 as pb
-from .common import DURATION, Session, server_command
+from .common import DURATION, Session, progress_bar, server_command
 
 
 def _size(path: Path) -> str:
@@ -42,7 +41,7 @@ def dump(session: Session, name: str, file: Path, catch_up: float) -> None:
     its writes are refused for the moment the last of them take (clients retry).
     """
     started = time.monotonic()
-    with tqdm(unit=" records", desc=f"dumping {name}", disable=session.json) as bar:
+    with progress_bar(session, unit=" records", desc=f"dumping {name}") as bar:
 
         def progress(part: pb.DumpPart, written: int) -> None:
             kind = part.WhichOneof("part")
@@ -84,7 +83,7 @@ def restore(session: Session, file: Path, name: str | None) -> None:
     started = time.monotonic()
     header, end = check_dump(file)
     name = name or header.index
-    with tqdm(total=end.rows, unit=" rows", desc=f"restoring {name}", disable=session.json) as bar:
+    with progress_bar(session, total=end.rows, unit=" rows", desc=f"restoring {name}") as bar:
         last = pb.RestoreProgress()
         for last in session.client.restore(read_dump(file), name):
             bar.n = min(last.rows, end.rows)
@@ -142,7 +141,7 @@ def move(
     """
     started = time.monotonic()
     paused_at: float | None = None
-    with _other(session, target, to_token_file) as other, tqdm(desc=f"moving {name}", disable=session.json) as bar:
+    with _other(session, target, to_token_file) as other, progress_bar(session, desc=f"moving {name}") as bar:
 
         def progress(step: pb.DumpPart | pb.RestoreProgress) -> None:
             nonlocal paused_at

@@ -28,7 +28,6 @@ from .common import (
     entry_json,
     mode_option,
     plural,
-    rpc_error_message,
     server_command,
     show_key,
     show_score,
@@ -92,10 +91,7 @@ def export(
             if not rows:  # nothing written by this run: where to resume is where it started
                 raise
             token = base64.urlsafe_b64encode(continuation).decode()
-            if isinstance(exc, KeyboardInterrupt):
-                reason = "interrupted"
-            else:
-                reason = rpc_error_message(exc, session.server, session.timeout)
+            reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else session.error_message(exc)
             raise click.ClickException(
                 f"{reason}; {plural(rows, 'row')} written: resume with --resume {token}"
             ) from None

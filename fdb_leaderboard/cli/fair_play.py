@@ -16,7 +16,16 @@ import datetime as dt
 import click
 
 from ..index import DeletionProgress, HiddenRecord, ScoreRules
-from .common import Session, group_option, json_value, key_argument, parse_score, server_command, show_key
+from .common import (
+    Session,
+    confirm_or_yes,
+    group_option,
+    json_value,
+    key_argument,
+    parse_score,
+    server_command,
+    show_key,
+)
 
 
 def _hidden_json(record: HiddenRecord) -> dict[str, object]:
@@ -147,11 +156,21 @@ def _deletion_line(done: DeletionProgress) -> str:
 @click.option(
     "--batch", type=click.IntRange(1, 10_000), default=200, show_default=True, help="Records per transaction."
 )
-def delete_records(session: Session, index: str, group: tuple, all_records: bool, batch: int) -> None:
+@click.option("--yes", is_flag=True, help="Delete every record without asking (needed off a terminal).")
+def delete_records(session: Session, index: str, group: tuple, all_records: bool, batch: int, yes: bool) -> None:
     """Delete the data of a group (--group) or every record (--all-records) of INDEX, in batches;
-    the index and its windows stay.  Progress goes to stderr; run it again if it is stopped."""
+    the index and its windows stay.  Progress goes to stderr; run it again if it is stopped.
+
+    --all-records asks first on a terminal, and needs --yes elsewhere."""
     if bool(group) == all_records:
         raise click.UsageError("give --group GROUP or --all-records (one of them)")
+    if all_records:
+        session.policy(index)  # NOT_FOUND before asking about an index that is not there
+        confirm_or_yes(
+            f"Delete every record of {index} (its windows stay)?",
+            yes,
+            f"--all-records deletes every record of {index}",
+        )
 
     def progress(total: DeletionProgress) -> None:
         if not total.done:

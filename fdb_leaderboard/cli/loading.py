@@ -16,15 +16,20 @@ import click
 import grpc
 
 from ..client import load_refusal
-from .common import Session, plural, progress_bar, rpc_error_message, server_command
+from .common import Session, plural, progress_bar, server_command
 from .records_file import FORMATS, RecordReader
 
 RERUN = "rerunning the load is safe: each record replaces what was stored for it"
 
 
 def _saved(count: int, where: str = "") -> str:
-    """``1 record was saved``, ``2 records before line 3 were saved``."""
-    return f"{plural(count, 'record')}{where} {'was' if count == 1 else 'were'} saved"
+    """``no record was saved``, ``1 record was saved``, ``the 2 records before line 3 were saved``."""
+    if not count:
+        return "no record was saved"
+    verb = "was" if count == 1 else "were"
+    if where:
+        return f"the {'record' if count == 1 else plural(count, 'record')}{where} {verb} saved"
+    return f"{plural(count, 'record')} {verb} saved"
 
 
 @server_command(name="load", timeout=None)
@@ -76,16 +81,15 @@ def load(session: Session, name: str, source: Any, batch: int, file_format: str,
             position, before = load_refusal(exc)
             if position is None:
                 raise click.ClickException(
-                    f"{rpc_error_message(exc, session.server, session.timeout)}; "
-                    f"{_saved(before if before is not None else saved)}; {RERUN}"
+                    f"{session.error_message(exc)}; {_saved(before if before is not None else saved)}; {RERUN}"
                 ) from None
             details = (exc.details() or "").split(" refused: ", 1)[-1].split("; the ", 1)[0]  # type: ignore[attr-defined]
             raise click.ClickException(
                 f"{source.name}: line {reader.line_of(position)} refused by the server "
                 f"({exc.code().name}: {details}); "  # type: ignore[attr-defined]
-                f"the {_saved(before or 0, f' before line {reader.line_of(before or 0)}')}; "
+                f"{_saved(before or 0, f' before line {reader.line_of(before or 0)}')}; "
                 f"fix the line and rerun ({RERUN})"
             ) from None
     if reader.bad_line is not None:
-        raise click.ClickException(f"{source.name}: {reader.bad_line}; the {_saved(saved, ' before it')}")
+        raise click.ClickException(f"{source.name}: {reader.bad_line}; {_saved(saved, ' before it')}")
     session.emit({"index": name, "records_saved": saved}, f"loaded {plural(saved, 'record')} into {name}")

@@ -19,7 +19,7 @@ from ..client import LeaderboardClient
 from ..index.calendar import PERIODS, TIMEBASES
 from ..index.idempotency import DEFAULT_RETENTION
 from ..proto import service_pb2 as pb
-from .common import DURATION, Session, plural, rpc_error_message, server_command, show_duration
+from .common import DURATION, Session, plural, server_command, show_duration
 from .spec_file import parse_maintenance
 
 # The server is gone (restarting, or not yet up): retry the whole pass, which is idempotent.
@@ -123,7 +123,7 @@ def maintain(session: Session, every: float, once: bool, now: int | None, passes
                     raise
                 if down_since is None:
                     down_since = time.monotonic()
-                session.note(f"{_stamp()}{rpc_error_message(exc, session.server, session.timeout)}")
+                session.note(f"{_stamp()}{session.error_message(exc)}")
                 session.note(f"{_stamp()}retrying in {delay:g} s")
                 stop.idle()
                 time.sleep(delay)

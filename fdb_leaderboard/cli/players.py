@@ -25,6 +25,7 @@ from .common import (
     key_argument,
     keys_argument,
     mode_option,
+    number_hint,
     parse_key,
     parse_score,
     server_command,
@@ -84,7 +85,7 @@ def meta_get(session: Session, index: str, pk: tuple) -> None:
     """Show record PK's metadata."""
     stored = session.client.metadata(index, pk)
     if stored is None:
-        raise click.ClickException(f"NOT_FOUND: no record {show_key(pk)} in {index}")
+        raise click.ClickException(f"NOT_FOUND: no record {show_key(pk)} in {index}{number_hint(pk)}")
     session.emit({"pk": json_value(pk), "metadata": stored}, _metadata_line(stored))
 
 
@@ -219,16 +220,35 @@ def percentile(session: Session, index: str, pk: tuple, window_type: int, at: Ti
     session.emit({"percentile": found}, absent if found is None else f"{found:.2f}")
 
 
-@server_command(name="score-at-percentile")
+@server_command(name="score-for-percentile")
 @click.argument("index")
 @click.argument("percent", type=click.FloatRange(0, 100))
 @window_options
-def score_at_percentile(
+def score_for_percentile(
     session: Session, index: str, percent: float, window_type: int, at: TimeSpec, group: tuple
 ) -> None:
     """The score at PERCENT (0: the worst, 100: the best), interpolated (null with --json: empty window)."""
     found = session.client.score_for_percentile(index, percent, **session.window(index, window_type, at, group))
     session.emit({"score": found}, "empty window" if found is None else show_score(found))
+
+
+def _rank_as_read(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    """A rank as people read it, ``3`` or ``#3`` (#1: the best), as the API's 0-based rank."""
+    text = value.strip().removeprefix("#")
+    if not text.isdigit() or int(text) < 1:
+        raise click.BadParameter(f"{value!r} is not a rank: #1 is the best, e.g. 3 or '#3'", ctx, param)
+    return int(text) - 1
+
+
+@server_command(name="score-for-rank")
+@click.argument("index")
+@click.argument("rank", callback=_rank_as_read)
+@window_options
+def score_for_rank(session: Session, index: str, rank: int, window_type: int, at: TimeSpec, group: tuple) -> None:
+    """The score at RANK (1 or #1: the best; with --json the API's "rank": 0), or "no record at
+    that rank" (null with --json)."""
+    found = session.client.score_for_rank(index, rank, **session.window(index, window_type, at, group))
+    session.emit({"rank": rank, "score": found}, "no record at that rank" if found is None else show_score(found))
 
 
 @server_command(name="movement")
@@ -361,7 +381,8 @@ COMMANDS = [
     page,
     cohort,
     percentile,
-    score_at_percentile,
+    score_for_percentile,
+    score_for_rank,
     movement,
     bottom,
     rank_for_score,

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import click
 
+from ..client import InvalidArgument
 from .common import (
     Session,
     TimeSpec,
     entry_json,
     entry_lines,
     key_argument,
+    listing_json,
     mode_option,
+    no_score,
     server_command,
-    show_key,
     where,
     window_options,
 )
@@ -30,9 +32,18 @@ from .common import (
 @window_options
 @mode_option
 def top(session: Session, name: str, n: int, window_type: int, at: TimeSpec, group: tuple, mode: str) -> None:
-    """The best N records of index NAME."""
-    entries = session.client.top(name, n, mode=mode, **session.window(name, window_type, at, group))
-    session.emit([entry_json(e) for e in entries], entry_lines(entries) or [f"{name}: no scores in this window"])
+    """The best N records of index NAME (for a whole board, see `export`)."""
+    try:
+        entries = session.client.top(name, n, mode=mode, **session.window(name, window_type, at, group))
+    except InvalidArgument as exc:
+        if not str(exc).startswith("Top n asks for"):
+            raise
+        most = str(exc).split("; page further")[0]
+        raise click.ClickException(
+            f"INVALID_ARGUMENT: {most}: `fdb-leaderboard export {name}` writes a whole board, page by page "
+            f"(or see `fdb-leaderboard page {name} N`)"
+        ) from None
+    session.emit(listing_json(entries), entry_lines(entries) or [f"{name}: no scores in this window"])
 
 
 @server_command(name="rank")
@@ -49,7 +60,7 @@ def rank(session: Session, name: str, pk: tuple, window_type: int, at: TimeSpec,
     arguments = session.window(name, window_type, at, group)
     entry = session.client.rank_and_entry(name, pk, mode=mode, **arguments)
     if entry is None:
-        session.emit(None, f"{show_key(pk)} has no score in {where(window_type, arguments['timestamp'])}")
+        session.emit(None, no_score(pk, where(window_type, arguments["timestamp"])))
         return
     session.emit(entry_json(entry), entry_lines([entry]))
 
@@ -69,7 +80,7 @@ def watch(
     with session.client.watch_rank(name, pk, mode=mode, **arguments) as stream:
         for shown, entry in enumerate(stream, 1):
             if entry is None:
-                session.emit(None, f"{show_key(pk)} has no score in {where(window_type, arguments['timestamp'])}")
+                session.emit(None, no_score(pk, where(window_type, arguments["timestamp"])))
             else:
                 session.emit(entry_json(entry), entry_lines([entry]))
             if updates is not None and shown >= updates:
@@ -105,8 +116,8 @@ def around(
     """The records ranked around record PK (see `rank` for PK)."""
     arguments = session.window(name, window_type, at, group)
     entries = session.client.around(name, pk, above, below, mode=mode, if_absent=if_absent, **arguments)
-    empty = f"{show_key(pk)} has no score in {where(window_type, arguments['timestamp'])}"
-    session.emit([entry_json(e) for e in entries], entry_lines(entries) or [empty])
+    empty = no_score(pk, where(window_type, arguments["timestamp"]))
+    session.emit(listing_json(entries), entry_lines(entries) or [empty])
 
 
 @server_command(name="count")
@@ -114,5 +125,10 @@ def around(
 @window_options
 def count(session: Session, name: str, window_type: int, at: TimeSpec, group: tuple) -> None:
     """How many records have a score in the window."""
-    total = session.client.count(name, **session.window(name, window_type, at, group))
+    arguments = session.window(name, window_type, at, group)
+    total = session.client.count(name, **arguments)
+    if session.json:  # the window read, as the API names it (a top of none answers it)
+        window = listing_json(session.client.top(name, 0, **arguments))["window"]
+        session.emit({"count": total, "window": window})
+        return
     session.emit({"count": total}, str(total))

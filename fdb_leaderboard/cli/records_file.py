@@ -86,10 +86,12 @@ def _pk(value: Any) -> tuple:
 
 def parse_line(text: str) -> tuple[Record, bool]:
     """One JSON line as ``((pk, [(score, timestamp, context, group), ...]), flat)``; ValueError if malformed."""
+    text = text.rstrip("\r\n")  # so a mistake at the end of the line is placed there, not on the next
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON: {exc.msg} at column {exc.colno}") from None
+        where = "at the end of the line" if exc.pos >= len(text.rstrip()) else f"at column {exc.colno}"
+        raise ValueError(f"not JSON: {exc.msg} {where}") from None
     if not isinstance(raw, dict) or "pk" not in raw:
         raise ValueError('a record is an object with "pk" and "entries", or "pk", "score" and "timestamp"')
     if "entries" not in raw and "score" in raw:  # flat: one entry of the record

@@ -3,7 +3,7 @@
     high_score_first: true        # optional: change the index-wide direction (absent: keep it)
     all_time: true                # keep the all-time window (default true)
     delete_before: 1762000000     # optional: drop windows that ended by then
-    timebase: seconds             # or milliseconds (for calendar periods and "now")
+    timebase: seconds             # or milliseconds: the index's (default), checked
     nlevels: 6
     rebuild: IF_OVERLAPPING_CHANGED   # or NEVER, ALWAYS
     specs:                        # regular windows: base + i * increment, lasting duration
@@ -81,11 +81,30 @@ _ENTRY_KEYS = {
     "regular": {"type", "base", "increment", "duration"},
     "maintenance calendar": {"type", "period", "timezone"},
 }
+# What an entry of each kind must say, and what that is.
+_REQUIRED = {
+    "specs": {
+        "type": "its window type",
+        "base": "the start of its first window",
+        "increment": "how far apart windows start",
+        "duration": "how long each lasts",
+        "count": "how many windows",
+    },
+    "windows": {"type": "its window type", "start": "its start", "end": "its end"},
+    "calendar": {"type": "its window type", "period": "daily, iso-weekly or monthly", "count": "how many periods"},
+    "regular": {
+        "type": "its window type",
+        "increment": "how far apart windows start",
+        "duration": "how long each lasts",
+    },
+    "maintenance calendar": {"type": "its window type", "period": "daily, iso-weekly or monthly"},
+}
+_EXAMPLES = {"count": "count: 7", "period": "period: daily", "type": "type: 1"}
 _MAINTENANCE_KEYS = {"horizon", "certain_within", "retain", "calendar", "regular", "idempotency_retention"}
 
 
 def _entries(document: dict[str, Any], section: str, kind: str | None = None) -> list[dict[str, Any]]:
-    """The mappings listed under ``section``, each with only the keys its ``kind`` may hold."""
+    """The mappings listed under ``section``, each with the keys its ``kind`` needs and no others."""
     entries = document.get(section) or []
     if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
         raise InvalidArgument(f"{section} must be a list of mappings")
@@ -93,10 +112,38 @@ def _entries(document: dict[str, Any], section: str, kind: str | None = None) ->
         unknown = set(entry) - _ENTRY_KEYS[kind or section]
         if unknown:
             raise InvalidArgument(f"unknown key(s) in a {section} entry: {', '.join(sorted(map(str, unknown)))}")
+        missing = [key for key in _REQUIRED[kind or section] if key not in entry]
+        if missing:
+            key = missing[0]
+            example = f", e.g. {_EXAMPLES[key]}" if key in _EXAMPLES else ""
+            raise InvalidArgument(
+                f"a {section} entry has no {key} ({_REQUIRED[kind or section][key]}{example}): {_shown(entry)}"
+            )
     return entries
 
 
-def parse_window_update(document: dict[str, Any], now: dt.datetime | None = None) -> WindowUpdate:
+def _shown(entry: dict[str, Any]) -> str:
+    """An entry as a file writes it: ``{type: 1, period: daily}``."""
+    return "{" + ", ".join(f"{key}: {value}" for key, value in entry.items()) + "}"
+
+
+def file_timebase(document: dict[str, Any], index_timebase: str | None = None) -> str:
+    """The timebase of a window-update file's times: the index's (``index_timebase``, if known)
+    unless the file names one; a file naming another than the index's is refused."""
+    timebase = document.get("timebase", index_timebase or "seconds")
+    if timebase not in TIMEBASES:
+        raise InvalidArgument(f"timebase must be seconds or milliseconds, not {timebase!r}")
+    if index_timebase is not None and timebase != index_timebase:
+        raise InvalidArgument(
+            f"the file's times are in {timebase}, the index's in {index_timebase}: create an index with "
+            f"`index create NAME --timebase {timebase}` for them (or leave timebase out of the file)"
+        )
+    return timebase
+
+
+def parse_window_update(
+    document: dict[str, Any], now: dt.datetime | None = None, index_timebase: str | None = None
+) -> WindowUpdate:
     if not isinstance(document, dict):
         raise InvalidArgument("a window-update file must hold a mapping")
     unknown = set(document) - _KNOWN
@@ -106,10 +153,8 @@ def parse_window_update(document: dict[str, Any], now: dt.datetime | None = None
         if flag in document and not isinstance(document[flag], bool):
             raise InvalidArgument(f"{flag} must be true or false, not {document[flag]!r}")
     now = now or dt.datetime.now(dt.UTC)
-    timebase = document.get("timebase", "seconds")
-    scale = {"seconds": 1, "milliseconds": 1000}.get(timebase)
-    if scale is None:
-        raise InvalidArgument(f"timebase must be seconds or milliseconds, not {timebase!r}")
+    timebase = file_timebase(document, index_timebase)
+    scale = TIMEBASES[timebase]
     rebuild_name = document.get("rebuild", "IF_OVERLAPPING_CHANGED")
     if not isinstance(rebuild_name, str) or rebuild_name not in Rebuild.__members__:
         raise InvalidArgument(f"rebuild must be one of {', '.join(Rebuild.__members__)}, not {rebuild_name!r}")
@@ -253,10 +298,11 @@ def load_window_file(path: str | pathlib.Path, now: dt.datetime | None = None) -
         return read_window_file(file, now)
 
 
-def read_window_file(file: IO[str], now: dt.datetime | None = None) -> WindowFile:
-    """:func:`load_window_file` of an open file (standard input included: its name is ``<stdin>``)."""
+def read_window_file(file: IO[str], now: dt.datetime | None = None, index_timebase: str | None = None) -> WindowFile:
+    """:func:`load_window_file` of an open file (standard input included: its name is ``<stdin>``),
+    for an index whose times are in ``index_timebase`` (if known: see :func:`file_timebase`)."""
     document = parse_document(file.read(), getattr(file, "name", "<stdin>"))
-    update = parse_window_update(document, now)
+    update = parse_window_update(document, now, index_timebase)
     maintenance = document.get("maintenance")
     rules = document.get("rules")
     audit_retention = None
@@ -267,7 +313,7 @@ def read_window_file(file: IO[str], now: dt.datetime | None = None) -> WindowFil
     leagues = document.get("leagues")
     return WindowFile(
         update,
-        None if maintenance is None else parse_maintenance(maintenance, document.get("timebase", "seconds")),
+        None if maintenance is None else parse_maintenance(maintenance, file_timebase(document, index_timebase)),
         None if rules is None else parse_rules(rules),
         audit_retention,
         None if leagues is None else parse_leagues(leagues),

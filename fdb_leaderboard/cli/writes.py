@@ -13,6 +13,7 @@ from .common import (
     TimeSpec,
     group_option,
     key_argument,
+    number_hint,
     parse_key,
     parse_score,
     plural,
@@ -58,5 +59,7 @@ def delete(session: Session, name: str, pk: tuple) -> None:
     existed = session.client.delete_record(name, pk)
     session.emit(
         {"pk": list(pk), "existed": existed},
-        f"deleted {show_key(pk)}" if existed else f"{show_key(pk)}: no such record (nothing to delete)",
+        f"deleted {show_key(pk)}"
+        if existed
+        else f"{show_key(pk)}: no such record (nothing to delete){number_hint(pk)}",
     )

@@ -32,7 +32,7 @@ from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
-from starlette.routing import Mount, Route
+from starlette.routing import Match, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
@@ -191,11 +191,13 @@ class HttpApi:
             handler = self._streaming_rpc(rpc) if rpc.client_streaming else self._unary_rpc(rpc)
             routes.append(Route(rpc.path, handler, methods=["POST"], name=rpc.name))
         for rest in ROUTES:
-            routes.append(Route(rest.path, self._rest(rest), methods=[rest.method], name=f"{rest.method} {rest.path}"))
+            # A key in a path may hold a "/" (sent as %2F, which the path arrives decoded with).
+            path = rest.path.replace("{pk}", "{pk:path}").replace("{group}", "{group:path}")
+            routes.append(Route(path, self._rest(rest), methods=[rest.method], name=f"{rest.method} {rest.path}"))
         routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
         handlers = {HTTPException: _no_route, Exception: _unexpected}
         self.starlette = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
-        self.app: ASGIApp = DoorGuard(self.starlette, hosts or ["*"], tokens is not None)
+        self.app: ASGIApp = DoorGuard(self.starlette, hosts or ["*"], tokens is not None, self._takes)
         if metrics is not None:
             self.app = _MetricsMiddleware(self.app, metrics)
         self.document = openapi.document(list(self.transcoder.rpcs.values()), ROUTES, metrics is not None)
@@ -203,6 +205,10 @@ class HttpApi:
     @property
     def routes(self) -> list[Route | Mount]:
         return self.starlette.routes
+
+    def _takes(self, scope: Scope) -> bool:
+        """Whether a route takes the request's method at its path."""
+        return any(route.matches(scope)[0] is Match.FULL for route in self.starlette.routes)
 
     async def _in_thread(
         self, fn: Callable[..., Any], *args: Any, pool: str = WORKERS, abandon_on_cancel: bool = False

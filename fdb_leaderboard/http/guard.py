@@ -25,7 +25,7 @@ point read over HTTP.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import grpc
 from starlette.datastructures import Headers
@@ -85,10 +85,19 @@ class DoorGuard:
     """Refuses foreign hosts, cross-site and non-JSON writes; adds the security headers to all
     but the API's answers."""
 
-    def __init__(self, app: ASGIApp, allowed_hosts: list[str], tokens: bool = False) -> None:
-        """``tokens``: whether the server checks bearer tokens (then one Authorization header at most)."""
+    def __init__(
+        self,
+        app: ASGIApp,
+        allowed_hosts: list[str],
+        tokens: bool = False,
+        takes: Callable[[Scope], bool] = lambda scope: True,
+    ) -> None:
+        """``tokens``: whether the server checks bearer tokens (then one Authorization header at
+        most).  ``takes(scope)``: whether a route takes the request's method at its path (one that
+        does not is answered 404 or 405 by the app, unread, whatever its body's type)."""
         self.app = app
         self.tokens = tokens
+        self.takes = takes
         self.allowed_hosts = [pattern.lower() for pattern in allowed_hosts]
         self.any_host = "*" in self.allowed_hosts
         self._hosts: dict[bytes, bool] = {}
@@ -119,6 +128,8 @@ class DoorGuard:
             refused = (401, several_authorizations(authorizations), grpc.StatusCode.UNAUTHENTICATED)
         elif scope["method"] not in SAFE_METHODS:
             refused = _write_refusal(host, origin, content_type, scope["method"], bodyless)
+            if refused is not None and refused[0] == 415 and not self.takes(scope):
+                refused = None  # nothing here reads the body: the app says 404 or 405
         if refused is not None:
             await refusal(*refused, Headers(scope=scope))(scope, receive, send)
             return

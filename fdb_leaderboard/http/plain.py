@@ -1,4 +1,4 @@
-"""The API's one JSON shape (issue 34): a key item as a plain JSON value (``"alice"``, ``42``,
+"""The API's one JSON shape: a key item as a plain JSON value (``"alice"``, ``42``,
 ``true``, ``null``, ``{"base64": ...}``), a score as a number (an array of numbers for a score of
 columns), a window as ``{type, start, end}``, an entry as the listings show it; every 64-bit
 integer a number within +-2^53 and a string of digits beyond.  The REST routes and the RPC

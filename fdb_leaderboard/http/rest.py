@@ -1,4 +1,4 @@
-"""Resource-style routes for the players' reads and writes (seed 003's REST API): top, count,
+"""Resource-style routes for the players' reads and writes: top, count,
 rank, around, pages, scans, ranks of many records, friends, percentiles, rank for a score and
 score for a rank, score trims, movement, rank history, metadata, windows of a type, the groups
 with scores, the score submission and a record's deletion; and for fair play and operations
@@ -28,7 +28,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -41,12 +40,6 @@ from ..proto import service_pb2 as pb
 from ..wire import plain_entry, plain_message, plain_window, rpc_json
 from .plain import bad, python_item
 from .transcode import CallFailed, Transcoder, message_from_dict
-
-
-def server_clock() -> int:
-    """The server's clock in seconds: the time of a score sent without a timestamp."""
-    return int(time.time())
-
 
 # -- key items from the path and query ---------------------------------------------------------------
 
@@ -90,6 +83,7 @@ class Param:
     schema: dict[str, Any]
     parse: Callable[[str, str], Any]
     required: bool = False
+    repeated: bool = False  # given once or more (``records=alice&records=bob``): a list of values
 
 
 def parse_uint(text: str, name: str, maximum: int = 2**32 - 1) -> int:
@@ -221,10 +215,12 @@ COHORT = Param("cohort", "path", "The cohort's number within its tier, from 0.",
 RECORDS = Param(
     "records",
     "query",
-    'The records: a JSON array of keys, each one string or an array of items (["alice", "bob"]).',
-    {"type": "string"},
+    "The records: one key each (a string, or a JSON array of items, as in a path): records=alice&records=bob; "
+    'or, given once, a JSON array of keys (["alice", "bob"]).',
+    {"type": "array", "items": {"type": "string"}},
     parse_text,
     True,
+    repeated=True,
 )
 PERCENTILE = Param(
     "percentile",
@@ -457,7 +453,8 @@ SCORE_BODY_SCHEMA = {
         "score": SCORE_SCHEMA,
         "timestamp": {
             "type": ["integer", "string"],
-            "description": "when the score was made, in the index's timebase; default: now, in seconds",
+            "description": "when the score was made, in the index's timebase; default: now (the server's clock "
+            "when the write is applied)",
         },
         "context": {"type": "array", "items": {}},
         "group": {"type": "array", "items": {}},
@@ -511,7 +508,10 @@ class RestRoute:
             if param.where == "header":
                 continue
             source = path if param.where == "path" else query
-            if param.name in source:
+            if param.name in source and param.repeated:
+                given = query.getlist(param.name) if hasattr(query, "getlist") else [source[param.name]]
+                values[param.name] = [param.parse(text, param.name) for text in given]
+            elif param.name in source:
                 values[param.name] = param.parse(source[param.name], param.name)
             elif param.required:
                 raise bad(f"{param.name} is required")
@@ -616,15 +616,20 @@ def answer_cohort(response: Message) -> tuple[int, Any]:
 
 
 def build_ranks(values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]) -> Message:
-    try:
-        keys = json.loads(values["records"])
-    except ValueError:
-        raise bad(f"records must be a JSON array of keys, not {values['records']!r}") from None
-    if not isinstance(keys, list):
-        raise bad(f"records must be a JSON array of keys, not {values['records']!r}")
+    given = values["records"]
+    if len(given) == 1 and given[0].startswith("["):  # one JSON array of keys
+        try:
+            keys = json.loads(given[0])
+        except ValueError:
+            raise bad(f"records must be a JSON array of keys, not {given[0]!r}") from None
+        if not isinstance(keys, list):
+            raise bad(f"records must be a JSON array of keys, not {given[0]!r}")
+        pks = [items_from_json(key, "records") for key in keys]
+    else:  # records=alice&records=bob: each a key, as a path takes one
+        pks = [items_from_text(text, "records") for text in given]
     return pb.RanksRequest(
         index=values["index"],
-        records=[pb.RecordKey(pk=items_from_json(key, "records")) for key in keys],
+        records=[pb.RecordKey(pk=pk) for pk in pks],
         window=selector(values, transcoder, headers),
         group=_group(values),
         mode=_mode(values),
@@ -730,11 +735,12 @@ def build_add_score(values: dict[str, Any], body: Any, transcoder: Transcoder, h
 
 
 def entry_from_json(value: dict[str, Any], what: str) -> pb.Entry:
-    """An entry from its plain JSON (score, timestamp: default now, context, group)."""
-    score_json = score_from_json(value["score"])
-    entry = message_from_dict(
-        {"score": score_json, "timestamp": value.get("timestamp", server_clock())}, pb.Entry, what
-    )
+    """An entry from its plain JSON (score, timestamp: default now, which the server stamps when it
+    applies the write, in the index's timebase; context, group)."""
+    fields = {"score": score_from_json(value["score"])}
+    if "timestamp" in value:
+        fields["timestamp"] = value["timestamp"]
+    entry = message_from_dict(fields, pb.Entry, what)
     entry.context.extend(items_from_json(value.get("context", []), "context"))
     entry.group.extend(items_from_json(value.get("group", []), "group"))
     return entry

@@ -16,6 +16,15 @@ from ..errors import InvalidArgument
 
 PERIODS = ("daily", "iso-weekly", "monthly")
 TIMEBASES = {"seconds": 1, "milliseconds": 1000}
+
+
+def timebase_scale(timebase: str) -> int:
+    """Units per second of a timebase (seconds or milliseconds), or InvalidArgument naming it."""
+    if timebase not in TIMEBASES:
+        raise InvalidArgument(f"timebase must be one of {', '.join(TIMEBASES)}, not {timebase!r}")
+    return TIMEBASES[timebase]
+
+
 # The calendar boards an index is created with by name (``index create --daily --weekly``):
 # their window types and periods.  Pages and examples read type 1 as today, 2 as this week.
 BOARDS = {"daily": (1, "daily"), "weekly": (2, "iso-weekly"), "monthly": (3, "monthly")}

@@ -55,7 +55,11 @@ def score_trim(reader: Reader, entries: Sequence[Entry]) -> list[Entry]:
         if not isinstance(entry, Entry):
             raise InvalidArgument(f"expected an Entry, not {type(entry).__name__}")
         score = normalize_score(entry.score, settings.score_type, settings.columns)
-        ts = check_timestamp(entry.timestamp)
+        ts = (
+            reader.txn.now()
+            if entry.timestamp is None
+            else check_timestamp(entry.timestamp, reader.space.checked_timebase)
+        )
         context = check_items(entry.context, "context")
         group = check_items(entry.group, "group")
         if len(group) != settings.group_size or len(context) != settings.context_size:

@@ -24,6 +24,7 @@ from ..proto import index_pb2
 from ..store.api import strinc
 from . import tuplecodec as tuples
 from .directory import ALL_TIME
+from .latest import entry_timestamp
 from .layout import extensions_end
 from .records import RecordWriter, head_bytes
 from .transaction import IndexTransaction
@@ -63,18 +64,24 @@ class Deleter:
         """Delete the first ``max_records`` records whole."""
         check_at_least(max_records, 1, "max_records")
         records = self.layout.records
+        self.txn.latest.prefetch()  # what the latest's check reads, with the records
         rows = self.tr.get_range(records, strinc(records), max_records)
-        entries = self._count_entries([key[len(records) :] for key, _ in rows])
-        for key, raw in rows:
-            pk_nested = key[len(records) :]
-            self.writer.remove_record(index_pb2.RecordHead.FromString(raw), pk_nested, _flat(pk_nested))
-        deleted = sum(entries)
-        return DeletionProgress(len(rows) < max_records, len(rows), len(rows), deleted)
-
-    def _count_entries(self, pks: list[bytes]) -> list[int]:
-        """How many entries each record has (their keys read together, for the report)."""
+        pks = [key[len(records) :] for key, _ in rows]
         ranges = [(*self.layout.entries_range(pk_nested), 0, False) for pk_nested in pks]
-        return [len(rows) for rows in self.tr.get_ranges(ranges)] if ranges else []
+        entries = self.tr.get_ranges(ranges) if ranges else []  # read together, for the report
+        latest = max(
+            (
+                entry_timestamp(found[-1][0], len(self.layout.entries) + len(pk))
+                for pk, found in zip(pks, entries, strict=True)
+                if found
+            ),
+            default=None,
+        )
+        self.txn.latest.removed(latest)
+        for (_, raw), pk_nested in zip(rows, pks, strict=True):
+            self.writer.remove_record(index_pb2.RecordHead.FromString(raw), pk_nested, _flat(pk_nested))
+        deleted = sum(len(found) for found in entries)
+        return DeletionProgress(len(rows) < max_records, len(rows), len(rows), deleted)
 
     def delete_group_step(self, group_bytes: bytes, max_records: int, after: bytes | None) -> DeletionProgress:
         """Delete the data of group ``group_bytes`` from up to ``max_records`` records.
@@ -93,6 +100,7 @@ class Deleter:
             done = continuation is None
         self.txn.prefetch(heads=pks)
         reads = [self.txn.issue_entries(pk_nested) for pk_nested in pks]
+        self.txn.latest.prefetch()  # what the latest's check reads, with the heads and entries
         progress = DeletionProgress(done)
         for pk_nested, entries in zip(pks, reads, strict=True):
             head = self.txn.read_head(pk_nested)
@@ -137,6 +145,7 @@ class Deleter:
         had = doomed or len(carried) < len(head.carried) or any(s.group == group_bytes for s in head.windows)
         if not had:
             return DeletionProgress(False)
+        self.txn.latest.removed(max((ts for ts, _ in doomed), default=None))
         pk_flat = _flat(pk_nested)
         if len(doomed) == len(entries) and not carried:  # nothing else left: the record goes whole
             self.writer.remove_record(head, pk_nested, pk_flat)

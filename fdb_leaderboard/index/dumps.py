@@ -17,6 +17,9 @@ layout):
   joins one on the restored side when its change is applied (the same tier, the cohort the
   restored index's count gives).
 
+The state of a recompute of the latest timestamp ``(18,)`` is not copied: the state's latest
+timestamp is the one reads see (during a recompute, the value before it: ``latest.py``).
+
 Parts, in order: a header; the rows in key order, each batch one bounded read transaction; a
 ``copied`` mark; the units written since their rows were copied (a live dump's catch-up, see
 ``service/dumps.py``); the state rows at the dump's moment; an end with the SHA-256 of every
@@ -37,7 +40,7 @@ from ..proto import service_pb2 as pb
 from ..store.api import Database, KeyValue, ReadView, strinc
 from . import tuplecodec as tuples
 from .directory import ALL_TIME
-from .layout import IndexLayout
+from .layout import IndexLayout, decode_latest_timestamp, encode_latest_timestamp
 from .space import IndexSpace
 
 FORMAT_VERSION = 1
@@ -55,6 +58,7 @@ APPLIED_COUNT = tuples.pack((10,))
 HIDDEN = tuples.pack((11,))
 LEAGUES = tuples.pack((13,))
 LEAGUE_RECORDS = tuples.pack((14,))
+LATEST_RECOMPUTE = tuples.pack((18,))  # not copied: a restored index has the latest as reads see it
 
 
 class DumpError(InvalidArgument):
@@ -156,9 +160,17 @@ def issue_unit(tr: ReadView, prefix: bytes, unit: bytes) -> Callable[[], list[Ke
 
 
 def state_rows(tr: ReadView, prefix: bytes) -> list[KeyValue]:
-    """The index's own rows, read together."""
-    found = tr.get_ranges([(prefix + begin, prefix + end, 0, False) for begin, end in STATE_RANGES])
-    return [(key[len(prefix) :], value) for rows in found for key, value in rows]
+    """The index's own rows, read together; the latest timestamp as reads see it (while it is
+    recomputed, what it was before: see latest.py), so the restored index fills what it must."""
+    ranges = [*STATE_RANGES, _exact(LATEST_RECOMPUTE)]
+    found = tr.get_ranges([(prefix + begin, prefix + end, 0, False) for begin, end in ranges])
+    rows = [(key[len(prefix) :], value) for rows in found[:-1] for key, value in rows]
+    if found[-1]:
+        floor = tuples.unpack(found[-1][0][1])[0]
+        latest = max([floor, *(decode_latest_timestamp(value) for key, value in rows if key == LATEST)])
+        rows = [(key, value) for key, value in rows if key != LATEST] + [(LATEST, encode_latest_timestamp(latest))]
+        rows.sort()
+    return rows
 
 
 def rows_message(rows: Iterable[KeyValue]) -> pb.DumpRows:

@@ -23,12 +23,16 @@
 | ``S + (13, lb_key, 2, tier)`` | ``(cohort, members)`` packed: the tier's newest cohort and how many joined it |
 | ``S + (14, pk)`` | leagues: ``(lb_key, tier, cohort)`` packed, the record's latest window of the league type |
 | ``S + (15,)`` | ``UpgradeCursor`` protobuf while the index's data is rewritten for its next format |
+| ``S + (18,)`` | ``(floor, scan position, greatest found)`` packed, while the latest timestamp is recomputed |
 
 The hidden B-tree is the primary B-tree's twin for hidden records' values: no ranked set counts
 them, no read lists them (see ``hiding.py``).
 
 The index's score rules are a field of the directory (``X``).  Its stored format
 (``fdb_leaderboard/formats.py``) is a field of its options (``S + (0,)``).
+
+While the latest timestamp is recomputed (the record holding it was deleted: ``latest.py``),
+``P`` holds only the timestamps written since it started, and ``S + (18,)`` the value before.
 
 ``P`` and ``X`` hold exactly what the Record Layer's index holds for the same options.
 """
@@ -62,6 +66,7 @@ class IndexLayout:
         "leagues",
         "league_records",
         "upgrade_key",
+        "latest_recompute_key",
     )
 
     def __init__(self, prefix: bytes) -> None:
@@ -82,6 +87,7 @@ class IndexLayout:
         self.leagues = prefix + tuples.pack((13,))
         self.league_records = prefix + tuples.pack((14,))
         self.upgrade_key = prefix + tuples.pack((15,))
+        self.latest_recompute_key = prefix + tuples.pack((18,))
 
     # records
     def head_key(self, pk_nested: bytes) -> bytes:

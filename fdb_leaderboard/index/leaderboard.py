@@ -29,7 +29,7 @@ from . import compat, leagues, pages, social
 from . import movement as moves
 from . import tuplecodec as tuples
 from .audit import AuditTrail, JobEvents, PendingEvent, expire_in_batches
-from .calendar import CalendarPeriods
+from .calendar import CalendarPeriods, timebase_scale
 from .checker import CheckReport, check_index
 from .columns import is_score_key
 from .deletion import Deleter, DeletionProgress
@@ -37,6 +37,7 @@ from .directory import ALL_TIME, Directory, Window, WindowUpdate
 from .fill import Filler, FillProgress, batches
 from .hiding import HiddenRecord, Hider
 from .idempotency import DEFAULT_MAX_KEYS, AppliedRequests, Replayed, batch_key, check_key, digest
+from .latest import SCAN_ENTRIES as LATEST_SCAN
 from .layout import IndexLayout
 from .metadata import Metadata
 from .reads import GroupsPage, IfAbsent, Listing, RankedEntry, RankMode, Reader, ScanPage, ScanType, WindowRef
@@ -151,6 +152,9 @@ class LeaderboardIndex(IndexSpace):
         self.max_idempotency_keys = DEFAULT_MAX_KEYS
         self.audit: AuditTrail | None = None  # where admin actions are recorded (None: nowhere)
         self.name = ""  # the index's name in its events
+        # Told when a deletion leaves the latest timestamp's recompute unfinished (the server wakes
+        # its maintenance, which finishes it).
+        self.on_latest_left: Callable[[], None] | None = None
 
     def _event(self, actor: str | None, action: str) -> PendingEvent | None:
         """The event of one admin call (None without an audit trail): taken before its transaction."""
@@ -169,16 +173,21 @@ class LeaderboardIndex(IndexSpace):
         settings: IndexSettings | None = None,
         all_time: bool = True,
         windows: Sequence[tuple[int, int, int]] = (),
+        timebase: str | None = None,
         format: int = formats.NEWEST_INDEX,
     ) -> LeaderboardIndex:
         """Create the index (or open it if it exists with the same settings).
 
         A new index has its all-time window from the start (unless ``all_time`` is False) and the
         ``(type, start, end)`` ``windows`` given, so it ranks its first score; see :meth:`initialize`.
+        ``timebase`` (seconds or milliseconds) is what now is for it, and bounds its timestamps to
+        years 1 to 9999 in it (a server's indexes take their policy's); without one, any int64.
         It is stored in index ``format`` (the newest by default: pass an older one while processes of
         an older release write to it too; see ``fdb_leaderboard/formats.py``).
         """
         index = cls(db, prefix, settings or IndexSettings(), format)
+        if timebase is not None:
+            index.timebase = timebase_scale(timebase)
         db.run(lambda tr: index.initialize(tr, all_time, windows))
         return index
 
@@ -207,15 +216,19 @@ class LeaderboardIndex(IndexSpace):
         return Operations(self, tr).windows.update_windows(update).added
 
     @classmethod
-    def open(cls, db: Database, prefix: bytes) -> LeaderboardIndex:
-        """The index at ``prefix`` (NotFound if none; FormatTooNew if a newer release wrote it)."""
+    def open(cls, db: Database, prefix: bytes, timebase: str | None = None) -> LeaderboardIndex:
+        """The index at ``prefix`` (NotFound if none; FormatTooNew if a newer release wrote it);
+        ``timebase`` as :meth:`create` takes it."""
         stored = db.read(lambda tr: tr.get(IndexLayout(prefix).options_key))
         if stored is None:
             raise NotFound(f"no index at {prefix!r}")
         options = index_pb2.IndexOptions.FromString(stored)
         version = options.format or formats.UNRECORDED_INDEX
         formats.check_readable("index", version, f"the index at {prefix!r}")
-        return cls(db, prefix, IndexSettings.from_proto(options), version)
+        index = cls(db, prefix, IndexSettings.from_proto(options), version)
+        if timebase is not None:
+            index.timebase = timebase_scale(timebase)
+        return index
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -285,13 +298,14 @@ class LeaderboardIndex(IndexSpace):
         self,
         pk: object,
         score: int | float,
-        timestamp: int,
+        timestamp: int | None = None,
         context: tuple = (),
         group: tuple = (),
         metadata: Mapping[str, str] | None = None,
         idempotency_key: str | None = None,
     ) -> int:
-        """Add one entry to a record; returns the number of window values that changed.
+        """Add one entry to a record, made at ``timestamp`` (None: now, the index's clock in its
+        timebase when the write is applied); returns the number of window values that changed.
 
         ``metadata`` fields, if given, are merged into the record's metadata in the same
         transaction.  In an index with no windows the score is stored, 0 is returned and a
@@ -352,14 +366,36 @@ class LeaderboardIndex(IndexSpace):
         return tuple(out)
 
     def delete_record(self, pk: object, idempotency_key: str | None = None) -> bool:
-        return self.run_once(
+        """Delete a record (False: there was none).  If it held the latest timestamp, that is
+        found again (``latest.py``): here at once on an index of a few thousand entries."""
+        started = [False]
+
+        def write(ops: Operations) -> bool:
+            existed = ops.writer.delete_record(pk)
+            started[0] = ops.txn.latest.started
+            return existed
+
+        existed = self.run_once(
             idempotency_key,
             "DeleteRecord",
             lambda ops: (ops.txn.pk(pk).pk,),
-            lambda ops: ops.writer.delete_record(pk),
+            write,
             lambda existed: (existed,),
             lambda answer: answer[0],
         )
+        if started[0]:
+            self._latest_after_deletion()
+        return existed
+
+    def _latest_after_deletion(self) -> None:
+        if not self.latest_step() and self.on_latest_left is not None:
+            self.on_latest_left()
+
+    def latest_step(self, max_entries: int = LATEST_SCAN) -> bool:
+        """One batch of the latest timestamp's recompute, if one runs; True when none does any more
+        (fills take such a step once their windows are complete: the server's maintenance
+        finishes a recompute too long for the deleting call)."""
+        return self.run(lambda ops: ops.txn.latest.step(max_entries))
 
     def write_batch(
         self,
@@ -548,6 +584,8 @@ class LeaderboardIndex(IndexSpace):
             progress = ops.filler.fill_step(max_records, max_entries, unheld_at)
             if event is not None and progress.done and progress.windows:
                 event.write(ops.tr, phase="finished", completed=_windows(w for w, _ in progress.windows))
+            if progress.done and not ops.txn.latest.step():  # then the latest timestamp's recompute
+                return dataclasses.replace(progress, done=False)
             return progress
 
         return self.run(step)
@@ -777,6 +815,7 @@ class LeaderboardIndex(IndexSpace):
             if progress is not None:
                 progress(total)
             if total.done:
+                self._latest_after_deletion()  # the latest timestamp, if a deleted record held it
                 return total
             if keep_going is not None and not keep_going():
                 job.stopped(self.db.run, **_deletion_totals(total))
@@ -1140,7 +1179,7 @@ class LeaderboardIndex(IndexSpace):
         any window but all-time and folds the rest into a carried total per group.  Windows
         starting before ``before`` cannot be added afterwards.  Returns entries removed.
         """
-        before = check_timestamp(before)
+        before = check_timestamp(before, self.checked_timebase)
         job = self._job(actor, "Trim", before=before)
         removed = 0
         cursor: bytes | None = None

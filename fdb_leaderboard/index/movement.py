@@ -103,7 +103,7 @@ def history(
     check_at_least(count, 1, "count")
     if count > MAX_HISTORY_WINDOWS:
         raise InvalidArgument(f"at most {MAX_HISTORY_WINDOWS} windows per call; asked for {count}")
-    until = None if timestamp is None else check_timestamp(timestamp)
+    until = None if timestamp is None else check_timestamp(timestamp, reader.space.checked_timebase)
     directory = reader.txn.directory()
     candidates = [
         window

@@ -162,7 +162,7 @@ class Reader:
     def window(self, ref: WindowRef) -> Window:
         window_type = check_window_type(ref.type, allow_all_time=True)
         if ref.timestamp is not None:
-            ts = check_timestamp(ref.timestamp)
+            ts = check_timestamp(ref.timestamp, self.space.checked_timebase)
         else:  # the window holding now: today's of a daily type, this week's of a weekly one
             ts = self.txn.now() if window_type != ALL_TIME else 0
         directory = self.txn.directory()

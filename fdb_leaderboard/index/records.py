@@ -28,6 +28,7 @@ from ..store.api import MAX_VALUE_SIZE, Future, KeyValue
 from . import tuplecodec as tuples
 from .aggregation import Value
 from .directory import ALL_TIME, INT64_MAX, Directory, Window
+from .latest import entry_timestamp
 from .layout import encode_latest_timestamp, extensions_end, score_prefix
 from .leagues import LeagueKeeper, lockstep
 from .rules import ScoreRules
@@ -42,7 +43,7 @@ class Entry:
     """One timestamped score of a record."""
 
     score: int | float | tuple  # a tuple of ints in an index ranking by columns
-    timestamp: int
+    timestamp: int | None  # in the index's timebase; None in a write: now, when it is applied
     context: tuple = ()
     group: tuple = ()
 
@@ -244,7 +245,10 @@ class RecordWriter:
             raise InvalidArgument(f"expected an Entry, not {type(entry).__name__}")
         settings = self.settings
         score = normalize_score(entry.score, settings.score_type, settings.columns)
-        ts = check_timestamp(entry.timestamp)
+        if entry.timestamp is None:
+            ts = self.txn.now()
+        else:
+            ts = check_timestamp(entry.timestamp, self.space.checked_timebase)
         if ts == INT64_MAX:
             raise InvalidArgument(f"timestamp {ts} is the all-time window's exclusive end: no window can hold it")
         context = check_items(entry.context, "context")
@@ -413,9 +417,18 @@ class RecordWriter:
         """Remove a record and its value from every window; False if there was none."""
         pk, pk_nested, pk_flat = self.txn.pk(pk)
         self.txn.prefetch(heads=[pk_nested])
+        latest = self.txn.latest
+        entries = self.layout.entries_range(pk_nested)
+        # Its latest entry (keys are by time), where a deletion may start the latest's recompute.
+        last = self.tr.get_range_async(*entries, 1, True) if latest.recomputes else None
+        latest.prefetch()  # what the latest's check reads, in the same round
         head = self.txn.read_head(pk_nested)
         if head is None:
             return False
+        if last is not None:
+            found = last.value
+            prefix = len(entries[0]) - 1  # the entries' subspace and the record's key
+            latest.removed(entry_timestamp(found[0][0], prefix) if found else None)
         self.remove_record(head, pk_nested, pk_flat)
         return True
 

@@ -47,11 +47,25 @@ class IndexSpace:
         # units per second (1: seconds; 1000: the index's times are milliseconds).  A read of a
         # window type without a timestamp reads the window containing now.
         self.clock: Callable[[], float] = time.time
-        self.timebase = 1
+        self._timebase = 1
+        # The timebase timestamps are checked in (years 1 to 9999 in it), once one is set (the
+        # catalog sets every served index's, from its policy); None: any int64, as an index
+        # made in process without one has always taken.
+        self.checked_timebase: int | None = None
+
+    @property
+    def timebase(self) -> int:
+        return self._timebase
+
+    @timebase.setter
+    def timebase(self, scale: int) -> None:
+        """Set the index's timebase: what now is, and the times its timestamps may be."""
+        self._timebase = scale
+        self.checked_timebase = scale
 
     def now(self) -> int:
         """The clock in the index's timebase."""
-        return int(self.clock() * self.timebase)
+        return int(self.clock() * self._timebase)
 
     def ranked_set(self, window: Window, group_bytes: bytes) -> RankedSet:
         """The ranked set of one window and group (key derivation only, so cached)."""

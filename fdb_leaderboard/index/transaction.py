@@ -20,7 +20,7 @@ from ..proto import index_pb2
 from ..store.api import Future
 from . import tuplecodec as tuples
 from .directory import INT64_MAX, INT64_MIN, MAX_DIRECTORY_BYTES, Directory, Window, sub_directory_from_bytes
-from .layout import decode_latest_timestamp
+from .latest import LatestTimestamp
 from .rules import NO_RULES, ScoreRules
 from .space import IndexSpace
 from .values import check_pk
@@ -107,6 +107,7 @@ class IndexTransaction:
         self._cursors: dict[int, index_pb2.FillCursor | None] = {}
         self.window_read: Window | None = None  # the window a read resolved (listings name it)
         self._now: int | None = None
+        self._latest: LatestTimestamp | None = None
         self._known: KnownMetadata | None = tr.cached  # a metadata cache's, for this transaction
 
     # -- reading ahead -----------------------------------------------------------------------
@@ -324,9 +325,15 @@ class IndexTransaction:
             self._now = self.space.now()
         return self._now
 
+    @property
+    def latest(self) -> LatestTimestamp:
+        """The index's latest timestamp, and its recompute when the record holding it goes."""
+        if self._latest is None:
+            self._latest = LatestTimestamp(self.tr, self.layout, self.space.format)
+        return self._latest
+
     def latest_timestamp(self) -> int | None:
-        raw = self.tr.get(self.layout.latest_timestamp_key)
-        return decode_latest_timestamp(raw) if raw is not None else None
+        return self.latest.read()
 
     def options(self) -> index_pb2.IndexOptions:
         return index_pb2.IndexOptions.FromString(self.tr.get(self.layout.options_key) or b"")

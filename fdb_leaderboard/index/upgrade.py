@@ -19,6 +19,11 @@ The jobs:
   entries so (this release's and 0.2.0's alike), which is why the batches need no pause: once
   past a record, its counters stay exact.  Entries a trim dropped from a head counted short are
   gone: its counter is then the entries left, the most anyone can know.
+- format 4, *recompute the latest timestamp*: from format 4 on a deletion of the record holding
+  the latest timestamp finds it again (``latest.py``); the job does so once, for a value an
+  earlier deletion left behind.  Its first batch starts the recompute (``P``'s value kept as
+  what reads see until it ends), each batch scans entries of :data:`ENTRIES_PER_RECORD` times
+  the batch's records, and the format is raised once it ends (a fill meanwhile may end it).
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from . import tuplecodec as tuples
 from .directory import Directory
 from .records import head_bytes
 from .transaction import IndexTransaction
+
+ENTRIES_PER_RECORD = 10  # entry keys a batch of the latest's recompute reads per record of the batch size
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,6 +148,11 @@ class Upgrader:
         cursor.records_through = work[-1][0]
         return len(rows), changed, False
 
+    def recompute_latest(self, cursor: index_pb2.UpgradeCursor, max_records: int) -> tuple[int, int, bool]:
+        """A batch of the latest timestamp's recompute (see the module docstring)."""
+        done, records = self.txn.latest.scan_all(not cursor.records_done, max_records * ENTRIES_PER_RECORD)
+        return records, 0, done
+
 
 def _recount(head: index_pb2.RecordHead, entries: list, directory: Directory) -> bool:
     """Raise each of ``head``'s counters to the entries held in its window and group; True if any rose."""
@@ -162,4 +174,7 @@ def _recount(head: index_pb2.RecordHead, entries: list, directory: Directory) ->
     return rose
 
 
-JOBS = {"recount submissions": Upgrader.recount_submissions}
+JOBS = {
+    "recount submissions": Upgrader.recount_submissions,
+    "recompute the latest timestamp": Upgrader.recompute_latest,
+}

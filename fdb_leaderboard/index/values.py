@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 
 from ..errors import InvalidArgument
@@ -105,8 +106,38 @@ def check_at_least(value: object, minimum: int, name: str) -> int:
     return value
 
 
-def check_timestamp(ts: object) -> int:
-    return check_int64(ts, "timestamp")
+# Unix seconds of 0001-01-01 and 10000-01-01 UTC: a timestamp of an index with a timebase is a
+# time of years 1 to 9999 in it, so one in a finer unit (milliseconds sent to an index of seconds)
+# is refused, naming the unit it looks like, instead of topping the board and landing in no window.
+FIRST_SECOND = -62_135_596_800
+END_SECOND = 253_402_300_800
+_UNITS = {1: "seconds", 1000: "milliseconds", 1_000_000: "microseconds", 1_000_000_000: "nanoseconds"}
+
+
+def check_timestamp(ts: object, timebase: int | None = None) -> int:
+    """``ts`` as an int64; with ``timebase`` (units per second), a time of years 1 to 9999 in it."""
+    ts = check_int64(ts, "timestamp")
+    if timebase is not None and not FIRST_SECOND * timebase <= ts < END_SECOND * timebase:
+        raise InvalidArgument(timestamp_refusal(ts, timebase))
+    return ts
+
+
+def timestamp_refusal(ts: int, timebase: int) -> str:
+    """Why ``ts`` cannot be a time in ``timebase``, and the unit it looks like."""
+    unit = _UNITS.get(timebase, f"1/{timebase} s")
+    if ts < FIRST_SECOND * timebase:
+        return f"timestamp {ts} is before the year 1 in {unit}, this index's timebase"
+    why = f"timestamp {ts} is after the year 9999 in {unit}, this index's timebase"
+    for finer, name in _UNITS.items():
+        if finer > timebase and ts < END_SECOND * finer:
+            when = dt.datetime.fromtimestamp(ts // finer, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+            return (
+                f"{why}: it looks like {name} ({when}); send {unit} ({ts * timebase // finer}), or keep the "
+                f"index's times in {name} (create it with timebase {name})"
+                if name == "milliseconds"
+                else f"{why}: it looks like {name} ({when}); send {unit} ({ts * timebase // finer})"
+            )
+    return why
 
 
 def negate(score: int | float) -> int | float:

@@ -198,7 +198,7 @@ class WindowEditor:
 
     def expire(self, before: int) -> tuple[Window, ...]:
         """Delete every window (but all-time) that ends at or before ``before``, with its data."""
-        before = check_timestamp(before)
+        before = check_timestamp(before, self.txn.space.checked_timebase)
         directory = self.txn.directory()
         if directory is None:
             return ()

@@ -263,6 +263,8 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.EntriesResponse": "Ranked entries, and the window read.",
     "fdb_leaderboard.v1.EntriesResponse.window": "the window read (its type, start and end)",
     "fdb_leaderboard.v1.Entry": "One score of a record: its score, when it was made, and its context and group.",
+    "fdb_leaderboard.v1.Entry.timestamp": "In the index's timebase; absent in a write: now, the server's clock when "
+    "the write is applied.",
     "fdb_leaderboard.v1.ExpireAuditEventsRequest.before_us": "absent: older than the retention",
     "fdb_leaderboard.v1.ExpireAuditEventsRequest.max_events": "per transaction; 0: 1000; at most 1000",
     "fdb_leaderboard.v1.ExpireAuditEventsResponse.done": "false: the call's deadline came first; call again",

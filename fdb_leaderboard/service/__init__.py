@@ -11,6 +11,7 @@
 | ``convert.py`` | requests into index arguments (settings, window updates, maintenance policies) |
 | ``status.py`` | which status code answers which error |
 | ``catalog.py`` | the named indexes of a store and their maintenance policies; paused writes, captured changes |
+| ``recreate.py`` | creating an index that exists: differing options refused, named; the boards asked for added |
 | ``releases.py`` | the store's format record and each server process's report of its release and last sign of life |
 | ``upgrades.py`` | raising the stored formats: by an operator, or by the maintenance once every process reads them |
 | ``dumps.py`` | dumps of served indexes that catch up with their writes; restores published under a name |

@@ -60,6 +60,7 @@ from ..index.transaction import KnownMetadata
 from ..proto import index_pb2
 from ..store.api import Database, Transaction, WrappedDatabase, read_bounds, strinc
 from . import releases
+from .recreate import refuse_other_options
 
 ROOT = fdb.tuple.pack(("lb",))
 STAMPS_CHECK_SECONDS = 10.0  # how often a store below formats.CACHED_METADATA is read again
@@ -388,6 +389,8 @@ class Catalog:
         self.root = root
         self.audit = AuditTrail(root)
         self._open: dict[str, tuple[bytes, LeaderboardIndex]] = {}
+        # Told when an index's deletion leaves its latest timestamp's recompute to the maintenance.
+        self.latest_left: Callable[[], None] | None = None
         self._store_read = False  # the store's format was found readable (checked at the first open)
         self._stamps_kept = False
         self._stamps_checked = float("-inf")
@@ -444,8 +447,9 @@ class Catalog:
             stored = tr.get(self._key(name))
             if stored is not None:
                 entry = index_pb2.CatalogEntry.FromString(stored)
-                if IndexSettings.from_proto(entry.options) != settings:
-                    raise AlreadyExists(f"index {name!r} exists with other options")
+                stored_settings = IndexSettings.from_proto(entry.options)
+                if stored_settings != settings:
+                    raise refuse_other_options(name, stored_settings, settings)
                 return entry.prefix, None, entry.options.format
             prefix = self._new_prefix(tr)
             version = self.creation_format(tr, store)
@@ -495,6 +499,7 @@ class Catalog:
         index = LeaderboardIndex(checked, prefix, settings, version)
         index.timebase = timebase_scale(policy)
         index.audit, index.name = self.audit, name
+        index.on_latest_left = self._latest_left
 
         def entry_changed(entry: index_pb2.CatalogEntry) -> None:
             index.timebase = timebase_scale(entry.maintenance)
@@ -513,6 +518,10 @@ class Catalog:
         index.on_format_raised = raise_entry
         self._open[name] = (prefix, index)
         return index
+
+    def _latest_left(self) -> None:
+        if self.latest_left is not None:
+            self.latest_left()
 
     def forget(self, name: str) -> None:
         """Open ``name`` afresh next time (it was found stale)."""
@@ -599,6 +608,27 @@ class Catalog:
         kept = self._open.get(name)
         if kept is not None:
             kept[1].timebase = timebase_scale(maintenance)
+
+    def grow_maintenance(
+        self,
+        name: str,
+        grown: Callable[[index_pb2.MaintenancePolicy], index_pb2.MaintenancePolicy],
+        actor: str | None = None,
+    ) -> index_pb2.MaintenancePolicy | None:
+        """Replace the policy of index ``name`` with ``grown(policy)``, read and written in one
+        transaction; the new policy, or None when ``grown`` changed nothing (nothing written)."""
+        event = self.audit.event(actor or LOCAL_ACTOR, "SetMaintenancePolicy", name)
+        kept: list[index_pb2.MaintenancePolicy | None] = [None]
+
+        def change(tr: Transaction, entry: index_pb2.CatalogEntry) -> None:
+            policy = grown(entry.maintenance)
+            kept[0] = None if policy == entry.maintenance else policy
+            if kept[0] is not None:
+                entry.maintenance.CopyFrom(policy)
+                event.write(tr, policy=_policy_text(policy))
+
+        self._update(name, change)
+        return kept[0]
 
     def _update(self, name: str, change: Callable[[Transaction, index_pb2.CatalogEntry], None]) -> None:
         """Change the entry of index ``name`` in one transaction (NotFound if there is none)."""

@@ -31,10 +31,11 @@ from ..errors import FailedPrecondition, InvalidArgument, LeaderboardError, Rule
 from ..index import CheckReport, IfAbsent, IndexSettings, LeaderboardIndex, Operations, RankMode, ScanType, plan_ahead
 from ..index.audit import MAX_EVENTS as MAX_AUDIT_EVENTS
 from ..index.idempotency import DEFAULT_EXPIRY_BATCH
+from ..proto import index_pb2
 from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
 from ..store.api import call_deadline, read_bounds
-from . import convert, dumps
+from . import convert, dumps, recreate
 from .catalog import Catalog, StaleIndex, writes_paused
 from .settings import DEFAULT_MAX_PAGE
 from .status import Answer, cap_message, status_of
@@ -135,6 +136,11 @@ def _streamed(method: str, replies: Callable[[], Iterator[Any]]) -> Iterator[Any
         raise answer_for(exc, method) from exc
 
 
+def saved_before(written: int) -> str:
+    """What a load cut short kept: ``the record before it was saved``, ``the 3 records before it were saved``."""
+    return "the record before it was saved" if written == 1 else f"the {written} records before it were saved"
+
+
 def _key(request: Any) -> str | None:
     """A write request's idempotency key (None: the write is not keyed)."""
     return request.idempotency_key or None
@@ -191,7 +197,34 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         )
         all_time = request.all_time if request.HasField("all_time") else True
         _, added = self.catalog.create(request.name, settings, maintenance, all_time, windows, _actor(context))
-        return pb.CreateIndexResponse(created=added is not None, added=[wire.window_to_proto(w) for w in added or ()])
+        if added is None:  # it exists, with these options: the boards asked for join its policy
+            return pb.CreateIndexResponse(
+                created=False,
+                added=[wire.window_to_proto(w) for w in self._add_boards(request.name, request.maintenance, context)],
+            )
+        return pb.CreateIndexResponse(created=True, added=[wire.window_to_proto(w) for w in added])
+
+    def _add_boards(self, name: str, asked: pb.MaintenancePolicy, context: CallContext) -> list[Any]:
+        """Add the boards and regular windows of ``asked`` that index ``name`` lacks to its policy,
+        with their current windows (filled from stored scores by the server's maintenance)."""
+
+        def grown(stored: index_pb2.MaintenancePolicy) -> index_pb2.MaintenancePolicy:
+            merged = recreate.policy_with_asked(name, stored, asked)
+            return stored if merged == stored else convert.maintenance_from_proto(convert.maintenance_to_proto(merged))
+
+        policy = self.catalog.grow_maintenance(name, grown, _actor(context))
+        if policy is None:
+            return []
+        added = self._index(name).keep_ahead(
+            convert.policy_now(policy),
+            convert.regular_windows(policy),
+            policy.horizon,
+            policy.certain_within,
+            calendar=convert.calendar_periods(policy),
+            actor=_actor(context),
+        )
+        self._fill_soon(added)
+        return list(added)
 
     @_rpc
     def ListIndexes(self, request: pb.ListIndexesRequest, context: CallContext) -> pb.ListIndexesResponse:
@@ -445,7 +478,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             raise InvalidArgument("AddScore needs an entry")
         outcome = self._index(request.index).write_record(
             wire.items_to_tuple(request.pk),
-            [wire.entry_to_python(request.entry)],
+            [wire.written_entry_to_python(request.entry)],
             metadata=dict(request.metadata),
             idempotency_key=_key(request),
         )
@@ -453,7 +486,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def AddEntries(self, request: pb.AddEntriesRequest, context: CallContext) -> pb.WriteResponse:
-        entries = [wire.entry_to_python(entry) for entry in request.entries]
+        entries = [wire.written_entry_to_python(entry) for entry in request.entries]
         outcome = self._index(request.index).write_record(
             wire.items_to_tuple(request.pk), entries, idempotency_key=_key(request)
         )
@@ -461,7 +494,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def SaveRecord(self, request: pb.SaveRecordRequest, context: CallContext) -> pb.WriteResponse:
-        entries = [wire.entry_to_python(entry) for entry in request.entries]
+        entries = [wire.written_entry_to_python(entry) for entry in request.entries]
         outcome = self._index(request.index).write_record(
             wire.items_to_tuple(request.pk), entries, replace=True, idempotency_key=_key(request)
         )
@@ -520,7 +553,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             code = status_of(exc)
             if code is None or not written:
                 raise
-            raise Answer(code, f"{exc}; the {written} records before it were saved") from exc
+            raise Answer(code, f"{exc}; {saved_before(written)}") from exc
         # grpcio may report a cancel that comes while the handler waits for a message as the
         # stream's normal end (the cancel flag can follow the empty read): this line then stands
         # for both.
@@ -614,7 +647,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
                 trailing.append(("refused-record", str(position)))
                 message = f"record {position + 1} of the load refused: {message}"
             if written:
-                message = f"{message}; the {written} records before it were saved"
+                message = f"{message}; {saved_before(written)}"
             raise Answer(code, message, tuple(trailing)) from exc
 
     @_rpc
@@ -924,7 +957,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def ScoreTrim(self, request: pb.ScoreTrimRequest, context: CallContext) -> pb.ScoreTrimResponse:
-        kept = self._index(request.index).score_trim([wire.entry_to_python(entry) for entry in request.entries])
+        kept = self._index(request.index).score_trim([wire.written_entry_to_python(entry) for entry in request.entries])
         return pb.ScoreTrimResponse(entries=[wire.entry_to_proto(entry) for entry in kept])
 
     # -- the audit trail ------------------------------------------------------------------

@@ -143,6 +143,7 @@ class Server:
                 raise_formats=settings.raise_formats,
             )
             self.service.housekeeping = self.housekeeping
+            self.catalog.latest_left = self.housekeeping.wake
 
     def _count_reader_work(self, stats: dict[str, int], transactions: list[tuple]) -> None:
         """A reader process's store work for one call, added to this server's counters and metrics."""

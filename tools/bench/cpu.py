@@ -20,10 +20,11 @@ operations: ``submit`` (``add_score`` of a fresh score for a random record, time
 current day, as ``tools/bench.py`` submits), ``rank_all`` and ``rank_day`` (``rank`` of a
 random record: all-time; current daily window, among records with a value there),
 ``top_week`` (top 10 of the current weekly window) and ``around`` (5 above and 5 below a
-random record, all-time); and, when asked for (``--ops submit_limited``), ``submit_limited``:
-``submit`` with a ``max_per_window`` score rule set (too high to refuse anything), the path
-that checks the submission counters.  Each caller draws from its own generator, seeded by the round and
-the caller: the trees make the same calls.
+random record, all-time); and, only when named (``--ops``): ``submit_limited``, ``submit``
+with a ``max_per_window`` score rule set (too high to refuse anything), the path that checks
+the submission counters, and ``delete``, ``delete_record`` of a random record (its head and
+entries read, its values removed from every window).  Each caller draws from its own
+generator, seeded by the round and the caller: the trees make the same calls.
 
 Every measurement runs in a fresh worker process (this module run as ``python -m bench.cpu``,
 always from this checkout) whose ``PYTHONPATH`` puts one tree's ``fdb_leaderboard`` first:
@@ -32,8 +33,8 @@ temporary directory).  Each starts once the cluster's ``fdbserver`` processes ar
 again (the previous measurement's writes made durable, see :func:`settle`).  The trees take
 turns operation by operation, the first to go alternating between rounds, so a neighbour's
 burst of load falls on both alike; each row reports the median round and the range over rounds.
-Every tree must read and write the same key layout (the workers open the copies the controller
-loaded).
+Each tree's copy is loaded by that tree's library (a worker process too), so at the index format
+it writes; the trees must read and write the same key layout otherwise.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ from bench.timing import log
 from bench.trees import export
 
 OPERATIONS = ("submit", "rank_all", "rank_day", "top_week", "around")
-EXTRA_OPERATIONS = ("submit_limited",)  # measured only when named
+EXTRA_OPERATIONS = ("submit_limited", "delete")  # measured only when named
 TOOLS = Path(__file__).resolve().parent.parent
 INDEX_PREFIX = b"\x15\x7ecpu-bench"  # then the copy's number: one copy of the data per tree
 WARM_CALLS = 20
@@ -138,6 +139,8 @@ def operation_calls(index: Any, data: Any, op: str, seed: int) -> Callable[[rand
         return lambda rng: index.top(TOP_N, WEEKLY, NOW)
     if op == "around":
         return lambda rng: index.around((rng.randrange(records),), AROUND, AROUND)
+    if op == "delete":
+        return lambda rng: index.delete_record((rng.randrange(records),))
     raise ValueError(f"unknown operation {op!r}")
 
 
@@ -186,7 +189,11 @@ def run_operation(
 
 
 def worker_main(argv: Sequence[str]) -> None:
-    """``python -m bench.cpu STORE_URL COPY RECORDS SEED OP THREADS OPS``: one JSON line on stdout."""
+    """``python -m bench.cpu STORE_URL COPY RECORDS SEED OP THREADS OPS``: one JSON line on stdout;
+    ``python -m bench.cpu load STORE_URL COPY RECORDS``: load one copy."""
+    if argv[0] == "load":
+        load_copy(argv[1], int(argv[2]), int(argv[3]))
+        return
     import fdb_leaderboard
     from bench.data import make_data
     from fdb_leaderboard.index import LeaderboardIndex
@@ -231,25 +238,42 @@ def exported(revision: str | None) -> Iterator[Path | None]:
         yield Path(tmp)
 
 
-def load(url: str, records: int, copies: int) -> None:
-    """``copies`` fresh indexes (:func:`copy_prefix`) with the benchmark's windows and data."""
+def load(url: str, records: int, trees: Sequence[Path | None]) -> None:
+    """A fresh index (:func:`copy_prefix`) with the benchmark's windows and data per tree, each
+    created by that tree's library (so at the index format it writes)."""
+    drop(url)
+    for copy, tree in enumerate(trees):
+        started = time.perf_counter()
+        argv = [sys.executable, "-m", "bench.cpu", "load", url, str(copy), str(records)]
+        done = subprocess.run(argv, env=tree_env(tree), capture_output=True, text=True, cwd=str(TOOLS))
+        if done.returncode:
+            raise SystemExit(f"loading failed ({' '.join(argv)}):\n{done.stderr}")
+        log(f"copy {copy}: loaded {records:,} records into {url} in {time.perf_counter() - started:.1f} s")
+
+
+def load_copy(url: str, copy: int, records: int) -> None:
+    """Copy ``copy``: a fresh index with the benchmark's windows and ``records`` records."""
     from bench.data import bench_windows, make_data
     from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
     from fdb_leaderboard.index.directory import WindowUpdate
 
     data = make_data(records, 1000, 1)
-    drop(url)
     db = open_database_for(url)
     try:
-        for copy in range(copies):
-            started = time.perf_counter()
-            settings = IndexSettings(aggregation="BEST", high_score_first=True)
-            index = LeaderboardIndex.create(db, copy_prefix(copy), settings)
-            index.update_windows(WindowUpdate(high_score_first=True, windows=bench_windows()))
-            index.bulk_load((((pk,), [Entry(score, ts)]) for pk, (score, ts) in enumerate(data.records)), 500)
-            log(f"copy {copy}: loaded {records:,} records into {url} in {time.perf_counter() - started:.1f} s")
+        settings = IndexSettings(aggregation="BEST", high_score_first=True)
+        index = LeaderboardIndex.create(db, copy_prefix(copy), settings)
+        index.update_windows(WindowUpdate(high_score_first=True, windows=bench_windows()))
+        index.bulk_load((((pk,), [Entry(score, ts)]) for pk, (score, ts) in enumerate(data.records)), 500)
     finally:
         db.close()
+
+
+def tree_env(tree: Path | None) -> dict[str, str]:
+    """The environment of a worker process whose ``fdb_leaderboard`` is ``tree``'s (None: this checkout)."""
+    env = dict(os.environ)
+    paths = [str(TOOLS), str(tree if tree is not None else TOOLS.parent)]
+    env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
 
 
 def open_database_for(url: str) -> Any:
@@ -282,12 +306,9 @@ def drop(url: str) -> None:
 
 def measure(tree: Path | None, copy: int, args: argparse.Namespace, seed: int, op: str, threads: int) -> dict[str, Any]:
     """One worker process: ``op`` on copy ``copy`` with ``tree``'s library (None: this checkout)."""
-    env = dict(os.environ)
-    paths = [str(TOOLS), str(tree if tree is not None else TOOLS.parent)]
-    env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     argv = [sys.executable, "-m", "bench.cpu", args.store, str(copy), str(args.records), str(seed), op]
     argv += [str(threads), str(args.calls)]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=str(TOOLS))
+    done = subprocess.run(argv, env=tree_env(tree), capture_output=True, text=True, cwd=str(TOOLS))
     if done.returncode:
         raise SystemExit(f"worker failed ({' '.join(argv)}):\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -325,7 +346,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         if other is not None:
             trees.append((args.against, other))
         if not args.no_load:
-            load(args.store, args.records, len(trees))
+            load(args.store, args.records, [tree for _, tree in trees])
         pids = cluster_pids(args.store)
         try:
             for round_number in range(args.rounds):

@@ -2,7 +2,8 @@
 
 :class:`ServerProcess` runs the product's ``Server`` over a store URL in a spawned process on a
 free local port (so the client side is timed in this process, the server in its own, as a
-deployment would run them).  :class:`RedisServer` runs Debian's ``redis-server`` on a free local
+deployment would run them), without its background maintenance (the benchmark's calls do what
+it would).  :class:`RedisServer` runs Debian's ``redis-server`` on a free local
 port in a temporary directory with the persistence options given.
 """
 
@@ -27,10 +28,13 @@ except ModuleNotFoundError:
 
 
 def _serve(store_url: str, conn: Connection) -> None:
-    """Child process: run the product's Server until told to stop."""
-    from fdb_leaderboard.service import Server
+    """Child process: run the product's Server until told to stop.
 
-    server = Server(store_url, "127.0.0.1:0").start()
+    Its background maintenance is off: it would fill the windows the benchmark adds (and fills
+    through Fill RPCs, to time them) at the same time, and take CPU from the calls timed."""
+    from fdb_leaderboard.service import Server, ServerSettings
+
+    server = Server(store_url, "127.0.0.1:0", settings=ServerSettings(maintain_every=0)).start()
     conn.send(server.address)
     conn.recv()
     server.stop(grace=5)

@@ -142,14 +142,21 @@ function windowLabel(type, windows) {
   return `Type ${type}`;
 }
 
-// The board's time zone: its calendar's, or (for windows of fixed length) the reader's own.
+// One time zone per board, stated once (on its dates line), in which its dates and its rows'
+// times are shown: its calendar's; for the all-time board or windows of fixed length, the one
+// the index's calendar boards share, else the reader's own.
 function zoneOf(type) {
   const calendar = calendarOf(type);
-  return (calendar && calendar.timezone) || Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+  if (calendar) return calendar.timezone || "UTC";
+  const zones = [...new Set(((info && info.maintenance && info.maintenance.calendar) || []).map((c) => c.timezone || "UTC"))];
+  return zones.length === 1 ? zones[0] : Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
 }
 
 function windowText(window, withZone = true) {
-  if (!window || window.type === 0) return "every score ever submitted";
+  if (!window || window.type === 0) {
+    const type = window ? window.type : state.type;
+    return withZone ? `every score ever submitted (times in ${zoneOf(type || 0)})` : "every score ever submitted";
+  }
   const zone = zoneOf(window.type);
   const unit = timeUnit();
   const start = new Date(Number(window.start) * unit);
@@ -165,18 +172,43 @@ function windowText(window, withZone = true) {
 }
 
 // The period picker: the current window, then the earlier windows of the type, latest first
-// (all of them, by date, while the current one is unknown: none holds the server's clock).
+// (all of them, by date, while the current one is unknown: none holds the server's clock).  Only
+// the window that ends where the current one starts is "Yesterday" (or "Last week"...): an older
+// one is named by its dates.
 function fillPeriods() {
   const select = $("period");
   $("period-choice").hidden = state.type === 0 || state.type === null;
-  if ($("period-choice").hidden) return;
-  const label = $("window").selectedOptions[0] ? $("window").selectedOptions[0].textContent : "Current";
+  if ($("period-choice").hidden) {
+    showTitle();
+    return;
+  }
+  const label = boardLabel();
   const ofType = windows.filter((w) => w.type === state.type).sort((a, b) => Number(b.start) - Number(a.start));
   const past = currentStart === null ? ofType : ofType.filter((w) => Number(w.start) < currentStart);
-  const name = (w, i) => (i === 0 && currentStart !== null && PREVIOUS[label] ? PREVIOUS[label] : windowText(w, false));
-  select.replaceChildren(new Option(label, ""), ...past.map((w, i) => new Option(name(w, i), String(w.start))));
+  const name = (w) => (currentStart !== null && Number(w.end) === currentStart && PREVIOUS[label] ? PREVIOUS[label] : windowText(w, false));
+  select.replaceChildren(new Option(label, ""), ...past.map((w) => new Option(name(w), String(w.start))));
   select.value = state.at;
-  if (select.value !== state.at) select.value = "";  // a window no longer listed (expired): still shown as asked
+  if (select.value !== state.at) {  // a window no longer listed (expired): still shown as asked
+    select.value = "";
+  }
+  showTitle();
+}
+
+function boardLabel() {
+  return $("window").selectedOptions[0] ? $("window").selectedOptions[0].textContent : "Current";
+}
+
+// The board's title names the period shown: the board's ("Today") for the current window, the
+// picker's name of a past one ("Yesterday", or its dates).
+function showTitle() {
+  if (state.type === null) return;
+  const picked = state.at && $("period").selectedOptions[0] && $("period").value === state.at;
+  let title = boardLabel();
+  if (state.at) {
+    const past = windows.find((w) => w.type === state.type && String(w.start) === state.at);
+    title = picked ? $("period").selectedOptions[0].textContent : past ? windowText(past, false) : `From ${state.at}`;
+  }
+  $("board-title").textContent = title;
 }
 
 // Movement: each row's rank in the window before the one shown (the one holding its start minus
@@ -226,10 +258,12 @@ function displayName(entry) {
   return (entry.metadata && entry.metadata[DISPLAY_FIELD]) || "";
 }
 
+// A row's time, in the board's one time zone (named once, on its dates line).
 function whenText(ts) {
   const t = Number(ts) * timeUnit();
-  if (t >= 1e12 && t < 1e14) return new Date(t).toLocaleString();
-  return String(ts);
+  if (t < 1e12 || t >= 1e14) return String(ts);
+  const options = { timeZone: zoneOf(state.type || 0), year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit" };
+  return new Date(t).toLocaleString(undefined, options);
 }
 
 function rankText(rank) {
@@ -454,7 +488,8 @@ async function loadWindows() {
   select.replaceChildren(...types.map((type) => new Option(windowLabel(type, listing.windows), String(type))));
   if (!types.includes(state.type)) state.type = types.length ? types[0] : null;
   select.value = String(state.type);
-  $("board-title").textContent = state.type === null ? "No windows yet" : select.selectedOptions[0].textContent;
+  if (state.type === null) $("board-title").textContent = "No windows yet";
+  else showTitle();
   if (state.type === null) {
     setStatus("no windows: nothing to show");
     showError(`Index ${state.index} has no windows, so no board to show. Add some: ` +
@@ -530,7 +565,7 @@ $("window").addEventListener("change", async () => {
   state.type = Number($("window").value);
   state.at = "";
   currentStart = null;
-  $("board-title").textContent = $("window").selectedOptions[0].textContent;
+  showTitle();
   await loadGroups();
   writeHash();
   subscribe();
