@@ -118,7 +118,11 @@ class Model:
         self.windows: dict[tuple[int, int, int], bool] | None = None  # window -> filling; None: no directory
         self.directory_hsf: bool | None = None
         self.sub_hsf: dict[tuple, bool] = {}
-        self.latest: int | None = None  # the latest timestamp ever written
+        # The latest timestamp of the scores held: a deletion of the entry holding it finds it
+        # again among those left (index format 4; ``recomputes_latest=False``: as before, the
+        # latest ever written).
+        self.latest: int | None = None
+        self.recomputes_latest = True
         self.trimmed_before: int | None = None
         self.hidden: set[tuple] = set()  # records hidden from every board
         self.dropped: set[tuple[tuple, int]] = set()  # (pk, seq) of entries a trim dropped
@@ -148,13 +152,26 @@ class Model:
         self.dropped = {(p, seq) for p, seq in self.dropped if p != pk}
         self.add(pk, entries)
 
+    def _held(self, pk: tuple) -> list[MEntry]:
+        """The record's entries the index holds (those a trim did not drop)."""
+        return [e for e in self.records.get(pk, []) if (pk, e.seq) not in self.dropped]
+
+    def _removed(self, timestamps: list[int]) -> None:
+        """Held entries at ``timestamps`` went: if one was at the latest, it is found again."""
+        if not self.recomputes_latest or not timestamps or self.latest is None or max(timestamps) < self.latest:
+            return
+        self.latest = max((e.ts for pk in self.records for e in self._held(pk)), default=None)
+
     def delete(self, pk: tuple) -> bool:
         self._boards.clear()
+        removed = [e.ts for e in self._held(pk)]
         self.next_seq.pop(pk, None)
         self.hidden.discard(pk)
         self.minutes.pop(pk, None)
         self.dropped = {(p, seq) for p, seq in self.dropped if p != pk}
-        return self.records.pop(pk, None) is not None
+        existed = self.records.pop(pk, None) is not None
+        self._removed(removed)
+        return existed
 
     # -- score rules -------------------------------------------------------------------------
 
@@ -192,11 +209,14 @@ class Model:
 
     def snapshot(self) -> dict:
         """The state a refused batch goes back to."""
-        return copy.deepcopy({"records": self.records, "next_seq": self.next_seq, "minutes": self.minutes})
+        return copy.deepcopy(
+            {"records": self.records, "next_seq": self.next_seq, "minutes": self.minutes, "latest": self.latest}
+        )
 
     def rollback(self, state: dict) -> None:
         self._boards.clear()
         self.records, self.next_seq, self.minutes = state["records"], state["next_seq"], state["minutes"]
+        self.latest = state["latest"]
 
     # -- hiding and deleting many records ----------------------------------------------------
 
@@ -231,18 +251,25 @@ class Model:
         changed, records deleted, entries deleted), as the index counts them (what it holds)."""
         group = tuple(group)
         changed = deleted = removed = 0
+        gone: list[int] = []
+        recomputes, self.recomputes_latest = self.recomputes_latest, False  # once, after them all
         for pk in list(self.records):
             entries = self.records[pk]
             had = self._has(pk, group)
             left = any(self._has(pk, other) for other in {e.group for e in entries} - {group})
-            removed += sum(1 for e in entries if e.group == group and (pk, e.seq) not in self.dropped)
+            doomed = [e.ts for e in self._held(pk) if e.group == group]
+            removed += len(doomed)
             changed += had
+            if had:
+                gone += doomed
             if had and not left:
                 deleted += 1
                 self.delete(pk)
             elif any(e.group == group for e in entries):
                 self.records[pk] = [e for e in entries if e.group != group]
                 self._boards.clear()
+        self.recomputes_latest = recomputes
+        self._removed(gone)
         return changed, deleted, removed
 
     def delete_all(self) -> tuple[int, int]:
