@@ -22,6 +22,9 @@
 | ``S + (13, lb_key, 1, tier, cohort, stored score, ts, context..., pk...)`` | ``b""``: a cohort's ranked records |
 | ``S + (13, lb_key, 2, tier)`` | ``(cohort, members)`` packed: the tier's newest cohort and how many joined it |
 | ``S + (14, pk)`` | leagues: ``(lb_key, tier, cohort)`` packed, the record's latest window of the league type |
+| ``B = S + (15, lb_key)`` | a build from sorted data (``build.py``): the token of the process building the window |
+| ``B + (pk, 0)`` | ``b""``: a record written while the window was built (the build redoes its value there) |
+| ``B + (pk, 1, group, element)`` | ``b""``: a value the build may hold for a record that lost it (deleted) |
 
 The hidden B-tree is the primary B-tree's twin for hidden records' values: no ranked set counts
 them, no read lists them (see ``hiding.py``).
@@ -59,6 +62,7 @@ class IndexLayout:
         "hidden_values",
         "leagues",
         "league_records",
+        "builds",
     )
 
     def __init__(self, prefix: bytes) -> None:
@@ -78,6 +82,7 @@ class IndexLayout:
         self.hidden_values = prefix + tuples.pack((12,))
         self.leagues = prefix + tuples.pack((13,))
         self.league_records = prefix + tuples.pack((14,))
+        self.builds = prefix + tuples.pack((15,))
 
     # records
     def head_key(self, pk_nested: bytes) -> bytes:
@@ -162,14 +167,27 @@ class IndexLayout:
         """Where a window's hidden records' values live."""
         return self.hidden_values + lb_key_bytes
 
+    # builds from sorted data (build.py)
+    def build_token_key(self, lb_key_bytes: bytes) -> bytes:
+        return self.builds + lb_key_bytes
+
+    def rewrite_key(self, lb_key_bytes: bytes, pk_nested: bytes) -> bytes:
+        """A record to redo in a window being built: written meanwhile."""
+        return self.builds + lb_key_bytes + pk_nested + b"\x14"  # (…, pk, 0)
+
+    def lost_value_key(self, lb_key_bytes: bytes, pk_nested: bytes, group_bytes: bytes, element: bytes) -> bytes:
+        """A value a window being built may hold for a record whose head lost it."""
+        return self.builds + lb_key_bytes + pk_nested + tuples.pack((1, group_bytes, element))
+
     def window_ranges(self, lb_key_bytes: bytes) -> list[tuple[bytes, bytes]]:
-        """Every key range holding a window's data (primary and hidden entries, ranked sets)."""
+        """Every key range holding a window's data (primary and hidden entries, ranked sets, a build's notes)."""
         starts = (
             self.window_primary(lb_key_bytes),
             self.window_secondary(lb_key_bytes),
             self.window_dense(lb_key_bytes),
             self.window_hidden(lb_key_bytes),
             self.window_leagues(lb_key_bytes),
+            self.build_token_key(lb_key_bytes),
         )
         return [(start, strinc(start)) for start in starts]
 

@@ -23,11 +23,12 @@ from typing import Any, TypeVar
 
 from ..errors import AlreadyExists, FailedPrecondition, InvalidArgument, LeaderboardError, NotFound, NoWindowsWarning
 from ..proto import index_pb2
-from ..store.api import Database, Transaction
+from ..store.api import Database, Transaction, strinc
 from . import compat, leagues, pages, social
 from . import movement as moves
 from . import tuplecodec as tuples
 from .audit import AuditTrail, JobEvents, PendingEvent, expire_in_batches
+from .build import SCAN_ENTRIES, SCAN_RECORDS, BuildLost, WindowsBuild
 from .calendar import CalendarPeriods
 from .checker import CheckReport, check_index
 from .columns import is_score_key
@@ -43,9 +44,9 @@ from .records import Entry, RecordWriter
 from .rules import ScoreRules
 from .settings import IndexSettings
 from .space import IndexSpace
-from .transaction import FillState, IndexTransaction
+from .transaction import FillState, IndexTransaction, RecordKey
 from .trim import Trimmer
-from .values import check_at_least, check_timestamp, normalize_score
+from .values import check_at_least, check_pk, check_timestamp, normalize_score
 from .windows import WindowEditor, WindowUpdateResult, plan_ahead
 
 T = TypeVar("T")
@@ -76,9 +77,9 @@ def check_scan_arguments(scan_type: ScanType, arguments: dict[str, Any]) -> None
         raise InvalidArgument(f"a {scan_type.name} scan does not use {name} (given {shown}): {why}")
 
 
-# A bulk load holds the windows whose ranked sets it builds at its end this long at a time (renewed
-# while it runs): the server's background fill leaves them alone, and takes over if the load died.
-LOAD_HOLD_SECONDS = 120
+# A fill builds its windows from sorted data (build.py) when the index holds at least this many
+# records: below, its bounded steps cost less than a build's start and its sort.
+BUILD_RECORDS = 2000
 
 NO_WINDOWS = (
     "the index has no windows yet: the score is stored but ranked in no window until a window update "
@@ -358,20 +359,46 @@ class LeaderboardIndex(IndexSpace):
         def arguments(ops: Operations) -> tuple:
             return replace, tuple((ops.txn.pk(pk).pk, self._entry_arguments(entries)) for pk, entries in records)
 
-        def write(ops: Operations) -> None:
-            # The keys are checked first so the records' heads are read together (one round trip).
-            keys = []
-            for position, (pk, _) in enumerate(records):
-                with _refused_at(position):
-                    keys.append(ops.txn.pk(pk))
-            ops.txn.prefetch(heads=[key.nested for key in keys])
-            ops.writer.limited = limited
-            save = ops.writer.save_record if replace else ops.writer.add_entries
-            for position, (key, (_, entries)) in enumerate(zip(keys, records, strict=True)):
-                with _refused_at(position):
-                    save(key, entries)
+        self._write_batch(records, replace, idempotency_key, limited)
 
-        self.run_once(idempotency_key, "WriteBatch", arguments, write, lambda _: (), lambda _: None)
+    def _write_batch(
+        self,
+        records: Sequence[tuple[object, Sequence[Entry]]],
+        replace: bool,
+        idempotency_key: str | None,
+        limited: bool,
+        build: WindowsBuild | None = None,
+    ) -> list[tuple[int, bytes, bytes, bytes, bool]] | None:
+        """:meth:`write_batch`, within ``build`` if given: returns the values its windows were
+        handed, or None when the batch was applied before (``idempotency_key``)."""
+
+        def arguments(ops: Operations) -> tuple:
+            return replace, tuple((ops.txn.pk(pk).pk, self._entry_arguments(entries)) for pk, entries in records)
+
+        def write(ops: Operations) -> list[tuple[int, bytes, bytes, bytes, bool]]:
+            if build is not None:
+                build.prepare(ops)
+            # The keys are checked first so the records' heads are read together (one round trip).
+            txn, writer = ops.txn, ops.writer
+            keys: list[RecordKey] = []
+            with _refused_at(lambda: len(keys)):
+                for pk, _ in records:
+                    keys.append(txn.pk(pk))
+            txn.prefetch(heads=[key.nested for key in keys])
+            writer.limited = limited
+            save = writer.save_record if replace else writer.add_entries
+            # A new record with one entry, written beyond the limits (a load's), takes the short way.
+            short = replace and not limited and self.settings.leagues is None
+            position = 0
+            with _refused_at(lambda: position):
+                for position, (key, (_, entries)) in enumerate(zip(keys, records, strict=True)):  # noqa: B007
+                    if short and type(entries) in (list, tuple) and len(entries) == 1 and txn.head_absent(key.nested):
+                        writer.save_new(key, entries[0])
+                    else:
+                        save(key, entries)
+            return txn.emitted
+
+        return self.run_once(idempotency_key, "WriteBatch", arguments, write, lambda _: (), lambda _: None)
 
     def bulk_load(
         self,
@@ -393,21 +420,20 @@ class LeaderboardIndex(IndexSpace):
         ``key#n``: a load sent again with the same key, records and ``batch_size`` saves only
         the batches not saved before (and refuses, ALREADY_EXISTS, a batch that differs).
 
-        With ``defer_ranks``, windows that hold no value when the first transaction starts are
-        built the way a fill builds a new window: the load writes their primary B-trees only,
-        and their ranked sets are then built in key order (appending, about one write per
-        entry instead of a skip-list insert per entry).  Until that ends those windows raise
-        WindowNotReady on reads, as filling windows do.  If a record is refused (or the store
-        fails), the transactions before it stay saved and those windows are still built before
-        the error is raised; if the process dies midway, ``fill()`` finishes them.  Windows
-        holding values are kept up to date entry by entry, as by any write.  The deferred ranked
-        sets are built in fill steps of ``batch_size`` records and ``max_entries`` entries.
+        With ``defer_ranks``, the windows that hold no value when the first transaction starts
+        (but a league's) are built from sorted data (``build.py``): the load hands their values
+        to a build, which writes each window's B-tree entries and ranked sets once, in key
+        order, after the last record.  Until then those windows raise WindowNotReady on reads,
+        as filling windows do, and writes made meanwhile are redone at the end.  If a record is
+        refused (or the store fails), the transactions before it stay saved and those windows
+        are still built before the error is raised; if the process dies midway, a fill starts
+        them over once the build's hold runs out.  Windows holding values are kept up to date
+        entry by entry, as by any write.  ``max_entries`` is no longer used.
         """
         check_at_least(batch_size, 1, "batch_size")
         if idempotency_key is not None:
             check_key(idempotency_key)
-        deferred: tuple[Window, ...] = ()
-        held_until = 0.0
+        build: WindowsBuild | None = None
         written = 0
         started = None if actor is None else self._event(actor, "BulkLoad")
         if started is not None:
@@ -415,28 +441,42 @@ class LeaderboardIndex(IndexSpace):
         completed = False
         try:
             for number, batch in enumerate(batches(records, batch_size)):
-                if defer_ranks and not deferred:
-                    held_until = self.clock() + LOAD_HOLD_SECONDS
-                    until = int(held_until)
-                    deferred = self.run(lambda ops, until=until: ops.filler.defer_ranks_of_empty_windows(until))
+                if defer_ranks:
+                    build = WindowsBuild.start(self, lambda ops: ops.filler.empty_windows(), from_records=False)
                     defer_ranks = False
-                elif deferred and self.clock() > held_until - LOAD_HOLD_SECONDS / 2:
-                    held_until = self.clock() + LOAD_HOLD_SECONDS
-                    windows, until = deferred, int(held_until)
-                    self.run(lambda ops, windows=windows, until=until: ops.filler.hold(windows, until))
                 key = None if idempotency_key is None else batch_key(idempotency_key, number)
-                self.write_batch(batch, idempotency_key=key, limited=False)
+                self._load_batch(batch, key, build)
                 written += len(batch)
                 if progress:
                     progress(written)
             completed = True
-        finally:  # also after a refused record: the deferred windows must not stay filling
-            if deferred:
-                self.fill(max_records=batch_size, max_entries=max_entries, actor=actor)
+        finally:  # also after a refused record: the windows built must not stay filling
+            if build is not None:
+                with contextlib.suppress(BuildLost):  # taken over: filled again by whoever took them
+                    build.finish()
             if started is not None:
                 ended, phase = started.next(), "finished" if completed else "stopped"
                 self.db.run(lambda tr: ended.write(tr, phase=phase, records_written=written))
         return written
+
+    def _load_batch(
+        self, batch: Sequence[tuple[object, Sequence[Entry]]], key: str | None, build: WindowsBuild | None
+    ) -> None:
+        """One transaction of a bulk load, its values in ``build``'s windows handed to it."""
+        if build is not None and not build.lost:
+            try:
+                emitted = self._write_batch(batch, True, key, False, build)
+            except BuildLost:
+                pass  # written as any write would, below
+            else:
+                if emitted is None:  # saved before (sent again): the heads hold what it wrote
+                    nested = [tuples.pack_nested(*_pk_packed(pk)) for pk, _ in batch]
+                    heads = self.read(lambda ops: _heads(ops, nested))
+                    build.take_heads((pk, head) for pk, head in zip(nested, heads, strict=True) if head is not None)
+                else:
+                    build.take(emitted)
+                return
+        self._write_batch(batch, True, key, False)
 
     def set_metadata(
         self,
@@ -539,20 +579,65 @@ class LeaderboardIndex(IndexSpace):
         max_entries: int = 20_000,
         progress: Callable[[FillProgress], None] | None = None,
         actor: str | None = None,
+        respect_holds: bool = False,
     ) -> int:
-        """Fill every window being filled, batch by batch, until done; returns records processed.
+        """Fill every window being filled until done; returns records processed.
 
-        Each batch is its own transaction and records its position in the store, so an
-        interrupted fill resumes where it stopped, from any process.
+        When the index holds many records, the windows are built from sorted data
+        (``build.py``: their entries and ranked sets written once, in key order); otherwise, or
+        for what a build leaves (a league's windows), in bounded steps of ``max_records``
+        records and ``max_entries`` entries.  Either way each transaction is bounded, and the
+        work survives the process: a step's position is stored, and a build's windows are
+        started over by a later fill if its process dies.  ``respect_holds``: leave alone the
+        windows a running bulk load holds (``done`` then means nothing is left it may do).
         """
-        total = 0
+        total = self._build_fill(progress, actor) if self._many_records() else 0
         while True:
-            step = self.fill_step(max_records, max_entries, actor=actor)
+            step = self.fill_step(max_records, max_entries, respect_holds, actor=actor)
             total += step.records_processed
             if progress:
                 progress(step)
             if step.done:
                 return total
+
+    def _many_records(self) -> bool:
+        """Whether the index holds at least BUILD_RECORDS records (one bounded read)."""
+        records = self.layout.records
+        return len(self.read(lambda ops: ops.tr.get_range(records, strinc(records), BUILD_RECORDS))) >= BUILD_RECORDS
+
+    def _build_fill(self, progress: Callable[[FillProgress], None] | None, actor: str | None) -> int:
+        """Build the filling windows no one holds from sorted data; returns the records read."""
+        now = int(self.clock())
+        build = WindowsBuild.start(self, lambda ops: ops.filler.unheld_windows(now), from_records=True)
+        if build is None:
+            return 0
+        windows = list(build.windows.values())
+        event = self._event(actor, "FillWindows")
+        processed = 0
+        try:
+            done = False
+            while not done:
+
+                def step(ops: Operations) -> tuple[int, bool, list]:
+                    build.prepare(ops)
+                    return (*ops.filler.build_step(windows, SCAN_RECORDS, SCAN_ENTRIES), ops.txn.emitted)
+
+                count, done, emitted = self.run(step)
+                build.take(emitted)
+                processed += count
+                build.counts.records = processed
+                if progress:
+                    progress(FillProgress(False, count, tuple((w, None) for w in windows)))
+            build.finish()
+        except BuildLost:
+            return processed  # another process took the windows over, and fills them
+        finally:
+            build.close()
+        if event is not None:
+            self.db.run(lambda tr: event.write(tr, phase="finished", completed=_windows(windows)))
+        if progress:
+            progress(FillProgress(True, 0, tuple((w, None) for w in windows), build.counts.entries))
+        return processed
 
     def keep_ahead(
         self,
@@ -1110,12 +1195,12 @@ class LeaderboardIndex(IndexSpace):
 
 
 @contextlib.contextmanager
-def _refused_at(position: int) -> Iterator[None]:
-    """Note on a refusal which record of a batch it was (``record_position``)."""
+def _refused_at(position: Callable[[], int]) -> Iterator[None]:
+    """Note on a refusal which record of a batch it was (``record_position``: ``position()``)."""
     try:
         yield
     except LeaderboardError as exc:
-        exc.record_position = position  # type: ignore[attr-defined]
+        exc.record_position = position()  # type: ignore[attr-defined]
         raise
 
 
@@ -1136,3 +1221,14 @@ def _deletion_totals(progress: DeletionProgress) -> dict[str, object]:
         "records_deleted": progress.records_deleted,
         "entries_deleted": progress.entries_deleted,
     }
+
+
+def _pk_packed(pk: object) -> tuple[tuple, bytes]:
+    """A checked pk and its flat packing, for :func:`tuplecodec.pack_nested`."""
+    checked = check_pk(pk)
+    return checked, tuples.pack(checked)
+
+
+def _heads(ops: Operations, nested: Sequence[bytes]) -> list[index_pb2.RecordHead | None]:
+    ops.txn.prefetch(heads=nested)
+    return [ops.txn.read_head(pk) for pk in nested]

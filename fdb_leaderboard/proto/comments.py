@@ -47,6 +47,10 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.FillCursor.records_done": "phase 2 has begun: writes keep the primary B-tree of every record",
     "fdb_leaderboard.FillCursor.records_processed": "phase 1: records done so far (progress reports)",
     "fdb_leaderboard.FillCursor.records_through": "phase 1: last record key (pk, nested) done; empty: none yet",
+    "fdb_leaderboard.FillCursor.sorted_build": "A build from sorted data owns the window (index/build.py): writes "
+    "leave its values alone and note each record they change for the build "
+    "to redo; its hold is then renewed while the building process lives, "
+    "and a fill finding the hold run out starts the window over.",
     "fdb_leaderboard.HiddenRecord": "Stored at S + (11, pk) while the record is hidden: who hid it, when and why.",
     "fdb_leaderboard.HiddenRecord.actor": "the token's name of whoever hid it (empty: not known)",
     "fdb_leaderboard.HiddenRecord.hidden_at": "Unix seconds",

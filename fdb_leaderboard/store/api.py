@@ -71,6 +71,10 @@ class ReadOnlyTransaction(StoreError):
     """A write was attempted in a transaction opened with ``Database.read``."""
 
 
+class FenceMoved(StoreError):
+    """Writes guarded by a fence key found it changed: another process took over their data."""
+
+
 class StoreUnavailable(StoreError):
     """The backend cannot be used here (missing client library, unreachable cluster...)."""
 
@@ -317,6 +321,11 @@ class Transaction(ReadView):
     @abc.abstractmethod
     def set(self, key: bytes, value: bytes) -> None: ...
 
+    def set_many(self, pairs: Sequence[KeyValue]) -> None:
+        """``set`` each ``(key, value)`` in turn (in one call where the backend can)."""
+        for key, value in pairs:
+            self.set(key, value)
+
     @abc.abstractmethod
     def clear(self, key: bytes) -> None: ...
 
@@ -350,6 +359,69 @@ class Transaction(ReadView):
             self.add_read_conflict_range(begin, end)
 
 
+class BlindWrites:
+    """Sets that read nothing, committed in bounded transactions of their own, in any order.
+
+    For data no one reads until it is complete (a window built from sorted data): each ``set``
+    joins the current chunk, and a chunk of about ``chunk_bytes`` is committed as one
+    transaction.  Writes of absolute values are idempotent, so a chunk whose commit failed or
+    whose outcome is unknown is simply written again.  This one commits each chunk through
+    ``db.run`` before taking the next (the embedded store commits one transaction at a time
+    anyway); FoundationDB's keeps several chunks in flight.  :meth:`flush` returns once every
+    chunk given so far is committed; an error of any chunk is raised by the call that meets it.
+
+    With ``fence`` ``(key, value)``, each chunk's transaction first reads ``key`` and commits only
+    if it holds ``value``, else raises FenceMoved: the owner of data kept under a lease stops
+    writing it as soon as another process has taken over (changed the key), however late it is.
+    """
+
+    def __init__(self, db: Database, chunk_bytes: int, fence: tuple[bytes, bytes] | None = None) -> None:
+        self.db = db
+        self.chunk_bytes = chunk_bytes
+        self.fence = fence
+        self._chunk: list[KeyValue] = []
+        self._size = 0
+        self.keys = 0  # keys written (committed or in flight)
+        self.bytes = 0
+
+    def set(self, key: bytes, value: bytes) -> None:
+        self._chunk.append((key, value))
+        self._size += len(key) + len(value)
+        if self._size >= self.chunk_bytes:
+            self._send()
+
+    def _send(self) -> None:
+        chunk, self._chunk = self._chunk, []
+        self.keys += len(chunk)
+        self.bytes += self._size
+        self._size = 0
+        if chunk:
+            self._commit(chunk)
+
+    def _commit(self, chunk: list[KeyValue]) -> None:
+        def write(tr: Transaction) -> None:
+            if self.fence is not None:
+                self.check_fence(tr.get(self.fence[0]))
+            tr.set_many(chunk)
+
+        self.db.run(write)
+
+    def check_fence(self, found: bytes | None) -> None:
+        if self.fence is not None and found != self.fence[1]:
+            raise FenceMoved("another process took over the data these writes build (their fence key changed)")
+
+    def flush(self) -> None:
+        """Commit what was written so far and wait until every chunk is committed."""
+        self._send()
+
+    def __enter__(self) -> BlindWrites:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is None:
+            self.flush()
+
+
 class Database(abc.ABC):
     """A store opened by :func:`fdb_leaderboard.store.open_database`."""
 
@@ -378,6 +450,11 @@ class Database(abc.ABC):
         """A block whose ``run`` calls (made by this thread) commit together as it ends, where
         ``commits_together`` says the store can; elsewhere each commits on its own, as always."""
         return contextlib.nullcontext()
+
+    def blind_writes(self, fence: tuple[bytes, bytes] | None = None) -> BlindWrites:
+        """Sets committed in bounded transactions of the store's best size, as many in flight as
+        it takes, guarded by ``fence`` if given (see :class:`BlindWrites`)."""
+        return BlindWrites(self, 1 << 20, fence)
 
     def __enter__(self) -> Database:
         return self
@@ -419,6 +496,9 @@ class WrappedDatabase(Database):
 
     def commit_together(self) -> contextlib.AbstractContextManager[None]:
         return self.inner.commit_together()
+
+    def blind_writes(self, fence: tuple[bytes, bytes] | None = None) -> BlindWrites:
+        return self.inner.blind_writes(fence)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

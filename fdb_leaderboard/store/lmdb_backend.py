@@ -339,6 +339,24 @@ class LmdbTransaction(Transaction):
         if self._log is not None:
             self._log.append((redo.SET, key, value))
 
+    def set_many(self, pairs: Sequence[KeyValue]) -> None:
+        # One C call for the lot (py-lmdb's putmulti): a Python call per key costs more than LMDB's put.
+        keys = sum(len(key) for key, _ in pairs)
+        values = sum(len(value) for _, value in pairs)
+        if (
+            not self._writable
+            or self._written + keys + values > MAX_TRANSACTION_BYTES
+            or max((len(value) for _, value in pairs), default=0) > MAX_VALUE_SIZE
+            or not all(0 < len(key) <= _LMDB_MAX_KEY for key, _ in pairs)
+        ):
+            super().set_many(pairs)  # raises the error set() gives, on the pair that has it
+            return
+        self._written += keys + values
+        self._writes += len(pairs)
+        self._cursor.putmulti(pairs)
+        if self._log is not None:
+            self._log.extend((redo.SET, key, value) for key, value in pairs)
+
     def clear(self, key: bytes) -> None:
         if not key or len(key) > _LMDB_MAX_KEY:
             # No such key can be stored here, so there is nothing to clear; FoundationDB likewise
