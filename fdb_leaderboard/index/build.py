@@ -33,7 +33,7 @@ import dataclasses
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import FailedPrecondition
 from ..proto import index_pb2
@@ -44,8 +44,9 @@ from .directory import Window
 from .external_sort import MEMORY_ITEMS, ExternalSort
 from .layout import score_prefix
 
-if TYPE_CHECKING:
-    from .leaderboard import LeaderboardIndex, Operations
+# The index and its Operations, which import this module: typed loosely here.
+LeaderboardIndex = Any
+Operations = Any
 
 # A build's windows are held this long at a time; the hold is renewed every RENEW_SECONDS while
 # its process lives, so another process takes them over only from a build that died.
@@ -105,9 +106,10 @@ class WindowsBuild:
         memory_items: int = MEMORY_ITEMS,
     ) -> WindowsBuild | None:
         """Take the windows ``choose(ops)`` picks (None if it picks none), in one transaction:
-        each is cleared, marked filling and held by the build.  ``from_records``: the build reads
-        the stored records (a fill), so writes note only the records it has read; otherwise
-        (a load, a restore) every record written from now on is noted."""
+        each is marked filling and held by the build.  ``from_records``: the build reads the
+        stored records (a fill), so the windows are cleared first and writes note only the
+        records it has read; otherwise (a load into windows holding no value, a restore's
+        windows) every record written from now on is noted."""
         token = os.urandom(16)
         layout = index.layout
 
@@ -118,7 +120,8 @@ class WindowsBuild:
                 return ()
             until = int(index.clock()) + HOLD_SECONDS
             for window in chosen:
-                ops.windows.clear_window(window)
+                if from_records:
+                    ops.windows.clear_window(window)
                 cursor = index_pb2.FillCursor(sorted_build=True, records_done=not from_records, held_until=until)
                 ops.txn.save_cursor(window, cursor)
                 ops.tr.set(layout.build_token_key(window.key_bytes), token)
@@ -202,6 +205,21 @@ class WindowsBuild:
         emitted.sort(key=lambda value: value[1:4])  # a value's windows next to each other
         self.take(emitted)
 
+    def read_records(self, max_records: int = SCAN_RECORDS, max_entries: int = SCAN_ENTRIES) -> bool:
+        """A fill's build: the next stored records' values in its windows, into their heads and
+        the build (one transaction, of up to ``max_records`` records and about ``max_entries``
+        entries); True once every record is read."""
+        windows = list(self.windows.values())
+
+        def step(ops: Operations) -> tuple[int, bool, list]:
+            self.prepare(ops)
+            return (*ops.filler.build_step(windows, max_records, max_entries), ops.txn.emitted)
+
+        count, done, emitted = self.index.run(step)
+        self.take(emitted)
+        self.counts.records += count
+        return done
+
     # -- writing -------------------------------------------------------------------------------
 
     def finish(self) -> BuildCounts:
@@ -216,8 +234,32 @@ class WindowsBuild:
             self._settle()
             self.phase = "done"
             return self.counts
+        except BuildLost:
+            self._release()
+            raise
         finally:
             self.close()
+
+    def abandon(self) -> None:
+        """Stop, leaving the windows the build still owns to any fill (see :meth:`_release`)."""
+        try:
+            self._release()
+        finally:
+            self.close()
+
+    def _release(self) -> None:
+        """Give up the windows the build still owns (a window update rebuilt or deleted the others):
+        each is cleared and left to any fill, from its first record."""
+
+        def release(ops: Operations) -> None:
+            layout = self.index.layout
+            found = ops.tr.get_many([layout.build_token_key(w.key_bytes) for w in self.windows.values()])
+            for window, token in zip(self.windows.values(), found, strict=True):
+                if token == self.token:
+                    ops.windows.clear_window(window)
+                    ops.txn.save_cursor(window, index_pb2.FillCursor())
+
+        self.index.run(release)
 
     def close(self) -> None:
         """Stop renewing the hold and drop the sort's files (the windows stay as they are)."""

@@ -58,8 +58,8 @@ class Filler:
         self.editor = editor
 
     def empty_windows(self) -> list[Window]:
-        """The complete windows holding no value (in either B-tree), those of leagues aside: a
-        bulk load builds them from sorted data (build.py)."""
+        """The complete windows ranking no value, those of leagues aside: a bulk load builds them
+        from sorted data (build.py); hidden records' values stay where they are."""
         directory = self.txn.directory()
         if directory is None:
             return []
@@ -67,13 +67,9 @@ class Filler:
         candidates = [w for w in directory.windows if not w.filling and w.type != league]
         layout = self.layout
         found = self.tr.get_ranges(
-            [
-                (prefix, strinc(prefix), 1, False)
-                for window in candidates
-                for prefix in (layout.window_primary(window.key_bytes), layout.window_hidden(window.key_bytes))
-            ]
+            [(prefix, strinc(prefix), 1, False) for prefix in (layout.window_primary(w.key_bytes) for w in candidates)]
         )
-        return [window for i, window in enumerate(candidates) if not found[2 * i] and not found[2 * i + 1]]
+        return [window for window, rows in zip(candidates, found, strict=True) if not rows]
 
     def unheld_windows(self, now: int) -> list[Window]:
         """The windows being filled that no build or bulk load holds at ``now`` (Unix seconds),

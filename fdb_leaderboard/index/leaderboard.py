@@ -28,16 +28,17 @@ from . import compat, leagues, pages, social
 from . import movement as moves
 from . import tuplecodec as tuples
 from .audit import AuditTrail, JobEvents, PendingEvent, expire_in_batches
-from .build import SCAN_ENTRIES, SCAN_RECORDS, BuildLost, WindowsBuild
+from .build import BuildLost, WindowsBuild
 from .calendar import CalendarPeriods
 from .checker import CheckReport, check_index
 from .columns import is_score_key
 from .deletion import Deleter, DeletionProgress
 from .directory import ALL_TIME, Directory, Window, WindowUpdate
-from .fill import Filler, FillProgress, batches
+from .fill import Filler, FillProgress
 from .hiding import HiddenRecord, Hider
 from .idempotency import DEFAULT_MAX_KEYS, AppliedRequests, Replayed, batch_key, check_key, digest
 from .layout import IndexLayout
+from .loading import BulkLoad
 from .metadata import Metadata
 from .reads import GroupsPage, IfAbsent, Listing, RankedEntry, RankMode, Reader, ScanPage, ScanType, WindowRef
 from .records import Entry, RecordWriter
@@ -46,7 +47,7 @@ from .settings import IndexSettings
 from .space import IndexSpace
 from .transaction import FillState, IndexTransaction, RecordKey
 from .trim import Trimmer
-from .values import check_at_least, check_pk, check_timestamp, normalize_score
+from .values import check_at_least, check_timestamp, normalize_score
 from .windows import WindowEditor, WindowUpdateResult, plan_ahead
 
 T = TypeVar("T")
@@ -429,54 +430,13 @@ class LeaderboardIndex(IndexSpace):
         are still built before the error is raised; if the process dies midway, a fill starts
         them over once the build's hold runs out.  Windows holding values are kept up to date
         entry by entry, as by any write.  ``max_entries`` is no longer used.
-        """
-        check_at_least(batch_size, 1, "batch_size")
-        if idempotency_key is not None:
-            check_key(idempotency_key)
-        build: WindowsBuild | None = None
-        written = 0
-        started = None if actor is None else self._event(actor, "BulkLoad")
-        if started is not None:
-            self.db.run(lambda tr: started.write(tr, phase="started", batch_size=batch_size))
-        completed = False
-        try:
-            for number, batch in enumerate(batches(records, batch_size)):
-                if defer_ranks:
-                    build = WindowsBuild.start(self, lambda ops: ops.filler.empty_windows(), from_records=False)
-                    defer_ranks = False
-                key = None if idempotency_key is None else batch_key(idempotency_key, number)
-                self._load_batch(batch, key, build)
-                written += len(batch)
-                if progress:
-                    progress(written)
-            completed = True
-        finally:  # also after a refused record: the windows built must not stay filling
-            if build is not None:
-                with contextlib.suppress(BuildLost):  # taken over: filled again by whoever took them
-                    build.finish()
-            if started is not None:
-                ended, phase = started.next(), "finished" if completed else "stopped"
-                self.db.run(lambda tr: ended.write(tr, phase=phase, records_written=written))
-        return written
 
-    def _load_batch(
-        self, batch: Sequence[tuple[object, Sequence[Entry]]], key: str | None, build: WindowsBuild | None
-    ) -> None:
-        """One transaction of a bulk load, its values in ``build``'s windows handed to it."""
-        if build is not None and not build.lost:
-            try:
-                emitted = self._write_batch(batch, True, key, False, build)
-            except BuildLost:
-                pass  # written as any write would, below
-            else:
-                if emitted is None:  # saved before (sent again): the heads hold what it wrote
-                    nested = [tuples.pack_nested(*_pk_packed(pk)) for pk, _ in batch]
-                    heads = self.read(lambda ops: _heads(ops, nested))
-                    build.take_heads((pk, head) for pk, head in zip(nested, heads, strict=True) if head is not None)
-                else:
-                    build.take(emitted)
-                return
-        self._write_batch(batch, True, key, False)
+        On a store whose reads cost round trips (FoundationDB) several transactions are in
+        flight at once (``loading.py``), each record's batch after any batch in flight holding
+        the same record; a refused record's error then comes once the batches before it are
+        saved, and batches after it may be saved too.
+        """
+        return BulkLoad(self, batch_size, progress, defer_ranks, idempotency_key, actor).run(records)
 
     def set_metadata(
         self,
@@ -580,18 +540,22 @@ class LeaderboardIndex(IndexSpace):
         progress: Callable[[FillProgress], None] | None = None,
         actor: str | None = None,
         respect_holds: bool = False,
+        build: bool | None = None,
     ) -> int:
         """Fill every window being filled until done; returns records processed.
 
-        When the index holds many records, the windows are built from sorted data
-        (``build.py``: their entries and ranked sets written once, in key order); otherwise, or
-        for what a build leaves (a league's windows), in bounded steps of ``max_records``
-        records and ``max_entries`` entries.  Either way each transaction is bounded, and the
-        work survives the process: a step's position is stored, and a build's windows are
-        started over by a later fill if its process dies.  ``respect_holds``: leave alone the
-        windows a running bulk load holds (``done`` then means nothing is left it may do).
+        When the index holds many records (or with ``build``), the windows are built from
+        sorted data (``build.py``: their entries and ranked sets written once, in key order);
+        otherwise (or without ``build``), and for what a build leaves (a league's windows), in
+        bounded steps of ``max_records`` records and ``max_entries`` entries.  Either way each
+        transaction is bounded, and the work survives the process: a step's position is stored,
+        and a build's windows are started over by a later fill if its process dies.  The
+        windows another process builds are left to it, and so, with ``respect_holds``, are those
+        a running bulk load holds (``done`` then means nothing is left it may do).
         """
-        total = self._build_fill(progress, actor) if self._many_records() else 0
+        if build is None:
+            build = self._many_records()
+        total = self._build_fill(progress, actor) if build else 0
         while True:
             step = self.fill_step(max_records, max_entries, respect_holds, actor=actor)
             total += step.records_processed
@@ -611,33 +575,26 @@ class LeaderboardIndex(IndexSpace):
         build = WindowsBuild.start(self, lambda ops: ops.filler.unheld_windows(now), from_records=True)
         if build is None:
             return 0
-        windows = list(build.windows.values())
+        windows = tuple((window, None) for window in build.windows.values())
         event = self._event(actor, "FillWindows")
-        processed = 0
         try:
             done = False
             while not done:
-
-                def step(ops: Operations) -> tuple[int, bool, list]:
-                    build.prepare(ops)
-                    return (*ops.filler.build_step(windows, SCAN_RECORDS, SCAN_ENTRIES), ops.txn.emitted)
-
-                count, done, emitted = self.run(step)
-                build.take(emitted)
-                processed += count
-                build.counts.records = processed
+                before = build.counts.records
+                done = build.read_records()
                 if progress:
-                    progress(FillProgress(False, count, tuple((w, None) for w in windows)))
+                    progress(FillProgress(False, build.counts.records - before, windows))
             build.finish()
-        except BuildLost:
-            return processed  # another process took the windows over, and fills them
+        except BuildLost:  # a window update or another process took windows over: fills take the rest
+            build.abandon()
+            return build.counts.records
         finally:
             build.close()
         if event is not None:
-            self.db.run(lambda tr: event.write(tr, phase="finished", completed=_windows(windows)))
+            self.db.run(lambda tr: event.write(tr, phase="finished", completed=_windows(w for w, _ in windows)))
         if progress:
-            progress(FillProgress(True, 0, tuple((w, None) for w in windows), build.counts.entries))
-        return processed
+            progress(FillProgress(True, 0, windows, build.counts.entries))
+        return build.counts.records
 
     def keep_ahead(
         self,
@@ -1221,14 +1178,3 @@ def _deletion_totals(progress: DeletionProgress) -> dict[str, object]:
         "records_deleted": progress.records_deleted,
         "entries_deleted": progress.entries_deleted,
     }
-
-
-def _pk_packed(pk: object) -> tuple[tuple, bytes]:
-    """A checked pk and its flat packing, for :func:`tuplecodec.pack_nested`."""
-    checked = check_pk(pk)
-    return checked, tuples.pack(checked)
-
-
-def _heads(ops: Operations, nested: Sequence[bytes]) -> list[index_pb2.RecordHead | None]:
-    ops.txn.prefetch(heads=nested)
-    return [ops.txn.read_head(pk) for pk in nested]

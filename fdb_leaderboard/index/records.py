@@ -356,6 +356,10 @@ class RecordWriter:
         }
         submissions: dict[tuple[int, bytes], int] = {}
         computed = self.fold(values, directory, pk_nested, {}, counts=submissions) if directory is not None else {}
+        for key in states.keys() - submissions.keys():  # a build's state kept: its entries count anew
+            window = directory.by_key(key[0]) if directory is not None else None
+            if window is not None and self.txn.sorted_build(window) and not self.txn.maintains(window, pk_nested):
+                submissions[key] = sum(1 for e in entries if e.group_bytes == key[1] and window.contains(e.timestamp))
         if rules and rules.max_per_window:
             self._check_windows(rules, directory, submissions)  # type: ignore[arg-type]
         gone = [

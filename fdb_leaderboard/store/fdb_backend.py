@@ -519,7 +519,7 @@ class FdbDatabase(Database):
 # flight per client process.
 BLIND_CHUNK_BYTES = 10_000
 BLIND_IN_FLIGHT = 50
-_FENCE_READS_AHEAD = 4  # chunks written before the oldest one's fence read is waited for
+_FENCE_READS_AHEAD = 16  # chunks written before the oldest one's fence read is waited for
 
 
 class PipelinedBlindWrites(BlindWrites):

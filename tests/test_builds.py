@@ -1,0 +1,244 @@
+"""Windows built from sorted data (index/build.py), and what it stands on, on every store.
+
+The oracles: a ranked set built in order holds exactly the bytes inserts in any order write; an
+index whose windows a bulk load, a fill or a restore built holds exactly the keys and values
+(B-trees, ranked sets, distinct-score sets, heads) of an index that took the same writes one
+by one, whatever writes came during the build (noted, and redone as it ends); ``verify`` finds
+nothing.  A build whose process stops renewing its hold is taken over, and its late writes are
+refused by its fence.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowUpdate
+from fdb_leaderboard.index.build import HOLD_SECONDS, BuildLost, WindowsBuild
+from fdb_leaderboard.index.external_sort import ExternalSort
+from fdb_leaderboard.index.layout import IndexLayout
+from fdb_leaderboard.index.loading import BulkLoad
+from fdb_leaderboard.proto import index_pb2
+from fdb_leaderboard.rankedset import HashFunction, RankedSet, element_suffix
+from fdb_leaderboard.store import Database, strinc
+from fdb_leaderboard.store.api import FenceMoved
+
+DAY = 86_400
+
+
+# -- the pieces ------------------------------------------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    elements=st.lists(st.binary(min_size=1, max_size=3), max_size=400),
+    count_duplicates=st.booleans(),
+    hash_function=st.sampled_from(list(HashFunction)),
+    nlevels=st.integers(2, 5),
+)
+def test_a_ranked_set_built_in_order_is_the_one_inserts_make(
+    db: Database,
+    prefix: bytes,
+    elements: list[bytes],
+    count_duplicates: bool,
+    hash_function: HashFunction,
+    nlevels: int,
+) -> None:
+    inserted = RankedSet(prefix + b"i", nlevels, hash_function, count_duplicates)
+    built = RankedSet(prefix + b"j", nlevels, hash_function, count_duplicates)
+    db.run(lambda tr: tr.clear_range(prefix, strinc(prefix)))
+    shuffled = random.Random(len(elements)).sample(elements, len(elements))
+    for start in range(0, len(shuffled), 100):
+        db.run(lambda tr, part=shuffled[start : start + 100]: [inserted.add(tr, e) for e in part])
+    writes: list[tuple[bytes, bytes]] = []
+    builder = built.builder(lambda key, value: writes.append((key, value)))
+    occurrences = 0
+    for element in sorted(elements):
+        occurrences += builder.add(element_suffix(element), built.element_hash(element))
+    if elements:
+        assert builder.finish() == occurrences
+    assert len({key for key, _ in writes}) == len(writes)  # each node once
+    db.run(lambda tr: tr.set_many(writes))
+
+    def stored(ranked: RankedSet) -> list[tuple[bytes, bytes]]:
+        rows = db.read(lambda tr: tr.get_range(ranked.prefix, strinc(ranked.prefix)))
+        return [(key[len(ranked.prefix) :], value) for key, value in rows]
+
+    assert stored(built) == stored(inserted)
+    another = built.builder(lambda key, value: None)
+    another.add(element_suffix(b"b"), 1)
+    with pytest.raises(ValueError, match="ascending"):
+        another.add(element_suffix(b"a"), 1)
+
+
+@pytest.mark.parametrize("memory_items", [1, 7, 1000])
+def test_an_external_sort_gives_every_item_in_order(tmp_path, memory_items: int) -> None:
+    rng = random.Random(memory_items)
+    items = [(rng.randbytes(rng.randrange(0, 6)), rng.randrange(3), (rng.randrange(9),)) for _ in range(500)]
+    with ExternalSort(memory_items, str(tmp_path)) as sort:
+        for item in items:
+            sort.add(item)
+        assert sort.runs == (0 if memory_items > len(items) else len(items) // memory_items)
+        assert list(sort.sorted()) == sorted(items)
+    assert list(tmp_path.iterdir()) == []  # the runs' files are gone (unlinked as opened)
+
+
+def test_blind_writes_commit_every_chunk_and_stop_at_a_moved_fence(db: Database, prefix: bytes) -> None:
+    fence = prefix + b"fence"
+    db.run(lambda tr: tr.set(fence, b"mine"))
+    keys = [prefix + b"k%06d" % i for i in range(30_000)]
+    writes = db.blind_writes((fence, b"mine"))
+    for key in keys:
+        writes.set(key, key[-3:])
+    writes.flush()
+    assert writes.keys == len(keys)
+    stored = db.read(lambda tr: tr.get_range(prefix + b"k", prefix + b"l"))
+    assert stored == [(key, key[-3:]) for key in keys]
+    db.run(lambda tr: tr.set(fence, b"theirs"))  # another process took over
+    late = db.blind_writes((fence, b"mine"))
+    with pytest.raises(FenceMoved):
+        for key in keys:
+            late.set(key + b"late", b"")
+        late.flush()
+    after = db.read(lambda tr: tr.get_range(prefix + b"k", prefix + b"l"))
+    assert after == stored  # nothing of the late writes
+
+
+# -- builds against the same writes one by one ------------------------------------------------------
+
+SETTINGS = [
+    IndexSettings(high_score_first=True),
+    IndexSettings(aggregation="SUM", count_duplicates=True, dense_ranks=True),
+    IndexSettings(aggregation="LATEST", group_size=1, context_size=1, dense_ranks=True, high_score_first=True),
+]
+
+
+def _windows() -> WindowUpdate:
+    return WindowUpdate(
+        high_score_first=True, windows=[(1, i * DAY, (i + 1) * DAY) for i in range(4)] + [(2, 0, 4 * DAY)]
+    )
+
+
+def _records(settings: IndexSettings, seed: int, count: int) -> list[tuple[tuple, list[Entry]]]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        group = (rng.choice(["x", "y"]),) if settings.group_size else ()
+        context = (rng.randrange(3),) if settings.context_size else ()
+        entries = [
+            Entry(rng.randrange(30) * 5, rng.randrange(4 * DAY), context, group)
+            for _ in range(rng.choice([1, 1, 1, 2, 3]))
+        ]
+        out.append(((i % 50,) if i % 11 == 0 else (i,), entries))  # a few records twice
+    return out
+
+
+def _meanwhile(index: LeaderboardIndex, rng: random.Random, count: int) -> None:
+    """Writes of every kind, to loaded and other records."""
+    for _ in range(25):
+        pk = (rng.randrange(count + 20),)
+        kind = rng.choice(["add", "save", "delete", "hide", "restore"])
+        group = (rng.choice(["x", "y"]),) if index.settings.group_size else ()
+        context = (1,) if index.settings.context_size else ()
+        entry = Entry(rng.randrange(30) * 5, rng.randrange(4 * DAY), context, group)
+        if kind == "add":
+            index.add_entries(pk, [entry])
+        elif kind == "save":
+            index.save_record(pk, [entry, entry])
+        elif kind == "delete":
+            index.delete_record(pk)
+        elif index.metadata(pk) is not None:
+            (index.hide_record if kind == "hide" else index.restore_record)(pk)
+
+
+def _contents(db: Database, prefix: bytes) -> list[tuple[bytes, bytes]]:
+    """Everything the index stores but fill cursors and build notes; a head's states in one order
+    (a write appends the states it changes, a fill those it fills: the order is the history's)."""
+    layout = IndexLayout(prefix)
+    rows = db.read(lambda tr: list(tr.iter_range(prefix, strinc(prefix))))
+    out = []
+    for key, value in rows:
+        if key.startswith((layout.cursors, layout.builds)):
+            continue
+        if key.startswith(layout.records):
+            head = index_pb2.RecordHead.FromString(value)
+            states = sorted(head.windows, key=lambda state: (state.lb_key, state.group))
+            del head.windows[:]
+            head.windows.extend(states)
+            value = head.SerializeToString()
+        out.append((key[len(prefix) :], value))
+    return out
+
+
+@pytest.mark.parametrize("which", range(len(SETTINGS)))
+def test_a_bulk_load_builds_what_writes_one_by_one_make(db: Database, prefix: bytes, which: int) -> None:
+    """The built index against one that took the same writes one by one (``defer_ranks=False``):
+    the same bytes, with writes of every kind between the load's batches and after its last one."""
+    settings = SETTINGS[which]
+    records = _records(settings, which, 300)
+    built = LeaderboardIndex.create(db, prefix + b"b", settings)
+    plain = LeaderboardIndex.create(db, prefix + b"p", settings)
+    for index in (built, plain):
+        index.clock = lambda: 1_800_000_000.0  # hidden records' notes say when
+        index.update_windows(_windows())
+        grouped = {"group": ("x",), "context": (0,)} if settings.group_size else {}
+        index.add_score(("early",), 5, DAY + 1, **grouped)  # the windows holding it are not built
+    loader = BulkLoad(built, 40, None, True, None, None)
+    rng_built, rng_plain = random.Random(7), random.Random(7)
+    for number in range(0, len(records), 40):
+        loader._start(number // 40)
+        loader.save(records[number : number + 40], number // 40)
+        plain.write_batch(records[number : number + 40], limited=False)
+        _meanwhile(built, rng_built, len(records))
+        _meanwhile(plain, rng_plain, len(records))
+    assert loader.build is not None and len(loader.build.windows) == 3  # not those holding "early"
+    loader.build.finish()
+    assert loader.build.counts.redone > 0
+    assert built.check() == []
+    assert built.directory().filling_windows == ()
+    assert _contents(db, built.prefix) == _contents(db, plain.prefix)
+
+
+@pytest.mark.parametrize("which", range(len(SETTINGS)))
+def test_a_fill_built_from_sorted_data_is_the_one_steps_make(db: Database, prefix: bytes, which: int) -> None:
+    settings = SETTINGS[which]
+    records = _records(settings, 10 + which, 200)
+    built = LeaderboardIndex.create(db, prefix + b"b", settings)
+    stepped = LeaderboardIndex.create(db, prefix + b"p", settings)
+    for index in (built, stepped):
+        index.clock = lambda: 1_800_000_000.0
+        index.bulk_load(records, 50)
+        index.update_windows(_windows())  # over stored scores: filling
+    build = WindowsBuild.start(built, lambda ops: ops.filler.unheld_windows(int(built.clock())), True, memory_items=30)
+    assert build is not None and len(build.windows) == 5
+    rng_built, rng_stepped = random.Random(3), random.Random(3)
+    while not build.read_records(17, 60):
+        _meanwhile(built, rng_built, len(records))
+        _meanwhile(stepped, rng_stepped, len(records))
+    build.finish()
+    stepped.fill(max_records=13, build=False)
+    assert built.check() == []
+    assert _contents(db, built.prefix) == _contents(db, stepped.prefix)
+
+
+def test_a_build_whose_process_died_is_taken_over_and_its_late_writes_refused(db: Database, prefix: bytes) -> None:
+    index = LeaderboardIndex.create(db, prefix, IndexSettings())
+    clock = [1_000_000.0]
+    index.clock = lambda: clock[0]
+    index.bulk_load([((i,), [Entry(i, 5)]) for i in range(50)], 10)
+    index.update_windows(WindowUpdate(windows=[(1, 0, 100)]))
+    build = WindowsBuild.start(index, lambda ops: ops.filler.unheld_windows(int(clock[0])), True)
+    assert build is not None
+    build.read_records(20, 100)
+    build.close()  # its process stops: nothing renews the hold
+    assert index.fill_step(max_records=100).done  # held: nothing another fill may do
+    assert index.directory().filling_windows
+    clock[0] += HOLD_SECONDS + 1
+    index.fill(max_records=7, build=False)  # started over from the first record
+    assert not index.directory().filling_windows and index.count(1, 5) == 50
+    with pytest.raises(BuildLost):
+        build.finish()  # were it to go on: its fence moved, it writes nothing
+    assert index.check() == []
