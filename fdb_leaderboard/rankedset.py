@@ -785,6 +785,14 @@ class RankedSet:
         yield
         return self._note_size(nodes.value)
 
+    def node_at_or_before(self, tr: ReadView, level: int, element: bytes) -> bytes:
+        """The key suffix (after the level) of the last node of ``level`` at or before ``element``:
+        where a structure check of that level may start (see :class:`StructureCursor`)."""
+        rows = tr.get_range(
+            self._level_sentinels[level], self._levels[level] + self._check_element(element) + b"\x00", 1, True
+        )
+        return rows[0][0][len(self._levels[level]) :] if rows else _SENTINEL
+
     def range(
         self,
         tr: ReadView,
@@ -886,6 +894,7 @@ class RankedSet:
         max_keys: int,
         report: Callable[[str], bool],
         max_span: int = MAX_SPAN_KEYS,
+        stop: tuple[int, bytes] | None = None,
     ) -> tuple[StructureCursor | None, int]:
         """Check the stored structure from ``cursor`` on, reading about ``max_keys`` node keys.
 
@@ -904,6 +913,10 @@ class RankedSet:
         in one call) and reads at most ``2 * max_keys + max_span + 2`` keys.  ``report(message)``
         gets each problem and returns True to stop.  Returns where to resume (None: checked to
         the end, or stopped) and the number of keys read.
+
+        ``stop`` ``(level, suffix)``: a part of a check that others run at once, ending where the
+        next starts, at a node of that level (any element on level 0): the call goes no further
+        and returns ``StructureCursor(level, suffix)`` there.
         """
         if max_keys < 2 or max_span < 1:
             raise ValueError(f"max_keys must be at least 2 and max_span at least 1, not {max_keys} and {max_span}")
@@ -912,12 +925,17 @@ class RankedSet:
         next_cursor: StructureCursor | None = cursor
         while next_cursor is not None and (not keys_read or max_keys - keys_read >= least):
             budget = max_keys - keys_read
+            bound = None
+            if stop is not None and next_cursor.level >= stop[0]:
+                if next_cursor.level > stop[0] or next_cursor.start >= stop[1]:
+                    return StructureCursor(*stop), keys_read
+                bound = stop[1]
             if next_cursor.level < 0:
                 next_cursor, read = self._check_sentinels(tr, report)
             elif next_cursor.level == 0:
-                next_cursor, read = self._check_level_zero(tr, next_cursor.start, budget, report)
+                next_cursor, read = self._check_level_zero(tr, next_cursor.start, budget, report, bound)
             else:
-                next_cursor, read = self._check_level(tr, next_cursor, budget, max_span, report)
+                next_cursor, read = self._check_level(tr, next_cursor, budget, max_span, report, bound)
             keys_read += read
         return next_cursor, keys_read
 
@@ -934,25 +952,35 @@ class RankedSet:
         return (None if missing else StructureCursor(0)), len(found)
 
     def _check_level_zero(
-        self, tr: ReadView, start: bytes, budget: int, report: Callable[[str], bool]
+        self, tr: ReadView, start: bytes, budget: int, report: Callable[[str], bool], bound: bytes | None = None
     ) -> tuple[StructureCursor | None, int]:
         prefix = self._levels[0]
-        rows = tr.get_range(prefix + start, self._level_ends[0], budget)
+        rows = tr.get_range(prefix + start, prefix + bound if bound is not None else self._level_ends[0], budget)
         for key, value in rows:
             message = self._level_zero_problem(key[len(prefix) :], _decode_count(value))
             if message is not None and report(message):
                 return None, len(rows)
         if len(rows) < budget:
-            return self._level_done(0), len(rows)
+            return (StructureCursor(0, bound) if bound is not None else self._level_done(0)), len(rows)
         return StructureCursor(0, rows[-1][0][len(prefix) :] + b"\x00"), len(rows)
 
     def _check_level(
-        self, tr: ReadView, cursor: StructureCursor, budget: int, max_span: int, report: Callable[[str], bool]
+        self,
+        tr: ReadView,
+        cursor: StructureCursor,
+        budget: int,
+        max_span: int,
+        report: Callable[[str], bool],
+        bound: bytes | None = None,
     ) -> tuple[StructureCursor | None, int]:
-        """One step of :meth:`check_structure` on level ``cursor.level`` against the level below."""
+        """One step of :meth:`check_structure` on level ``cursor.level`` against the level below,
+        up to the level's end or the node ``bound``."""
         level, start = cursor.level, cursor.start
         upper_prefix, lower_prefix = self._levels[level], self._levels[level - 1]
-        upper_end, lower_end = self._level_ends[level], self._level_ends[level - 1]
+        if bound is None:
+            upper_end, lower_end = self._level_ends[level], self._level_ends[level - 1]
+        else:
+            upper_end, lower_end = upper_prefix + bound, lower_prefix + bound
         head = tr.get_async(upper_prefix + cursor.span_node) if cursor.span_node is not None else None
         lower_rows = tr.get_range(lower_prefix + start, lower_end, budget)
         reached = (
@@ -980,7 +1008,9 @@ class RankedSet:
         if head is not None and (head.value is None or _decode_count(head.value) != total):
             total = None
         complete = reached == upper_end and len(upper_rows) < budget
-        resume: StructureCursor | None = self._level_done(level) if complete else None
+        resume: StructureCursor | None = None
+        if complete:
+            resume = self._level_done(level) if bound is None else StructureCursor(level, bound)
         if not complete and upper and upper[-1][0] > start:
             # End before the last node reached, whose span may go on: the next step starts there.
             boundary = upper.pop()[0]

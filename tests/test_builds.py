@@ -16,14 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowUpdate
+from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowUpdate, loading
 from fdb_leaderboard.index.build import HOLD_SECONDS, BuildLost, WindowsBuild
 from fdb_leaderboard.index.external_sort import ExternalSort
 from fdb_leaderboard.index.layout import IndexLayout
 from fdb_leaderboard.index.loading import BulkLoad
 from fdb_leaderboard.proto import index_pb2
 from fdb_leaderboard.rankedset import HashFunction, RankedSet, element_suffix
-from fdb_leaderboard.store import Database, strinc
+from fdb_leaderboard.store import Database, StoreFull, open_database, strinc
 from fdb_leaderboard.store.api import FenceMoved
 
 DAY = 86_400
@@ -242,3 +242,68 @@ def test_a_build_whose_process_died_is_taken_over_and_its_late_writes_refused(db
     with pytest.raises(BuildLost):
         build.finish()  # were it to go on: its fence moved, it writes nothing
     assert index.check() == []
+
+
+# -- room on the embedded store -----------------------------------------------------------------
+
+
+def test_a_full_map_says_what_map_size_to_reopen_with(tmp_path) -> None:
+    db = open_database(f"lmdb:{tmp_path / 'small'}?durable=false&map_size={1 << 20}")
+    try:
+        assert db.room()[1].startswith("the map size of 1,048,576 bytes")
+        with pytest.raises(StoreFull, match=f"map_size={2 << 20}"):
+            for start in range(0, 100_000, 1000):
+                db.run(lambda tr, s=start: tr.set_many([(b"k%08d" % i, bytes(64)) for i in range(s, s + 1000)]))
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("records", [20_000, 60_000])
+def test_a_load_stops_before_the_store_fills(tmp_path, monkeypatch, records: int) -> None:
+    """A bulk load checks the room left as it goes, and its build before it writes: a load the
+    store has room for but not its windows stops at its build, one too large as it goes; either
+    raises StoreFull naming what bounds the store, the records saved before stay, verify passes."""
+    monkeypatch.setattr(loading, "ROOM_SECONDS", 0.0)
+    monkeypatch.setattr(loading, "ROOM_RESERVE", 1 << 20)
+    db = open_database(f"lmdb:{tmp_path / 'small'}?durable=false&map_size={8 << 20}")
+    try:
+        index = LeaderboardIndex.create(db, b"\x15\x01", IndexSettings())
+        index.update_windows(_windows())
+        with pytest.raises(StoreFull, match="map size") as stopped:
+            index.bulk_load(((i,), [Entry(i % 97, i % (4 * DAY))]) for i in range(records))
+        assert ("a load (after" in str(stopped.value)) == (records == 60_000), stopped.value
+        assert index.read(lambda ops: ops.tr.get_range(*_heads(index), 1))  # records saved
+        assert index.directory().filling_windows  # given back: a fill builds them once there is room
+        assert index.check() == []
+    finally:
+        db.close()
+
+
+def _heads(index: LeaderboardIndex) -> tuple[bytes, bytes]:
+    return index.layout.records, strinc(index.layout.records)
+
+
+def test_an_expired_window_is_cleared_in_bounded_steps(db: Database, prefix: bytes) -> None:
+    """An expiry takes the window out of the directory at once and clears its data as the store
+    allows: on the embedded store in bounded transactions, resumed by any later expiry."""
+    index = LeaderboardIndex.create(db, prefix, IndexSettings(dense_ranks=True))
+    index.update_windows(_windows())
+    index.bulk_load([((i,), [Entry(i % 300, i % (4 * DAY))]) for i in range(3000)], 500)
+    day0 = index.directory().find(1, 0, DAY)
+    ranges = index.layout.window_ranges(day0.key_bytes)
+
+    def left() -> int:
+        return sum(len(db.read(lambda tr, r=r: tr.get_range(*r))) for r in ranges)
+
+    assert left() > 1500
+    gone = index.run(lambda ops: ops.windows.expire(DAY))  # the expiry's own transaction alone
+    assert [(w.type, w.start) for w in gone] == [(1, 0)]
+    assert index.directory().find(1, 0, DAY) is None
+    if not db.batched_reads:  # the embedded store: left to clear, noted
+        assert left() > 1500
+        assert not index.run(lambda ops: ops.windows.clear_retired(100))
+        assert left() > 1000
+    index.expire(0)  # nothing more to expire: it clears what is left
+    assert left() == 0
+    assert db.read(lambda tr: tr.get_range(index.layout.retired, strinc(index.layout.retired))) == []
+    assert index.check() == [] and index.count() == 3000

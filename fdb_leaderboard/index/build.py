@@ -29,6 +29,7 @@ Memory stays bounded: the sort's buffer, one open node per level of the sets bei
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import threading
@@ -38,7 +39,7 @@ from typing import Any
 from ..errors import FailedPrecondition
 from ..proto import index_pb2
 from ..rankedset import RankedSetBuilder, element_suffix
-from ..store.api import FenceMoved, strinc
+from ..store.api import Database, FenceMoved, StoreFull, strinc
 from . import tuplecodec as tuples
 from .directory import Window
 from .external_sort import MEMORY_ITEMS, ExternalSort
@@ -55,6 +56,9 @@ RENEW_SECONDS = 15
 SCAN_RECORDS = 1000  # records a fill's build reads per transaction (about ENTRIES_PER_STEP entries)
 SCAN_ENTRIES = 20_000
 REDO_BATCH = 100  # records redone per transaction while the build settles
+# What a B-tree entry written costs the embedded store beyond its key's bytes, with its ranked-set
+# node and the pages' slack, as measured (bytes per entry = ENTRY_FACTOR * (key bytes + ENTRY_EXTRA)).
+ENTRY_FACTOR, ENTRY_EXTRA = 3, 20
 
 # A sorted item: (group + element + pk, len(group), len(element), hidden, window keys).
 Item = tuple[bytes, int, int, bool, tuple[int, ...]]
@@ -93,6 +97,7 @@ class WindowsBuild:
         self._lost = threading.Event()
         self._stop = threading.Event()
         self._keeper: threading.Thread | None = None
+        self._needs = 0  # bytes of the store the values taken will take, about
         self.phase = "taking values"
 
     # -- starting ------------------------------------------------------------------------------
@@ -187,11 +192,16 @@ class WindowsBuild:
             value = (group_bytes, element, pk_flat, hidden)
             if value != last:  # one item per value, with every window that has it
                 if last is not None:
-                    add(_item(*last, keys))
+                    self._add(add, last, keys)
                 last, keys = value, []
             keys.append(lb_key)
         if last is not None:
-            add(_item(*last, keys))
+            self._add(add, last, keys)
+
+    def _add(self, add: Callable[[Item], None], value: tuple[bytes, bytes, bytes, bool], keys: list[int]) -> None:
+        item = _item(*value, keys)
+        self._needs += ENTRY_FACTOR * (len(item[0]) + ENTRY_EXTRA) * len(keys)
+        add(item)
 
     def take_heads(self, heads: Iterable[tuple[bytes, index_pb2.RecordHead]]) -> None:
         """The values of records whose heads hold them already (a restore's; a load's batch sent
@@ -229,13 +239,15 @@ class WindowsBuild:
             if self.lost:
                 raise BuildLost(f"another process took over the build of {_describe(self.windows.values())}")
             self.phase = "writing"
+            check_room(self.index.db, self._needs, f"building {_describe(self.windows.values())}")
             self._write()
             self.phase = "settling"
             self._settle()
             self.phase = "done"
             return self.counts
-        except BuildLost:
-            self._release()
+        except BaseException:  # lost, or stopped: what it still holds goes back to any fill
+            with contextlib.suppress(Exception):
+                self._release()
             raise
         finally:
             self.close()
@@ -408,3 +420,13 @@ def _noted(rows: Sequence[Any], notes: bytes, cut: bool) -> tuple[list[tuple[byt
 
 def _describe(windows: Iterable[Window]) -> str:
     return "; ".join(window.describe() for window in windows)
+
+
+def check_room(db: Database, needed: int, doing: str) -> None:
+    """Raise StoreFull, before writing, if the store cannot take about ``needed`` more bytes."""
+    room = db.room()
+    if room is not None and needed > room[0]:
+        raise StoreFull(
+            f"{doing} needs about {needed:,} bytes of the store, but {room[1]} leaves {room[0]:,}: "
+            "make room (a larger map_size, a larger disk) and run it again"
+        )

@@ -25,6 +25,7 @@
 | ``B = S + (15, lb_key)`` | a build from sorted data (``build.py``): the token of the process building the window |
 | ``B + (pk, 0)`` | ``b""``: a record written while the window was built (the build redoes its value there) |
 | ``B + (pk, 1, group, element)`` | ``b""``: a value the build may hold for a record that lost it (deleted) |
+| ``S + (16, lb_key)`` | ``b""``: a window deleted from the directory whose data is still being cleared |
 
 The hidden B-tree is the primary B-tree's twin for hidden records' values: no ranked set counts
 them, no read lists them (see ``hiding.py``).
@@ -63,6 +64,7 @@ class IndexLayout:
         "leagues",
         "league_records",
         "builds",
+        "retired",
     )
 
     def __init__(self, prefix: bytes) -> None:
@@ -83,6 +85,7 @@ class IndexLayout:
         self.leagues = prefix + tuples.pack((13,))
         self.league_records = prefix + tuples.pack((14,))
         self.builds = prefix + tuples.pack((15,))
+        self.retired = prefix + tuples.pack((16,))
 
     # records
     def head_key(self, pk_nested: bytes) -> bytes:
@@ -178,6 +181,9 @@ class IndexLayout:
     def lost_value_key(self, lb_key_bytes: bytes, pk_nested: bytes, group_bytes: bytes, element: bytes) -> bytes:
         """A value a window being built may hold for a record whose head lost it."""
         return self.builds + lb_key_bytes + pk_nested + tuples.pack((1, group_bytes, element))
+
+    def retired_key(self, lb_key_bytes: bytes) -> bytes:
+        return self.retired + lb_key_bytes
 
     def window_ranges(self, lb_key_bytes: bytes) -> list[tuple[bytes, bytes]]:
         """Every key range holding a window's data (primary and hidden entries, ranked sets, a build's notes)."""

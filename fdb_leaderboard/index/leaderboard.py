@@ -30,6 +30,7 @@ from . import tuplecodec as tuples
 from .audit import AuditTrail, JobEvents, PendingEvent, expire_in_batches
 from .build import BuildLost, WindowsBuild
 from .calendar import CalendarPeriods
+from .check_parts import MAX_CHECK_PARTS, plan_parts, run_parts
 from .checker import CheckReport, check_index
 from .columns import is_score_key
 from .deletion import Deleter, DeletionProgress
@@ -477,7 +478,9 @@ class LeaderboardIndex(IndexSpace):
                 )
             return result
 
-        return self.run(write)
+        result = self.run(write)
+        self.clear_retired()
+        return result
 
     def directory(self) -> Directory | None:
         return self.read(lambda ops: ops.txn.directory())
@@ -514,7 +517,16 @@ class LeaderboardIndex(IndexSpace):
                 event.write(ops.tr, before=before, deleted=_windows(gone))
             return gone
 
-        return self.run(write)
+        gone = self.run(write)
+        self.clear_retired()
+        return gone
+
+    def clear_retired(self, max_keys: int = 20_000) -> None:
+        """Clear, in transactions of about ``max_keys`` keys, the data of windows deleted from the
+        directory that a store which clears key by key left to clear (see ``WindowEditor.retire``):
+        an expiry or window update does so itself, and any later one goes on with what one left."""
+        while not self.run(lambda ops: ops.windows.clear_retired(max_keys)):
+            pass
 
     def fill_step(
         self, max_records: int = 200, max_entries: int = 20_000, respect_holds: bool = False, actor: str | None = None
@@ -588,6 +600,10 @@ class LeaderboardIndex(IndexSpace):
         except BuildLost:  # a window update or another process took windows over: fills take the rest
             build.abandon()
             return build.counts.records
+        except BaseException:  # stopped (or failed): the windows go back to any fill at once
+            with contextlib.suppress(Exception):
+                build.abandon()
+            raise
         finally:
             build.close()
         if event is not None:
@@ -1129,6 +1145,23 @@ class LeaderboardIndex(IndexSpace):
     def check(self, max_problems: int = 100) -> list[str]:
         """Every inconsistency found (at most ``max_problems``); empty when the index is sound."""
         return self.check_report(max_problems).problems
+
+    def check_parts(self, parts: int) -> list[bytes]:
+        """Continuations of about ``parts`` pieces of one whole check, about as long, to run at once
+        (each through :meth:`check_report`, a Verify call, a process...; see ``check_parts.py``)."""
+        check_at_least(parts, 1, "parts")
+        return plan_parts(lambda fn: self.read(lambda ops: fn(ops.txn, ops.writer)), min(parts, MAX_CHECK_PARTS))
+
+    def check_in_parts(self, parts: int, threads: int | None = None, max_problems: int = 100) -> CheckReport:
+        """The whole check in ``parts`` pieces run on ``threads`` threads (default: one each), one
+        report: on FoundationDB the pieces' reads are in flight together."""
+        tokens = self.check_parts(parts)
+        return run_parts(
+            lambda token: self.check_report(max_problems, continuation=token),
+            tokens,
+            max_problems,
+            threads or len(tokens),
+        )
 
     def check_report(
         self,

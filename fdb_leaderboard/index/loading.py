@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,7 +22,7 @@ from typing import Any
 
 from ..proto import index_pb2
 from . import tuplecodec as tuples
-from .build import BuildLost, WindowsBuild
+from .build import BuildLost, WindowsBuild, check_room
 from .fill import batches
 from .idempotency import batch_key, check_key
 from .records import Entry
@@ -32,6 +33,9 @@ LeaderboardIndex = Any
 Operations = Any
 
 LOAD_IN_FLIGHT = 4  # batches at once on a store whose reads cost round trips
+# A load stops before the store has less room than this left (checked every ROOM_SECONDS).
+ROOM_RESERVE = 256 << 20
+ROOM_SECONDS = 2.0
 
 Batch = Sequence[tuple[object, Sequence[Entry]]]
 
@@ -60,6 +64,7 @@ class BulkLoad:
         self.build: WindowsBuild | None = None
         self.written = 0
         self._lock = threading.Lock()  # the build takes values from several threads
+        self._room_checked = 0.0
 
     def run(self, records: Iterable[tuple[object, Sequence[Entry]]]) -> int:
         index = self.index
@@ -76,11 +81,17 @@ class BulkLoad:
                     self._saved(len(batch))
             else:
                 self._run_together(records, in_flight)
-            completed = True
-        finally:  # also after a refused record: the windows built must not stay filling
+        except BaseException:  # a refused record, say: the windows are still built, the error raised
+            if self.build is not None:
+                with contextlib.suppress(Exception):  # (a build that fails gives its windows back)
+                    self.build.finish()
+            raise
+        else:
             if self.build is not None:
                 with contextlib.suppress(BuildLost):  # taken over: filled again by whoever took them
                     self.build.finish()
+            completed = True
+        finally:
             if started is not None:
                 ended, phase = started.next(), "finished" if completed else "stopped"
                 written = self.written
@@ -116,6 +127,10 @@ class BulkLoad:
         self._saved(count)
 
     def _start(self, number: int) -> None:
+        now = time.monotonic()
+        if now - self._room_checked >= ROOM_SECONDS:
+            self._room_checked = now
+            check_room(self.index.db, ROOM_RESERVE, f"a load (after {self.written:,} records saved)")
         if self.defer_ranks and number == 0:
             self.build = WindowsBuild.start(self.index, lambda ops: ops.filler.empty_windows(), from_records=False)
 

@@ -126,6 +126,11 @@ class ChangeRecorder:
         self._note(key)
         self._tr.set(key, value)
 
+    def set_many(self, pairs: Sequence[tuple[bytes, bytes]]) -> None:
+        for key, _ in pairs:
+            self._note(key)
+        self._tr.set_many(pairs)
+
     def clear(self, key: bytes) -> None:
         self._note(key)
         self._tr.clear(key)

@@ -71,6 +71,10 @@ class ReadOnlyTransaction(StoreError):
     """A write was attempted in a transaction opened with ``Database.read``."""
 
 
+class StoreFull(StoreError):
+    """The store has no room left for what is written (the embedded store's map or disk)."""
+
+
 class FenceMoved(StoreError):
     """Writes guarded by a fence key found it changed: another process took over their data."""
 
@@ -312,6 +316,9 @@ class Transaction(ReadView):
 
     # Whether read conflict ranges matter here (FoundationDB); callers may skip declaring them.
     declares_conflicts = True
+    # Whether clear_range costs the same however many keys it clears (FoundationDB); elsewhere a
+    # large range is cleared in bounded steps.
+    clears_ranges_at_once = False
 
     @property
     @abc.abstractmethod
@@ -456,6 +463,11 @@ class Database(abc.ABC):
         it takes, guarded by ``fence`` if given (see :class:`BlindWrites`)."""
         return BlindWrites(self, 1 << 20, fence)
 
+    def room(self) -> tuple[int, str] | None:
+        """How many more bytes the store can take, and what bounds them (None: no bound known
+        here, as on a cluster): long jobs check it to stop, clearly, before the store is full."""
+        return None
+
     def __enter__(self) -> Database:
         return self
 
@@ -499,6 +511,9 @@ class WrappedDatabase(Database):
 
     def blind_writes(self, fence: tuple[bytes, bytes] | None = None) -> BlindWrites:
         return self.inner.blind_writes(fence)
+
+    def room(self) -> tuple[int, str] | None:
+        return self.inner.room()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

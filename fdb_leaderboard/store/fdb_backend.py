@@ -243,6 +243,7 @@ class _Writes(Transaction):
     _writable: bool
     writes: int
     bytes_written: int
+    clears_ranges_at_once = True  # a range clear is one mutation, whatever it holds
 
     def _write(self, size: int) -> None:
         if not self._writable:

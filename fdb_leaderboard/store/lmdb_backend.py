@@ -23,12 +23,18 @@ session needs the store to itself: other processes cannot open it meanwhile.
 
 **Limits.**  FoundationDB's value and transaction-size limits are enforced.  LMDB's own
 key limit (511 bytes) is stricter than FoundationDB's 10,000 and is reported as such.
+
+**Room.**  The data file grows up to the map size (``map_size``, 1 TiB of address space by
+default) or until the disk is full.  A write that finds the map full fails with StoreFull
+naming the map size to reopen the store with; :meth:`LmdbDatabase.room` tells long jobs (bulk
+loads, builds) how much is left, so they stop before it is all used.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import threading
 import time
 from collections import deque
@@ -50,6 +56,7 @@ from .api import (
     ReadOnlyTransaction,
     ReadRounds,
     StoreError,
+    StoreFull,
     StoreStats,
     Transaction,
     TransactionTimedOut,
@@ -584,7 +591,7 @@ class LmdbDatabase(Database):
             txn.abort()  # nothing in the batch was kept
             for pending in batch:
                 if pending.error is None:
-                    pending.error = exc
+                    pending.error = self._full() if isinstance(exc, lmdb.MapFullError) else exc
         finally:
             for pending in batch:
                 pending.done = True
@@ -667,7 +674,7 @@ class LmdbDatabase(Database):
         try:
             pending.result = pending.fn(tr, *pending.args, **pending.kwargs)
         except BaseException as exc:
-            pending.error = exc
+            pending.error = self._full() if isinstance(exc, lmdb.MapFullError) else exc
             if nested:
                 txn.abort()
             return
@@ -716,6 +723,22 @@ class LmdbDatabase(Database):
     def map_size(self) -> int:
         """The environment's map size: the largest the data file may grow."""
         return self._env.info()["map_size"]
+
+    def room(self) -> tuple[int, str]:
+        """Bytes the data file may still grow by: to the map size, or as the disk allows."""
+        in_map = self.map_size() - self.disk_usage()
+        on_disk = shutil.disk_usage(self.path).free
+        if in_map <= on_disk:
+            return in_map, f"the map size of {self.map_size():,} bytes (URL option map_size)"
+        return on_disk, f"the free space of the disk holding {self.path}"
+
+    def _full(self) -> StoreFull:
+        size = self.map_size()
+        return StoreFull(
+            f"the embedded store {self.path} is full: its data file ({self.disk_usage():,} bytes) reached its "
+            f"map size ({size:,} bytes); reopen it with a larger one (URL option map_size={2 * size}), or free "
+            "room (expire windows, trim entries, drop indexes)"
+        )
 
     @property
     def closed(self) -> bool:
