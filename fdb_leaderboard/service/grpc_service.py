@@ -334,11 +334,18 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         """The consistency check, whole or in parts (``continuation``): a part checks what the
         call's deadline and ``max_batches`` allow, at least one batch, and says where the next
         goes on; a whole check that cannot finish in time is DEADLINE_EXCEEDED, so no answer
-        ever passes an index it did not check through."""
+        ever passes an index it did not check through.  With ``split``, the continuations of
+        pieces of one check to run at once (``index/check_parts.py``)."""
         in_parts = request.HasField("continuation")
         if request.max_batches and not in_parts:
             raise InvalidArgument('max_batches is for a check in parts: give a continuation ("" to start one)')
         index = self._index(request.index)
+        if request.split:
+            if request.split < 2 or request.continuation:
+                raise InvalidArgument(
+                    "split must be 2 or more: it asks for the pieces of a whole check (no continuation)"
+                )
+            return pb.VerifyResponse(parts=index.check_parts(request.split))
         started = last_log = time.monotonic()
         batches = 0
 
