@@ -31,15 +31,28 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--records", type=int, default=1_000_000, help="records (default: %(default)s)")
     parser.add_argument("--store", required=True, help="the store URL (its index 'scale' is dropped afterwards)")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
-    parser.add_argument("--batch", type=int, default=5000, help="records per load transaction (default: %(default)s)")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        help="records per load transaction (default: 5000 on the embedded store, 500 on FoundationDB)",
+    )
     parser.add_argument("--ops", type=int, default=2000, help="calls per read and write kind (default: %(default)s)")
     parser.add_argument("--processes", type=int, default=2, help="server processes (default: %(default)s)")
     parser.add_argument("--parts", type=int, default=8, help="verify's pieces run at once (default: %(default)s)")
     parser.add_argument("--dir", help="where the dump file goes (default: a temporary directory)")
     parser.add_argument("--no-dump", action="store_true", help="skip the dump and restore")
+    parser.add_argument(
+        "--bare-keys",
+        type=int,
+        default=20_000_000,
+        help="FoundationDB: the bare binding writes as many keys as the build, at most this many (0: not; "
+        "default: %(default)s)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the index afterwards")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
     args = parser.parse_args(argv)
+    if args.batch is None:
+        args.batch = 500 if args.store.startswith("fdb:") else 5000
     if args.records < 1000 or args.batch < 1 or args.ops < 1 or args.processes < 1 or args.parts < 1:
         parser.error("--records must be at least 1000; --batch, --ops, --processes and --parts positive")
     return args

@@ -32,7 +32,7 @@ from .values import check_at_least, check_pk
 LeaderboardIndex = Any
 Operations = Any
 
-LOAD_IN_FLIGHT = 4  # batches at once on a store whose reads cost round trips
+LOAD_IN_FLIGHT = 8  # batches at once on a store whose reads cost round trips
 # A load stops before the store has less room than this left (checked every ROOM_SECONDS).
 ROOM_RESERVE = 256 << 20
 ROOM_SECONDS = 2.0

@@ -12,6 +12,9 @@ at a time from the seed, so N is not held in memory), measured in this order:
    written per second;
 2. **bytes per record**: the embedded store's data file over N; on FoundationDB, its estimate
    of the index's key range over N (logical bytes, before replication and the engine's pages);
+   and on FoundationDB the bare binding's rate for as many keys (``--bare-keys`` at most) of the
+   build's mean size, written as a bulk load should (``bench.fdb_floor.bulk_write``):
+   ``build_vs_bare``, the build's keys per second over it;
 3. **a server** (``fdb-leaderboard serve``, ``--processes`` processes, on the same store URL)
    answers through gRPC, one caller, ``--ops`` calls each: ``GetRank`` of a random record in
    the all-time window, ``Top`` 10 of the current weekly window, ``AroundMe`` (5 above, 5 below,
@@ -51,6 +54,7 @@ from fdb_leaderboard.index.dumpfile import read_dump, write_dump
 from fdb_leaderboard.service.catalog import Catalog
 from fdb_leaderboard.store import open_database, parse_url
 
+from . import fdb_floor
 from .cpu import fdbserver_pids
 from .data import DATA_START, DAY, FILL_END, FILL_START, NOW, SPAN_DAYS, WEEKLY, bench_windows, draw_score
 from .output import environment
@@ -188,6 +192,21 @@ def build(url: str, count: int, batch: int, seed: int) -> dict[str, Any]:
         db.close()
 
 
+def bare(url: str, figures: dict[str, Any], most: int, seed: int) -> dict[str, Any]:
+    """The bare binding writing as many keys as the build wrote (at most ``most``), of the same
+    mean size, as a bulk load should (``bench.fdb_floor.bulk_write``): the build's keys per
+    second against it."""
+    keys = figures["build_keys_written"]
+    size = figures["build_bytes_per_s"] / figures["build_keys_per_s"]
+    log(f"the bare binding writing {min(keys, most):,} keys of {size:.0f} bytes (load average {load_average()})")
+    found = fdb_floor.bulk_write(url, min(keys, most), max(1, round(size) - 8), 8, seed)
+    return {
+        "bare_keys": found["keys"],
+        "bare_keys_per_s": round(found["keys_per_s"]),
+        "build_vs_bare": round(figures["build_keys_per_s"] / found["keys_per_s"], 3),
+    }
+
+
 def reads(lb: LeaderboardClient, count: int, ops: int, seed: int) -> dict[str, Any]:
     rng = random.Random(seed + 1)
     out: dict[str, Any] = {}
@@ -278,6 +297,8 @@ def run(args: Any) -> dict[str, Any]:
     finally:
         db.close()
     figures.update(build(url, args.records, args.batch, args.seed))
+    if scheme == "fdb" and args.bare_keys:
+        figures.update(bare(url, figures, args.bare_keys, args.seed))
     directory = args.dir or tempfile.mkdtemp(prefix="bench-scale-")
     try:
         with Serve(url, args.processes) as server, LeaderboardClient(server.address, timeout=600) as lb:
