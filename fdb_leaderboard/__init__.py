@@ -14,4 +14,9 @@ Layers, each a sub-package or module; dependencies point one way (``tests/test_l
 - :mod:`~fdb_leaderboard.wire`, :mod:`~fdb_leaderboard.client`: the protocol's Python values, the
   clients (blocking and asyncio) and their errors.
 - :mod:`~fdb_leaderboard.cli`: the ``fdb-leaderboard`` command.
+- :mod:`~fdb_leaderboard.formats`: the stored data's format versions, which every layer may ask.
 """
+
+from .formats import RELEASE as __version__
+
+__all__ = ["__version__"]

@@ -123,6 +123,8 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "ListWebhooks": Role.ADMIN,  # URLs of other systems are for admins
     "DeleteWebhook": Role.ADMIN,
     "NoticeWindowEnds": Role.ADMIN,
+    "UpgradeStore": Role.ADMIN,
+    "UpgradeIndex": Role.ADMIN,
     # write: one record (or a batch of them) at a time
     "AddScore": Role.WRITE,
     "AddEntries": Role.WRITE,
@@ -132,6 +134,7 @@ ROLE_BY_METHOD: Mapping[str, Role] = {
     "SetMetadata": Role.WRITE,
     # read
     "ListIndexes": Role.READ,
+    "GetStoreStatus": Role.READ,
     "ListWindows": Role.READ,
     "ListSubDirectories": Role.READ,
     "ListGroups": Role.READ,

@@ -672,6 +672,55 @@ class _Ops:
                 return answer
             request.continuation = answer.continuation
 
+    # -- stored formats and releases ---------------------------------------------------------
+
+    @staticmethod
+    def store_status() -> Op[pb.StoreStatus]:
+        """The store's format, the server processes on it with their releases (live or seen within
+        a day), each index's format and upgrade under way, and the formats the server knows."""
+        return (yield _Call("GetStoreStatus", pb.GetStoreStatusRequest()))
+
+    @staticmethod
+    def upgrade_index(
+        index: str,
+        max_records: int = 0,
+        max_batches: int = 0,
+        progress: Callable[[pb.UpgradeIndexResponse], None] | None = None,
+    ) -> Op[pb.UpgradeIndexResponse]:
+        """Raise ``index`` to the newest format the server writes (admin; refused while a live
+        process runs a release that does not read it), its data rewritten first where that format
+        needs it: calls until done, each ``max_batches`` batches of ``max_records`` records (0:
+        the server's defaults, until its deadline), ``progress`` seeing each answer.  Returns the
+        last answer, with the records and heads of every call."""
+        request = pb.UpgradeIndexRequest(
+            index=index,
+            max_records=_natural(max_records, "max_records"),
+            max_batches=_natural(max_batches, "max_batches"),
+        )
+        records = changed = 0
+        while True:
+            answer = yield _Call("UpgradeIndex", request, changes_nothing=True)  # resumable: sent again safely
+            records += answer.records_processed
+            changed += answer.heads_changed
+            if progress is not None:
+                progress(answer)
+            if answer.done:
+                answer.records_processed, answer.heads_changed = records, changed
+                return answer
+
+    @staticmethod
+    def upgrade_store(progress: Callable[[pb.StoreStatus], None] | None = None) -> Op[pb.StoreStatus]:
+        """Raise the store, then every index, to the newest formats the server writes (admin;
+        refused while a live process runs a release that does not read them; stop processes of
+        releases that do not report theirs, 0.2.0 and earlier, first): calls until done,
+        ``progress`` seeing the status after each.  Returns the status at the end."""
+        while True:
+            answer = yield _Call("UpgradeStore", pb.UpgradeStoreRequest(), changes_nothing=True)
+            if progress is not None:
+                progress(answer.status)
+            if answer.done:
+                return answer.status
+
     # -- writes -----------------------------------------------------------------------------
 
     @staticmethod
@@ -1595,6 +1644,9 @@ class LeaderboardClient:
         with concurrent.futures.ThreadPoolExecutor(len(plan)) as pool:
             return merge.merged(list(pool.map(piece, range(len(plan)))))
 
+    store_status = _blocking(_Ops.store_status)
+    upgrade_index = _blocking(_Ops.upgrade_index)
+    upgrade_store = _blocking(_Ops.upgrade_store)
     add_score = _blocking(_Ops.add_score)
     set_metadata = _blocking(_Ops.set_metadata)
     metadata = _blocking(_Ops.metadata)
@@ -1975,6 +2027,9 @@ class AsyncLeaderboardClient:
 
     verify_report.__doc__ = LeaderboardClient.verify_report.__doc__  # (its pieces share this client's channel)
 
+    store_status = _awaiting(_Ops.store_status)
+    upgrade_index = _awaiting(_Ops.upgrade_index)
+    upgrade_store = _awaiting(_Ops.upgrade_store)
     add_score = _awaiting(_Ops.add_score)
     set_metadata = _awaiting(_Ops.set_metadata)
     metadata = _awaiting(_Ops.metadata)

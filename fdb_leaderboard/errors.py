@@ -27,6 +27,10 @@ class WindowNotReady(FailedPrecondition):
     """The window exists but is still being filled from stored records; it is not served yet."""
 
 
+class FormatTooNew(FailedPrecondition):
+    """The store or index is in a format this release does not read (a newer release wrote it)."""
+
+
 class AlreadyExists(LeaderboardError):
     """An index with that name or subspace already exists with other options, or an idempotency
     key was used before for another request."""

@@ -29,6 +29,8 @@ from fdb_leaderboard.service import Server, ServerSettings
 from fdb_leaderboard.service.catalog import ROOT
 from fdb_leaderboard.store import Database, StoreUnavailable, open_database
 
+COMMIT_MARKERS = fdb.tuple.pack(("lb-committed",))  # fdb_backend.IDEMPOTENCY_PREFIX
+
 # Hypothesis's default deadline (200 ms an example) is a latency bound: on a busy machine an
 # example fails it (and the test reads as flaky) with nothing wrong in the code.
 settings.register_profile("suite", deadline=None)
@@ -56,6 +58,18 @@ def wait_until(condition: Callable[[], object], what: str = "the condition", tim
     while not condition():
         assert time.monotonic() < deadline, f"{what}: still not so after {timeout:g} s"
         time.sleep(0.01)
+
+
+def store_rows(db: Database) -> list[tuple[bytes, bytes]]:
+    """Every key and value in the store, but the server processes' reports of themselves, which
+    their heartbeats rewrite every few seconds whatever the calls do (``service/releases.py``), and
+    the commit markers FoundationDB's backend writes with every write transaction, those included."""
+    reports = fdb.tuple.pack(("processes",)) + b"\x02"  # (..., "processes", id) under any catalog root
+    return [
+        (key, value)
+        for key, value in db.read(lambda tr: tr.get_range(b"\x00", b"\xff"))
+        if reports not in key and not key.startswith(COMMIT_MARKERS)
+    ]
 
 
 def fdb_unavailable_reason() -> str | None:

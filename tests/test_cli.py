@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from conftest import Cli
 
+from fdb_leaderboard import __version__
 from fdb_leaderboard.cli.records_file import RecordsFileError, read_records
 from fdb_leaderboard.cli.spec_file import load_window_update, parse_window_update
 from fdb_leaderboard.client import LeaderboardClient
@@ -80,9 +81,10 @@ def test_index_create_and_list(cli: Cli, client: LeaderboardClient) -> None:
     assert "is invalid" in cli("index", "create", "bad name", code=1).output
     assert "Invalid value for '--aggregation'" in cli("index", "create", "x", "--aggregation", "MAX", code=2).output
     assert cli("index", "list").output.splitlines() == [
-        "game: BEST, hash MURMUR3, group size 0, context size 0, high score first",
-        "points: SUM, hash CRC, group size 1, context size 2, low score first",
-        "ref: LATEST, hash JDK, group size 0, context size 0, high score first",
+        "game: BEST, hash MURMUR3, group size 0, context size 0, high score first; format 3",
+        "points: SUM, hash CRC, group size 1, context size 2, low score first; format 3",
+        "ref: LATEST, hash JDK, group size 0, context size 0, high score first; format 3",
+        f"store format 3; 1 live process of release {__version__}",
     ]
     info = {i.name: i.options for i in client.list_indexes()}
     assert info["game"].count_duplicates and not info["ref"].count_duplicates

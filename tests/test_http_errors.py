@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from fdb_leaderboard import __version__, formats
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.http import HttpServer, app
 from fdb_leaderboard.service import Server
@@ -128,7 +129,16 @@ def test_dense_ranks_are_taken_wherever_a_mode_is(web: httpx.Client, game: Leade
 
 def test_health_and_readiness(web: httpx.Client, server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
     assert web.get("/healthz").json() == {"status": "SERVING"}
-    assert web.get("/readyz").json() == {"status": "SERVING"}  # the store answered a read
+    # The store answered a read; the answer says the formats and the releases running on the store.
+    with LeaderboardClient(server.address) as lb:
+        lb.create_index("ready")
+    assert web.get("/readyz").json() == {
+        "status": "SERVING",
+        "release": __version__,
+        "store_format": {"version": formats.NEWEST_STORE, "recorded": True},
+        "releases": {__version__: 1},
+        "index_formats": {"ready": formats.NEWEST_INDEX},
+    }
     # A store that does not answer in time: not ready (the process is still alive).
     release = threading.Event()
     monkeypatch.setattr(app, "READY_SECONDS", 0.3)

@@ -17,9 +17,10 @@ PACKAGE = "fdb_leaderboard"
 ROOT = pathlib.Path(__file__).resolve().parent.parent / PACKAGE
 
 # What each part of the package may import of the package (besides itself).  errors and the
-# generated protobuf modules are leaves every layer may use; access (tokens and roles) is a leaf
+# generated protobuf modules are leaves every layer may use, and so is formats (the stored data's
+# format versions, which the store, the index and the service all ask); access (tokens and roles) is a leaf
 # the front ends (service, http, cli) share without importing each other.
-LEAVES = {"errors", "proto"}
+LEAVES = {"errors", "proto", "formats"}
 ALLOWED = {
     "store": set(),
     "rankedset": {"store"},
@@ -33,6 +34,7 @@ ALLOWED = {
     "access": set(),
     "errors": set(),
     "proto": set(),
+    "formats": set(),
 }
 
 

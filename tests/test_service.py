@@ -1165,10 +1165,12 @@ def test_not_found_changes_nothing(populated) -> None:
         ("DeleteWebhook", pb.DeleteWebhookRequest(index="nope", id="wh_1")),
         ("NoticeWindowEnds", pb.NoticeWindowEndsRequest(index="nope")),
         ("WatchWindowEnds", pb.WatchWindowEndsRequest(index="nope")),
+        ("UpgradeIndex", pb.UpgradeIndexRequest(index="nope")),
     ]
-    # All but CreateIndex, ListIndexes and Restore (which creates the index it names), and the
-    # audit trail's three (the store's: a dropped index's events are listed by its name).
-    assert len({m for m, _ in unknown}) == len(pb.DESCRIPTOR.services_by_name["Leaderboard"].methods) - 6
+    # All but CreateIndex, ListIndexes and Restore (which creates the index it names), the audit
+    # trail's three (the store's: a dropped index's events are listed by its name), and the
+    # store's status and upgrade (of no index).
+    assert len({m for m, _ in unknown}) == len(pb.DESCRIPTOR.services_by_name["Leaderboard"].methods) - 8
     for method, request in unknown:
         rpc_error(Code.NOT_FOUND, lambda m=method, r=request: _call(lb, m, r), "no index named 'nope'")
 

@@ -29,7 +29,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--against", metavar="REVISION", help="also measure this git revision, taking turns")
     parser.add_argument("--records", type=int, default=50_000, help="records loaded (default: %(default)s)")
     parser.add_argument("--threads", default="1,8", help="comma-separated caller counts (default: %(default)s)")
-    parser.add_argument("--ops", default=",".join(cpu.OPERATIONS), help="comma-separated operations (default: all)")
+    parser.add_argument(
+        "--ops", default=",".join(cpu.OPERATIONS), help="comma-separated operations (default: all but submit_limited)"
+    )
     parser.add_argument("--rounds", type=int, default=3, help="rounds per operation and tree (default: %(default)s)")
     parser.add_argument("--calls", type=int, default=1000, help="calls per measurement (default: %(default)s)")
     parser.add_argument("--no-load", action="store_true", help="use the index a --keep run left")
@@ -42,9 +44,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     except ValueError:
         parser.error(f"--threads must be comma-separated integers, not {args.threads!r}")
     args.ops = args.ops.split(",")
-    unknown = set(args.ops) - set(cpu.OPERATIONS)
+    known = (*cpu.OPERATIONS, *cpu.EXTRA_OPERATIONS)
+    unknown = set(args.ops) - set(known)
     if unknown:
-        parser.error(f"unknown operations {sorted(unknown)}; known: {', '.join(cpu.OPERATIONS)}")
+        parser.error(f"unknown operations {sorted(unknown)}; known: {', '.join(known)}")
     if min(args.threads) < 1 or min(args.rounds, args.calls, args.records) < 1:
         parser.error("--threads, --rounds, --records and --calls must be positive")
     return args

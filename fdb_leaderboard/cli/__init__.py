@@ -14,6 +14,7 @@
 | ``dumps.py`` | ``dump`` to a file, ``restore`` one, ``move`` between servers, ``compare``, pause writes |
 | ``window_ends.py`` | ``webhook add/list/delete`` (window ends POSTed, signed) and ``window-ends`` (follow them) |
 | ``maintenance.py`` | the maintenance pass, ``maintain`` (retrying when the server restarts) and ``policy`` |
+| ``upgrades.py`` | ``store status``, ``store upgrade``, ``index upgrade``: stored formats and the processes' releases |
 | ``demo.py`` | a server on a temporary store with simulated games |
 | ``spec_file.py`` | window-update files (YAML/JSON) into window updates and maintenance policies |
 | ``records_file.py`` | records files for ``load``: JSON lines (whole records or flat entries) and CSV |

@@ -19,11 +19,12 @@ from typing import Any
 
 import click
 
+from .. import formats
 from ..errors import InvalidArgument
 from ..index import Leagues
 from ..proto import service_pb2 as pb
 from ..service.settings import DEFAULT_MAX_PAGE
-from . import audit, dumps, fair_play, players, window_ends
+from . import audit, dumps, fair_play, players, upgrades, window_ends
 from .common import (
     DEFAULT_SERVER,
     DURATION,
@@ -78,6 +79,7 @@ _PEM = click.Path(exists=True, dir_okay=False)
 
 
 @click.group(cls=CliGroup)
+@click.version_option(formats.RELEASE, message=formats.version_text())
 @click.option("--server", default=DEFAULT_SERVER, show_default=True, help="gRPC address of a running server.")
 @click.option("--token-file", type=_PEM, help="File holding the bearer token (default $FDB_LEADERBOARD_TOKEN).")
 @click.option("--ca", type=_PEM, help="Use TLS, verifying the server's certificate with this CA (PEM).")
@@ -192,6 +194,14 @@ def main(
     "idempotency keys (0: none; then run `fdb-leaderboard maintain`).",
 )
 @click.option(
+    "--raise-formats/--no-raise-formats",
+    default=True,
+    show_default=True,
+    help="Have the maintenance raise the store's and the indexes' stored formats once every process on the store "
+    "reads the newer one (off: only `store upgrade` and `index upgrade` do, keeping a return to the older release "
+    "possible).",
+)
+@click.option(
     "--http-address",
     default=None,
     help=f"Address of the HTTP/JSON API, the page and /metrics, with the same tokens and TLS ('off': none) "
@@ -244,6 +254,7 @@ def serve(
     read_priority: str,
     processes: int,
     maintain_every: float,
+    raise_formats: bool,
     http_address: str | None,
     http_max_connections: int,
     http_max_streams: int,
@@ -286,6 +297,7 @@ def serve(
             health=health,
             reflection=reflection,
             maintain_every=maintain_every,
+            raise_formats=raise_formats,
         )
         if processes > 1:
             settings.check_address(address)
@@ -310,19 +322,28 @@ def serve(
         raise click.ClickException(f"cannot serve store {url} on {address}: {one_line(exc)}") from None
     if processes > 1:
         group.stop_on_signals()
+        version, recorded = group.store_format
         click.echo(
-            f"fdb-leaderboard serving on {group.address} with {processes} processes (store {url}); Ctrl-C stops it"
+            f"fdb-leaderboard {formats.RELEASE} serving on {group.address} with {processes} processes (store {url}, "
+            f"{_formats_text(version, recorded)}); Ctrl-C stops it"
         )
         raise SystemExit(group.wait())
     server.stop_on_signals(grace)
     tune_for_serving()
     access = "tokens" if settings.tokens is not None else "no authentication"
+    stored = server.store_format
     click.echo(
-        f"fdb-leaderboard serving on {server.address}{f' and {http.url}' if http else ''} "
-        f"({'TLS' if settings.tls else 'plaintext'}, {access}; store {url}); Ctrl-C stops it"
+        f"fdb-leaderboard {formats.RELEASE} serving on {server.address}{f' and {http.url}' if http else ''} "
+        f"({'TLS' if settings.tls else 'plaintext'}, {access}; store {url}, "
+        f"{_formats_text(stored.version, stored.recorded)}); Ctrl-C stops it"
     )
     server.wait()
     click.echo("fdb-leaderboard stopped; store closed")
+
+
+def _formats_text(version: int, recorded: bool) -> str:
+    """The store's format and the index format this release writes, for serve's start line."""
+    return f"store format {version}{'' if recorded else ' (not recorded)'}, index format {formats.NEWEST_INDEX}"
 
 
 # -- indexes ----------------------------------------------------------------------------------
@@ -469,7 +490,8 @@ def _leagues_text(leagues: pb.Leagues) -> str:
 
 @server_command(index, "list")
 def index_list(session: Session) -> None:
-    """List the indexes with their options."""
+    """List the indexes with their options and stored formats, then the store's format and the
+    releases of the server processes on it."""
     infos = session.client.list_indexes()
     lines = []
     for info in infos:
@@ -484,8 +506,11 @@ def index_list(session: Session) -> None:
                 else f"{'high' if options.high_score_first else 'low'} score first"
             )
             + (f"; {_leagues_text(options.leagues)}" if options.HasField("leagues") else "")
+            + f"; {upgrades.format_text(info.format)}"
             + (f"; writes refused: {info.writes_paused}" if info.writes_paused else "")
         )
+    if not session.json:  # `store status --json` has it
+        lines.append(upgrades.summary_line(session.client.store_status()))
     data = [
         {
             "name": info.name,
@@ -498,6 +523,7 @@ def index_list(session: Session) -> None:
             "columns": [pb.ColumnOrder.Name(c) for c in info.options.columns],
             "leagues": _leagues_json(info.options.leagues) if info.options.HasField("leagues") else None,
             "writes_paused": info.writes_paused or None,
+            "format": upgrades.format_json(info.format),
         }
         for info in infos
     ]
@@ -610,6 +636,7 @@ def windows_show(session: Session, name: str, window_type: int | None) -> None:
         "latest_timestamp": listing.latest_timestamp if listing.HasField("latest_timestamp") else None,
         "trimmed_before": listing.trimmed_before if listing.HasField("trimmed_before") else None,
         "sub_directories": [{"group": list(g), "high_score_first": hsf} for g, hsf in subs.items()],
+        "format": upgrades.format_json(listing.format),
     }
     if not listing.exists:
         session.emit(data, f"{name}: no window update yet")
@@ -620,6 +647,8 @@ def windows_show(session: Session, name: str, window_type: int | None) -> None:
         lines.append(f"latest indexed timestamp: {listing.latest_timestamp}")
     if listing.HasField("trimmed_before"):
         lines.append(f"entries trimmed before: {listing.trimmed_before}")
+    if listing.format.upgrading_to or listing.format.version < listing.format.newest:  # else nothing to say
+        lines.append(f"stored in index {upgrades.format_text(listing.format)}")
     lines.extend(f"sub-directory {show_key(g)}: {'high' if hsf else 'low'} score first" for g, hsf in subs.items())
     session.emit(data, lines)
 
@@ -768,11 +797,12 @@ for command in (
     *audit.COMMANDS,
     window_ends.webhook,
     window_ends.window_ends,
+    upgrades.store,
 ):
     main.add_command(command)
 for command in dumps.COMMANDS:
     main.add_command(command)
-for command in dumps.INDEX_COMMANDS:
+for command in (*dumps.INDEX_COMMANDS, upgrades.index_upgrade):
     index.add_command(command)
 
 __all__ = ["main"]

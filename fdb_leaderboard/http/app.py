@@ -37,11 +37,13 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
+from .. import formats
 from ..access import Tokens
 from ..service.calls import Dispatcher
 from ..service.grpc_service import ClientGone
 from ..service.metrics import Metrics
 from ..service.status import Answer
+from ..service.upgrades import StoreStatus
 from ..wire import rpc_json
 from . import openapi
 from .deadlines import Deadlines
@@ -407,20 +409,28 @@ class HttpApi:
         return JSONResponse({"status": "SERVING"})
 
     async def readyz(self, request: Request) -> Response:
-        """The store answers a read within READY_SECONDS: for a readiness check (a load balancer's)."""
+        """The store answers a read within READY_SECONDS: for a readiness check (a load balancer's).
+        The answer says this server's release, the store's format, the releases the live processes
+        on the store report (how many of each) and each index's format."""
         if self.transcoder.stopping.is_set():
             return _error(CallFailed(grpc.StatusCode.UNAVAILABLE, "the server is stopping"))
         try:
             with anyio.fail_after(READY_SECONDS):
                 # A read that hangs is left to its thread (the probe pool's only one).
-                await self._in_thread(self.transcoder.service.catalog.probe, pool=PROBE, abandon_on_cancel=True)
+                status = await self._in_thread(self._probe, pool=PROBE, abandon_on_cancel=True)
         except TimeoutError:
             message = f"the store did not answer within {READY_SECONDS:g} s"
             return _error(CallFailed(grpc.StatusCode.UNAVAILABLE, message))
         except Exception:  # the store refused or failed: not ready (the log says why)
             log.warning("readiness: the store failed a read", exc_info=True)
             return _error(CallFailed(grpc.StatusCode.UNAVAILABLE, "the store failed a read: see the server log"))
-        return JSONResponse({"status": "SERVING"})
+        return JSONResponse(readiness(status))
+
+    def _probe(self) -> StoreStatus:
+        """A read of the store (the catalog's probe), then what /readyz says of formats and releases."""
+        service = self.transcoder.service
+        service.catalog.probe()
+        return service.upgrades.brief()
 
     async def metrics_text(self, request: Request) -> Response:
         """The metrics (with tokens configured: for any valid token, as Prometheus can send one)."""
@@ -431,6 +441,20 @@ class HttpApi:
             return _error(exc, request)
         text = await self._in_thread(self.metrics.exposition)  # windows per index are read from the store
         return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+def readiness(status: StoreStatus) -> dict[str, Any]:
+    """What /readyz answers with a store that answered (``status``: ``Upgrades.brief``)."""
+    releases: dict[str, int] = {}
+    for release in status.live_releases():
+        releases[release] = releases.get(release, 0) + 1
+    return {
+        "status": "SERVING",
+        "release": formats.RELEASE,
+        "store_format": {"version": status.store.version, "recorded": status.store.recorded},
+        "releases": releases,
+        "index_formats": {index.name: index.version for index in status.indexes},
+    }
 
 
 def _json_body(body: bytes) -> Any:

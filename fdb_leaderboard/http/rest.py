@@ -3,7 +3,8 @@ rank, around, pages, scans, ranks of many records, friends, percentiles, rank fo
 score for a rank, score trims, movement, rank history, metadata, windows of a type, the groups
 with scores, the score submission and a record's deletion; and for fair play and operations
 (admin, but reading the score rules): hiding and restoring a record, the hidden records, score
-rules, deleting a group's or every record, and the audit trail.
+rules, deleting a group's or every record, and the audit trail; the store's status (its format,
+the server processes' releases, each index's format) and upgrading the store or an index.
 
 Each route builds the request of one RPC from its path, query and body and answers with that
 RPC's result in plain JSON, one shape wherever an entry, a window or a score appears
@@ -318,6 +319,13 @@ CONTINUATION = Param(
 )
 GROUP_PATH = Param("group", "path", f"The group: {ITEMS_TEXT}.", {"type": "string"}, parse_text, True)
 MAX_RECORDS = Param("max_records", "query", "Records per transaction, 1-1000 (default 200).", INT32_SCHEMA, parse_uint)
+MAX_BATCHES = Param(
+    "max_batches",
+    "query",
+    "Transactions in this call (default 0: until done or its deadline).",
+    INT32_SCHEMA,
+    parse_uint,
+)
 TEXT_SCHEMA = {"type": "string"}
 AUDIT_INDEX = Param("index", "query", "Only this index's events (a dropped index's too).", TEXT_SCHEMA, parse_text)
 AUDIT_ACTION = Param("action", "query", "Only this action's events (e.g. HideRecord).", TEXT_SCHEMA, parse_text)
@@ -923,6 +931,31 @@ def build_audit_retention(
     if isinstance(retention, bool) or not isinstance(retention, int):
         raise bad(f"retention must be a number of seconds (0: the default, 90 days), not {retention!r}")
     return pb.SetAuditRetentionRequest(retention=retention)
+
+
+NO_BODY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+
+
+def build_store_status(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    return pb.GetStoreStatusRequest()
+
+
+def build_upgrade_store(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    body_object(body, NO_BODY_SCHEMA, "{}")
+    return pb.UpgradeStoreRequest()
+
+
+def build_upgrade_index(
+    values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]
+) -> Message:
+    body_object(body, NO_BODY_SCHEMA, "{}")
+    return pb.UpgradeIndexRequest(
+        index=values["index"], max_records=values.get("max_records", 0), max_batches=values.get("max_batches", 0)
+    )
 
 
 def score_from_json(score: Any) -> dict[str, Any]:
@@ -1536,5 +1569,42 @@ ROUTES: tuple[RestRoute, ...] = (
         answer_plain,
         WINDOW_END_SCHEMA,
         window_ends=True,
+    ),
+    RestRoute(
+        "/v1/store",
+        "GET",
+        "GetStoreStatus",
+        "The store's format, the server processes on it with their releases, each index's format and the "
+        "upgrade of its data under way.",
+        (),
+        build_store_status,
+        answer_plain,
+        {"$ref": "#/components/schemas/StoreStatus"},
+    ),
+    RestRoute(
+        "/v1/store/upgrade",
+        "POST",
+        "UpgradeStore",
+        "Raise the store, then every index, to the newest formats the server writes (admin; refused while a live "
+        "process runs an older release): works until done or its deadline; call again while done is false.",
+        (),
+        build_upgrade_store,
+        answer_plain,
+        {"$ref": "#/components/schemas/UpgradeStoreResponse"},
+        body_schema=NO_BODY_SCHEMA,
+        body_example={},
+    ),
+    RestRoute(
+        "/v1/indexes/{index}/upgrade",
+        "POST",
+        "UpgradeIndex",
+        "Raise the index to the newest format the server writes, its data rewritten in bounded batches where that "
+        "format needs it (admin): works until done or its deadline; call again while done is false.",
+        (INDEX, MAX_RECORDS, MAX_BATCHES),
+        build_upgrade_index,
+        answer_plain,
+        {"$ref": "#/components/schemas/UpgradeIndexResponse"},
+        body_schema=NO_BODY_SCHEMA,
+        body_example={},
     ),
 )

@@ -22,15 +22,18 @@
 | ``S + (13, lb_key, 1, tier, cohort, stored score, ts, context..., pk...)`` | ``b""``: a cohort's ranked records |
 | ``S + (13, lb_key, 2, tier)`` | ``(cohort, members)`` packed: the tier's newest cohort and how many joined it |
 | ``S + (14, pk)`` | leagues: ``(lb_key, tier, cohort)`` packed, the record's latest window of the league type |
-| ``B = S + (15, lb_key)`` | a build from sorted data (``build.py``): the token of the process building the window |
+| ``S + (15,)`` | ``UpgradeCursor`` protobuf while the index's data is rewritten for its next format |
+| ``B = S + (16, lb_key)`` | a build from sorted data (``build.py``): the token of the process building the window |
 | ``B + (pk, 0)`` | ``b""``: a record written while the window was built (the build redoes its value there) |
 | ``B + (pk, 1, group, element)`` | ``b""``: a value the build may hold for a record that lost it (deleted) |
-| ``S + (16, lb_key)`` | ``b""``: a window deleted from the directory whose data is still being cleared |
+| ``S + (17, lb_key)`` | ``b""``: a window deleted from the directory whose data is still being cleared |
+| ``S + (18,)`` | reserved: the recompute state of the records' latest timestamps |
 
 The hidden B-tree is the primary B-tree's twin for hidden records' values: no ranked set counts
 them, no read lists them (see ``hiding.py``).
 
-The index's score rules are a field of the directory (``X``).
+The index's score rules are a field of the directory (``X``).  Its stored format
+(``fdb_leaderboard/formats.py``) is a field of its options (``S + (0,)``).
 
 ``P`` and ``X`` hold exactly what the Record Layer's index holds for the same options.
 """
@@ -63,6 +66,7 @@ class IndexLayout:
         "hidden_values",
         "leagues",
         "league_records",
+        "upgrade_key",
         "builds",
         "retired",
     )
@@ -84,8 +88,9 @@ class IndexLayout:
         self.hidden_values = prefix + tuples.pack((12,))
         self.leagues = prefix + tuples.pack((13,))
         self.league_records = prefix + tuples.pack((14,))
-        self.builds = prefix + tuples.pack((15,))
-        self.retired = prefix + tuples.pack((16,))
+        self.upgrade_key = prefix + tuples.pack((15,))
+        self.builds = prefix + tuples.pack((16,))
+        self.retired = prefix + tuples.pack((17,))
 
     # records
     def head_key(self, pk_nested: bytes) -> bytes:

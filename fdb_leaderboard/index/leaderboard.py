@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
+from .. import formats
 from ..errors import AlreadyExists, FailedPrecondition, InvalidArgument, LeaderboardError, NotFound, NoWindowsWarning
 from ..proto import index_pb2
 from ..store.api import Database, Transaction, strinc
@@ -48,6 +49,7 @@ from .settings import IndexSettings
 from .space import IndexSpace
 from .transaction import FillState, IndexTransaction, RecordKey
 from .trim import Trimmer
+from .upgrade import UpgradeProgress, Upgrader, UpgradeState
 from .values import check_at_least, check_timestamp, normalize_score
 from .windows import WindowEditor, WindowUpdateResult, plan_ahead
 
@@ -136,12 +138,18 @@ class Operations:
     def deleter(self) -> Deleter:
         return Deleter(self.txn, self.writer)
 
+    @functools.cached_property
+    def upgrader(self) -> Upgrader:
+        return Upgrader(self.txn)
+
 
 class LeaderboardIndex(IndexSpace):
     """A time-windowed leaderboard index under key prefix ``prefix`` of store ``db``."""
 
-    def __init__(self, db: Database, prefix: bytes, settings: IndexSettings) -> None:
-        super().__init__(prefix, settings)
+    def __init__(
+        self, db: Database, prefix: bytes, settings: IndexSettings, format: int = formats.NEWEST_INDEX
+    ) -> None:
+        super().__init__(prefix, settings, format)
         self.db = db
         self.max_idempotency_keys = DEFAULT_MAX_KEYS
         self.audit: AuditTrail | None = None  # where admin actions are recorded (None: nowhere)
@@ -164,13 +172,16 @@ class LeaderboardIndex(IndexSpace):
         settings: IndexSettings | None = None,
         all_time: bool = True,
         windows: Sequence[tuple[int, int, int]] = (),
+        format: int = formats.NEWEST_INDEX,
     ) -> LeaderboardIndex:
         """Create the index (or open it if it exists with the same settings).
 
         A new index has its all-time window from the start (unless ``all_time`` is False) and the
         ``(type, start, end)`` ``windows`` given, so it ranks its first score; see :meth:`initialize`.
+        It is stored in index ``format`` (the newest by default: pass an older one while processes of
+        an older release write to it too; see ``fdb_leaderboard/formats.py``).
         """
-        index = cls(db, prefix, settings or IndexSettings())
+        index = cls(db, prefix, settings or IndexSettings(), format)
         db.run(lambda tr: index.initialize(tr, all_time, windows))
         return index
 
@@ -184,11 +195,15 @@ class LeaderboardIndex(IndexSpace):
         """
         stored = tr.get(self.layout.options_key)
         if stored is not None:
-            existing = IndexSettings.from_proto(index_pb2.IndexOptions.FromString(stored))
+            options = index_pb2.IndexOptions.FromString(stored)
+            existing = IndexSettings.from_proto(options)
             if existing != self.settings:
                 raise AlreadyExists(f"an index exists at {self.prefix!r} with other settings: {existing}")
+            self.format = options.format or formats.UNRECORDED_INDEX
             return None
-        tr.set(self.layout.options_key, self.settings.to_proto().SerializeToString())
+        options = self.settings.to_proto()
+        options.format = self.format
+        tr.set(self.layout.options_key, options.SerializeToString())
         if not all_time and not windows:
             return ()
         update = WindowUpdate(all_time=all_time, windows=windows)
@@ -196,10 +211,14 @@ class LeaderboardIndex(IndexSpace):
 
     @classmethod
     def open(cls, db: Database, prefix: bytes) -> LeaderboardIndex:
+        """The index at ``prefix`` (NotFound if none; FormatTooNew if a newer release wrote it)."""
         stored = db.read(lambda tr: tr.get(IndexLayout(prefix).options_key))
         if stored is None:
             raise NotFound(f"no index at {prefix!r}")
-        return cls(db, prefix, IndexSettings.from_proto(index_pb2.IndexOptions.FromString(stored)))
+        options = index_pb2.IndexOptions.FromString(stored)
+        version = options.format or formats.UNRECORDED_INDEX
+        formats.check_readable("index", version, f"the index at {prefix!r}")
+        return cls(db, prefix, IndexSettings.from_proto(options), version)
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -611,6 +630,66 @@ class LeaderboardIndex(IndexSpace):
         if progress:
             progress(FillProgress(True, 0, windows, build.counts.entries))
         return build.counts.records
+
+    # -- the stored format (upgrade.py) ------------------------------------------------------
+
+    def upgrade_step(
+        self,
+        to_format: int | None = None,
+        max_records: int = 200,
+        actor: str | None = None,
+        job: JobEvents | None = None,
+    ) -> UpgradeProgress:
+        """One bounded transaction of the upgrade of the index's data towards ``to_format``
+        (the newest by default): a batch of records rewritten, or the format raised.  Raise only
+        an index that every process writing to it reads at ``to_format`` (the server checks that:
+        ``fdb_leaderboard/formats.py``).  Recorded as a job (``UpgradeIndex``: its start, progress
+        and the batch that raises a format) when ``job`` is given, else the raise alone."""
+        check_at_least(max_records, 1, "max_records")
+        target = formats.NEWEST_INDEX if to_format is None else to_format
+        job = job or self._job(actor, "UpgradeIndex", to_format=target)
+        event = job.next_event()
+
+        def step(ops: Operations) -> UpgradeProgress:
+            before = ops.upgrader.current()
+            progress = ops.upgrader.step(target, max_records)
+            if progress.format > before or progress.records_processed:
+                job.in_batch(ops.tr, event, progress.done, format=progress.format, records=progress.records_done)
+            return progress
+
+        progress = self.run(step)
+        job.committed(event)
+        return progress
+
+    def upgrade(
+        self,
+        to_format: int | None = None,
+        max_records: int = 200,
+        keep_going: Callable[[], bool] | None = None,
+        progress: Callable[[UpgradeProgress], None] | None = None,
+        actor: str | None = None,
+    ) -> UpgradeProgress:
+        """Upgrade the index to ``to_format`` batch by batch, until done or ``keep_going()`` says
+        stop (an interrupted upgrade resumes where it stopped, from any process); returns where it
+        stands, with this call's records and heads changed."""
+        to_format = formats.NEWEST_INDEX if to_format is None else to_format
+        job = self._job(actor, "UpgradeIndex", to_format=to_format)
+        records = changed = 0
+        while True:
+            step = self.upgrade_step(to_format, max_records, job=job)
+            records += step.records_processed
+            changed += step.heads_changed
+            if progress is not None:
+                progress(step)
+            if step.done or (keep_going is not None and not keep_going()):
+                if not step.done:
+                    job.stopped(self.db.run, format=step.format, records=step.records_done)
+                return dataclasses.replace(step, records_processed=records, heads_changed=changed)
+
+    def upgrade_state(self) -> tuple[int, UpgradeState | None]:
+        """The format the index's options record (0: none recorded, read as format 2) and the
+        upgrade under way (None: none), in one read."""
+        return self.read(lambda ops: (ops.txn.options().format, ops.upgrader.state()))
 
     def keep_ahead(
         self,

@@ -10,7 +10,8 @@ A hidden record (``RecordHead.hidden``, see ``hiding.py``) is written the same w
 values go to the hidden B-tree instead of the primary B-tree and ranked sets: it is ranked
 nowhere, and its head stays exact, so restoring it is one add per window.  The index's score
 rules (``rules.py``) are checked with what the write reads anyway: the directory holds them and
-the head counts submissions.
+the head counts submissions (below index format 3 a counter may count short; a limited write
+then also counts the record's entries in the windows it limits: see ``rules.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
+from .. import formats
 from ..errors import InvalidArgument
 from ..proto import index_pb2
 from ..rankedset import Steps, run_alone, run_together
@@ -318,6 +320,8 @@ class RecordWriter:
         head.next_seq = seq
         submissions = {key: n + (states[key].submissions if key in states else 0) for key, n in added.items()}
         if rules and rules.max_per_window:
+            if not formats.allows(self.space.format, formats.EXACT_SUBMISSIONS):
+                self._count_held(submissions, states, directory, pk_nested)  # type: ignore[arg-type]
             self._check_windows(rules, directory, submissions)  # type: ignore[arg-type]
         self._note_timestamps(entry.timestamp for entry in entries)
         return self._apply(head, states, current, (), pk_nested, pk_flat, directory, submissions)
@@ -413,6 +417,29 @@ class RecordWriter:
             rules.check_score(entry.score)
         if self.limited:
             rules.count_minute(head, len(entries), self.space.clock())
+
+    def _count_held(
+        self,
+        submissions: dict[tuple[int, bytes], int],
+        states: dict[tuple[int, bytes], index_pb2.WindowState],
+        directory: Directory,
+        pk_nested: bytes,
+    ) -> None:
+        """Raise ``submissions`` of the limited windows the record had a state in to the entries
+        it holds there, this write's included (an index below format 3 may count short: see
+        rules.py).  One range read per such window, issued together."""
+        limited = [
+            (key, window)
+            for key in submissions
+            if key in states
+            and (window := directory.by_key(key[0])) is not None
+            and window.type != ALL_TIME
+            and not window.filling
+        ]
+        reads = [self.txn.issue_entries(pk_nested, window.start, window.end) for _, window in limited]
+        for (key, _), entries in zip(limited, reads, strict=True):
+            held = sum(1 for _, _, (group, _, _) in entries() if tuples.pack(tuple(group)) == key[1])
+            submissions[key] = max(submissions[key], held)
 
     def _check_windows(
         self, rules: ScoreRules, directory: Directory, submissions: dict[tuple[int, bytes], int]

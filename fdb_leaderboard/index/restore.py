@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 
+from .. import formats
 from ..errors import NotFound
 from ..proto import index_pb2
 from ..proto import service_pb2 as pb
@@ -70,6 +71,8 @@ class Restorer:
                 f"the dump is in format version {header.format_version}; this version of fdb-leaderboard "
                 f"restores version {FORMAT_VERSION}"
             )
+        # Its rows are in the index's format (a newer release's dump: refused before anything is written).
+        formats.check_readable("index", header.index_format or formats.UNRECORDED_INDEX, "the dumped index")
         self.db = db
         self.prefix = prefix
         self.header = header

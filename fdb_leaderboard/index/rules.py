@@ -14,7 +14,13 @@ the record's head, which the write reads and rewrites anyway:
 - ``max_per_window``: entries a record may submit into one window and group (every complete
   window but all-time, which never ends).  Each window state of the head counts the entries
   submitted into it since the record was last saved whole (``WindowState.submissions``); a fill
-  counts the entries it finds there.
+  counts the entries it finds there.  Heads written before the counters existed (release
+  0.1.0) count nothing, and release 0.2.0 added only later submissions to them, so below index
+  format 3 a counter may count short: what a record submitted into a window is then the larger
+  of its counter and the entries it holds there (exact unless a trim dropped some of those), and
+  a limited write counts them (one more read round: ``RecordWriter._count_held``).  Raising the
+  index to format 3 recounts every head so (``upgrade.py``); from then on the counter alone is
+  exact, and ``verify`` holds it to the entries.
 
 A limit refuses with :class:`SubmissionLimited` (RESOURCE_EXHAUSTED) and the seconds until it
 lets the record submit again: the next minute, or the end of the full window (none when that

@@ -1,9 +1,10 @@
 """An index's key space and settings: everything derived from them, nothing read from the store.
 
 :class:`IndexSpace` is what every concern of the index shares across transactions: the
-settings, the key layout, the aggregation, and two caches of pure derivations (ranked-set
-key prefixes, and the parse of the last directory bytes seen, reused only when the bytes
-read are the same).
+settings, the key layout, the aggregation, the stored format the index is at (which forms its
+writes may produce: ``fdb_leaderboard/formats.py``), and two caches of pure derivations
+(ranked-set key prefixes, and the parse of the last directory bytes seen, reused only when the
+bytes read are the same).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from .. import formats
 from ..rankedset import RankedSet
 from .aggregation import AGGREGATIONS, Aggregation
 from .columns import flipper
@@ -27,9 +29,14 @@ _RANKED_SETS_KEPT = 4096
 class IndexSpace:
     """The index under key prefix ``prefix`` with ``settings``.  Holds no stored data."""
 
-    def __init__(self, prefix: bytes, settings: IndexSettings) -> None:
+    def __init__(self, prefix: bytes, settings: IndexSettings, format: int = formats.NEWEST_INDEX) -> None:
         self.prefix = prefix
         self.settings = settings
+        # The index's stored format, as last read (formats only rise: a lower value read earlier
+        # only makes a write keep an older form, which every release on the store reads).
+        self.format = format
+        # Called in the transaction that raises the format (the catalog updates its entry's copy).
+        self.on_format_raised: Callable[[Any, int], None] | None = None
         self.layout = IndexLayout(prefix)
         self.aggregation: Aggregation = AGGREGATIONS[settings.aggregation]
         # A high-score-first score's stored form (and back): negated, or each HIGH column negated.

@@ -63,6 +63,9 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.IndexOptions.dense_ranks": "Each window and group also keeps a ranked set of its distinct scores "
     "(at S + (7, lb_key, group..., level, score)), so DENSE ranks are "
     "exact in O(log n).",
+    "fdb_leaderboard.IndexOptions.format": "The index's stored format (fdb_leaderboard/formats.py): set by the server "
+    "when it creates or upgrades the index, ignored in requests; 0: not "
+    "recorded (written before release 0.3.0).",
     "fdb_leaderboard.IndexOptions.group_size": "number of group elements in every entry",
     "fdb_leaderboard.IndexOptions.high_score_first": "the default before any window update sets it",
     "fdb_leaderboard.IndexOptions.leagues": "Cohorts and tiers on one window type's windows (absent: none).",
@@ -81,6 +84,14 @@ COMMENTS: dict[str, str] = {
     "seconds whatever the timebase (0: 24 hours).",
     "fdb_leaderboard.MaintenancePolicy.retain": "0: keep windows forever",
     "fdb_leaderboard.MaintenancePolicy.timebase": "of times and lengths: seconds (empty) or milliseconds",
+    "fdb_leaderboard.ProcessReport": 'Stored at ROOT + ("processes", id) by each server process while it runs: its '
+    "release and last sign of life, so formats are raised only once every live "
+    "process reads them.",
+    "fdb_leaderboard.ProcessReport.address": "what it serves (gRPC address)",
+    "fdb_leaderboard.ProcessReport.index_format": "the newest index format it reads",
+    "fdb_leaderboard.ProcessReport.seen_at": "Unix seconds: its last report",
+    "fdb_leaderboard.ProcessReport.started_at": "Unix seconds",
+    "fdb_leaderboard.ProcessReport.store_format": "the newest store format it reads",
     "fdb_leaderboard.RankHash.JDK": "the Record Layer's default",
     "fdb_leaderboard.RankHash.MURMUR3": "the default for new indexes",
     "fdb_leaderboard.RecordHead": "Stored at S + (1, pk): the record's head; its entries live at S + (5, pk, ts, seq).",
@@ -104,6 +115,10 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.ScoreRules.min_score": "absent: no lowest accepted score",
     "fdb_leaderboard.ScoreType.DOUBLE": "finite doubles; integers given are converted",
     "fdb_leaderboard.ScoreType.INT": "int64 scores",
+    "fdb_leaderboard.StoreFormat": 'Stored at ROOT + ("format",): the store\'s format (fdb_leaderboard/formats.py).  '
+    "Absent: not recorded (a store written before release 0.3.0).",
+    "fdb_leaderboard.StoreFormat.raised_at": "Unix seconds",
+    "fdb_leaderboard.StoreFormat.raised_by": "the release that created the store at this format or raised it to it",
     "fdb_leaderboard.TimeWindowLeaderboard.filling": "Our extension: set while the window is being filled from stored "
     "records and must not be served.  Absent on complete windows, so "
     "those serialize exactly as the reference's.",
@@ -112,13 +127,22 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.TimeWindowLeaderboardDirectory.score_rules": "Our extension: the index's score rules, absent "
     "unless some are set (every write reads the "
     "directory, so they cost it no read of their own).",
+    "fdb_leaderboard.UpgradeCursor": "Stored at S + (15,) while an index's data is rewritten for its next format "
+    "(index/upgrade.py): how far the job got.  The batch that finishes it raises "
+    "IndexOptions.format.",
+    "fdb_leaderboard.UpgradeCursor.heads_changed": "heads the job rewrote",
+    "fdb_leaderboard.UpgradeCursor.records_through": "last record key (pk, nested) done; empty: none yet",
+    "fdb_leaderboard.UpgradeCursor.started_at": "Unix seconds",
     "fdb_leaderboard.WindowState": "One group's value of a record in one window, as indexed.",
     "fdb_leaderboard.WindowState.element": "tuple-packed (stored score, timestamp, context...): the ranked-set element",
     "fdb_leaderboard.WindowState.group": "tuple-packed group",
     "fdb_leaderboard.WindowState.seq": "sequence number of the chosen entry (SUM: of the latest contributing entry)",
     "fdb_leaderboard.WindowState.submissions": "Entries the record submitted into this window and group since it was "
-    "last saved whole (what a ScoreRules.max_per_window limit counts).  0 "
-    "in heads written before it was kept.",
+    "last saved whole (what a ScoreRules.max_per_window limit counts).  "
+    "Below index format 3 it may count short (0 in heads written before it "
+    "was kept, later submissions only once one was added to that): the "
+    "count is then at least the entries the record holds there "
+    "(index/rules.py).",
     "fdb_leaderboard.v1.AddScoreRequest.idempotency_key": 'see "Idempotency keys" below',
     "fdb_leaderboard.v1.AddScoreRequest.metadata": "Merged into the record's metadata in the same transaction (empty: "
     "left as it is).",
@@ -213,6 +237,8 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.DumpHeader.created_at": "Unix seconds",
     "fdb_leaderboard.v1.DumpHeader.format_version": "1",
     "fdb_leaderboard.v1.DumpHeader.index": "the dumped index's name",
+    "fdb_leaderboard.v1.DumpHeader.index_format": "its rows' stored format (0: not recorded, format 2); a newer one "
+    "is refused",
     "fdb_leaderboard.v1.DumpHeader.records_estimate": "the records the index held when the dump began (0: unknown)",
     "fdb_leaderboard.v1.DumpHeader.source": "the store dumped, for people",
     "fdb_leaderboard.v1.DumpPart": "One part of a dump: its header, rows, changes or end.",
@@ -255,6 +281,12 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.FillRequest.max_records": "per batch; 0: default",
     "fdb_leaderboard.v1.FillResponse.entries_ranked": "phase 2: entries appended to the windows' ranked sets",
     "fdb_leaderboard.v1.FillResponse.records_processed": "phase 1: records whose values went into the new windows",
+    "fdb_leaderboard.v1.FormatVersion": "A stored format's version, as the answering server's release knows it.",
+    "fdb_leaderboard.v1.FormatVersion.adds": "what it adds",
+    "fdb_leaderboard.v1.FormatVersion.read_from": "the oldest release that reads it: only those from it on may run on "
+    "it",
+    "fdb_leaderboard.v1.FormatVersion.release": "the release that first writes it",
+    "fdb_leaderboard.v1.FormatVersion.upgrade": "the job that rewrites older data before it is raised (empty: none)",
     "fdb_leaderboard.v1.GroupKey": "A group: its key items.",
     "fdb_leaderboard.v1.HiddenChangeResponse": "Whether hiding or restoring changed anything.",
     "fdb_leaderboard.v1.HiddenChangeResponse.changed": "false: it was hidden (HideRecord) or shown (RestoreRecord) "
@@ -269,7 +301,16 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.HideRecordRequest.pk": "the record must exist (NOT_FOUND otherwise)",
     "fdb_leaderboard.v1.HideRecordRequest.reason": "why (at most 1000 bytes), listed with it",
     "fdb_leaderboard.v1.HistoryRow": "A window of a record's rank history, and its entry there (absent: no value).",
+    "fdb_leaderboard.v1.IndexFormat": "An index's stored format (fdb_leaderboard/formats.py) and the upgrade of its "
+    "data under way.",
+    "fdb_leaderboard.v1.IndexFormat.newest": "the newest index format the answering server writes",
+    "fdb_leaderboard.v1.IndexFormat.recorded": "false: written before formats were recorded (read as format 2)",
+    "fdb_leaderboard.v1.IndexFormat.records_done": "the upgrade's records done so far",
+    "fdb_leaderboard.v1.IndexFormat.upgrading_to": "an upgrade under way to this format (0: none)",
+    "fdb_leaderboard.v1.IndexFormat.version": "the format its data is in",
+    "fdb_leaderboard.v1.IndexFormatInfo": "An index's name and its stored format.",
     "fdb_leaderboard.v1.IndexInfo": "An index as ListIndexes describes it.",
+    "fdb_leaderboard.v1.IndexInfo.format": "its stored format and the upgrade under way",
     "fdb_leaderboard.v1.IndexInfo.writes_paused": "why its writes are refused (empty: they are not); maintenance "
     "skips it",
     "fdb_leaderboard.v1.IndexOptions": "What an index is, fixed when it is created.",
@@ -327,6 +368,8 @@ COMMENTS: dict[str, str] = {
     "the best of them.",
     "fdb_leaderboard.v1.Leaderboard.GetRanks": "Up to 200 records' ranks and entries in a window, in the order asked.",
     "fdb_leaderboard.v1.Leaderboard.GetScoreRules": "The scores an index accepts (its score rules).",
+    "fdb_leaderboard.v1.Leaderboard.GetStoreStatus": "The store's format, the server processes on it with their "
+    "releases, each index's format.",
     "fdb_leaderboard.v1.Leaderboard.HideRecord": "Hide a record from every window's ranks and listings at once (its "
     "data kept).",
     "fdb_leaderboard.v1.Leaderboard.KeepAhead": "Add the windows an index's maintenance policy keeps ahead of now.",
@@ -371,6 +414,10 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.Leaderboard.Trim": "Drop entries before a time that no window's value depends on, in batches.",
     "fdb_leaderboard.v1.Leaderboard.UpdateWindows": "Add, keep or remove an index's windows in one transaction; "
     "windows added over stored scores are filled afterwards (Fill).",
+    "fdb_leaderboard.v1.Leaderboard.UpgradeIndex": "Raise one index to the newest format (admin), in bounded "
+    "resumable batches.",
+    "fdb_leaderboard.v1.Leaderboard.UpgradeStore": "Raise the store and every index to the newest formats (admin), "
+    "resumable.",
     "fdb_leaderboard.v1.Leaderboard.Verify": "Recompute windows from the records and compare; a large index in parts, "
     "each answering where the next goes on.",
     "fdb_leaderboard.v1.Leaderboard.WatchRank": "A record's rank and entry now, then again whenever its rank, score "
@@ -410,6 +457,7 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.ListHiddenRecordsResponse.records": "in primary-key order",
     "fdb_leaderboard.v1.ListWindowsRequest.window_type": "only the windows of this type (absent: every window)",
     "fdb_leaderboard.v1.ListWindowsResponse.exists": "false: no window update yet",
+    "fdb_leaderboard.v1.ListWindowsResponse.format": "the index's stored format and the upgrade of its data under way",
     "fdb_leaderboard.v1.LoadProgress": "Load: BulkLoad that reports each saved transaction.  The server answers the "
     "stream of BulkLoadRequest messages with a LoadProgress after every "
     "transaction it commits.  A refused record ends the call with its status; "
@@ -442,6 +490,12 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.PageResponse.window": "the window read",
     "fdb_leaderboard.v1.PercentileResponse.percentile": "100 (total - 1 - rank) / total; absent: no value in the "
     "window",
+    "fdb_leaderboard.v1.ProcessInfo": "A server process on the store, as it reports itself (while it runs, every 10 "
+    "s).",
+    "fdb_leaderboard.v1.ProcessInfo.live": "reported within the last 60 s",
+    "fdb_leaderboard.v1.ProcessInfo.seen_at": "Unix seconds: its last report",
+    "fdb_leaderboard.v1.ProcessInfo.started_at": "Unix seconds",
+    "fdb_leaderboard.v1.ProcessInfo.store_format": "the newest formats it reads",
     "fdb_leaderboard.v1.RankAndEntryResponse": "A record's entry with its rank (absent: no value in the window), and "
     "the window read.",
     "fdb_leaderboard.v1.RankAndEntryResponse.window": "the window read",
@@ -519,10 +573,34 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.SetScoreRulesRequest.rules": "replaces the index's rules (empty: none)",
     "fdb_leaderboard.v1.SetWritesPausedRequest": "Refuse an index's writes (UNAVAILABLE, with `reason`) until "
     "resumed, or resume them.",
+    "fdb_leaderboard.v1.StoreFormatInfo": "The store's format.",
+    "fdb_leaderboard.v1.StoreFormatInfo.newest": "the newest store format the answering server writes",
+    "fdb_leaderboard.v1.StoreFormatInfo.raised_at": "Unix seconds",
+    "fdb_leaderboard.v1.StoreFormatInfo.raised_by": "the release that created the store at this format or raised it "
+    "to it",
+    "fdb_leaderboard.v1.StoreFormatInfo.recorded": "false: written before formats were recorded (read as format 2)",
+    "fdb_leaderboard.v1.StoreStatus": "The store's format, the processes on it and their releases, each index's "
+    "format.",
+    "fdb_leaderboard.v1.StoreStatus.processes": "live ones and those not seen for up to a day",
+    "fdb_leaderboard.v1.StoreStatus.release": "the answering server's release",
+    "fdb_leaderboard.v1.StoreStatus.store_formats": "the formats the answering server knows",
     "fdb_leaderboard.v1.SubDirectory": "A group with a direction of its own.",
     "fdb_leaderboard.v1.UpdateWindowsRequest.delete_before": "windows ending by then are deleted, and not added",
     "fdb_leaderboard.v1.UpdateWindowsRequest.high_score_first": "absent: keep the index's direction",
     "fdb_leaderboard.v1.UpdateWindowsRequest.nlevels": "0: default (6)",
+    "fdb_leaderboard.v1.UpgradeIndexRequest": "Raise an index to the newest format this server writes (as "
+    "UpgradeStore does for one index).",
+    "fdb_leaderboard.v1.UpgradeIndexRequest.max_batches": "0: until done or the call's deadline",
+    "fdb_leaderboard.v1.UpgradeIndexRequest.max_records": "per batch; 0: default",
+    "fdb_leaderboard.v1.UpgradeIndexResponse.heads_changed": "record heads they rewrote",
+    "fdb_leaderboard.v1.UpgradeIndexResponse.records_processed": "records the call's batches went over",
+    "fdb_leaderboard.v1.UpgradeStoreRequest": "Raise the store to the newest format this server writes, then every "
+    "index (their data rewritten in bounded batches where a format needs "
+    "it, until the call's deadline: call again to go on).  Refused "
+    "(FAILED_PRECONDITION) while a live process runs a release that does "
+    "not read it; processes that do not report their release (release 0.2.0 "
+    "and earlier) must be stopped.",
+    "fdb_leaderboard.v1.UpgradeStoreResponse.done": "the store and every index are at the newest formats",
     "fdb_leaderboard.v1.VerifyRequest.continuation": "Absent: the whole check in this call; one that cannot finish by "
     "the call's deadline answers DEADLINE_EXCEEDED, never a partial "
     'answer.  Present ("" to start a check): a part of the check, as '

@@ -40,7 +40,7 @@ JDK: RankHash
 CRC: RankHash
 
 class IndexOptions(_message.Message):
-    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "trimmed_before", "score_type", "dense_ranks", "columns", "leagues")
+    __slots__ = ("aggregation", "hash_function", "count_duplicates", "group_size", "context_size", "high_score_first", "trimmed_before", "score_type", "dense_ranks", "columns", "leagues", "format")
     AGGREGATION_FIELD_NUMBER: _ClassVar[int]
     HASH_FUNCTION_FIELD_NUMBER: _ClassVar[int]
     COUNT_DUPLICATES_FIELD_NUMBER: _ClassVar[int]
@@ -52,6 +52,7 @@ class IndexOptions(_message.Message):
     DENSE_RANKS_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
     LEAGUES_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
     aggregation: Aggregation
     hash_function: RankHash
     count_duplicates: bool
@@ -63,7 +64,8 @@ class IndexOptions(_message.Message):
     dense_ranks: bool
     columns: _containers.RepeatedScalarFieldContainer[ColumnOrder]
     leagues: Leagues
-    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., trimmed_before: _Optional[int] = ..., score_type: _Optional[_Union[ScoreType, str]] = ..., dense_ranks: _Optional[bool] = ..., columns: _Optional[_Iterable[_Union[ColumnOrder, str]]] = ..., leagues: _Optional[_Union[Leagues, _Mapping]] = ...) -> None: ...
+    format: int
+    def __init__(self, aggregation: _Optional[_Union[Aggregation, str]] = ..., hash_function: _Optional[_Union[RankHash, str]] = ..., count_duplicates: _Optional[bool] = ..., group_size: _Optional[int] = ..., context_size: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., trimmed_before: _Optional[int] = ..., score_type: _Optional[_Union[ScoreType, str]] = ..., dense_ranks: _Optional[bool] = ..., columns: _Optional[_Iterable[_Union[ColumnOrder, str]]] = ..., leagues: _Optional[_Union[Leagues, _Mapping]] = ..., format: _Optional[int] = ...) -> None: ...
 
 class Leagues(_message.Message):
     __slots__ = ("window_type", "cohort_size", "tiers", "promote", "demote")
@@ -257,6 +259,50 @@ class CatalogEntry(_message.Message):
     writes_paused_until: int
     pause_reason: str
     def __init__(self, prefix: _Optional[bytes] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ..., captures: _Optional[_Iterable[_Union[ChangeCapture, _Mapping]]] = ..., writes_paused_until: _Optional[int] = ..., pause_reason: _Optional[str] = ...) -> None: ...
+
+class UpgradeCursor(_message.Message):
+    __slots__ = ("to_format", "records_through", "records_done", "heads_changed", "started_at")
+    TO_FORMAT_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_THROUGH_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_DONE_FIELD_NUMBER: _ClassVar[int]
+    HEADS_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    to_format: int
+    records_through: bytes
+    records_done: int
+    heads_changed: int
+    started_at: int
+    def __init__(self, to_format: _Optional[int] = ..., records_through: _Optional[bytes] = ..., records_done: _Optional[int] = ..., heads_changed: _Optional[int] = ..., started_at: _Optional[int] = ...) -> None: ...
+
+class StoreFormat(_message.Message):
+    __slots__ = ("version", "raised_by", "raised_at")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    RAISED_BY_FIELD_NUMBER: _ClassVar[int]
+    RAISED_AT_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    raised_by: str
+    raised_at: int
+    def __init__(self, version: _Optional[int] = ..., raised_by: _Optional[str] = ..., raised_at: _Optional[int] = ...) -> None: ...
+
+class ProcessReport(_message.Message):
+    __slots__ = ("release", "host", "pid", "address", "started_at", "seen_at", "store_format", "index_format")
+    RELEASE_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    SEEN_AT_FIELD_NUMBER: _ClassVar[int]
+    STORE_FORMAT_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FORMAT_FIELD_NUMBER: _ClassVar[int]
+    release: str
+    host: str
+    pid: int
+    address: str
+    started_at: int
+    seen_at: int
+    store_format: int
+    index_format: int
+    def __init__(self, release: _Optional[str] = ..., host: _Optional[str] = ..., pid: _Optional[int] = ..., address: _Optional[str] = ..., started_at: _Optional[int] = ..., seen_at: _Optional[int] = ..., store_format: _Optional[int] = ..., index_format: _Optional[int] = ...) -> None: ...
 
 class AuditEvent(_message.Message):
     __slots__ = ("at_us", "actor", "action", "index", "details")

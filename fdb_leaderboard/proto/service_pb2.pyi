@@ -279,22 +279,152 @@ class ListIndexesRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class IndexInfo(_message.Message):
-    __slots__ = ("name", "options", "maintenance", "writes_paused")
+    __slots__ = ("name", "options", "maintenance", "writes_paused", "format")
     NAME_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     MAINTENANCE_FIELD_NUMBER: _ClassVar[int]
     WRITES_PAUSED_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
     name: str
     options: IndexOptions
     maintenance: MaintenancePolicy
     writes_paused: str
-    def __init__(self, name: _Optional[str] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ..., writes_paused: _Optional[str] = ...) -> None: ...
+    format: IndexFormat
+    def __init__(self, name: _Optional[str] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ..., writes_paused: _Optional[str] = ..., format: _Optional[_Union[IndexFormat, _Mapping]] = ...) -> None: ...
 
 class ListIndexesResponse(_message.Message):
     __slots__ = ("indexes",)
     INDEXES_FIELD_NUMBER: _ClassVar[int]
     indexes: _containers.RepeatedCompositeFieldContainer[IndexInfo]
     def __init__(self, indexes: _Optional[_Iterable[_Union[IndexInfo, _Mapping]]] = ...) -> None: ...
+
+class IndexFormat(_message.Message):
+    __slots__ = ("version", "recorded", "newest", "upgrading_to", "records_done")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    RECORDED_FIELD_NUMBER: _ClassVar[int]
+    NEWEST_FIELD_NUMBER: _ClassVar[int]
+    UPGRADING_TO_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_DONE_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    recorded: bool
+    newest: int
+    upgrading_to: int
+    records_done: int
+    def __init__(self, version: _Optional[int] = ..., recorded: _Optional[bool] = ..., newest: _Optional[int] = ..., upgrading_to: _Optional[int] = ..., records_done: _Optional[int] = ...) -> None: ...
+
+class FormatVersion(_message.Message):
+    __slots__ = ("version", "release", "read_from", "adds", "upgrade")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_FIELD_NUMBER: _ClassVar[int]
+    READ_FROM_FIELD_NUMBER: _ClassVar[int]
+    ADDS_FIELD_NUMBER: _ClassVar[int]
+    UPGRADE_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    release: str
+    read_from: str
+    adds: str
+    upgrade: str
+    def __init__(self, version: _Optional[int] = ..., release: _Optional[str] = ..., read_from: _Optional[str] = ..., adds: _Optional[str] = ..., upgrade: _Optional[str] = ...) -> None: ...
+
+class StoreFormatInfo(_message.Message):
+    __slots__ = ("version", "recorded", "newest", "raised_by", "raised_at")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    RECORDED_FIELD_NUMBER: _ClassVar[int]
+    NEWEST_FIELD_NUMBER: _ClassVar[int]
+    RAISED_BY_FIELD_NUMBER: _ClassVar[int]
+    RAISED_AT_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    recorded: bool
+    newest: int
+    raised_by: str
+    raised_at: int
+    def __init__(self, version: _Optional[int] = ..., recorded: _Optional[bool] = ..., newest: _Optional[int] = ..., raised_by: _Optional[str] = ..., raised_at: _Optional[int] = ...) -> None: ...
+
+class ProcessInfo(_message.Message):
+    __slots__ = ("id", "release", "host", "pid", "address", "started_at", "seen_at", "live", "store_format", "index_format")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    SEEN_AT_FIELD_NUMBER: _ClassVar[int]
+    LIVE_FIELD_NUMBER: _ClassVar[int]
+    STORE_FORMAT_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FORMAT_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    release: str
+    host: str
+    pid: int
+    address: str
+    started_at: int
+    seen_at: int
+    live: bool
+    store_format: int
+    index_format: int
+    def __init__(self, id: _Optional[str] = ..., release: _Optional[str] = ..., host: _Optional[str] = ..., pid: _Optional[int] = ..., address: _Optional[str] = ..., started_at: _Optional[int] = ..., seen_at: _Optional[int] = ..., live: _Optional[bool] = ..., store_format: _Optional[int] = ..., index_format: _Optional[int] = ...) -> None: ...
+
+class GetStoreStatusRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class StoreStatus(_message.Message):
+    __slots__ = ("release", "format", "processes", "indexes", "store_formats", "index_formats")
+    RELEASE_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    PROCESSES_FIELD_NUMBER: _ClassVar[int]
+    INDEXES_FIELD_NUMBER: _ClassVar[int]
+    STORE_FORMATS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FORMATS_FIELD_NUMBER: _ClassVar[int]
+    release: str
+    format: StoreFormatInfo
+    processes: _containers.RepeatedCompositeFieldContainer[ProcessInfo]
+    indexes: _containers.RepeatedCompositeFieldContainer[IndexFormatInfo]
+    store_formats: _containers.RepeatedCompositeFieldContainer[FormatVersion]
+    index_formats: _containers.RepeatedCompositeFieldContainer[FormatVersion]
+    def __init__(self, release: _Optional[str] = ..., format: _Optional[_Union[StoreFormatInfo, _Mapping]] = ..., processes: _Optional[_Iterable[_Union[ProcessInfo, _Mapping]]] = ..., indexes: _Optional[_Iterable[_Union[IndexFormatInfo, _Mapping]]] = ..., store_formats: _Optional[_Iterable[_Union[FormatVersion, _Mapping]]] = ..., index_formats: _Optional[_Iterable[_Union[FormatVersion, _Mapping]]] = ...) -> None: ...
+
+class IndexFormatInfo(_message.Message):
+    __slots__ = ("index", "format")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    format: IndexFormat
+    def __init__(self, index: _Optional[str] = ..., format: _Optional[_Union[IndexFormat, _Mapping]] = ...) -> None: ...
+
+class UpgradeStoreRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class UpgradeStoreResponse(_message.Message):
+    __slots__ = ("status", "done")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    status: StoreStatus
+    done: bool
+    def __init__(self, status: _Optional[_Union[StoreStatus, _Mapping]] = ..., done: _Optional[bool] = ...) -> None: ...
+
+class UpgradeIndexRequest(_message.Message):
+    __slots__ = ("index", "max_records", "max_batches")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    MAX_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    index: str
+    max_records: int
+    max_batches: int
+    def __init__(self, index: _Optional[str] = ..., max_records: _Optional[int] = ..., max_batches: _Optional[int] = ...) -> None: ...
+
+class UpgradeIndexResponse(_message.Message):
+    __slots__ = ("format", "records_processed", "heads_changed", "done")
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_PROCESSED_FIELD_NUMBER: _ClassVar[int]
+    HEADS_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    format: IndexFormat
+    records_processed: int
+    heads_changed: int
+    done: bool
+    def __init__(self, format: _Optional[_Union[IndexFormat, _Mapping]] = ..., records_processed: _Optional[int] = ..., heads_changed: _Optional[int] = ..., done: _Optional[bool] = ...) -> None: ...
 
 class DropIndexRequest(_message.Message):
     __slots__ = ("index",)
@@ -385,20 +515,22 @@ class ListWindowsRequest(_message.Message):
     def __init__(self, index: _Optional[str] = ..., window_type: _Optional[int] = ...) -> None: ...
 
 class ListWindowsResponse(_message.Message):
-    __slots__ = ("exists", "update_timestamp", "high_score_first", "windows", "latest_timestamp", "trimmed_before")
+    __slots__ = ("exists", "update_timestamp", "high_score_first", "windows", "latest_timestamp", "trimmed_before", "format")
     EXISTS_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     HIGH_SCORE_FIRST_FIELD_NUMBER: _ClassVar[int]
     WINDOWS_FIELD_NUMBER: _ClassVar[int]
     LATEST_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     TRIMMED_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
     exists: bool
     update_timestamp: int
     high_score_first: bool
     windows: _containers.RepeatedCompositeFieldContainer[Window]
     latest_timestamp: int
     trimmed_before: int
-    def __init__(self, exists: _Optional[bool] = ..., update_timestamp: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., windows: _Optional[_Iterable[_Union[Window, _Mapping]]] = ..., latest_timestamp: _Optional[int] = ..., trimmed_before: _Optional[int] = ...) -> None: ...
+    format: IndexFormat
+    def __init__(self, exists: _Optional[bool] = ..., update_timestamp: _Optional[int] = ..., high_score_first: _Optional[bool] = ..., windows: _Optional[_Iterable[_Union[Window, _Mapping]]] = ..., latest_timestamp: _Optional[int] = ..., trimmed_before: _Optional[int] = ..., format: _Optional[_Union[IndexFormat, _Mapping]] = ...) -> None: ...
 
 class SaveSubDirectoryRequest(_message.Message):
     __slots__ = ("index", "group", "high_score_first")
@@ -1176,7 +1308,7 @@ class DumpRequest(_message.Message):
     def __init__(self, index: _Optional[str] = ..., keep_paused: _Optional[bool] = ..., moved_to: _Optional[str] = ..., catch_up_seconds: _Optional[float] = ...) -> None: ...
 
 class DumpHeader(_message.Message):
-    __slots__ = ("format_version", "index", "options", "maintenance", "created_at", "source", "records_estimate")
+    __slots__ = ("format_version", "index", "options", "maintenance", "created_at", "source", "records_estimate", "index_format")
     FORMAT_VERSION_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
@@ -1184,6 +1316,7 @@ class DumpHeader(_message.Message):
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     RECORDS_ESTIMATE_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FORMAT_FIELD_NUMBER: _ClassVar[int]
     format_version: int
     index: str
     options: IndexOptions
@@ -1191,7 +1324,8 @@ class DumpHeader(_message.Message):
     created_at: int
     source: str
     records_estimate: int
-    def __init__(self, format_version: _Optional[int] = ..., index: _Optional[str] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ..., created_at: _Optional[int] = ..., source: _Optional[str] = ..., records_estimate: _Optional[int] = ...) -> None: ...
+    index_format: int
+    def __init__(self, format_version: _Optional[int] = ..., index: _Optional[str] = ..., options: _Optional[_Union[IndexOptions, _Mapping]] = ..., maintenance: _Optional[_Union[MaintenancePolicy, _Mapping]] = ..., created_at: _Optional[int] = ..., source: _Optional[str] = ..., records_estimate: _Optional[int] = ..., index_format: _Optional[int] = ...) -> None: ...
 
 class DumpRows(_message.Message):
     __slots__ = ("keys", "values")

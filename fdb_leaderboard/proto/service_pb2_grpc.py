@@ -330,6 +330,21 @@ class LeaderboardStub:
                 request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.WatchWindowEndsRequest.SerializeToString,
                 response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.WindowEndEvent.FromString,
                 _registered_method=True)
+        self.GetStoreStatus = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/GetStoreStatus',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.GetStoreStatusRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.StoreStatus.FromString,
+                _registered_method=True)
+        self.UpgradeStore = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/UpgradeStore',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.UpgradeStoreRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.UpgradeStoreResponse.FromString,
+                _registered_method=True)
+        self.UpgradeIndex = channel.unary_unary(
+                '/fdb_leaderboard.v1.Leaderboard/UpgradeIndex',
+                request_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.UpgradeIndexRequest.SerializeToString,
+                response_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.UpgradeIndexResponse.FromString,
+                _registered_method=True)
 
 
 class LeaderboardServicer:
@@ -760,6 +775,29 @@ class LeaderboardServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetStoreStatus(self, request, context):
+        """-- stored formats and releases --
+
+        The store's format, the server processes on it with their releases, each index's format.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpgradeStore(self, request, context):
+        """Raise the store and every index to the newest formats (admin), resumable.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpgradeIndex(self, request, context):
+        """Raise one index to the newest format (admin), in bounded resumable batches.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeaderboardServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -1057,6 +1095,21 @@ def add_LeaderboardServicer_to_server(servicer, server):
                     servicer.WatchWindowEnds,
                     request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.WatchWindowEndsRequest.FromString,
                     response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.WindowEndEvent.SerializeToString,
+            ),
+            'GetStoreStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetStoreStatus,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.GetStoreStatusRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.StoreStatus.SerializeToString,
+            ),
+            'UpgradeStore': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpgradeStore,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.UpgradeStoreRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.UpgradeStoreResponse.SerializeToString,
+            ),
+            'UpgradeIndex': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpgradeIndex,
+                    request_deserializer=fdb__leaderboard_dot_proto_dot_service__pb2.UpgradeIndexRequest.FromString,
+                    response_serializer=fdb__leaderboard_dot_proto_dot_service__pb2.UpgradeIndexResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -2653,6 +2706,87 @@ class Leaderboard:
             '/fdb_leaderboard.v1.Leaderboard/WatchWindowEnds',
             fdb__leaderboard_dot_proto_dot_service__pb2.WatchWindowEndsRequest.SerializeToString,
             fdb__leaderboard_dot_proto_dot_service__pb2.WindowEndEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetStoreStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/GetStoreStatus',
+            fdb__leaderboard_dot_proto_dot_service__pb2.GetStoreStatusRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.StoreStatus.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpgradeStore(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/UpgradeStore',
+            fdb__leaderboard_dot_proto_dot_service__pb2.UpgradeStoreRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.UpgradeStoreResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpgradeIndex(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fdb_leaderboard.v1.Leaderboard/UpgradeIndex',
+            fdb__leaderboard_dot_proto_dot_service__pb2.UpgradeIndexRequest.SerializeToString,
+            fdb__leaderboard_dot_proto_dot_service__pb2.UpgradeIndexResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -11,6 +11,8 @@
 | ``convert.py`` | requests into index arguments (settings, window updates, maintenance policies) |
 | ``status.py`` | which status code answers which error |
 | ``catalog.py`` | the named indexes of a store and their maintenance policies; paused writes, captured changes |
+| ``releases.py`` | the store's format record and each server process's report of its release and last sign of life |
+| ``upgrades.py`` | raising the stored formats: by an operator, or by the maintenance once every process reads them |
 | ``dumps.py`` | dumps of served indexes that catch up with their writes; restores published under a name |
 | ``housekeeping.py`` | the server's background maintenance: keep ahead, fill, expire, forget keys, notice ends |
 | ``window_events.py`` | window-end events in the store: webhooks, ends noticed once, the outbox, the event log |

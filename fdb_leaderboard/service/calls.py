@@ -73,6 +73,8 @@ HEAVY_METHODS = frozenset(
         "DeleteRecords",
         "ExpireAuditEvents",
         "NoticeWindowEnds",
+        "UpgradeStore",
+        "UpgradeIndex",
     }
 )
 # Rows each sized read answers with (the others are point reads).

@@ -24,6 +24,13 @@ record and idempotency key it changes (:class:`ChangeRecorder`), in the write's 
 so the dump copies them again.  A transaction that finds a capture it did not record for runs
 again, recording.
 
+The entry holds the index's stored format too (``options.format``, see ``fdb_leaderboard/formats.py``):
+an index is opened only if this release reads its format, and a transaction that finds the entry
+raised past what it reads (a newer release upgraded the index meanwhile) stops, committing
+nothing, with :class:`~fdb_leaderboard.errors.FormatTooNew`; one that finds it raised to a format
+it reads goes on, and the index writes that format's forms from then on.  The store's own format
+and the processes' releases are kept under the root too (``releases.py``).
+
 The audit trail of every index's admin actions lives under the catalog's root too
 (``index/audit.py``): an index's events outlive its drop.  The catalog's own actions (create,
 drop, policies, pauses) record themselves in their transactions; every index it opens records
@@ -42,6 +49,7 @@ from typing import Any, NamedTuple, TypeVar
 import fdb.tuple
 from google.protobuf import text_format
 
+from .. import formats
 from ..errors import AlreadyExists, InvalidArgument, NotFound, Unavailable
 from ..index import IndexSettings, LeaderboardIndex, Window
 from ..index.audit import MAX_EVENTS, AuditEvent, AuditTrail, JobEvents, expire_in_batches
@@ -50,6 +58,7 @@ from ..index.dumps import unit_of
 from ..index.leaderboard import LOCAL_ACTOR
 from ..proto import index_pb2
 from ..store.api import Database, Transaction, WrappedDatabase, strinc
+from . import releases
 
 ROOT = fdb.tuple.pack(("lb",))
 T = TypeVar("T")
@@ -68,6 +77,18 @@ def check_name(name: object) -> str:
 def timebase_scale(policy: index_pb2.MaintenancePolicy | None) -> int:
     """Units of the index's times per second, as its policy says (seconds unless told)."""
     return TIMEBASES[(policy.timebase if policy is not None else "") or "seconds"]
+
+
+def index_format(options: index_pb2.IndexOptions) -> int:
+    """The index format its options record (written before formats were recorded: format 2)."""
+    return options.format or formats.UNRECORDED_INDEX
+
+
+def check_format(name: str, options: index_pb2.IndexOptions) -> int:
+    """The index's format, if this release reads it (FormatTooNew otherwise)."""
+    version = index_format(options)
+    formats.check_readable("index", version, f"index {name!r}")
+    return version
 
 
 def writes_paused(entry: index_pb2.CatalogEntry, now: float) -> str:
@@ -229,6 +250,7 @@ class _EntryChecked(WrappedDatabase):
         parsed = index_pb2.CatalogEntry.FromString(stored) if stored is not None else None
         if parsed is None or parsed.prefix != self.prefix:
             raise StaleIndex(self.name)
+        check_format(self.name, parsed.options)
         captures = tuple((capture.id, capture.until) for capture in parsed.captures)
         state = self._state = _EntryState(stored, captures, parsed.writes_paused_until, parsed.pause_reason)
         if self.on_entry is not None:
@@ -247,6 +269,15 @@ class Catalog:
         self.root = root
         self.audit = AuditTrail(root)
         self._open: dict[str, tuple[bytes, LeaderboardIndex]] = {}
+        self._store_read = False  # the store's format was found readable (checked at the first open)
+
+    def _check_store(self) -> None:
+        """FormatTooNew if the store is in a format this release does not read (once per catalog:
+        formats only rise, and a server's report notices a raise after that)."""
+        if not self._store_read:
+            state = self.db.read(lambda tr: releases.read_store_format(tr, self.root))
+            formats.check_readable("store", state.version, "the store", state.raised_by)
+            self._store_read = True
 
     def _key(self, name: str) -> bytes:
         return self.root + fdb.tuple.pack(("catalog", name))
@@ -275,22 +306,37 @@ class Catalog:
         options = settings.to_proto()
         event = self.audit.event(actor or LOCAL_ACTOR, "CreateIndex", name)
 
-        def create(tr: Transaction) -> tuple[bytes, tuple[Window, ...] | None]:
+        def create(tr: Transaction) -> tuple[bytes, tuple[Window, ...] | None, int]:
+            store = releases.open_store(tr, self.root)  # too new: refused; fresh: its format recorded
             stored = tr.get(self._key(name))
             if stored is not None:
                 entry = index_pb2.CatalogEntry.FromString(stored)
                 if IndexSettings.from_proto(entry.options) != settings:
                     raise AlreadyExists(f"index {name!r} exists with other options")
-                return entry.prefix, None
+                return entry.prefix, None, entry.options.format
             prefix = self._new_prefix(tr)
+            version = self.creation_format(tr, store)
             entry = index_pb2.CatalogEntry(prefix=prefix, options=options, maintenance=maintenance)
+            entry.options.format = version
             tr.set(self._key(name), entry.SerializeToString())
-            added = LeaderboardIndex(self.db, prefix, settings).initialize(tr, all_time, windows)
-            event.write(tr, options=text_format.MessageToString(options, as_one_line=True), windows=len(added or ()))
-            return prefix, added
+            added = LeaderboardIndex(self.db, prefix, settings, version).initialize(tr, all_time, windows)
+            event.write(
+                tr,
+                options=text_format.MessageToString(options, as_one_line=True),
+                windows=len(added or ()),
+                format=version,
+            )
+            return prefix, added, version
 
-        prefix, added = self.db.run(create)
-        return self._keep(name, prefix, settings, maintenance), added
+        prefix, added, version = self.db.run(create)
+        return self._keep(name, prefix, settings, maintenance, version), added
+
+    def creation_format(self, tr: Transaction, store: releases.StoreFormatState) -> int:
+        """The index format a new index is created at: the newest every process that may write to
+        it reads (``formats.creation_format``, from the store's format and the live reports)."""
+        return formats.creation_format(
+            formats.INDEX_FORMATS, releases.live_releases(tr, self.root), reporting=store.reporting
+        )
 
     def _new_prefix(self, tr: Transaction) -> bytes:
         """A prefix no index has had (from the catalog's counter)."""
@@ -300,15 +346,36 @@ class Catalog:
         return self.root + fdb.tuple.pack((number,))
 
     def _keep(
-        self, name: str, prefix: bytes, settings: IndexSettings, policy: index_pb2.MaintenancePolicy | None
+        self,
+        name: str,
+        prefix: bytes,
+        settings: IndexSettings,
+        policy: index_pb2.MaintenancePolicy | None,
+        stored_format: int = 0,
     ) -> LeaderboardIndex:
-        """The index ``name`` at ``prefix``, kept open; its transactions check its entry (and
-        follow its policy's timebase: what "now" is for its windows)."""
+        """The index ``name`` at ``prefix`` (in ``stored_format``, as its options record it), kept
+        open; its transactions check its entry (and follow its policy's timebase, what "now" is
+        for its windows, and its format)."""
+        version = check_format(name, index_pb2.IndexOptions(format=stored_format))
         checked = _EntryChecked(self.db, name, self._key(name), prefix, self.root)
-        index = LeaderboardIndex(checked, prefix, settings)
+        index = LeaderboardIndex(checked, prefix, settings, version)
         index.timebase = timebase_scale(policy)
         index.audit, index.name = self.audit, name
-        checked.on_entry = lambda entry: setattr(index, "timebase", timebase_scale(entry.maintenance))
+
+        def entry_changed(entry: index_pb2.CatalogEntry) -> None:
+            index.timebase = timebase_scale(entry.maintenance)
+            index.format = max(index.format, index_format(entry.options))
+
+        def raise_entry(tr: Transaction, version: int) -> None:  # in the transaction raising the format
+            stored = tr.get(self._key(name))
+            if stored is not None:
+                entry = index_pb2.CatalogEntry.FromString(stored)
+                if entry.prefix == prefix:
+                    entry.options.format = version
+                    tr.set(self._key(name), entry.SerializeToString())
+
+        checked.on_entry = entry_changed
+        index.on_format_raised = raise_entry
         self._open[name] = (prefix, index)
         return index
 
@@ -327,8 +394,11 @@ class Catalog:
         cached = self._open.get(name)
         if cached is not None:
             return cached[1]
+        self._check_store()
         entry = self.entry(name)
-        return self._keep(name, entry.prefix, IndexSettings.from_proto(entry.options), entry.maintenance)
+        return self._keep(
+            name, entry.prefix, IndexSettings.from_proto(entry.options), entry.maintenance, entry.options.format
+        )
 
     def list(self) -> list[tuple[str, index_pb2.CatalogEntry]]:
         begin = self.root + fdb.tuple.pack(("catalog",))
@@ -504,6 +574,9 @@ class Catalog:
             if tr.get(self._key(name)) is not None:
                 raise AlreadyExists(f"index {name!r} exists")
             entry = index_pb2.CatalogEntry(prefix=prefix, options=settings.to_proto(), maintenance=maintenance)
+            restored = tr.get(prefix + fdb.tuple.pack((0,)))  # the dump's options: its data's format
+            if restored is not None:
+                entry.options.format = index_pb2.IndexOptions.FromString(restored).format
             tr.set(self._key(name), entry.SerializeToString())
             tr.clear(self._restoring_key(prefix))
             event.write(tr, source=source)

@@ -1,4 +1,5 @@
-"""Conversions of the service's requests into the index's arguments, and of its settings back."""
+"""Conversions of the service's requests into the index's arguments, and of its settings (and the
+stored formats' status) back."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 
-from .. import wire
+from .. import formats, wire
 from ..errors import InvalidArgument
 from ..index import (
     CalendarPeriods,
@@ -22,9 +23,11 @@ from ..index import (
 )
 from ..index.calendar import TIMEBASES
 from ..index.idempotency import DEFAULT_RETENTION
+from ..index.upgrade import UpgradeState
 from ..proto import index_pb2
 from ..proto import service_pb2 as pb
 from ..rankedset import HashFunction
+from .upgrades import StoreStatus
 
 
 def record_from_proto(record: pb.RecordEntries) -> tuple[tuple, list]:
@@ -177,4 +180,65 @@ def window_update_from_proto(request: pb.UpdateWindowsRequest) -> WindowUpdate:
         windows=[(w.type, w.start, w.end) for w in request.windows],
         nlevels=request.nlevels or 6,
         rebuild=Rebuild[enum_name(pb.Rebuild, request.rebuild, "rebuild")],
+    )
+
+
+# -- stored formats (upgrades.py) ------------------------------------------------------------------
+
+
+def index_format_to_proto(version: int, recorded: bool, upgrade: UpgradeState | None) -> pb.IndexFormat:
+    message = pb.IndexFormat(version=version, recorded=recorded, newest=formats.NEWEST_INDEX)
+    if upgrade is not None:
+        message.upgrading_to = upgrade.to_format
+        message.records_done = upgrade.records_done
+    return message
+
+
+def _format_versions(table: tuple[formats.Format, ...]) -> list[pb.FormatVersion]:
+    return [
+        pb.FormatVersion(
+            version=entry.version,
+            release=entry.release,
+            read_from=entry.read_from,
+            adds=entry.adds,
+            upgrade=entry.upgrade,
+        )
+        for entry in table
+    ]
+
+
+def status_to_proto(status: StoreStatus) -> pb.StoreStatus:
+    store = status.store
+    return pb.StoreStatus(
+        release=formats.RELEASE,
+        format=pb.StoreFormatInfo(
+            version=store.version,
+            recorded=store.recorded,
+            newest=formats.NEWEST_STORE,
+            raised_by=store.raised_by,
+            raised_at=store.raised_at,
+        ),
+        processes=[
+            pb.ProcessInfo(
+                id=process.id,
+                release=process.release,
+                host=process.report.host,
+                pid=process.report.pid,
+                address=process.report.address,
+                started_at=process.report.started_at,
+                seen_at=process.report.seen_at,
+                live=process.live,
+                store_format=process.report.store_format,
+                index_format=process.report.index_format,
+            )
+            for process in status.processes
+        ],
+        indexes=[
+            pb.IndexFormatInfo(
+                index=index.name, format=index_format_to_proto(index.version, index.recorded, index.upgrade)
+            )
+            for index in status.indexes
+        ],
+        store_formats=_format_versions(formats.STORE_FORMATS),
+        index_formats=_format_versions(formats.INDEX_FORMATS),
     )

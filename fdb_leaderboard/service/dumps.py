@@ -85,6 +85,7 @@ class ServedDump:
             maintenance=convert.maintenance_to_proto(entry.maintenance),
             source=catalog.db.url,
         )
+        header.index_format = entry.options.format  # the rows' format (0: not recorded)
         self.capture = catalog.start_capture(self.name, CAPTURE_LEASE, self.actor)
         finished = False
         ended = threading.Event()

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import grpc
 from google.protobuf.message import Message
 
-from .. import wire
+from .. import formats, wire
 from ..access import ANONYMOUS
 from ..errors import FailedPrecondition, InvalidArgument, LeaderboardError, RuleRefusal, SubmissionLimited
 from ..index import CheckReport, IfAbsent, IndexSettings, LeaderboardIndex, Operations, RankMode, ScanType, plan_ahead
@@ -37,6 +37,7 @@ from . import convert, dumps
 from .catalog import Catalog, StaleIndex, writes_paused
 from .settings import DEFAULT_MAX_PAGE
 from .status import Answer, cap_message, status_of
+from .upgrades import Upgrades
 from .window_events import DEFAULT_TOP, MAX_TOP, WindowEvents
 
 log = logging.getLogger("fdb_leaderboard.service")
@@ -55,6 +56,7 @@ class CallContext(Protocol):
 
 
 MAX_DELETE_BATCH = 1000  # records per DeleteRecords transaction
+DEADLINE_MARGIN = 2.0  # seconds before its deadline a call of many batches answers with its progress
 
 
 def _actor(context: CallContext) -> str:
@@ -150,6 +152,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         self.housekeeping: Any = None  # woken when windows are left filling (the server's, if any)
         self.window_events = WindowEvents(catalog)
         self.delivery: Any = None  # woken when window-end events were written (the server's, if any)
+        self.upgrades = Upgrades(catalog)
 
     def _fill_soon(self, filling: Any) -> None:
         """Have the server's background maintenance run now if windows were added: it fills those
@@ -188,6 +191,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     @_rpc
     def ListIndexes(self, request: pb.ListIndexesRequest, context: CallContext) -> pb.ListIndexesResponse:
         now = time.time()
+        listed = self.catalog.list()
         return pb.ListIndexesResponse(
             indexes=[
                 pb.IndexInfo(
@@ -195,8 +199,9 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
                     options=convert.settings_to_proto(IndexSettings.from_proto(entry.options)),
                     maintenance=convert.maintenance_to_proto(entry.maintenance),
                     writes_paused=writes_paused(entry, now),
+                    format=convert.index_format_to_proto(stored.version, stored.recorded, stored.upgrade),
                 )
-                for name, entry in self.catalog.list()
+                for (name, entry), stored in zip(listed, self.upgrades.index_formats(listed), strict=True)
             ]
         )
 
@@ -256,6 +261,9 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             trimmed = ops.txn.trimmed_before()
             if trimmed is not None:
                 response.trimmed_before = trimmed
+            stored = ops.txn.options().format
+            version = stored or formats.UNRECORDED_INDEX
+            response.format.CopyFrom(convert.index_format_to_proto(version, bool(stored), ops.upgrader.state()))
             return response
 
         return index.read(describe)
@@ -1002,6 +1010,36 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         _stream_top(request)
         self.window_events.check_streamable(request.index)
         return request.after if request.HasField("after") else self.window_events.log_end(request.index)
+
+    # -- stored formats and releases ------------------------------------------------------------
+
+    @_rpc
+    def GetStoreStatus(self, request: pb.GetStoreStatusRequest, context: CallContext) -> pb.StoreStatus:
+        return convert.status_to_proto(self.upgrades.status())
+
+    @_rpc
+    def UpgradeStore(self, request: pb.UpgradeStoreRequest, context: CallContext) -> pb.UpgradeStoreResponse:
+        status, done = self.upgrades.upgrade_store(_before_deadline(context), _actor(context))
+        return pb.UpgradeStoreResponse(status=convert.status_to_proto(status), done=done)
+
+    @_rpc
+    def UpgradeIndex(self, request: pb.UpgradeIndexRequest, context: CallContext) -> pb.UpgradeIndexResponse:
+        progress = self.upgrades.upgrade_index(
+            request.index, _before_deadline(context), _actor(context), request.max_records or 200, request.max_batches
+        )
+        recorded, state = self._index(request.index).upgrade_state()
+        return pb.UpgradeIndexResponse(
+            format=convert.index_format_to_proto(progress.format, bool(recorded), state),
+            records_processed=progress.records_processed,
+            heads_changed=progress.heads_changed,
+            done=progress.done,
+        )
+
+
+def _before_deadline(context: CallContext, margin: float = DEADLINE_MARGIN) -> Callable[[], bool]:
+    """Whether a call of many batches goes on: the caller waits, and a batch still fits before its
+    deadline (so the answer reaches it: the caller sends the call again to go on)."""
+    return lambda: context.is_active() and context.time_remaining() > margin
 
 
 def _stream_top(request: pb.WatchWindowEndsRequest) -> int:

@@ -12,8 +12,11 @@ Each pass goes over every index of the catalog and, per the index's maintenance 
   outbox, and this process's webhook delivery is woken.  Whatever the interval, a pass also
   runs as soon as the next window of any index ends, so an end is noticed within moments;
 
-and, once per pass, clears the audit events older than the audit trail's retention.  What it
-changes is recorded in the audit trail as done by ``maintenance``.
+and, once per pass, clears the audit events older than the audit trail's retention, forgets
+the reports of processes long gone (``releases.py``) and raises the store's and the indexes'
+stored formats as far as every process that may be running reads (``upgrades.py``; an index's
+data rewritten first in bounded batches where its format needs it), unless told not to.  What
+it changes is recorded in the audit trail as done by ``maintenance``.
 
 A pass runs when the server starts, every ``every`` seconds, and at once when a window update or
 an index creation leaves windows filling (:meth:`Housekeeping.wake`).  Every step is idempotent
@@ -33,10 +36,11 @@ from ..errors import NotFound, Unavailable
 from ..index import FillProgress
 from ..index.audit import SYSTEM_ACTOR
 from ..proto import index_pb2
-from . import convert
+from . import convert, releases
 from .background import BackgroundLoop
 from .catalog import Catalog, writes_paused
 from .metrics import Metrics
+from .upgrades import Upgrades
 from .webhooks import WebhookDelivery
 from .window_events import WindowEvents
 
@@ -44,6 +48,8 @@ log = logging.getLogger("fdb_leaderboard.service")
 
 DEFAULT_EVERY = 60.0
 END_MARGIN = 0.05  # seconds after a window's end that the pass noticing it runs
+UPGRADE_SECONDS = 10.0  # of an index's upgrade per pass; an unfinished one brings the next pass soon
+UPGRADE_AGAIN = 1.0
 
 
 class _Stopping(Exception):
@@ -64,12 +70,15 @@ class Housekeeping(BackgroundLoop):
         metrics: Metrics | None = None,
         window_events: WindowEvents | None = None,
         delivery: WebhookDelivery | None = None,
+        raise_formats: bool = True,
     ) -> None:
         super().__init__(stopping, every)
         self.catalog = catalog
+        self.upgrades = Upgrades(catalog) if raise_formats else None
         self.window_events = window_events
         self.delivery = delivery
         self._next_end: float | None = None  # the soonest window end still to come (Unix seconds)
+        self._upgrading = False  # the last pass left an index's upgrade unfinished
         self.every = every
         self.metrics = metrics
         self.passes = 0  # passes finished (tests wait for them)
@@ -80,6 +89,8 @@ class Housekeeping(BackgroundLoop):
             self.run_pass(time.time())
         finally:
             self.passes += 1
+        if self._upgrading:
+            return UPGRADE_AGAIN
         if self._next_end is not None:  # wake when the next window ends (a moment after)
             return min(self.every, max(0.0, self._next_end - time.time()) + END_MARGIN)
         return self.every
@@ -105,6 +116,20 @@ class Housekeeping(BackgroundLoop):
             )
             if cleared:
                 done.append(f"audit trail: cleared {cleared} event(s) past its retention")
+            forgotten = releases.forget_stale(self.catalog.db, self.catalog.root, clock)
+            if forgotten:
+                done.append(f"forgot {forgotten} report(s) of processes not seen for a day")
+        self._upgrading = False
+        if self.upgrades is not None and not self.stopping.is_set():
+            # An upgrade of a large index takes many passes' share: the next pass comes soon.
+            until = time.monotonic() + UPGRADE_SECONDS
+            try:
+                lines, self._upgrading = self.upgrades.raise_formats(
+                    lambda: not self.stopping.is_set() and time.monotonic() < until
+                )
+                done.extend(lines)
+            except Exception:
+                log.exception("raising the stored formats failed; the next pass retries")
         for line in done:
             log.info("maintenance: %s", line)
         if self.metrics is not None:

@@ -16,6 +16,8 @@ process may run several servers, as the tests do).  What it measures:
   (``Database.stats``: transactions, read rounds, conflicts; its retries are
   ``store_transaction_retries_total``, counted here by kind), and the embedded store's size
   against its map size;
+- at scrape time too, the stored formats: the store's, each index's with its upgrade's progress,
+  and the server processes on the store by release (``upgrades.py``);
 - the build (``build_info``), and the HTTP door's open event streams (the live page's viewers);
 - the process's CPU, memory, file descriptors and garbage collections.
 
@@ -25,7 +27,6 @@ No ``*_created`` series: one series per quantity.
 from __future__ import annotations
 
 import bisect
-import importlib.metadata
 import itertools
 import platform
 import threading
@@ -49,9 +50,11 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from .. import formats
 from ..index.directory import ALL_TIME
 from ..store.api import Database, WrappedDatabase
 from .catalog import Catalog, timebase_scale
+from .upgrades import Upgrades
 
 T = TypeVar("T")
 
@@ -171,7 +174,7 @@ class Metrics:
             "The running build: the package's version and Python's (always 1).",
             ["version", "python"],
             registry=r,
-        ).labels(_version(), platform.python_version()).set(1)
+        ).labels(formats.RELEASE, platform.python_version()).set(1)
         self.calls_in_flight = Gauge(
             f"{PREFIX}_grpc_calls_in_flight",
             "gRPC calls of the service being answered now (health and reflection aside), against grpc_max_calls.",
@@ -203,8 +206,9 @@ class Metrics:
         )
 
     def watch_catalog(self, catalog: Catalog) -> None:
-        """Report windows per index of ``catalog`` at each scrape."""
+        """Report windows per index of ``catalog`` and the stored formats at each scrape."""
         self.registry.register(_WindowCollector(catalog))
+        self.registry.register(_FormatCollector(Upgrades(catalog)))
 
     def watch_store_stats(self, db: Database) -> None:
         """Report the store's own counters at each scrape, if it keeps them (a ``stats`` object
@@ -361,6 +365,55 @@ class _WindowCollector(Collector):
         yield fill_ratio
 
 
+class _FormatCollector(Collector):
+    """The store's and each index's stored format, upgrades under way, processes by release: one read."""
+
+    def __init__(self, upgrades: Upgrades) -> None:
+        self.upgrades = upgrades
+
+    def describe(self) -> list:
+        return []  # collected from the store: not at registration
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        status = self.upgrades.status()
+        store = GaugeMetricFamily(
+            f"{PREFIX}_store_format",
+            f"The store's stored format (this server writes {formats.NEWEST_STORE}; not recorded reads as "
+            f"{formats.UNRECORDED_STORE}).",
+            labels=["recorded"],
+        )
+        store.add_metric([str(status.store.recorded).lower()], status.store.version)
+        index = GaugeMetricFamily(
+            f"{PREFIX}_index_format",
+            f"Each index's stored format (this server writes {formats.NEWEST_INDEX}).",
+            labels=["index"],
+        )
+        upgrading = GaugeMetricFamily(
+            f"{PREFIX}_index_upgrade_records_done",
+            "Records the upgrade of an index's data has gone over, while one runs; by index and the format it "
+            "upgrades to.",
+            labels=["index", "to_format"],
+        )
+        for state in status.indexes:
+            index.add_metric([state.name], state.version)
+            if state.upgrade is not None:
+                upgrading.add_metric([state.name, str(state.upgrade.to_format)], state.upgrade.records_done)
+        processes = GaugeMetricFamily(
+            f"{PREFIX}_store_processes",
+            "Live server processes on the store (those that reported within a minute), by release.",
+            labels=["release"],
+        )
+        releases: dict[str, int] = {}
+        for release in status.live_releases():
+            releases[release] = releases.get(release, 0) + 1
+        for release, count in sorted(releases.items()):
+            processes.add_metric([release], count)
+        yield store
+        yield index
+        yield upgrading
+        yield processes
+
+
 class _StoreStatsCollector(Collector):
     """The store's counters, as ``fdb_leaderboard_store_<name>_total``."""
 
@@ -397,13 +450,6 @@ class _StoreSizeCollector(Collector):
         yield GaugeMetricFamily(
             f"{PREFIX}_store_size_limit_bytes", "The embedded store's map size: its largest size.", self.db.map_size()
         )
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("fdb-leaderboard")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def remember_first(messages: Iterator[Any], first: list[Any]) -> Iterator[Any]:

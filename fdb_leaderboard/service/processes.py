@@ -99,7 +99,7 @@ def _worker(
         ready.put(f"{type(exc).__name__}: {exc}")
         return
     server.stop_on_signals(grace)
-    ready.put(None)
+    ready.put((server.store_format.version, server.store_format.recorded))  # started: the store's format
 
     def watch_supervisor() -> None:
         while os.getppid() == supervisor:
@@ -137,6 +137,7 @@ class Supervisor:
         self._workers: list[BaseProcess] = []
         self._restarts: deque[float] = deque()
         self._stopping = threading.Event()
+        self.store_format: tuple[int, bool] = (0, False)  # (version, recorded), as the workers found it
 
     def _spawn(self) -> BaseProcess:
         ready = self._context.Queue()
@@ -147,13 +148,14 @@ class Supervisor:
         )
         worker.start()
         try:
-            failure = ready.get(timeout=READY_TIMEOUT)
+            answer = ready.get(timeout=READY_TIMEOUT)  # the store's format, or why it failed
         except Exception:
-            failure = f"the worker did not start within {READY_TIMEOUT:.0f} s"
-        if failure is not None:
+            answer = f"the worker did not start within {READY_TIMEOUT:.0f} s"
+        if isinstance(answer, str):
             worker.terminate()
             worker.join()
-            raise StoreUnavailable(f"a server process could not start: {failure}")
+            raise StoreUnavailable(f"a server process could not start: {answer}")
+        self.store_format = answer
         return worker
 
     def start(self) -> Supervisor:

@@ -106,7 +106,9 @@ class ReadProcesses:
 
     def submit(self, method: str, index: LeaderboardIndex, name: str, request: bytes, deadline: float) -> Any:
         """Run ``method`` on a reader: a future of the answer's bytes (or :class:`Answer`)."""
-        options = index.settings.to_proto().SerializeToString()
+        options = index.settings.to_proto()
+        options.format = index.format
+        options = options.SerializeToString()
         pool = self._executor()
         try:
             future = pool.submit(_serve, method, name, index.prefix, options, index.timebase, request, deadline)
@@ -202,10 +204,8 @@ class _PinnedCatalog(Catalog):
     def pin(self, name: str, prefix: bytes, options: bytes, timebase: int) -> None:
         cached = self._open.get(name)
         if cached is None or cached[0] != prefix:
-            cached = (
-                prefix,
-                self._keep(name, prefix, IndexSettings.from_proto(index_pb2.IndexOptions.FromString(options)), None),
-            )
+            parsed = index_pb2.IndexOptions.FromString(options)
+            cached = (prefix, self._keep(name, prefix, IndexSettings.from_proto(parsed), None, parsed.format))
         cached[1].timebase = timebase
 
 

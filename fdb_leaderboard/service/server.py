@@ -7,7 +7,10 @@ waiting for its request costs no thread (see ``calls.py``); handlers run on work
 
 Startup refusals raise :class:`~.settings.StartupError` (or the store's error) with a one-line
 message: an address in use (gRPC's port sharing is off, so a second server on a taken address
-fails at once), a non-loopback address without authentication, unreadable TLS files.
+fails at once), a non-loopback address without authentication, unreadable TLS files, a store in
+a format this release does not read.  Before it serves, the server reports its release in the
+store (``releases.py``) and renews the report while it runs; a store raised meanwhile past what
+it reads stops it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from grpc import aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from .. import formats
 from ..store import Database, open_database
 from .calls import AccessInterceptor, Dispatcher
 from .catalog import ROOT, Catalog
@@ -35,6 +39,7 @@ from .grpc_service import SERVICE_NAME, LeaderboardService
 from .housekeeping import Housekeeping
 from .metrics import MeasuredDatabase, Metrics
 from .readers import ReadProcesses, can_share
+from .releases import Reporter, StoreFormatState
 from .settings import ServerSettings, StartupError
 from .webhooks import WebhookDelivery
 
@@ -74,7 +79,14 @@ class Server:
         self.db: Database = MeasuredDatabase(open_database(store_url), self.metrics)
         self.max_workers = max_workers
         self._stop_hooks: list[Callable[[float], None]] = []
+        self._stop_requested = threading.Event()
+        self._grace = 10.0
         try:
+            self.reporter = Reporter(self.db, catalog_root, address, self._stop_requested, self._store_too_new)
+            try:
+                self.store_format: StoreFormatState = self.reporter.report_now()
+            except formats.FormatTooNew as exc:
+                raise StartupError(str(exc)) from None
             self.catalog = Catalog(self.db, catalog_root)
             self.metrics.watch_catalog(self.catalog)
             self.service = LeaderboardService(self.catalog, settings.max_page)
@@ -100,13 +112,14 @@ class Server:
         except BaseException:
             if hasattr(self, "dispatcher"):
                 self.dispatcher.shutdown()
+            if hasattr(self, "catalog"):  # reported: a process that never served leaves no report
+                self.reporter.withdraw()
             self.db.close()
             raise
         self.address = f"{address.rsplit(':', 1)[0]}:{self.port}"
-        self._stop_requested = threading.Event()
+        self.reporter.report.address = self.address
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
-        self._grace = 10.0
         self.service.window_events.metrics = self.metrics
         self.delivery: WebhookDelivery | None = None
         if settings.webhooks:
@@ -127,6 +140,7 @@ class Server:
                 self.metrics,
                 self.service.window_events,
                 self.delivery,
+                raise_formats=settings.raise_formats,
             )
             self.service.housekeeping = self.housekeeping
 
@@ -174,7 +188,14 @@ class Server:
         except RuntimeError:
             raise StartupError(f"cannot listen on {address} (in use, or not an address of this machine)") from None
 
+    def _store_too_new(self, exc: Exception) -> None:
+        """The store was raised past what this release reads: stop serving it (on a thread of its own:
+        a stop waits for the reporter's thread, which calls this)."""
+        threading.Thread(target=self.stop, args=(self._grace,), name="stop-store-too-new", daemon=True).start()
+
     def start(self) -> Server:
+        self.reporter.report_now()  # with the address it serves (known since the port was bound)
+        self.reporter.start()
         self._on_loop(self.grpc.start())
         if self.health is not None:
             for name in ("", SERVICE_NAME):
@@ -214,6 +235,8 @@ class Server:
                     self.housekeeping.join()
                 if self.delivery is not None:
                     self.delivery.join()
+                self.reporter.join()
+                self.reporter.withdraw()
                 self._close_loop()
                 self.db.close()
                 self._stopped.set()

@@ -80,6 +80,9 @@ class ServerSettings:
     - ``maintain_every``: seconds between the server's background maintenance passes (keep
       windows ahead, fill, expire, forget old idempotency keys; see ``housekeeping.py``); 0: none
       (then ``fdb-leaderboard maintain`` and ``fill`` do it).
+    - ``raise_formats``: the maintenance raises the store's and the indexes' stored formats once
+      every process that may be running reads the newer one (see ``upgrades.py``); off, only
+      ``store upgrade`` and ``index upgrade`` do (keeping a return to the older release possible).
     """
 
     max_page: int = DEFAULT_MAX_PAGE
@@ -101,6 +104,7 @@ class ServerSettings:
     health: bool = True
     reflection: bool = True
     maintain_every: float = 60.0
+    raise_formats: bool = True
     webhooks: bool = True
     webhook_timeout: float = 10.0
     webhook_first_retry: float = 1.0

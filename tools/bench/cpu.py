@@ -20,7 +20,9 @@ operations: ``submit`` (``add_score`` of a fresh score for a random record, time
 current day, as ``tools/bench.py`` submits), ``rank_all`` and ``rank_day`` (``rank`` of a
 random record: all-time; current daily window, among records with a value there),
 ``top_week`` (top 10 of the current weekly window) and ``around`` (5 above and 5 below a
-random record, all-time).  Each caller draws from its own generator, seeded by the round and
+random record, all-time); and, when asked for (``--ops submit_limited``), ``submit_limited``:
+``submit`` with a ``max_per_window`` score rule set (too high to refuse anything), the path
+that checks the submission counters.  Each caller draws from its own generator, seeded by the round and
 the caller: the trees make the same calls.
 
 Every measurement runs in a fresh worker process (this module run as ``python -m bench.cpu``,
@@ -55,6 +57,7 @@ from bench.timing import log
 from bench.trees import export
 
 OPERATIONS = ("submit", "rank_all", "rank_day", "top_week", "around")
+EXTRA_OPERATIONS = ("submit_limited",)  # measured only when named
 TOOLS = Path(__file__).resolve().parent.parent
 INDEX_PREFIX = b"\x15\x7ecpu-bench"  # then the copy's number: one copy of the data per tree
 WARM_CALLS = 20
@@ -115,10 +118,13 @@ def operation_calls(index: Any, data: Any, op: str, seed: int) -> Callable[[rand
     from bench.data import AROUND, DAILY, DAY_END, NOW, TOP_N, WEEKLY, draw_score
 
     records = len(data.records)
-    if op == "submit":
+    if op == "submit" or op == "submit_limited":
         day_left = DAY_END - NOW
+        shift = op == "submit_limited"  # other scores than submit's, which ran before in the round
 
         def submit(rng: random.Random) -> object:
+            if shift:
+                rng.random()
             ts = NOW + rng.randrange(day_left)
             return index.add_score((rng.randrange(records),), draw_score(rng), ts)
 
@@ -192,7 +198,15 @@ def worker_main(argv: Sequence[str]) -> None:
     try:
         index = LeaderboardIndex.open(db, copy_prefix(int(copy)))
         pids = fdbserver_pids(db) if url.startswith("fdb:") else []
-        result = run_operation(index, data, op, int(threads), int(ops), int(seed), pids)
+        if op == "submit_limited":  # every tree measured has score rules (0.2.0 on)
+            from fdb_leaderboard.index import ScoreRules
+
+            index.set_score_rules(ScoreRules(max_per_window=10**9))
+        try:
+            result = run_operation(index, data, op, int(threads), int(ops), int(seed), pids)
+        finally:
+            if op == "submit_limited":
+                index.set_score_rules(ScoreRules())
         result["tree"] = str(Path(fdb_leaderboard.__file__).resolve().parent.parent)
         print(json.dumps(result), flush=True)
     finally:
