@@ -104,6 +104,14 @@ INDEX_FORMATS = (
         "every head's submission counters exact: heads counted short are recounted from the record's entries",
         upgrade="recount submissions",
     ),
+    Format(
+        4,
+        "0.3.0",
+        "0.3.0",
+        "windows built from sorted data: a build's token and the records written meanwhile (S + (16, ...)), fill "
+        "cursors' sorted_build; on a store that clears key by key, deleted windows noted (S + (17, ...)) and their "
+        "data cleared in bounded steps",
+    ),
 )
 
 NEWEST_STORE = STORE_FORMATS[-1].version
@@ -115,6 +123,11 @@ REPORTING = 3  # the store format from which every process on the store reports 
 
 # Forms code asks about with allows(): the index format that first holds each.
 EXACT_SUBMISSIONS = 3  # every head's submission counters count its entries in each window (at least)
+# Builds from sorted data (index/build.py): their tokens and notes, FillCursor.sorted_build.  Every
+# writer must note what it writes for a build, which 0.2.0 does not: below, loads, fills and
+# restores take the paths 0.2.0 takes (a load's windows built by a fill's second phase).
+SORTED_BUILDS = 4
+RETIRED_WINDOWS = 4  # a deleted window's data left for bounded steps to clear, noted at S + (17, lb_key)
 
 
 def release_key(release: str) -> tuple[int, ...]:

@@ -1,12 +1,14 @@
-"""Filling windows from stored records, in bounded, resumable steps; and bulk loads.
+"""Filling windows from stored records, in bounded, resumable steps.
 
 A window added over scores already stored is marked filling and not served until complete.
 Phase 1 puts each record's value into the window's primary B-tree, record by record in key
 order; phase 2 builds the window's ranked sets from that B-tree in key order (appending, one
 write per entry instead of a skip-list insert per entry).  Each step is one transaction
 bounded in records and entries and saves its position in the window's fill cursor, so an
-interrupted fill resumes from any process.  A bulk load hands the ranked sets of windows that
-were empty when it started to phase 2 (:meth:`Filler.defer_ranks_of_empty_windows`).
+interrupted fill resumes from any process.  Over many records, a fill builds its windows from
+sorted data instead (``build.py``, from index format 4); :meth:`Filler.build_step` and
+:meth:`Filler.redo` are its steps.  Below format 4 a bulk load hands the ranked sets of windows
+that were empty when it started to phase 2 (:meth:`Filler.defer_ranks_of_empty_windows`).
 """
 
 from __future__ import annotations
@@ -64,12 +66,31 @@ class Filler:
         if directory is None:
             return []
         league = self.settings.leagues.window_type if self.settings.leagues is not None else None
-        candidates = [w for w in directory.windows if not w.filling and w.type != league]
+        return self._holding_nothing([w for w in directory.windows if not w.filling and w.type != league])
+
+    def _holding_nothing(self, windows: Sequence[Window]) -> list[Window]:
+        """Those of ``windows`` whose primary B-tree holds no value (one read round)."""
         layout = self.layout
         found = self.tr.get_ranges(
-            [(prefix, strinc(prefix), 1, False) for prefix in (layout.window_primary(w.key_bytes) for w in candidates)]
+            [(prefix, strinc(prefix), 1, False) for prefix in (layout.window_primary(w.key_bytes) for w in windows)]
         )
-        return [window for window, rows in zip(candidates, found, strict=True) if not rows]
+        return [window for window, rows in zip(windows, found, strict=True) if not rows]
+
+    def defer_ranks_of_empty_windows(self, held_until: int = 0) -> tuple[Window, ...]:
+        """A bulk load's windows below index format 4 (``formats.SORTED_BUILDS``), as release
+        0.2.0 defers them: the complete windows holding no value become filling with every record
+        done (phase 2), held until ``held_until`` (Unix seconds; a fill that respects holds leaves
+        them to the load).  Writes then keep their primary B-trees for every record and leave
+        their ranked sets to the fill's second phase, in key order.  Returns the windows marked."""
+        directory = self.txn.directory()
+        if directory is None:
+            return ()
+        empty = self._holding_nothing([w for w in directory.windows if not w.filling])
+        for window in empty:
+            self.txn.save_cursor(window, index_pb2.FillCursor(records_done=True, held_until=held_until))
+        if empty:
+            self.editor.save_filling(directory, {window.lb_key for window in empty}, True)
+        return tuple(empty)
 
     def unheld_windows(self, now: int) -> list[Window]:
         """The windows being filled that no build or bulk load holds at ``now`` (Unix seconds),

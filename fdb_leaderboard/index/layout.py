@@ -23,10 +23,10 @@
 | ``S + (13, lb_key, 2, tier)`` | ``(cohort, members)`` packed: the tier's newest cohort and how many joined it |
 | ``S + (14, pk)`` | leagues: ``(lb_key, tier, cohort)`` packed, the record's latest window of the league type |
 | ``S + (15,)`` | ``UpgradeCursor`` protobuf while the index's data is rewritten for its next format |
-| ``B = S + (16, lb_key)`` | a build from sorted data (``build.py``): the token of the process building the window |
+| ``B = S + (16, lb_key)`` | format 4: a build from sorted data (``build.py``): the token of the process building it |
 | ``B + (pk, 0)`` | ``b""``: a record written while the window was built (the build redoes its value there) |
 | ``B + (pk, 1, group, element)`` | ``b""``: a value the build may hold for a record that lost it (deleted) |
-| ``S + (17, lb_key)`` | ``b""``: a window deleted from the directory whose data is still being cleared |
+| ``S + (17, lb_key)`` | format 4: ``b""``, a window deleted from the directory whose data is still being cleared |
 | ``S + (18,)`` | reserved: the recompute state of the records' latest timestamps |
 
 The hidden B-tree is the primary B-tree's twin for hidden records' values: no ranked set counts

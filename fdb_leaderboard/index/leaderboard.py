@@ -449,14 +449,17 @@ class LeaderboardIndex(IndexSpace):
         refused (or the store fails), the transactions before it stay saved and those windows
         are still built before the error is raised; if the process dies midway, a fill starts
         them over once the build's hold runs out.  Windows holding values are kept up to date
-        entry by entry, as by any write.  ``max_entries`` is no longer used.
+        entry by entry, as by any write.  Below index format 4 (``formats.SORTED_BUILDS``) the
+        load writes those windows' primary B-trees and a fill then ranks them in key order, in
+        steps of ``batch_size`` records and ``max_entries`` entries (release 0.2.0's way, which
+        its processes writing meanwhile keep right).
 
         On a store whose reads cost round trips (FoundationDB) several transactions are in
         flight at once (``loading.py``), each record's batch after any batch in flight holding
         the same record; a refused record's error then comes once the batches before it are
         saved, and batches after it may be saved too.
         """
-        return BulkLoad(self, batch_size, progress, defer_ranks, idempotency_key, actor).run(records)
+        return BulkLoad(self, batch_size, progress, defer_ranks, idempotency_key, actor, max_entries).run(records)
 
     def set_metadata(
         self,
@@ -543,7 +546,10 @@ class LeaderboardIndex(IndexSpace):
     def clear_retired(self, max_keys: int = 20_000) -> None:
         """Clear, in transactions of about ``max_keys`` keys, the data of windows deleted from the
         directory that a store which clears key by key left to clear (see ``WindowEditor.retire``):
-        an expiry or window update does so itself, and any later one goes on with what one left."""
+        an expiry or window update does so itself, and any later one goes on with what one left.
+        Below index format 4 (``formats.RETIRED_WINDOWS``) windows are cleared as they are deleted."""
+        if not formats.allows(self.format, formats.RETIRED_WINDOWS):
+            return
         while not self.run(lambda ops: ops.windows.clear_retired(max_keys)):
             pass
 
@@ -576,15 +582,18 @@ class LeaderboardIndex(IndexSpace):
         """Fill every window being filled until done; returns records processed.
 
         When the index holds many records (or with ``build``), the windows are built from
-        sorted data (``build.py``: their entries and ranked sets written once, in key order);
-        otherwise (or without ``build``), and for what a build leaves (a league's windows), in
-        bounded steps of ``max_records`` records and ``max_entries`` entries.  Either way each
+        sorted data (``build.py``: their entries and ranked sets written once, in key order),
+        from index format 4 on (``formats.SORTED_BUILDS``); otherwise (or without ``build``),
+        and for what a build leaves (a league's windows), in bounded steps of ``max_records``
+        records and ``max_entries`` entries.  Either way each
         transaction is bounded, and the work survives the process: a step's position is stored,
         and a build's windows are started over by a later fill if its process dies.  The
         windows another process builds are left to it, and so, with ``respect_holds``, are those
         a running bulk load holds (``done`` then means nothing is left it may do).
         """
-        if build is None:
+        if not formats.allows(self.format, formats.SORTED_BUILDS):
+            build = False  # a release 0.2.0 process may write meanwhile: it notes nothing for a build
+        elif build is None:
             build = self._many_records()
         total = self._build_fill(progress, actor) if build else 0
         while True:

@@ -8,6 +8,11 @@ batches run at once on threads, so one's reads and commit wait while the next on
 batch holding a record that a batch in flight holds waits for it, so a record given twice keeps
 its later value as when the batches run one after the other.  Batches are counted saved, and
 ``progress`` told, in their order.
+
+Below index format 4 (``formats.SORTED_BUILDS``: a release 0.2.0 process may write meanwhile,
+and it notes nothing for a build) the windows holding no value are deferred as 0.2.0 defers
+them instead (``Filler.defer_ranks_of_empty_windows``): the load writes their primary B-trees,
+holds them (renewed every half hold) and fills their ranked sets in key order at its end.
 """
 
 from __future__ import annotations
@@ -20,9 +25,11 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from .. import formats
 from ..proto import index_pb2
 from . import tuplecodec as tuples
-from .build import BuildLost, WindowsBuild, check_room
+from .build import HOLD_SECONDS, BuildLost, WindowsBuild, check_room
+from .directory import Window
 from .fill import batches
 from .idempotency import batch_key, check_key
 from .records import Entry
@@ -51,6 +58,7 @@ class BulkLoad:
         defer_ranks: bool,
         idempotency_key: str | None,
         actor: str | None,
+        max_entries: int = 20_000,
     ) -> None:
         check_at_least(batch_size, 1, "batch_size")
         if idempotency_key is not None:
@@ -61,7 +69,10 @@ class BulkLoad:
         self.defer_ranks = defer_ranks
         self.idempotency_key = idempotency_key
         self.actor = actor
+        self.max_entries = max_entries
         self.build: WindowsBuild | None = None
+        self.deferred: tuple[Window, ...] = ()  # below format 4: windows the fill ranks at the end
+        self._held_until = 0.0
         self.written = 0
         self._lock = threading.Lock()  # the build takes values from several threads
         self._room_checked = 0.0
@@ -91,7 +102,9 @@ class BulkLoad:
                 with contextlib.suppress(BuildLost):  # taken over: filled again by whoever took them
                     self.build.finish()
             completed = True
-        finally:
+        finally:  # also after a refused record: the deferred windows must not stay filling
+            if self.deferred:
+                index.fill(max_records=self.batch_size, max_entries=self.max_entries, actor=self.actor, build=False)
             if started is not None:
                 ended, phase = started.next(), "finished" if completed else "stopped"
                 written = self.written
@@ -131,8 +144,18 @@ class BulkLoad:
         if now - self._room_checked >= ROOM_SECONDS:
             self._room_checked = now
             check_room(self.index.db, ROOM_RESERVE, f"a load (after {self.written:,} records saved)")
+        index = self.index
         if self.defer_ranks and number == 0:
-            self.build = WindowsBuild.start(self.index, lambda ops: ops.filler.empty_windows(), from_records=False)
+            if formats.allows(index.format, formats.SORTED_BUILDS):
+                self.build = WindowsBuild.start(index, lambda ops: ops.filler.empty_windows(), from_records=False)
+            else:
+                self._held_until = index.clock() + HOLD_SECONDS
+                until = int(self._held_until)
+                self.deferred = index.run(lambda ops: ops.filler.defer_ranks_of_empty_windows(until))
+        elif self.deferred and index.clock() > self._held_until - HOLD_SECONDS / 2:
+            self._held_until = index.clock() + HOLD_SECONDS
+            windows, until = self.deferred, int(self._held_until)
+            index.run(lambda ops: ops.filler.hold(windows, until))
 
     def _saved(self, count: int) -> None:
         self.written += count

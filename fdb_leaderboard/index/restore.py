@@ -6,7 +6,9 @@
    order);
 2. at the ``copied`` mark the windows are rebuilt: each complete window's primary B-tree and
    ranked sets from the values the records' heads hold, sorted and written once in key order
-   (``build.py``); a window the source was still filling is filled from the records' entries instead;
+   (``build.py``; below index format 4, the primary B-tree from the heads and the ranked sets by
+   a fill's second phase); a window the source was still filling is filled from the records'
+   entries instead;
 3. each changed unit then replaces what it had (a record's values move in every window, as a
    write would move them), so the index stays sound however many changes follow;
 4. the state rows end it: the source's windows at the dump's moment (a window added there is
@@ -120,6 +122,9 @@ class Restorer:
     def build(self) -> Iterator[RestoreCounts]:
         """Rebuild the windows from the rows written (step 2 of the module docstring), saying
         how far it got after each transaction."""
+        if not formats.allows(self.index.format, formats.SORTED_BUILDS):
+            yield from self._build_in_steps()
+            return
         self.index.run(self._mark_windows)
         built = WindowsBuild.start(self.index, _complete_windows, from_records=False)
         self.counts.phase = "ranking"
@@ -144,6 +149,54 @@ class Restorer:
         ops.tr.clear_range(self.prefix + CURSORS, self.prefix + strinc(CURSORS))
         if directory is not None:
             ops.windows.save_filling(directory, {window.lb_key for window in directory.filling()}, True)
+
+    def _build_in_steps(self) -> Iterator[RestoreCounts]:
+        """:meth:`build` below index format 4 (``formats.SORTED_BUILDS``), as release 0.2.0
+        rebuilds: each complete window's primary B-tree from the heads, then its ranked sets by the
+        fill's second phase, in key order."""
+        ranked = self.index.run(self._mark_for_steps)
+        self.counts.phase = "ranking"
+        position: bytes | None = b""
+        while position is not None:
+            position = self.index.run(lambda ops, at=position: self._primary_step(ops, at, ranked))
+            yield self.counts
+        yield from self._fill()
+        self.built = True
+        self.counts.phase = "built"
+
+    def _mark_for_steps(self, ops: Operations) -> set[int]:
+        """Complete windows become phase-2 fills (their B-trees come from the heads), filling ones
+        fill from the start; returns the former's keys."""
+        directory = ops.txn.directory()
+        ops.tr.clear_range(self.prefix + CURSORS, self.prefix + strinc(CURSORS))
+        if directory is None:
+            return set()
+        ranked = {window.lb_key for window in directory.windows if not window.filling}
+        for window in directory.windows:
+            if not window.filling:
+                ops.txn.save_cursor(window, index_pb2.FillCursor(records_done=True))
+        ops.windows.save_filling(directory, {window.lb_key for window in directory.windows}, True)
+        return ranked
+
+    def _primary_step(self, ops: Operations, position: bytes, ranked: set[int]) -> bytes | None:
+        """The primary B-tree entries of up to HEADS_PER_STEP records' heads, from ``position``."""
+        records = self.layout.records
+        begin = records + position if position else records
+        rows = ops.tr.get_range(begin, strinc(records), HEADS_PER_STEP)
+        directory = ops.txn.directory()
+        windows = {lb_key: directory.by_key(lb_key) for lb_key in ranked} if directory is not None else {}
+        for key, raw in rows:
+            pk_nested = key[len(records) :]
+            pk_flat = tuples.pack(tuples.unpack(pk_nested)[0])
+            head = index_pb2.RecordHead.FromString(raw)
+            tree = self.layout.values_tree(head.hidden)  # a hidden record's values: ranked nowhere
+            for state in head.windows:
+                window = windows.get(state.lb_key)
+                if window is not None:
+                    ops.tr.set(tree + window.key_bytes + state.group + state.element + pk_flat, b"")
+        if len(rows) < HEADS_PER_STEP:
+            return None
+        return rows[-1][0][len(records) :] + b"\x00"
 
     def _heads_step(self, ops: Operations, position: bytes, built: WindowsBuild) -> bytes | None:
         """The values in the complete windows of up to HEADS_PER_STEP records' heads, from

@@ -11,6 +11,7 @@ import dataclasses
 import random
 from collections.abc import Sequence
 
+from .. import formats
 from ..errors import FailedPrecondition, InvalidArgument
 from ..store.api import strinc
 from . import tuplecodec as tuples
@@ -194,8 +195,9 @@ class WindowEditor:
     def retire(self, window: Window) -> None:
         """Clear the data of a window leaving the directory: at once where the store clears a
         range in one step (FoundationDB), else noted, for :meth:`clear_retired` to clear in bounded
-        steps (a window's key is never given again, so nothing new lands there meanwhile)."""
-        if self.tr.clears_ranges_at_once:
+        steps (a window's key is never given again, so nothing new lands there meanwhile); at once
+        too below index format 4, which release 0.2.0 reads (``formats.RETIRED_WINDOWS``)."""
+        if self.tr.clears_ranges_at_once or not formats.allows(self.space.format, formats.RETIRED_WINDOWS):
             self.clear_window(window)
         else:
             self.txn.clear_cursor(window)
