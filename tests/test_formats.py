@@ -57,13 +57,17 @@ def test_the_release_is_pyprojects_the_changelogs_and_the_commands() -> None:
     assert f"\n## {formats.RELEASE}\n" in changelog
     # The changelog's table says what the code's tables say.
     rows = dict(re.findall(r"^\| (\d+) \| (.*) \|$", changelog, re.M))
-    for store, index in zip(formats.STORE_FORMATS, formats.INDEX_FORMATS, strict=True):
-        assert rows[str(store.version)].startswith(
-            f"{store.release}, {store.read_from} | {index.release}, {index.read_from}"
-        )
+    for version in range(1, max(len(formats.STORE_FORMATS), len(formats.INDEX_FORMATS)) + 1):
+        cells = [
+            f"{table[version - 1].release}, {table[version - 1].read_from}" if version <= len(table) else "-"
+            for table in (formats.STORE_FORMATS, formats.INDEX_FORMATS)
+        ]
+        assert rows[str(version)].startswith(" | ".join(cells))
     version = CliRunner().invoke(main, ["--version"])
     assert version.exit_code == 0 and version.output == formats.version_text() + "\n"
-    assert version.output.startswith(f"fdb-leaderboard {formats.RELEASE} (writes store format 3 and index format 3")
+    assert version.output.startswith(
+        f"fdb-leaderboard {formats.RELEASE} (writes store format 3 and index format {formats.NEWEST_INDEX}"
+    )
 
 
 def test_the_tables_count_up_and_no_format_is_read_before_it_is_written() -> None:
@@ -79,13 +83,19 @@ def test_the_tables_count_up_and_no_format_is_read_before_it_is_written() -> Non
     assert formats.release_key("0.10.1") > formats.release_key("0.9.9") > formats.release_key("0.9")
 
 
+INDEX_NOW, STORE_NOW = formats.NEWEST_INDEX, formats.NEWEST_STORE  # what this release writes
+LATER_INDEX, LATER_STORE = INDEX_NOW + 1, STORE_NOW + 1  # a later release's (later_format)
+
+
 def later_format(monkeypatch: pytest.MonkeyPatch, read_from: str = "0.4.0") -> None:
-    """Index and store format 4, first written and read by release 0.4.0, which this process runs."""
+    """An index and a store format after this release's, first written and read by release 0.4.0,
+    which this process runs."""
     monkeypatch.setattr(formats, "RELEASE", "0.4.0")
     for table, newest in (("INDEX_FORMATS", "NEWEST_INDEX"), ("STORE_FORMATS", "NEWEST_STORE")):
-        extended = (*getattr(formats, table), formats.Format(4, "0.4.0", read_from, "a later form"))
+        later = len(getattr(formats, table)) + 1
+        extended = (*getattr(formats, table), formats.Format(later, "0.4.0", read_from, "a later form"))
         monkeypatch.setattr(formats, table, extended)
-        monkeypatch.setattr(formats, newest, 4)
+        monkeypatch.setattr(formats, newest, later)
 
 
 def test_raisable_waits_for_every_process_that_may_run(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,12 +107,12 @@ def test_raisable_waits_for_every_process_that_may_run(monkeypatch: pytest.Monke
     assert formats.raisable(store, 2, ["0.3.0"], reporting=True) == 3
     later_format(monkeypatch)
     index, store = formats.INDEX_FORMATS, formats.STORE_FORMATS
-    assert formats.raisable(index, 3, ["0.3.0", "0.4.0"], reporting=True) == 3  # a 0.3.0 process is live
+    assert formats.raisable(index, 3, ["0.3.0", "0.4.0"], reporting=True) == INDEX_NOW  # a 0.3.0 process is live
     assert formats.raisable(index, 3, ["0.4.0"], reporting=False) == 3  # a 0.2.0 may be: it does not report
-    assert formats.raisable(index, 3, ["0.4.0"], reporting=True) == 4
-    assert formats.raisable(index, 2, ["0.4.0"], reporting=True) == 4  # several versions at once
-    assert formats.creation_format(index, ["0.3.0"], reporting=True) == 3
-    assert formats.blockers(index, 3, 4, ["0.4.0", "0.3.0", "0.3.0"]) == ["0.3.0"]
+    assert formats.raisable(index, 3, ["0.4.0"], reporting=True) == LATER_INDEX
+    assert formats.raisable(index, 2, ["0.4.0"], reporting=True) == LATER_INDEX  # several versions at once
+    assert formats.creation_format(index, ["0.3.0"], reporting=True) == INDEX_NOW
+    assert formats.blockers(index, INDEX_NOW, LATER_INDEX, ["0.4.0", "0.3.0", "0.3.0"]) == ["0.3.0"]
 
 
 def test_a_format_too_new_is_refused_naming_both_versions_and_what_to_do() -> None:
@@ -198,7 +208,9 @@ def test_an_index_too_new_is_refused_at_open_and_by_every_kept_index(server_plac
             for call in (lambda: client.add_score("game", "bob", 6, 101), lambda: client.top("game", 3)):
                 with pytest.raises(FailedPrecondition, match="index 'game' is in index format 7"):
                     call()
-            with pytest.raises(FormatTooNew, match=rf"this release \({formats.RELEASE}\) reads index formats 1 to 3"):
+            with pytest.raises(
+                FormatTooNew, match=rf"this release \({formats.RELEASE}\) reads index formats 1 to {INDEX_NOW}"
+            ):
                 Catalog(other.db, server_place.root).get("game")  # a fresh open too
             prefix = other.entry("game").prefix
             with pytest.raises(FormatTooNew):
@@ -215,7 +227,7 @@ def test_an_index_made_without_a_catalog_records_its_format(db, prefix: bytes) -
     assert LeaderboardIndex.open(db, prefix).format == formats.NEWEST_INDEX
     older = LeaderboardIndex.create(db, prefix + b"\x01", IndexSettings(), format=2)
     assert LeaderboardIndex.open(db, prefix + b"\x01").format == 2
-    assert older.upgrade().format == 3 and LeaderboardIndex.open(db, prefix + b"\x01").format == 3
+    assert older.upgrade().format == INDEX_NOW and LeaderboardIndex.open(db, prefix + b"\x01").format == INDEX_NOW
     assert index.upgrade_state() == (formats.NEWEST_INDEX, None)
     # A dump of an index a newer release wrote is refused before a row is written.
     with pytest.raises(FormatTooNew, match="the dumped index is in index format 8"):
@@ -268,16 +280,20 @@ def test_operators_upgrades_are_refused_while_an_older_release_runs(server_place
             assert "the store cannot be raised to format 3: release 0.3.0 or later reads it" in str(refused.value)
             assert "old-host:42 (0.2.9, seen" in str(refused.value)
             assert not client.store_status().format.recorded  # nothing changed
-            # An index's format 3 is read by 0.2.0 already: raised beside it.
-            assert client.upgrade_index("daily").format.version == 3
+            # Index format 3 is read by 0.2.0 already, but this release's newest is not.
+            with pytest.raises(FailedPrecondition, match=f"index 'daily' cannot be raised to format {INDEX_NOW}"):
+                client.upgrade_index("daily")
             db.run(lambda tr: tr.clear(key))
+            assert client.upgrade_index("daily").format.version == INDEX_NOW
             client.set_writes_paused("dense", True, "moving")  # a paused index is left as it is
             status = client.upgrade_store()
             assert (status.format.version, status.format.recorded, status.format.raised_by) == (3, True, "0.3.0")
             names = [i.name for i in client.list_indexes()]
-            assert {e.index: e.format.version for e in status.indexes} == {n: 2 if n == "dense" else 3 for n in names}
+            assert {e.index: e.format.version for e in status.indexes} == {
+                n: 2 if n == "dense" else INDEX_NOW for n in names
+            }
             client.set_writes_paused("dense", False)
-            assert client.upgrade_store().indexes[names.index("dense")].format.version == 3
+            assert client.upgrade_store().indexes[names.index("dense")].format.version == INDEX_NOW
             assert client.verify("daily") == [] and client.verify("dense") == []
     finally:
         server.stop(grace=1)
@@ -313,14 +329,14 @@ def test_the_maintenance_raises_formats_once_every_live_process_reads_them(
                 key = reports.reports_prefix(server_place.root) + b"\x02older\x00"
                 db.run(lambda tr: tr.set(key, old.SerializeToString()))
                 Housekeeping(catalog).run_pass(time.time())
-                assert client.store_status().format.version == 3
-                assert {entry.options.format for _, entry in catalog.list()} == {3}
+                assert client.store_status().format.version == STORE_NOW
+                assert {entry.options.format for _, entry in catalog.list()} == {INDEX_NOW}
                 db.run(lambda tr: tr.clear(key))
             done = Housekeeping(catalog).run_pass(time.time())
-            assert "store format raised to 4" in done
-            assert client.store_status().format.version == 4
-            assert {entry.options.format for _, entry in catalog.list()} == {4}
-            assert catalog.get("daily").format == 4  # the kept index writes format 4's forms now
+            assert f"store format raised to {LATER_STORE}" in done
+            assert client.store_status().format.version == LATER_STORE
+            assert {entry.options.format for _, entry in catalog.list()} == {LATER_INDEX}
+            assert catalog.get("daily").format == LATER_INDEX  # the kept index writes the later forms now
     finally:
         server.stop(grace=1)
 
@@ -358,7 +374,8 @@ def test_formats_and_upgrades_through_every_door(served) -> None:
     with LeaderboardClient(server.address, timeout=60) as client:
         # Before: the store and its indexes as 0.1.0 left them (not recorded).
         assert cli("windows", "show", "daily").splitlines()[-1] == (
-            "stored in index format 2 (not recorded: written before release 0.3.0) (the server writes 3: "
+            "stored in index format 2 (not recorded: written before release 0.3.0) (the server writes "
+            f"{INDEX_NOW}: "
             "`fdb-leaderboard index upgrade` raises it)"
         )
         listed = cli("index", "list").splitlines()
@@ -370,7 +387,7 @@ def test_formats_and_upgrades_through_every_door(served) -> None:
         assert json.loads(cli("index", "list", "--json"))[0]["format"] == {
             "version": 2,
             "recorded": False,
-            "newest": 3,
+            "newest": INDEX_NOW,
             "upgrading_to": None,
             "records_done": None,
         }
@@ -380,12 +397,13 @@ def test_formats_and_upgrades_through_every_door(served) -> None:
         assert (
             [p["address"] for p in rest["processes"]] == [p.address for p in grpc_status.processes] == [server.address]
         )
-        assert rest["index_formats"][-1]["read_from"] == "0.2.0"
+        assert rest["index_formats"][-1]["read_from"] == "0.3.0"
         assert _scrape(http)[("fdb_leaderboard_index_format", frozenset({("index", "daily")}))] == 2
         assert _scrape(http)[("fdb_leaderboard_store_processes", frozenset({("release", formats.RELEASE)}))] == 1
         assert httpx.get(f"{http.url}/readyz").json()["index_formats"]["daily"] == 2
 
-        # An upgrade under way shows in every listing: one batch of 5 records only.
+        # An upgrade under way shows in every listing: one batch of 5 records only (of the recount
+        # raising it to 3, on the way to the newest).
         step = httpx.post(f"{http.url}/v1/indexes/daily/upgrade?max_records=5&max_batches=1", json={}).json()
         assert not step["done"] and step["format"]["upgrading_to"] == 3 and step["format"]["records_done"] == 5
         assert [i.format.upgrading_to for i in client.list_indexes() if i.name == "daily"] == [3]
@@ -393,29 +411,36 @@ def test_formats_and_upgrades_through_every_door(served) -> None:
         assert client.list_windows("daily").format.records_done == 5
         scraped = _scrape(http)
         assert (
-            scraped[("fdb_leaderboard_index_upgrade_records_done", frozenset({("index", "daily"), ("to_format", "3")}))]
+            scraped[
+                (
+                    "fdb_leaderboard_index_upgrade_records_done",
+                    frozenset({("index", "daily"), ("to_format", "3")}),
+                )
+            ]
             == 5
         )
 
         # Through REST, the async client and the CLI, each to the end.
         done = httpx.post(f"{http.url}/v1/indexes/daily/upgrade", json={}).json()
-        assert done["done"] and done["format"]["version"] == 3 and done["format"]["recorded"]
+        assert done["done"] and done["format"]["version"] == INDEX_NOW and done["format"]["recorded"]
 
         async def upgrade_async() -> int:
             async with AsyncLeaderboardClient(server.address, timeout=60) as lb:
                 answer = await lb.upgrade_index("dense")
                 return answer.format.version
 
-        assert asyncio.run(upgrade_async()) == 3
-        assert cli("index", "upgrade", "low_context").startswith("index low_context: format 3 (")
+        assert asyncio.run(upgrade_async()) == INDEX_NOW
+        assert cli("index", "upgrade", "low_context").startswith(f"index low_context: format {INDEX_NOW} (")
         upgraded = json.loads(cli("store", "upgrade", "--json"))
         assert upgraded["store_format"]["version"] == 3
-        assert {name: f["version"] for name, f in upgraded["indexes"].items()} == dict.fromkeys(upgraded["indexes"], 3)
+        assert {name: f["version"] for name, f in upgraded["indexes"].items()} == dict.fromkeys(
+            upgraded["indexes"], INDEX_NOW
+        )
         status = cli("store", "status").splitlines()
         assert status[0] == f"store format 3; 1 live process of release {formats.RELEASE}"
         assert status[1].startswith(f"store format 3 set by release {formats.RELEASE} at ")
         assert status[2].startswith(f"  {server.reporter.report.host}:") and server.address in status[2]
-        assert status[3:] == [f"index {i.name}: format 3" for i in client.list_indexes()]
+        assert status[3:] == [f"index {i.name}: format {INDEX_NOW}" for i in client.list_indexes()]
         assert _scrape(http)[("fdb_leaderboard_store_format", frozenset({("recorded", "true")}))] == 3
         assert httpx.get(f"{http.url}/readyz").json()["store_format"] == {"version": 3, "recorded": True}
         events, _ = client.audit_events(action="UpgradeStore")
