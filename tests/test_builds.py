@@ -18,10 +18,13 @@ from hypothesis import strategies as st
 
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowUpdate, loading
 from fdb_leaderboard.index.build import HOLD_SECONDS, BuildLost, WindowsBuild
+from fdb_leaderboard.index.dumps import dump_parts
 from fdb_leaderboard.index.external_sort import ExternalSort
 from fdb_leaderboard.index.layout import IndexLayout
 from fdb_leaderboard.index.loading import BulkLoad
+from fdb_leaderboard.index.restore import restore_parts
 from fdb_leaderboard.proto import index_pb2
+from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.rankedset import HashFunction, RankedSet, element_suffix
 from fdb_leaderboard.store import Database, StoreFull, open_database, strinc
 from fdb_leaderboard.store.api import FenceMoved
@@ -307,3 +310,86 @@ def test_an_expired_window_is_cleared_in_bounded_steps(db: Database, prefix: byt
     assert left() == 0
     assert db.read(lambda tr: tr.get_range(index.layout.retired, strinc(index.layout.retired))) == []
     assert index.check() == [] and index.count() == 3000
+
+
+# -- below index format 4: the forms release 0.2.0 reads ------------------------------------------------
+
+
+def _format_4_forms(index: LeaderboardIndex) -> list[bytes]:
+    """The keys of index format 4's forms the index holds: builds' tokens and notes (``S + (16,
+    ...)``), deleted windows' notes (``S + (17, ...)``), fill cursors saying ``sorted_build``."""
+    layout = index.layout
+
+    def read(tr) -> list[bytes]:
+        noted = tr.get_range(layout.builds, strinc(layout.builds)) + tr.get_range(
+            layout.retired, strinc(layout.retired)
+        )
+        cursors = tr.get_range(layout.cursors, strinc(layout.cursors))
+        return [key for key, _ in noted] + [
+            key for key, value in cursors if index_pb2.FillCursor.FromString(value).sorted_build
+        ]
+
+    return index.db.read(read)
+
+
+def test_below_format_4_a_load_defers_its_windows_as_release_0_2_0_does(db: Database, prefix: bytes) -> None:
+    """At index format 3 a load writes no build's keys: its empty windows' primary B-trees as it
+    goes, their ranked sets by a fill's second phase at its end, with writes of every kind between
+    its batches; the index is then the one the same writes one by one make."""
+    settings = SETTINGS[2]
+    records = _records(settings, 5, 300)
+    built = LeaderboardIndex.create(db, prefix + b"b", settings, format=3)
+    plain = LeaderboardIndex.create(db, prefix + b"p", settings, format=3)
+    for index in (built, plain):
+        index.clock = lambda: 1_800_000_000.0
+        index.update_windows(_windows())
+    loader = BulkLoad(built, 40, None, True, None, None)
+    rng_built, rng_plain = random.Random(9), random.Random(9)
+    for number in range(0, len(records), 40):
+        loader._start(number // 40)
+        loader.save(records[number : number + 40], number // 40)
+        plain.write_batch(records[number : number + 40], limited=False)
+        assert _format_4_forms(built) == []
+        _meanwhile(built, rng_built, len(records))
+        _meanwhile(plain, rng_plain, len(records))
+    assert loader.build is None and len(loader.deferred) == 6  # every window held nothing
+    assert {w.lb_key for w in built.directory().filling_windows} == {w.lb_key for w in loader.deferred}
+    built.fill(max_records=40, build=False)  # what the load's end does
+    assert built.check() == [] and built.directory().filling_windows == ()
+    assert _format_4_forms(built) == []
+    assert _contents(db, built.prefix) == _contents(db, plain.prefix)
+
+
+@pytest.mark.parametrize("index_format", [3, 4])
+def test_only_format_4_holds_builds_and_deleted_windows_notes(db: Database, prefix: bytes, index_format: int) -> None:
+    """A load, a fill over stored records, a restore and an expiry, watched as they go: at index
+    format 4 they build from sorted data (a build's token, notes, cursors) and leave deleted
+    windows' data to bounded steps where the store clears key by key; at 3 none of that is
+    ever stored, and each ends with the same board."""
+    seen: list[bytes] = []
+    index = LeaderboardIndex.create(db, prefix + b"s", IndexSettings(dense_ranks=True), format=index_format)
+    index.update_windows(_windows())
+    records = [((i,), [Entry(i % 300, i % (4 * DAY))]) for i in range(3000)]
+    index.bulk_load(records, 500, progress=lambda _: seen.extend(_format_4_forms(index)))
+    assert index.directory().filling_windows == () and index.check() == []
+    index.update_windows(WindowUpdate(high_score_first=True, windows=[(3, 0, 4 * DAY)]))  # over stored scores
+    index.fill(max_records=500, build=True, progress=lambda _: seen.extend(_format_4_forms(index)))
+    assert index.directory().filling_windows == () and index.count(3, 0) == 3000
+    steps = []
+    restored = restore_parts(
+        db, prefix + b"t", dump_parts(db, index, pb.DumpHeader(index="x")), lambda counts: steps.append(counts.phase)
+    )
+    copy = LeaderboardIndex.open(db, prefix + b"t")
+    assert restored is not None and copy.format == index_format and "ranking" in steps
+    assert copy.check() == [] and copy.top(5) == index.top(5) and copy.count(3, 0) == 3000
+    day0 = index.directory().find(1, 0, DAY)
+    index.run(lambda ops: ops.windows.expire(DAY))  # the first day's window goes
+    seen.extend(_format_4_forms(index))
+    left = sum(len(db.read(lambda tr, r=r: tr.get_range(*r))) for r in index.layout.window_ranges(day0.key_bytes))
+    assert left == 0 or (index_format == 4 and not db.read(lambda tr: tr.clears_ranges_at_once))
+    index.expire(0)
+    assert _format_4_forms(index) == _format_4_forms(copy) == [] and index.check() == []
+    retired = [key for key in seen if key.startswith(index.layout.retired)]
+    assert bool(seen) == (index_format == 4)
+    at_once = db.read(lambda tr: tr.clears_ranges_at_once)  # FoundationDB: a window's data in one clear
+    assert bool(retired) == (index_format == 4 and not at_once)
