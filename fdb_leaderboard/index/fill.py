@@ -154,15 +154,7 @@ class Filler:
         if loading:
             put_in: dict[int, int] = {}
             processed, entries_read, reached = self._fill_records(loading, cursors, max_records, max_entries, put_in)
-            for window in loading:
-                cursor = cursors[window.lb_key]
-                cursor.records_processed += processed
-                cursor.entries_put_in += put_in.get(window.lb_key, 0)
-                if reached is None:
-                    cursor.records_done = True
-                elif not cursor.records_through or reached > cursor.records_through:
-                    cursor.records_through = reached
-                self.txn.save_cursor(window, cursor)
+            self._records_read(loading, cursors, processed, put_in, reached)
         budget = max_entries - entries_read
         ranked = 0
         complete = set()
@@ -188,16 +180,28 @@ class Filler:
         cursors = {window.lb_key: self.txn.cursor(window) or index_pb2.FillCursor() for window in windows}
         put_in: dict[int, int] = {}
         processed, _, reached = self._fill_records(windows, cursors, max_records, max_entries, put_in)
+        self._records_read(windows, cursors, processed, put_in, reached)
+        return processed, reached is None
+
+    def _records_read(
+        self,
+        windows: Sequence[Window],
+        cursors: dict[int, index_pb2.FillCursor],
+        processed: int,
+        put_in: dict[int, int],
+        reached: bytes | None,
+    ) -> None:
+        """Save in ``windows``' cursors how far phase 1 got: ``processed`` more records, through
+        ``reached`` (None: every record)."""
         for window in windows:
             cursor = cursors[window.lb_key]
             cursor.records_processed += processed
             cursor.entries_put_in += put_in.get(window.lb_key, 0)
             if reached is None:
                 cursor.records_done = True
-            else:
+            elif not cursor.records_through or reached > cursor.records_through:
                 cursor.records_through = reached
             self.txn.save_cursor(window, cursor)
-        return processed, reached is None
 
     def redo(self, window: Window, pk_nested: bytes, lost: Sequence[tuple[bytes, bytes]]) -> None:
         """A record written while ``window`` was built from sorted data (build.py): take out every
