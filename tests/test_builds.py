@@ -26,6 +26,8 @@ from fdb_leaderboard.index.restore import restore_parts
 from fdb_leaderboard.proto import index_pb2
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.rankedset import HashFunction, RankedSet, element_suffix
+from fdb_leaderboard.service.catalog import Catalog
+from fdb_leaderboard.service.housekeeping import Housekeeping
 from fdb_leaderboard.store import Database, StoreFull, open_database, strinc
 from fdb_leaderboard.store.api import FenceMoved
 
@@ -393,3 +395,26 @@ def test_only_format_4_holds_builds_and_deleted_windows_notes(db: Database, pref
     assert bool(seen) == (index_format == 4)
     at_once = db.read(lambda tr: tr.clears_ranges_at_once)  # FoundationDB: a window's data in one clear
     assert bool(retired) == (index_format == 4 and not at_once)
+
+
+def test_what_an_expiry_leaves_to_clear_the_maintenance_clears(db: Database, prefix: bytes) -> None:
+    """A served expiry stops clearing as its deadline nears (``keep_going``); the server's next
+    maintenance pass clears the rest, for an index with no expiry policy too, and the board reads
+    the same meanwhile."""
+    catalog = Catalog(db, prefix)
+    index, _ = catalog.create("g", IndexSettings(dense_ranks=True))
+    index.update_windows(_windows())
+    index.bulk_load([((i,), [Entry(i % 300, i % (4 * DAY))]) for i in range(3000)], 500)
+    ranges = index.layout.window_ranges(index.directory().find(1, 0, DAY).key_bytes)
+
+    def left() -> int:
+        return sum(len(db.read(lambda tr, r=r: tr.get_range(*r))) for r in ranges)
+
+    top = index.top(10)
+    gone = index.run(lambda ops: ops.windows.expire(DAY))
+    assert [(w.type, w.start) for w in gone] == [(1, 0)]
+    at_once = db.read(lambda tr: tr.clears_ranges_at_once)
+    assert index.clear_retired(max_keys=100, keep_going=lambda: False) == at_once  # one step, then stopped
+    assert (left() > 0) != at_once and index.check() == [] and index.top(10) == top
+    Housekeeping(catalog).run_pass(1_800_000_000.0)
+    assert left() == 0 and _format_4_forms(index) == [] and index.check() == []

@@ -529,8 +529,13 @@ class LeaderboardIndex(IndexSpace):
 
         return self.read(read)
 
-    def expire(self, before: int, actor: str | None = None) -> tuple[Window, ...]:
-        """Delete windows ending at or before ``before``; repeated calls are harmless."""
+    def expire(
+        self, before: int, actor: str | None = None, keep_going: Callable[[], bool] | None = None
+    ) -> tuple[Window, ...]:
+        """Delete windows ending at or before ``before``; repeated calls are harmless.  The windows
+        leave the directory in one transaction; where their data is then cleared in steps
+        (:meth:`clear_retired`), it stops once ``keep_going()`` says so, leaving the rest to the
+        next expiry or the server's maintenance."""
         event = self._event(actor, "Expire")
 
         def write(ops: Operations) -> tuple[Window, ...]:
@@ -540,18 +545,22 @@ class LeaderboardIndex(IndexSpace):
             return gone
 
         gone = self.run(write)
-        self.clear_retired()
+        self.clear_retired(keep_going=keep_going)
         return gone
 
-    def clear_retired(self, max_keys: int = 20_000) -> None:
+    def clear_retired(self, max_keys: int = 20_000, keep_going: Callable[[], bool] | None = None) -> bool:
         """Clear, in transactions of about ``max_keys`` keys, the data of windows deleted from the
         directory that a store which clears key by key left to clear (see ``WindowEditor.retire``):
-        an expiry or window update does so itself, and any later one goes on with what one left.
-        Below index format 4 (``formats.RETIRED_WINDOWS``) windows are cleared as they are deleted."""
+        an expiry or window update does so itself, the server's maintenance and any later one go
+        on with what one left.  Stops after a transaction once ``keep_going()`` is False; returns
+        True once nothing is left.  Below index format 4 (``formats.RETIRED_WINDOWS``) windows
+        are cleared as they are deleted."""
         if not formats.allows(self.format, formats.RETIRED_WINDOWS):
-            return
+            return True
         while not self.run(lambda ops: ops.windows.clear_retired(max_keys)):
-            pass
+            if keep_going is not None and not keep_going():
+                return False
+        return True
 
     def fill_step(
         self, max_records: int = 200, max_entries: int = 20_000, respect_holds: bool = False, actor: str | None = None

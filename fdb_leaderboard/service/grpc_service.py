@@ -290,7 +290,8 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def Expire(self, request: pb.ExpireRequest, context: CallContext) -> pb.ExpireResponse:
-        gone = self._index(request.index).expire(request.before, _actor(context))
+        # The deleted windows' data left when the deadline nears is cleared by the maintenance.
+        gone = self._index(request.index).expire(request.before, _actor(context), _before_deadline(context))
         return pb.ExpireResponse(deleted=[wire.window_to_proto(w) for w in gone])
 
     @_rpc

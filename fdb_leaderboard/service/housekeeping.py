@@ -171,16 +171,20 @@ class Housekeeping(BackgroundLoop):
             if self.metrics is not None:
                 self.metrics.fill_records.labels(name).inc(records)
                 self.metrics.fill_entries_ranked.labels(name).inc(ranked)
+
+        def keep_going() -> bool:
+            return not self.stopping.is_set()
+
         if policy.retain:
-            gone = index.expire(now - policy.retain, SYSTEM_ACTOR)
+            gone = index.expire(now - policy.retain, SYSTEM_ACTOR, keep_going)
             if gone:
                 done.append(f"expired {len(gone)} window(s)")
                 if self.metrics is not None:
                     self.metrics.windows_expired.labels(name).inc(len(gone))
+        else:  # what an expiry or a window update left of the windows it deleted (any index)
+            index.clear_retired(keep_going=keep_going)
         before = int(clock) - convert.idempotency_retention(policy)
-        forgotten, _ = index.expire_idempotency_keys(
-            before, keep_going=lambda: not self.stopping.is_set(), actor=SYSTEM_ACTOR
-        )
+        forgotten, _ = index.expire_idempotency_keys(before, keep_going=keep_going, actor=SYSTEM_ACTOR)
         if forgotten:
             done.append(f"forgot {forgotten} idempotency key(s)")
             if self.metrics is not None:
