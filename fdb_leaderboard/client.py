@@ -88,6 +88,8 @@ _MESSAGE_BYTES = 1 << 20  # or about this many bytes (gRPC refuses messages over
 MODES = {"ORDINAL": pb.ORDINAL, "COMPETITION": pb.COMPETITION, "DENSE": pb.DENSE}
 # Calls that only read (the read role's): sent again when the server was unavailable.
 _READS = frozenset(method for method, role in ROLE_BY_METHOD.items() if role is Role.READ)
+# Writes whose answers carry their commit version (trailing metadata), noted for read-your-writes.
+_SCORE_WRITES = wire.SCORE_WRITES
 _UINT32 = 2**32
 # A primary key, group or context: a sequence of elements, or one str, bytes or number standing
 # for a one-element key ("alice" is ("alice",)).
@@ -1287,15 +1289,18 @@ class _Done(Generic[_T]):
     value: _T
 
 
-def _like(method: Callable[..., Any], op: Callable[..., Any], owner: str) -> Callable[..., Any]:
-    """``method`` named, documented and signed as ``op``, with ``self`` and the op's result type."""
+def _like(
+    method: Callable[..., Any], op: Callable[..., Any], owner: str, *more: inspect.Parameter
+) -> Callable[..., Any]:
+    """``method`` named, documented and signed as ``op``, with ``self``, the ``more`` parameters
+    and the op's result type."""
     signature = inspect.signature(op)
     returns = signature.return_annotation
     if isinstance(returns, str) and returns.startswith("Op[") and returns.endswith("]"):
         returns = returns[3:-1]
     self = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
     method.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[self, *signature.parameters.values()], return_annotation=returns
+        parameters=[self, *signature.parameters.values(), *more], return_annotation=returns
     )
     method.__name__ = op.__name__
     method.__qualname__ = f"{owner}.{op.__name__}"
@@ -1303,22 +1308,88 @@ def _like(method: Callable[..., Any], op: Callable[..., Any], owner: str) -> Cal
     return method
 
 
+# Reads whose freshness a caller may bound (``max_staleness``): the server's bounded reads.
+_BOUNDED_OPS = frozenset(
+    {
+        "rank", "rank_and_entry", "around", "top", "count", "score_for_rank", "rank_for_score", "ranks",
+        "friends_board", "page", "cohort", "percentile", "score_for_percentile", "movement", "scan", "groups",
+        "metadata", "list_windows", "sub_directories",
+    }
+)  # fmt: skip
+_STALENESS_PARAMETER = inspect.Parameter("max_staleness", inspect.Parameter.KEYWORD_ONLY, default=None)
+
+
 def _blocking(op: Callable[_P, Op[_T]]) -> Callable[Concatenate[Any, _P], _T]:
     """The operation as a method of the blocking client."""
+    if op.__name__ in _BOUNDED_OPS:
 
-    def method(self: LeaderboardClient, *args: Any, **kwargs: Any) -> Any:
+        def method(self: LeaderboardClient, *args: Any, max_staleness: int | None = None, **kwargs: Any) -> Any:
+            return self._run(op(*args, **kwargs), self._staleness(max_staleness))
+
+        return _like(method, op, "LeaderboardClient", _STALENESS_PARAMETER)
+
+    def plain(self: LeaderboardClient, *args: Any, **kwargs: Any) -> Any:
         return self._run(op(*args, **kwargs))
 
-    return _like(method, op, "LeaderboardClient")
+    return _like(plain, op, "LeaderboardClient")
 
 
 def _awaiting(op: Callable[_P, Op[_T]]) -> Callable[Concatenate[Any, _P], Coroutine[Any, Any, _T]]:
     """The operation as a coroutine method of the asyncio client."""
+    if op.__name__ in _BOUNDED_OPS:
 
-    async def method(self: AsyncLeaderboardClient, *args: Any, **kwargs: Any) -> Any:
+        async def method(
+            self: AsyncLeaderboardClient, *args: Any, max_staleness: int | None = None, **kwargs: Any
+        ) -> Any:
+            return await self._run(op(*args, **kwargs), self._staleness(max_staleness))
+
+        return _like(method, op, "AsyncLeaderboardClient", _STALENESS_PARAMETER)
+
+    async def plain(self: AsyncLeaderboardClient, *args: Any, **kwargs: Any) -> Any:
         return await self._run(op(*args, **kwargs))
 
-    return _like(method, op, "AsyncLeaderboardClient")
+    return _like(plain, op, "AsyncLeaderboardClient")
+
+
+def _staleness(value: object) -> int:
+    """A max_staleness, refused as InvalidArgument (the client's) otherwise."""
+    try:
+        return wire.check_staleness(value)
+    except errors.InvalidArgument as exc:
+        raise InvalidArgument(str(exc)) from None
+
+
+class _Freshness:
+    """A client's reads' freshness: its default ``max_staleness``, and the newest commit version of
+    its own score writes, which its stale reads must see (read your writes, through any server)."""
+
+    def __init__(self, max_staleness: int) -> None:
+        self.max_staleness = _staleness(max_staleness)
+        self.seen = 0
+        self._lock = threading.Lock()
+
+    def staleness(self, per_call: int | None) -> int | None:
+        """The staleness a read asks for: its own, else the client's (None: neither, the server's
+        default applies)."""
+        if per_call is not None:
+            return _staleness(per_call)
+        return self.max_staleness or None
+
+    def metadata(self, call: _Call, staleness: int | None) -> tuple[tuple[str, str], ...]:
+        """The freshness metadata of ``call`` (a bounded read) at ``staleness`` ms."""
+        if staleness is None or call.method not in _READS:
+            return ()
+        sent = [(wire.STALENESS_HEADER, str(staleness))]
+        if self.seen and staleness:
+            sent.append((wire.MIN_VERSION_HEADER, str(self.seen)))
+        return tuple(sent)
+
+    def note(self, trailing: Any) -> None:
+        """A write's answer's trailing metadata: its commit version, if any, is now seen."""
+        for key, value in trailing or ():
+            if key == wire.COMMIT_VERSION_HEADER:
+                with self._lock:
+                    self.seen = max(self.seen, int(value))
 
 
 # -- the channel, the same for both clients ---------------------------------------------------------
@@ -1552,12 +1623,17 @@ class LeaderboardClient:
         key: str | None = None,
         retry: RetryPolicy | None = RetryPolicy(),  # frozen: one shared default is safe
         user: str | None = None,
+        max_staleness: int = 0,
     ) -> None:
         """``token``: a bearer token; ``ca``: a CA file to verify the server's TLS certificate
         (TLS is used when ``ca`` or ``cert`` is given); ``cert``/``key``: a client certificate;
         ``retry``: how calls are sent again (None: once), each try with ``timeout``; ``user``: who
         the caller says it is, recorded by a server without tokens in its audit trail (the CLI
-        sends the local user)."""
+        sends the local user); ``max_staleness``: milliseconds the reads may lag behind the
+        latest writes (0: exact; each read also takes ``max_staleness=``), always seeing this
+        client's own score writes, through any server of the store (docs/foundationdb.md,
+        "Fresh reads and stale ones")."""
+        self.freshness = _Freshness(max_staleness)
         credentials = _credentials(address, token, ca, cert, key)
         options = _CHANNEL_OPTIONS
         if credentials is None:
@@ -1583,20 +1659,28 @@ class LeaderboardClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _run(self, op: Op[_T]) -> _T:
+    def _staleness(self, per_call: int | None) -> int | None:
+        return self.freshness.staleness(per_call)
+
+    def _run(self, op: Op[_T], staleness: int | None = None) -> _T:
         step = _step(op, None)
         while isinstance(step, _Call):
-            step = _step(op, self._send(step))
+            step = _step(op, self._send(step, staleness))
         return step.value
 
-    def _send(self, call: _Call) -> Any:
+    def _send(self, call: _Call, staleness: int | None = None) -> Any:
         send = getattr(self.stub, call.method)
         codes = call.retry_codes(self.retry)
+        metadata = self.freshness.metadata(call, staleness)
         tries = 0
         while True:
             tries += 1
             try:
-                return send(call.request, timeout=call.timeout or self.timeout)
+                if call.method in _SCORE_WRITES:
+                    response, rpc = send.with_call(call.request, timeout=call.timeout or self.timeout)
+                    self.freshness.note(rpc.trailing_metadata())
+                    return response
+                return send(call.request, timeout=call.timeout or self.timeout, metadata=metadata or None)
             except grpc.RpcError as exc:
                 if not self.retry.again(exc, codes, tries):
                     raise error_from_rpc(exc) from None
@@ -1947,8 +2031,10 @@ class AsyncLeaderboardClient:
         key: str | None = None,
         retry: RetryPolicy | None = RetryPolicy(),  # frozen: one shared default is safe
         user: str | None = None,
+        max_staleness: int = 0,
     ) -> None:
         """The arguments of :class:`LeaderboardClient`."""
+        self.freshness = _Freshness(max_staleness)
         credentials = _credentials(address, token, ca, cert, key)
         if credentials is None:
             self.channel = grpc.aio.insecure_channel(address, _CHANNEL_OPTIONS)
@@ -1968,20 +2054,29 @@ class AsyncLeaderboardClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _run(self, op: Op[_T]) -> _T:
+    def _staleness(self, per_call: int | None) -> int | None:
+        return self.freshness.staleness(per_call)
+
+    async def _run(self, op: Op[_T], staleness: int | None = None) -> _T:
         step = _step(op, None)
         while isinstance(step, _Call):
-            step = _step(op, await self._send(step))
+            step = _step(op, await self._send(step, staleness))
         return step.value
 
-    async def _send(self, call: _Call) -> Any:
+    async def _send(self, call: _Call, staleness: int | None = None) -> Any:
         send = getattr(self.stub, call.method)
         codes = call.retry_codes(self.retry)
+        fresh = self.freshness.metadata(call, staleness)
+        metadata = (*(self._metadata or ()), *fresh) or None
         tries = 0
         while True:
             tries += 1
             try:
-                return await send(call.request, timeout=call.timeout or self.timeout, metadata=self._metadata)
+                rpc = send(call.request, timeout=call.timeout or self.timeout, metadata=metadata)
+                response = await rpc
+                if call.method in _SCORE_WRITES:
+                    self.freshness.note(await rpc.trailing_metadata())
+                return response
             except grpc.RpcError as exc:
                 if not self.retry.again(exc, codes, tries):
                     raise error_from_rpc(exc) from None

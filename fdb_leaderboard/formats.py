@@ -79,7 +79,19 @@ STORE_FORMATS = (
         "0.3.0",
         "0.3.0",
         "formats recorded (the store's and each index's); every process reports its release and last sign of "
-        "life, so the server raises formats by itself once every live process reads them",
+        "life, so the server raises formats by itself once every live process reads them; every change to a "
+        "catalog entry or an index's directories changes FoundationDB's metadata version, so processes keep "
+        "them across transactions",
+    ),
+    Format(
+        4,
+        "0.3.0",
+        "0.3.0",
+        "the embedded store's redo log as its default durable mode, shared by every process with the store "
+        "open: while it is open, and after a crash until the next open recovers it, its directory holds "
+        "redo.checkpoint (log format 2), redo.head and preallocated redo.<n>.log segments with commits its "
+        "data file may lack; a clean close of its last process leaves a plain LMDB data file holding every "
+        "commit (FoundationDB stores: nothing changes)",
     ),
 )
 INDEX_FORMATS = (
@@ -121,7 +133,10 @@ UNRECORDED_INDEX = 2
 UNREPORTED_RELEASE = "0.2.0"  # what a process that does not report its release may run
 REPORTING = 3  # the store format from which every process on the store reports its release
 
-# Forms code asks about with allows(): the index format that first holds each.
+# Forms code asks about with allows(): the store format that first holds each ...
+CACHED_METADATA = 3  # every process changes the metadata version with a catalog entry or directory
+REDO_LOG = 4  # the embedded store's directory may hold its redo log's session (redo.checkpoint format 2)
+# ... and the index format that first holds each.
 EXACT_SUBMISSIONS = 3  # every head's submission counters count its entries in each window (at least)
 # Builds from sorted data (index/build.py): their tokens and notes, FillCursor.sorted_build.  Every
 # writer must note what it writes for a build, which 0.2.0 does not: below, loads, fills and

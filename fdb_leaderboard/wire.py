@@ -1,5 +1,5 @@
 """How Python values travel in the gRPC messages: key items, scores, entries, ranked entries, windows,
-hidden records, score rules and audit events.
+hidden records, score rules and audit events; and the freshness of reads, in call metadata.
 
 Shared by the service and the client; the client needs nothing else of the server.
 """
@@ -16,9 +16,21 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from .errors import InvalidArgument
+from .freshness import MAX_STALENESS_MS as MAX_STALENESS_MS  # the doors check freshness through wire
+from .freshness import check_staleness as check_staleness
+from .freshness import check_version as check_version
 from .index import AuditEvent, Entry, HiddenRecord, RankedEntry, ScoreRules, Window
 from .index.values import as_key, check_items, check_score, check_timestamp
 from .proto import service_pb2 as pb
+
+# A read's freshness travels in its call's metadata (gRPC) or headers (HTTP), the same for every read:
+# how stale it may be, and a commit version it must see (a write's answer gives its commit version
+# in its trailing metadata, or the HTTP header Commit-Version).
+STALENESS_HEADER = "max-staleness-ms"
+MIN_VERSION_HEADER = "min-version"
+COMMIT_VERSION_HEADER = "commit-version"
+# The writes whose answers carry their commit version.
+SCORE_WRITES = frozenset({"AddScore", "AddEntries", "SaveRecord", "DeleteRecord"})
 
 
 def item_to_python(item: pb.Item) -> object:

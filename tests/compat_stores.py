@@ -3,11 +3,16 @@ into a store of any backend under any catalog root; and what is checked of them 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import pathlib
+import subprocess
+import tempfile
+from collections.abc import Iterator
 
 import fdb.tuple
 import pytest
+from conftest import skip_unless_required
 
 from fdb_leaderboard.client import LeaderboardClient, SubmissionLimited
 from fdb_leaderboard.index import ScoreRules
@@ -21,6 +26,22 @@ _spec = importlib.util.spec_from_file_location("compat_fixture", TOOLS / "compat
 assert _spec is not None and _spec.loader is not None
 compat = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compat)
+
+
+@contextlib.contextmanager
+def release_tree(release: str) -> Iterator[str]:
+    """A directory holding ``release``'s code, exported from its commit: run it with ``python -c``
+    in that directory (its own package then comes first on ``sys.path``)."""
+    commit = compat.RELEASES[release][0]
+    with tempfile.TemporaryDirectory(prefix=f"rel-{commit}-") as tree:
+        try:
+            archive = subprocess.run(
+                ["git", "-C", str(compat.ROOT), "archive", commit], check=True, capture_output=True
+            ).stdout
+        except (OSError, subprocess.CalledProcessError) as exc:
+            skip_unless_required(f"release {release}'s commit {commit} is not in this checkout's history ({exc})")
+        subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
+        yield tree
 
 
 def rerooted(rows: list[tuple[bytes, bytes]], root: bytes) -> list[tuple[bytes, bytes]]:

@@ -36,7 +36,7 @@ COMMIT_MARKERS = fdb.tuple.pack(("lb-committed",))  # fdb_backend.IDEMPOTENCY_PR
 settings.register_profile("suite", deadline=None)
 settings.load_profile("suite")
 
-BACKENDS = ["lmdb", "lmdb-redo-log", "fdb"]
+BACKENDS = ["lmdb", "lmdb-synced", "fdb"]
 SERVER_BACKENDS = ["lmdb", "fdb"]
 # FoundationDB through the binding alone (``direct=false``: the store layer's fallback when its C
 # extension is not built) also runs the store's tests, which make every kind of call.
@@ -113,11 +113,14 @@ def store_url(request: pytest.FixtureRequest, tmp_path) -> str:
     """A URL of an empty store of the backend under test."""
     backend = getattr(request, "param", "lmdb")
     if backend == "lmdb":
-        return f"lmdb:{tmp_path / 'store'}"
-    if backend == "lmdb-redo-log":
-        # Checkpoints every 50 ms, so they run among the test's commits; reads take the paths
-        # meant for a network store (batched_reads), so those run on the embedded store too.
-        return f"lmdb:{tmp_path / 'store'}?redo_log=true&checkpoint_seconds=0.05&batched_reads=true"
+        # The default mode (commits durable by the redo log), with checkpoints every 50 ms and
+        # 64 KiB log segments, so checkpoints, segment switches and recycled segments all happen
+        # among the test's commits.
+        return f"lmdb:{tmp_path / 'store'}?checkpoint_seconds=0.05&log_segment_bytes=65536"
+    if backend == "lmdb-synced":
+        # Every commit's pages synced (no log); reads take the paths meant for a network store
+        # (batched_reads), so those run on the embedded store too.
+        return f"lmdb:{tmp_path / 'store'}?redo_log=false&batched_reads=true"
     if backend == "fdb-binding":
         return fdb_url() + "?direct=false"
     return fdb_url()

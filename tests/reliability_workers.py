@@ -268,8 +268,9 @@ CRASH_TS_END = 100_000
 def crash_child(url: str, log_path: str, seed: int, prefix_hex: str = "") -> None:
     """Durable writes, window updates, fill steps and expiry until killed.
 
-    ``url`` is the store's (``lmdb:PATH`` is durable by default; ``?redo_log=true`` makes
-    commits durable by the log), ``prefix_hex`` the index's prefix (default PREFIX).
+    ``url`` is the store's (``lmdb:PATH`` is durable by default, its commits made durable by the
+    redo log; ``?redo_log=false`` syncs their pages instead), ``prefix_hex`` the index's prefix
+    (default PREFIX).
 
     Before each write, an ``I`` line (intent) is written to the log (flushed, so it survives
     SIGKILL); after the write returns, ``A`` lines (acknowledged), fsynced.  Other lines:
@@ -278,7 +279,7 @@ def crash_child(url: str, log_path: str, seed: int, prefix_hex: str = "") -> Non
     """
     rng = random.Random(seed)
     db = open_database(url)
-    assert getattr(db, "durable", True)  # LMDB: by default every commit fsynced
+    assert getattr(db, "durable", True)  # LMDB: durable by default
     index = LeaderboardIndex.open(db, bytes.fromhex(prefix_hex) if prefix_hex else PREFIX)
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from conftest import Cli
 
-from fdb_leaderboard import __version__
+from fdb_leaderboard import __version__, formats
 from fdb_leaderboard.cli.records_file import RecordsFileError, read_records
 from fdb_leaderboard.cli.spec_file import load_window_update, parse_window_update
 from fdb_leaderboard.client import LeaderboardClient
@@ -84,7 +84,7 @@ def test_index_create_and_list(cli: Cli, client: LeaderboardClient) -> None:
         "game: BEST, hash MURMUR3, group size 0, context size 0, high score first; format 3",
         "points: SUM, hash CRC, group size 1, context size 2, low score first; format 3",
         "ref: LATEST, hash JDK, group size 0, context size 0, high score first; format 3",
-        f"store format 3; 1 live process of release {__version__}",
+        f"store format {formats.NEWEST_STORE}; 1 live process of release {__version__}",
     ]
     info = {i.name: i.options for i in client.list_indexes()}
     assert info["game"].count_duplicates and not info["ref"].count_duplicates

@@ -170,7 +170,7 @@ def test_timeouts_and_one_line_errors(cli: Cli, tmp_path: pathlib.Path, monkeypa
     assert error_line(bad_url).startswith("Error: cannot serve store bogus:x on 127.0.0.1:0: unknown store URL")
     bind = cli("serve", "--store", f"lmdb:{tmp_path / 'b'}", "--address", "nonsense:abc", code=1)
     assert error_line(bind).startswith("Error: ") and "nonsense:abc" in error_line(bind)
-    locked = open_database(f"lmdb:{tmp_path / 'held'}?redo_log=true")
+    locked = open_database(f"lmdb:{tmp_path / 'held'}?durable=false")  # open here in another mode
     try:
         result = cli("serve", "--store", f"lmdb:{tmp_path / 'held'}", "--address", "127.0.0.1:0", code=1)
         assert error_line(result).startswith(f"Error: cannot serve store lmdb:{tmp_path / 'held'}")

@@ -73,8 +73,6 @@ def test_threads_and_processes_write_while_windows_fill_expire_and_trim(
     db: Database, store_url: str, prefix: bytes, tmp_path: Path
 ) -> None:
     """On FoundationDB (when available) the same run exercises conflicts and their retries."""
-    if "redo_log=true" in store_url:
-        pytest.skip("several processes write here, and a redo-log session needs the store to itself")
     url = store_url  # durable: group commit shares the fsyncs of concurrent writers
     prefix = prefix + PREFIX
     out_dir = tmp_path / "out"
@@ -233,8 +231,6 @@ def test_writers_on_one_hot_board_lose_and_double_nothing(
     """Twelve writers (threads here and in three processes) submit to the same three records of
     one board.  On FoundationDB they conflict and retry; every call must end (in bounded time,
     with no error), and the board must hold exactly the acknowledged submissions."""
-    if "redo_log=true" in store_url:
-        pytest.skip("several processes write here, and a redo-log session needs the store to itself")
     prefix = prefix + PREFIX
     out_dir = tmp_path / "out"
     out_dir.mkdir()

@@ -1,10 +1,13 @@
 """Crashes: a writer process SIGKILLed at random moments loses no acknowledged write.
 
 The child (``reliability_workers.py crash``) opens the store durable: LMDB either with the
-default settings (every commit fsynced) or with the redo log (every commit's writes logged and
-synced, the data file synced by checkpoints; the parent's reopen then recovers from the log),
-or FoundationDB (a client killed with its commit in flight: the cluster applies it whole or
-not at all; a third of the cycles, as each costs more round trips), then
+default settings (every commit's writes logged and synced, the data file synced by checkpoints;
+the parent's reopen then recovers from the log), or with ``redo_log=false`` (every commit's pages
+fsynced), or FoundationDB (a client killed with its commit in flight: the cluster applies it
+whole or not at all; a third of the cycles, as each costs more round trips).  In the
+``redo-log, 2 processes`` variant two children share the store's log: one (maybe the one making
+the checkpoints) is killed first, the other goes on writing for a while (taking the checkpoints
+over) and is killed next.  Each child
 submits scores, adds windows over stored data (so they must be filled), runs fill steps and
 expires windows, logging each submission's
 intent before the call and its acknowledgement (fsynced) after it returns.  The parent
@@ -90,18 +93,32 @@ def wait_ready(child: subprocess.Popen, timeout: float = 60) -> None:
         raise AssertionError(f"the child did not start: {child.stderr.read()}")  # type: ignore[union-attr]
 
 
+def _kill(child: subprocess.Popen) -> None:
+    try:
+        assert child.poll() is None, f"the child stopped on its own: {child.stderr.read()}"  # type: ignore[union-attr]
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait()
+        child.stdout.close()  # type: ignore[union-attr]
+        child.stderr.close()  # type: ignore[union-attr]
+    assert child.returncode == -signal.SIGKILL
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("store", ["synced", "redo-log", "fdb"])
+@pytest.mark.parametrize("store", ["synced", "redo-log", "redo-log, 2 processes", "fdb"])
 def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path, store: str) -> None:
     """With the redo log, the parent's plain reopen (and each next child) recovers from the log."""
+    writers = 2 if "2 processes" in store else 1
     if store == "fdb":
         url = child_url = fdb_url()
         prefix, cycles = private_prefix(), CYCLES // 3
     else:
         url = f"lmdb:{tmp_path / 'store'}"
-        child_url = url + ("?redo_log=true&checkpoint_seconds=0.2" if store == "redo-log" else "")
-        prefix, cycles = PREFIX, CYCLES
-    log_path = tmp_path / "ops.log"
+        # Small log segments, so segment switches and recycled segments happen within a cycle.
+        options = {"synced": "?redo_log=false"}.get(store, "?checkpoint_seconds=0.2&log_segment_bytes=65536")
+        child_url = url + options
+        prefix, cycles = PREFIX, CYCLES if writers == 1 else CYCLES // 2
+    log_paths = [tmp_path / f"ops.{w}.log" for w in range(writers)]
     rng = random.Random(20240611)
 
     db = open_database(url)
@@ -119,28 +136,39 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path, s
     kills = landed_in_flight = interrupted_fills = resumed_by_parent = resumed_by_child = 0
     left_for_child: dict[int, bytes | None] = {}
     for cycle in range(cycles):
-        child = subprocess.Popen(
-            [sys.executable, WORKER, "crash", child_url, str(log_path), str(1000 + cycle), prefix.hex()],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        wait_ready(child)
-        try:
-            select.select([], [], [], rng.uniform(0.2, 1.5))
-            assert child.poll() is None, f"the child stopped on its own: {child.stderr.read()}"  # type: ignore[union-attr]
-            os.kill(child.pid, signal.SIGKILL)
-        finally:
-            child.wait()
-            child.stdout.close()  # type: ignore[union-attr]
-            child.stderr.close()  # type: ignore[union-attr]
-        assert child.returncode == -signal.SIGKILL
-        kills += 1
+        children = []
+        for w, log_path in enumerate(log_paths):
+            children.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        WORKER,
+                        "crash",
+                        child_url,
+                        str(log_path),
+                        str(1000 + cycle * 10 + w),
+                        prefix.hex(),
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
+            wait_ready(children[-1])
+        rng.shuffle(children)  # the first to be killed may be the one making the checkpoints, or not
+        for position, child in enumerate(children):
+            select.select([], [], [], rng.uniform(0.2, 1.5) if position == 0 else rng.uniform(0.3, 0.8))
+            _kill(child)
+            kills += 1
 
-        intents, acked, pending, _ = parse_log(log_path)
-        intents.update(seeded)
-        # Only the call in flight at the kill can be unacknowledged (add_entries: up to 3 ops).
-        assert len(pending[-1]) <= 3, pending[-1]
+        intents, acked, in_flight_calls = dict(seeded), set(), []
+        for log_path in log_paths:
+            child_intents, child_acked, pending, _ = parse_log(log_path)
+            intents.update(child_intents)
+            acked |= child_acked
+            # Only the call in flight at the kill can be unacknowledged (add_entries: up to 3 ops).
+            assert len(pending[-1]) <= 3, pending[-1]
+            in_flight_calls.append(set(pending[-1]))
 
         db = open_database(url)
         index = LeaderboardIndex.open(db, prefix)
@@ -153,13 +181,15 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path, s
                     assert intents.get(op) == (pk, score, ts), f"{pk} holds an entry nobody submitted: {op}"
             missing = (acked | durable) - set(seen)
             assert not missing, f"acknowledged writes lost: {sorted(missing)[:10]}"
-            in_flight = set(pending[-1])
-            landed = in_flight & set(seen)
-            assert landed in (set(), in_flight), f"a call was half-applied: {landed} of {in_flight}"
+            landed = set()
+            for in_flight in in_flight_calls:
+                landed_here = in_flight & set(seen)
+                assert landed_here in (set(), in_flight), f"a call was half-applied: {landed_here} of {in_flight}"
+                landed |= landed_here
+                lost |= in_flight - landed_here
             assert not (lost & set(seen)), "a write found absent after a crash reappeared"
             landed_in_flight += len(landed)
             durable |= acked | landed
-            lost |= in_flight - landed
 
             # Totals: the all-time SUM of each record is exactly its durable entries' scores.
             expected_total: collections.Counter[str] = collections.Counter()
@@ -209,7 +239,9 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path: Path, s
                 db.run(lambda tr: tr.clear_range_startswith(prefix))
             db.close()
 
-    _, _, _, events = parse_log(log_path)
+    events: collections.Counter[str] = collections.Counter()
+    for log_path in log_paths:
+        events += parse_log(log_path)[3]
     verified = len(durable) - len(seeded)
     assert verified > 50, verified
     assert events["W filling"] > 0 and events["F step"] > 0, events

@@ -17,6 +17,7 @@ whole records, so they stay exact without the marker too (shown, not required).
 from __future__ import annotations
 
 import collections
+import functools
 import random
 import threading
 import uuid
@@ -27,10 +28,11 @@ import fdb.tuple
 import grpc
 import pytest
 from conftest import fdb_url, private_prefix
-from model import Model
+from model import Model, ModelNoRecord
 from test_index_model import listed, run_index_machine
 
 from fdb_leaderboard.client import LeaderboardClient
+from fdb_leaderboard.errors import RuleRefusal
 from fdb_leaderboard.index import AuditTrail, Entry, IndexSettings, LeaderboardIndex, ScoreRules
 from fdb_leaderboard.index.directory import Rebuild, WindowSpec, WindowUpdate
 from fdb_leaderboard.proto import index_pb2
@@ -67,6 +69,11 @@ class UnknownResultDatabase(FdbDatabase):
         self._call.faults = 0
         self._call.marker = None
         return super()._transact(writable, fn, args, kwargs)
+
+    def _shared_transaction(self, *args: Any) -> Any:  # run_together's transactions: one call each here
+        self._call.faults = 0
+        self._call.marker = None
+        return super()._shared_transaction(*args)
 
     def _marker_key(self) -> bytes:
         self._call.marker = super()._marker_key()
@@ -364,7 +371,82 @@ def bulk_load(db: Database, prefix: bytes) -> list:
     return [written]
 
 
+def writes_together(db: Database, prefix: bytes) -> list:
+    """Batches of score writes run together (``Database.run_together``: on FoundationDB one
+    shared transaction per batch, its commit faulted as any other): many records of one window,
+    one record twice in a batch, entries in every window, hides, restores and deletes among
+    them, keyed writes sent again (answered from the key) or with a key used for another write,
+    and calls refused before writing (a score rule, a hide of no record).  Each call's outcome is
+    the model's, a refused one fails alone, and the boards are the model's."""
+    rng = random.Random(23)
+    index = LeaderboardIndex.create(db, prefix, IndexSettings(high_score_first=False, aggregation="SUM"))
+    index.update_windows(WindowUpdate(windows=WINDOWS))
+    index.set_score_rules(ScoreRules(max_score=50))
+    index.clock = lambda: 1_800_000_000.0  # keyed writes store when they were applied: both runs alike
+    model = Model("SUM")
+    model.update_windows(False, WINDOWS)
+    keyed: list[tuple[str, tuple, int, int]] = []  # (key, pk, score, ts) of keyed writes sent
+    results = []
+    for _ in range(10):
+        calls: list[Callable[[], object]] = []
+        expected: list[str] = []  # what each call must end as: "ok" or the error's name
+        for _ in range(rng.randint(4, 10)):
+            pk, score, ts = rng.choice(PKS[:5]), rng.randrange(8), rng.randrange(40)
+            kind = rng.choice(["add", "add", "add", "keyed", "again", "other", "rule", "save", "delete", "hide"])
+            if kind in ("again", "other") and not keyed:
+                kind = "add"
+            if kind == "add":
+                calls.append(functools.partial(index.add_score, pk, score, ts))
+                model.add(pk, [((), score, ts, ())])
+            elif kind == "keyed":
+                key = f"k{len(keyed)}"
+                keyed.append((key, pk, score, ts))
+                calls.append(functools.partial(index.add_score, pk, score, ts, idempotency_key=key))
+                model.add(pk, [((), score, ts, ())])
+            elif kind == "again":  # the same write sent again: changes nothing, answers the same
+                key, pk, score, ts = rng.choice(keyed)
+                calls.append(functools.partial(index.add_score, pk, score, ts, idempotency_key=key))
+            elif kind == "other":  # a key used for another write: refused
+                key, pk, score, ts = rng.choice(keyed)
+                calls.append(functools.partial(index.add_score, pk, score + 1, ts, idempotency_key=key))
+                kind = "AlreadyExists"
+            elif kind == "rule":  # over the score rule's maximum: refused before writing
+                calls.append(functools.partial(index.add_score, pk, 51 + score, ts))
+                kind = "RuleRefusal"
+            elif kind == "save":
+                raws = [((), rng.randrange(8), rng.randrange(40), ()) for _ in range(2)]
+                calls.append(functools.partial(index.save_record, pk, [Entry(s, t) for _, s, t, _ in raws]))
+                model.save(pk, raws)
+            elif kind == "delete":
+                calls.append(functools.partial(index.delete_record, pk))
+                expected.append(f"ok:{model.delete(pk)}")
+                continue
+            else:
+                hide = rng.random() < 0.6
+                calls.append(functools.partial(index.hide_record if hide else index.restore_record, pk))
+                try:
+                    done = model.hide(pk) if hide else model.restore(pk)
+                except ModelNoRecord:
+                    expected.append("NotFound")
+                    continue
+                expected.append(f"ok:{done}")
+                continue
+            expected.append("ok" if kind in ("add", "keyed", "again", "save") else kind)
+        outcomes = db.run_together(calls)
+        shown = []
+        for (result, error), want in zip(outcomes, expected, strict=True):
+            got = "ok" if error is None else "RuleRefusal" if isinstance(error, RuleRefusal) else type(error).__name__
+            if want.startswith("ok:"):
+                got = f"ok:{result}" if error is None else got
+            assert got == want, (outcomes, expected)
+            shown.append((got, result))
+        results.append(shown)
+    assert_matches_model(index, model)
+    return results
+
+
 SCENARIOS: dict[str, Callable[[Database, bytes], list]] = {
+    "writes_together": writes_together,
     "add_score-BEST": scores("BEST"),
     "add_score-SUM": scores("SUM"),
     "add_score-LATEST": scores("LATEST"),
@@ -502,3 +584,84 @@ def test_admin_actions_record_one_event_each_even_when_a_committed_transaction_r
         ("cy", "SetAuditRetention", ""),
     ]
     assert faulty.injected["committed"] >= 8
+
+
+def test_service_writes_together_answer_each_call_as_if_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through gRPC, 8 callers at once on a server whose store reports 1021 on a third of its
+    commits (after committing or not): score writes share transactions (batches of several calls
+    are seen), a caller's bad request (a score over the rule's maximum, an unknown index, an
+    idempotency key used for another write, an empty record name) gets its own answer and fails
+    none of the others in its batch, writes sent again with their key are applied once, and the
+    boards are the model's."""
+
+    class Recording(UnknownResultDatabase):
+        def run_together(self, calls: Any) -> Any:
+            batches.append(len(calls))
+            return super().run_together(calls)
+
+    batches: list[int] = []
+    faulty = Recording(cluster_file(), seed=9, rate=0.33, lost=0.4)
+    monkeypatch.setattr(server, "open_database", lambda url: faulty)
+    root = fdb.tuple.pack(("lb-test", uuid.uuid4().hex))
+    running = Server(fdb_url(), "127.0.0.1:0", catalog_root=root).start()
+    model = Model("SUM")
+    answers: dict[tuple[int, int], str] = {}
+    try:
+        with LeaderboardClient(running.address, timeout=30) as admin:
+            admin.create_index("game", aggregation="SUM", high_score_first=False)
+            admin.update_windows("game", windows=WINDOWS[:2])
+            admin.set_score_rules("game", ScoreRules(max_score=50))
+        model.update_windows(False, WINDOWS[:2])
+
+        def caller(number: int) -> None:
+            with LeaderboardClient(running.address, timeout=30) as lb:
+                for i in range(16):
+                    pk, score, ts, key = (f"r{(number + i) % 6}",), number + i % 4, (number * 7 + i) % 20, None
+                    args: tuple = ("game", pk, score, ts)
+                    if i % 4 == 2:  # bad, in one of four ways
+                        bad = (number + i // 4) % 4
+                        args = [
+                            ("game", pk, 51, ts),
+                            ("no-such-index", pk, score, ts),
+                            ("game", pk, score + 1, ts),  # key of call i - 1, another write
+                            ("game", (), score, ts),
+                        ][bad]
+                        key = f"c{number}-{i - 1}" if bad == 2 else None
+                    elif i % 4 == 1:
+                        key = f"c{number}-{i}"
+                    try:
+                        lb.add_score(*args, idempotency_key=key)
+                        if i % 4 == 1:  # sent again: answered from its key
+                            lb.add_score(*args, idempotency_key=key)
+                        answers[number, i] = "ok"
+                    except grpc.RpcError as error:
+                        answers[number, i] = type(error).__name__
+
+        threads = [threading.Thread(target=caller, args=(number,)) for number in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        for number in range(8):
+            for i in range(16):
+                if i % 4 != 2:
+                    model.add((f"r{(number + i) % 6}",), [((), number + i % 4, (number * 7 + i) % 20, ())])
+        bad_answers = {
+            (number, i): ["ScoreOutOfRange", "NotFound", "AlreadyExists", "InvalidArgument"][(number + i // 4) % 4]
+            for number in range(8)
+            for i in range(2, 16, 4)
+        }
+        assert {key: answer for key, answer in answers.items() if key[1] % 4 == 2} == bad_answers
+        assert [key for key, answer in answers.items() if key[1] % 4 != 2 and answer != "ok"] == []
+        assert len(answers) == 8 * 16
+        assert max(batches) > 1, batches  # calls did share transactions
+        with LeaderboardClient(running.address, timeout=30) as lb:
+            for window_type, ts in [(0, None), (1, 0), (1, 10)]:
+                got = [listed(e) for e in lb.top("game", 100, window_type=window_type, timestamp=ts)]
+                assert got == model.top(100, window_type, ts, (), "ORDINAL")
+            assert lb.verify("game") == []
+    finally:
+        running.stop(grace=1)
+        with open_database(fdb_url()) as db:
+            db.run(lambda tr: tr.clear_range_startswith(root))
+    assert faulty.injected["committed"] > 3 and faulty.injected["lost"] > 3, faulty.injected

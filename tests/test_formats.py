@@ -10,6 +10,7 @@ the release it needs, so the rule "raised once every live process reads it" runs
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import pathlib
@@ -57,16 +58,17 @@ def test_the_release_is_pyprojects_the_changelogs_and_the_commands() -> None:
     assert f"\n## {formats.RELEASE}\n" in changelog
     # The changelog's table says what the code's tables say.
     rows = dict(re.findall(r"^\| (\d+) \| (.*) \|$", changelog, re.M))
-    for version in range(1, max(len(formats.STORE_FORMATS), len(formats.INDEX_FORMATS)) + 1):
-        cells = [
-            f"{table[version - 1].release}, {table[version - 1].read_from}" if version <= len(table) else "-"
-            for table in (formats.STORE_FORMATS, formats.INDEX_FORMATS)
-        ]
-        assert rows[str(version)].startswith(" | ".join(cells))
+
+    def cell(entry: formats.Format | None) -> str:
+        return f"{entry.release}, {entry.read_from}" if entry else "-"
+
+    for store, index in itertools.zip_longest(formats.STORE_FORMATS, formats.INDEX_FORMATS):
+        assert rows[str((store or index).version)].startswith(f"{cell(store)} | {cell(index)}")
     version = CliRunner().invoke(main, ["--version"])
     assert version.exit_code == 0 and version.output == formats.version_text() + "\n"
     assert version.output.startswith(
-        f"fdb-leaderboard {formats.RELEASE} (writes store format 3 and index format {formats.NEWEST_INDEX}"
+        f"fdb-leaderboard {formats.RELEASE} (writes store format "
+        f"{formats.NEWEST_STORE} and index format {formats.NEWEST_INDEX}"
     )
 
 
@@ -88,14 +90,14 @@ LATER_INDEX, LATER_STORE = INDEX_NOW + 1, STORE_NOW + 1  # a later release's (la
 
 
 def later_format(monkeypatch: pytest.MonkeyPatch, read_from: str = "0.4.0") -> None:
-    """An index and a store format after this release's, first written and read by release 0.4.0,
+    """The next index and store formats (after this release's), first written and read by release 0.4.0,
     which this process runs."""
     monkeypatch.setattr(formats, "RELEASE", "0.4.0")
     for table, newest in (("INDEX_FORMATS", "NEWEST_INDEX"), ("STORE_FORMATS", "NEWEST_STORE")):
-        later = len(getattr(formats, table)) + 1
-        extended = (*getattr(formats, table), formats.Format(later, "0.4.0", read_from, "a later form"))
-        monkeypatch.setattr(formats, table, extended)
-        monkeypatch.setattr(formats, newest, later)
+        current = getattr(formats, table)
+        version = current[-1].version + 1
+        monkeypatch.setattr(formats, table, (*current, formats.Format(version, "0.4.0", read_from, "a later form")))
+        monkeypatch.setattr(formats, newest, version)
 
 
 def test_raisable_waits_for_every_process_that_may_run(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,7 +106,7 @@ def test_raisable_waits_for_every_process_that_may_run(monkeypatch: pytest.Monke
     assert formats.raisable(index, 2, [], reporting=False) == 3
     # Store format 3 says every process reports: not while one that does not may run.
     assert formats.raisable(store, 2, ["0.3.0"], reporting=False) == 2
-    assert formats.raisable(store, 2, ["0.3.0"], reporting=True) == 3
+    assert formats.raisable(store, 2, ["0.3.0"], reporting=True) == 4  # and 4, the embedded store's redo log
     later_format(monkeypatch)
     index, store = formats.INDEX_FORMATS, formats.STORE_FORMATS
     assert formats.raisable(index, 3, ["0.3.0", "0.4.0"], reporting=True) == INDEX_NOW  # a 0.3.0 process is live
@@ -121,7 +123,8 @@ def test_a_format_too_new_is_refused_naming_both_versions_and_what_to_do() -> No
         formats.check_readable("store", 7, "the store", "0.9.0")
     assert str(refused.value) == (
         f"the store is in store format 7 (written by release 0.9.0); this release ({formats.RELEASE}) reads store "
-        "formats 1 to 3: serve it with release 0.9.0 or later (`fdb-leaderboard --version` says which a command is)"
+        f"formats 1 to {formats.NEWEST_STORE}: serve it with release 0.9.0 or later (`fdb-leaderboard --version` "
+        "says which a command is)"
     )
 
 
@@ -151,8 +154,8 @@ def test_a_store_is_created_at_the_newest_format_and_one_too_new_refused(server_
         assert done.exit_code == 1
         assert done.output.splitlines() == [
             "Error: the store is in store format 9 (written by release 0.9.0); this release "
-            f"({formats.RELEASE}) reads store formats 1 to 3: serve it with release 0.9.0 or later "
-            "(`fdb-leaderboard --version` says which a command is)"
+            f"({formats.RELEASE}) reads store formats 1 to {formats.NEWEST_STORE}: serve it with release 0.9.0 or "
+            "later (`fdb-leaderboard --version` says which a command is)"
         ]
 
 
@@ -171,7 +174,7 @@ def test_a_server_stops_once_the_store_is_raised_past_what_it_reads(
     logged = [r.getMessage() for r in caplog.records if r.name == "fdb_leaderboard.service" and r.levelname == "ERROR"]
     assert logged and set(logged) == {  # (its own thread's report may have found out too)
         "the store is in store format 9 (written by release 0.9.0); this release "
-        f"({formats.RELEASE}) reads store formats 1 to 3: serve it with release 0.9.0 or later "
+        f"({formats.RELEASE}) reads store formats 1 to {formats.NEWEST_STORE}: serve it with release 0.9.0 or later "
         "(`fdb-leaderboard --version` says which a command is): this process stops serving the store"
     }
     caplog.clear()  # the one error expected
@@ -190,6 +193,7 @@ def _set_index_format(db, catalog: Catalog, name: str, version: int) -> None:
         stored = index_pb2.CatalogEntry.FromString(tr.get(catalog.entry_key(name)))
         stored.options.format = version
         tr.set(catalog.entry_key(name), stored.SerializeToString())
+        tr.changed_metadata()  # as every release from 0.3.0 does with a catalog entry
 
     db.run(write)
 
@@ -277,7 +281,10 @@ def test_operators_upgrades_are_refused_while_an_older_release_runs(server_place
             db.run(lambda tr: tr.set(key, old.SerializeToString()))
             with pytest.raises(FailedPrecondition) as refused:
                 client.upgrade_store()
-            assert "the store cannot be raised to format 3: release 0.3.0 or later reads it" in str(refused.value)
+            assert (
+                f"the store cannot be raised to format {formats.NEWEST_STORE}: release 0.3.0 or later reads it"
+                in str(refused.value)
+            )
             assert "old-host:42 (0.2.9, seen" in str(refused.value)
             assert not client.store_status().format.recorded  # nothing changed
             # Index format 3 is read by 0.2.0 already, but this release's newest is not.
@@ -287,7 +294,11 @@ def test_operators_upgrades_are_refused_while_an_older_release_runs(server_place
             assert client.upgrade_index("daily").format.version == INDEX_NOW
             client.set_writes_paused("dense", True, "moving")  # a paused index is left as it is
             status = client.upgrade_store()
-            assert (status.format.version, status.format.recorded, status.format.raised_by) == (3, True, "0.3.0")
+            assert (status.format.version, status.format.recorded, status.format.raised_by) == (
+                formats.NEWEST_STORE,
+                True,
+                "0.3.0",
+            )
             names = [i.name for i in client.list_indexes()]
             assert {e.index: e.format.version for e in status.indexes} == {
                 n: 2 if n == "dense" else INDEX_NOW for n in names
@@ -320,6 +331,7 @@ def test_the_maintenance_raises_formats_once_every_live_process_reads_them(
                 ("maintenance", "finished", "3")
             ]
             client.upgrade_store()
+            store = formats.NEWEST_STORE
             # A later release's format: raised only once no live process runs an older release.
             later_format(monkeypatch)
             server.reporter.report.release = formats.RELEASE  # as a 0.4.0 process reports itself
@@ -329,12 +341,12 @@ def test_the_maintenance_raises_formats_once_every_live_process_reads_them(
                 key = reports.reports_prefix(server_place.root) + b"\x02older\x00"
                 db.run(lambda tr: tr.set(key, old.SerializeToString()))
                 Housekeeping(catalog).run_pass(time.time())
-                assert client.store_status().format.version == STORE_NOW
+                assert client.store_status().format.version == store
                 assert {entry.options.format for _, entry in catalog.list()} == {INDEX_NOW}
                 db.run(lambda tr: tr.clear(key))
             done = Housekeeping(catalog).run_pass(time.time())
-            assert f"store format raised to {LATER_STORE}" in done
-            assert client.store_status().format.version == LATER_STORE
+            assert f"store format raised to {store + 1}" in done
+            assert client.store_status().format.version == store + 1
             assert {entry.options.format for _, entry in catalog.list()} == {LATER_INDEX}
             assert catalog.get("daily").format == LATER_INDEX  # the kept index writes the later forms now
     finally:
@@ -381,7 +393,7 @@ def test_formats_and_upgrades_through_every_door(served) -> None:
         listed = cli("index", "list").splitlines()
         assert listed[0].startswith("daily: BEST") and "; format 2 (not recorded" in listed[0]
         assert listed[-1] == (
-            "store format 2 (not recorded: written before release 0.3.0); the server writes 3: "
+            f"store format 2 (not recorded: written before release 0.3.0); the server writes {formats.NEWEST_STORE}: "
             f"`fdb-leaderboard store upgrade` raises it; 1 live process of release {formats.RELEASE}"
         )
         assert json.loads(cli("index", "list", "--json"))[0]["format"] == {
@@ -393,7 +405,13 @@ def test_formats_and_upgrades_through_every_door(served) -> None:
         }
         rest = httpx.get(f"{http.url}/v1/store").json()
         grpc_status = client.store_status()
-        assert rest["format"] == {"version": 2, "recorded": False, "newest": 3, "raised_by": "", "raised_at": 0}
+        assert rest["format"] == {
+            "version": 2,
+            "recorded": False,
+            "newest": formats.NEWEST_STORE,
+            "raised_by": "",
+            "raised_at": 0,
+        }
         assert (
             [p["address"] for p in rest["processes"]] == [p.address for p in grpc_status.processes] == [server.address]
         )
@@ -432,16 +450,21 @@ def test_formats_and_upgrades_through_every_door(served) -> None:
         assert asyncio.run(upgrade_async()) == INDEX_NOW
         assert cli("index", "upgrade", "low_context").startswith(f"index low_context: format {INDEX_NOW} (")
         upgraded = json.loads(cli("store", "upgrade", "--json"))
-        assert upgraded["store_format"]["version"] == 3
+        assert upgraded["store_format"]["version"] == formats.NEWEST_STORE
         assert {name: f["version"] for name, f in upgraded["indexes"].items()} == dict.fromkeys(
             upgraded["indexes"], INDEX_NOW
         )
         status = cli("store", "status").splitlines()
-        assert status[0] == f"store format 3; 1 live process of release {formats.RELEASE}"
-        assert status[1].startswith(f"store format 3 set by release {formats.RELEASE} at ")
+        assert status[0] == f"store format {formats.NEWEST_STORE}; 1 live process of release {formats.RELEASE}"
+        assert status[1].startswith(f"store format {formats.NEWEST_STORE} set by release {formats.RELEASE} at ")
         assert status[2].startswith(f"  {server.reporter.report.host}:") and server.address in status[2]
         assert status[3:] == [f"index {i.name}: format {INDEX_NOW}" for i in client.list_indexes()]
-        assert _scrape(http)[("fdb_leaderboard_store_format", frozenset({("recorded", "true")}))] == 3
-        assert httpx.get(f"{http.url}/readyz").json()["store_format"] == {"version": 3, "recorded": True}
+        assert (
+            _scrape(http)[("fdb_leaderboard_store_format", frozenset({("recorded", "true")}))] == formats.NEWEST_STORE
+        )
+        assert httpx.get(f"{http.url}/readyz").json()["store_format"] == {
+            "version": formats.NEWEST_STORE,
+            "recorded": True,
+        }
         events, _ = client.audit_events(action="UpgradeStore")
-        assert [e.details["format"] for e in events] == ["3"]
+        assert [e.details["format"] for e in events] == [str(formats.NEWEST_STORE)]

@@ -319,7 +319,7 @@ def test_score_writes_queued_together_share_a_commit_and_fail_alone(tmp_path: Pa
             commit = store._commit
 
             def failing_commit(*args: object) -> None:
-                if threading.current_thread().name == "writes":  # the pipeline's (not the holder's)
+                if threading.current_thread().name.startswith("writes"):  # the pipeline's (not the holder's)
                     raise StoreUnavailable("the disk went away")
                 commit(*args)
 
@@ -764,16 +764,18 @@ def test_tokens_in_plaintext_beyond_loopback_are_warned_of(caplog: pytest.LogCap
 def test_store_files_are_owner_only(tmp_path: Path) -> None:
     (tmp_path / "c").mkdir(mode=0o755)  # made beforehand, as the usual umask makes directories
     for url in (
-        f"lmdb:{tmp_path / 'a'}",
-        f"lmdb:{tmp_path / 'b'}?redo_log=true&checkpoint_seconds=0.01",
+        f"lmdb:{tmp_path / 'a'}?redo_log=false",
+        f"lmdb:{tmp_path / 'b'}?checkpoint_seconds=0.01&log_segment_bytes=65536",
         f"lmdb:{tmp_path / 'c'}",
     ):
         with open_database(url) as db:
             db.run(lambda tr: tr.set(b"k", b"v"))
             path = Path(url[5:].split("?")[0])
-            if "redo_log" in url:  # the files a checkpoint writes too: the next log segment, the checkpoint
-                segment = path / "redo.000000000002.log"
-                wait_until(segment.exists, "a checkpoint")
+            if "log_segment_bytes" in url:  # the files the log makes too: a preallocated segment, the checkpoint
+                for i in range(40):
+                    db.run(lambda tr, i=i: tr.set(b"big%d" % i, bytes(4000)))
+                head = db.redo_log.head  # type: ignore[attr-defined]
+                wait_until(lambda head=head: head.cursor().room > 0, "a preallocated log segment in use")
             assert stat.S_IMODE(path.stat().st_mode) == 0o700
             modes = {}
             for file in path.iterdir():
@@ -782,24 +784,36 @@ def test_store_files_are_owner_only(tmp_path: Path) -> None:
             assert "data.mdb" in modes and all(mode & 0o077 == 0 for mode in modes.values()), modes
 
 
-def test_a_store_refuses_an_opener_with_another_durability(tmp_path: Path) -> None:
-    path = tmp_path / "s"
+@contextlib.contextmanager
+def _held_by_another_process(url: str) -> Iterator[None]:
     holder = subprocess.Popen(
         [sys.executable, "-c", f"import sys; from fdb_leaderboard.store import open_database; "
-         f"db = open_database('lmdb:{path}'); print('open', flush=True); sys.stdin.read()"],
+         f"db = open_database({url!r}); print('open', flush=True); sys.stdin.read()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
     )  # fmt: skip
     try:
-        assert holder.stdout.readline().strip() == "open"
-        with pytest.raises(StoreError, match="open in another process with durable=True"):
-            open_database(f"lmdb:{path}?durable=false")
-        open_database(f"lmdb:{path}").close()  # the same durability shares it
+        assert holder.stdout.readline().strip() == "open"  # type: ignore[union-attr]
+        yield
     finally:
         holder.communicate("")
+
+
+def test_a_store_refuses_an_opener_with_another_durability(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with _held_by_another_process(f"lmdb:{path}"):  # durable through the redo log, the default
+        for other in ("durable=false", "redo_log=false"):
+            with pytest.raises(StoreError, match="open in another process with the redo log"):
+                open_database(f"lmdb:{path}?{other}")
+        open_database(f"lmdb:{path}").close()  # the same options share it
+    with _held_by_another_process(f"lmdb:{path}?redo_log=false"):  # durable, every commit's pages synced
+        with pytest.raises(StoreError, match="open in another process with another mode"):
+            open_database(f"lmdb:{path}?redo_log=true")
+        with open_database(f"lmdb:{path}") as db:  # naming no mode, it joins the holder's
+            assert db.redo_log is None
+        with pytest.raises(StoreError, match="open in another process with durable=True"):
+            open_database(f"lmdb:{path}?durable=false")
+        open_database(f"lmdb:{path}?redo_log=false").close()
     open_database(f"lmdb:{path}?durable=false").close()  # once it is gone, anything goes
-
-
-# -- starting, stopping, resuming -----------------------------------------------------------------
 
 
 def _cli(args: list[str], **environment: str) -> subprocess.CompletedProcess:
@@ -855,7 +869,7 @@ def test_a_signal_stops_gracefully_and_closes_the_store(tmp_path: Path, stop_sig
     path = tmp_path / "s"
     port = _free_port()
     server = subprocess.Popen(
-        [CLI, "serve", "--store", f"lmdb:{path}?redo_log=true",
+        [CLI, "serve", "--store", f"lmdb:{path}",
          "--address", f"127.0.0.1:{port}", "--grace", "5", "--http-address", "127.0.0.1:0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
     )  # fmt: skip
@@ -874,7 +888,7 @@ def test_a_signal_stops_gracefully_and_closes_the_store(tmp_path: Path, stop_sig
     assert server.returncode == 0, err
     assert "store closed" in out
     left = sorted(os.listdir(path))
-    assert not [n for n in left if n.startswith(("redo-", "checkpoint"))], left  # no log: nothing to replay
+    assert not [n for n in left if n.endswith((".log", ".checkpoint", ".head"))], left  # no log: nothing to replay
     with open_database(f"lmdb:{path}") as db:
         assert LeaderboardIndex.open(db, _prefix_of(db, "game")).count() == 50
 

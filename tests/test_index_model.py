@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import random
 import uuid
 import warnings
 from collections.abc import Callable
@@ -133,6 +134,10 @@ RANK_BOUNDS = [
     (0, 0, False, True),
 ]
 AROUND = [(0, 0), (1, 1), (2, 0), (0, 2), (3, 3), (1, 0), (0, 5)]
+
+
+class _Junk(Exception):
+    """A write that raised after writing (``writes_together``)."""
 
 
 def listed(entry: Any) -> Listed | None:
@@ -378,6 +383,90 @@ class IndexMachine(RuleBasedStateMachine):
             else:
                 self.model.add(pk, entries)
         call()
+
+    @rule(
+        ops=st.lists(
+            st.one_of(
+                st.tuples(st.just("add"), pks, raw_entries),
+                st.tuples(st.just("save"), pks, st.lists(raw_entries, max_size=3)),
+                st.tuples(st.sampled_from(["delete", "hide", "restore", "junk"]), pks),
+            ),
+            min_size=2,
+            max_size=12,
+        )
+    )
+    def writes_together(self, ops: list[tuple]) -> None:
+        """Writes the store runs together (``Database.run_together``: on FoundationDB one shared
+        transaction, the calls one after another): many records of one window, one record twice,
+        entries in several windows, hides, restores and deletes, and a write that raises after
+        writing (``junk``: nothing of it may be kept).  Each call's outcome must be the model's
+        when applied in the order the store kept them."""
+        ran: list[int] = []
+        junk_key = self.prefix + b"\xfejunk"
+
+        def junk(tr: Any) -> None:
+            tr.set(junk_key, b"x")
+            raise _Junk()
+
+        def call(position: int, op: tuple) -> Callable[[], object]:
+            kind, pk = op[0], op[1]
+
+            def run() -> object:
+                try:
+                    if kind == "add":
+                        group, score, ts, context = self.entry(op[2])
+                        return self.index.add_score(pk, score, ts, context=context, group=group)
+                    if kind == "save":
+                        return self.index.save_record(pk, self.to_entries(self.entries(op[2])))
+                    if kind == "delete":
+                        return self.index.delete_record(pk)
+                    if kind == "hide":
+                        return self.index.hide_record(pk, "", actor=f"ops{self.steps}")
+                    if kind == "restore":
+                        return self.index.restore_record(pk)
+                    return self.index.run(lambda ops: junk(ops.tr))
+                finally:
+                    ran.append(position)
+
+            return run
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NoWindowsWarning)
+            outcomes = self.db.run_together([call(position, op) for position, op in enumerate(ops)])
+        # The order the store kept them in: a call run again (its transaction ran again, or it
+        # ran alone after it) counts where it last ran.
+        order = list(dict.fromkeys(reversed(ran)))[::-1]
+        assert sorted(order) == list(range(len(ops)))
+        for position in order:
+            op, (result, error) = ops[position], outcomes[position]
+            kind, pk = op[0], op[1]
+            if kind in ("add", "save"):
+                entries = [self.entry(op[2])] if kind == "add" else self.entries(op[2])
+                try:
+                    self.model.check_write(pk, entries, kind == "save", self.clock)
+                except ModelRefused as refused:
+                    assert isinstance(error, RuleRefusal) and error.rule == refused.rule, (op, error, refused.rule)
+                    continue
+                assert error is None, (op, error)
+                if kind == "add":
+                    self.model.add(pk, entries)
+                else:
+                    self.model.save(pk, entries)
+            elif kind == "delete":
+                assert (result, error) == (self.model.delete(pk), None), op
+            elif kind in ("hide", "restore"):
+                try:
+                    expected = self.model.hide(pk) if kind == "hide" else self.model.restore(pk)
+                except ModelNoRecord:
+                    assert isinstance(error, NotFound), (op, error)
+                    continue
+                assert (result, error) == (expected, None), (op, error)
+                if kind == "hide" and expected:
+                    self.hidden_by[pk] = (f"ops{self.steps}", int(self.clock), "")
+                self.check_soon = True
+            else:
+                assert isinstance(error, _Junk), (op, error)
+        assert self.db.read(lambda tr: tr.get(junk_key)) is None
 
     # -- windows ----------------------------------------------------------------------------
 
@@ -860,6 +949,44 @@ def test_column_index_matches_model(tmp_path, aggregation: str, grouped: bool) -
     db = open_database(f"lmdb:{tmp_path / 'store'}?durable=false")
     try:
         run_index_machine(db, aggregation, True, grouped, columns=COLUMNS)
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize(("aggregation", "high_score_first", "grouped"), [("SUM", False, True), ("BEST", True, False)])
+def test_writes_together_match_the_model_on_each_store(
+    store_url: str, aggregation: str, high_score_first: bool, grouped: bool
+) -> None:
+    """Batches of writes run together (on FoundationDB in shared transactions) among the other
+    rules, every step checked against the model and the ranked sets' structure by the checker
+    (the Record Layer once corrupted a ranked set updated twice in one transaction)."""
+    db = open_database(store_url)
+    try:
+        machine = type(
+            "TogetherMachine",
+            (IndexMachine,),
+            {"db": db, "aggregation": aggregation, "high_score_first": high_score_first, "grouped": grouped},
+        )
+        rng = random.Random(f"{aggregation}{grouped}")
+        for _ in range(2):
+            state = machine()
+            state.start("before", [], False)
+            for step in range(12):
+                ops = []
+                for _ in range(rng.randint(4, 12)):
+                    kind = rng.choice(["add", "add", "add", "save", "delete", "hide", "restore", "junk"])
+                    pk = rng.choice(PKS)
+                    raw = (rng.randint(0, 1), rng.randint(0, 5), rng.randint(0, 30), rng.randint(0, 1))
+                    ops.append(
+                        (kind, pk, raw) if kind == "add" else (kind, pk, [raw]) if kind == "save" else (kind, pk)
+                    )
+                state.writes_together(ops)
+                if step % 4 == 1:
+                    state.set_rules(None, None, rng.choice([0, 3]), rng.choice([0, 4]))
+                state.tick(rng.choice([1, 61]))
+                state.everything_matches()
+                assert state.index.check() == []
+            state.teardown()
     finally:
         db.close()
 

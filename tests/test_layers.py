@@ -18,9 +18,10 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / PACKAGE
 
 # What each part of the package may import of the package (besides itself).  errors and the
 # generated protobuf modules are leaves every layer may use, and so is formats (the stored data's
-# format versions, which the store, the index and the service all ask); access (tokens and roles) is a leaf
+# format versions, which the store, the index and the service all ask), and so is freshness (the
+# bounds of a read's freshness every door checks); access (tokens and roles) is a leaf
 # the front ends (service, http, cli) share without importing each other.
-LEAVES = {"errors", "proto", "formats"}
+LEAVES = {"errors", "proto", "formats", "freshness"}
 ALLOWED = {
     "store": set(),
     "rankedset": {"store"},
@@ -35,6 +36,7 @@ ALLOWED = {
     "errors": set(),
     "proto": set(),
     "formats": set(),
+    "freshness": set(),
 }
 
 

@@ -222,8 +222,6 @@ def _first_scores_process(store_url: str, prefix: bytes, name: str, count: int, 
 def test_concurrent_first_scores_never_overfill_a_cohort(store_url: str, db: Database, prefix: bytes) -> None:
     """Six threads here and two processes each score 12 new records into one league window at
     once: every cohort of the tier holds 5 records but the newest, and every record joined once."""
-    if "redo_log=true" in store_url:
-        pytest.skip("several processes write here, and a redo-log session needs the store to itself")
     size, count = 5, 12
     index = LeaderboardIndex.create(db, prefix, IndexSettings(leagues=Leagues(LEAGUE, size)))
     index.update_windows(WindowUpdate(specs=[WindowSpec(LEAGUE, 0, 100, 100, 1)]))

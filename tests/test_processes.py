@@ -25,6 +25,8 @@ from conftest import ServerPlace, _skip_fdb_if_unavailable, wait_until
 
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.proto import service_pb2_grpc as pb_grpc
+from fdb_leaderboard.service.catalog import Catalog
+from fdb_leaderboard.store import open_database
 
 SERVE = [sys.executable, "-c", "from fdb_leaderboard.cli import main; main()", "serve"]
 
@@ -171,19 +173,45 @@ def test_a_second_server_on_the_address_is_refused_at_once(group: Group, tmp_pat
     assert group.child.poll() is None  # the group still serves
 
 
-def test_a_dead_worker_is_replaced_and_sigterm_stops_the_group(group: Group) -> None:
-    first, _ = worker_pids(group.child.pid)
-    os.kill(first, signal.SIGKILL)
-    wait_until(
-        lambda: len(now := worker_pids(group.child.pid)) == 2 and first not in now, f"a worker replacing {first}"
-    )
-    with LeaderboardClient(group.address) as client:
-        client.list_indexes()  # answered
+def test_a_dead_worker_is_replaced_and_sigterm_stops_the_group(group: Group, store: str) -> None:
+    """On the embedded store the first worker makes the redo log's checkpoints: killed, it takes
+    its pin with it, and the others take over; no acknowledged write is lost, and the group's
+    stop leaves a plain store."""
+    name = f"dead-{os.getpid()}-{time.monotonic_ns()}"
+    clients = [own_connection(group.address) for _ in range(8)]
+    try:
+        clients[0].create_index(name, high_score_first=True)
+        clients[0].update_windows(name, windows=[], high_score_first=True)
+        for i, client in enumerate(clients):
+            client.add_score(name, (f"before{i}",), i, 1)
+        first, _ = worker_pids(group.child.pid)
+        os.kill(first, signal.SIGKILL)
+        wait_until(
+            lambda: len(now := worker_pids(group.child.pid)) == 2 and first not in now, f"a worker replacing {first}"
+        )
+    finally:
+        for client in clients:
+            client.close()
+    clients = [own_connection(group.address) for _ in range(8)]
+    try:
+        for i, client in enumerate(clients):
+            client.add_score(name, (f"after{i}",), 100 + i, 1)
+        assert clients[0].count(name) == 16
+    finally:
+        for client in clients:
+            client.close()
     group.child.send_signal(signal.SIGTERM)
     assert group.child.wait(30) == 0
     assert not worker_pids(group.child.pid)
-    with socket.socket() as probe:  # the address is free again
+    with socket.socket() as probe:  # the address is free again (the clients' closed connections may linger)
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         probe.bind(("127.0.0.1", group.port))
+    if store.startswith("lmdb:"):
+        path = Path(store[5:])
+        assert not [p.name for p in path.iterdir() if p.name.endswith((".checkpoint", ".log", ".head"))]
+        with open_database(store) as db:
+            index = Catalog(db).get(name)
+            assert index.count() == 16 and index.check() == []
 
 
 def test_workers_stop_when_the_supervisor_is_killed(group: Group) -> None:

@@ -547,7 +547,7 @@ def _run_machine(
                 ),
             }
 
-    # The same machine on every backend: full length on LMDB; on the redo-log store (batched
+    # The same machine on every backend: full length on LMDB; on the synced store (batched
     # reads) and FoundationDB, which differ in how reads are issued and commits made, fewer
     # examples keep the whole suite within its time (FoundationDB pays a round trip per read).
     if db.url.startswith("fdb"):

@@ -1,7 +1,7 @@
 """Heavy reads on reader processes (``service/readers.py``): the answers a brute-force ranking of
 the loaded scores gives, for the index the server resolved, their store work counted by the
-server, a dead reader replaced, a server killed outright leaving no reader behind, and a store
-only one process may open served by threads instead."""
+server, a dead reader replaced, a server killed outright leaving no reader behind, and readers
+sharing the redo log of the default durable store with their server."""
 
 from __future__ import annotations
 
@@ -189,14 +189,20 @@ def test_a_heavy_read_past_its_deadline_is_answered_deadline_exceeded(tmp_path: 
         hasty.stop(grace=1)
 
 
-def test_a_store_for_one_process_is_read_by_threads(tmp_path: Path) -> None:
-    url = f"lmdb:{tmp_path / 's'}?redo_log=true"
+def test_a_durable_store_is_read_by_readers_that_join_its_redo_log(tmp_path: Path) -> None:
+    """The default embedded store makes commits durable through its redo log, which the reader
+    processes share with the server: they read what it wrote, before and after their start."""
+    url = f"lmdb:{tmp_path / 's'}"
     server = Server(url, "127.0.0.1:0", settings=SETTINGS).start()
     try:
-        assert server.dispatcher.readers is None
+        assert server.db.redo_log is not None and server.dispatcher.readers is not None
         with LeaderboardClient(server.address) as lb:
             expected = load(lb)
             assert rows(lb.top("game", 200)) == ranked(expected, 0, 200)
+            lb.add_score("game", ("p-new",), 2_000_000, RECORDS)  # best of all, written after the reader began
+            expected.insert(0, ("p-new", 2_000_000))
+            assert rows(lb.top("game", 200)) == ranked(expected, 0, 200)
+        assert server.dispatcher.readers.served == 2
     finally:
         server.stop(grace=1)
 

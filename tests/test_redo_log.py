@@ -1,50 +1,75 @@
-"""The LMDB redo log: every logged commit survives an operating-system crash.
+"""The LMDB store's durable modes survive a simulated power loss: what was not synced is lost.
 
-An operating-system crash leaves the data file with any mix of the pages written since the last
-synced checkpoint: some written, some not, some torn.  The child process below opens a store
-in redo-log mode, keeps a copy of the data file as the checkpoint synced it, commits random
-writes from several threads (group commits with failing members, range clears, atomic adds,
-optionally a checkpoint midway), records what the store must hold, and dies without closing.
-The parent then builds crash images: every page that changed since the copy is taken as the
-new page, the old one or garbage, the log's last record is sometimes torn, and recovery must
-bring back exactly what the child recorded.  Garbage in the place of any changed page (meta
-pages included) only leaves the store intact if no unsynced commit overwrote a page of the
-checkpoint's snapshot, which is the property the redo log rests on.
+A power loss keeps what was synced and any mix of what was written since: each page written but
+not synced may hold its old content, its new content or garbage (torn).
+
+**The redo log** (the default).  Since the last checkpoint the data file took unsynced commits,
+and the log took one record per commit, each synced before its commit was acknowledged.  The
+child process below opens a store with small preallocated log segments, keeps a copy of the data
+file as the checkpoint synced it, commits random writes from several threads (group commits with
+failing members, range clears, atomic adds, optionally a checkpoint midway), records what the
+store must hold, and dies without closing.  The parent builds power-loss images: every data page
+that changed since the copy is taken as the new page, the old one or garbage (meta pages
+included); the append in flight is torn or stale; the unused rest of the log's segments holds
+earlier records (recycled segments) or random bytes.  Recovery must bring back exactly what the
+child recorded.  Garbage in the place of any changed page only leaves the store intact if no
+unsynced commit overwrote a page of the checkpoint's snapshot, which is the property the redo log
+rests on.
+
+**Synced pages** (``redo_log=false``).  Each commit writes its pages, syncs them, then writes
+and syncs a meta page.  The child keeps the data file as each of a few chosen commits left it
+and as the next one left it; the parent builds the images a power loss during that next commit
+can leave (its pages any mix of old, new and garbage under the old meta page; or all new, under
+either meta page), and the store must open at one of the two commits, whole.
+
+Then the failure paths: a checkpoint or an append that fails, a commit refused after it was
+logged, interrupts, and a store left by a crash of the release before (format 1 of the log).
 """
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import random
 import shutil
+import tarfile
 import threading
+import time
 from pathlib import Path
 
 import lmdb
 import pytest
 
-from fdb_leaderboard.store import StoreError, open_database
+from fdb_leaderboard.store import open_database
 from fdb_leaderboard.store.api import encode_int64
 from fdb_leaderboard.store.lmdb_backend import LmdbDatabase
-from fdb_leaderboard.store.redo_log import (
+from fdb_leaderboard.store.redo_format import (
     CHECKPOINT_FILE,
+    HEAD_FILE,
+    SET,
     Checkpoint,
-    RedoLog,
     RedoLogError,
-    StoreLock,
+    encode_record,
     read_records,
+    segment_seed,
+    segments,
 )
+from fdb_leaderboard.store.redo_log import RedoLog, logged_after
 
 PAGE = 4096
 THREADS = 4
+SEGMENT = 65536  # small log segments: the child's writes fill several
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 class Refused(Exception):
     """Raised by a transaction function on purpose: its writes must vanish."""
 
 
-def _writer(db: LmdbDatabase, thread: int, seed: int, model: dict[bytes, bytes], steps: int) -> None:
+def _writer(
+    db: LmdbDatabase, thread: int, seed: int, model: dict[bytes, bytes], steps: int, value_bytes: int = 400
+) -> None:
     """Random writes to this thread's own keys, mirrored in ``model`` once acknowledged."""
     rng = random.Random(seed * 100 + thread)
     keys = [b"t%d/k%03d" % (thread, i) for i in range(120)]
@@ -53,7 +78,7 @@ def _writer(db: LmdbDatabase, thread: int, seed: int, model: dict[bytes, bytes],
         roll = rng.random()
         if roll < 0.55:
             chosen = rng.sample(keys, rng.randrange(1, 6))
-            values = {key: rng.randbytes(rng.randrange(0, 400)) for key in chosen}
+            values = {key: rng.randbytes(rng.randrange(0, value_bytes)) for key in chosen}
             db.run(lambda tr, values=values: [tr.set(k, v) for k, v in values.items()])
             model.update(values)
         elif roll < 0.7:
@@ -80,19 +105,43 @@ def _refused(tr, key: bytes) -> None:
     raise Refused
 
 
+def keep_checkpoint_images(data_file: str) -> list[bytes]:
+    """Keep the data file as each checkpoint left it (just synced), in the list returned."""
+    images: list[bytes] = []
+    make_durable = RedoLog._make_durable
+
+    def and_keep(log: RedoLog, chosen) -> None:
+        make_durable(log, chosen)
+        # The checkpoint's pages are on disk and pinned; commits since changed only other pages.
+        images.append(Path(data_file).read_bytes())
+
+    RedoLog._make_durable = and_keep  # type: ignore[method-assign]
+    return images
+
+
 def write_then_die(path: str, seed: int, checkpoint_midway: bool, out: str) -> None:
-    """The child: write, keep the checkpoint's image of the data file, record the truth, die."""
-    db = LmdbDatabase(path, redo_log=True, checkpoint_seconds=3600)
-    log = db.redo_log  # the checkpoints are driven by hand here
-    data_file = os.path.join(path, "data.mdb")
-    snapshot = Path(data_file).read_bytes()  # opening checkpointed and synced: the disk holds this
+    """The child: write, keep the last checkpoint's image of the data file, record the truth, die."""
+    snapshots = keep_checkpoint_images(os.path.join(path, "data.mdb"))
+    # Checkpoints come when half a segment was logged; one more by hand midway if asked.
+    db = LmdbDatabase(path, checkpoint_seconds=3600, log_segment_bytes=SEGMENT)
+    log = db.redo_log
     model: dict[bytes, bytes] = {}
-    for phase in (0, 1):
-        if phase == 1 and checkpoint_midway:
-            assert log.checkpoint()
-            snapshot = Path(data_file).read_bytes()
+    for phase in (0, 1, 2):
+        if phase == 2:  # no checkpoint after the last image kept: these commits are only in the log
+            log._stopping = True
+            log._wake.set()
+            log._thread.join()
+        if phase == 1:
+            # The session's first segment grows; from a preallocated one on, segments fill and switch.
+            deadline = time.monotonic() + 30
+            while not log.head.cursor().room and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if checkpoint_midway:
+                db.run(lambda tr: tr.set(b"midway", b"1"))  # something new to checkpoint
+                model[b"midway"] = b"1"
+                assert log.checkpoint()
         threads = [
-            threading.Thread(target=_writer, args=(db, thread, seed * 10 + phase, model, 60))
+            threading.Thread(target=_writer, args=(db, thread, seed * 10 + phase, model, 80 if phase < 2 else 20, 1200))
             for thread in range(THREADS)
         ]
         for thread in threads:
@@ -100,13 +149,13 @@ def write_then_die(path: str, seed: int, checkpoint_midway: bool, out: str) -> N
         for thread in threads:
             thread.join()
     assert db.read(lambda tr: tr.get_range(b"\x00", b"\xff")) == sorted(model.items())
-    Path(out, "snapshot.bin").write_bytes(snapshot)
-    Path(out, "expected.bin").write_bytes(b"".join(_frame(k) + _frame(v) for k, v in sorted(model.items())))
+    Path(out, "snapshot.bin").write_bytes(snapshots[-1])
+    Path(out, "expected.bin").write_bytes(_frames(sorted(model.items())))
     os._exit(0)  # no close: the log is all a crash leaves behind
 
 
-def _frame(data: bytes) -> bytes:
-    return len(data).to_bytes(4, "little") + data
+def _frames(items: list[tuple[bytes, bytes]]) -> bytes:
+    return b"".join(len(part).to_bytes(4, "little") + part for item in items for part in item)
 
 
 def _unframe(data: bytes) -> list[tuple[bytes, bytes]]:
@@ -122,7 +171,7 @@ def _unframe(data: bytes) -> list[tuple[bytes, bytes]]:
 
 
 def crash_image(snapshot: bytes, final: bytes, rng: random.Random, garbage_metas: bool) -> bytes:
-    """A data file an OS crash could leave: each page changed since the snapshot old, new or torn."""
+    """A data file a power loss could leave: each page changed since the snapshot old, new or torn."""
     pages = []
     for number in range(max(len(snapshot), len(final)) // PAGE):
         old = snapshot[number * PAGE : (number + 1) * PAGE] or None
@@ -135,8 +184,31 @@ def crash_image(snapshot: bytes, final: bytes, rng: random.Random, garbage_metas
     return b"".join(pages)
 
 
+def lose_the_unsynced_log(store: Path, rng: random.Random, torn: bool) -> None:
+    """What a power loss does to the log: past the last synced record of each segment the disk
+    holds what the segment held before (zeros, or records of its earlier use as another segment),
+    random bytes, or part of the append in flight (``torn``)."""
+    checkpoint = Checkpoint.load(str(store))
+    assert checkpoint is not None and checkpoint.format == 2
+    for number, name in segments(str(store)):
+        data = bytearray(Path(name).read_bytes())
+        _, end = read_records(bytes(data), segment_seed(checkpoint.session, number))
+        kind = rng.choice(["stale", "random", "torn" if torn else "stale"])
+        if kind == "stale":  # a record that was valid in this file's earlier life as another segment
+            filler = encode_record(segment_seed(checkpoint.session, number - 1), 10**9, [(SET, b"stale", b"x")])
+        elif kind == "random":
+            filler = rng.randbytes(rng.randrange(1, 600))
+        else:  # the record in flight, partly written: never acknowledged
+            record = encode_record(
+                segment_seed(checkpoint.session, number), 10**9, [(SET, b"torn", rng.randbytes(300))]
+            )
+            filler = record[: rng.randrange(1, len(record))]
+        data[end : end + len(filler)] = filler
+        Path(name).write_bytes(bytes(data))
+
+
 @pytest.mark.parametrize("checkpoint_midway", [False, True])
-def test_every_logged_commit_survives_any_crash_image(tmp_path: Path, checkpoint_midway: bool) -> None:
+def test_every_logged_commit_survives_a_power_loss(tmp_path: Path, checkpoint_midway: bool) -> None:
     source, out = tmp_path / "source", tmp_path / "out"
     out.mkdir()
     child = multiprocessing.get_context("spawn").Process(
@@ -151,21 +223,19 @@ def test_every_logged_commit_survives_any_crash_image(tmp_path: Path, checkpoint
     assert len(expected) > 100
     checkpoint = Checkpoint.load(str(source))
     assert checkpoint is not None
-    segments = sorted(p.name for p in source.glob("redo.*.log"))
-    assert len(segments) == 1  # the midway checkpoint removed the segment it made obsolete
-    assert read_records((source / segments[0]).read_bytes())[0], "the log holds the commits after the checkpoint"
+    logged = [Path(name).name for _, name in segments(str(source))]
+    assert segments(str(source))[-1][0] >= 5, "the writes filled several segments"
+    assert logged_after(str(source), checkpoint), "the log holds the commits after the checkpoint"
 
     rng = random.Random(11)
     for image in range(8):
         store = tmp_path / f"image{image}"
         store.mkdir()
         (store / "data.mdb").write_bytes(crash_image(snapshot, final, rng, garbage_metas=image == 0))
-        shutil.copy(source / CHECKPOINT_FILE, store / CHECKPOINT_FILE)
-        shutil.copy(source / segments[0], store / segments[0])
-        if image % 3 == 1:  # the append in flight at the crash, torn: never acknowledged
-            with open(store / segments[0], "ab") as log:
-                log.write(rng.randbytes(rng.randrange(1, 300)))
-        url = f"lmdb:{store}" + ("?redo_log=true" if image % 2 else "")
+        for name in [CHECKPOINT_FILE, *logged]:
+            shutil.copy(source / name, store / name)
+        lose_the_unsynced_log(store, rng, torn=image % 3 == 1)
+        url = f"lmdb:{store}" + ("?redo_log=false" if image % 2 else "")  # any mode recovers
         with open_database(url) as recovered:
             assert recovered.read(lambda tr: tr.get_range(b"\x00", b"\xff")) == expected, f"image {image}"
             recovered.run(lambda tr: tr.set(b"after", b"recovery"))
@@ -176,50 +246,115 @@ def test_every_logged_commit_survives_any_crash_image(tmp_path: Path, checkpoint
             )
 
 
-def test_a_redo_log_session_has_the_store_to_itself(tmp_path: Path) -> None:
+def commit_and_keep_images(path: str, out: str, seed: int) -> None:
+    """The child for synced pages: commits; before and after each of a few chosen commits it keeps
+    the data file and what the store must hold."""
+    rng = random.Random(seed)
+    db = LmdbDatabase(path, redo_log=False)
+    model: dict[bytes, bytes] = {}
+    data_file = Path(path, "data.mdb")
+    chosen = sorted(rng.sample(range(5, 200), 6))
+    for step in range(200):
+        if step in chosen:
+            Path(out, f"{step}.before").write_bytes(data_file.read_bytes())
+            Path(out, f"{step}.model-before").write_bytes(_frames(sorted(model.items())))
+        keys = [b"k%03d" % rng.randrange(300) for _ in range(rng.randrange(1, 8))]
+        values = {key: rng.randbytes(rng.randrange(0, 600)) for key in keys}
+        if rng.random() < 0.2:
+            low, high = sorted(rng.sample(sorted(model) or [b"k000", b"k299"], 2) if len(model) > 1 else [b"a", b"b"])
+            db.run(lambda tr, low=low, high=high: tr.clear_range(low, high))
+            for key in [k for k in model if low <= k < high]:
+                del model[key]
+        else:
+            db.run(lambda tr, values=values: [tr.set(k, v) for k, v in values.items()])
+            model.update(values)
+        if step in chosen:
+            Path(out, f"{step}.after").write_bytes(data_file.read_bytes())
+            Path(out, f"{step}.model-after").write_bytes(_frames(sorted(model.items())))
+    os._exit(0)
+
+
+def test_synced_commits_survive_a_power_loss(tmp_path: Path) -> None:
+    source, out = tmp_path / "source", tmp_path / "out"
+    out.mkdir()
+    child = multiprocessing.get_context("spawn").Process(target=commit_and_keep_images, args=(str(source), str(out), 5))
+    child.start()
+    child.join(120)
+    assert child.exitcode == 0
+    rng = random.Random(3)
+    steps = sorted({int(p.name.split(".")[0]) for p in out.glob("*.before")})
+    assert len(steps) == 6
+    images = 0
+    for step in steps:
+        before, after = (out / f"{step}.before").read_bytes(), (out / f"{step}.after").read_bytes()
+        states = {
+            "before": _unframe((out / f"{step}.model-before").read_bytes()),
+            "after": _unframe((out / f"{step}.model-after").read_bytes()),
+        }
+        metas = [
+            number
+            for number in (0, 1)
+            if before[number * PAGE : (number + 1) * PAGE] != after[number * PAGE : (number + 1) * PAGE]
+        ]
+        assert len(metas) == 1, "a commit rewrites one of the two meta pages"
+        for case in ("pages in flight", "pages synced, meta in flight", "meta synced"):
+            image = bytearray(crash_image(before, after, rng, garbage_metas=False))
+            meta = slice(metas[0] * PAGE, (metas[0] + 1) * PAGE)
+            if case == "pages in flight":  # LMDB writes its meta page only after the pages are synced
+                image[meta], expected = before[meta], states["before"]
+            else:
+                image = bytearray(after)
+                if case == "pages synced, meta in flight":
+                    image[meta], expected = before[meta], states["before"]
+                else:
+                    expected = states["after"]
+            store = tmp_path / f"image{images}"
+            store.mkdir()
+            (store / "data.mdb").write_bytes(bytes(image))
+            with open_database(f"lmdb:{store}?redo_log=false") as recovered:
+                assert recovered.read(lambda tr: tr.get_range(b"\x00", b"\xff")) == expected, (step, case)
+            images += 1
+
+
+def test_a_store_left_by_a_crash_of_the_release_before_is_recovered(tmp_path: Path) -> None:
+    """Format 1 of the log: the fixture is a store of that release (38c4218) crashed after a
+    checkpoint, its data file as the checkpoint synced it, the later commits only in its log."""
     store = tmp_path / "store"
-    with open_database(f"lmdb:{store}?redo_log=true") as db:
-        db.run(lambda tr: tr.set(b"k", b"v"))
-        with pytest.raises(StoreError, match="already open in this process with durable=True, redo_log=True"):
-            open_database(f"lmdb:{store}")
-        context = multiprocessing.get_context("spawn")
-        with context.Pool(1) as pool:
-            message = pool.apply(_try_open, (f"lmdb:{store}",))
-        assert "open in redo-log mode by another process" in message
-    with open_database(f"lmdb:{store}?redo_log=true") as again:  # a clean close left nothing to recover
-        assert again.read(lambda tr: tr.get(b"k")) == b"v"
-    with open_database(f"lmdb:{store}") as plain:
-        with context.Pool(1) as pool:
-            message = pool.apply(_try_open, (f"lmdb:{store}?redo_log=true",))
-        assert "needs the store to itself" in message
-        assert plain.read(lambda tr: tr.get(b"k")) == b"v"
+    with tarfile.open(FIXTURES / "redo-log-v1-crashed.tar.gz") as archive:
+        archive.extractall(store, filter="data")
+    expected = sorted(
+        (bytes.fromhex(k), bytes.fromhex(v)) for k, v in json.loads((store / "expected.json").read_text()).items()
+    )
+    (store / "expected.json").unlink()
+    checkpoint = Checkpoint.load(str(store))
+    assert checkpoint is not None and checkpoint.format == 1
+    assert len(logged_after(str(store), checkpoint)) == 32
+    with open_database(f"lmdb:{store}") as recovered:
+        assert recovered.read(lambda tr: tr.get_range(b"\x00", b"\xff")) == expected
+        recovered.run(lambda tr: tr.set(b"later", b"v"))
+    with open_database(f"lmdb:{store}?redo_log=false") as reopened:
+        assert reopened.read(lambda tr: tr.get(b"later")) == b"v"
 
 
-def test_openers_take_their_locks_one_at_a_time(tmp_path: Path) -> None:
-    # An opener that found the store free turns its exclusive lock into a shared one, and flock
-    # may drop the lock in between: a redo-log session must not slip into that gap.
+def test_the_checkpoint_names_its_format_and_a_clean_close_leaves_a_plain_store(tmp_path: Path) -> None:
+    """While the log may hold commits the data file lacks, the checkpoint's first line names the
+    log's format (a release that reads only format 1 refuses the store rather than miss them);
+    the last process to close leaves the data file complete, as plain LMDB reads it."""
     store = tmp_path / "store"
-    open_database(f"lmdb:{store}").close()
-    opened = threading.Event()
-
-    def open_and_close() -> None:
-        open_database(f"lmdb:{store}?redo_log=true").close()
-        opened.set()
-
-    with StoreLock(str(store)).gate():  # as if another process were between its two lock modes
-        opener = threading.Thread(target=open_and_close)
-        opener.start()
-        assert not opened.wait(0.5), "an opener went past the gate another opener holds"
-    assert opened.wait(30), "the opener did not go on once the gate was free"
-    opener.join()
-
-
-def _try_open(url: str) -> str:
+    with open_database(f"lmdb:{store}") as db:
+        db.run(lambda tr: [tr.set(b"k%d" % i, b"v%d" % i) for i in range(100)])
+        assert (store / CHECKPOINT_FILE).read_bytes().startswith(b"fdb-leaderboard redo checkpoint 2\n")
+    assert sorted(p.name for p in store.iterdir() if p.name.startswith("redo.") and not p.name.endswith(".lock")) == [
+        "redo.checkpointer",
+        "redo.gate",
+    ]
+    env = lmdb.open(str(store), readonly=True, lock=False)  # as any LMDB reader (an older release) opens it
     try:
-        open_database(url).close()
-    except StoreError as exc:
-        return str(exc)
-    return "opened"
+        with env.begin() as txn:
+            assert list(txn.cursor()) == sorted((b"k%d" % i, b"v%d" % i) for i in range(100))
+    finally:
+        env.close()
+    assert not (store / HEAD_FILE).exists()
 
 
 def test_redo_log_options_are_checked(tmp_path: Path) -> None:
@@ -229,6 +364,8 @@ def test_redo_log_options_are_checked(tmp_path: Path) -> None:
         open_database(f"lmdb:{tmp_path / 's'}?redo_log=true&checkpoint_seconds=0")
     with pytest.raises(ValueError, match="option redo_log must be true or false"):
         open_database(f"lmdb:{tmp_path / 's'}?redo_log=maybe")
+    with pytest.raises(ValueError, match="log_segment_bytes must be at least 65536"):
+        open_database(f"lmdb:{tmp_path / 's'}?log_segment_bytes=4096")
 
 
 def test_a_damaged_checkpoint_is_refused_not_guessed(tmp_path: Path) -> None:
@@ -257,7 +394,7 @@ def test_a_checkpoint_whose_sync_fails_keeps_the_previous_one(tmp_path: Path, mo
     saved = (store / CHECKPOINT_FILE).read_bytes()
     pins = _live_readers(db)
     db.run(lambda tr: tr.set(b"b", b"2"))
-    segments = sorted(p.name for p in store.glob("redo.*.log"))
+    needed = sorted(p.name for p in store.glob("redo.*.log"))
     sync = os.fdatasync
 
     def failing_data_sync(fd: int) -> None:
@@ -272,7 +409,7 @@ def test_a_checkpoint_whose_sync_fails_keeps_the_previous_one(tmp_path: Path, mo
     assert (store / CHECKPOINT_FILE).read_bytes() == saved
     # The new pin is released at once, not when the error's traceback (kept here) is collected.
     assert failure.traceback and _live_readers(db) == pins
-    assert set(segments) <= {p.name for p in store.glob("redo.*.log")}  # still needed by the old checkpoint
+    assert set(needed) <= {p.name for p in store.glob("redo.*.log")}  # still needed by the old checkpoint
     db.run(lambda tr: tr.set(b"c", b"3"))  # the session goes on
     assert log.checkpoint()
     assert sorted(p.name for p in store.glob("redo.*.log")) == [max(p.name for p in store.glob("redo.*.log"))]
@@ -295,21 +432,31 @@ class _CommitFails:
         raise lmdb.DiskError("injected commit failure")
 
 
+def _records(store: Path) -> list[tuple[int, bytes]]:
+    """Every record of the store's log segments, as written (nothing superseded or filtered)."""
+    checkpoint = Checkpoint.load(str(store))
+    assert checkpoint is not None
+    found = []
+    for number, name in segments(str(store)):
+        found += read_records(Path(name).read_bytes(), segment_seed(checkpoint.session, number))[0]
+    return found
+
+
 def test_a_commit_that_fails_after_its_record_was_logged_is_never_replayed(tmp_path: Path, monkeypatch) -> None:
     store, crashed = tmp_path / "store", tmp_path / "crashed"
     db = LmdbDatabase(str(store), redo_log=True, checkpoint_seconds=3600)  # no checkpoint after the first
     db.run(lambda tr: tr.set(b"a", b"1"))
-    logged = db.redo_log.logged_bytes
+    logged, records = db.redo_log.logged_bytes, _records(store)
     commit = RedoLog.commit
     monkeypatch.setattr(RedoLog, "commit", lambda log, txn, writes: commit(log, _CommitFails(txn), writes))
     with pytest.raises(lmdb.DiskError, match="injected"):
         db.run(lambda tr: tr.set(b"phantom", b"told it failed"))
     monkeypatch.undo()
     assert db.redo_log.logged_bytes == logged and db.redo_log.failed is None
+    assert _records(store) == records  # taken back: a crash now would not replay it
     db.run(lambda tr: tr.set(b"b", b"2"))  # LMDB gives it the failed commit's transaction id
-    (segment,) = store.glob("redo.*.log")
-    txnids = [txnid for txnid, _ in read_records(segment.read_bytes())[0]]
-    assert len(txnids) == 2 and len(set(txnids)) == 2
+    txnids = [txnid for txnid, _ in _records(store)]
+    assert len(txnids) == len(records) + 1 and len(set(txnids)) == len(txnids)
     _copy_as_a_crash_leaves_it(store, crashed)
     db.close()
     with LmdbDatabase(str(crashed)) as recovered:
@@ -329,7 +476,7 @@ def _interrupt_the_next_log_sync(monkeypatch, log: RedoLog) -> None:
 
     def sync_then_interrupt(fd: int) -> None:
         sync(fd)
-        if fd == log._segment_fd:
+        if fd == log._fd:
             monkeypatch.setattr(os, "fdatasync", sync)
             raise KeyboardInterrupt
 
@@ -340,10 +487,12 @@ def test_a_commit_interrupted_while_its_record_syncs_is_never_replayed(tmp_path:
     store, crashed = tmp_path / "store", tmp_path / "crashed"
     db = LmdbDatabase(str(store), redo_log=True, checkpoint_seconds=3600)
     db.run(lambda tr: tr.set(b"a", b"1"))
+    records = _records(store)
     _interrupt_the_next_log_sync(monkeypatch, db.redo_log)
     with pytest.raises(KeyboardInterrupt):
         db.run(lambda tr: tr.set(b"interrupted", b"x" * 1000))
     assert db.read(lambda tr: tr.get(b"interrupted")) is None
+    assert _records(store) == records
     db.run(lambda tr: tr.set(b"b", b"2"))  # acknowledged, with the interrupted commit's txn id
     commit = RedoLog.commit
     monkeypatch.setattr(RedoLog, "commit", lambda log, txn, writes: commit(log, _CommitFails(txn), writes))

@@ -28,7 +28,7 @@ from typing import Any
 import fdb.tuple
 import lmdb
 import pytest
-from conftest import fdb_url, wait_until
+from conftest import fdb_url, private_prefix, wait_until
 from fdb.subspace_impl import Subspace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -109,6 +109,22 @@ def open_lmdb(path: Path, query: str = "") -> LmdbDatabase:
     database = open_database(f"lmdb:{path}{'?' + query if query else ''}")
     assert isinstance(database, LmdbDatabase)
     return database
+
+
+@pytest.fixture
+def fdb_db() -> Iterator[FdbDatabase]:
+    """The FoundationDB store, for the tests of FoundationDB-only behaviour."""
+    database = open_database(fdb_url())
+    assert isinstance(database, FdbDatabase)
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def fdb_prefix(fdb_db: FdbDatabase) -> Iterator[bytes]:
+    private = private_prefix()
+    yield private
+    fdb_db.run(lambda tr: tr.clear_range_startswith(private))
 
 
 @pytest.fixture
@@ -914,8 +930,6 @@ def process_worker(url: str, prefix: bytes, worker: int, count: int, start: Any)
 
 
 def test_concurrent_writer_processes(db: Database, store_url: str, prefix: bytes) -> None:
-    if "redo_log=true" in store_url:
-        pytest.skip("a redo-log session needs the store to itself (test_redo_log.py checks the refusal)")
     space = Subspace(rawPrefix=prefix)
     processes_n, per_process = 4, 40
     context = multiprocessing.get_context("spawn")  # LMDB environments must not cross a fork
@@ -946,7 +960,7 @@ def test_concurrent_writer_processes(db: Database, store_url: str, prefix: bytes
 
 def test_data_survives_close_and_reopen(db: Database, store_url: str, prefix: bytes, tmp_path: Path) -> None:
     # The fixture keeps `store_url` open, so on LMDB reopen a directory nobody else holds (with
-    # the same options: the first and third opens use the redo log in that variant).
+    # the same options: the first and third opens take that variant's).
     options = store_url.partition("?")[2]
     url = f"lmdb:{tmp_path / 'reopened'}" + (f"?{options}" if options else "") if is_lmdb(db) else store_url
     space = Subspace(rawPrefix=prefix)
@@ -1168,11 +1182,138 @@ def test_commit_together_runs_each_call_at_once_and_keeps_them_as_the_block_ends
         reader = threading.Thread(target=lambda: seen_by_another_thread.append(db.read(lambda tr: tr.get(key + b"1"))))
         reader.start()
         reader.join(10)
-    assert seen_by_another_thread == [None if db.commits_together else b"a"]
+    assert seen_by_another_thread == [None if lmdb and db.group_commit else b"a"]
     assert db.read(lambda tr: tr.get_range(key, key + b"\xff")) == [(key + b"1", b"a")]
     if lmdb:
         assert db.commits_together == db.group_commit
         assert db.commits - commits_before == (1 if db.commits_together else 2)
+
+
+def test_run_together_gives_each_call_its_outcome_and_keeps_only_what_succeeded(db: Database, prefix: bytes) -> None:
+    """``run_together``: calls run in order, each seeing what those before it wrote (one key
+    written twice: both writes, in order); a call that raises before writing or after writing
+    keeps nothing and fails no other; on FoundationDB the calls that wrote nothing amiss share
+    one transaction, and the one that wrote and raised runs again on its own after it."""
+    key = prefix + b"together/"
+    counter = key + b"count"
+
+    def add(name: bytes) -> Callable[[], bytes | None]:
+        def call() -> bytes | None:
+            return db.run(lambda tr: (tr.add(counter, encode_int64(1)), tr.set(key + name, name), tr.get(counter))[2])
+
+        return call
+
+    def refused_before_writing() -> None:
+        db.run(lambda tr: (tr.get(counter), (_ for _ in ()).throw(Boom(1))))
+
+    ran_after_writing = []
+
+    def refused_after_writing() -> None:
+        def write(tr: Transaction) -> None:
+            ran_after_writing.append(tr.get(counter))
+            tr.set(key + b"junk", b"x")
+            tr.add(counter, encode_int64(100))
+            raise Boom(2)
+
+        db.run(write)
+
+    stats = db.stats.snapshot()
+    outcomes = db.run_together([add(b"a"), refused_before_writing, add(b"b"), refused_after_writing, add(b"a")])
+    delta = {name: count - stats[name] for name, count in db.stats.snapshot().items()}
+    assert [result for result, _ in outcomes] == [
+        encode_int64(1),
+        None,
+        encode_int64(2),
+        None,
+        encode_int64(3),
+    ]
+    assert [type(error).__name__ if error else None for _, error in outcomes] == [None, "Boom", None, "Boom", None]
+    assert db.read(lambda tr: tr.get_range(key, key + b"\xff")) == [
+        (key + b"a", b"a"),
+        (key + b"b", b"b"),
+        (counter, encode_int64(3)),
+    ]
+    if not is_lmdb(db):
+        # The batch ran again without the call that wrote and raised, which then ran alone (and
+        # saw what the batch committed).
+        assert ran_after_writing == [encode_int64(2), encode_int64(3)]
+        assert delta["transactions"] == 2 and delta["commits"] == 2  # the batch's, the lone call's
+
+
+def test_run_together_spreads_calls_over_transactions_within_their_budget(
+    fdb_db: FdbDatabase, fdb_prefix: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shared transaction takes calls until it has written SHARED_BYTES: the rest go on in the next."""
+    from fdb_leaderboard.store import fdb_backend
+
+    monkeypatch.setattr(fdb_backend, "SHARED_BYTES", 2_500)
+    value = b"v" * 1_000
+    calls = [lambda i=i: fdb_db.run(lambda tr: (tr.set(fdb_prefix + b"%02d" % i, value), i)[1]) for i in range(7)]
+    before = fdb_db.stats.snapshot()["transactions"]
+    assert fdb_db.run_together(calls) == [(i, None) for i in range(7)]
+    assert fdb_db.stats.snapshot()["transactions"] - before == 3  # 3 + 3 + 1 calls
+    assert len(fdb_db.read(lambda tr: tr.get_range(fdb_prefix, fdb_prefix + b"\xff"))) == 7
+
+
+def test_run_together_retries_conflicts_and_splits_a_batch_that_keeps_conflicting(
+    fdb_db: FdbDatabase, fdb_prefix: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shared transaction whose commit conflicts runs again; after SPLIT_AFTER_CONFLICTS it is
+    split in halves, each its own transaction; every call ends applied exactly once."""
+    commit = fdb_db._commit
+    sizes: list[int] = []
+    counter = fdb_prefix + b"count"
+
+    def conflicting(tr: Any) -> None:
+        sizes.append(len(calls_seen))
+        calls_seen.clear()
+        if sizes[-1] > 1:  # a batch of several calls conflicts every time: only split ones commit
+            raise fdb_db._fdb.FDBError(1020)
+        commit(tr)
+
+    calls_seen: list[int] = []
+
+    def call(i: int) -> Callable[[], int]:
+        def write(tr: Transaction) -> int:
+            calls_seen.append(i)
+            tr.add(counter, encode_int64(1))
+            return i
+
+        return lambda: fdb_db.run(write)
+
+    monkeypatch.setattr(fdb_db, "_commit", conflicting)
+    assert fdb_db.run_together([call(i) for i in range(4)]) == [(i, None) for i in range(4)]
+    monkeypatch.undo()
+    assert fdb_db.read(lambda tr: tr.get(counter)) == encode_int64(4)
+    # 4 calls conflict twice, then halves of 2 conflict twice each, then each call commits alone.
+    assert sizes == [4, 4, 2, 2, 1, 1, 2, 2, 1, 1]
+
+
+def test_run_together_settles_an_unknown_commit_result_by_its_marker(
+    fdb_db: FdbDatabase, fdb_prefix: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shared commit that reports commit_unknown_result after committing is not applied
+    again: the retry finds the batch's marker and answers the committed attempt's outcomes."""
+    commit = fdb_db._commit
+    faults: list[int] = []
+    counter = fdb_prefix + b"count"
+
+    def unknown_after_committing(tr: Any) -> None:
+        commit(tr)
+        if not faults:
+            faults.append(1)
+            raise fdb_db._fdb.FDBError(1021)
+
+    runs: list[int] = []
+
+    def call(i: int) -> Callable[[], int]:
+        return lambda: fdb_db.run(lambda tr: (runs.append(i), tr.add(counter, encode_int64(1)), i)[2])
+
+    monkeypatch.setattr(fdb_db, "_commit", unknown_after_committing)
+    assert fdb_db.run_together([call(i) for i in range(3)]) == [(i, None) for i in range(3)]
+    monkeypatch.undo()
+    assert faults == [1] and runs == [0, 1, 2]  # the retry ran no call again
+    assert fdb_db.read(lambda tr: tr.get(counter)) == encode_int64(3)
 
 
 def test_lmdb_commit_together_commits_other_threads_calls_with_its_own(lmdb_db: LmdbDatabase) -> None:

@@ -9,7 +9,9 @@ operations over wall time.  What each part measures, and how, is in the docstrin
 module in ``tools/bench/``:
 
 - the data and the windows: ``bench/data.py``;
-- 1. submit a score, in-process (durable=false, durable, redo log): ``bench/submissions.py``;
+- 1. submit a score, in-process (durable=false, durable by the redo log, durable with synced
+  pages), against the floor of a durable commit on the same disk: ``bench/submissions.py``,
+  ``bench/floors.py``;
 - 2.-4. rank, top 10, around-me: ``bench/reads.py``;
 - 5.-6. bulk load and fill in-process, storage after the load: ``bench/bulk.py``;
 - the same through the gRPC server in its own process: ``bench/via_grpc.py``;

@@ -5,8 +5,8 @@ Health.Check, GetRank, Top 10, AddScore and concurrent AddScore writers.  What e
 how it is measured: the docstring of ``bench/served.py``.  For example, against 325c424:
 
     .venv/bin/python tools/bench_served.py --old 325c424 [--records 20000] [--calls 1500] [--rounds 3]
-        [--kinds health,rank,top10,add,writers] [--writers 6] [--serve-args '--read-processes 0']
-        [--markdown] [--json PATH]
+        [--kinds health,rank,top10,add,writers] [--writers 6] [--callers 1] [--daily 0]
+        [--store fdb:CLUSTER_FILE] [--serve-args '--read-processes 0'] [--markdown] [--json PATH]
 
 Run it before landing a change to a served path: ``--old main`` against the working tree.
 """
@@ -40,6 +40,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3, help="rounds (default: %(default)s)")
     parser.add_argument("--kinds", default=",".join(served.KINDS), help="comma-separated kinds (default: all)")
     parser.add_argument("--writers", type=int, default=6, help="callers of the writers kind (default: %(default)s)")
+    parser.add_argument("--callers", type=int, default=1, help="concurrent callers of the other kinds (default: 1)")
+    parser.add_argument("--daily", type=int, default=0, help="daily windows besides the all-time one (default: 0)")
+    parser.add_argument(
+        "--store", help="fdb:CLUSTER_FILE: both servers on this FoundationDB cluster (default: LMDB each)"
+    )
     parser.add_argument("--serve-args", default="", help="more options for the new server's serve")
     parser.add_argument("--old-serve-args", default="", help="more options for the old server's serve")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
@@ -49,8 +54,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     unknown = set(args.kinds) - set(served.KINDS)
     if unknown:
         parser.error(f"unknown kinds {sorted(unknown)}; known: {', '.join(served.KINDS)}")
-    if min(args.records, args.calls, args.rounds, args.writers) < 1 or args.calls < args.writers:
-        parser.error("--records, --calls, --rounds and --writers must be positive, --calls at least --writers")
+    if min(args.records, args.calls, args.rounds, args.writers, args.callers) < 1 or args.calls < max(
+        args.writers, args.callers
+    ):
+        parser.error("--records, --calls, --rounds, --writers and --callers must be positive, --calls at least both")
+    if args.store is not None and not args.store.startswith("fdb:"):
+        parser.error("--store must be fdb:CLUSTER_FILE (without it, each server has an embedded store of its own)")
+    if args.daily < 0:
+        parser.error("--daily must be 0 or more")
     return args
 
 

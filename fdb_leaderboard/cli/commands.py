@@ -23,7 +23,7 @@ from .. import formats
 from ..errors import InvalidArgument
 from ..index import Leagues
 from ..proto import service_pb2 as pb
-from ..service.settings import DEFAULT_MAX_PAGE
+from ..service.settings import DEFAULT_MAX_PAGE, MAX_STALENESS_MS
 from . import audit, dumps, fair_play, players, upgrades, window_ends
 from .common import (
     DEFAULT_SERVER,
@@ -85,6 +85,13 @@ _PEM = click.Path(exists=True, dir_okay=False)
 @click.option("--ca", type=_PEM, help="Use TLS, verifying the server's certificate with this CA (PEM).")
 @click.option("--cert", type=_PEM, help="Client certificate (PEM), for a server with mutual TLS.")
 @click.option("--key", type=_PEM, help="Client certificate's key (PEM).")
+@click.option(
+    "--max-staleness",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, MAX_STALENESS_MS),
+    help="Milliseconds reads may lag behind the latest writes (0: exact; see docs/foundationdb.md).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log more, and show tracebacks of unexpected errors.")
 @click.pass_context
 def main(
@@ -94,6 +101,7 @@ def main(
     ca: str | None,
     cert: str | None,
     key: str | None,
+    max_staleness: int,
     verbose: bool,
 ) -> None:
     """Time-windowed leaderboards over FoundationDB or an embedded store.
@@ -107,7 +115,14 @@ def main(
     if (cert is None) != (key is None):
         raise click.UsageError("--cert and --key go together")
     show_warnings_briefly()
-    access = {"token": _read_token(token_file), "ca": ca, "cert": cert, "key": key, "user": local_user()}
+    access = {
+        "token": _read_token(token_file),
+        "ca": ca,
+        "cert": cert,
+        "key": key,
+        "user": local_user(),
+        "max_staleness": max_staleness,
+    }
     ctx.obj = {"server": server, "verbose": verbose, "access": access}
 
 
@@ -165,12 +180,20 @@ def main(
 @click.option("--receive-timeout", default=10.0, show_default=True, help="Seconds a request may take to arrive.")
 @click.option("--deadline", default=60.0, show_default=True, help="Seconds of server work for a call without one.")
 @click.option(
+    "--max-staleness",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, MAX_STALENESS_MS),
+    help="Milliseconds a read may lag behind the latest writes when its caller names no bound "
+    "(0: exact; FoundationDB only, the embedded store always reads the latest).",
+)
+@click.option(
     "--read-processes",
     default=1,
     show_default=True,
     type=click.IntRange(0, 64),
     help="Processes serving reads of many rows, at a lower CPU priority, so they never slow point reads "
-    "(0: threads of the server; a redo-log store always uses threads).",
+    "(0: threads of the server).",
 )
 @click.option(
     "--read-priority",
@@ -250,6 +273,7 @@ def serve(
     webhook_first_retry: float,
     receive_timeout: float,
     deadline: float,
+    max_staleness: int,
     read_processes: int,
     read_priority: str,
     processes: int,
@@ -289,6 +313,7 @@ def serve(
             webhook_first_retry=webhook_first_retry,
             receive_timeout=receive_timeout,
             default_deadline=deadline,
+            max_staleness=max_staleness,
             read_processes=read_processes,
             read_priority=read_priority,
             tokens=load_tokens(tokens_file),

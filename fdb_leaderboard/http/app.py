@@ -44,7 +44,7 @@ from ..service.grpc_service import ClientGone
 from ..service.metrics import Metrics
 from ..service.status import Answer
 from ..service.upgrades import StoreStatus
-from ..wire import rpc_json
+from ..wire import COMMIT_VERSION_HEADER, rpc_json
 from . import openapi
 from .deadlines import Deadlines
 from .events import EventBoards, window_end_stream
@@ -75,6 +75,13 @@ PARSE_ON_LOOP_BYTES = 64 * 1024
 # HTTP methods counted by name in the metrics; any other is "other" (a label per made-up method
 # would let anyone grow the metrics without bound).
 COUNTED_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"})
+
+
+def _commit_version(request: Request) -> dict[str, str] | None:
+    """A score write's answer's ``commit-version`` header (gRPC's trailing metadata), where known:
+    a read sent with it as ``min-version`` sees the write, through any server."""
+    version = getattr(request.state, "commit_version", 0)
+    return {COMMIT_VERSION_HEADER: str(version)} if version else None
 
 
 def _error(exc: CallFailed, request: Request | None = None) -> JSONResponse:
@@ -227,7 +234,15 @@ class HttpApi:
     async def _call(self, request: Request, name: str, message: Any, background: bool = False) -> Message:
         """The call's answer; ``background``: an event stream's (see :meth:`Transcoder.call`)."""
         pool = EVENTS if background else HEAVY if self.transcoder.dispatcher.is_heavy(name, message) else WORKERS
-        return await self._in_thread(self.transcoder.call, name, message, request.headers, background, pool=pool)
+        response, version = await self._in_thread(self._called, name, message, request.headers, background, pool=pool)
+        if version:
+            request.state.commit_version = version
+        return response
+
+    def _called(self, name: str, message: Any, headers: Any, background: bool) -> tuple[Message, int]:
+        """The call's answer and, for a score write, its commit version (on the thread that served it)."""
+        response = self.transcoder.call(name, message, headers, background)
+        return response, self.transcoder.commit_version(name)
 
     def _check_access(self, request: Request, method: str) -> None:
         check_access(self.transcoder.tokens, request.headers, method)
@@ -242,7 +257,8 @@ class HttpApi:
             try:
                 self._check_access(request, rpc.name)
                 message = await self._parsed(await self._body(request), parse)
-                return JSONResponse(rpc_json(await self._call(request, rpc.name, message)))
+                answer = rpc_json(await self._call(request, rpc.name, message))
+                return JSONResponse(answer, headers=_commit_version(request))
             except CallFailed as exc:
                 return _error(exc, request)
 
@@ -310,7 +326,7 @@ class HttpApi:
                 if route.window_ends:
                     return await self._window_end_events(request, route, values)
                 status, answer = await self._answer(request, route, values, body)
-                return JSONResponse(answer, status_code=status)
+                return JSONResponse(answer, status_code=status, headers=_commit_version(request))
             except CallFailed as exc:
                 return _error(exc, request)
 

@@ -28,9 +28,11 @@ from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
+from .. import wire
 from ..access import ANONYMOUS, USER_HEADER, PermissionDenied, Tokens, Unauthenticated, actor_name, bearer_token
+from ..errors import InvalidArgument
 from ..proto import service_pb2 as pb
-from ..service.calls import Dispatcher
+from ..service.calls import INLINE_READS, Dispatcher
 from ..service.metrics import remember_first
 from ..service.readers import READ_METHODS
 from ..service.status import Answer, cap_message
@@ -96,10 +98,19 @@ class HttpCallContext:
     """A call that came over HTTP, as its handler sees it (the servicer's ``CallContext``): it
     stops being active past its deadline or when the HTTP server stops."""
 
-    def __init__(self, deadline: float, stopping: threading.Event, actor: str = ANONYMOUS) -> None:
+    def __init__(
+        self,
+        deadline: float,
+        stopping: threading.Event,
+        actor: str = ANONYMOUS,
+        max_staleness_ms: int = 0,
+        min_version: int = 0,
+    ) -> None:
         self.deadline = deadline
         self.stopping = stopping
         self.actor = actor
+        self.max_staleness_ms = max_staleness_ms  # how stale its reads may be (gRPC's metadata, as headers)
+        self.min_version = min_version
 
     def is_active(self) -> bool:
         return not self.stopping.is_set() and time.monotonic() < self.deadline
@@ -248,6 +259,32 @@ class Transcoder:
         except Answer as answer:
             raise CallFailed(answer.code, cap_message(str(answer))) from None
 
+    def _freshness(self, name: str, headers: Mapping[str, str]) -> tuple[int, int]:
+        """A read's ``max-staleness-ms`` and ``min-version`` headers (the gRPC metadata's names;
+        the server's default staleness without one); (0, 0) for other calls."""
+        if name not in INLINE_READS:
+            return 0, 0
+        try:
+            staleness = headers.get(wire.STALENESS_HEADER)
+            version = headers.get(wire.MIN_VERSION_HEADER)
+            bounds = (
+                self.settings.max_staleness
+                if staleness is None
+                else wire.check_staleness(staleness, wire.STALENESS_HEADER),
+                0 if version is None else wire.check_version(version, wire.MIN_VERSION_HEADER),
+            )
+        except InvalidArgument as exc:
+            raise Answer(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
+        return bounds if self.dispatcher.versioned else (0, 0)
+
+    def commit_version(self, name: str) -> int:
+        """The commit version of the score write ``name`` this thread just served (0: none, or a
+        store without versions): its answer's ``commit-version`` header, as gRPC's trailing metadata."""
+        if name not in wire.SCORE_WRITES or not self.dispatcher.versioned:
+            return 0
+        versions = self.dispatcher.servicer.catalog.db.last_commit_versions()
+        return versions[-1] if versions else 0
+
     def call(
         self,
         name: str,
@@ -281,9 +318,10 @@ class Transcoder:
             if elsewhere or self.dispatcher.reads_elsewhere(name, request):  # a heavy read: on a reader process
                 response = rpc.response_type.FromString(self.dispatcher.read_elsewhere(name, request, deadline))
             else:
+                staleness, version = self._freshness(name, headers)
                 response = getattr(self.service, name)(
                     request,
-                    HttpCallContext(deadline, self.stopping, self._actor(headers)),
+                    HttpCallContext(deadline, self.stopping, self._actor(headers), staleness, version),
                 )
             if rpc.server_streaming:  # Load: HTTP answers once, with the last progress message
                 last = rpc.response_type()

@@ -331,6 +331,7 @@ class Restorer:
         if LATEST in state:
             tr.max(prefix + LATEST, state[LATEST])
         tr.clear_range(prefix + SUB_DIRECTORIES[0], prefix + SUB_DIRECTORIES[1])
+        ops.txn.changed_metadata()
         for key, value in state.items():
             if SUB_DIRECTORIES[0] <= key < SUB_DIRECTORIES[1]:
                 tr.set(prefix + key, value)

@@ -59,6 +59,28 @@ class FillState(NamedTuple):
         return f"phase 2 of 2, {self.entries_ranked:,}{total} ranked"
 
 
+UNREAD = object()  # KnownMetadata.directory before the directory was read
+
+
+class KnownMetadata:
+    """An index's directory and sub-directories as a metadata cache knows them for one transaction
+    (``hit``: the transaction reads them from here, and notes in ``served`` the keys it took, whose
+    read conflicts the cache's owner declares), or as the transaction read them, for the cache to
+    keep (a miss).  Either way what the transaction reads of them at its read version is added,
+    and ``changed`` notes that it wrote them (then nothing of it is kept)."""
+
+    __slots__ = ("hit", "directory", "sub_directories", "served", "changed")
+
+    def __init__(
+        self, hit: bool = False, directory: object = UNREAD, sub_directories: dict[bytes, bytes | None] | None = None
+    ) -> None:
+        self.hit = hit
+        self.directory = directory  # the directory's stored bytes (None: no directory), or UNREAD
+        self.sub_directories = dict(sub_directories or {})  # by group bytes: stored bytes or None
+        self.served: list[bytes] = []
+        self.changed = False
+
+
 class RecordKey(NamedTuple):
     """A checked primary key: the tuple, packed as one nested item, and packed flat."""
 
@@ -90,6 +112,7 @@ class IndexTransaction:
         self.building: frozenset[int] = frozenset()
         self.emitted: list[tuple[int, bytes, bytes, bytes, bool]] = []
         self._built: tuple[Directory, list[Window]] | None = None  # others' builds (note_written)
+        self._known: KnownMetadata | None = tr.cached  # a metadata cache's, for this transaction
 
     # -- reading ahead -----------------------------------------------------------------------
 
@@ -98,22 +121,35 @@ class IndexTransaction:
         ``heads`` (nested pks) and the sub-directories of ``groups`` (packed, unless known).
         :meth:`directory`, :meth:`read_head` and :meth:`high_score_first` then wait on them."""
         get = self.tr.get_async
-        if self._directory is False and self._directory_read is None:
+        known = self._known
+        if self._directory is False and self._directory_read is None and not (known and known.hit):
             self._directory_read = get(self.layout.directory_key)
         for pk_nested in heads:
             if pk_nested not in self._heads_read:
                 self._heads_read[pk_nested] = get(self.layout.head_key(pk_nested))
         for group_bytes in groups:
-            if group_bytes and group_bytes not in self._hsf and group_bytes not in self._groups_read:
+            if (
+                group_bytes
+                and group_bytes not in self._hsf
+                and group_bytes not in self._groups_read
+                and (known is None or group_bytes not in known.sub_directories)
+            ):
                 self._groups_read[group_bytes] = get(self.layout.sub_directory_key(group_bytes))
 
     # -- the directory and score directions ------------------------------------------------
 
     def directory(self) -> Directory | None:
         if self._directory is False:
-            read, self._directory_read = self._directory_read, None
-            raw = read.value if read is not None else self.tr.get(self.layout.directory_key)
-            self._directory = self.space.parse_directory(raw)
+            known = self._known
+            if known is not None and known.hit and known.directory is not UNREAD:
+                raw = known.directory
+                known.served.append(self.layout.directory_key)
+            else:
+                read, self._directory_read = self._directory_read, None
+                raw = read.value if read is not None else self.tr.get(self.layout.directory_key)
+                if known is not None:
+                    known.directory = raw
+            self._directory = self.space.parse_directory(raw)  # type: ignore[arg-type]
         return self._directory  # type: ignore[return-value]
 
     def save_directory(self, directory: Directory) -> None:
@@ -124,7 +160,14 @@ class IndexTransaction:
                 f"{MAX_DIRECTORY_BYTES}); expire old windows first"
             )
         self.tr.set(self.layout.directory_key, data)
+        self.changed_metadata()
         self._directory = directory
+
+    def changed_metadata(self) -> None:
+        """This transaction writes the directory or a sub-directory: metadata caches must know."""
+        self.tr.changed_metadata()
+        if self._known is not None:
+            self._known.changed = True
 
     def rules(self) -> ScoreRules:
         """The index's score rules (kept in the directory), parsed once per directory read."""
@@ -144,8 +187,16 @@ class IndexTransaction:
         if hsf is None:
             stored = None
             if group_bytes:
-                read = self._groups_read.pop(group_bytes, None)
-                stored = read.value if read is not None else self.tr.get(self.layout.sub_directory_key(group_bytes))
+                known = self._known
+                key = self.layout.sub_directory_key(group_bytes)
+                if known is not None and group_bytes in known.sub_directories:
+                    stored = known.sub_directories[group_bytes]
+                    known.served.append(key)
+                else:
+                    read = self._groups_read.pop(group_bytes, None)
+                    stored = read.value if read is not None else self.tr.get(key)
+                    if known is not None:
+                        known.sub_directories[group_bytes] = stored
             hsf = sub_directory_from_bytes(stored) if stored is not None else self.default_high_score_first()
             self._hsf[group_bytes] = hsf
         return hsf

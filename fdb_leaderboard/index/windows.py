@@ -91,6 +91,7 @@ class WindowEditor:
                         "its high_score_first can only be set before it has scores"
                     )
         self.tr.set(self.layout.sub_directory_key(group_bytes), sub_directory_bytes(high_score_first))
+        self.txn.changed_metadata()
         self.txn.set_high_score_first(group_bytes, high_score_first)
 
     def sub_directories(self) -> dict[tuple, bool]:

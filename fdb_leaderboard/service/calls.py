@@ -11,8 +11,9 @@ call then has a deadline of the client's or ``default_deadline``, whichever is s
   trips (the embedded store): such a read takes tens of microseconds of Python, which a worker
   thread would take the interpreter for anyway, while handing it to the thread and its answer
   back costs more than the read (two thread wake-ups, the loop's self-pipe);
-- score writes, on a store that commits calls together (the embedded one, with group commit),
-  on one thread that runs each batch of them in one commit (:class:`WritePipeline`);
+- score writes, on a store that commits calls together (the embedded one, with group commit,
+  and FoundationDB), on the threads of :class:`WritePipeline`, each batch of them queued
+  meanwhile committed together (one commit; on FoundationDB one transaction);
 - otherwise on a worker thread (writes wait for a commit, FoundationDB reads for round trips).
   Heavy calls (many rows, whole-index jobs) queue for threads of their own, and heavy reads go
   to reader processes where the store allows it (``readers.py``), so they never hold the
@@ -32,18 +33,20 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import logging
 import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import grpc
 from google.protobuf.message import Message
 from grpc import aio
 
-from .. import access
+from .. import access, wire
+from ..errors import InvalidArgument
 from ..proto import service_pb2 as pb
 from ..store import Database
 from .grpc_service import SERVICE_NAME, CallContext, ClientGone, LeaderboardService, answer_for
@@ -104,6 +107,8 @@ INLINE_ROWS = 25
 # it puts in one commit (the store's own group-commit batch).
 PIPELINED_WRITES = frozenset({"AddScore", "AddEntries", "SaveRecord", "DeleteRecord"})
 PIPELINE_BATCH = 64
+# Write threads on a store whose commits wait for a network (FoundationDB): batches in flight at once.
+PIPELINE_THREADS = 3
 # A watched rank is read this often: its changes are coalesced to at most one message a second.
 WATCH_SECONDS = 1.0
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
@@ -225,12 +230,15 @@ class _SharedRead:
 class _Call(CallContext):
     """A call as its handler sees it: still wanted?  how long is left?"""
 
-    __slots__ = ("_context", "_tokens", "cancelled", "deadline")
+    __slots__ = ("_context", "_tokens", "cancelled", "deadline", "max_staleness_ms", "min_version", "read_since")
 
     def __init__(
         self, deadline: float, context: aio.ServicerContext | None = None, tokens: access.Tokens | None = None
     ) -> None:
         self.deadline = deadline
+        self.max_staleness_ms = 0  # how stale the call's reads may be (see wire.STALENESS_HEADER)
+        self.min_version = 0  # a commit version they must see
+        self.read_since: float | None = None  # when the state a stale read saw was current
         self.cancelled = False  # set from the event loop (client gone, deadline) or by shutdown
         self._context = context  # for the caller's name, looked up only when a handler asks
         self._tokens = tokens
@@ -270,7 +278,7 @@ class Dispatcher(grpc.GenericRpcHandler):
         self.readers = readers
         self.workers = concurrent.futures.ThreadPoolExecutor(max_workers, thread_name_prefix="rpc")
         db = service.catalog.db
-        self.writes = WritePipeline(db) if db.commits_together else None
+        self.writes = WritePipeline(db, PIPELINE_THREADS if db.batched_reads else 1) if db.commits_together else None
         # Long reads and whole-index jobs queue for a few threads of their own, so a flood of them
         # shares the CPU with everyone else instead of taking every worker.
         self.heavy = concurrent.futures.ThreadPoolExecutor(settings.heavy_workers, thread_name_prefix="heavy")
@@ -295,9 +303,13 @@ class Dispatcher(grpc.GenericRpcHandler):
             metrics.calls_in_flight.set_function(lambda: self.in_flight)
             metrics.max_calls.set(settings.max_concurrent_calls)
         self.shared_reads: dict[tuple, _SharedRead] = {}  # watched ranks' reads, by request
+        self.stale_answers: dict[tuple[str, bytes], _StaleAnswer] = {}  # reads that tolerate staleness
+        self._stale_pruned = 0.0
         self.timeouts = _Timeouts()
         # Reads of the embedded store cost no round trips: short ones are served on the event loop.
         self.inline_reads = not service.catalog.db.batched_reads
+        # A store with versions serves reads that tolerate staleness; the embedded store's always read the latest.
+        self.versioned = service.catalog.db.newest_version() is not None
         self._handlers: dict[str, grpc.RpcMethodHandler] = {}
         for method in pb.DESCRIPTOR.services_by_name["Leaderboard"].methods:
             request_type = getattr(pb, method.input_type.name)
@@ -438,6 +450,60 @@ class Dispatcher(grpc.GenericRpcHandler):
                 return await answer
         except TimeoutError:
             raise Answer(grpc.StatusCode.DEADLINE_EXCEEDED, f"{method} ran past its deadline on the server") from None
+
+    def read_bounds(self, call: _Call, context: aio.ServicerContext) -> None:
+        """The read's freshness: the caller's ``max-staleness-ms`` (else the server's default) and
+        ``min-version`` metadata; checked on every store, kept only where the store has versions
+        (the embedded store's reads always see the latest commit, which meets any bound)."""
+        staleness, version = self.settings.max_staleness, 0
+        for key, value in context.invocation_metadata() or ():
+            try:
+                if key == wire.STALENESS_HEADER:
+                    staleness = wire.check_staleness(value, wire.STALENESS_HEADER)
+                elif key == wire.MIN_VERSION_HEADER:
+                    version = wire.check_version(value, wire.MIN_VERSION_HEADER)
+            except InvalidArgument as exc:
+                raise Answer(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
+        if self.versioned:
+            call.max_staleness_ms, call.min_version = staleness, version
+
+    async def shared_stale(
+        self, method: str, data: bytes, call: _Call, compute: Callable[[], Awaitable[bytes]]
+    ) -> bytes:
+        """The answer to a read that may be ``call.max_staleness_ms`` stale: an identical read's, if
+        it holds every write acknowledged that long ago (done, or under way), else computed now
+        and shared with the identical reads that arrive while it is young enough for them."""
+        now = time.monotonic()
+        key = (method, data)
+        staleness = call.max_staleness_ms / 1000
+        shared = self.stale_answers.get(key)
+        if shared is not None and shared.as_of >= now - staleness and shared.floor >= call.min_version:
+            return await asyncio.shield(shared.answer)
+        # Its own task: a caller that goes away leaves the answer to the others.  Its read is at
+        # least at the newest version seen now, and at the call's min_version.
+        floor = max(self.servicer.catalog.db.newest_version() or 0, call.min_version)
+        answer = asyncio.ensure_future(compute())
+        shared = self.stale_answers[key] = _StaleAnswer(now - staleness, floor, answer)
+        answer.add_done_callback(functools.partial(self._settled, key, shared, call))
+        if now - self._stale_pruned > 1.0:
+            self._prune_stale(now)
+        return await asyncio.shield(answer)
+
+    def _settled(self, key: tuple[str, bytes], shared: _StaleAnswer, call: _Call, answer: asyncio.Future) -> None:
+        """A shared read is done: it holds from when the state it read was current (known now); one
+        that failed is not shared any longer (the next one reads again)."""
+        if answer.cancelled() or answer.exception() is not None:
+            if self.stale_answers.get(key) is shared:
+                del self.stale_answers[key]
+        elif call.read_since is not None:
+            shared.as_of = max(shared.as_of, call.read_since)
+
+    def _prune_stale(self, now: float) -> None:
+        """Forget the shared answers no read may take any longer."""
+        self._stale_pruned = now
+        oldest = now - wire.MAX_STALENESS_MS / 1000
+        for key in [key for key, shared in self.stale_answers.items() if shared.as_of < oldest]:
+            del self.stale_answers[key]
 
     def start(self, context: aio.ServicerContext) -> _Call:
         """The call's context for its handler, with its deadline: the client's or ours, whichever is sooner."""
@@ -645,11 +711,19 @@ def _settle(done: asyncio.Future, result: Any, error: BaseException | None) -> N
 
 
 def _run_into(
-    loop: asyncio.AbstractEventLoop, done: asyncio.Future, handler: Callable, request: Any, call: _Call
+    loop: asyncio.AbstractEventLoop,
+    done: asyncio.Future,
+    handler: Callable,
+    request: Any,
+    call: _Call,
+    db: Database | None = None,
 ) -> None:
-    """Run ``handler`` (on a worker thread) and hand its outcome to ``done`` on the event loop."""
+    """Run ``handler`` (on a worker thread) and hand its outcome to ``done`` on the event loop;
+    with ``db``, a read that tolerates staleness, with when the state it read was current."""
     try:
         result, error = handler(request, call), None
+        if db is not None:
+            result = Fresh(result, db.last_read_since())
     except BaseException as exc:  # the event loop answers with it
         result, error = None, exc
     with contextlib.suppress(RuntimeError):  # the loop closed: the server stopped without waiting for this call
@@ -662,19 +736,26 @@ def _settle_all(outcomes: list[tuple[asyncio.Future, Any, BaseException | None]]
 
 
 class WritePipeline:
-    """Score writes run on one thread, each batch of those queued meanwhile in one commit
-    (``Database.commit_together``), their answers handed to the event loop together once it is
-    durable.  On the embedded store a worker thread per write cost a wake-up there and back and a
-    turn in the group commit's queue: with six writers a quarter of the server's CPU per write.
-    (FoundationDB commits each transaction on its own: its writes stay on the worker threads.)"""
+    """Score writes run on a few threads of their own, each taking the writes queued meanwhile as
+    one batch that the store commits together (``Database.run_together``), their answers handed
+    to the event loop together once it is durable.
 
-    def __init__(self, db: Database) -> None:
+    On the embedded store one thread runs each batch in one commit: a worker thread per write
+    cost a wake-up there and back and a turn in the group commit's queue (with six writers a
+    quarter of the server's CPU per write).  On FoundationDB a batch is one transaction (one read
+    version, one commit) instead of one per write, and ``threads`` batches are in flight at once:
+    one thread's batch runs while another's commits."""
+
+    def __init__(self, db: Database, threads: int = 1) -> None:
         self.db = db
         self._queue: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future, Callable, Any, _Call]] = deque()
         self._ready = threading.Condition()
         self._stopping = False
-        self._thread = threading.Thread(target=self._serve, name="writes", daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._serve, name=f"writes_{number}", daemon=True) for number in range(threads)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def submit(
         self, loop: asyncio.AbstractEventLoop, done: asyncio.Future, handler: Callable, request: Any, call: _Call
@@ -686,11 +767,12 @@ class WritePipeline:
             self._ready.notify()
 
     def stop(self) -> None:
-        """Run what is queued (cancelled calls are skipped), then end the thread."""
+        """Run what is queued (cancelled calls are skipped), then end the threads."""
         with self._ready:
             self._stopping = True
-            self._ready.notify()
-        self._thread.join()
+            self._ready.notify_all()
+        for thread in self._threads:
+            thread.join()
 
     def _serve(self) -> None:
         while True:
@@ -703,25 +785,52 @@ class WritePipeline:
             self._run(batch)
 
     def _run(self, batch: list[tuple[asyncio.AbstractEventLoop, asyncio.Future, Callable, Any, _Call]]) -> None:
-        outcomes: list[tuple[asyncio.AbstractEventLoop, asyncio.Future, Any, BaseException | None]] = []
+        # A call answered already (its deadline passed, or its client left) is not run.
+        taken = [queued for queued in batch if not queued[4].cancelled]
+        calls = [functools.partial(handler, request, call) for *_, handler, request, call in taken]
         try:
-            with self.db.commit_together():
-                for loop, done, handler, request, call in batch:
-                    if call.cancelled:  # answered already (its deadline passed, or its client left)
-                        continue
-                    try:
-                        outcomes.append((loop, done, handler(request, call), None))
-                    except BaseException as exc:  # the event loop answers with it
-                        outcomes.append((loop, done, None, exc))
-        except Exception as exc:  # the commit failed: nothing the batch wrote was kept
-            failure = answer_for(exc, "a score write")
-            outcomes = [(loop, done, None, failure if error is None else error) for loop, done, _, error in outcomes]
+            outcomes = self.db.run_together(calls)
+            versions = self.db.last_commit_versions()
+        except Exception as exc:  # the store failed outside any call: every call of the batch answers it
+            outcomes, versions = [(None, exc)] * len(calls), []
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future, Any, BaseException | None]]] = {}
-        for loop, done, result, error in outcomes:
+        for number, ((loop, done, *_), (result, error)) in enumerate(zip(taken, outcomes, strict=True)):
+            if error is not None and not isinstance(error, Answer):  # the commit's: the store's status
+                error = answer_for(error, "a score write")
+            elif error is None and number < len(versions) and versions[number]:
+                result = Committed(result, versions[number])
             by_loop.setdefault(loop, []).append((done, result, error))
         for loop, settled in by_loop.items():
             with contextlib.suppress(RuntimeError):  # the loop closed: the server stopped without waiting
                 loop.call_soon_threadsafe(_settle_all, settled)
+
+
+class Committed(NamedTuple):
+    """A write's answer and the version it committed at (told in the trailing metadata)."""
+
+    response: Any
+    version: int
+
+
+class Fresh(NamedTuple):
+    """A read's answer and when the state it read was current (None: not known)."""
+
+    response: Any
+    since: float | None
+
+
+class _StaleAnswer:
+    """An answer to a read that tolerates staleness, shared by identical reads (the same method and
+    request bytes) while it is young enough for them: it holds every write acknowledged before
+    ``as_of`` (its computation's start, less the staleness it was computed with), and every
+    commit up to version ``floor``."""
+
+    __slots__ = ("as_of", "floor", "answer")
+
+    def __init__(self, as_of: float, floor: int, answer: asyncio.Future) -> None:
+        self.as_of = as_of
+        self.floor = floor
+        self.answer = answer
 
 
 def _expire(done: asyncio.Future, method: str) -> None:
@@ -743,6 +852,7 @@ class _Unary:
         self.elsewhere = dispatcher.readers is not None and name in READ_METHODS
         self.pipelined = dispatcher.writes is not None and name in PIPELINED_WRITES
         self.counts_result = name in COUNTED_RESULTS
+        self.bounded = name in INLINE_READS  # reads whose freshness the caller may bound
 
     async def serve(self, _requests: Any, context: aio.ServicerContext) -> bytes | None:
         return await self.dispatcher.answer(context, self._serve(context), self.name)
@@ -755,6 +865,14 @@ class _Unary:
             raise Answer(grpc.StatusCode.INVALID_ARGUMENT, f"{self.name} needs a request message")
         request = dispatcher._parse(self.request_type, data, self.name, context)
         call = dispatcher.start(context)
+        if self.bounded:
+            dispatcher.read_bounds(call, context)
+            if call.max_staleness_ms:
+                return await dispatcher.shared_stale(self.name, data, call, lambda: self._answer(request, data, call))
+        return await self._answer(request, data, call)
+
+    async def _answer(self, request: Message, data: bytes, call: _Call) -> bytes:
+        dispatcher = self.dispatcher
         if dispatcher.rows(self.name, request) <= self.inline_rows:
             response = self.handler(request, call)
         elif not dispatcher.is_heavy(self.name, request):
@@ -763,6 +881,13 @@ class _Unary:
             return dispatcher.sized(await self._on_reader(request, data, call))
         else:
             response = await self._on_thread(dispatcher.heavy, request, call)
+        if isinstance(response, Fresh):
+            call.read_since = response.since
+            response = response.response
+        if isinstance(response, Committed):
+            if call._context is not None:
+                call._context.set_trailing_metadata(((wire.COMMIT_VERSION_HEADER, str(response.version)),))
+            response = response.response
         if self.counts_result:
             dispatcher._observe(self.name, request, response)
         return dispatcher.reply(response)
@@ -780,7 +905,8 @@ class _Unary:
         if self.pipelined and pool is self.dispatcher.workers:
             self.dispatcher.writes.submit(loop, done, self.handler, request, call)  # type: ignore[union-attr]
         else:
-            work = pool.submit(_run_into, loop, done, self.handler, request, call)
+            db = self.dispatcher.servicer.catalog.db if call.max_staleness_ms else None
+            work = pool.submit(_run_into, loop, done, self.handler, request, call, db)
         timeouts = self.dispatcher.timeouts
         timeouts.add(done, call.deadline + REPORT_SECONDS, _expire, done, self.name)
         try:

@@ -56,11 +56,13 @@ from ..index.audit import MAX_EVENTS, AuditEvent, AuditTrail, JobEvents, expire_
 from ..index.calendar import TIMEBASES
 from ..index.dumps import unit_of
 from ..index.leaderboard import LOCAL_ACTOR
+from ..index.transaction import KnownMetadata
 from ..proto import index_pb2
-from ..store.api import Database, Transaction, WrappedDatabase, strinc
+from ..store.api import Database, Transaction, WrappedDatabase, read_bounds, strinc
 from . import releases
 
 ROOT = fdb.tuple.pack(("lb",))
+STAMPS_CHECK_SECONDS = 10.0  # how often a store below formats.CACHED_METADATA is read again
 T = TypeVar("T")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
 
@@ -188,10 +190,34 @@ class _CaptureStarted(Exception):
     transaction again, recording (nothing was committed)."""
 
 
+class _MetadataChanged(Exception):
+    """A transaction used the cached entry and directory, and the store's metadata version says
+    they changed since they were read: run it again, reading them (nothing was committed)."""
+
+
+class _CachedMetadata(NamedTuple):
+    """The entry's state and the index's directory and sub-directories as read at a transaction
+    whose metadata version was ``stamp``: what they are for every transaction that sees it."""
+
+    stamp: bytes
+    state: _EntryState
+    directory: object  # stored bytes, None (no directory) or UNREAD
+    sub_directories: dict[bytes, bytes | None]
+
+
 class _EntryChecked(WrappedDatabase):
     """The store as an index opened through the catalog sees it: each transaction also checks
     that the index's catalog entry still names its prefix, and follows what it says of pauses
-    and captures (see the module docstring)."""
+    and captures (see the module docstring).
+
+    Where the store has a metadata version (FoundationDB's, which comes with every read version
+    at no cost, ``Transaction.metadata_stamp``), the entry and the index's directory and
+    sub-directories are kept across transactions with the version they were read at: a
+    transaction that sees the same version reads none of them (each change to them changes the
+    version, ``Transaction.changed_metadata``), and a write still declares read conflicts on the
+    keys it took from the cache, so a change committed meanwhile aborts it.  A transaction that
+    sees another version, having used the cache, runs again reading them.  The reads saved are
+    counted in the store's ``cached_reads``."""
 
     def __init__(
         self,
@@ -201,6 +227,7 @@ class _EntryChecked(WrappedDatabase):
         prefix: bytes,
         root: bytes,
         on_entry: Callable[[index_pb2.CatalogEntry], None] | None = None,
+        stamps_kept: Callable[[], bool] = lambda: True,
     ) -> None:
         super().__init__(inner)
         self.name = name
@@ -209,38 +236,135 @@ class _EntryChecked(WrappedDatabase):
         self.root = root
         self.on_entry = on_entry  # told of an entry found changed (another process set a policy)
         self._state = _UNREAD  # the entry last found to name ``prefix``: not parsed again
+        self._stamps = inner.metadata_stamps
+        # Whether every process on the store changes the metadata version as this one does (the
+        # store's format says so): until then the cache is not used.
+        self._stamps_kept = stamps_kept
+        self._stamped = False
+        self._cache: _CachedMetadata | None = None
+
+    def _use_stamps(self) -> None:
+        if self._stamps and not self._stamped:
+            self._stamped = self._stamps_kept()
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        self._use_stamps()
         while True:
             try:
                 return self.inner.run(self._checked_write, fn, args, kwargs)
-            except _CaptureStarted:
+            except (_CaptureStarted, _MetadataChanged):
                 continue
 
     def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return self.inner.read(self._checked, fn, *args, **kwargs)
+        self._use_stamps()
+        while True:
+            try:
+                return self.inner.read(self._checked, fn, *args, **kwargs)
+            except _MetadataChanged:
+                continue
 
     def _checked(self, tr: Transaction, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        entry = tr.get_async(self.entry_key)
-        result = fn(tr, *args, **kwargs)
-        self._entry_state(entry.value)
+        known, cache, stamp = self._begin(tr)
+        entry = None if cache is not None else tr.get_async(self.entry_key)
+        try:
+            result = fn(tr, *args, **kwargs)
+        except Exception:
+            self._check_source(cache, stamp, entry)  # a refusal from a stale directory is none
+            raise
+        self._end(tr, known, cache, stamp, entry, False)
         return result
 
     def _checked_write(self, tr: Transaction, fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
-        entry = tr.get_async(self.entry_key)
-        recorder = ChangeRecorder(tr, self.prefix) if self._state.captures else None
-        result = fn(recorder if recorder is not None else tr, *args, **kwargs)
-        state = self._entry_state(entry.value)
+        known, cache, stamp = self._begin(tr)
+        entry = None
+        if cache is None:
+            entry = tr.get_async(self.entry_key)
+        elif cache.state.paused_until:  # refused before writing anything (alone, in a shared transaction)
+            try:
+                self._refuse_paused(cache.state)
+            except Unavailable:
+                self._check_stamp(cache, stamp)  # unless the pause is over
+                raise
+        captures = (cache.state if cache is not None else self._state).captures
+        recorder = ChangeRecorder(tr, self.prefix) if captures else None
+        try:
+            result = fn(recorder if recorder is not None else tr, *args, **kwargs)
+        except Exception:
+            self._check_source(cache, stamp, entry)
+            raise
+        state = self._end(tr, known, cache, stamp, entry, True)
         if state.paused_until or state.captures:
+            self._refuse_paused(state)
             now = time.time()
-            if state.paused_until < 0 or now < state.paused_until:
-                raise Unavailable(f"writes to index {self.name!r} are refused: {state.pause_reason}; retry later")
             active = [capture for capture, until in state.captures if now < until]
             if active:
                 if recorder is None:
                     raise _CaptureStarted()
                 recorder.note_changes(self.root, active)
         return result
+
+    def _refuse_paused(self, state: _EntryState) -> None:
+        until = state.paused_until
+        if until < 0 or (until and time.time() < until):
+            raise Unavailable(f"writes to index {self.name!r} are refused: {state.pause_reason}; retry later")
+
+    def _begin(self, tr: Transaction) -> tuple[KnownMetadata | None, _CachedMetadata | None, Any]:
+        """What the cache gives this transaction: (what the transaction reads its metadata from,
+        the cached entry if used, the metadata version's read)."""
+        if not self._stamped:
+            return None, None, None
+        stamp = tr.metadata_stamp()
+        if stamp is None:  # the transaction changed metadata itself: read everything
+            tr.cached = None
+            return None, None, None
+        cache = self._cache
+        known = KnownMetadata() if cache is None else KnownMetadata(True, cache.directory, cache.sub_directories)
+        tr.cached = known
+        return known, cache, stamp
+
+    def _check_source(self, cache: _CachedMetadata | None, stamp: Any, entry: Any) -> None:
+        """For a call that raised: StaleIndex if the entry it read no longer names this index (a
+        dropped index's keys answer nothing), _MetadataChanged if the cache it used is stale."""
+        if entry is not None:
+            self._entry_state(entry.value)
+        self._check_stamp(cache, stamp)
+
+    def _check_stamp(self, cache: _CachedMetadata | None, stamp: Any) -> None:
+        """_MetadataChanged if the transaction used ``cache`` and the metadata changed since."""
+        if cache is not None and stamp.value != cache.stamp:
+            if self._cache is cache:
+                self._cache = None
+            raise _MetadataChanged()
+
+    def _end(
+        self,
+        tr: Transaction,
+        known: KnownMetadata | None,
+        cache: _CachedMetadata | None,
+        stamp: Any,
+        entry: Any,
+        writable: bool,
+    ) -> _EntryState:
+        """The entry's state for the transaction (StaleIndex if the entry no longer names this
+        index; _MetadataChanged if the cache it used was stale), keeping what it read."""
+        if cache is not None:
+            self._check_stamp(cache, stamp)
+            assert known is not None
+            if writable:
+                served = [self.entry_key, *known.served]
+                tr.add_read_conflict_ranges([(key, key + b"\x00") for key in served])
+            self.inner.stats.add(cached_reads=1 + len(known.served))
+            state = cache.state
+        else:
+            state = self._entry_state(entry.value)
+        if known is not None and not known.changed:
+            learned = cache is None or known.directory is not cache.directory
+            if learned or len(known.sub_directories) != len(cache.sub_directories):  # type: ignore[union-attr]
+                version = stamp.value
+                kept = self._cache
+                if version is not None and (kept is None or version >= kept.stamp):
+                    self._cache = _CachedMetadata(version, state, known.directory, known.sub_directories)
+        return state
 
     def _entry_state(self, stored: bytes | None) -> _EntryState:
         """What the entry read says (StaleIndex if it no longer names this index)."""
@@ -270,6 +394,8 @@ class Catalog:
         self.audit = AuditTrail(root)
         self._open: dict[str, tuple[bytes, LeaderboardIndex]] = {}
         self._store_read = False  # the store's format was found readable (checked at the first open)
+        self._stamps_kept = False
+        self._stamps_checked = float("-inf")
 
     def _check_store(self) -> None:
         """FormatTooNew if the store is in a format this release does not read (once per catalog:
@@ -278,6 +404,18 @@ class Catalog:
             state = self.db.read(lambda tr: releases.read_store_format(tr, self.root))
             formats.check_readable("store", state.version, "the store", state.raised_by)
             self._store_read = True
+
+    def stamps_kept(self) -> bool:
+        """Whether every process on the store changes the metadata version with each change to a
+        catalog entry or a directory (the store's format allows ``formats.CACHED_METADATA``: no
+        older release may run on it), so the indexes may keep them across transactions.  Until
+        it does, read again at most every STAMPS_CHECK_SECONDS (formats only rise)."""
+        if not self._stamps_kept and time.monotonic() - self._stamps_checked >= STAMPS_CHECK_SECONDS:
+            self._stamps_checked = time.monotonic()
+            with read_bounds():
+                state = self.db.read(lambda tr: releases.read_store_format(tr, self.root))
+            self._stamps_kept = formats.allows(state.version, formats.CACHED_METADATA)
+        return self._stamps_kept
 
     def _key(self, name: str) -> bytes:
         return self.root + fdb.tuple.pack(("catalog", name))
@@ -319,6 +457,7 @@ class Catalog:
             entry = index_pb2.CatalogEntry(prefix=prefix, options=options, maintenance=maintenance)
             entry.options.format = version
             tr.set(self._key(name), entry.SerializeToString())
+            tr.changed_metadata()
             added = LeaderboardIndex(self.db, prefix, settings, version).initialize(tr, all_time, windows)
             event.write(
                 tr,
@@ -357,7 +496,7 @@ class Catalog:
         open; its transactions check its entry (and follow its policy's timebase, what "now" is
         for its windows, and its format)."""
         version = check_format(name, index_pb2.IndexOptions(format=stored_format))
-        checked = _EntryChecked(self.db, name, self._key(name), prefix, self.root)
+        checked = _EntryChecked(self.db, name, self._key(name), prefix, self.root, stamps_kept=self.stamps_kept)
         index = LeaderboardIndex(checked, prefix, settings, version)
         index.timebase = timebase_scale(policy)
         index.audit, index.name = self.audit, name
@@ -373,6 +512,7 @@ class Catalog:
                 if entry.prefix == prefix:
                     entry.options.format = version
                     tr.set(self._key(name), entry.SerializeToString())
+                    tr.changed_metadata()
 
         checked.on_entry = entry_changed
         index.on_format_raised = raise_entry
@@ -384,7 +524,8 @@ class Catalog:
         self._open.pop(name, None)
 
     def entry(self, name: str) -> index_pb2.CatalogEntry:
-        stored = self.db.read(lambda tr: tr.get(self._key(check_name(name))))
+        with read_bounds():  # exact, whatever the call's reads may be: an index just created is found
+            stored = self.db.read(lambda tr: tr.get(self._key(check_name(name))))
         if stored is None:
             raise NotFound(f"no index named {name!r}")
         return index_pb2.CatalogEntry.FromString(stored)
@@ -422,6 +563,7 @@ class Catalog:
                 raise NotFound(f"no index named {name!r}")
             prefix = index_pb2.CatalogEntry.FromString(stored).prefix
             tr.clear(self._key(name))
+            tr.changed_metadata()
             tr.set(self._dropping_key(prefix), b"")
             event.write(tr)
             return prefix
@@ -473,6 +615,7 @@ class Catalog:
             entry = index_pb2.CatalogEntry.FromString(stored)
             change(tr, entry)
             tr.set(self._key(name), entry.SerializeToString())
+            tr.changed_metadata()
 
         self.db.run(update)
 
@@ -578,6 +721,7 @@ class Catalog:
             if restored is not None:
                 entry.options.format = index_pb2.IndexOptions.FromString(restored).format
             tr.set(self._key(name), entry.SerializeToString())
+            tr.changed_metadata()
             tr.clear(self._restoring_key(prefix))
             event.write(tr, source=source)
 

@@ -12,6 +12,7 @@ refused, naming the limit; a scan without a limit gets a page of ``max_page`` an
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import queue
@@ -32,7 +33,7 @@ from ..index.audit import MAX_EVENTS as MAX_AUDIT_EVENTS
 from ..index.idempotency import DEFAULT_EXPIRY_BATCH
 from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
-from ..store.api import call_deadline
+from ..store.api import call_deadline, read_bounds
 from . import convert, dumps
 from .catalog import Catalog, StaleIndex, writes_paused
 from .settings import DEFAULT_MAX_PAGE
@@ -83,7 +84,7 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
             # The store waits for its cluster no longer than the call's deadline: a call the
             # cluster cannot serve in time answers UNAVAILABLE (saying whether a write may have
             # committed) before the caller gives up on it.
-            with call_deadline(context.time_remaining()):
+            with call_deadline(context.time_remaining()), _read_bounds(context):
                 try:
                     return method(self, request, context)
                 except StaleIndex as stale:  # nothing was committed: open the name afresh and run again
@@ -97,6 +98,13 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
             raise answer_for(exc, method.__name__) from exc
 
     return handle
+
+
+def _read_bounds(context: CallContext) -> contextlib.AbstractContextManager[None]:
+    """The freshness the call's reads must have (``max_staleness_ms``, ``min_version`` of its
+    context, where the dispatcher set them), for the store's read transactions."""
+    staleness, version = getattr(context, "max_staleness_ms", 0), getattr(context, "min_version", 0)
+    return read_bounds(staleness, version) if staleness or version else contextlib.nullcontext()
 
 
 def answer_for(exc: Exception, method: str) -> Answer:

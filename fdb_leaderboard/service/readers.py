@@ -13,7 +13,7 @@ for the reader's time slice to end).  The server's process only passes request b
 answer bytes out.
 
 Only a store that several processes may open at once can be read this way (FoundationDB, and
-LMDB without ``redo_log``); the server uses its heavy threads otherwise.
+the embedded store, whose redo log the readers share); the server uses its heavy threads otherwise.
 
 A reader process is told which key prefix and settings the calling server resolved for the
 index name, so it reads exactly the index its server would (never a stale one of its own

@@ -7,6 +7,7 @@ import logging
 import os
 
 from ..access import Tokens, is_loopback
+from ..wire import MAX_STALENESS_MS
 
 log = logging.getLogger("fdb_leaderboard.service")
 
@@ -52,6 +53,9 @@ class ServerSettings:
       ``stream_idle_timeout``: seconds a stream (BulkLoad) may go without a message.
     - ``default_deadline``: the most seconds of server work a call gets when the client sets no
       shorter deadline (Fill stops and reports progress; others answer DEADLINE_EXCEEDED).
+    - ``max_staleness``: milliseconds a read may lag behind the latest writes when its call names
+      no bound (``max-staleness-ms`` metadata; 0: exact, the default).  See docs/foundationdb.md,
+      "Fresh reads and stale ones".
     - ``heavy_workers``: threads for heavy calls (reads of more than ``heavy_rows`` rows, verify,
       fill, trim, expire, window updates, write batches): they queue for these, so a flood of them
       cannot take the workers of point reads and score writes.
@@ -90,6 +94,7 @@ class ServerSettings:
     receive_timeout: float = 10.0
     stream_idle_timeout: float = 60.0
     default_deadline: float = 60.0
+    max_staleness: int = 0
     max_bulk_loads: int = 2
     max_rank_watchers: int = 1000
     max_window_end_streams: int = 1000
@@ -131,6 +136,8 @@ class ServerSettings:
         for name in (*timeouts, "webhook_timeout", "webhook_first_retry"):
             if not getattr(self, name) > 0:
                 raise StartupError(f"{name} must be a positive number of seconds")
+        if not 0 <= self.max_staleness <= MAX_STALENESS_MS:
+            raise StartupError(f"max_staleness must be from 0 to {MAX_STALENESS_MS} milliseconds")
         if not self.maintain_every >= 0:
             raise StartupError("maintain_every must be a number of seconds, 0 for none")
 

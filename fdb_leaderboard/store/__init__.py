@@ -3,11 +3,13 @@
 ``open_database(url)`` understands:
 
 - ``lmdb:PATH`` (or ``lmdb:///abs/path``): the embedded store in directory PATH, created if
-  missing.  Options as a query string: ``durable`` (default true: fsync every commit),
-  ``group_commit`` (default true), ``map_size`` (bytes of address space),
-  ``transaction_seconds`` (default 5, FoundationDB's limit; 0 disables), ``redo_log``
-  (default false: commits made durable by a synced log instead, see ``redo_log.py``) and
-  ``checkpoint_seconds`` (default 1: how often the redo log's checkpoints sync the data file).
+  missing.  Options as a query string: ``durable`` (default true: every acknowledged commit
+  survives power loss), ``redo_log`` (default, when durable: commits made durable by a synced
+  log, see ``redo_log.py``, unless processes syncing pages have the store open, which an opener
+  then joins; false: by syncing their pages), ``group_commit`` (default true),
+  ``map_size`` (bytes of address space), ``transaction_seconds`` (default 5, FoundationDB's
+  limit; 0 disables), ``checkpoint_seconds`` (default 1: how often the redo log's checkpoints
+  sync the data file) and ``log_segment_bytes`` (default 4 MiB: the log's preallocated segments).
 - ``fdb:`` (default cluster file) or ``fdb:CLUSTER_FILE``: FoundationDB through the
   official bindings.  Options ``api_version`` (default: the installed binding's latest),
   ``timeout`` (default 10 seconds, 0: none): how long a call may wait for the cluster,
@@ -39,6 +41,7 @@ from .api import (
     ValueTooLarge,
     decode_int64,
     encode_int64,
+    read_bounds,
     strinc,
 )
 
@@ -89,5 +92,6 @@ __all__ = [
     "encode_int64",
     "open_database",
     "parse_url",
+    "read_bounds",
     "strinc",
 ]

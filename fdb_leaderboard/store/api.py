@@ -29,13 +29,20 @@ import contextvars
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+
+from ..freshness import check_staleness, check_version
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 
 KeyValue = tuple[bytes, bytes]
 RangeRequest = tuple[bytes, bytes, int, bool]  # (begin, end, limit, reverse)
+Outcome = tuple[Any, "BaseException | None"]  # a call's result, or the exception it raised
+
+# FoundationDB's metadata version: a stamp every transaction's read version comes with, changed
+# by every transaction that changes what caches of metadata hold (``Transaction.changed_metadata``).
+METADATA_VERSION_KEY = b"\xff/metadataVersion"
 
 # FoundationDB's documented limits.
 MAX_KEY_SIZE = 10_000
@@ -98,6 +105,38 @@ def call_deadline(seconds: float) -> Iterator[None]:
         yield
     finally:
         _CALL_DEADLINE.reset(token)
+
+
+class ReadBounds(NamedTuple):
+    """How fresh the reads of the call being served must be (see :func:`read_bounds`)."""
+
+    max_staleness: float = 0.0  # seconds: 0, every write acknowledged before the call is seen
+    min_version: int = 0  # a commit version the reads must see at least (0: none)
+
+
+_EXACT = ReadBounds()
+_READ_BOUNDS: contextvars.ContextVar[ReadBounds | None] = contextvars.ContextVar("read_bounds", default=None)
+
+
+@contextlib.contextmanager
+def read_bounds(max_staleness: int = 0, min_version: int = 0) -> Iterator[None]:
+    """Read transactions run in this context (this thread, or this task) may use a read version
+    up to ``max_staleness`` milliseconds old (0 to 5000; 0, the default: exact), the newest the
+    process has seen from read versions and commits, if it is that young; and they see at least
+    commit ``min_version`` (a write's ``Database.last_commit_versions()``, or the
+    ``commit-version`` a server answered).  A store without versions (the embedded one) always
+    reads the latest state, which meets any bound.  The same option as the clients'
+    ``max_staleness`` and the servers' ``max-staleness-ms``."""
+    bounds = ReadBounds(check_staleness(max_staleness) / 1000, check_version(min_version))
+    token = _READ_BOUNDS.set(bounds)
+    try:
+        yield
+    finally:
+        _READ_BOUNDS.reset(token)
+
+
+def current_read_bounds() -> ReadBounds:
+    return _READ_BOUNDS.get() or _EXACT
 
 
 def call_time_left() -> float | None:
@@ -223,6 +262,7 @@ class StoreStats:
     and ``bytes_written`` their key and value (or operand) bytes, range clears counting both
     bounds: the mutations' share of FoundationDB's transaction size, which adds conflict
     ranges.  Like the read rounds, they count the attempt that finished (not retried ones).
+    ``cached_reads`` counts the reads a metadata cache answered instead of the store.
     """
 
     FIELDS = (
@@ -235,6 +275,7 @@ class StoreStats:
         "unknown_results",
         "writes",
         "bytes_written",
+        "cached_reads",
     )
 
     def __init__(self) -> None:
@@ -319,6 +360,20 @@ class Transaction(ReadView):
     # Whether clear_range costs the same however many keys it clears (FoundationDB); elsewhere a
     # large range is cleared in bounded steps.
     clears_ranges_at_once = False
+    # What a metadata cache knows, or collects, for the index this transaction works on (set by
+    # the layer that keeps the cache: ``service/catalog.py``); None: nothing, read everything.
+    cached: Any = None
+
+    def changed_metadata(self) -> None:
+        """Note that this transaction changes metadata that caches hold (a catalog entry, an
+        index's directory or sub-directories): on FoundationDB it changes the metadata version
+        (a versionstamped value), so every cache checked against it is stale once it commits."""
+
+    def metadata_stamp(self) -> Future[bytes | None] | None:
+        """The store's metadata version at this transaction's read version (a snapshot read,
+        free on FoundationDB: it comes with the read version), or None where the store has none
+        or this transaction changed it (then it cannot be read here)."""
+        return None
 
     @property
     @abc.abstractmethod
@@ -437,6 +492,7 @@ class Database(abc.ABC):
     batched_reads: bool = False  # whether its transactions' reads cost round trips (see ReadView)
     shared_by_processes: bool = False  # whether other processes may open the store while this one has it
     commits_together: bool = False  # whether commit_together shares one commit among its calls
+    metadata_stamps: bool = False  # whether transactions give a metadata version (metadata_stamp)
 
     @abc.abstractmethod
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -453,6 +509,22 @@ class Database(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None: ...
 
+    def last_commit_versions(self) -> list[int]:
+        """The commit versions of this thread's last ``run`` (one) or ``run_together`` (one per
+        call; 0 for a call that committed nothing), where the store has versions; else []."""
+        return []
+
+    def last_read_since(self) -> float | None:
+        """When (``time.monotonic``) the state this thread's last bounded-staleness read saw was
+        current: every write acknowledged before then is in it (None: not known; then forgotten)."""
+        return None
+
+    def newest_version(self) -> int | None:
+        """A version every read this process starts from now on reads at or after (FoundationDB:
+        the newest it has seen, 0 before its first bounded-staleness read); None where the store
+        has no versions (the embedded store, whose reads always see the latest commit)."""
+        return None
+
     def commit_together(self) -> contextlib.AbstractContextManager[None]:
         """A block whose ``run`` calls (made by this thread) commit together as it ends, where
         ``commits_together`` says the store can; elsewhere each commits on its own, as always."""
@@ -467,6 +539,27 @@ class Database(abc.ABC):
         """How many more bytes the store can take, and what bounds them (None: no bound known
         here, as on a cluster): long jobs check it to stop, clearly, before the store is full."""
         return None
+
+    def run_together(self, calls: Sequence[Callable[[], T]]) -> list[Outcome]:
+        """Call each of ``calls`` (functions whose store work is this store's ``run``), sharing
+        commits where ``commits_together`` says the store can; each call's outcome, in order:
+        ``(result, None)`` or ``(None, the exception it raised)``.
+
+        Here (and on the embedded store) they run in one :meth:`commit_together` block: a call
+        that raises keeps nothing and fails no other, and a failed commit is every call's
+        outcome.  FoundationDB runs them in shared transactions instead (``fdb_backend.py``).
+        """
+        outcomes: list[Outcome] = []
+        try:
+            with self.commit_together():
+                for call in calls:
+                    try:
+                        outcomes.append((call(), None))
+                    except Exception as exc:
+                        outcomes.append((None, exc))
+        except Exception as exc:  # the commit failed: nothing the block ran was kept
+            outcomes = [(None, exc if error is None else error) for _, error in outcomes]
+        return outcomes
 
     def __enter__(self) -> Database:
         return self
@@ -506,6 +599,10 @@ class WrappedDatabase(Database):
     def commits_together(self) -> bool:  # type: ignore[override]
         return self.inner.commits_together
 
+    @property
+    def metadata_stamps(self) -> bool:  # type: ignore[override]
+        return self.inner.metadata_stamps
+
     def commit_together(self) -> contextlib.AbstractContextManager[None]:
         return self.inner.commit_together()
 
@@ -514,6 +611,18 @@ class WrappedDatabase(Database):
 
     def room(self) -> tuple[int, str] | None:
         return self.inner.room()
+
+    def run_together(self, calls: Sequence[Callable[[], T]]) -> list[Outcome]:
+        return self.inner.run_together(calls)
+
+    def last_commit_versions(self) -> list[int]:
+        return self.inner.last_commit_versions()
+
+    def newest_version(self) -> int | None:
+        return self.inner.newest_version()
+
+    def last_read_since(self) -> float | None:
+        return self.inner.last_read_since()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -43,12 +43,14 @@ except ImportError:  # not built (no compiler at install time): the binding does
     _fdb_direct = None  # type: ignore[assignment]
 
 from .api import (
+    METADATA_VERSION_KEY,
     BlindWrites,
     CountedRead,
     Database,
     InvertedRange,
     KeyTooLarge,
     KeyValue,
+    Outcome,
     ReadOnlyTransaction,
     ReadRounds,
     ReadView,
@@ -60,6 +62,7 @@ from .api import (
     TransactionTooLarge,
     ValueTooLarge,
     call_time_left,
+    current_read_bounds,
     option_boolean,
 )
 
@@ -235,15 +238,35 @@ class _DirectReads(_Reads):
         return _DirectFuture(self._direct.get_range(begin, end, limit, reverse, self._is_snapshot), self._rounds)
 
 
+# The parameter of SET_VERSIONSTAMPED_VALUE that makes a value of the commit's versionstamp
+# alone: 10 bytes it replaces, then the little-endian offset where it goes (API 520 and later).
+_STAMP_ONLY = b"\x00" * 14
+
+
 class _Writes(Transaction):
     """The writes of one attempt, through ``_writer`` (the binding's transaction, or
     ``_fdb_direct``'s on it: both offer these methods), with the counts StoreStats sums."""
 
     _writer: Any
+    _binding: Any  # the binding's transaction (for the calls _fdb_direct does not make)
     _writable: bool
     writes: int
     bytes_written: int
     clears_ranges_at_once = True  # a range clear is one mutation, whatever it holds
+    _stamp: Any = None  # the metadata version's read, once issued
+    metadata_changed = False
+
+    def changed_metadata(self) -> None:
+        self._write(len(METADATA_VERSION_KEY) + len(_STAMP_ONLY))
+        self.metadata_changed = True
+        self._binding.set_versionstamped_value(METADATA_VERSION_KEY, _STAMP_ONLY)
+
+    def metadata_stamp(self) -> Any:
+        if self.metadata_changed:  # FoundationDB refuses to read it after this transaction set it
+            return None
+        if self._stamp is None:
+            self._stamp = self.snapshot.get_async(METADATA_VERSION_KEY)
+        return self._stamp
 
     def _write(self, size: int) -> None:
         if not self._writable:
@@ -282,13 +305,13 @@ class _Writes(Transaction):
 class FdbTransaction(_FdbReads, _Writes):
     """One attempt of a transaction, through the binding."""
 
-    __slots__ = ("_snapshot", "_writer", "_writable", "writes", "bytes_written")
+    __slots__ = ("_snapshot", "_writer", "_binding", "_writable", "writes", "bytes_written")
 
     def __init__(self, tr: Any, fdb: Any, writable: bool) -> None:
         rounds = ReadRounds()
         super().__init__(tr, fdb, rounds)
         self._snapshot = _FdbReads(tr.snapshot, fdb, rounds)
-        self._writer = tr
+        self._writer = self._binding = tr
         self._writable = writable
         self.writes = 0
         self.bytes_written = 0
@@ -301,7 +324,7 @@ class FdbTransaction(_FdbReads, _Writes):
 class DirectFdbTransaction(_DirectReads, _Writes):
     """One attempt of a transaction, through ``_fdb_direct`` on the binding's transaction."""
 
-    __slots__ = ("_snapshot", "_writer", "_writable", "writes", "bytes_written")
+    __slots__ = ("_snapshot", "_writer", "_binding", "_writable", "writes", "bytes_written")
 
     def __init__(self, tr: Any, writable: bool) -> None:
         rounds = ReadRounds()
@@ -309,6 +332,7 @@ class DirectFdbTransaction(_DirectReads, _Writes):
         super().__init__(direct, False, rounds)
         self._snapshot = _DirectReads(direct, True, rounds)
         self._writer = direct
+        self._binding = tr
         self._writable = writable
         self.writes = 0
         self.bytes_written = 0
@@ -335,10 +359,82 @@ IDEMPOTENCY_PREFIX = fdb_tuple.pack(("lb-committed",))
 IDEMPOTENCY_MINUTES = 60
 _CLEANUP_SECONDS = 60.0
 
+# A shared transaction (``run_together``) takes calls until it has written this many bytes or
+# spent this long on their work; the calls left go on in the next one.  FoundationDB's limits
+# are 10 MB and 5 s; it advises keeping transactions under 1 MB.
+SHARED_BYTES = 1_000_000
+SHARED_SECONDS = 1.0
+# A shared transaction that conflicted this many times is split in two, each half its own.
+SPLIT_AFTER_CONFLICTS = 2
+
+
+class _Abandon(BaseException):
+    """A call of a shared transaction that the transaction cannot keep: it raised after writing
+    (its writes cannot be taken back alone), or a read failed for the whole transaction
+    (``error``).  A BaseException, so handlers' ``except Exception`` let it through."""
+
+    def __init__(self, error: BaseException | None = None) -> None:
+        super().__init__()
+        self.error = error
+
+
+class _Shared:
+    """The transaction a ``run_together`` batch shares: this thread's ``run`` calls join it."""
+
+    __slots__ = ("view", "fdb_error")
+
+    def __init__(self, view: Any, fdb_error: type[Exception]) -> None:
+        self.view = view
+        self.fdb_error = fdb_error
+
+    def join(self, fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
+        """``fn(tr, ...)`` in the shared transaction, at once; what it wrote commits with the others."""
+        view = self.view
+        before = view.writes
+        try:
+            return fn(view, *args, **kwargs)
+        except self.fdb_error as error:  # the transaction's, not the call's: it is retried whole
+            raise _Abandon(error) from error
+        except Exception:
+            if view.writes != before:
+                raise _Abandon() from None
+            raise
+
+
+class _SeenVersions:
+    """The newest version this process has seen (a read version, or a commit's), with the time
+    from which it holds: a read version holds every write acknowledged before it was asked for,
+    a commit version every write acknowledged before that commit was sent."""
+
+    __slots__ = ("latest",)
+
+    def __init__(self) -> None:
+        self.latest: tuple[int, float] = (0, float("-inf"))  # one tuple: read and replaced whole
+
+    def saw(self, version: int, since: float) -> None:
+        if version > self.latest[0]:
+            self.latest = (version, since)
+
+    def usable(self, max_staleness: float, min_version: int) -> tuple[int, float] | None:
+        """The version and its time, if it is at most ``max_staleness`` seconds old and at least
+        ``min_version``."""
+        latest = self.latest
+        if latest[0] and latest[0] >= min_version and time.monotonic() - latest[1] <= max_staleness:
+            return latest
+        return None
+
+
+def outcomes_of(outcomes: list[Outcome], done: dict[int, Outcome]) -> None:
+    """Copy the outcomes of a committed shared transaction's calls into ``outcomes``."""
+    for position, outcome in done.items():
+        outcomes[position] = outcome
+
 
 class FdbDatabase(Database):
     batched_reads = True
     shared_by_processes = True
+    commits_together = True  # run_together shares transactions (commit_together blocks do not)
+    metadata_stamps = True
 
     def __init__(
         self,
@@ -358,6 +454,9 @@ class FdbDatabase(Database):
         except Exception as exc:
             raise StoreUnavailable(f"cannot open FoundationDB cluster {cluster_file or '(default)'}: {exc}") from exc
         self._timeout_ms = round(timeout_seconds * 1000)
+        self._local = threading.local()  # .shared: this thread's run_together transaction; .versions
+        self._seen = _SeenVersions()
+        self._tracking = False  # whether versions are noted (from the first read that may reuse one)
 
     def _commit(self, tr: Any) -> None:
         """Commit ``tr`` (a seam: tests replace it to make commits report an unknown result)."""
@@ -384,6 +483,19 @@ class FdbDatabase(Database):
         # the transaction's creation, across its retries (API >= 610); 0 disables it.
         timeout_ms = self._call_timeout_ms()
         tr.options.set_timeout(timeout_ms)
+        reused = False  # whether this read took a version seen before (a bounded-staleness read)
+        if writable:
+            self._local.versions = []
+        else:
+            bounds = current_read_bounds()
+            self._local.read_since = None
+            if bounds.max_staleness:
+                self._tracking = True
+                usable = self._seen.usable(bounds.max_staleness, bounds.min_version)
+                if usable is not None:
+                    tr.set_read_version(usable[0])
+                    self._local.read_since = usable[1]
+                    reused = True
         marker = None
         results: dict[int, T] = {}  # attempts whose commit outcome is unknown, by number
         attempt = retries = conflicts = unknown = 0
@@ -405,11 +517,12 @@ class FdbDatabase(Database):
                                 return results[int(committed)]  # only attempts with unknown outcomes
                     result = fn(view, *args, **kwargs)
                     if not writable:
+                        if self._tracking and not reused:
+                            self._seen.saw(tr.get_read_version().wait(), began)
+                            self._local.read_since = began
                         return result
-                    tr.set(marker, b"%d" % attempt)
-                    self._clear_old_markers(tr)
                     try:
-                        self._commit(tr)
+                        self._local.versions = [self._commit_marked(tr, marker, attempt)]
                     except self._fdb.FDBError as error:
                         if error.code in _MAYBE_COMMITTED:
                             results[attempt] = result
@@ -422,6 +535,7 @@ class FdbDatabase(Database):
                     if mapped is not None:
                         raise mapped(f"FoundationDB error {error.code}: {error.description}") from error
                     retries += 1
+                    reused = False  # on_error resets the transaction: the retry asks for a version
                     conflicts += error.code == CONFLICT
                     unknown += error.code in _MAYBE_COMMITTED
                     too_long = error.code == _TRANSACTION_TOO_OLD and time.monotonic() - began >= _TRANSACTION_SECONDS
@@ -444,6 +558,31 @@ class FdbDatabase(Database):
                 writes=view.writes if view is not None else 0,
                 bytes_written=view.bytes_written if view is not None else 0,
             )
+
+    def _commit_marked(self, tr: Any, marker: bytes, attempt: int) -> int:
+        """Commit ``tr`` with its marker saying ``attempt`` (what a retry after an unknown result
+        reads first); the version it committed at."""
+        tr.set(marker, b"%d" % attempt)
+        self._clear_old_markers(tr)
+        sent = time.monotonic()
+        self._commit(tr)
+        return self._committed(tr, sent)
+
+    def _committed(self, tr: Any, sent: float) -> int:
+        """The version ``tr`` committed at (noted as seen: it holds from when it was sent)."""
+        version = tr.get_committed_version()
+        if self._tracking:
+            self._seen.saw(version, sent)
+        return version
+
+    def last_commit_versions(self) -> list[int]:
+        return getattr(self._local, "versions", [])
+
+    def last_read_since(self) -> float | None:
+        return getattr(self._local, "read_since", None)
+
+    def newest_version(self) -> int:
+        return self._seen.latest[0]
 
     def _marker_key(self) -> bytes:
         return IDEMPOTENCY_PREFIX + fdb_tuple.pack((int(time.time()) // 60, os.urandom(16)))
@@ -495,10 +634,186 @@ class FdbDatabase(Database):
         )
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        shared = getattr(self._local, "shared", None)
+        if shared is not None:  # inside run_together: the batch's transaction
+            return shared.join(fn, args, kwargs)
         return self._transact(True, fn, args, kwargs)
 
     def blind_writes(self, fence: tuple[bytes, bytes] | None = None) -> BlindWrites:
         return PipelinedBlindWrites(self, fence=fence)
+
+    def run_together(self, calls: Sequence[Callable[[], T]]) -> list[Outcome]:
+        """Run ``calls`` in shared transactions: each call's ``run`` joins its batch's one
+        transaction (one read version, one commit), and its outcome is known once that committed.
+
+        - A call that raises before writing anything is refused alone (the others commit); one
+          that raises after writing is taken out and the transaction run again without it (at the
+          same read version), and it then runs on its own after the batch, as if alone.
+        - A conflict retries the whole transaction; one that conflicts
+          :data:`SPLIT_AFTER_CONFLICTS` times is split in two halves, each run on its own the
+          same way (a transaction too large for FoundationDB likewise).
+        - An unknown commit result is settled by the batch's marker key, as for one call
+          (:meth:`_transact`): the retry answers the committed attempt's outcomes.
+        - A transaction takes calls until it wrote :data:`SHARED_BYTES` or worked
+          :data:`SHARED_SECONDS`; the rest go on in the next.
+
+        Calls run one after another on this thread, each seeing what the ones before it wrote
+        (one record written twice in a batch is written twice, in order).
+        """
+        outcomes: list[Outcome] = [(None, None)] * len(calls)
+        versions = [0] * len(calls)
+        alone: list[int] = []
+        members = list(range(len(calls)))
+        self._local.shared_versions = versions
+        while members:
+            members = self._shared_transaction(calls, members, outcomes, alone)
+        for position in alone:
+            self._local.versions = []
+            try:
+                outcomes[position] = (calls[position](), None)
+            except Exception as exc:
+                outcomes[position] = (None, exc)
+            versions[position] = self._local.versions[-1] if self._local.versions else 0
+        self._local.versions = versions
+        return outcomes
+
+    def _shared_transaction(
+        self, calls: Sequence[Callable[[], Any]], members: list[int], outcomes: list[Outcome], alone: list[int]
+    ) -> list[int]:
+        """Commit the ``members`` of ``calls`` in one transaction (or two halves, ...) and fill in
+        their ``outcomes``; calls to run on their own join ``alone``.  Returns the members left
+        for the next transaction (over the size or time budget)."""
+        if self._db is None:
+            raise StoreError(f"database {self.url} is closed")
+        tr = self._db.create_transaction()
+        tr.options.set_timeout(self._timeout_ms)
+        marker = self._marker_key()
+        maybe: dict[int, tuple[dict[int, Outcome], list[int]]] = {}  # attempts whose commit is unknown
+        attempt = retries = conflicts = unknown = 0
+        read_version: int | None = None  # kept when a call is taken out: the others run again on it
+        view: FdbTransaction | DirectFdbTransaction | None = None
+        try:
+            while True:
+                attempt += 1
+                view = DirectFdbTransaction(tr, True) if self.direct else FdbTransaction(tr, self._fdb, True)
+                done: dict[int, Outcome] = {}
+                left: list[int] = []
+                try:
+                    tr.add_read_conflict_key(marker)
+                    if maybe:
+                        committed = view.get(marker)
+                        if committed is not None:
+                            done, left = maybe[int(committed)]
+                            outcomes_of(outcomes, done)
+                            return left
+                    taken_out, left = self._run_members(calls, members, view, done, alone)
+                    if taken_out:  # start again without it, on the same snapshot
+                        read_version = read_version or tr.get_read_version().wait()
+                        tr.reset()
+                        tr.options.set_timeout(self._timeout_ms)
+                        tr.set_read_version(read_version)
+                        continue
+                    try:
+                        version = self._commit_marked(tr, marker, attempt)
+                    except self._fdb.FDBError as error:
+                        if error.code in _MAYBE_COMMITTED:
+                            maybe[attempt] = (done, left)
+                        raise
+                    for position in done:
+                        self._local.shared_versions[position] = version
+                    outcomes_of(outcomes, done)
+                    return left
+                except self._fdb.FDBError as error:
+                    failure = self._shared_failure(error, bool(maybe))
+                    if failure is not None:
+                        if isinstance(failure, TransactionTooLarge) and len(members) > 1:
+                            return self._split(calls, members, outcomes, alone)
+                        for position in members:
+                            if position not in alone:
+                                outcomes[position] = (None, failure)
+                        return []
+                    retries += 1
+                    conflicts += error.code == CONFLICT
+                    unknown += error.code in _MAYBE_COMMITTED
+                    read_version = None
+                    if conflicts >= SPLIT_AFTER_CONFLICTS and len(members) > 1 and not maybe:
+                        return self._split(calls, members, outcomes, alone)
+                    try:
+                        tr.on_error(error).wait()  # raises when the error is not retryable
+                    except self._fdb.FDBError as final:
+                        failure = self._shared_failure(final, bool(maybe)) or StoreError(
+                            f"FoundationDB error {final.code}: {final.description}"
+                        )
+                        for position in members:
+                            if position not in alone:
+                                outcomes[position] = (None, failure)
+                        return []
+        finally:
+            self._local.shared = None
+            rounds = view.rounds if view is not None else None
+            self.stats.add(
+                transactions=1,
+                read_rounds=rounds.count if rounds else 0,
+                reads=rounds.reads if rounds else 0,
+                commits=1,
+                retries=retries,
+                conflicts=conflicts,
+                unknown_results=unknown,
+                writes=view.writes if view is not None else 0,
+                bytes_written=view.bytes_written if view is not None else 0,
+            )
+
+    def _run_members(
+        self,
+        calls: Sequence[Callable[[], Any]],
+        members: list[int],
+        view: Any,
+        done: dict[int, Outcome],
+        alone: list[int],
+    ) -> tuple[bool, list[int]]:
+        """Run the members (but those to run alone) in the shared ``view``, into ``done``.
+        Returns (whether one was taken out: it wrote and raised, so the transaction must start
+        again without it; the members left over the budget)."""
+        began = time.monotonic()
+        self._local.shared = _Shared(view, self._fdb.FDBError)
+        try:
+            for number, position in enumerate(members):
+                if position in alone:
+                    continue
+                if done and (view.bytes_written >= SHARED_BYTES or time.monotonic() - began >= SHARED_SECONDS):
+                    return False, [p for p in members[number:] if p not in alone]
+                try:
+                    done[position] = (calls[position](), None)
+                except _Abandon as abandoned:
+                    if abandoned.error is not None:
+                        raise abandoned.error from None  # the transaction's error: retried whole
+                    alone.append(position)
+                    return True, []
+                except Exception as exc:
+                    done[position] = (None, exc)
+            return False, []
+        finally:
+            self._local.shared = None
+
+    def _split(
+        self, calls: Sequence[Callable[[], Any]], members: list[int], outcomes: list[Outcome], alone: list[int]
+    ) -> list[int]:
+        """Commit ``members`` as two halves, each a shared transaction of its own."""
+        half = len(members) // 2
+        for part in (members[:half], members[half:]):
+            while part:
+                part = self._shared_transaction(calls, part, outcomes, alone)
+        return []
+
+    def _shared_failure(self, error: Any, maybe_committed: bool) -> StoreError | None:
+        """What a shared transaction's FoundationDB error means for its calls, or None when it is
+        to be retried (FoundationDB's retry loop decides that in ``on_error``)."""
+        if error.code == _TRANSACTION_TIMED_OUT:
+            return self._timed_out(True, self._timeout_ms, False, maybe_committed)
+        mapped = _LIMIT_ERRORS.get(error.code)
+        if mapped is not None:
+            return mapped(f"FoundationDB error {error.code}: {error.description}")
+        return None
 
     def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return self._transact(False, fn, args, kwargs)

@@ -11,15 +11,20 @@ every queued function in one LMDB write transaction, each inside its own nested
 transaction so a function that raises is rolled back alone, then commits once.  All
 callers in that batch return after that single fsync.  A lone caller pays no nesting.
 
-**Durability.**  ``durable=True`` (the default) fsyncs every commit: an acknowledged
-write survives power loss.  ``durable=False`` skips the fsync: a process crash loses
-nothing, but an operating-system crash or power loss may lose recent commits and, on a
-file system that reorders writes, damage the database.
-
-**Redo log.**  ``redo_log=True`` (URL option ``redo_log=true``) makes a commit durable by
-appending its writes to a log and syncing that, instead of syncing the B-tree pages it changed
-(see ``redo_log.py``, which explains why that survives an operating-system crash).  Such a
-session needs the store to itself: other processes cannot open it meanwhile.
+**Durability.**  ``durable=True`` (the default): an acknowledged write survives power loss.
+By default a commit is made durable by the redo log: its writes are written to a preallocated
+log segment and synced (one small write and one ``fdatasync``), instead of syncing every B-tree
+page it changed, and a checkpoint syncs the data file about once a second (``redo_log.py``
+explains why that survives an operating-system crash).  ``redo_log=False`` syncs the changed
+pages at every commit instead (what LMDB does by itself).  ``durable=False`` skips the sync: a
+process crash loses nothing, but an operating-system crash or power loss may lose recent commits
+and, on a file system that reorders writes, damage the database.  Several processes may open one
+store, all in the same one of these three modes (``store_lock.py``).  A durable opener that names
+no mode joins the processes that have the store open: those syncing pages (``redo_log=False``, or
+release 0.2.0, which has no shared log) keep their mode until the last of them closes, so both
+releases serve one store side by side during an upgrade; with none open, it starts the redo log,
+if the store is at store format 4 (``formats.REDO_LOG``; a new store is): below it, releases
+before 0.3.0 may serve the store and cannot read the log, so it syncs pages.
 
 **Limits.**  FoundationDB's value and transaction-size limits are enforced.  LMDB's own
 key limit (511 bytes) is stricter than FoundationDB's 10,000 and is reported as such.
@@ -41,8 +46,11 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
+import fdb.tuple
 import lmdb
 
+from .. import formats
+from ..proto import index_pb2
 from . import redo_log as redo
 from .api import (
     MAX_KEY_SIZE,
@@ -67,6 +75,7 @@ from .api import (
     apply_min,
     option_boolean,
 )
+from .store_lock import LOG, NOT_DURABLE, SYNCED, StoreLock
 
 T = TypeVar("T")
 
@@ -78,13 +87,49 @@ _CONTENTION_SECONDS = 0.05
 _DEADLINE_EVERY = 1023  # a range read checks the transaction's time limit every 1024 keys
 
 
+# The service's catalog root (service.catalog.ROOT, which this layer may not import) and its
+# store format's key there (service.releases.format_key).
+CATALOG_ROOT = fdb.tuple.pack(("lb",))
+_STORE_FORMAT_KEY = CATALOG_ROOT + fdb.tuple.pack(("format",))
+
+
+def log_refused_by_format(env: lmdb.Environment) -> int | None:
+    """The store's format if it is below the redo log's (a catalog there, its format recorded
+    lower or not at all: releases before 0.3.0 serve it), else None: the log may be written.
+    A store with nothing under the catalog's root (new, or used without a catalog) is written
+    at the newest format."""
+    with env.begin() as txn:
+        raw = txn.get(_STORE_FORMAT_KEY)
+        if raw is not None:
+            version = index_pb2.StoreFormat.FromString(raw).version
+            return version if version < formats.REDO_LOG else None
+        cursor = txn.cursor()
+        if cursor.set_range(CATALOG_ROOT) and cursor.key().startswith(CATALOG_ROOT):
+            return formats.UNRECORDED_STORE
+    return None
+
+
 class _Env:
     """One LMDB environment per path per process (LMDB forbids opening it twice)."""
 
     registry: dict[str, _Env] = {}
     registry_lock = threading.Lock()
 
-    def __init__(self, path: str, durable: bool, map_size: int, redo_log: bool, checkpoint_seconds: float) -> None:
+    def __init__(
+        self,
+        path: str,
+        durable: bool,
+        map_size: int,
+        redo_log: bool | None,
+        checkpoint_seconds: float,
+        segment_bytes: int,
+    ) -> None:
+        """``redo_log`` None (the default of a durable opener): the redo log, unless other processes
+        have the store open syncing pages (``redo_log=false``, or a release before the shared log,
+        such as 0.2.0): such an opener joins them, so both releases serve one store during an upgrade.
+        An opener starting a session (alone) takes the log only where the store's format allows it
+        (:func:`log_refused_by_format`): below store format 4 it syncs pages, and ``redo_log=True``
+        is refused."""
         os.makedirs(path, mode=redo.DIRECTORY_MODE, exist_ok=True)
         # One made beforehand (0755 by the usual umask) becomes the owner's only too (unless it is
         # another user's: its files are the owner's only all the same).
@@ -93,8 +138,8 @@ class _Env:
                 os.chmod(path, redo.DIRECTORY_MODE)
         self.path = path
         self.durable = durable
-        self.redo_log = redo_log
-        self.lock = redo.StoreLock(path)
+        # Before LMDB opens its files: the checkpointer's lock must go before LMDB's at death.
+        self.lock = StoreLock(path)
 
         def open_env() -> lmdb.Environment:
             return lmdb.open(
@@ -110,15 +155,38 @@ class _Env:
 
         try:
             with self.lock.gate():
-                exclusive = self.lock.take(alone=redo_log)
-                self.lock.hold_durability(durable)
+                alone = self.lock.take()
+                named = redo_log
+                if redo_log is None:
+                    redo_log = alone or self.lock.session_mode() != SYNCED
                 # Only an opener holding the store alone may repair what a crashed redo-log session left.
-                self.env = redo.recover(path, open_env, _apply_writes)[0] if exclusive else open_env()
+                self.env = redo.recover(path, open_env, _apply_writes)[0] if alone else open_env()
                 try:
-                    if exclusive and not redo_log:
+                    # Alone, it starts the session: the log only where the store's format allows it.
+                    if alone and redo_log and (version := log_refused_by_format(self.env)) is not None:
+                        if named:
+                            raise StoreError(
+                                f"{path} holds a store at format {version}: the redo log needs store format "
+                                f"{formats.REDO_LOG}, which releases before 0.3.0 cannot read (raise it with "
+                                "`fdb-leaderboard store upgrade` once no such release serves it, or open it "
+                                "with redo_log=false)"
+                            )
+                        self.env.close()
+                        redo_log = False
+                        self.env = open_env()
+                    self.redo_log = redo_log
+                    self.lock.hold_mode(LOG if redo_log else SYNCED if durable else NOT_DURABLE, alone)
+                    if alone or not redo_log:
+                        # Drop reader slots left by killed processes; in a redo-log session only its
+                        # checkpointer may, once a pin of its own protects the last checkpoint.
+                        self.env.reader_check()
+                    self.log = (
+                        redo.RedoLog(path, self.env, self.lock, alone, checkpoint_seconds, segment_bytes)
+                        if redo_log
+                        else None
+                    )
+                    if alone:
                         self.lock.shared()
-                    self.env.reader_check()  # drop reader slots left by killed processes
-                    self.log = redo.RedoLog(path, self.env, checkpoint_seconds) if redo_log else None
                 except BaseException:
                     self.env.close()
                     raise
@@ -128,13 +196,21 @@ class _Env:
         self.users = 0
 
     @classmethod
-    def acquire(cls, path: str, durable: bool, map_size: int, redo_log: bool, checkpoint_seconds: float) -> _Env:
+    def acquire(
+        cls,
+        path: str,
+        durable: bool,
+        map_size: int,
+        redo_log: bool | None,
+        checkpoint_seconds: float,
+        segment_bytes: int,
+    ) -> _Env:
         path = os.path.realpath(path)
         with cls.registry_lock:
             shared = cls.registry.get(path)
             if shared is None:
-                shared = cls.registry[path] = cls(path, durable, map_size, redo_log, checkpoint_seconds)
-            elif (shared.durable, shared.redo_log) != (durable, redo_log):
+                shared = cls.registry[path] = cls(path, durable, map_size, redo_log, checkpoint_seconds, segment_bytes)
+            elif shared.durable != durable or redo_log not in (None, shared.redo_log):
                 raise StoreError(
                     f"{path} is already open in this process with durable={shared.durable}, "
                     f"redo_log={shared.redo_log}; one process must open it with one durability setting"
@@ -147,12 +223,27 @@ class _Env:
             self.users -= 1
             if self.users == 0:
                 del self.registry[self.path]
+                if self.log is None:
+                    self._close()
+                    return
                 try:
-                    if self.log is not None:
-                        self.log.close()
+                    # Inside the gate no other process opens or closes: the last one out ends the
+                    # session, and the next opener finds everything closed.
+                    with self.lock.gate():
+                        try:
+                            self.log.close(alone=self.lock.alone())
+                        finally:
+                            self._close()
                 finally:
-                    self.env.close()
-                    self.lock.close()
+                    if self.lock.fd >= 0:  # the gate could not be taken: leave the session to the others
+                        try:
+                            self.log.close(alone=False)
+                        finally:
+                            self._close()
+
+    def _close(self) -> None:
+        self.env.close()
+        self.lock.close()
 
 
 def _apply_writes(txn: lmdb.Transaction, writes: Iterable[redo.Write]) -> None:
@@ -459,24 +550,29 @@ class LmdbDatabase(Database):
         group_commit: bool = True,
         map_size: int = DEFAULT_MAP_SIZE,
         transaction_seconds: float = DEFAULT_TRANSACTION_SECONDS,
-        redo_log: bool = False,
+        redo_log: bool | None = None,
         checkpoint_seconds: float = redo.DEFAULT_CHECKPOINT_SECONDS,
+        log_segment_bytes: int = redo.DEFAULT_SEGMENT_BYTES,
         batched_reads: bool = False,
     ) -> None:
+        if not durable and redo_log is None:
+            redo_log = False
         if redo_log and not durable:
             raise ValueError("redo_log=True makes commits durable through a log: it cannot go with durable=False")
         if not checkpoint_seconds > 0:
             raise ValueError(f"checkpoint_seconds must be positive, not {checkpoint_seconds}")
+        if log_segment_bytes < redo.MIN_SEGMENT_BYTES:
+            raise ValueError(f"log_segment_bytes must be at least {redo.MIN_SEGMENT_BYTES}, not {log_segment_bytes}")
         self.path = path
         self.url = f"lmdb:{path}"
         self.durable = durable
         self.group_commit = group_commit
         self.batched_reads = batched_reads
         self._transaction_seconds = transaction_seconds if transaction_seconds > 0 else float("inf")
-        self._shared = _Env.acquire(path, durable, map_size, redo_log, checkpoint_seconds)
+        self._shared = _Env.acquire(path, durable, map_size, redo_log, checkpoint_seconds, log_segment_bytes)
         self._env = self._shared.env
-        self.redo_log = self._shared.log  # the session's RedoLog (its counters), or None
-        self.shared_by_processes = self.redo_log is None  # a redo-log session has the store to itself
+        self.redo_log = self._shared.log  # this process's RedoLog (its counters), or None
+        self.shared_by_processes = True  # other processes may open it too, in the same mode
         self._queue: deque[_Pending] = deque()
         self._queue_lock = threading.Lock()
         self._turn = threading.Condition()  # guards _leading: one leader runs batches at a time
@@ -751,8 +847,9 @@ class LmdbDatabase(Database):
 
 
 def open_lmdb(path: str, options: dict[str, str]) -> LmdbDatabase:
-    """Open from URL options: durable, group_commit, redo_log, batched_reads (booleans), map_size,
-    transaction_seconds, checkpoint_seconds."""
+    """Open from URL options: durable, group_commit, redo_log (default: the log when durable, as the
+    module docstring says), batched_reads
+    (booleans), map_size, transaction_seconds, checkpoint_seconds, log_segment_bytes."""
     known = {
         "durable",
         "group_commit",
@@ -760,6 +857,7 @@ def open_lmdb(path: str, options: dict[str, str]) -> LmdbDatabase:
         "map_size",
         "transaction_seconds",
         "checkpoint_seconds",
+        "log_segment_bytes",
         "batched_reads",
     }
     unknown = set(options) - known
@@ -771,8 +869,9 @@ def open_lmdb(path: str, options: dict[str, str]) -> LmdbDatabase:
         group_commit=option_boolean(options.get("group_commit", "true"), "group_commit"),
         map_size=int(options.get("map_size", DEFAULT_MAP_SIZE)),
         transaction_seconds=float(options.get("transaction_seconds", DEFAULT_TRANSACTION_SECONDS)),
-        redo_log=option_boolean(options.get("redo_log", "false"), "redo_log"),
+        redo_log=option_boolean(options["redo_log"], "redo_log") if "redo_log" in options else None,
         checkpoint_seconds=float(options.get("checkpoint_seconds", redo.DEFAULT_CHECKPOINT_SECONDS)),
+        log_segment_bytes=int(options.get("log_segment_bytes", redo.DEFAULT_SEGMENT_BYTES)),
         batched_reads=option_boolean(options.get("batched_reads", "false"), "batched_reads"),
     )
 

@@ -1,11 +1,11 @@
-"""A redo log that makes an LMDB commit durable with one small append instead of a B-tree flush.
+"""A redo log that makes an LMDB commit durable with one small write instead of a B-tree flush.
 
 LMDB makes a commit durable by writing every page the transaction changed (leaves and the
-branch pages above them, scattered over the file) and fsyncing them: about 54 scattered pages
-for one score at 1,000,000 records, 1.5-3 ms on the disk measured in docs/benchmarks.md.  In
-redo-log mode a commit instead appends its write set (the keys it set and cleared, 1-1.5 KB
-for one score) to a log and fdatasyncs that, then commits to LMDB without syncing
-(``MDB_NOSYNC``).  A checkpoint thread syncs the data file about once a second.
+branch pages above them, scattered over the file) and fsyncing them: 36 scattered pages for one
+score at 50,000 records, 54 at 1,000,000, 1.5-3 ms on the disk measured in docs/benchmarks.md.
+With the log (the default) a commit instead writes its write set (the keys it set and cleared,
+about 1 KB for one score) into a preallocated log segment and fdatasyncs that, then commits to
+LMDB without syncing (``MDB_NOSYNC``).  A checkpoint syncs the data file about once a second.
 
 ``MDB_NOSYNC`` alone is unsafe after an operating-system crash, for two reasons, and this
 module removes both:
@@ -13,7 +13,7 @@ module removes both:
 1. LMDB reuses a page as soon as no open snapshot needs it, so an unsynced commit may overwrite
    pages of the last snapshot that reached the disk.  Here a read transaction opened at the
    checkpoint's transaction (``C``) stays open until the next checkpoint is durable: LMDB then
-   reuses no page that snapshot ``C`` (or ``C - 1``) holds.
+   reuses no page that snapshot ``C`` holds.
 2. Unsynced commits rewrite LMDB's two meta pages (which name the current snapshot), and the
    disk may hold a meta page whose snapshot's pages never arrived.  A checkpoint saves both
    meta pages as they were when ``C`` was synced; recovery writes them back, so LMDB opens at
@@ -23,93 +23,76 @@ A write set is logged and synced before its LMDB commit, so no reader ever sees 
 a crash could take back.  The log records writes, not operations: replaying a range clear on
 the same state clears the same keys, so replay is exact.
 
-Files in the store directory:
+**Several processes** share one log (``serve --processes N``, reader processes, a CLI next to a
+server).  Records are written by whichever process holds LMDB's write lock, so they stay in
+commit order; the shared head (``redo.head``, see ``redo_format.py``) says where the next one
+goes.  One process, the checkpointer (it holds ``redo.checkpointer``, see ``store_lock.py``),
+makes the checkpoints and holds their pin.  Every commit of another process first checks that a
+checkpointer is alive; if none is (it closed, or died and took its pin with it), that process
+becomes the checkpointer and makes a checkpoint of the last commit before its own commit writes
+any page, so the pages of the last durable checkpoint are never overwritten unprotected.  A
+process that died between logging a commit and committing it leaves a record no commit
+followed: the next writer writes over it (its txn id says so), and recovery drops it in any case.
 
-| file | content |
-|---|---|
-| ``redo.lock`` | ``flock``: exclusive for a redo-log session, shared for other openers |
-| ``redo.gate`` | ``flock`` held while one opener takes its lock (and recovers, if it must) |
-| ``redo.checkpoint`` | txn id ``C``, the first log segment still needed, both meta pages, CRC |
-| ``redo.<n>.log`` | records ``(length, crc32, txn id, write set)`` appended in commit order |
+**Segments** are preallocated (zero-filled once, then recycled: a segment retired by a
+checkpoint becomes the next spare), so a commit's ``fdatasync`` changes no file-system metadata
+and costs one data write and a cache flush.  A session's first segment, and any segment a record
+overflows when no spare is ready, grows as an ordinary appended file instead.
 
-``redo.checkpoint`` exists exactly while a redo-log session is open or after one crashed: any
-opener that finds it, in either mode, recovers first.  A redo-log session needs the store to
-itself (one process); a clean close syncs the data file and removes the checkpoint and log.
+The last process to close a store syncs the data file and removes the checkpoint and the log: a
+cleanly closed store is a plain LMDB store, which every release reads.  After a crash, the next
+opener that finds the store free recovers it, in any mode.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import logging
 import os
-import struct
+import random
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from .api import StoreError
+from .redo_format import (
+    CHECKPOINT_FILE,
+    CLEAR,
+    CLEAR_RANGE,
+    DIRECTORY_MODE,
+    FILE_MODE,
+    HEAD_FILE,
+    RECORD,
+    SET,
+    SPARE_FILE,
+    Checkpoint,
+    Cursor,
+    Head,
+    RedoLogError,
+    Write,
+    decode_writes,
+    encode_writes,
+    fsync_directory,
+    meta_txnid,
+    read_records,
+    record_crc,
+    segment_name,
+    segment_seed,
+    segments,
+    superseding,
+    zero_fill,
+)
+from .store_lock import StoreLock
 
 _log = logging.getLogger(__name__)
 
-SET, CLEAR, CLEAR_RANGE = 1, 2, 3
-Write = tuple[int, bytes, bytes]  # (SET, key, value) | (CLEAR, key, b"") | (CLEAR_RANGE, begin, end)
-
-_RECORD = struct.Struct("<IIQ")  # payload length, crc32 of txn id and payload, txn id
-_WRITE = struct.Struct("<BHI")  # kind, length of the key (or begin), length of the value (or end)
-_CHECKPOINT = struct.Struct("<QQI")  # txn id, first log segment, meta page size
-_MAGIC = b"fdb-leaderboard redo checkpoint 1\n"
-_META_MAGIC = 0xBEEFC0DE
-_META_MAGIC_OFFSET = 16  # after the page header
-# MDB_meta.mm_txnid: after the page header, magic, version, address, map size, two MDB_db and last page
-_META_TXNID_OFFSET = 144
-
-LOCK_FILE = "redo.lock"
-DURABLE_FILE = "durable.lock"  # held (shared) by every durable opener
-FAST_FILE = "not-durable.lock"  # held (shared) by every opener with durable=false
-FILE_MODE = 0o600  # store files are the owner's only
-DIRECTORY_MODE = 0o700
-GATE_FILE = "redo.gate"
-CHECKPOINT_FILE = "redo.checkpoint"
 DEFAULT_CHECKPOINT_SECONDS = 1.0
-DEFAULT_CHECKPOINT_BYTES = 64 << 20  # a segment this long triggers a checkpoint early
-
-
-class RedoLogError(StoreError):
-    """The redo log or its checkpoint is unreadable, or a log write failed."""
-
-
-def encode_writes(writes: Sequence[Write]) -> bytes:
-    pack = _WRITE.pack
-    return b"".join(pack(kind, len(a), len(b)) + a + b for kind, a, b in writes)
-
-
-def decode_writes(payload: bytes) -> Iterator[Write]:
-    position, end, unpack = 0, len(payload), _WRITE.unpack_from
-    while position < end:
-        kind, a_length, b_length = unpack(payload, position)
-        position += _WRITE.size
-        a = payload[position : position + a_length]
-        position += a_length
-        yield kind, a, payload[position : position + b_length]
-        position += b_length
-
-
-def _record_crc(txnid: int, payload: bytes) -> int:
-    """A record's checksum covers its transaction id, so a record cannot pass for another's."""
-    return zlib.crc32(payload, zlib.crc32(struct.pack("<Q", txnid)))
-
-
-def meta_txnid(page: bytes) -> int | None:
-    """The transaction id an LMDB meta page names, or None if it is not a meta page."""
-    if len(page) < _META_TXNID_OFFSET + 8:
-        return None
-    if struct.unpack_from("<I", page, _META_MAGIC_OFFSET)[0] != _META_MAGIC:
-        return None
-    return struct.unpack_from("<Q", page, _META_TXNID_OFFSET)[0]
+DEFAULT_SEGMENT_BYTES = 4 << 20  # zero-filled in milliseconds; about 4,000 commits of one score
+MIN_SEGMENT_BYTES = 64 << 10
+_POLL_SECONDS = 0.1  # how often a process looks at what other processes of its session did
+# A session prepares a preallocated segment only once it has logged this much: a short session
+# (a CLI command, a test) never pays for zero-filling one.
+_PREALLOCATE_AFTER = 256 << 10
 
 
 def committed(env: Any, txnid: int) -> bool:
@@ -117,198 +100,24 @@ def committed(env: Any, txnid: int) -> bool:
     return env.info()["last_txnid"] >= txnid
 
 
-def _fsync_directory(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _segment_name(number: int) -> str:
-    return f"redo.{number:012d}.log"
-
-
-def _segments(path: str) -> list[tuple[int, str]]:
-    """The log segments in ``path``, oldest first."""
-    found = []
-    for name in os.listdir(path):
-        if name.startswith("redo.") and name.endswith(".log") and name[5:-4].isdigit():
-            found.append((int(name[5:-4]), os.path.join(path, name)))
-    return sorted(found)
-
-
-def read_records(data: bytes) -> tuple[list[tuple[int, bytes]], int]:
-    """The whole records at the start of ``data`` as (txn id, payload), and where they end.
-
-    A record cut short or failing its CRC ends the valid part: only the last append can be
-    torn, because the next one starts after the previous one's sync.
-    """
-    records, position = [], 0
-    while position + _RECORD.size <= len(data):
-        length, crc, txnid = _RECORD.unpack_from(data, position)
-        start = position + _RECORD.size
-        payload = data[start : start + length]
-        if len(payload) < length or _record_crc(txnid, payload) != crc:
-            break
-        records.append((txnid, payload))
-        position = start + length
-    return records, position
-
-
-class Checkpoint:
-    """The last durable checkpoint: LMDB's state at txn ``txnid`` and where the log resumes."""
-
-    __slots__ = ("txnid", "first_segment", "metas")
-
-    def __init__(self, txnid: int, first_segment: int, metas: bytes) -> None:
-        self.txnid = txnid
-        self.first_segment = first_segment
-        self.metas = metas  # both meta pages, as the data file held them when txnid was synced
-
-    def encode(self) -> bytes:
-        body = _MAGIC + _CHECKPOINT.pack(self.txnid, self.first_segment, len(self.metas) // 2) + self.metas
-        return body + struct.pack("<I", zlib.crc32(body))
-
-    @classmethod
-    def decode(cls, raw: bytes, where: str) -> Checkpoint:
-        body, crc = raw[:-4], raw[-4:]
-        if len(raw) < len(_MAGIC) + _CHECKPOINT.size + 4 or not body.startswith(_MAGIC):
-            raise RedoLogError(f"{where} is not a redo-log checkpoint")
-        if struct.unpack("<I", crc)[0] != zlib.crc32(body):
-            raise RedoLogError(f"{where} fails its checksum: the store cannot be recovered safely")
-        txnid, first_segment, page_size = _CHECKPOINT.unpack_from(body, len(_MAGIC))
-        metas = body[len(_MAGIC) + _CHECKPOINT.size :]
-        if len(metas) != 2 * page_size:
-            raise RedoLogError(f"{where} holds {len(metas)} bytes of meta pages, not two of {page_size}")
-        return cls(txnid, first_segment, metas)
-
-    def save(self, path: str) -> None:
-        """Replace the checkpoint file atomically and durably."""
-        target = os.path.join(path, CHECKPOINT_FILE)
-        temporary = target + ".tmp"
-        with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "wb") as out:
-            out.write(self.encode())
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, target)
-        _fsync_directory(path)
-
-    @classmethod
-    def load(cls, path: str) -> Checkpoint | None:
-        target = os.path.join(path, CHECKPOINT_FILE)
-        try:
-            with open(target, "rb") as source:
-                return cls.decode(source.read(), target)
-        except FileNotFoundError:
-            return None
-
-
-class StoreLock:
-    """The ``flock`` that keeps a redo-log session alone with its store.
-
-    Openers decide, recover and turn an exclusive lock into a shared one inside ``gate()``, one
-    at a time: ``flock`` may drop a lock before granting its new mode, and another opener must
-    not take the store alone in between.
-    """
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.fd = os.open(os.path.join(path, LOCK_FILE), os.O_RDWR | os.O_CREAT, FILE_MODE)
-        self.mode_fd = -1
-
-    @contextlib.contextmanager
-    def gate(self, wait_seconds: float = 60.0) -> Iterator[None]:
-        """Hold the store's opening gate (an ``flock`` on its own file) for the block."""
-        fd = os.open(os.path.join(self.path, GATE_FILE), os.O_RDWR | os.O_CREAT, FILE_MODE)
-        try:
-            deadline = time.monotonic() + wait_seconds
-            while not _try_flock(fd, fcntl.LOCK_EX):
-                if time.monotonic() > deadline:
-                    raise StoreError(
-                        f"{self.path} has been opening in another process for {wait_seconds:g} s (recovering "
-                        "after a crash, or stuck); try again once it is open"
-                    )
-                time.sleep(0.01)
-            yield
-        finally:
-            os.close(fd)  # releases the gate
-
-    def take(self, alone: bool) -> bool:
-        """Inside the gate: hold the store exclusively if no one else has it (True), else share it.
-
-        ``alone`` (a redo-log session) refuses to share.
-        """
-        if _try_flock(self.fd, fcntl.LOCK_EX):
-            return True
-        if alone:
-            raise StoreError(f"{self.path} is open in another process; a redo-log session needs the store to itself")
-        self.shared()
-        return False
-
-    def shared(self) -> None:
-        """Take the shared lock; inside the gate only a redo-log session can hold it exclusively."""
-        if not _try_flock(self.fd, fcntl.LOCK_SH):
-            raise StoreError(
-                f"{self.path} is open in redo-log mode by another process, which needs it alone; reach the "
-                "store through that process (its gRPC service) or close it first"
-            )
-
-    def hold_durability(self, durable: bool) -> None:
-        """Inside the gate: refuse if another process has the store open with the other durability,
-        then mark this opener's (a shared ``flock`` on a file per setting, released at close or death).
-
-        A non-durable opener would otherwise commit without syncing into a store whose server
-        promises durable writes (or the reverse)."""
-        mine, other = (DURABLE_FILE, FAST_FILE) if durable else (FAST_FILE, DURABLE_FILE)
-        probe = os.open(os.path.join(self.path, other), os.O_RDWR | os.O_CREAT, FILE_MODE)
-        try:
-            if not _try_flock(probe, fcntl.LOCK_EX):
-                raise StoreError(
-                    f"{self.path} is open in another process with durable={not durable}; open it with the same "
-                    "durability (or reach it through that process)"
-                )
-        finally:
-            os.close(probe)
-        self.mode_fd = os.open(os.path.join(self.path, mine), os.O_RDWR | os.O_CREAT, FILE_MODE)
-        fcntl.flock(self.mode_fd, fcntl.LOCK_SH)
-
-    def close(self) -> None:
-        if self.mode_fd >= 0:
-            os.close(self.mode_fd)
-            self.mode_fd = -1
-        if self.fd >= 0:
-            os.close(self.fd)  # releases the lock
-            self.fd = -1
-
-
-def _try_flock(fd: int, operation: int) -> bool:
-    try:
-        fcntl.flock(fd, operation | fcntl.LOCK_NB)
-        return True
-    except OSError as exc:
-        if exc.errno in (errno.EAGAIN, errno.EACCES):
-            return False
-        raise
-
-
 def recover(
     path: str, open_env: Callable[[], Any], apply: Callable[[Any, Iterator[Write]], None]
 ) -> tuple[Any, int | None]:
     """Bring a store whose redo-log session did not close cleanly back to its last logged commit.
 
-    Call with the store locked exclusively.  Restores the checkpoint's meta pages, then opens
-    LMDB with ``open_env()`` and replays the logged write sets after the checkpoint in commit
-    order, one transaction each (``apply(txn, writes)`` makes the writes).  A read transaction
-    holds the checkpoint's snapshot meanwhile, so a crash during recovery leaves it intact for
-    the next attempt.  Removes the checkpoint and the log once the data file is synced.
-    Returns the environment and how many write sets were replayed (None: nothing to recover).
+    Call with the store held alone.  Restores the checkpoint's meta pages, then opens LMDB with
+    ``open_env()`` and replays the logged write sets after the checkpoint in commit order, one
+    transaction each (``apply(txn, writes)`` makes the writes).  A read transaction holds the
+    checkpoint's snapshot meanwhile, so a crash during recovery leaves it intact for the next
+    attempt.  Removes the checkpoint and the log once the data file is synced.  Reads the
+    checkpoints and logs of this release and of the one before.  Returns the environment and how
+    many write sets were replayed (None: nothing to recover).
     """
     checkpoint = Checkpoint.load(path)
     if checkpoint is None:
-        finish(path)  # log segments left by a clean close that stopped before removing them
+        finish(path)  # log files left by a clean close that stopped before removing them
         return open_env(), None
-    replay = _logged_after(path, checkpoint)
+    replay = logged_after(path, checkpoint)
     fd = os.open(os.path.join(path, "data.mdb"), os.O_RDWR)
     try:
         os.pwrite(fd, checkpoint.metas, 0)
@@ -332,9 +141,30 @@ def recover(
     return env, len(replay)
 
 
-def _logged_after(path: str, checkpoint: Checkpoint) -> list[tuple[int, bytes]]:
+def logged_after(path: str, checkpoint: Checkpoint) -> list[tuple[int, bytes]]:
     """The logged write sets committed after ``checkpoint``, in commit order."""
-    needed = [(number, segment) for number, segment in _segments(path) if number >= checkpoint.first_segment]
+    needed = [(number, segment) for number, segment in segments(path) if number >= checkpoint.first_segment]
+    if checkpoint.format == 1:
+        return _logged_after_v1(checkpoint, needed)
+    found: list[tuple[int, bytes]] = []
+    expected, gap = checkpoint.first_segment, None
+    for number, segment in needed:
+        with open(segment, "rb") as source:
+            records, _ = read_records(source.read(), segment_seed(checkpoint.session, number))
+        if number != expected and gap is None:
+            gap = expected  # fine if no later segment holds a record: spares are numbered ahead
+        if records and gap is not None:
+            raise RedoLogError(
+                f"{path}: log segment {gap} is missing and a later one holds commits: the store cannot be "
+                "recovered safely"
+            )
+        found.extend(records)
+        expected = number + 1
+    return superseding(iter(found), checkpoint.txnid)
+
+
+def _logged_after_v1(checkpoint: Checkpoint, needed: list[tuple[int, str]]) -> list[tuple[int, bytes]]:
+    """The same for a log of the release before: appended segments, records checksummed without a seed."""
     replay: list[tuple[int, bytes]] = []
     for position, (_, segment) in enumerate(needed):
         with open(segment, "rb") as source:
@@ -352,48 +182,97 @@ def finish(path: str) -> None:
     """End a session after the data file was synced: without a checkpoint nothing is recovered."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(os.path.join(path, CHECKPOINT_FILE))
-    _fsync_directory(path)
-    for _, segment in _segments(path):
+    fsync_directory(path)
+    for _, segment in segments(path):
         os.unlink(segment)
+    # (and what a crash may leave of a spare being zero-filled or a checkpoint being saved)
+    for name in (SPARE_FILE, SPARE_FILE + ".tmp", CHECKPOINT_FILE + ".tmp", HEAD_FILE):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(path, name))
+
+
+class _Chosen:
+    """A checkpoint chosen under the write lock, to be made durable after it."""
+
+    __slots__ = ("pin", "txnid", "metas", "first_segment", "logged")
+
+    def __init__(self, pin: Any, txnid: int, metas: bytes, first_segment: int, logged: int) -> None:
+        self.pin, self.txnid, self.metas, self.first_segment, self.logged = pin, txnid, metas, first_segment, logged
 
 
 class RedoLog:
-    """The log of one redo-log session, its checkpoints and the snapshot they pin.
+    """One process's part of a redo-log session: its appends, and checkpoints while it is the checkpointer.
 
     ``commit`` logs a write transaction's writes and then commits it, while the transaction
     holds LMDB's write lock (so records are in commit order); ``checkpoint`` takes the write
-    lock itself for the moment it needs commits to stop.
+    lock itself for the moment it needs commits to stop.  ``first``: this process opened the
+    store alone and starts the session (its head, first segment and first checkpoint).
     """
 
     def __init__(
         self,
         path: str,
         env: Any,
+        lock: StoreLock,
+        first: bool,
         checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS,
-        checkpoint_bytes: int = DEFAULT_CHECKPOINT_BYTES,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
     ) -> None:
         self.path = path
         self.env = env
+        self.lock = lock
         self.page_size = env.stat()["psize"]
-        self.data_fd = os.open(os.path.join(path, "data.mdb"), os.O_RDONLY)
         self.checkpoint_seconds = checkpoint_seconds
-        self.checkpoint_bytes = checkpoint_bytes
         self.failed: BaseException | None = None
-        self.checkpoints = 0
-        self.logged_bytes = 0  # appended by this session, for measurements
+        self.checkpoints = 0  # made by this process
+        self.logged_bytes = 0  # appended by this process, for measurements
         self.append_seconds = 0.0  # spent writing and syncing the log
         self.checkpoint_sync_seconds = 0.0  # spent syncing the data file
-        self._segment_number = 0
-        self._segment_fd = -1
-        self._segment_size = 0
+        self.takeovers = 0  # times this process found no checkpointer and became it
         self._pin: Any = None  # the read transaction holding the last durable checkpoint's pages
-        self._checkpointed_txnid = -1
+        self._pinned = False  # this process is the checkpointer and made a checkpoint
+        self._checkpointed_at = time.monotonic()
         self._lock = threading.Lock()  # one checkpoint at a time
         self._wake = threading.Event()
         self._stopping = False
-        self.checkpoint()  # before any unsynced commit: every later one must be recoverable
+        self._fd, self._fd_segment = -1, 0  # the segment this process last wrote
+        self._seeds: dict[int, int] = {}
+        self.data_fd = os.open(os.path.join(path, "data.mdb"), os.O_RDONLY)
+        try:
+            self.head = self._start(segment_bytes) if first else Head(path)
+        except BaseException:
+            if self._pin is not None:
+                self._pin.abort()
+            os.close(self.data_fd)
+            raise
         self._thread = threading.Thread(target=self._run, name=f"redo-log checkpoints {path}", daemon=True)
         self._thread.start()
+
+    @property
+    def segment_bytes(self) -> int:
+        """The size of the session's preallocated segments (its first process's choice)."""
+        return self.head.segment_bytes
+
+    @property
+    def checkpoint_bytes(self) -> int:
+        """A checkpoint is due once this much was logged since the last one: full segments are soon
+        retired (and recycled), so a session writing fast keeps few of them."""
+        return 2 * self.head.segment_bytes
+
+    def _start(self, segment_bytes: int) -> Head:
+        """A new session: nothing of an earlier one is left (recovery or a clean close removed it)."""
+        finish(self.path)
+        self.head = Head(self.path, create=(random.getrandbits(63) | 1, segment_bytes))
+        self._create_segment(1)
+        self.head.set_cursor(Cursor(1, 0, 0, 0, 0, 0))
+        if not self.lock.take_checkpointer():
+            raise RedoLogError(f"{self.path}: another process makes the checkpoints of a store opened alone")
+        writer = self.env.begin(write=True)
+        try:
+            self._take_over(writer.id())  # before any unsynced commit: every later one must be recoverable
+        finally:
+            writer.abort()
+        return self.head
 
     # -- appends -----------------------------------------------------------------------------
 
@@ -404,131 +283,306 @@ class RedoLog:
         transaction id to the next write transaction, and a replay must not apply writes whose
         caller was told they failed.
         """
-        size, txnid = self._segment_size, txn.id()
-        self.append(txnid, writes)
+        txnid = txn.id()
+        segment, start = self.append(txnid, writes)
         try:
             txn.commit()
         except BaseException as exc:
             if not committed(self.env, txnid):
-                self._undo_append(size, exc)
+                self._withdraw(txnid, segment, start, exc)
             raise
 
-    def append(self, txnid: int, writes: Sequence[Write]) -> None:
-        """Log one commit's writes durably; the caller commits to LMDB only after this returns."""
+    def append(self, txnid: int, writes: Sequence[Write]) -> tuple[int, int]:
+        """Log one commit's writes durably (the caller holds LMDB's write lock with transaction
+        ``txnid``, and commits only after this returns); returns the record's segment and offset."""
         if self.failed is not None:
             raise RedoLogError(f"the redo log of {self.path} failed earlier; reopen the store") from self.failed
+        if not self._pinned and self.lock.take_checkpointer():
+            self._take_over(txnid)  # nothing protects the last checkpoint's pages until this returns
         payload = encode_writes(writes)
-        record = _RECORD.pack(len(payload), _record_crc(txnid, payload), txnid) + payload
-        size = self._segment_size
+        size = RECORD.size + len(payload)
+        head = self.head
+        cursor = head.cursor()
+        if cursor.last_txnid >= txnid:
+            cursor.end = cursor.last_start  # a record whose commit never happened: write over it
+        if cursor.room and cursor.end + size > cursor.room:
+            self._next_segment(cursor, size)
+        fd = self._segment_fd(cursor.segment)
+        record = RECORD.pack(len(payload), record_crc(self._seed(cursor.segment), txnid, payload), txnid) + payload
+        start = cursor.end
         started = time.perf_counter()
         try:
             written = 0
-            while written < len(record):  # a regular file takes it whole unless the disk is full
-                written += os.write(self._segment_fd, record[written:])
-            os.fdatasync(self._segment_fd)
+            while written < size:  # a regular file takes it whole unless the disk is full
+                written += os.pwrite(fd, record[written:], start + written)
+            os.fdatasync(fd)
         except BaseException as exc:  # an interrupt too: the caller is told this commit failed
-            self._undo_append(size, exc)
+            self._erase(fd, start, exc)
             if isinstance(exc, OSError):
                 raise RedoLogError(f"could not write the redo log of {self.path}: {exc}") from exc
             raise
-        self._segment_size = size + len(record)
-        self.logged_bytes += len(record)
+        cursor.last_txnid, cursor.last_start = txnid, start
+        cursor.end, cursor.logged = start + size, cursor.logged + size
+        head.set_cursor(cursor)
+        self.logged_bytes += size
         self.append_seconds += time.perf_counter() - started
-        if self._segment_size >= self.checkpoint_bytes:
-            self._wake.set()
+        return cursor.segment, start
 
-    def _undo_append(self, size: int, error: BaseException) -> None:
-        """Cut the log back to ``size`` bytes; if even that fails, refuse every later write.
+    def _seed(self, segment: int) -> int:
+        seed = self._seeds.get(segment)
+        if seed is None:
+            if len(self._seeds) > 64:
+                self._seeds.clear()
+            seed = self._seeds[segment] = segment_seed(self.head.session, segment)
+        return seed
 
-        (A record left behind that way is dropped by a clean close; only a crash replays it.)
+    def _segment_fd(self, segment: int) -> int:
+        if segment != self._fd_segment:
+            fd = os.open(os.path.join(self.path, segment_name(segment)), os.O_RDWR)
+            if self._fd >= 0:
+                os.close(self._fd)
+            self._fd, self._fd_segment = fd, segment
+        return self._fd
+
+    def _create_segment(self, number: int) -> None:
+        """A segment that grows with each record (no spare is ready); its name survives a crash."""
+        os.close(
+            os.open(os.path.join(self.path, segment_name(number)), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        )
+        fsync_directory(self.path)
+
+    def _next_segment(self, cursor: Cursor, size: int) -> None:
+        """Under the write lock: move ``cursor`` to the next segment, the ready spare if there is one."""
+        number = cursor.segment + 1
+        if self.head.spare() == number:
+            self.head.set_spare(0)
+            room = self.segment_bytes if size <= self.segment_bytes else 0
+        else:
+            self._create_segment(number)
+            room = 0
+        cursor.segment, cursor.end, cursor.room, cursor.last_start = number, 0, room, 0
+        self._wake.set()
+
+    def _erase(self, fd: int, start: int, error: BaseException) -> None:
+        """Make the record at ``start`` unreadable, durably; if even that fails, refuse every later write.
+
+        (A record left behind that way is dropped by a clean close, or superseded by the next
+        commit's; only a crash with nothing logged after it replays it.)
         """
         try:
-            os.ftruncate(self._segment_fd, size)
-            os.lseek(self._segment_fd, size, os.SEEK_SET)
-            os.fdatasync(self._segment_fd)
-            self.logged_bytes -= self._segment_size - size
-            self._segment_size = size
+            os.pwrite(fd, bytes(RECORD.size), start)
+            os.fdatasync(fd)
         except OSError:
             self.failed = error
 
+    def _withdraw(self, txnid: int, segment: int, start: int, error: BaseException) -> None:
+        """Take back the record of a commit that failed after it was logged.
+
+        LMDB released the write lock with the failed commit, so it is taken again: another
+        process may meanwhile have written over the record (its commit has the same txn id) or
+        after it, and then there is nothing to take back (its record supersedes this one).
+        """
+        try:
+            writer = self.env.begin(write=True)
+        except BaseException:
+            self.failed = error
+            return
+        try:
+            cursor = self.head.cursor()
+            if (cursor.segment, cursor.last_start, cursor.last_txnid) != (segment, start, txnid):
+                return
+            self._erase(self._segment_fd(segment), start, error)
+            if self.failed is None:
+                size = cursor.end - start
+                cursor.end, cursor.last_txnid, cursor.logged = start, txnid - 1, cursor.logged - size
+                self.head.set_cursor(cursor)
+                self.logged_bytes -= size
+        finally:
+            writer.abort()
+
     # -- checkpoints -------------------------------------------------------------------------
 
-    def checkpoint(self) -> bool:
-        """Make the data file durable up to the last commit; False if nothing was new.
+    def _choose(self, txnid: int) -> _Chosen:
+        """Under the write lock, with ``txnid`` the last commit: pin it as the next checkpoint."""
+        pin = self.env.begin()
+        try:
+            metas = os.pread(self.data_fd, 2 * self.page_size, 0)
+            pages = (metas[i * self.page_size : (i + 1) * self.page_size] for i in (0, 1))
+            named = sorted(meta_txnid(page) or 0 for page in pages)
+            if pin.id() != txnid or named[1] != txnid:
+                raise RedoLogError(
+                    f"LMDB's meta pages name transactions {named}, not {txnid}: unexpected data file layout"
+                )
+            cursor = self.head.cursor()
+            return _Chosen(pin, txnid, metas, cursor.segment, cursor.logged)
+        except BaseException:
+            pin.abort()
+            raise
 
-        Commits wait only while the snapshot is chosen and the log switches to a new segment;
-        the data file's sync runs while they go on (their pages are not part of the snapshot).
+    def _make_durable(self, chosen: _Chosen) -> None:
+        """Sync the data file and save ``chosen`` as the checkpoint; then its pin replaces the old one."""
+        try:
+            started = time.perf_counter()
+            os.fdatasync(self.data_fd)  # every page of the chosen snapshot, and its meta page
+            self.checkpoint_sync_seconds += time.perf_counter() - started
+            Checkpoint(chosen.txnid, chosen.first_segment, chosen.metas, self.head.session).save(self.path)
+        except BaseException:
+            chosen.pin.abort()  # the previous checkpoint, its pin and its log segments still hold
+            raise
+        if self._pin is not None:
+            self._pin.abort()  # the older snapshot's pages may now be reused
+        self._pin = chosen.pin
+        self.head.set_checkpointed(chosen.txnid, chosen.logged)
+        self._checkpointed_at = time.monotonic()
+        self.checkpoints += 1
+        self._retire(chosen.first_segment)
+        # Read transactions of processes that died (a pin among them) may go now: ours protects
+        # the checkpoint just made.
+        self.env.reader_check()
+
+    def _take_over(self, txnid: int) -> None:
+        """Under the write lock of transaction ``txnid``, as the new checkpointer: checkpoint ``txnid - 1``.
+
+        The last checkpoint's pin may have gone with the process that held it, and this
+        transaction may already have taken pages of that checkpoint's snapshot for its own; none is
+        written before it commits, and by then the checkpoint made here protects what a crash needs.
+        """
+        self._make_durable(self._choose(txnid - 1))
+        self._pinned = True
+        if self.head.cursor().logged:  # not the session's start
+            _log.info(
+                "%s: no process was making the redo log's checkpoints; process %d now does", self.path, os.getpid()
+            )
+        self.takeovers += 1
+
+    def checkpoint(self) -> bool:
+        """Make the data file durable up to the last commit; False if nothing was new, or if another
+        process makes the checkpoints.
+
+        Commits wait only while the snapshot is chosen; the data file's sync runs while they go on
+        (their pages are not part of the snapshot).
         """
         with self._lock:
-            pin = None
+            if not self.lock.take_checkpointer():
+                return False
+            writer = self.env.begin(write=True)
             try:
-                writer = self.env.begin(write=True)  # holds commits back while the snapshot is chosen
-                try:
-                    txnid = writer.id() - 1
-                    if txnid == self._checkpointed_txnid:
-                        return False
-                    pin = self.env.begin()
-                    metas = os.pread(self.data_fd, 2 * self.page_size, 0)
-                    pages = (metas[i * self.page_size : (i + 1) * self.page_size] for i in (0, 1))
-                    named = sorted(meta_txnid(page) or 0 for page in pages)
-                    if pin.id() != txnid or named[1] != txnid:
-                        raise RedoLogError(
-                            f"LMDB's meta pages name transactions {named}, not {txnid}: unexpected data file layout"
-                        )
-                    previous_fd = self._segment_fd
-                    self._open_segment(self._segment_number + 1)
-                finally:
-                    writer.abort()
-                if previous_fd >= 0:
-                    os.close(previous_fd)
-                started = time.perf_counter()
-                os.fdatasync(self.data_fd)  # every page of snapshot txnid, and its meta page
-                self.checkpoint_sync_seconds += time.perf_counter() - started
-                Checkpoint(txnid, self._segment_number, metas).save(self.path)
-            except BaseException:
-                if pin is not None:
-                    pin.abort()  # the previous checkpoint, its pin and its log segments still hold
-                raise
-            for number, segment in _segments(self.path):
-                if number < self._segment_number:
-                    os.unlink(segment)
-            if self._pin is not None:
-                self._pin.abort()  # the older snapshot's pages may now be reused
-            self._pin = pin
-            self._checkpointed_txnid = txnid
-            self.checkpoints += 1
+                if not self._pinned:  # the checkpointer went away and no commit came to take over
+                    self._take_over(writer.id())
+                    return True
+                txnid = writer.id() - 1
+                if txnid == self.head.checkpointed()[0]:
+                    return False
+                chosen = self._choose(txnid)
+            finally:
+                writer.abort()
+            self._make_durable(chosen)
             return True
 
-    def _open_segment(self, number: int) -> None:
-        name = os.path.join(self.path, _segment_name(number))
-        self._segment_fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, FILE_MODE)
-        _fsync_directory(self.path)  # the segment must still be found after a crash
-        self._segment_number = number
-        self._segment_size = 0
+    def _retire(self, first_segment: int) -> None:
+        """Drop the segments before ``first_segment``; a full-size one becomes the next spare."""
+        spare = os.path.join(self.path, SPARE_FILE)
+        for number, segment in segments(self.path):
+            if number >= first_segment:
+                break
+            if not os.path.exists(spare) and os.path.getsize(segment) == self.segment_bytes:
+                os.rename(segment, spare)
+            else:
+                os.unlink(segment)
+
+    def _keep_a_spare(self) -> None:
+        """Once the session logs, keep a preallocated segment ready for the next switch: the one a
+        checkpoint recycled (``redo.spare``), or one zero-filled here."""
+        if self.head.cursor().logged < min(_PREALLOCATE_AFTER, self.segment_bytes // 4):
+            return
+        spare = os.path.join(self.path, SPARE_FILE)
+        if not self.head.spare():
+            self._zero_filled(spare)
+            writer = self.env.begin(write=True)
+            try:
+                cursor = self.head.cursor()
+                number = cursor.segment + 1
+                os.rename(spare, os.path.join(self.path, segment_name(number)))
+                fsync_directory(self.path)  # the name must survive a crash before a record goes in
+                if cursor.room == 0:  # a growing segment: move to the preallocated one at once
+                    cursor.segment, cursor.end, cursor.room, cursor.last_start = number, 0, self.segment_bytes, 0
+                    self.head.set_cursor(cursor)
+                else:
+                    self.head.set_spare(number)
+            finally:
+                writer.abort()
+
+    def _zero_filled(self, spare: str) -> None:
+        if not os.path.exists(spare):
+            fd = os.open(spare + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+            try:
+                zero_fill(fd, self.segment_bytes)
+            finally:
+                os.close(fd)
+            os.rename(spare + ".tmp", spare)
+
+    def _due(self) -> bool:
+        logged = self.head.checkpointed()[1]
+        if self.head.cursor().logged - logged >= self.checkpoint_bytes:
+            return True
+        return time.monotonic() - self._checkpointed_at >= self.checkpoint_seconds
 
     def _run(self) -> None:
+        poll = min(self.checkpoint_seconds, _POLL_SECONDS)
         while not self._stopping:
-            self._wake.wait(self.checkpoint_seconds)
+            self._wake.wait(poll)
             self._wake.clear()
             if self._stopping:
                 break
             try:
-                self.checkpoint()
+                if not self._pinned or self._due():
+                    self.checkpoint()
+                if self._pinned:
+                    self._keep_a_spare()
             except Exception:  # the last durable checkpoint and its pin still hold: try again later
                 _log.exception("redo-log checkpoint of %s failed", self.path)
 
-    def close(self) -> None:
-        """End the session cleanly: sync the data file, then drop the checkpoint and the log."""
+    def close(self, alone: bool) -> None:
+        """End this process's part; ``alone`` (no other process has the store open) ends the session
+        cleanly: sync the data file, then drop the checkpoint and the log."""
         self._stopping = True
         self._wake.set()
         self._thread.join()
         with self._lock:
-            writer = self.env.begin(write=True)
-            writer.abort()  # no commit is in flight: the last one's pages were handed to the OS
-            os.fdatasync(self.data_fd)
-            finish(self.path)
+            if alone:
+                writer = self.env.begin(write=True)
+                writer.abort()  # no commit is in flight: the last one's pages were handed to the OS
+                os.fdatasync(self.data_fd)
+                finish(self.path)
+            # Another process must take over before its next commit: give up the role, then the pin.
+            self.lock.give_up_checkpointer()
             if self._pin is not None:
                 self._pin.abort()
                 self._pin = None
-            os.close(self._segment_fd)
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+            self.head.close()
             os.close(self.data_fd)
+
+
+__all__ = [
+    "CHECKPOINT_FILE",
+    "CLEAR",
+    "CLEAR_RANGE",
+    "DEFAULT_CHECKPOINT_SECONDS",
+    "DEFAULT_SEGMENT_BYTES",
+    "DIRECTORY_MODE",
+    "FILE_MODE",
+    "MIN_SEGMENT_BYTES",
+    "SET",
+    "Checkpoint",
+    "RedoLog",
+    "RedoLogError",
+    "StoreLock",
+    "Write",
+    "committed",
+    "finish",
+    "read_records",
+    "recover",
+]

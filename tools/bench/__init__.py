@@ -17,7 +17,8 @@ Harness:
 The product benchmark (``tools/bench.py``, :mod:`bench.product`), on :mod:`bench.data`,
 keeping its results in a :class:`bench.suite.Run`:
 
-- :mod:`bench.submissions`: submitting scores in-process (durable=false, durable, redo log);
+- :mod:`bench.submissions`: submitting scores in-process (durable=false, durable by the redo log,
+  durable with synced pages);
 - :mod:`bench.reads`: rank, top 10, around-me (the same reads for every system);
 - :mod:`bench.bulk`: bulk load and fill in-process, and the storage a load takes;
 - :mod:`bench.via_grpc`: the same workloads through the gRPC server;

@@ -50,8 +50,8 @@ class Data:
     """Everything the workloads use, drawn once from the seed (shared by every aggregation)."""
 
     records: list[tuple[int, int]]  # (score, ts) of player i
-    # S0 (durable=false), S1, S2 (in-process), S3, S4 (gRPC), count; with the redo log: L1, L2
-    # (in-process), L3, L4 (gRPC)
+    # S0 (durable=false), S1, S2 (in-process), S3, S4 (gRPC), count; with synced pages
+    # (redo_log=false): L1, L2 (in-process), L3, L4 (gRPC)
     submissions: dict[str, list[Submission]]
     rank_day_pks: list[int]  # records with a value in the current daily window
     rank_all_pks: list[int]

@@ -19,9 +19,17 @@ later writes cache single pages), each of ``--rounds`` rounds (proportionally fe
 pages, at least 10) writes k 4-KiB pages with ``pwrite`` and then calls ``fdatasync``, the pages
 either scattered (a random sample of the file's pages, in file order) or contiguous (a run at a
 random place), for k in ``--pages``.  One more row appends a 200-byte record to a log file and ``fdatasync``s it, as
-Redis's ``appendfsync always`` does for each write.  A durable LMDB commit writes every page
-it changed, wherever the B-tree keeps it, then syncs: ``tools/bench.py`` notes how many pages
-its durable submissions wrote per commit, and this table prices such a commit on this disk.
+Redis's ``appendfsync always`` does for each write.  A durable LMDB commit with ``redo_log=false``
+writes every page it changed, wherever the B-tree keeps it, then syncs: ``tools/bench.py`` notes how
+many pages such submissions wrote per commit, and this table prices such a commit on this disk.
+
+**The floor of a durable commit: one 1-KB write and one fdatasync** (:func:`sync_floor`, also
+measured by ``tools/bench.py`` in the store's directory before its submissions, which it prints
+its durable rows' ratios to).  A commit of the redo log (the default) writes about 1 KB into a
+preallocated segment and syncs it; Redis's AOF appends to a growing file.  Both are timed, in
+alternating blocks of 50: ``--rounds`` writes of 1 KB at the end of a growing file, each followed by
+``fdatasync`` (a file-size change: the file system's journal commits too), and as many into a
+zero-filled, synced file (data only).  Nothing durable can cost less on this disk.
 
 **A bulk load's bare writes.**  The keys and values a load into an empty index stores for
 each of ``--load-records`` records of ``tools/bench.py``'s data (one score, 4 windows), built
@@ -59,10 +67,12 @@ from .data import bench_directory, make_data
 from .output import environment, markdown, table, write_json
 from .processes import ServerProcess
 from .stores import store_url
-from .timing import Sample, time_concurrent, time_each
+from .timing import Sample, merge, time_concurrent, time_each
 
 PAGE = 4096
 LOG_RECORD = 200
+COMMIT_RECORD = 1024  # about what the redo log writes for one submission
+FLOOR_BLOCK = 50  # rounds of one kind before the other kind's
 WARM_UP_CALLS = 200
 LOAD_BATCH = 500  # records per transaction, as tools/bench.py loads
 NODE_BATCH = 20_000  # ranked-set nodes per transaction, as a fill step appends them
@@ -183,6 +193,44 @@ def disk_floor(directory: str, file_mib: int, rounds: int, page_counts: Sequence
     return out
 
 
+def sync_floor(directory: str, rounds: int, seed: int) -> dict[str, Any]:
+    """``rounds`` 1-KB writes each made durable with ``fdatasync``: appended to a growing file, and
+    written into a preallocated one, in alternating blocks (the disk's mood changes by the second)."""
+    rng = random.Random(seed)
+    record = rng.randbytes(COMMIT_RECORD)
+    appended: list[Sample] = []
+    preallocated: list[Sample] = []
+    with tempfile.TemporaryDirectory(prefix="bench-floor-", dir=directory) as scratch:
+        grow = os.open(os.path.join(scratch, "appended"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fixed = os.open(os.path.join(scratch, "preallocated"), os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            zeros = bytes(COMMIT_RECORD * rounds)
+            os.write(fixed, zeros)
+            os.fsync(fixed)
+            done = 0
+            while done < rounds:
+                block = range(done, min(rounds, done + FLOOR_BLOCK))
+                appended.append(time_each(lambda _: (os.write(grow, record), os.fdatasync(grow)), block)[0])
+                preallocated.append(
+                    time_each(lambda i: (os.pwrite(fixed, record, i * COMMIT_RECORD), os.fdatasync(fixed)), block)[0]
+                )
+                done = block.stop
+        finally:
+            os.close(grow)
+            os.close(fixed)
+    return {
+        "bytes": COMMIT_RECORD,
+        "appended": _row(merge(appended)),
+        "preallocated": _row(merge(preallocated)),
+    }
+
+
+def floor_us(floor: dict[str, Any]) -> float:
+    """The least a durable commit costs here: the median of the cheaper of the two ways of writing 1 KB
+    (the median, as one slow sync of a shared disk says nothing about the disk)."""
+    return 1000 * min(floor["appended"]["p50_ms"], floor["preallocated"]["p50_ms"])
+
+
 # -- bulk load ----------------------------------------------------------------------------------
 
 
@@ -291,6 +339,8 @@ def tables(fig: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
             [f"append {LOG_RECORD} bytes to a log (Redis AOF)", f"{append['p50_ms']:.2f} / {append['p90_ms']:.2f}", ""]
         )
         out.append((f"A durable write ({fig['config']['file_mib']:,} MiB file)", headers, rows))
+    if fig.get("sync_floor"):
+        out.append(("The floor of a durable commit", *sync_floor_table(fig["sync_floor"])))
     if fig.get("load"):
         load = fig["load"]
         headers = ["a load's bare writes, per record", "us", "records/s"]
@@ -305,6 +355,24 @@ def tables(fig: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
     return out
 
 
+def sync_floor_table(floor: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    headers = [f"write {floor['bytes']:,} bytes, then fdatasync", "p50 ms", "p90 ms", "mean ms", "commits/s"]
+    rows = []
+    for name, label in (("appended", "appended to a growing file (Redis's AOF)"),
+                        ("preallocated", "into a preallocated file (the redo log's segments)")):  # fmt: skip
+        row = floor[name]
+        rows.append(
+            [
+                label,
+                f"{row['p50_ms']:.3f}",
+                f"{row['p90_ms']:.3f}",
+                f"{row['mean_ms']:.3f}",
+                f"{1 / row['mean_ms'] * 1000:,.0f}",
+            ]
+        )
+    return headers, rows
+
+
 def main(args: argparse.Namespace) -> int:
     """The floors asked for by parsed ``args``: tables on stdout, the figures as JSON if asked."""
     fig: dict[str, Any] = {
@@ -316,6 +384,7 @@ def main(args: argparse.Namespace) -> int:
         fig["grpc"] = grpc_floor(args.calls, args.threads)
     if args.disk:
         fig["disk"] = disk_floor(args.dir, args.file_mib, args.rounds, args.pages, args.seed)
+        fig["sync_floor"] = sync_floor(args.dir, max(args.rounds, 1000), args.seed)
     if args.load:
         fig["load"] = load_floor(args.dir, args.load_records, args.seed)
     for caption, headers, rows in tables(fig):

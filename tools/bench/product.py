@@ -3,13 +3,15 @@
 Per ``--aggregations`` entry, on a fresh embedded store (a subdirectory of ``--dir``) and fresh
 Redis servers, in this order: the in-process load (durable=false, :mod:`bench.bulk`), the raw
 store rounds (:mod:`bench.rawstore`), submissions with durable=false; the store reopened
-durable: operation counts (:mod:`bench.counting`), reads (:mod:`bench.reads`), submissions
-(:mod:`bench.submissions`); reopened with the redo log: submissions; then, through a server
-over the durable store (:mod:`bench.via_grpc`), reads and submissions, the in-process fill
-(while that server runs), the gRPC fill and a gRPC load; through a server on the redo-log URL,
-submissions and a load; with ``--fdb``, the same data and workloads on FoundationDB
-(:mod:`bench.on_fdb`); last Redis (:mod:`bench.redis_sets`).  The figures of every run, the
-configuration and the machine make one JSON document; :mod:`bench.report` prints it.
+durable (the redo log, the default): operation counts (:mod:`bench.counting`), reads
+(:mod:`bench.reads`), the floor of a durable commit (:func:`bench.floors.sync_floor`),
+submissions (:mod:`bench.submissions`); reopened with ``redo_log=false`` (pages synced):
+submissions; then, through a server over the durable store (:mod:`bench.via_grpc`), reads and
+submissions, the in-process fill (while that server runs, sharing its log), the gRPC fill and a
+gRPC load; through a server on the ``redo_log=false`` URL, submissions and a load; with
+``--fdb``, the same data and workloads on FoundationDB (:mod:`bench.on_fdb`); last Redis
+(:mod:`bench.redis_sets`).  The figures of every run, the configuration and the machine make one
+JSON document; :mod:`bench.report` prints it.
 
 **Store cost**: each of our operations runs again through a counting ``Database`` wrapper
 (:mod:`bench.counting`; the submissions' and the fill step's writes rolled back), giving the
@@ -38,6 +40,7 @@ from fdb_leaderboard.service.catalog import Catalog
 
 from . import bulk, on_fdb, reads, submissions, via_grpc
 from .data import INDEX_NAME, NOW, make_data
+from .floors import sync_floor
 from .output import ROOT, environment, write_json
 from .processes import ServerProcess
 from .rawstore import measure_on_scratch_keys
@@ -50,6 +53,7 @@ from .timing import log
 RAW_KEYS = 20_000  # scratch keys of the raw store rounds
 RAW_BATCH = 1_000
 RAW_ROUNDS = 3
+SYNC_FLOOR_ROUNDS = 1000
 
 
 def measure(run: Run) -> None:
@@ -77,18 +81,21 @@ def ours(run: Run) -> None:
             via_grpc.reads_and_submissions(run, server.address)
             bulk.fill(run)
             via_grpc.fill_and_load(run, server.address)
-        with ServerProcess(run.store.url_with(durable=True, redo_log=True)) as server:
-            via_grpc.redo_log(run, server.address)
+        with ServerProcess(run.store.url_with(durable=True, redo_log=False)) as server:
+            via_grpc.synced(run, server.address)
     else:
         bulk.fill(run)
 
 
 def ours_durable(run: Run) -> None:
-    """Counts, reads and submissions on the durable store, then submissions with the redo log."""
+    """Counts, reads and submissions on the durable store (the redo log), then submissions with
+    synced pages; before the submissions, the floor of a durable commit on the store's disk."""
     db = run.store.open(durable=True)
     try:
         as_lmdb(db)._env.sync(True)  # flush what the durable=false phase left, outside any timing
         index = Catalog(db).get(INDEX_NAME)
+        log("  the floor of a durable commit: bare 1-KB writes and fdatasyncs beside the store")
+        run.sync_floor = sync_floor(os.path.dirname(as_lmdb(db).path) or ".", SYNC_FLOOR_ROUNDS, run.args.seed)
         log("  counting store operations of reads and submissions")
         run.count("submit", index, lambda ix: submissions.submit_all(ix, run.data.submissions["count"]), rollback=True)
         reads.count_reads(run, index)
@@ -96,7 +103,7 @@ def ours_durable(run: Run) -> None:
         submissions.durable(run, db, index)
     finally:
         db.close()
-    submissions.redo_log(run)
+    submissions.synced(run)
 
 
 def main(args: argparse.Namespace, argv: Sequence[str] | None) -> int:

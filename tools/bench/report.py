@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .data import WINDOWS_PER_SCORE
+from .floors import floor_us, sync_floor_table
 from .output import fmt_ms, fmt_rate, fmt_ratio, markdown, table
 from .suite import WORKLOADS
 
@@ -25,9 +26,9 @@ Table = tuple[list[str], list[list[str]]]
 SYSTEM_ORDER = (
     "ours_nondurable",
     "ours",
-    "ours_log",
+    "ours_synced",
     "ours_grpc",
-    "ours_grpc_log",
+    "ours_grpc_synced",
     "fdb",
     "fdb_grpc",
     "redis",
@@ -43,9 +44,12 @@ def main_table(fig: dict[str, Any], cfg: dict[str, Any]) -> Table:
     """One heading row per workload, then one row per system.
 
     "vs Redis" is our throughput over Redis's without persistence; "vs Redis AOF" (durable
-    rows of ours only) over Redis's with every write fsynced.
+    rows of ours only) over Redis's with every write fsynced; "vs sync floor" (durable
+    submissions, Redis's included) over the rate of bare durable 1-KB writes on the same disk
+    (``bench.floors.sync_floor``): 1.00x would be one fdatasync per submission and nothing else.
     """
-    headers = ["workload / system", "ops/s", "p50 ms", "p99 ms", "vs Redis", "vs Redis AOF"]
+    headers = ["workload / system", "ops/s", "p50 ms", "p99 ms", "vs Redis", "vs Redis AOF", "vs sync floor"]
+    floor_rate = 1e6 / floor_us(fig["sync_floor"]) if fig.get("sync_floor") else None
     rows: list[list[str]] = []
     for name, title in WORKLOADS:
         measured = fig["workloads"][name]
@@ -53,11 +57,11 @@ def main_table(fig: dict[str, Any], cfg: dict[str, Any]) -> Table:
             continue
         redis_rate = measured.get("redis", {}).get("ops_per_s")
         aof_rate = measured.get("redis_aof", {}).get("ops_per_s")
-        rows.append([title.format(**cfg), "", "", "", "", ""])
+        rows.append([title.format(**cfg), *[""] * (len(headers) - 1)])
         for system in _systems(measured):
             m = measured[system]
             ours = not system.startswith("redis")
-            durable = ours and "durable=false" not in m["label"]
+            durable = "durable=false" not in m["label"] and system != "redis"
             rows.append(
                 [
                     f"    {m['label']}",
@@ -65,13 +69,15 @@ def main_table(fig: dict[str, Any], cfg: dict[str, Any]) -> Table:
                     fmt_ms(m.get("p50_us", float("nan"))),
                     fmt_ms(m.get("p99_us", float("nan"))),
                     fmt_ratio(m["ops_per_s"], redis_rate) if ours else "",
-                    fmt_ratio(m["ops_per_s"], aof_rate) if durable else "",
+                    fmt_ratio(m["ops_per_s"], aof_rate) if ours and durable else "",
+                    fmt_ratio(m["ops_per_s"], floor_rate) if durable and name.startswith("submit") else "",
                 ]
             )
-    while len(headers) > 4 and not any(row[len(headers) - 1] for row in rows):  # no Redis: no ratios
-        headers.pop()
-        for row in rows:
-            row.pop()
+    for column in (6, 5, 4):  # no floor, no Redis: no ratios
+        if len(headers) > column and not any(row[column] for row in rows):
+            headers.pop(column)
+            for row in rows:
+                row.pop(column)
     return headers, rows
 
 
@@ -303,6 +309,13 @@ def tables(fig: dict[str, Any], cfg: dict[str, Any]) -> list[tuple[str, Table]]:
             ("FoundationDB next to the embedded store (durable rows; the load: durable=false)", fdb_table(fig, cfg))
         )
         out.append(("FoundationDB operations per submission (counting proxy, rolled back)", fdb_submission_table(fig)))
+    if fig.get("sync_floor"):
+        out.append(
+            (
+                "The floor of a durable commit, on the store's disk in the same run (bench.floors.sync_floor)",
+                sync_floor_table(fig["sync_floor"]),
+            )
+        )
     out.append(("Storage", storage_table(fig)))
     if fig["store_ops_per_op"]:
         caption = "Store operations per operation"

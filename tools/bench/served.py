@@ -4,31 +4,37 @@ Each server is ``fdb-leaderboard serve`` from a checkout of its own: ``--old REV
 revision, exported with ``git archive`` into ``--checkouts`` and given its own ``.venv`` by the
 revision's ``tools/_venv.sh``, once; or a directory holding such a checkout) and ``--new`` (this
 working tree, unless a revision is named).  Each serves a fresh durable embedded store of
-``--records`` records in the all-time window, with its default settings otherwise (its HTTP
-front end, where it has one, on a free port; ``--serve-args`` and ``--old-serve-args`` add
-options).  One caller (this process, raw request bytes over one channel per server) makes, per
-round and server, ``--calls`` calls of each kind:
+``--records`` records in the all-time window (``--daily N``: and N daily windows, the last of
+them today's, which every AddScore then also changes), with its default settings otherwise (its
+HTTP front end, where it has one, on a free port; ``--serve-args`` and ``--old-serve-args`` add
+options).  With ``--store fdb:CLUSTER_FILE`` both serve one FoundationDB cluster instead, each its
+own index (``bench-old``, ``bench-new``), and the CPU of the cluster's ``fdbserver`` processes
+(found by their ``-C CLUSTER_FILE``) is counted per call too, with the sum of the two.
+``--callers N`` callers (this process's threads, raw request bytes over a channel each; one by
+default) make, per round and server, ``--calls`` calls of each kind between them:
 
 - ``health``: ``grpc.health.v1.Health/Check``, the call that does nothing;
 - ``rank``: ``GetRank`` of a random record, all-time;
 - ``top10``: ``Top`` 10, all-time;
 - ``add``: ``AddScore`` of a random record (a random score, a durable commit);
 - ``writers``: ``AddScore`` from ``--writers`` concurrent callers (threads, a channel each),
-  ``--calls`` calls between them.
+  ``--calls`` calls between them, whatever ``--callers`` says.
 
 Per call it reports p50 and p99 latency (every round's calls pooled), the server's CPU (user +
-system time of the serve process, every thread, and of its child processes, ``/proc/PID/stat``),
-its context switches (voluntary and not, summed over ``/proc/PID/task/*/status`` of the process
-and its children), what the call costs beyond the empty call (its CPU minus ``health``'s on the
-same server) and calls per second; CPU, switches and rates are the median of the rounds, with
-their range.  Both servers make the same calls (requests drawn from generators seeded by the
-round), and take turns kind by kind, the first to go alternating between rounds, so a
-neighbour's burst of load on this shared machine falls on both.  Ratios are new / old.
+system time of the serve process, every thread, and of its child processes, ``/proc/PID/stat``), its
+context switches (voluntary and not, summed over ``/proc/PID/task/*/status`` of the process and its
+children), on FoundationDB the ``fdbserver`` CPU and the sum of both, what the call costs beyond the
+empty call (its CPU minus ``health``'s on the same server) and calls per second; CPU, switches and
+rates are the median of the rounds, with their range. Both servers make the same calls (requests
+drawn from generators seeded by the round), and take turns kind by kind, the first to go alternating
+between rounds, so a neighbour's burst of load on this shared machine falls on both. Ratios are new
+/ old.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import shlex
@@ -55,6 +61,8 @@ from .timing import Sample, log, merge
 
 SERVICE = "/" + pb.DESCRIPTOR.services_by_name["Leaderboard"].full_name
 INDEX = "bench"
+DAY = 86_400
+TODAY = 1_900_000_000 // DAY * DAY  # the day AddScore's timestamps fall in with --daily
 KINDS = ("health", "rank", "top10", "add", "writers")
 PATHS = {
     "health": "/grpc.health.v1.Health/Check",
@@ -144,15 +152,18 @@ def spent(pid: int) -> Spent:
 
 
 class Served:
-    """``fdb-leaderboard serve`` of the checkout ``source`` on a fresh durable embedded store."""
+    """``fdb-leaderboard serve`` of the checkout ``source`` on ``store`` (None: a fresh durable
+    embedded store of its own), serving index ``index``."""
 
-    def __init__(self, name: str, source: Path, extra: list[str]) -> None:
+    def __init__(self, name: str, source: Path, extra: list[str], store: str | None = None) -> None:
         self.name = name
-        self.store = tempfile.mkdtemp(prefix=f"bench-served-{name}-")
+        self.index = INDEX if store is None else f"{INDEX}-{name}"
+        self.store = None if store is not None else tempfile.mkdtemp(prefix=f"bench-served-{name}-")
         self.address = f"127.0.0.1:{free_port()}"
         cli = str(source / ".venv" / "bin" / "fdb-leaderboard")
         options = subprocess.run([cli, "serve", "--help"], capture_output=True, text=True, check=True).stdout
-        command = [cli, "serve", "--store", f"lmdb:{self.store}", "--address", self.address]
+        url = store if store is not None else f"lmdb:{self.store}"
+        command = [cli, "serve", "--store", url, "--address", self.address]
         if "--http-address" in options and "--http-address" not in extra:  # not the default port
             command += ["--http-address", f"127.0.0.1:{free_port()}"]
         started = time.monotonic()
@@ -168,10 +179,37 @@ class Served:
         return self.channel.unary_unary(path)
 
     def close(self) -> None:
-        self.channel.close()
-        self.process.terminate()
-        self.process.wait(timeout=60)
-        subprocess.run(["rm", "-rf", self.store], check=False)
+        try:
+            if self.store is None:  # a shared cluster: the index goes, the cluster stays
+                with contextlib.suppress(grpc.RpcError):
+                    drop = pb.DropIndexRequest(index=self.index).SerializeToString()
+                    self.method(f"{SERVICE}/DropIndex")(drop, timeout=600)
+            self.channel.close()
+        finally:
+            self.process.terminate()
+            self.process.wait(timeout=60)
+            if self.store is not None:
+                subprocess.run(["rm", "-rf", self.store], check=False)
+
+
+def fdbserver_pids(store: str | None) -> list[int]:
+    """The ``fdbserver`` processes of the cluster ``store`` names (an ``fdb:CLUSTER_FILE`` URL),
+    found by the cluster file their command line gives; none for the embedded store."""
+    if store is None:
+        return []
+    cluster = str(Path(store.split(":", 1)[1].split("?", 1)[0]).resolve())
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            except OSError:
+                continue
+            if argv and argv[0].endswith("fdbserver") and cluster in argv:
+                pids.append(int(entry.name))
+    if not pids:
+        raise SystemExit(f"no fdbserver process of {cluster} runs on this machine")
+    return pids
 
 
 # -- the calls --------------------------------------------------------------------------------
@@ -181,13 +219,15 @@ def entry(score: int, timestamp: int) -> pb.Entry:
     return pb.Entry(score=pb.Score(int=score), timestamp=timestamp)
 
 
-def load(server: Served, records: int) -> None:
+def load(server: Served, records: int, daily: int = 0) -> None:
     """The index and its records, the same on every server."""
+    index = server.index
     server.method(f"{SERVICE}/CreateIndex")(
-        pb.CreateIndexRequest(name=INDEX, options=pb.IndexOptions(high_score_first=True)).SerializeToString()
+        pb.CreateIndexRequest(name=index, options=pb.IndexOptions(high_score_first=True)).SerializeToString()
     )
+    days = [pb.ExplicitWindow(type=1, start=TODAY - n * DAY, end=TODAY - (n - 1) * DAY) for n in range(daily)]
     server.method(f"{SERVICE}/UpdateWindows")(
-        pb.UpdateWindowsRequest(index=INDEX, all_time=True, high_score_first=True).SerializeToString()
+        pb.UpdateWindowsRequest(index=index, all_time=True, high_score_first=True, windows=days).SerializeToString()
     )
     batch = server.method(f"{SERVICE}/WriteBatch")
     rng = random.Random(0)
@@ -196,7 +236,7 @@ def load(server: Served, records: int) -> None:
             pb.RecordEntries(pk=[pb.Item(string=f"p{i}")], entries=[entry(rng.randrange(10**6), i)])
             for i in range(start, min(records, start + LOAD_BATCH))
         ]
-        request = pb.WriteBatchRequest(index=INDEX, records=chunk).SerializeToString()
+        request = pb.WriteBatchRequest(index=index, records=chunk).SerializeToString()
         for attempt in range(LOAD_ATTEMPTS):
             try:
                 batch(request, timeout=600)
@@ -208,22 +248,23 @@ def load(server: Served, records: int) -> None:
                     raise
 
 
-def requests(kind: str, records: int, seed: int) -> Iterator[bytes]:
-    """Request bytes of ``kind``: the same sequence for every server."""
+def requests(kind: str, index: str, records: int, seed: int, daily: int = 0) -> Iterator[bytes]:
+    """Request bytes of ``kind``: the same sequence for every server (but the index's name)."""
     if kind == "health":
         while True:
             yield health_pb2.HealthCheckRequest().SerializeToString()
     if kind == "top10":
         while True:
-            yield pb.TopRequest(index=INDEX, n=10).SerializeToString()
+            yield pb.TopRequest(index=index, n=10).SerializeToString()
     rng = random.Random(seed)
     while True:
         pk = [pb.Item(string=f"p{rng.randrange(records)}")]
         if kind == "rank":
-            yield pb.RankRequest(index=INDEX, pk=pk).SerializeToString()
+            yield pb.RankRequest(index=index, pk=pk).SerializeToString()
         else:  # add, writers
-            score = entry(rng.randrange(10**6), rng.randrange(10**9))
-            yield pb.AddScoreRequest(index=INDEX, pk=pk, entry=score).SerializeToString()
+            when = TODAY + rng.randrange(DAY) if daily else rng.randrange(10**9)
+            score = entry(rng.randrange(10**6), when)
+            yield pb.AddScoreRequest(index=index, pk=pk, entry=score).SerializeToString()
 
 
 @dataclass
@@ -232,6 +273,7 @@ class Tally:
 
     rounds: list[Sample] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)  # server CPU seconds per call, per round
+    fdbserver: list[float] = field(default_factory=list)  # fdbserver CPU seconds per call, per round
     switches: list[float] = field(default_factory=list)  # per call, per round
 
 
@@ -245,26 +287,29 @@ def sequential(call: Callable[..., bytes], taken: list[bytes], latencies_ns: lis
 
 def measure(server: Served, kind: str, args: argparse.Namespace, seed: int, tally: Tally) -> None:
     """One round of ``kind`` on ``server``."""
-    callers = args.writers if kind == "writers" else 1
+    callers = args.writers if kind == "writers" else args.callers
     channels = [server.channel] + [grpc.insecure_channel(server.address) for _ in range(callers - 1)]
     methods = [channel.unary_unary(PATHS[kind]) for channel in channels]
-    warm = requests(kind, args.records, seed + 1_000_000)
+    warm = requests(kind, server.index, args.records, seed + 1_000_000, args.daily)
     for method in methods:
         for _ in range(WARM_UP_CALLS):
             method(next(warm), timeout=60)
-    sequence = requests(kind, args.records, seed)
+    sequence = requests(kind, server.index, args.records, seed, args.daily)
     shares = [[next(sequence) for _ in range(args.calls // callers)] for _ in range(callers)]
     latencies: list[list[int]] = [[] for _ in range(callers)]
     threads = [
         threading.Thread(target=sequential, args=(method, share, mine))
         for method, share, mine in zip(methods, shares, latencies, strict=True)
     ]
+    cluster = args.fdbserver_pids
     before, started = spent(server.process.pid), time.perf_counter()
+    cluster_before = sum(process_cpu_seconds(pid) for pid in cluster)
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     seconds, used = time.perf_counter() - started, spent(server.process.pid) - before
+    cluster_used = sum(process_cpu_seconds(pid) for pid in cluster) - cluster_before
     for channel in channels[1:]:
         channel.close()
     calls = sum(map(len, latencies))
@@ -272,6 +317,7 @@ def measure(server: Served, kind: str, args: argparse.Namespace, seed: int, tall
         raise SystemExit(f"the {server.name} server failed {kind} calls")
     tally.rounds.append(Sample(calls, seconds, [latency for mine in latencies for latency in mine]))
     tally.cpu.append(used.cpu / calls)
+    tally.fdbserver.append(cluster_used / calls)
     tally.switches.append(used.switches / calls)
 
 
@@ -284,10 +330,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     sources = {"old": checkout(args.old, under), "new": checkout(args.new, under) if args.new else ROOT}
     extra = {"old": shlex.split(args.old_serve_args), "new": shlex.split(args.serve_args)}
     servers: dict[str, Served] = {}
+    args.fdbserver_pids = fdbserver_pids(args.store)
     try:
         for name, source in sources.items():
-            servers[name] = Served(name, source, extra[name])
-            load(servers[name], args.records)
+            servers[name] = Served(name, source, extra[name], args.store)
+            load(servers[name], args.records, args.daily)
             log(f"{name}: {source}, pid {servers[name].process.pid}, started in {servers[name].start_seconds:.2f} s")
         tallies = {(name, kind): Tally() for name in servers for kind in args.kinds}
         for number in range(args.rounds):
@@ -299,7 +346,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return {
             "old": args.old,
             "new": args.new or "working tree",
-            "config": {key: getattr(args, key) for key in ("records", "calls", "rounds", "writers", "kinds")},
+            "config": {
+                key: getattr(args, key)
+                for key in ("records", "calls", "rounds", "writers", "callers", "daily", "store", "kinds")
+            },
             "start_seconds": {name: round(server.start_seconds, 2) for name, server in servers.items()},
             "kinds": {kind: {name: figures(tallies[name, kind]) for name in servers} for kind in args.kinds},
         }
@@ -311,7 +361,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def figures(tally: Tally) -> dict[str, Any]:
     pooled = merge(tally.rounds)
     rates = [sample.rate for sample in tally.rounds]
+    totals = [cpu + fdbserver for cpu, fdbserver in zip(tally.cpu, tally.fdbserver, strict=True)]
     return {
+        "fdbserver_ms": statistics.median(tally.fdbserver) * 1000,
+        "fdbserver_ms_range": [min(tally.fdbserver) * 1000, max(tally.fdbserver) * 1000],
+        "total_ms": statistics.median(totals) * 1000,
+        "total_ms_range": [min(totals) * 1000, max(totals) * 1000],
         "p50_ms": pooled.percentile_us(50) / 1000,
         "p99_ms": pooled.percentile_us(99) / 1000,
         "cpu_ms": statistics.median(tally.cpu) * 1000,
@@ -325,44 +380,49 @@ def figures(tally: Tally) -> dict[str, Any]:
 
 def report(fig: dict[str, Any], as_markdown: bool) -> str:
     kinds = fig["kinds"]
+    on_fdb = bool(fig["config"].get("store"))
     for by_server in kinds.values():
         for name, figure in by_server.items():
             empty = kinds.get("health", {}).get(name)
             figure["beyond_empty_ms"] = figure["cpu_ms"] - empty["cpu_ms"] if empty else float("nan")
-    headers = ["per call", "server", "p50 ms", "p99 ms", "server CPU ms", "beyond the empty call ms", "switches"]
-    headers.append("calls/s")
+    headers = ["per call", "server", "p50 ms", "p99 ms", "server CPU ms"]
+    if on_fdb:
+        headers += ["fdbserver CPU ms", "total CPU ms"]
+    headers += ["beyond the empty call ms", "switches", "calls/s"]
 
     def spread(figure: dict[str, Any], key: str, digits: int) -> str:
         low, high = figure[f"{key}_range"]
         return f"{figure[key]:,.{digits}f} ({low:,.{digits}f}-{high:,.{digits}f})"
 
-    rows = [
-        [
-            kind,
-            name,
-            f"{figure['p50_ms']:.2f}",
-            f"{figure['p99_ms']:.2f}",
-            spread(figure, "cpu_ms", 3),
-            f"{figure['beyond_empty_ms']:.3f}",
-            spread(figure, "switches", 1),
-            spread(figure, "calls_per_s", 0),
-        ]
-        for kind, by_server in kinds.items()
-        for name, figure in by_server.items()
-    ]
+    rows = []
+    for kind, by_server in kinds.items():
+        for name, figure in by_server.items():
+            row = [kind, name, f"{figure['p50_ms']:.2f}", f"{figure['p99_ms']:.2f}", spread(figure, "cpu_ms", 3)]
+            if on_fdb:
+                row += [spread(figure, "fdbserver_ms", 3), spread(figure, "total_ms", 3)]
+            row += [
+                f"{figure['beyond_empty_ms']:.3f}",
+                spread(figure, "switches", 1),
+                spread(figure, "calls_per_s", 0),
+            ]
+            rows.append(row)
+    config = fig["config"]
+    store = f"store {config['store']}" if on_fdb else "a durable embedded store each"
+    daily = f", {config['daily']} daily windows" if config.get("daily") else ""
     lines = [
-        f"old: {fig['old']}; new: {fig['new']}; {fig['config']['records']:,} records, {fig['config']['calls']:,} "
-        f"calls of each kind per round and server, {fig['config']['rounds']} rounds taking turns; 1 caller "
-        f"({fig['config']['writers']} for writers); CPU, switches and calls/s: the median round (the range)",
+        f"old: {fig['old']}; new: {fig['new']}; {store}; {config['records']:,} records{daily}; "
+        f"{config['calls']:,} calls of each kind per round and server, {config['rounds']} rounds taking turns; "
+        f"{config.get('callers', 1)} caller(s) ({config['writers']} for writers); CPU, switches and calls/s: "
+        "the median round (the range)",
         "",
         (markdown if as_markdown else table)(headers, rows),
         "",
         "new / old:",
     ]
-    keys = ("p50_ms", "p99_ms", "cpu_ms", "beyond_empty_ms", "switches", "calls_per_s")
+    keys = ("p50_ms", "p99_ms", "cpu_ms", "fdbserver_ms", "total_ms", "beyond_empty_ms", "switches", "calls_per_s")
     for kind, by_server in kinds.items():
         old, new = by_server["old"], by_server["new"]
-        ratios = [f"{key} {new[key] / old[key]:.2f}x" for key in keys if old[key] > 0.005]
+        ratios = [f"{key} {new[key] / old[key]:.2f}x" for key in keys if old.get(key, 0) > 0.005]
         lines.append(f"  {kind}: {', '.join(ratios)}")
     if "health" in kinds:
         for name in ("old", "new"):

@@ -6,14 +6,17 @@ callers are threads in this process sharing one index, released together
 (:func:`bench.timing.time_concurrent`).  Three store modes, each on its own submissions:
 
 - durable=false, one caller, right after the load: the CPU cost;
-- durable (every commit fsynced; concurrent callers share commits through the store's group
-  commit): the note gives what the commits handed to the OS (``/proc/self/io`` ``wchar``): KiB
-  per submission and 4-KiB pages per commit (``tools/bench_floor.py`` prices an fdatasync of
-  that many pages on this disk), and for several callers the submissions per commit;
-- durable by redo log (``redo_log=true``: each commit's writes appended to a log and synced,
-  the data file synced by checkpoints about once a second): the note gives the bytes logged
-  per submission, the time spent writing and syncing them per commit, the checkpoints' data-file
-  syncs and how much the data file grew.
+- durable, the default (each commit's writes written to the redo log's preallocated segment
+  and synced, the data file synced by checkpoints about once a second; concurrent callers
+  share commits through the store's group commit): the note gives the submissions per commit,
+  the bytes logged per submission, the time per commit spent writing and syncing them and the
+  whole time per commit, each against the floor (a bare 1-KB write and fdatasync on the same
+  disk, measured just before: ``bench.floors.sync_floor``), the checkpoints' data-file syncs and
+  how much the data file grew;
+- durable with synced pages (``redo_log=false``: every commit's changed pages fsynced): the note
+  gives what the commits handed to the OS (``/proc/self/io`` ``wchar``): KiB per submission and
+  4-KiB pages per commit (``tools/bench_floor.py`` prices an fdatasync of that many pages on this
+  disk), and for several callers the submissions per commit.
 
 The same-shaped runs through gRPC and on Redis share :func:`one_then_many`.
 """
@@ -29,6 +32,7 @@ from fdb_leaderboard.store.lmdb_backend import LmdbDatabase
 
 from .counting import StoreCounters
 from .data import DAILY, INDEX_NAME, NOW, TOP_N, WEEKLY, Submission
+from .floors import floor_us
 from .stores import as_lmdb
 from .suite import Run
 from .timing import Sample, log, profiled, time_callers, time_concurrent, time_each
@@ -91,10 +95,11 @@ def written_note(before: int | None, commits: int, submissions: int) -> str:
 
 
 class RedoLogMeter:
-    """What redo-log commits cost on disk: log bytes, checkpoints, growth of the data file."""
+    """What redo-log commits cost on disk: log bytes, time per commit, checkpoints, growth of the data file."""
 
-    def __init__(self, db: LmdbDatabase) -> None:
+    def __init__(self, db: LmdbDatabase, floor: dict | None = None) -> None:
         assert db.redo_log is not None
+        self.floor_ms = floor_us(floor) / 1000 if floor else None
         self.commits = db.commits
         self.checkpoints = db.redo_log.checkpoints
         self.logged = db.redo_log.logged_bytes
@@ -102,19 +107,25 @@ class RedoLogMeter:
         self.sync_seconds = db.redo_log.checkpoint_sync_seconds
         self.file = db.disk_usage()
 
-    def note(self, db: LmdbDatabase, submissions: int) -> str:
+    def note(self, db: LmdbDatabase, sample: Sample) -> str:
         log_ = db.redo_log
         assert log_ is not None
         commits = max(1, db.commits - self.commits)
-        logged = (log_.logged_bytes - self.logged) / submissions
+        logged = (log_.logged_bytes - self.logged) / sample.ops
         checkpoints = log_.checkpoints - self.checkpoints
         append_ms = (log_.append_seconds - self.append_seconds) / commits * 1e3
+        commit_ms = sample.seconds / commits * 1e3
         sync_s = log_.checkpoint_sync_seconds - self.sync_seconds
         grown = (db.disk_usage() - self.file) / 2**20
+        floor = self.floor_ms
+        against = (
+            f" ({append_ms / floor:.2f}x and {commit_ms / floor:.2f}x the floor's {floor:.3f} ms)" if floor else ""
+        )
         return (
-            f"{submissions / commits:.2f} submissions per commit; {logged:,.0f} bytes logged per submission, "
-            f"{append_ms:.2f} ms per commit to write and sync them; {checkpoints} checkpoints spent {sync_s:.2f} s "
-            f"syncing the data file, which grew {grown:,.1f} MiB (no page is reused until the next checkpoint)"
+            f"{sample.ops / commits:.2f} submissions per commit; {logged:,.0f} bytes logged per submission; "
+            f"{append_ms:.3f} ms per commit to write and sync them, {commit_ms:.3f} ms per commit in all{against}; "
+            f"{checkpoints} checkpoints spent {sync_s:.2f} s syncing the data file, which grew {grown:,.1f} MiB "
+            "(no page is reused until the next checkpoint)"
         )
 
 
@@ -127,26 +138,15 @@ def nondurable(run: Run, index: LeaderboardIndex) -> None:
 
 
 def durable(run: Run, db: Database, index: LeaderboardIndex) -> None:
-    """One caller (S1), then ``--threads`` callers (S2), on the durable store; then our snapshot for Redis."""
+    """One caller (S1), then ``--threads`` callers (S2), on the durable store (the redo log); then
+    our snapshot for Redis."""
     args, data, lmdb_db = run.args, run.data, as_lmdb(db)
-    log(f"  submissions in-process, durable: 1 caller, then {args.threads} threads")
-    commits, written = lmdb_db.commits, bytes_written()
-    with profiled(args.profile, "in-process submissions, durable"):
-        sample, counters = time_submissions(index, data.submissions["S1"])
-    note = written_note(written, lmdb_db.commits - commits, len(data.submissions["S1"]))
-    run.record_ours("submit_1", "", sample, note, counters=counters)
-    commits, written = lmdb_db.commits, bytes_written()
-    sample, counters = time_submissions(index, data.submissions["S2"], args.threads)
-    count = len(data.submissions["S2"])
-    per_commit = count / max(1, lmdb_db.commits - commits)
-    run.record_ours(
-        "submit_n",
-        "",
-        sample,
-        f"{per_commit:.2f} submissions per durable commit (group commit); "
-        + written_note(written, lmdb_db.commits - commits, count),
-        counters=counters,
-    )
+    log(f"  submissions in-process, durable (redo log): 1 caller, then {args.threads} threads")
+    for workload, name, threads in (("submit_1", "S1", 1), ("submit_n", "S2", args.threads)):
+        before = RedoLogMeter(lmdb_db, run.sync_floor)
+        with profiled(args.profile and threads == 1, "in-process submissions, durable"):
+            sample, counters = time_submissions(index, data.submissions[name], threads)
+        run.record_ours(workload, "", sample, before.note(lmdb_db, sample), counters=counters)
     run.snapshot = {
         "all_time_count": index.count(),
         "day_count": index.count(DAILY, NOW),
@@ -154,17 +154,21 @@ def durable(run: Run, db: Database, index: LeaderboardIndex) -> None:
     }
 
 
-def redo_log(run: Run) -> None:
-    """The durable submissions again, on the store opened with the redo log (fresh scores: L1, L2)."""
+def synced(run: Run) -> None:
+    """The durable submissions again, on the store opened with ``redo_log=false`` (every commit's
+    pages synced; fresh scores: L1, L2)."""
     args, data = run.args, run.data
-    db = as_lmdb(run.store.open(redo_log=True))
+    db = as_lmdb(run.store.open(redo_log=False))
     try:
         index = Catalog(db).get(INDEX_NAME)
-        log(f"  submissions in-process, durable by redo log: 1 caller, then {args.threads} threads")
+        log(f"  submissions in-process, durable, pages synced: 1 caller, then {args.threads} threads")
         for workload, name, threads in (("submit_1", "L1", 1), ("submit_n", "L2", args.threads)):
-            before = RedoLogMeter(db)
+            commits, written = db.commits, bytes_written()
             sample, counters = time_submissions(index, data.submissions[name], threads)
-            note = before.note(db, len(data.submissions[name]))
-            run.record_ours(workload, "log", sample, note, counters=counters)
+            done = db.commits - commits
+            note = written_note(written, done, sample.ops)
+            if threads > 1:
+                note = f"{sample.ops / max(1, done):.2f} submissions per durable commit (group commit); " + note
+            run.record_ours(workload, "synced", sample, note, counters=counters)
     finally:
         db.close()

@@ -39,10 +39,10 @@ WORKLOADS: list[tuple[str, str]] = [
 # How a store under test ran, by mode: the label follows the store's name.
 MODES = {
     "nondurable": "in-process, durable=false",
-    "": "in-process, durable",
-    "log": "in-process, durable by redo log",
-    "grpc": "via gRPC, durable",
-    "grpc_log": "via gRPC, durable by redo log",
+    "": "in-process, durable (redo log)",
+    "synced": "in-process, durable, pages synced (redo_log=false)",
+    "grpc": "via gRPC, durable (redo log)",
+    "grpc_synced": "via gRPC, durable, pages synced (redo_log=false)",
 }
 REDIS_LABELS = {"redis": "Redis, no persistence", "redis_aof": "Redis, AOF fsync always"}
 
@@ -91,6 +91,7 @@ class Run:
         self.checks: dict[str, Any] = {}
         self.snapshot: dict[str, Any] = {}  # our counts and top scores after the submissions, for Redis
         self.fdb_figures: dict[str, Any] = {}  # the cluster, its storage and per-submission costs
+        self.sync_floor: dict[str, Any] = {}  # bench.floors.sync_floor in the store's directory
 
     # -- helpers for the workloads
 
@@ -161,6 +162,7 @@ class Run:
             "checks": self.checks,
             "notes": self.notes,
             **({"fdb": self.fdb_figures} if self.fdb_figures else {}),
+            **({"sync_floor": self.sync_floor} if self.sync_floor else {}),
             "environment": self.environment,
         }
         if self.raw:

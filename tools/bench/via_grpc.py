@@ -1,8 +1,8 @@
 """Workloads 1-6 end to end: the product's gRPC server in its own process, called with ``LeaderboardClient``.
 
 The server (:class:`bench.processes.ServerProcess`) runs over the store under test's URL,
-durable, on a free local port; a second one later runs over the same store opened with the
-redo log.  Each client thread has its own client (channel), though gRPC may share one
+durable (the redo log), on a free local port; a second one later runs over the same store opened
+with ``redo_log=false`` (pages synced).  Each client thread has its own client (channel), though gRPC may share one
 connection between them.
 
 - Reads: ``GetRank``, ``Top``, ``AroundMe``, one client (:func:`bench.reads.time_reads`).
@@ -60,11 +60,11 @@ def reads_and_submissions(run: Run, address: str, store: StoreUnderTest | None =
     submissions(run, address, "grpc", ("S3", "S4"), store)
 
 
-def redo_log(run: Run, address: str) -> None:
-    """Submissions (L3, L4) and a load through the server on the redo-log URL."""
-    submissions(run, address, "grpc_log", ("L3", "L4"))
+def synced(run: Run, address: str) -> None:
+    """Submissions (L3, L4) and a load through the server on the ``redo_log=false`` URL."""
+    submissions(run, address, "grpc_synced", ("L3", "L4"))
     with LeaderboardClient(address, timeout=120) as lb:
-        load(run, lb, "grpc_log", GRPC_LOAD_INDEX + "-log")
+        load(run, lb, "grpc_synced", GRPC_LOAD_INDEX + "-synced")
 
 
 def submissions(run: Run, address: str, mode: str, sets: tuple[str, str], store: StoreUnderTest | None = None) -> None:

@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""Durable submissions side by side: the embedded store's two durable modes, Redis's AOF with
+``appendfsync always`` and ``everysec``, and this disk's floor, in one short run.
+
+    .venv/bin/python tools/bench_durable.py [--records 20000] [--ops 400] [--rounds 3] [--threads 8]
+
+Each round times, in turn (alternating, as the shared disk's mood changes by the second):
+
+- the floor: a bare 1-KB ``write`` + ``fdatasync`` appended to a file in the store's directory
+  (``bench.floors.sync_floor``), the least one durable commit costs here;
+- ``add_score`` in process on the default store (the redo log) and with ``redo_log=false``
+  (every commit's pages synced), an index of ``--records`` records with daily, weekly and
+  all-time windows (BEST), one caller and ``--threads`` concurrent callers (group commit);
+- Redis (``redis-server``, redis-py): three ``ZADD GT`` in one pipeline per submission (the same
+  three boards), one client and ``--threads`` clients, with ``appendfsync always`` and ``everysec``.
+
+Then an untimed counting pass under ``strace -f -c`` (every thread: the store's checkpoints and
+Redis's background fsyncs included) gives the fsync/fdatasync calls per submission of each.
+Prints the medians of the rounds: submissions/s, p50 and p99, and the ratios to Redis and to the
+floor (the floor's rate: one commit per floor time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.floors import floor_us, sync_floor
+from bench.processes import RedisServer, redis_missing
+
+from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
+from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
+from fdb_leaderboard.store import open_database
+
+DAY, WEEK = 86_400, 7 * 86_400
+NOW = (int(time.time()) // DAY) * DAY + DAY // 2
+PREFIX = b"\x15\x01"
+MODES = {"ours, redo log (default)": "", "ours, pages synced (redo_log=false)": "?redo_log=false"}
+REDIS = {"Redis AOF always": "always", "Redis AOF everysec": "everysec"}
+
+
+def timed(calls: list[Callable[[int], object]], ops: int) -> tuple[float, list[float]]:
+    """``ops`` calls shared by ``len(calls)`` threads released together: (seconds, latencies)."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    start = threading.Barrier(len(calls) + 1)
+    per = ops // len(calls)
+
+    def caller(call: Callable[[int], object], first: int) -> None:
+        mine = []
+        start.wait()
+        for i in range(first, first + per):
+            t0 = time.perf_counter()
+            call(i)
+            mine.append(time.perf_counter() - t0)
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=caller, args=(call, n * per)) for n, call in enumerate(calls)]
+    for t in threads:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - t0, latencies
+
+
+def counted_syncs(pid: int, work: Callable[[], None]) -> int:
+    """fsync + fdatasync calls made by every thread of ``pid`` while ``work`` runs."""
+    out = tempfile.mktemp(prefix="bench-strace-")
+    tracer = subprocess.Popen(
+        ["strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", out, "-p", str(pid)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert tracer.stderr is not None
+    tracer.stderr.readline()  # "Process N attached": tracing from here on
+    time.sleep(0.2)
+    try:
+        work()
+        time.sleep(1.2)  # everysec's background fsync, the store's next checkpoint
+    finally:
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait()
+    text = Path(out).read_text()
+    os.unlink(out)
+    return sum(
+        int(m.group(1))
+        for m in re.finditer(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?f(?:data)?sync$", text, re.M)
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=20_000)
+    parser.add_argument("--ops", type=int, default=400, help="submissions per timed run")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument(
+        "--dir", default="bench-results", help="where the stores and the floor's files go (this disk; made if missing)"
+    )
+    parser.add_argument("--seed", type=int, default=47)
+    args = parser.parse_args()
+    missing = redis_missing("redis-server") or (None if shutil.which("strace") else "strace is missing")
+    if missing:
+        raise SystemExit(missing)
+    rng = random.Random(args.seed)
+    total = (args.rounds + len(MODES) + len(REDIS)) * 2 * args.ops
+    subs = [
+        (rng.randrange(args.records), rng.randrange(1, 10**6), NOW + rng.randrange(-DAY // 2, DAY // 2))
+        for _ in range(total)
+    ]
+    os.makedirs(args.dir, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="bench-durable-", dir=args.dir)
+    try:
+        indexes, dbs = {}, {}
+        for name, options in MODES.items():
+            db = open_database(f"lmdb:{work}/{len(dbs)}{options}")
+            index = LeaderboardIndex.create(db, PREFIX, IndexSettings(aggregation="BEST", high_score_first=True))
+            index.update_windows(
+                WindowUpdate(
+                    specs=[WindowSpec(1, NOW - 14 * DAY, DAY, DAY, 28), WindowSpec(2, NOW - 14 * DAY, WEEK, WEEK, 4)]
+                )
+            )
+            index.bulk_load(
+                ((pk,), [Entry(rng.randrange(1, 10**6), NOW - rng.randrange(DAY), ())]) for pk in range(args.records)
+            )
+            dbs[name], indexes[name] = db, index
+        servers = {
+            name: RedisServer("redis-server", ["--save", "", "--appendonly", "yes", "--appendfsync", fsync]).__enter__()
+            for name, fsync in REDIS.items()
+        }
+        day_key = lambda ts: f"day:{ts // DAY}"  # noqa: E731
+        week_key = lambda ts: f"week:{ts // WEEK}"  # noqa: E731
+
+        def redis_call(client) -> Callable[[int], object]:
+            def submit(i: int) -> object:
+                pk, score, ts = subs[i]
+                pipe = client.pipeline(transaction=False)
+                for key in ("all", day_key(ts), week_key(ts)):
+                    pipe.zadd(key, {str(pk): score}, gt=True)
+                return pipe.execute()
+
+            return submit
+
+        def ours_call(index: LeaderboardIndex) -> Callable[[int], object]:
+            return lambda i: index.add_score((subs[i][0],), subs[i][1], subs[i][2])
+
+        for server in servers.values():
+            client = server.client()
+            pipe = client.pipeline(transaction=False)
+            for pk in range(args.records):
+                pipe.zadd("all", {str(pk): rng.randrange(1, 10**6)})
+            pipe.execute()
+
+        results: dict[tuple[str, int], list[tuple[float, list[float]]]] = {}
+        floors = []
+        split: dict[int, list[tuple[int, float, float]]] = {}  # callers -> (commits, log seconds, seconds)
+        offset = 0
+        for round_ in range(args.rounds):
+            floors.append(floor_us(sync_floor(work, 300, args.seed + round_)))
+            for callers in (1, args.threads):
+                order = list(MODES) + list(REDIS)
+                if round_ % 2:
+                    order.reverse()
+                for name in order:
+                    if name in MODES:
+                        calls = [ours_call(indexes[name])] * callers
+                        log_ = dbs[name].redo_log
+                        before = (dbs[name].commits, log_.append_seconds) if log_ is not None else None
+                    else:
+                        calls = [redis_call(servers[name].client()) for _ in range(callers)]
+                    results.setdefault((name, callers), []).append(
+                        timed([lambda i, c=c, base=offset: c(base + i) for c in calls], args.ops)
+                    )
+                    if name in MODES and before is not None:
+                        seconds = results[(name, callers)][-1][0]
+                        commits = dbs[name].commits - before[0]
+                        split.setdefault(callers, []).append(
+                            (commits, dbs[name].redo_log.append_seconds - before[1], seconds)
+                        )
+                offset += args.ops
+
+        syncs = {}
+        for callers in (1, args.threads):
+            for name in list(MODES) + list(REDIS):
+                if name in MODES:
+                    calls, pid = [ours_call(indexes[name])] * callers, os.getpid()
+                else:
+                    calls = [redis_call(servers[name].client()) for _ in range(callers)]
+                    pid = servers[name].process.pid
+                # Fresh submissions: a ZADD GT that changes nothing writes nothing to Redis's AOF.
+                run = [lambda i, c=c, base=offset: c(base + i) for c in calls]
+                syncs[(name, callers)] = counted_syncs(pid, lambda run=run: timed(run, args.ops)) / args.ops
+                offset += args.ops
+
+        floor = statistics.median(floors)
+        print(
+            f"\nfloor (1-KB write + fdatasync, appended or preallocated, median of {args.rounds} rounds): "
+            f"{floor:.0f} us = {1e6 / floor:,.0f} commits/s"
+        )
+        print(f"{args.records:,} records, {args.ops} submissions per run, median of {args.rounds} alternating rounds\n")
+        header = (
+            f"{'':40} {'callers':>7} {'subs/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'fsyncs/sub':>10} "
+            f"{'vs always':>9} {'vs everysec':>11} {'vs floor':>8}"
+        )
+        print(header)
+        for callers in (1, args.threads):
+            rate = {}
+            for name in list(MODES) + list(REDIS):
+                rate[name] = statistics.median(args.ops / s for s, _ in results[(name, callers)])
+            for name in list(MODES) + list(REDIS):
+                lat = sorted(x for _, ls in results[(name, callers)] for x in ls)
+                p50, p99 = lat[len(lat) // 2] * 1e3, lat[int(len(lat) * 0.99)] * 1e3
+                print(
+                    f"{name:40} {callers:7} {rate[name]:8,.0f} {p50:7.2f} {p99:7.2f} "
+                    f"{syncs[(name, callers)]:10.2f} {rate[name] / rate['Redis AOF always']:8.2f}x "
+                    f"{rate[name] / rate['Redis AOF everysec']:10.2f}x {rate[name] * floor / 1e6:7.2f}x"
+                )
+        print(
+            "\nfsyncs/sub: an untimed pass of as many submissions under strace -f -c (every thread; the "
+            "store's checkpoints and "
+            "Redis's background fsync included); vs floor: submissions/s over the floor's commits/s"
+        )
+        for callers, runs in split.items():
+            per_commit = statistics.median(args.ops / c for c, _, _ in runs)
+            log_ms = statistics.median(s / c for c, s, _ in runs) * 1e3
+            all_ms = statistics.median(s / c for c, _, s in runs) * 1e3
+            print(
+                f"redo log, {callers} callers (medians of the rounds): {per_commit:.2f} submissions per commit; per "
+                f"commit {log_ms:.3f} ms writing and syncing the log ({log_ms * 1e3 / floor:.2f}x the floor), "
+                f"{all_ms:.3f} ms in all ({all_ms * 1e3 / floor:.2f}x)"
+            )
+        for server in servers.values():
+            server.__exit__()
+        for db in dbs.values():
+            db.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
