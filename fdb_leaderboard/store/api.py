@@ -490,6 +490,7 @@ class Database(abc.ABC):
     url: str
     stats: StoreStats
     batched_reads: bool = False  # whether its transactions' reads cost round trips (see ReadView)
+    clears_ranges_at_once: bool = False  # its transactions' (see Transaction.clears_ranges_at_once)
     shared_by_processes: bool = False  # whether other processes may open the store while this one has it
     commits_together: bool = False  # whether commit_together shares one commit among its calls
     metadata_stamps: bool = False  # whether transactions give a metadata version (metadata_stamp)
@@ -590,6 +591,10 @@ class WrappedDatabase(Database):
     @property
     def batched_reads(self) -> bool:  # type: ignore[override]
         return self.inner.batched_reads
+
+    @property
+    def clears_ranges_at_once(self) -> bool:  # type: ignore[override]
+        return self.inner.clears_ranges_at_once
 
     @property
     def shared_by_processes(self) -> bool:  # type: ignore[override]

@@ -432,6 +432,7 @@ def outcomes_of(outcomes: list[Outcome], done: dict[int, Outcome]) -> None:
 
 class FdbDatabase(Database):
     batched_reads = True
+    clears_ranges_at_once = True
     shared_by_processes = True
     commits_together = True  # run_together shares transactions (commit_together blocks do not)
     metadata_stamps = True
