@@ -185,6 +185,11 @@ def bearer_token(header: str | None) -> str | None:
     return token.strip() or None
 
 
+def several_authorizations(count: int) -> str:
+    """The refusal of a call carrying ``count`` (more than one) Authorization headers, at either door."""
+    return f"a request carries one Authorization header, not {count}: which one is the caller's is unclear"
+
+
 class Identity(NamedTuple):
     """Who makes a call: the name of its token's entry, and the token's role."""
 

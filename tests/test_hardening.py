@@ -631,6 +631,26 @@ def test_roles_guard_every_rpc(tmp_path: Path) -> None:
         running.stop(grace=1)
 
 
+def test_a_call_carrying_two_authorization_headers_is_refused(tmp_path: Path) -> None:
+    """Which of two tokens a call means is anyone's guess: refused, whatever their order (the
+    HTTP door refuses the same: tests/test_http_hardening.py)."""
+    running = serve(tmp_path / "s", tokens=_tokens())
+    try:
+        with LeaderboardClient(running.address, token=ADMIN) as admin, grpc.insecure_channel(running.address) as ch:
+            admin.create_index("game")
+            drop = ch.unary_unary(f"/{SERVICE_NAME}/DropIndex")
+            request = pb.DropIndexRequest(index="game").SerializeToString()
+            for tokens in ((READ, ADMIN), (ADMIN, READ), (ADMIN, ADMIN)):
+                metadata = [("authorization", f"Bearer {token}") for token in tokens]
+                code, message = code_of(lambda metadata=metadata: drop(request, timeout=10, metadata=metadata))
+                assert code is Code.UNAUTHENTICATED and "one Authorization header, not 2" in message, message
+            assert [i.name for i in admin.list_indexes()] == ["game"]  # nothing was dropped
+            drop(request, timeout=10, metadata=[("authorization", f"Bearer {ADMIN}")])
+            assert admin.list_indexes() == []
+    finally:
+        running.stop(grace=1)
+
+
 def test_reflection_and_health_as_the_operator_chooses(tmp_path: Path) -> None:
     running = serve(tmp_path / "s", health=False, reflection=False)
     try:

@@ -29,7 +29,7 @@ import pytest
 
 from fdb_leaderboard.access import Tokens
 from fdb_leaderboard.client import LeaderboardClient
-from fdb_leaderboard.http import HttpLimits, HttpServer
+from fdb_leaderboard.http import HttpLimits, HttpServer, rest, transcode
 from fdb_leaderboard.service import Server, ServerSettings
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors", "no_unexpected_http_errors")
@@ -307,6 +307,28 @@ def test_the_token_is_checked_before_the_body_is_read(locked) -> None:
             assert upload.status_code == (401 if token is None else 403)  # BulkLoad needs admin
 
 
+def test_a_request_carrying_two_authorization_headers_is_refused(locked) -> None:
+    """Which of two tokens a request means is anyone's guess: refused whatever their order (the
+    gRPC door refuses the same), before anything is read or done."""
+    _, http = locked
+    for first, second in ((READER, ADMIN), (ADMIN, READER), (ADMIN, ADMIN)):
+        for request in (
+            head(http, "GET", "/v1/indexes", f"Authorization: Bearer {first}", f"Authorization: Bearer {second}"),
+            head(
+                http, "POST", "/v1/DropIndex", f"Authorization: Bearer {first}", "Content-Type: application/json",
+                f"Authorization: Bearer {second}", "Content-Length: 17",
+            ) + b'{"index": "game"}',
+        ):  # fmt: skip
+            sock = connect(http)
+            sock.sendall(request)
+            answer = read_answer(sock)
+            sock.close()
+            assert answer is not None and answer[0] == 401, answer
+            assert answer[1]["code"] == "UNAUTHENTICATED" and "one Authorization header, not 2" in answer[1]["message"]
+    with httpx.Client(base_url=http.url, timeout=10, headers={"authorization": f"Bearer {ADMIN}"}) as web:
+        assert [i["name"] for i in web.get("/v1/indexes").json()["indexes"]] == ["game"]  # nothing dropped
+
+
 def test_large_bodies_are_parsed_off_the_event_loop(door, monkeypatch: pytest.MonkeyPatch) -> None:
     from fdb_leaderboard.http import app
 
@@ -457,6 +479,59 @@ def test_malformed_input_is_invalid_argument_never_a_server_error(
     assert lb.count("game") == 3
 
 
+def test_json_bodies_that_are_no_objects_are_refused_on_every_post_route(door) -> None:
+    """A request is a JSON object of its message's fields: null, a number, a string or an array
+    is refused by every RPC's route (an NDJSON stream's line likewise) and every resource route
+    that takes a body, never a server error, and nothing is written."""
+    _, http, lb = door
+    bodies = [b"null", b"123", b'"game"', b"true", b"[]", b'[{"index": "game"}]']
+    with httpx.Client(base_url=http.url, timeout=10) as web:
+        for rpc in transcode.rpcs():
+            for body in bodies:
+                response = web.post(rpc.path, content=body, headers=NDJSON if rpc.client_streaming else JSON)
+                assert response.status_code == 400, (rpc.name, body, response.text)
+                message = response.json()["message"]
+                assert "must be a JSON object" in message and rpc.request_type.DESCRIPTOR.name in message, message
+        for route in (route for route in rest.ROUTES if route.method == "POST"):
+            path = route.path.format(index="game", pk="ann", group="eu", id="wh_0", type=0)
+            for body in bodies[1:]:
+                response = web.post(path, content=body, headers=JSON)
+                assert response.status_code == 400, (path, body, response.text)
+    assert [i.name for i in lb.list_indexes()] == ["game"] and lb.count("game") == 3
+
+
+def test_json_in_another_encoding_than_utf8_is_refused_naming_it(door) -> None:
+    """JSON between systems is UTF-8 (RFC 8259): UTF-16 and UTF-32, which Python's parser would
+    take, a body that is not UTF-8 and a charset other than UTF-8 are refused, saying which."""
+    _, http, lb = door
+    drop = json.dumps({"index": "game"})
+    with httpx.Client(base_url=http.url, timeout=10) as web:
+        for encoding, named in [
+            ("utf-16", "UTF-16"), ("utf-16-le", "UTF-16-LE"), ("utf-16-be", "UTF-16-BE"), ("utf-32", "UTF-32"),
+            ("utf-32-le", "UTF-32-LE"), ("utf-32-be", "UTF-32-BE"),
+        ]:  # fmt: skip
+            for path, body, headers in [
+                ("/v1/DropIndex", drop, JSON),
+                ("/v1/indexes/game/scores", json.dumps({"pk": "eve", "score": 99}), JSON),
+                ("/v1/BulkLoad", json.dumps({"index": "game"}) + "\n", NDJSON),
+            ]:
+                response = web.post(path, content=body.encode(encoding), headers=headers)
+                assert response.status_code == 400, (path, encoding, response.text)
+                message = response.json()["message"]
+                assert f"it is {named}, not UTF-8" in message and "RFC 8259" in message, message
+        latin = web.post("/v1/DropIndex", content='{"index": "gäme"}'.encode("latin-1"), headers=JSON)
+        assert latin.status_code == 400 and "it is not UTF-8 (byte 12 is 0xe4" in latin.json()["message"], latin.text
+        for charset in ("utf-16", "ISO-8859-1", '"latin1"'):
+            typed = {"content-type": f"application/json; charset={charset}"}
+            response = web.post("/v1/DropIndex", content=drop.encode(), headers=typed)
+            assert response.status_code == 400, response.text
+            assert f"not charset={charset.strip(chr(34)).lower()}" in response.json()["message"]
+        for charset in ("utf-8", "UTF-8", '"utf-8"'):
+            typed = {"content-type": f"application/json; charset={charset}"}
+            assert web.post("/v1/Count", content=b'{"index": "game"}', headers=typed).json()["count"] == 3
+    assert [i.name for i in lb.list_indexes()] == ["game"] and lb.count("game") == 3
+
+
 def test_an_abandoned_upload_is_no_server_error(door) -> None:
     _, http, lb = door
     sock = connect(http)
@@ -474,6 +549,20 @@ def test_an_abandoned_upload_is_no_server_error(door) -> None:
             time.sleep(0.05)
     assert len(done) == 1 and 'status="499"' in done[0], done  # the client closed the request
     assert lb.count("game") == 3
+
+
+def test_a_dump_whose_client_went_away_stops_and_frees_its_slot(door) -> None:
+    """A move's Dump never ends by itself (it waits for the writes to be paused): over HTTP, a
+    client that gives up on it stops it, so such clients cannot take every stream's slot."""
+    _, http, lb = door
+    body = json.dumps({"index": "game", "keep_paused": True}).encode()
+    for _ in range(3):  # the fixture's server runs two streams at once
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"{http.url}/v1/Dump", content=body, headers=NDJSON, timeout=1)
+    loaded = httpx.post(f"{http.url}/v1/BulkLoad", content=b'{"index": "game"}', headers=NDJSON, timeout=20)
+    assert loaded.status_code == 200, loaded.text
+    lb.add_score("game", ("dan",), 5, T0)  # nothing left the writes paused
+    assert lb.count("game") == 4
 
 
 # -- 8. Load over HTTP --------------------------------------------------------------------------------

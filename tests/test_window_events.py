@@ -21,8 +21,10 @@ import hmac
 import http.server
 import json
 import os
+import re
 import select
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -54,6 +56,7 @@ class Receiver:
         self.tries: collections.Counter[tuple[str, str]] = collections.Counter()
         self.attempts: list[tuple[str, str, int]] = []  # (path, event id, status answered)
         self.acked: dict[str, list[dict]] = collections.defaultdict(list)
+        self.acked_at: dict[str, list[float]] = collections.defaultdict(list)  # time.time() of each
         self.release = threading.Event()  # held requests go on (answered 503) once set
         self.holding = threading.Event()  # a request is being held
         receiver = self
@@ -98,6 +101,7 @@ class Receiver:
             self.attempts.append((request.path, event_id, status))
             if status == 200:
                 self.acked[request.path].append(event)
+                self.acked_at[request.path].append(time.time())
         try:
             request.send_response(status)
             request.send_header("Content-Length", "0")
@@ -120,6 +124,67 @@ def receiver() -> Iterator[Receiver]:
     running = Receiver()
     yield running
     running.close()
+
+
+class BadReceiver:
+    """A webhook's receiving end that reads each POST whole, then answers badly: ``hang`` (never),
+    ``fail`` (500, every time), ``drip`` (a good answer, a byte a second) or ``garble`` (a status
+    line that is no status line).  Raw sockets, a thread per connection."""
+
+    ANSWER = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+
+    def __init__(self, behaviour: str) -> None:
+        self.behaviour = behaviour
+        self.tries: list[float] = []  # when each POST had arrived (time.monotonic())
+        self.stop = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.2)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}/{self.behaviour}"
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+
+    def _answer(self, connection: socket.socket) -> None:
+        with connection:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += connection.recv(65536) or b"\r\n\r\n"
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
+            while len(body) < length and (got := connection.recv(65536)):
+                body += got
+            self.tries.append(time.monotonic())
+            with contextlib.suppress(OSError):
+                if self.behaviour == "fail":
+                    connection.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n")
+                elif self.behaviour == "garble":
+                    connection.sendall(b"HTTP/1.1 20\r\n\r\n")
+                elif self.behaviour == "drip":
+                    for byte in self.ANSWER:
+                        connection.sendall(bytes([byte]))
+                        if self.stop.wait(1):
+                            return
+                else:  # until the sender gives up and closes the connection
+                    connection.settimeout(0.1)
+                    while not self.stop.is_set():
+                        with contextlib.suppress(TimeoutError):
+                            if not connection.recv(1):
+                                return
+
+    def close(self) -> None:
+        self.stop.set()
+        self.listener.close()
 
 
 @contextlib.contextmanager
@@ -237,6 +302,48 @@ def test_a_receiver_failing_three_times_gets_the_event_on_the_fourth_try(
             wait_until(lambda: lb.webhooks("flaky")[0].pending == 0)
     finally:
         server.stop(grace=1)
+
+
+def test_a_bad_receiver_delays_its_own_events_only(
+    server_place: ServerPlace, receiver: Receiver, no_unexpected_server_errors: None
+) -> None:
+    """Beside one good receiver, five that never answer, one that answers 500 forever, one that
+    drips its answer a byte a second and one whose status line is garbled: the good one gets each
+    of its events at once, and each bad try fails within the whole-request deadline (3 s here),
+    recorded as a failed try with why (no traceback, nothing logged as unexpected)."""
+    bad = [BadReceiver(kind) for kind in ("hang",) * 5 + ("fail", "drip", "garble")]
+    deadline = 3.0
+    try:
+        with serving(server_place, ServerSettings(maintain_every=0, webhook_timeout=deadline)) as (_, _, lb):
+            base = int(time.time()) - 50
+            lb.create_index("busy", high_score_first=True)
+            lb.update_windows("busy", windows=[(1, base + 100 * i, base + 100 * (i + 1)) for i in range(3)])
+            for i in range(3):
+                lb.add_score("busy", f"p{i}", 10 + i, base + 100 * i)
+            webhooks = {lb.add_webhook("busy", hook.url, "s" * 16).id: hook for hook in bad}
+            lb.add_webhook("busy", receiver.url("/good", "g" * 16), "g" * 16)
+            noticed = time.time()
+            assert lb.notice_window_ends("busy", base + 300).events == 3 * 9
+            wait_until(lambda: len(receiver.acked_ids("/good")) == 3, "the good receiver's three events", 30)
+            delays = [at - noticed for at in receiver.acked_at["/good"]]
+            assert max(delays) < deadline / 2, delays  # none waited for a bad receiver's deadline
+            failed = time.time()
+            wait_until(lambda: all(hook.tries for hook in bad), "a try at every bad receiver", 30)
+
+            def errors() -> dict[str, str]:
+                return {webhooks[w.id].behaviour: w.last_error for w in lb.webhooks("busy") if w.id in webhooks}
+
+            wait_until(lambda: "" not in errors().values(), "every bad webhook's failure recorded", 30)
+            assert time.time() - failed < 3 * deadline  # the dripping one's too: a deadline for the whole try
+            shown = errors()
+            assert shown["hang"] == shown["drip"] == f"no answer within {deadline:g} s", shown
+            assert shown["fail"] == "HTTP 500" and shown["garble"].startswith("RemoteProtocolError"), shown
+            assert all(w.pending == 3 for w in lb.webhooks("busy") if w.id in webhooks)  # to be tried again
+            for hook in bad[:5]:  # two POSTs at once at most: the third only once one gave up
+                assert len([t for t in hook.tries if t < hook.tries[0] + deadline * 0.9]) == 2, hook.tries
+    finally:
+        for hook in bad:
+            hook.close()
 
 
 def test_the_servers_own_maintenance_notices_an_end_by_its_clock_and_streams_it(
@@ -476,16 +583,53 @@ def test_a_lease_keeps_an_event_to_one_process_until_it_runs_out(db, prefix) -> 
     clock = end + 1.0
     assert events.notice("api", now=end, clock=clock) == ([window], 1, None)
     assert events.notice("api", now=end, clock=clock) == ([], 0, None)  # once
-    (taken,) = events.claim("a", lease=10, batch=16, clock=clock)
+    (taken,), _ = events.claim("a", lease=10, batch=16, clock=clock)
     assert json.loads(taken.body)["entries"][0]["pk"] == ["ann"] and taken.secret == made.secret
-    assert events.claim("b", lease=10, batch=16, clock=clock + 9) == []  # a's lease holds
-    (again,) = events.claim("b", lease=10, batch=16, clock=clock + 11)  # a died: b takes over
+    assert events.claim("b", lease=10, batch=16, clock=clock + 9) == ([], True)  # a's lease holds
+    (again,), _ = events.claim("b", lease=10, batch=16, clock=clock + 11)  # a died: b takes over
     assert again.id == taken.id
     assert events.failed(again.id, "HTTP 500", first_retry=2, clock=clock + 12) == "failed"
-    assert events.claim("b", lease=10, batch=16, clock=clock + 13) == []  # due again 2 s later
-    (third,) = events.claim("b", lease=10, batch=16, clock=clock + 14)
+    assert events.claim("b", lease=10, batch=16, clock=clock + 13) == ([], True)  # due again 2 s later
+    (third,), _ = events.claim("b", lease=10, batch=16, clock=clock + 14)
     assert [w.last_error for w in events.webhooks("api")] == ["HTTP 500"]
     events.delivered(third.id)
     assert events.failed(third.id, "late", first_retry=2, clock=clock + 15) == "delivered"
     assert [w.pending for w in events.webhooks("api")] == [0]
     assert [e.cursor for e in events.events_after("api", 0)] == [1]
+
+
+def test_claims_listings_and_deletions_reach_past_the_outboxs_first_thousand_rows(db, prefix) -> None:
+    """2,500 events of a webhook whose receiver is down (waiting for a later try) lie ahead of
+    another webhook's due event in the outbox's order: a claim finds it all the same, a listing
+    counts every event and a deletion drops every one, in transactions of 1,000; a webhook with
+    POSTs under way gets no more than its share of a claim."""
+    catalog = Catalog(db, prefix)
+    events = WindowEvents(catalog)
+    catalog.create("api", IndexSettings())
+    down = events.add_webhook("api", "https://example.com/down", "", [], 1)
+    fresh = events.add_webhook("api", "https://example.com/fresh", "", [], 1)
+    now = time.time()
+
+    def waiting(tr: object, event_id: str, webhook: str, due: float) -> None:  # as noticing writes them
+        state = {"webhook": webhook, "index": "api", "created": now, "due": due, "attempts": 0, "owner": "",
+                 "lease_until": 0.0, "error": ""}  # fmt: skip
+        tr.set(events._key("outbox", event_id), json.dumps(state).encode())  # type: ignore[attr-defined]
+        tr.set(events._key("outbox_body", event_id), b"{}")  # type: ignore[attr-defined]
+
+    def backlog(tr: object) -> None:
+        for i in range(2500):
+            waiting(tr, f"evt_0{i:023x}", down.id, now + 600)
+        waiting(tr, "evt_f" + "0" * 23, fresh.id, now)
+
+    db.run(backlog)
+    (taken,), _ = events.claim("a", lease=10, batch=16, clock=now)
+    assert taken.webhook == fresh.id and taken.url == "https://example.com/fresh"
+    assert {w.id: w.pending for w in events.webhooks("api")} == {down.id: 2500, fresh.id: 1}
+    assert events.claim("a", lease=10, batch=16, clock=now) == ([], True)  # every row looked at: nothing due
+    # Three of the backlog come due: a process with one POST of it under way takes one more (two at once).
+    db.run(lambda tr: [waiting(tr, f"evt_0{i:023x}", down.id, now) for i in (7, 1500, 2400)])
+    claimed, _ = events.claim("a", lease=10, batch=16, clock=now, busy={down.id: 1}, per_webhook=2)
+    assert [event.webhook for event in claimed] == [down.id]
+    assert events.delete_webhook("api", down.id) == (True, 2500)
+    assert [(w.id, w.pending) for w in events.webhooks("api")] == [(fresh.id, 1)]
+    assert events.pending() == 1

@@ -17,6 +17,12 @@ connection).  Each phase lasts ``--seconds``:
    made-up HTTP methods, unknown paths and malformed requests (a lone surrogate, a key >= 2^64,
    nesting 1,000 deep).
 
+4. ``webhooks``: the delivery delay of a good webhook receiver (from the NoticeWindowEnds that
+   noticed a window's end to its POST's arrival), ``--webhook-rounds`` windows alone, as many
+   beside ``--hanging`` receivers that hold each POST 60 s, one answering 500 forever, one
+   dripping its answer a byte every 4 s and one whose status line is malformed (``HTTP/1.1 20``),
+   and as many once those are deleted; the receivers are a process of their own (asyncio).
+
 Before the phases, ``--unauthenticated`` 4 MB posts without a token, one at a time, give the
 server's CPU for each before its refusal.  The server runs with ``--nofile`` file descriptors.
 
@@ -25,10 +31,11 @@ attackers got, the server's resident memory, open file descriptors and log growt
 ``/metrics`` size.  Then it sends ``--bad`` gRPC requests that do not parse and reports the
 server's memory before and after.
 
-    .venv/bin/python tools/bench_hostile.py [--records 20000] [--seconds 20] [--phases baseline,grpc,http]
+    .venv/bin/python tools/bench_hostile.py [--records 20000] [--seconds 20] [--phases baseline,grpc,http,webhooks]
         [--stalled 2000] [--heavy 4] [--idle 1100] [--slow 200] [--uploads 2] [--posters 4] [--post-rate 5]
         [--streams 400] [--junk 1] [--read-processes 1] [--read-priority idle]
         [--attacker-priority 0|NICE|idle] [--control] [--unauthenticated 10] [--nofile 1024]
+        [--webhook-rounds 30] [--hanging 5] [--webhook-wait 60]
 """
 
 from __future__ import annotations
@@ -37,8 +44,10 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import multiprocessing
 import os
+import queue as queue_module
 import random
 import resource
 import socket
@@ -423,6 +432,151 @@ def lower_priority(priority: str) -> None:
         os.nice(int(priority))
 
 
+# -- webhook receivers, good and bad ---------------------------------------------------------------
+
+OK_ANSWER = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+async def _read_post(reader: asyncio.StreamReader) -> bytes:
+    """A POST's body (its head read first)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+    )
+    return await reader.readexactly(length)
+
+
+def receivers(hanging: int, ports: multiprocessing.Queue, arrivals: multiprocessing.Queue, stop: Any) -> None:
+    """One good receiver (each POST's window start and arrival time go to ``arrivals``) and the bad
+    ones, their ports sent to ``ports``: {"good": port, "hang": [ports], "fail", "drip", "garble"}."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, kind: str) -> None:
+        try:
+            body = await _read_post(reader)
+            if kind == "good":
+                arrivals.put((json.loads(body)["window"]["start"], time.time()))
+                writer.write(OK_ANSWER)
+            elif kind == "hang":
+                await asyncio.sleep(60)
+            elif kind == "fail":
+                writer.write(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n")
+            elif kind == "drip":
+                for byte in OK_ANSWER:
+                    writer.write(bytes([byte]))
+                    await writer.drain()
+                    await asyncio.sleep(4)
+            else:
+                writer.write(b"HTTP/1.1 20\r\n\r\n")
+            await writer.drain()
+        except (OSError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass  # the sender gave up, or the receivers stop
+        finally:
+            writer.close()
+
+    async def run() -> None:
+        kinds = ["good", *["hang"] * hanging, "fail", "drip", "garble"]
+        servers = []
+        for kind in kinds:
+            servers.append(await asyncio.start_server(lambda r, w, kind=kind: answer(r, w, kind), "127.0.0.1", 0))
+        found: dict[str, Any] = {"hang": []}
+        for kind, server in zip(kinds, servers, strict=True):
+            port = server.sockets[0].getsockname()[1]
+            if kind == "hang":
+                found["hang"].append(port)
+            else:
+                found[kind] = port
+        ports.put(found)
+        while not stop.is_set():
+            await asyncio.sleep(0.2)
+
+    asyncio.run(run())
+
+
+def webhook_phase(address: str, args: argparse.Namespace) -> None:
+    """The good receiver's delivery delays alone, beside the bad receivers, and after they are deleted."""
+    ports: multiprocessing.Queue = multiprocessing.Queue()
+    arrivals: multiprocessing.Queue = multiprocessing.Queue()
+    stop = multiprocessing.Event()
+    process = multiprocessing.Process(target=receivers, args=(args.hanging, ports, arrivals, stop))
+    process.start()
+    found = ports.get(timeout=60)
+    url = "http://127.0.0.1:{}/hook".format
+    rounds = args.webhook_rounds
+    step = 10  # each round's window, in seconds of the index's time (noticed with a clock given)
+    with LeaderboardClient(address, timeout=60, token=ADMIN) as lb:
+        lb.create_index("ends", high_score_first=True)
+        base = int(time.time()) + 10**6  # windows ending after the webhooks are added
+        lb.update_windows(
+            "ends",
+            windows=[(1, base + step * i, base + step * (i + 1)) for i in range(3 * rounds)],
+            high_score_first=True,
+        )
+        lb.add_webhook("ends", url(found["good"]), "good-receiver-secret")
+
+        noticed_at: dict[int, float] = {}
+        arrived_at: dict[int, float] = {}  # by window start (events may come late, out of order)
+
+        def measure(first: int) -> list[int]:
+            starts = []
+            for i in range(first, first + rounds):
+                start = base + step * i
+                starts.append(start)
+                noticed_at[start] = time.time()
+                lb.notice_window_ends("ends", base + step * (i + 1))
+                deadline = time.monotonic() + args.webhook_wait
+                while start not in arrived_at and (left := deadline - time.monotonic()) > 0:
+                    with contextlib.suppress(queue_module.Empty):
+                        window, at = arrivals.get(timeout=left)
+                        arrived_at.setdefault(window, at)
+                time.sleep(0.5)
+            return starts
+
+        alone = measure(0)
+        bad = [url(port) for port in found["hang"]] + [url(found[kind]) for kind in ("fail", "drip", "garble")]
+        ids = [lb.add_webhook("ends", hook, "bad-receiver-secret").id for hook in bad]
+        beside = measure(rounds)
+        waiting = {w.id: (w.pending, w.last_error) for w in lb.webhooks("ends") if w.id in ids}
+        for webhook_id in ids:
+            lb.delete_webhook("ends", webhook_id)
+        after = measure(2 * rounds)
+        while len(arrived_at) < 3 * rounds:  # the late ones, a while longer
+            try:
+                window, at = arrivals.get(timeout=args.webhook_wait)
+            except queue_module.Empty:
+                break
+            arrived_at.setdefault(window, at)
+    stop.set()
+    process.join(10)
+    if process.is_alive():
+        process.terminate()
+
+    def delays(starts: list[int]) -> list[float]:
+        return [arrived_at[s] - noticed_at[s] if s in arrived_at else math.inf for s in starts]
+
+    def seconds(value: float) -> str:
+        return "never" if value == math.inf else f"{value * 1000:.1f} ms" if value < 1 else f"{value:.1f} s"
+
+    def shown(starts: list[int]) -> str:
+        found = delays(starts)
+        p50, p90, most = percentile(found, 0.5), percentile(found, 0.9), max(found)
+        text = ", ".join(f"{name} {seconds(v)}" for name, v in (("p50", p50), ("p90", p90), ("max", most)))
+        missed = sum(1 for v in found if v > args.webhook_wait)
+        return text + (f"; {missed} of {len(found)} not within {args.webhook_wait:g} s" if missed else "")
+
+    print(f"webhooks, the good receiver's delivery delay over {rounds} windows each:")
+    print(f"{'':>17}alone: {shown(alone)}")
+    ratios = [percentile(delays(beside), q) / percentile(delays(alone), q) for q in (0.5, 0.9)]
+    print(
+        f"{'':>17}beside {args.hanging} hanging, 1 failing, 1 dripping, 1 garbled: {shown(beside)} "
+        f"(p50 {ratios[0]:.2f}x, p90 {ratios[1]:.2f}x alone)"
+    )
+    print(f"{'':>17}after deleting them: {shown(after)}")
+    errors = Counter(error.split(":")[0] for _, error in waiting.values())
+    print(
+        f"{'':>17}bad webhooks then: {sum(p for p, _ in waiting.values())} events waiting, last errors {dict(errors)}"
+    )
+
+
 # -- the run ----------------------------------------------------------------------------------------
 
 
@@ -480,7 +634,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--seconds", type=float, default=20)
-    parser.add_argument("--phases", default="baseline,grpc,http", help="Comma-separated: baseline, grpc, http.")
+    parser.add_argument(
+        "--phases", default="baseline,grpc,http,webhooks", help="Comma-separated: baseline, grpc, http, webhooks."
+    )
+    parser.add_argument(
+        "--webhook-rounds", type=int, default=30, help="Windows noticed in each webhook phase (one each 0.5 s)."
+    )
+    parser.add_argument("--hanging", type=int, default=5, help="Webhook receivers that hold each POST 60 s.")
+    parser.add_argument(
+        "--webhook-wait", type=float, default=60, help="Seconds a round waits for the good receiver's event."
+    )
     parser.add_argument("--stalled", type=int, default=2000)
     parser.add_argument("--heavy", type=int, default=4)
     parser.add_argument("--idle", type=int, default=1100)
@@ -524,7 +687,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     phases = [p for p in args.phases.split(",") if p]
-    assert phases[0] == "baseline" and set(phases) <= {"baseline", "grpc", "http"}, "phases start with baseline"
+    assert set(phases) <= {"baseline", "grpc", "http", "webhooks"}, "phases: baseline, grpc, http, webhooks"
+    assert phases[0] == "baseline" or phases == ["webhooks"], "phases start with baseline (or are webhooks alone)"
 
     tokens = tempfile.NamedTemporaryFile("w", prefix="bench-tokens-", delete=False)  # noqa: SIM115
     tokens.write(f"admin:{ADMIN}\nread:{READ}\n")
@@ -547,6 +711,9 @@ def main() -> None:
         baseline: dict[str, float] = {}
         print(f"{'phase':>9} {'client':>6} {'calls':>6} {'p50 ms':>7} {'p99 ms':>7} {'p99 ratio':>9}  failed")
         for phase in phases:
+            if phase == "webhooks":
+                webhook_phase(servers[-1][1], args)
+                continue
             logged = os.path.getsize(servers[-1][3] + ".log")
             measured, results, rss, descriptors = run_phase(phase, servers, args)
             logged = os.path.getsize(servers[-1][3] + ".log") - logged
@@ -583,7 +750,12 @@ def main() -> None:
     finally:
         for process, _, _, store in servers:
             process.terminate()
-            process.wait(timeout=30)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                print(f"server pid {process.pid} did not stop within 30 s of SIGTERM: killed")
+                process.kill()
+                process.wait()
             subprocess.run(["rm", "-rf", store, store + ".log"], check=False)
         os.unlink(tokens.name)
 

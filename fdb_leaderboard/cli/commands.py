@@ -168,7 +168,8 @@ def main(
     default="10s",
     show_default=True,
     type=DURATION,
-    help="How long a webhook has to answer a POST (a dead server's events are taken over after twice that).",
+    help="How long a webhook has to answer a POST, from connecting to its status line (a dead server's events "
+    "are taken over after twice that).",
 )
 @click.option(
     "--webhook-first-retry",

@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 import pathlib
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterator
 from typing import Any
@@ -50,7 +50,7 @@ from .deadlines import Deadlines
 from .events import EventBoards, window_end_stream
 from .guard import CLOSE, DoorGuard, has_body
 from .limits import HttpLimits
-from .plain import parse_request
+from .plain import json_value, parse_request
 from .rest import ROUTES, RestRoute, parse_uint
 from .transcode import (
     INPUT_ERRORS,
@@ -195,7 +195,7 @@ class HttpApi:
         routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
         handlers = {HTTPException: _no_route, Exception: _unexpected}
         self.starlette = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
-        self.app: ASGIApp = DoorGuard(self.starlette, hosts or ["*"])
+        self.app: ASGIApp = DoorGuard(self.starlette, hosts or ["*"], tokens is not None)
         if metrics is not None:
             self.app = _MetricsMiddleware(self.app, metrics)
         self.document = openapi.document(list(self.transcoder.rpcs.values()), ROUTES, metrics is not None)
@@ -231,17 +231,21 @@ class HttpApi:
             return await self._in_thread(parse, body, pool=HEAVY)
         return parse(body)
 
-    async def _call(self, request: Request, name: str, message: Any, background: bool = False) -> Message:
-        """The call's answer; ``background``: an event stream's (see :meth:`Transcoder.call`)."""
+    async def _call(
+        self, request: Request, name: str, message: Any, background: bool = False, gone: Any = None
+    ) -> Message:
+        """The call's answer; ``background``: an event stream's, ``gone``: set when a stream's
+        client went away (see :meth:`Transcoder.call`)."""
         pool = EVENTS if background else HEAVY if self.transcoder.dispatcher.is_heavy(name, message) else WORKERS
-        response, version = await self._in_thread(self._called, name, message, request.headers, background, pool=pool)
+        headers = request.headers
+        response, version = await self._in_thread(self._called, name, message, headers, background, gone, pool=pool)
         if version:
             request.state.commit_version = version
         return response
 
-    def _called(self, name: str, message: Any, headers: Any, background: bool) -> tuple[Message, int]:
+    def _called(self, name: str, message: Any, headers: Any, background: bool, gone: Any) -> tuple[Message, int]:
         """The call's answer and, for a score write, its commit version (on the thread that served it)."""
-        response = self.transcoder.call(name, message, headers, background)
+        response = self.transcoder.call(name, message, headers, background, gone=gone)
         return response, self.transcoder.commit_version(name)
 
     def _check_access(self, request: Request, method: str) -> None:
@@ -282,11 +286,15 @@ class HttpApi:
                 f"the next {rpc.name} message",
             )
             loop = anyio.lowlevel.current_token()
+            gone = threading.Event()  # the client went away: a Dump, say, stops at its next step
+            watching: list[asyncio.Task] = []
 
             async def next_line() -> bytes | None:
                 try:
                     return await anext(lines)
                 except StopAsyncIteration:
+                    if not watching:  # the body has ended: what the client sends now is its leaving
+                        watching.append(asyncio.ensure_future(_until_disconnected(request, gone)))
                     return None
                 except ClientDisconnect:
                     raise ClientGone() from None
@@ -302,9 +310,12 @@ class HttpApi:
                             raise Answer(exc.code, exc.message) from None
 
             try:
-                return JSONResponse(rpc_json(await self._call(request, rpc.name, messages())))
+                return JSONResponse(rpc_json(await self._call(request, rpc.name, messages(), gone=gone)))
             except CallFailed as exc:
                 return _error(exc, request)
+            finally:
+                for task in watching:
+                    task.cancel()
 
         return handle
 
@@ -474,10 +485,15 @@ def readiness(status: StoreStatus) -> dict[str, Any]:
 
 
 def _json_body(body: bytes) -> Any:
-    try:
-        return json.loads(body or b"null")
-    except (ValueError, RecursionError) as exc:
-        raise CallFailed(grpc.StatusCode.INVALID_ARGUMENT, f"the body is not JSON: {exc}") from None
+    """A route's body as JSON (None: none); each route's builder judges its shape."""
+    return json_value(body, "the body is refused") if body else None
+
+
+async def _until_disconnected(request: Request, gone: threading.Event) -> None:
+    """Set ``gone`` when the client of ``request`` (whose body was read whole) goes away."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
 
 
 def _built(route: RestRoute, values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Any) -> Message:

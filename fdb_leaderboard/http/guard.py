@@ -11,7 +11,10 @@ any web page write to, or drop, the indexes.  So :class:`DoorGuard` refuses:
 - a POST whose ``Origin`` is not the server's own (``null`` included; 403);
 - a write whose body is not JSON or NDJSON by its ``Content-Type`` (415): browsers cannot send
   those cross-site without a preflight, which this server never answers.  A ``DELETE`` without a
-  body (``DELETE /v1/indexes/I/records/PK``) needs no type: it has nothing to type.
+  body (``DELETE /v1/indexes/I/records/PK``) needs no type: it has nothing to type.  A body
+  declared in another charset than UTF-8 is refused (400): JSON between systems is UTF-8;
+- with tokens, a request carrying more than one ``Authorization`` header (401): which of them
+  would be the caller's is anyone's guess (the gRPC door refuses the same).
 
 The page, its files, the OpenAPI document and the metrics say ``nosniff``, may not be framed,
 and the page may only load its own files (``Content-Security-Policy``); the API's JSON answers
@@ -30,6 +33,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
+from ..access import several_authorizations
 from .transcode import CallFailed
 
 # Bodies the API reads: JSON (requests, scores) and NDJSON (streams of requests).
@@ -68,12 +72,23 @@ def is_json_body(content_type: bytes | None) -> bool:
     return media in BODY_TYPES or (media.startswith("application/") and media.endswith("+json"))
 
 
+def declared_charset(content_type: bytes) -> str | None:
+    """The ``charset`` parameter of ``content_type`` (lower case), None without one."""
+    for parameter in content_type.split(b";")[1:]:
+        key, _, value = parameter.partition(b"=")
+        if key.strip().lower() == b"charset":
+            return value.strip().strip(b'"').lower().decode("latin-1")
+    return None
+
+
 class DoorGuard:
     """Refuses foreign hosts, cross-site and non-JSON writes; adds the security headers to all
     but the API's answers."""
 
-    def __init__(self, app: ASGIApp, allowed_hosts: list[str]) -> None:
+    def __init__(self, app: ASGIApp, allowed_hosts: list[str], tokens: bool = False) -> None:
+        """``tokens``: whether the server checks bearer tokens (then one Authorization header at most)."""
         self.app = app
+        self.tokens = tokens
         self.allowed_hosts = [pattern.lower() for pattern in allowed_hosts]
         self.any_host = "*" in self.allowed_hosts
         self._hosts: dict[bytes, bool] = {}
@@ -84,6 +99,7 @@ class DoorGuard:
             return
         host = origin = content_type = None
         bodyless = True
+        authorizations = 0
         for name, value in scope["headers"]:
             if name == b"host":
                 host = value
@@ -93,10 +109,14 @@ class DoorGuard:
                 content_type = value
             elif (name == b"content-length" and value != b"0") or name == b"transfer-encoding":
                 bodyless = False
+            elif name == b"authorization":
+                authorizations += 1
         refused = None
         if not self.any_host and not self._answers(host):
             shown = host.decode("latin-1")[:100] if host else "none"
             refused = (400, f"this server does not answer to the host name {shown!r}", grpc.StatusCode.INVALID_ARGUMENT)
+        elif authorizations > 1 and self.tokens:
+            refused = (401, several_authorizations(authorizations), grpc.StatusCode.UNAUTHENTICATED)
         elif scope["method"] not in SAFE_METHODS:
             refused = _write_refusal(host, origin, content_type, scope["method"], bodyless)
         if refused is not None:
@@ -171,4 +191,12 @@ def _write_refusal(
             f"not {given}",
             grpc.StatusCode.INVALID_ARGUMENT,
         )
+    if content_type is not None and b";" in content_type:
+        charset = declared_charset(content_type)
+        if charset not in (None, "utf-8", "utf8"):
+            return (
+                400,
+                f"the body must be UTF-8 (JSON between systems is, RFC 8259), not charset={charset[:40]}",
+                grpc.StatusCode.INVALID_ARGUMENT,
+            )
     return None

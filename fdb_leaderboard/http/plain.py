@@ -143,11 +143,44 @@ def _holds_plain(message: Descriptor, seen: frozenset[str] = frozenset()) -> boo
     return False
 
 
-def parse_request(text: str | bytes, message_type: type[Message], what: str = "request body") -> Message:
-    """A request message from JSON in the one shape or protobuf's typed form; malformed JSON or a
-    field the message lacks is INVALID_ARGUMENT."""
+def json_value(data: bytes, refused: str) -> Any:
+    """The JSON value of a body (or an NDJSON line) in UTF-8, as JSON between systems is (RFC
+    8259): another encoding, which Python's parser would take (UTF-16, UTF-32), is refused naming
+    it.  ``refused`` begins the message of a refusal (``request body is not a valid TopRequest``)."""
+    encoding = json.detect_encoding(data)
+    if encoding != "utf-8":
+        raise bad(f"{refused}: it is {encoding.upper()}, not UTF-8 (JSON between systems is UTF-8, RFC 8259)")
     try:
-        value = json.loads(text or b"{}")
+        text = data.decode()
+    except UnicodeDecodeError as exc:
+        raise bad(
+            f"{refused}: it is not UTF-8 (byte {exc.start} is 0x{data[exc.start]:02x}; JSON between systems is "
+            "UTF-8, RFC 8259)"
+        ) from None
+    try:
+        return json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise bad(cap_message(f"{what} is not a valid {message_type.DESCRIPTOR.name}: not JSON ({exc})")) from None
+        raise bad(cap_message(f"{refused}: not JSON ({exc})")) from None
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words (``an array``, ``null``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def parse_request(data: bytes, message_type: type[Message], what: str = "request body") -> Message:
+    """A request message from a JSON object in the one shape or protobuf's typed form; malformed
+    JSON, a value other than an object or a field the message lacks is INVALID_ARGUMENT."""
+    name = message_type.DESCRIPTOR.name
+    value = json_value(data, f"{what} is not a valid {name}") if data else {}
+    if not isinstance(value, dict):
+        raise bad(f"{what} is not a valid {name}: it must be a JSON object of its fields, not {json_kind(value)}")
     return message_from_dict(typed_json(value, message_type.DESCRIPTOR), message_type, what)

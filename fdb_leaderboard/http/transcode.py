@@ -96,7 +96,8 @@ class CallFailed(Exception):
 
 class HttpCallContext:
     """A call that came over HTTP, as its handler sees it (the servicer's ``CallContext``): it
-    stops being active past its deadline or when the HTTP server stops."""
+    stops being active past its deadline, when the HTTP server stops, or once ``gone`` is set
+    (a stream's client went away)."""
 
     def __init__(
         self,
@@ -105,15 +106,18 @@ class HttpCallContext:
         actor: str = ANONYMOUS,
         max_staleness_ms: int = 0,
         min_version: int = 0,
+        gone: threading.Event | None = None,
     ) -> None:
         self.deadline = deadline
         self.stopping = stopping
         self.actor = actor
         self.max_staleness_ms = max_staleness_ms  # how stale its reads may be (gRPC's metadata, as headers)
         self.min_version = min_version
+        self.gone = gone
 
     def is_active(self) -> bool:
-        return not self.stopping.is_set() and time.monotonic() < self.deadline
+        gone = self.gone is not None and self.gone.is_set()
+        return not self.stopping.is_set() and not gone and time.monotonic() < self.deadline
 
     def time_remaining(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
@@ -292,11 +296,13 @@ class Transcoder:
         headers: Mapping[str, str],
         background: bool = False,
         counted: bool = True,
+        gone: threading.Event | None = None,
     ) -> Message:
         """Call the RPC ``name`` (blocking: run it in a worker thread); raises :class:`CallFailed`.
         ``background``: a read no caller waits for (an event stream's), served on a reader process
         like a heavy read, whatever its size, where the server has them.  ``counted``: False for a
-        route's own lookup (``at=latest``'s), which is not a call of the user's in the metrics."""
+        route's own lookup (``at=latest``'s), which is not a call of the user's in the metrics.
+        ``gone``: set once the client went away (the call stops at its next check)."""
         rpc = self.rpcs[name]
         started = time.perf_counter()
         code = grpc.StatusCode.UNKNOWN
@@ -321,7 +327,7 @@ class Transcoder:
                 staleness, version = self._freshness(name, headers)
                 response = getattr(self.service, name)(
                     request,
-                    HttpCallContext(deadline, self.stopping, self._actor(headers), staleness, version),
+                    HttpCallContext(deadline, self.stopping, self._actor(headers), staleness, version, gone),
                 )
             if rpc.server_streaming:  # Load: HTTP answers once, with the last progress message
                 last = rpc.response_type()

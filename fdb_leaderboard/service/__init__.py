@@ -16,8 +16,8 @@
 | ``dumps.py`` | dumps of served indexes that catch up with their writes; restores published under a name |
 | ``housekeeping.py`` | the server's background maintenance: keep ahead, fill, expire, forget keys, notice ends |
 | ``window_events.py`` | window-end events in the store: webhooks, ends noticed once, the outbox, the event log |
-| ``background.py`` | :class:`BackgroundLoop`: the thread of the server's maintenance and of its webhook delivery |
-| ``webhooks.py`` | :class:`WebhookDelivery`: the outbox's events POSTed, signed, leased, retried until acknowledged |
+| ``background.py`` | :class:`BackgroundLoop`: the thread of the server's maintenance |
+| ``webhooks.py`` | :class:`WebhookDelivery`: the outbox's events POSTed, signed, leased, each webhook's apart |
 | ``metrics.py`` | Prometheus metrics: calls, store transactions, group commits, maintenance progress |
 
 Item, score and entry conversions shared with the client are in :mod:`fdb_leaderboard.wire`.

@@ -628,7 +628,8 @@ class Dispatcher(grpc.GenericRpcHandler):
             call = self.start(context)
             call.deadline = float("inf")  # a load may run long; each message has stream_idle_timeout
             self.calls.add(call)
-            pending: list[concurrent.futures.Future] = []
+            pending: list[concurrent.futures.Future] = []  # the handler's read of the next message
+            putting: list[concurrent.futures.Future] = []  # and its reply waiting for room
 
             def messages() -> Iterator[Message]:
                 if first is None:
@@ -658,15 +659,19 @@ class Dispatcher(grpc.GenericRpcHandler):
                     return result
                 for reply in result:
                     queued = asyncio.run_coroutine_threadsafe(replies.put(reply), loop)
+                    putting[:] = [queued]
                     while True:
                         try:
                             queued.result(REPORT_SECONDS)
                             break
-                        except concurrent.futures.TimeoutError:
-                            if not call.is_active():  # the client went away: nobody reads replies
-                                queued.cancel()
-                                result.close()
-                                raise ClientGone() from None
+                        except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError) as waited:
+                            # Cancelled: the client went away (the event loop said so at once);
+                            # timed out: a deadline may have passed meanwhile.
+                            if call.is_active() and isinstance(waited, concurrent.futures.TimeoutError):
+                                continue
+                            queued.cancel()
+                            result.close()  # the handler's own clean-up runs now (a Dump's end)
+                            raise ClientGone() from None
                 return None
 
             try:
@@ -681,13 +686,19 @@ class Dispatcher(grpc.GenericRpcHandler):
                         else:
                             getter.cancel()
                             await asyncio.wait({getter})  # ended before the event loop may close
-                    response = future.result()
-                except asyncio.CancelledError:
-                    call.cancelled = True
+                    try:
+                        response = future.result()
+                    except ClientGone:
+                        raise Answer(grpc.StatusCode.CANCELLED, f"{method} cancelled by the client") from None
+                    except Exception as exc:  # the handler's own refusals, as a unary call's (``_rpc``)
+                        raise answer_for(exc, method) from exc
+                except BaseException:  # the client went away, or a reply could not be written
+                    call.cancelled = True  # the handler stops at its next check
                     if getter is not None:
                         getter.cancel()
-                    for read in pending:
-                        read.cancel()
+                    for waiting in (*pending, *putting):
+                        waiting.cancel()
+                    future.add_done_callback(_outcome_taken)  # however it ends, nobody waits for it
                     raise
             finally:
                 call.cancelled = True
@@ -698,6 +709,13 @@ class Dispatcher(grpc.GenericRpcHandler):
             return None if response is None else self.reply(response)
 
         return await self.answer(context, work(), method)
+
+
+def _outcome_taken(future: asyncio.Future) -> None:
+    """Take the outcome of a future nobody awaits any more (else asyncio logs its exception as
+    "never retrieved", with a traceback, when it is collected)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _settle(done: asyncio.Future, result: Any, error: BaseException | None) -> None:
@@ -914,6 +932,7 @@ class _Unary:
         except asyncio.CancelledError:  # the client went away: a call no thread took yet never runs
             if work is not None:
                 work.cancel()
+            done.cancel()  # what the handler ends with is answered to nobody
             raise
         finally:
             timeouts.discard(done)
@@ -969,10 +988,13 @@ class AccessInterceptor(aio.ServerInterceptor):
         method = handler_call_details.method
         if method.startswith(HEALTH_PREFIX):
             return await continuation(handler_call_details)
-        header = None
+        header, headers = None, 0
         for key, value in handler_call_details.invocation_metadata or ():
             if key == "authorization":
                 header = value if isinstance(value, str) else value.decode("latin-1")
+                headers += 1
+        if headers > 1:  # which one is the caller's is anyone's guess
+            return _refusal(grpc.StatusCode.UNAUTHENTICATED, access.several_authorizations(headers))
         token = access.bearer_token(header)
         try:
             if method.startswith(REFLECTION_PREFIX):

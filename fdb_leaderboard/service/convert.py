@@ -73,7 +73,7 @@ def settings_from_proto(options: pb.IndexOptions, reference_layout: bool) -> Ind
         high_score_first=options.high_score_first if options.HasField("high_score_first") else True,
         score_type=score_type,
         dense_ranks=options.dense_ranks,
-        columns=tuple(pb.ColumnOrder.Name(direction) for direction in options.columns),
+        columns=tuple(enum_name(pb.ColumnOrder, direction, "columns") for direction in options.columns),
         leagues=leagues_from_proto(options.leagues) if options.HasField("leagues") else None,
     )
 

@@ -120,10 +120,11 @@ def answer_for(exc: Exception, method: str) -> Answer:
     return Answer(code, cap_message(str(exc)), trailing)
 
 
-def _streamed(method: str, replies: Iterator[Any]) -> Iterator[Any]:
-    """``replies``, with what ends them early answered as ``_rpc`` answers (a stream's status)."""
+def _streamed(method: str, replies: Callable[[], Iterator[Any]]) -> Iterator[Any]:
+    """The messages of ``replies()``, with what ends them early (from their start on: the checks
+    of the request too) answered as ``_rpc`` answers (a stream's status)."""
     try:
-        yield from replies
+        yield from replies()
     except Answer:
         raise
     except (ClientGone, dumps.Stopped):
@@ -131,11 +132,7 @@ def _streamed(method: str, replies: Iterator[Any]) -> Iterator[Any]:
     except StaleIndex as stale:
         raise Answer(grpc.StatusCode.ABORTED, f"{stale} during the {method}") from None
     except Exception as exc:
-        code = status_of(exc)
-        if code is None:
-            log.exception("%s failed", method)
-            raise Answer(grpc.StatusCode.INTERNAL, f"{method} failed unexpectedly; see the server log") from exc
-        raise Answer(code, cap_message(str(exc))) from exc
+        raise answer_for(exc, method) from exc
 
 
 def _key(request: Any) -> str | None:
@@ -426,7 +423,9 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "Dump takes exactly one request message")
         if request.catch_up_seconds < 0 or request.catch_up_seconds != request.catch_up_seconds:
             raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "catch_up_seconds must be a number of seconds, 0 or more")
-        return _streamed("Dump", dumps.ServedDump(self.catalog, request, context.is_active, _actor(context)).parts())
+        return _streamed(
+            "Dump", lambda: dumps.ServedDump(self.catalog, request, context.is_active, _actor(context)).parts()
+        )
 
     def Restore(self, requests: Iterator[pb.RestoreRequest], context: CallContext) -> Iterator[pb.RestoreProgress]:
         """A new index from a dump's parts (``dumps.py``), named once complete; yields progress."""
@@ -434,7 +433,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         if first is None:
             raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "Restore needs the dump's parts, its header first")
         return _streamed(
-            "Restore", dumps.restore_served(self.catalog, first, requests, context.is_active, _actor(context))
+            "Restore", lambda: dumps.restore_served(self.catalog, first, requests, context.is_active, _actor(context))
         )
 
     @_rpc

@@ -72,8 +72,9 @@ class ServerSettings:
       their Server-Sent Events); beyond it, RESOURCE_EXHAUSTED (HTTP 429).
     - ``webhooks``: deliver the store's window-end events to their webhooks from this process
       (several processes share the work: each event is leased by one at a time).
-    - ``webhook_timeout``: seconds a webhook has to answer a POST; a process's lease on an event
-      is twice that and a second, so another takes over a dead process's events that soon.
+    - ``webhook_timeout``: seconds a webhook has to answer a POST, the whole request (connecting,
+      sending, the answer's status line); a process's lease on an event is twice that and a
+      second, so another takes over a dead process's events that soon.
     - ``webhook_first_retry``: seconds before an event's second try; each later wait doubles, up
       to 10 minutes, for 3 days (then the event is dropped; see ``window_events.py``).
     - ``tokens``: bearer tokens and roles (None: no authentication, everyone is admin, allowed

@@ -16,9 +16,10 @@ Keys, under the catalog's root (so every server process of the store shares them
   ``LOG_KEEP``), which streams read and resume from; ``("event_log_next", index)`` counts them.
 - ``("outbox", id)`` (delivery state, JSON) and ``("outbox_body", id)`` (the POST's body): an
   event waiting for one webhook.  A process takes a lease on it in a transaction before sending
-  it (``claim``), so two processes never send it at once, and a lease of a process that died
-  runs out; the event is cleared when the webhook acknowledges it (``delivered``), or moved to a
-  later try (``failed``) until ``MAX_EVENT_AGE``.  The event id is derived from the window and
+  it (``claim``, which reads the outbox on, page after page, from where its last claim stopped),
+  so two processes never send it at once, and a lease of a process that died runs out; the event
+  is cleared when the webhook acknowledges it (``delivered``), or moved to a later try
+  (``failed``) until ``MAX_EVENT_AGE``.  The event id is derived from the window and
   the webhook, so a delivery sent again carries the same id.  Leases are times by each
   process's clock: the hosts' clocks must agree to well within a lease (seconds; NTP does).
 
@@ -29,13 +30,14 @@ window-end events (subscribing is refused).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import hashlib
 import json
 import secrets
 import time
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import fdb.tuple
@@ -55,7 +57,8 @@ MAX_WEBHOOKS = 20  # per index
 LOG_KEEP = 1000  # events kept in an index's log for streams to resume from
 MAX_EVENT_AGE = 3 * 86400.0  # seconds an undelivered event is retried for, then dropped
 MAX_BACKOFF = 600.0  # the longest wait between two tries of one event
-OUTBOX_SCAN = 1000  # outbox rows one claim looks at (more wait for these to clear)
+OUTBOX_PAGE = 1000  # outbox rows one read transaction looks at
+CLAIM_PAGES = 4  # pages one claim reads at most (the next goes on from there)
 # An event's stored body stays under the store's value limit: entries are left out from the end
 # until it fits (large metadata on 100 entries could pass it); ``count`` still says how many there are.
 BODY_LIMIT = MAX_VALUE_SIZE - 4096
@@ -88,6 +91,11 @@ def _check_secret(secret: str) -> str:
     return secret
 
 
+def _claimable(state: dict[str, Any], now: float) -> bool:
+    """Whether an outbox event is due at ``now`` and nobody's lease holds it."""
+    return state["due"] <= now and not (state["owner"] and state["lease_until"] > now)
+
+
 def backoff(attempts: int, first: float) -> float:
     """Seconds before try ``attempts + 1`` of an event: ``first``, doubling, at most MAX_BACKOFF."""
     return min(MAX_BACKOFF, first * 2 ** max(0, attempts - 1))
@@ -113,6 +121,7 @@ class WindowEvents:
         self.db = catalog.db
         self.root = catalog.root
         self.metrics: Any = None  # the server's: counts the windows noticed
+        self._scan_from = b""  # where the next claim reads on in the outbox (b"": its start)
 
     def _key(self, *items: Any) -> bytes:
         return self.root + fdb.tuple.pack(items)
@@ -188,44 +197,57 @@ class WindowEvents:
 
     def webhooks(self, index: str) -> list[pb.Webhook]:
         """The index's webhooks (never their secrets), each with its events waiting and why the
-        latest failed try failed."""
+        latest failed try failed (the outbox read in pages: a count of a moment or so)."""
         self.catalog.get(check_name(index))
-
-        def read(tr: Any) -> list[pb.Webhook]:
-            found = {i: self._webhook(index, i, s) for i, s in self._stored_webhooks(tr, index).items()}
-            begin, end = self._range("outbox")
-            for _, value in tr.get_range(begin, end, OUTBOX_SCAN):
-                state = json.loads(value)
-                webhook = found.get(state["webhook"]) if state["index"] == index else None
-                if webhook is not None:
-                    webhook.pending += 1
-                    webhook.last_error = state["error"] or webhook.last_error
-            return list(found.values())
-
-        return self.db.read(read)
+        stored = self.db.read(self._stored_webhooks, index)
+        found = {webhook_id: self._webhook(index, webhook_id, webhook) for webhook_id, webhook in stored.items()}
+        for _, state in self._outbox():
+            webhook = found.get(state["webhook"]) if state["index"] == index else None
+            if webhook is not None:
+                webhook.pending += 1
+                webhook.last_error = state["error"] or webhook.last_error
+        return list(found.values())
 
     def delete_webhook(self, index: str, webhook_id: str, actor: str | None = None) -> tuple[bool, int]:
         """Unsubscribe the webhook, dropping its undelivered events; (deleted, events dropped).
-        Recorded in the audit trail when it deleted one."""
+        Recorded in the audit trail when it deleted one.  The webhook goes in the first
+        transaction, its events in batches of OUTBOX_PAGE (those left behind, by a process that
+        died or noticed since, are cleared as they come due: nobody is told of them)."""
         self.catalog.get(check_name(index))
         event = self.catalog.audit.event(actor or LOCAL_ACTOR, "DeleteWebhook", index)
+        rows = [row for row, state in self._outbox() if state["webhook"] == webhook_id and state["index"] == index]
+        batches = [rows[i : i + OUTBOX_PAGE] for i in range(0, len(rows), OUTBOX_PAGE)] or [[]]
 
-        def delete(tr: Transaction) -> tuple[bool, int]:
+        def delete(tr: Transaction) -> bool:
             key = self._key("webhooks", index, webhook_id)
             if tr.get(key) is None:
-                return False, 0
+                return False
             tr.clear(key)
-            dropped = 0
-            begin, end = self._range("outbox")
-            for row, value in tr.get_range(begin, end, OUTBOX_SCAN):
-                state = json.loads(value)
-                if state["webhook"] == webhook_id and state["index"] == index:
-                    self._clear_event(tr, fdb.tuple.unpack(row[len(self.root) :])[1])
-                    dropped += 1
-            event.write(tr, id=webhook_id, events_dropped=dropped)
-            return True, dropped
+            event.write(tr, id=webhook_id, events_dropped=len(rows))
+            self._clear_rows(tr, batches[0])
+            return True
 
-        return self.db.run(delete)
+        if not self.db.run(delete):
+            return False, 0
+        for batch in batches[1:]:
+            self.db.run(self._clear_rows, batch)
+        return True, len(rows)
+
+    def _outbox(self) -> Iterator[tuple[bytes, dict[str, Any]]]:
+        """The outbox's rows and their delivery states, read in pages of OUTBOX_PAGE (a read
+        transaction each)."""
+        begin, end = self._range("outbox")
+        while True:
+            rows = self.db.read(lambda tr, after=begin: tr.get_range(after, end, OUTBOX_PAGE))
+            for row, value in rows:
+                yield row, json.loads(value)
+            if len(rows) < OUTBOX_PAGE:
+                return
+            begin = rows[-1][0] + b"\x00"
+
+    def _clear_rows(self, tr: Transaction, rows: list[bytes]) -> None:
+        for row in rows:
+            self._clear_event(tr, fdb.tuple.unpack(row[len(self.root) :])[1])
 
     def forget_index(self, index: str) -> None:  # (the index is gone: no check)
         """A dropped index's webhooks go with it, and so do their undelivered events (as when a
@@ -375,23 +397,37 @@ class WindowEvents:
 
     # -- the outbox ----------------------------------------------------------------------------
 
-    def claim(self, owner: str, lease: float, batch: int, clock: float | None = None) -> list[Pending]:
+    def claim(
+        self,
+        owner: str,
+        lease: float,
+        batch: int,
+        clock: float | None = None,
+        busy: Mapping[str, int] | None = None,
+        per_webhook: int | None = None,
+    ) -> tuple[list[Pending], bool]:
         """Take a lease of ``lease`` seconds on at most ``batch`` events due now that nobody holds
-        (one transaction): this process sends them.  Events of a deleted webhook are cleared."""
+        (one transaction): this process sends them.  At most ``per_webhook`` events of a webhook
+        are taken, counting the ``busy`` ones (this process's POSTs under way, by webhook).
+        Events of a deleted webhook are cleared.
 
-        def due(tr: Any, now: float) -> list[tuple[bytes, dict[str, Any]]]:
-            begin, end = self._range("outbox")
-            rows = [(row, json.loads(value)) for row, value in tr.get_range(begin, end, OUTBOX_SCAN)]
-            return [
-                (row, state)
-                for row, state in rows
-                if state["due"] <= now and not (state["owner"] and state["lease_until"] > now)
-            ][:batch]
+        The outbox is read in pages (a read transaction each, at most CLAIM_PAGES of them),
+        going on from where the previous claim stopped and round from its start, so every due
+        event is found however large the outbox and wherever its events lie.  Returns the
+        events leased and whether the pages read covered the whole outbox since the claim
+        that stopped last at its start (False: call again soon, more may be due further on)."""
+        now = time.time() if clock is None else clock
+        begin, end = self._range("outbox")
+        chosen, covered = self._claimable_rows(now, batch, busy or {}, per_webhook, begin, end)
+        if not chosen:  # an idle outbox (the usual) costs no write transaction
+            return [], covered
 
-        def claim(tr: Transaction) -> list[Pending]:
-            now = time.time() if clock is None else clock
+        def take(tr: Transaction) -> list[Pending]:
             taken: list[tuple[str, dict[str, Any]]] = []
-            for row, state in due(tr, now):
+            for row, stored in zip(chosen, tr.get_many(chosen), strict=True):
+                state = json.loads(stored) if stored is not None else None
+                if state is None or not _claimable(state, now):  # cleared, or taken, since it was read
+                    continue
                 state["owner"], state["lease_until"] = owner, now + lease
                 tr.set(row, json.dumps(state).encode())
                 taken.append((fdb.tuple.unpack(row[len(self.root) :])[1], state))
@@ -407,10 +443,45 @@ class WindowEvents:
                 pending.append(Pending(event_id, state["webhook"], stored["url"], stored["secret"], body))
             return pending
 
-        # Read first: an idle outbox (the usual) costs no write transaction.
-        if not self.db.read(due, time.time() if clock is None else clock):
-            return []
-        return self.db.run(claim)
+        return self.db.run(take), covered
+
+    def _claimable_rows(
+        self,
+        now: float,
+        batch: int,
+        busy: Mapping[str, int],
+        per_webhook: int | None,
+        begin: bytes,
+        end: bytes,
+    ) -> tuple[list[bytes], bool]:
+        """The outbox rows of up to ``batch`` claimable events (see :meth:`claim`), read on from
+        the scan's cursor; and whether the scan went round the whole outbox."""
+        room = collections.Counter() if per_webhook is None else collections.Counter(busy)
+        chosen: list[bytes] = []
+        start = self._scan_from if begin <= self._scan_from < end else begin
+        after, stop, wrapped = start, end, start == begin
+        for _ in range(CLAIM_PAGES):
+            rows = self.db.read(lambda tr, a=after, z=stop: tr.get_range(a, z, OUTBOX_PAGE))
+            for number, (row, value) in enumerate(rows):
+                state = json.loads(value)
+                webhook = state["webhook"]
+                if not _claimable(state, now) or (per_webhook is not None and room[webhook] >= per_webhook):
+                    continue
+                room[webhook] += 1
+                chosen.append(row)
+                if len(chosen) == batch:  # the next claim reads on after this row
+                    following = rows[number + 1][0] if number + 1 < len(rows) else row + b"\x00"
+                    self._scan_from = following
+                    return chosen, False
+            if len(rows) == OUTBOX_PAGE:
+                after = rows[-1][0] + b"\x00"
+                continue
+            if wrapped:  # round the whole outbox: the next claim starts at its start
+                self._scan_from = begin
+                return chosen, True
+            after, stop, wrapped = begin, start, True  # on from the outbox's start to where this began
+        self._scan_from = after
+        return chosen, False
 
     def _clear_event(self, tr: Transaction, event_id: str) -> None:
         tr.clear(self._key("outbox", event_id))
@@ -444,5 +515,5 @@ class WindowEvents:
         return self.db.run(fail)
 
     def pending(self) -> int:
-        """Events in the outbox (at most OUTBOX_SCAN counted)."""
-        return len(self.db.read(lambda tr: tr.get_range(*self._range("outbox"), OUTBOX_SCAN)))
+        """Events in the outbox."""
+        return sum(1 for _ in self._outbox())
