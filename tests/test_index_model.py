@@ -180,6 +180,7 @@ class IndexMachine(RuleBasedStateMachine):
         self.index.clock = lambda: self.clock
         self.build: WindowsBuild | None = None  # a build from sorted data under way
         self.build_reads = False  # whether it reads the records (a fill's) or takes a load's
+        self.built: set[tuple[int, int, int]] = set()  # the windows the build still holds
 
     def teardown(self) -> None:
         try:
@@ -543,6 +544,7 @@ class IndexMachine(RuleBasedStateMachine):
         assert [(w.type, w.start, w.end) for w in result.added] == added
         assert sorted((w.type, w.start, w.end) for w in result.deleted) == sorted(deleted)
         assert sorted((w.type, w.start, w.end) for w in result.filling) == sorted(filling)
+        self.built -= set(self.model.refilled)  # a window refilled is cleared: no longer the build's
 
     @rule(before=st.sampled_from([0, 10, 20, 30, 40, 50]))
     def expire(self, before: int) -> None:
@@ -561,7 +563,7 @@ class IndexMachine(RuleBasedStateMachine):
         progress = index.fill_step(max_records=max_records, max_entries=max_entries)
         assert progress.records_processed <= max_records
         assert progress.entries_ranked <= max_entries
-        built = {(w.type, w.start, w.end) for w in self.build.windows.values()} if self.build is not None else set()
+        built = self.built if self.build is not None else set()
         expected = [w for w in self.model.filling() if w not in built]  # a build's windows are its own
         assert sorted((w.type, w.start, w.end) for w, _ in progress.windows) == sorted(expected)
         if progress.done:
@@ -606,6 +608,7 @@ class IndexMachine(RuleBasedStateMachine):
         marked = sorted((w.type, w.start, w.end) for w in build.windows.values()) if build else []
         assert marked == sorted(self.model.defer_empty_windows())
         self.build, self.build_reads = build, False
+        self.built = {(w.type, w.start, w.end) for w in build.windows.values()} if build is not None else set()
 
     @precondition(lambda self: self.build is not None and not self.build_reads)
     @rule(batch=st.lists(st.tuples(pks, st.lists(raw_entries, max_size=2)), min_size=1, max_size=3))
@@ -638,6 +641,7 @@ class IndexMachine(RuleBasedStateMachine):
         if build is not None:
             assert {(w.type, w.start, w.end) for w in build.windows.values()} <= set(self.model.filling())
         self.build, self.build_reads = build, True
+        self.built = {(w.type, w.start, w.end) for w in build.windows.values()} if build is not None else set()
 
     @precondition(lambda self: self.build is not None and self.build_reads)
     @rule(max_records=st.integers(1, 3))
