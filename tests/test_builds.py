@@ -92,18 +92,18 @@ def test_an_external_sort_gives_every_item_in_order(tmp_path, memory_items: int)
 
 
 def test_blind_writes_commit_every_chunk_and_stop_at_a_moved_fence(db: Database, prefix: bytes) -> None:
-    fence = prefix + b"fence"
-    db.run(lambda tr: tr.set(fence, b"mine"))
+    fences = [prefix + b"fence-a", prefix + b"fence-b"]
+    db.run(lambda tr: [tr.set(fence, b"mine") for fence in fences])
     keys = [prefix + b"k%06d" % i for i in range(30_000)]
-    writes = db.blind_writes((fence, b"mine"))
+    writes = db.blind_writes([(fence, b"mine") for fence in fences])
     for key in keys:
         writes.set(key, key[-3:])
     writes.flush()
     assert writes.keys == len(keys)
     stored = db.read(lambda tr: tr.get_range(prefix + b"k", prefix + b"l"))
     assert stored == [(key, key[-3:]) for key in keys]
-    db.run(lambda tr: tr.set(fence, b"theirs"))  # another process took over
-    late = db.blind_writes((fence, b"mine"))
+    db.run(lambda tr: tr.set(fences[1], b"theirs"))  # another process took over one part
+    late = db.blind_writes([(fence, b"mine") for fence in fences])
     with pytest.raises(FenceMoved):
         for key in keys:
             late.set(key + b"late", b"")
@@ -247,6 +247,33 @@ def test_a_build_whose_process_died_is_taken_over_and_its_late_writes_refused(db
     with pytest.raises(BuildLost):
         build.finish()  # were it to go on: its fence moved, it writes nothing
     assert index.check() == []
+
+
+@pytest.mark.parametrize("expiring", [(1, 0, 10), (2, 0, 10)])
+def test_a_build_stops_writing_once_any_of_its_windows_is_taken(
+    db: Database, prefix: bytes, expiring: tuple[int, int, int]
+) -> None:
+    """An expiry takes one of a build's windows between its reads and its writes: the build
+    writes nothing more (into that window's cleared keys least of all) and fails; the window left
+    is filled as steps fill it (the oracle: an index filled by steps, then expired)."""
+    lasting = (3 - expiring[0], 0, 100)
+    built = LeaderboardIndex.create(db, prefix + b"b", IndexSettings())
+    stepped = LeaderboardIndex.create(db, prefix + b"p", IndexSettings())
+    for index in (built, stepped):
+        index.clock = lambda: 1_000_000.0
+        index.bulk_load([((i,), [Entry(i, 5)]) for i in range(3)], 10)
+        index.update_windows(WindowUpdate(windows=[expiring, lasting]))  # over stored scores: filling
+    build = WindowsBuild.start(built, lambda ops: ops.filler.unheld_windows(1_000_000), True)
+    assert build is not None and len(build.windows) == 2
+    assert build.read_records(100, 100)
+    stepped.fill(max_records=2, build=False)  # the same heads (their states of both windows)
+    for index in (built, stepped):
+        assert [(w.type, w.start, w.end) for w in index.expire(10)] == [expiring]
+    with pytest.raises(BuildLost):
+        build.finish()
+    built.fill(max_records=2, build=False)
+    assert built.check() == []
+    assert _contents(db, built.prefix) == _contents(db, stepped.prefix)
 
 
 # -- room on the embedded store -----------------------------------------------------------------

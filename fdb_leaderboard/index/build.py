@@ -14,7 +14,7 @@ The build owns its windows from :meth:`WindowsBuild.start` until they are comple
 
 - its windows are filling, their cursors say ``sorted_build`` and hold them; a thread renews
   the hold while the building process lives.  Each of the build's transactions checks its token
-  (``B = S + (15, lb_key)``, a fence): if its process stopped renewing long enough for another to
+  (``B = S + (16, lb_key)``, a fence): if its process stopped renewing long enough for another to
   find the hold run out, that one clears the window and fills it again from its records
   (``Filler.fill_step``), and the late build's next write fails instead of mixing in;
 - writes by anyone else leave the windows' values, and their heads' states there, as they are,
@@ -285,8 +285,10 @@ class WindowsBuild:
         counts = self.counts
         counts.runs = self._sort.runs
         counts.spilled_bytes = self._sort.bytes_spilled
-        fence = (layout.build_token_key(next(iter(self.windows.values())).key_bytes), self.token)
-        writes = index.db.blind_writes(fence)
+        # Every window's token: another process may take any one of them over (an expiry, a rebuild).
+        writes = index.db.blind_writes(
+            [(layout.build_token_key(w.key_bytes), self.token) for w in self.windows.values()]
+        )
         write = writes.set
         primary = {lb: layout.window_primary(w.key_bytes) for lb, w in self.windows.items()}
         hidden_tree = {lb: layout.window_hidden(w.key_bytes) for lb, w in self.windows.items()}

@@ -432,15 +432,16 @@ class BlindWrites:
     anyway); FoundationDB's keeps several chunks in flight.  :meth:`flush` returns once every
     chunk given so far is committed; an error of any chunk is raised by the call that meets it.
 
-    With ``fence`` ``(key, value)``, each chunk's transaction first reads ``key`` and commits only
-    if it holds ``value``, else raises FenceMoved: the owner of data kept under a lease stops
-    writing it as soon as another process has taken over (changed the key), however late it is.
+    With ``fences``, pairs ``(key, value)``, each chunk's transaction first reads every ``key``
+    and commits only if each holds its ``value``, else raises FenceMoved: the owner of data kept
+    under leases stops writing it as soon as another process has taken over any part of it
+    (changed one of the keys), however late it is.
     """
 
-    def __init__(self, db: Database, chunk_bytes: int, fence: tuple[bytes, bytes] | None = None) -> None:
+    def __init__(self, db: Database, chunk_bytes: int, fences: Sequence[tuple[bytes, bytes]] = ()) -> None:
         self.db = db
         self.chunk_bytes = chunk_bytes
-        self.fence = fence
+        self.fences = list(fences)
         self._chunk: list[KeyValue] = []
         self._size = 0
         self.keys = 0  # keys written (committed or in flight)
@@ -462,15 +463,16 @@ class BlindWrites:
 
     def _commit(self, chunk: list[KeyValue]) -> None:
         def write(tr: Transaction) -> None:
-            if self.fence is not None:
-                self.check_fence(tr.get(self.fence[0]))
+            if self.fences:
+                self.check_fences(tr.get_many([key for key, _ in self.fences]))
             tr.set_many(chunk)
 
         self.db.run(write)
 
-    def check_fence(self, found: bytes | None) -> None:
-        if self.fence is not None and found != self.fence[1]:
-            raise FenceMoved("another process took over the data these writes build (their fence key changed)")
+    def check_fences(self, found: Sequence[bytes | None]) -> None:
+        """Raise FenceMoved unless ``found``, the fence keys' values read, are the fences' own."""
+        if any(value != expected for value, (_, expected) in zip(found, self.fences, strict=True)):
+            raise FenceMoved("another process took over the data these writes build (a fence key changed)")
 
     def flush(self) -> None:
         """Commit what was written so far and wait until every chunk is committed."""
@@ -531,10 +533,10 @@ class Database(abc.ABC):
         ``commits_together`` says the store can; elsewhere each commits on its own, as always."""
         return contextlib.nullcontext()
 
-    def blind_writes(self, fence: tuple[bytes, bytes] | None = None) -> BlindWrites:
+    def blind_writes(self, fences: Sequence[tuple[bytes, bytes]] = ()) -> BlindWrites:
         """Sets committed in bounded transactions of the store's best size, as many in flight as
-        it takes, guarded by ``fence`` if given (see :class:`BlindWrites`)."""
-        return BlindWrites(self, 1 << 20, fence)
+        it takes, guarded by ``fences`` (see :class:`BlindWrites`)."""
+        return BlindWrites(self, 1 << 20, fences)
 
     def room(self) -> tuple[int, str] | None:
         """How many more bytes the store can take, and what bounds them (None: no bound known
@@ -611,8 +613,8 @@ class WrappedDatabase(Database):
     def commit_together(self) -> contextlib.AbstractContextManager[None]:
         return self.inner.commit_together()
 
-    def blind_writes(self, fence: tuple[bytes, bytes] | None = None) -> BlindWrites:
-        return self.inner.blind_writes(fence)
+    def blind_writes(self, fences: Sequence[tuple[bytes, bytes]] = ()) -> BlindWrites:
+        return self.inner.blind_writes(fences)
 
     def room(self) -> tuple[int, str] | None:
         return self.inner.room()

@@ -640,8 +640,8 @@ class FdbDatabase(Database):
             return shared.join(fn, args, kwargs)
         return self._transact(True, fn, args, kwargs)
 
-    def blind_writes(self, fence: tuple[bytes, bytes] | None = None) -> BlindWrites:
-        return PipelinedBlindWrites(self, fence=fence)
+    def blind_writes(self, fences: Sequence[tuple[bytes, bytes]] = ()) -> BlindWrites:
+        return PipelinedBlindWrites(self, fences=fences)
 
     def run_together(self, calls: Sequence[Callable[[], T]]) -> list[Outcome]:
         """Run ``calls`` in shared transactions: each call's ``run`` joins its batch's one
@@ -844,8 +844,8 @@ class PipelinedBlindWrites(BlindWrites):
     the next ones are written, up to ``in_flight`` commits outstanding (the oldest is waited for
     before another starts).  A chunk's writes are sets, so a retryable error or an unknown commit
     result writes it again in a new attempt of the same transaction; the store's ``timeout``
-    bounds each, retries included.  With a fence, a chunk's read of the fence key is issued with
-    its writes and waited for a few chunks later, just before its commit (a conflict on that key,
+    bounds each, retries included.  With fences, a chunk's reads of the fence keys are issued with
+    its writes and waited for a few chunks later, just before its commit (a conflict on such a key,
     which another process changed, then retries it and finds so)."""
 
     def __init__(
@@ -853,12 +853,12 @@ class PipelinedBlindWrites(BlindWrites):
         db: FdbDatabase,
         chunk_bytes: int = BLIND_CHUNK_BYTES,
         in_flight: int = BLIND_IN_FLIGHT,
-        fence: tuple[bytes, bytes] | None = None,
+        fences: Sequence[tuple[bytes, bytes]] = (),
     ) -> None:
-        super().__init__(db, chunk_bytes, fence)
+        super().__init__(db, chunk_bytes, fences)
         self.fdb_db = db
         self.in_flight = in_flight
-        self._written: deque[tuple[Any, list[KeyValue], Any]] = deque()  # (tr, chunk, fence read)
+        self._written: deque[tuple[Any, list[KeyValue], list[Any]]] = deque()  # (tr, chunk, fence reads)
         self._committing: deque[tuple[Any, list[KeyValue], Any]] = deque()  # (tr, chunk, commit)
 
     def _commit(self, chunk: list[KeyValue]) -> None:
@@ -872,22 +872,22 @@ class PipelinedBlindWrites(BlindWrites):
         while len(self._committing) >= self.in_flight:
             self._settle(*self._committing.popleft())
 
-    def _write(self, tr: Any, chunk: list[KeyValue]) -> Any:
-        """Issue the fence's read (None without a fence) and write ``chunk`` in ``tr``."""
-        fence = tr.get(self.fence[0]) if self.fence is not None else None
+    def _write(self, tr: Any, chunk: list[KeyValue]) -> list[Any]:
+        """Issue the fence keys' reads and write ``chunk`` in ``tr``; the reads' futures."""
+        fences = [tr.get(key) for key, _ in self.fences]
         writer = _fdb_direct.Transaction(tr) if self.fdb_db.direct else tr
         for key, value in chunk:
             writer.set(key, value)
-        return fence
+        return fences
 
-    def _start_commit(self, tr: Any, chunk: list[KeyValue], fence: Any) -> None:
-        commit = self._checked_commit(tr, fence)
+    def _start_commit(self, tr: Any, chunk: list[KeyValue], fences: list[Any]) -> None:
+        commit = self._checked_commit(tr, fences)
         self._committing.append((tr, chunk, commit))
 
-    def _checked_commit(self, tr: Any, fence: Any) -> Any:
-        if fence is not None:
-            found = fence.wait()
-            self.check_fence(bytes(found) if found.present() else None)
+    def _checked_commit(self, tr: Any, fences: list[Any]) -> Any:
+        if fences:
+            found = [read.wait() for read in fences]
+            self.check_fences([bytes(value) if value.present() else None for value in found])
         return tr.commit()
 
     def _settle(self, tr: Any, chunk: list[KeyValue], commit: Any) -> None:
