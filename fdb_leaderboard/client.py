@@ -35,6 +35,7 @@ mutual TLS also ``cert=`` and ``key=`` (the client's certificate and key).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import inspect
 import itertools
@@ -655,16 +656,27 @@ class _Ops:
         return list((yield from _Ops.verify_report(index, max_problems)).problems)
 
     @staticmethod
+    def verify_plan(index: str, parts: int, timeout: float | None = None) -> Op[list[bytes]]:
+        """Where each of about ``parts`` pieces of one whole check starts (see ``verify_report``)."""
+        request = pb.VerifyRequest(index=index, split=_natural(parts, "parts"))
+        return list((yield _Call("Verify", request, timeout=timeout, changes_nothing=True)).parts)
+
+    @staticmethod
     def verify_report(
         index: str,
         max_problems: int = 0,
         timeout: float | None = None,
         progress: Callable[[pb.VerifyResponse], None] | None = None,
+        continuation: bytes = b"",
     ) -> Op[pb.VerifyResponse]:
-        """The server's consistency check of the whole index, in as many calls (parts) as it takes,
-        each within the server's deadline and ``timeout``: every part's problems and what the check
-        looked at.  ``progress`` sees each part's answer."""
-        request = pb.VerifyRequest(index=index, max_problems=_natural(max_problems, "max_problems"), continuation=b"")
+        """The server's consistency check of the whole index (or of the piece starting at
+        ``continuation``), in as many calls as it takes, each within the server's deadline and
+        ``timeout``: every call's problems and what the check looked at.  ``progress`` sees each
+        call's answer.  The clients' ``verify_report`` methods take ``parts``: the check in about
+        that many pieces over key ranges, run at once (their answers summed)."""
+        request = pb.VerifyRequest(
+            index=index, max_problems=_natural(max_problems, "max_problems"), continuation=continuation
+        )
         problems: list[str] = []
         while True:
             answer = yield _Call("Verify", request, timeout=timeout, changes_nothing=True)
@@ -1399,6 +1411,10 @@ class _Freshness:
 
 # -- the channel, the same for both clients ---------------------------------------------------------
 
+# Each client its own connection (gRPC shares one among channels to the same address by default):
+# a server with several processes then spreads clients, and a check's pieces, over them.
+_CHANNEL_OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
+
 
 def _read_pem(path: str | None) -> bytes | None:
     if path is None:
@@ -1576,6 +1592,38 @@ def _moved_reason(index: str, moved_to: str) -> str:
     return f"index {index!r} moved to {moved_to or 'another store'}"
 
 
+def _verify_parts(plan: Sequence[bytes]) -> list[bytes]:
+    return list(plan) or [b""]
+
+
+class _VerifyMerge:
+    """The answers of a check's pieces run at once, as one (counts added, problems in order)."""
+
+    def __init__(self, pieces: int, max_problems: int, progress: Callable[[pb.VerifyResponse], None] | None) -> None:
+        self.latest = [pb.VerifyResponse(complete=True) for _ in range(pieces)]  # (a piece not answered yet)
+        self.max_problems = max_problems or 100
+        self.progress = progress
+        self.lock = threading.Lock()
+
+    def seen(self, piece: int) -> Callable[[pb.VerifyResponse], None]:
+        def note(answer: pb.VerifyResponse) -> None:
+            with self.lock:
+                self.latest[piece] = answer
+                if self.progress is not None:  # complete while no piece took more than one call
+                    self.progress(self.merged(complete=all(answer.complete for answer in self.latest)))
+
+        return note
+
+    def merged(self, answers: Sequence[pb.VerifyResponse] | None = None, complete: bool = True) -> pb.VerifyResponse:
+        out = pb.VerifyResponse(complete=complete)
+        for answer in answers if answers is not None else self.latest:
+            out.problems.extend(answer.problems)
+            for field in ("records", "entries", "elements", "ranked_sets", "windows", "batches"):
+                setattr(out, field, getattr(out, field) + getattr(answer, field))
+        del out.problems[self.max_problems :]
+        return out
+
+
 # -- the blocking client ------------------------------------------------------------------------------
 
 
@@ -1605,8 +1653,15 @@ class LeaderboardClient:
         "Fresh reads and stale ones")."""
         self.freshness = _Freshness(max_staleness)
         credentials = _credentials(address, token, ca, cert, key)
-        channel = grpc.insecure_channel(address) if credentials is None else grpc.secure_channel(address, credentials)
+        options = _CHANNEL_OPTIONS
+        if credentials is None:
+            channel = grpc.insecure_channel(address, options)
+        else:
+            channel = grpc.secure_channel(address, credentials, options)
         self._raw_channel = channel
+        self._connect = lambda: LeaderboardClient(
+            address, timeout, token=token, ca=ca, cert=cert, key=key, retry=retry, user=user
+        )
         metadata = _call_metadata(token, user)
         self.channel = grpc.intercept_channel(channel, _Headers(metadata)) if metadata else channel
         self.stub = pb_grpc.LeaderboardStub(self.channel)
@@ -1665,7 +1720,32 @@ class LeaderboardClient:
     keep_ahead = _blocking(_Ops.keep_ahead)
     expire_idempotency_keys = _blocking(_Ops.expire_idempotency_keys)
     verify = _blocking(_Ops.verify)
-    verify_report = _blocking(_Ops.verify_report)
+    verify_plan = _blocking(_Ops.verify_plan)
+
+    def verify_report(
+        self,
+        index: str,
+        max_problems: int = 0,
+        timeout: float | None = None,
+        progress: Callable[[pb.VerifyResponse], None] | None = None,
+        parts: int = 1,
+    ) -> pb.VerifyResponse:
+        """The server's consistency check of the whole index, in calls each within the server's
+        deadline and ``timeout``.  With ``parts`` above 1 the check is cut into about that many
+        pieces over key ranges, run at once, each on a connection of its own (a server with several
+        processes spreads them); ``progress`` then sees their answers summed."""
+        if parts <= 1:
+            return self._run(_Ops.verify_report(index, max_problems, timeout, progress))
+        plan = _verify_parts(self.verify_plan(index, parts, timeout))
+        merge = _VerifyMerge(len(plan), max_problems, progress)
+
+        def piece(number: int) -> pb.VerifyResponse:
+            with self._connect() as own:
+                return own._run(_Ops.verify_report(index, max_problems, timeout, merge.seen(number), plan[number]))
+
+        with concurrent.futures.ThreadPoolExecutor(len(plan)) as pool:
+            return merge.merged(list(pool.map(piece, range(len(plan)))))
+
     store_status = _blocking(_Ops.store_status)
     upgrade_index = _blocking(_Ops.upgrade_index)
     upgrade_store = _blocking(_Ops.upgrade_store)
@@ -2013,9 +2093,9 @@ class AsyncLeaderboardClient:
         self.freshness = _Freshness(max_staleness)
         credentials = _credentials(address, token, ca, cert, key)
         if credentials is None:
-            self.channel = grpc.aio.insecure_channel(address)
+            self.channel = grpc.aio.insecure_channel(address, _CHANNEL_OPTIONS)
         else:
-            self.channel = grpc.aio.secure_channel(address, credentials)
+            self.channel = grpc.aio.secure_channel(address, credentials, _CHANNEL_OPTIONS)
         self.stub = pb_grpc.LeaderboardStub(self.channel)
         self._metadata = _call_metadata(token, user) or None
         self.timeout = timeout
@@ -2074,7 +2154,30 @@ class AsyncLeaderboardClient:
     keep_ahead = _awaiting(_Ops.keep_ahead)
     expire_idempotency_keys = _awaiting(_Ops.expire_idempotency_keys)
     verify = _awaiting(_Ops.verify)
-    verify_report = _awaiting(_Ops.verify_report)
+    verify_plan = _awaiting(_Ops.verify_plan)
+
+    async def verify_report(
+        self,
+        index: str,
+        max_problems: int = 0,
+        timeout: float | None = None,
+        progress: Callable[[pb.VerifyResponse], None] | None = None,
+        parts: int = 1,
+    ) -> pb.VerifyResponse:
+        if parts <= 1:
+            return await self._run(_Ops.verify_report(index, max_problems, timeout, progress))
+        plan = _verify_parts(await self.verify_plan(index, parts, timeout))
+        merge = _VerifyMerge(len(plan), max_problems, progress)
+        answers = await asyncio.gather(
+            *(
+                self._run(_Ops.verify_report(index, max_problems, timeout, merge.seen(number), token))
+                for number, token in enumerate(plan)
+            )
+        )
+        return merge.merged(answers)
+
+    verify_report.__doc__ = LeaderboardClient.verify_report.__doc__  # (its pieces share this client's channel)
+
     store_status = _awaiting(_Ops.store_status)
     upgrade_index = _awaiting(_Ops.upgrade_index)
     upgrade_store = _awaiting(_Ops.upgrade_store)

@@ -121,7 +121,10 @@ INDEX_FORMATS = (
         "0.3.0",
         "0.3.0",
         "the latest timestamp found again when the record holding it is deleted: while it is recomputed, "
-        "its value before at S + (18,) and P holding only the times written since",
+        "its value before at S + (18,) and P holding only the times written since; windows built from "
+        "sorted data: a build's token and the records written meanwhile (S + (16, ...)), fill cursors' "
+        "sorted_build; on a store that clears key by key, deleted windows noted (S + (17, ...)) and their "
+        "data cleared in bounded steps",
         upgrade="recompute the latest timestamp",
     ),
 )
@@ -139,6 +142,11 @@ REDO_LOG = 4  # the embedded store's directory may hold its redo log's session (
 # ... and the index format that first holds each.
 EXACT_SUBMISSIONS = 3  # every head's submission counters count its entries in each window (at least)
 LATEST_RECOMPUTED = 4  # a deletion may clear P, its value before kept at S + (18,) while it is recomputed
+# Builds from sorted data (index/build.py): their tokens and notes, FillCursor.sorted_build.  Every
+# writer must note what it writes for a build, which 0.2.0 does not: below, loads, fills and
+# restores take the paths 0.2.0 takes (a load's windows built by a fill's second phase).
+SORTED_BUILDS = 4
+RETIRED_WINDOWS = 4  # a deleted window's data left for bounded steps to clear, noted at S + (17, lb_key)
 
 
 def release_key(release: str) -> tuple[int, ...]:

@@ -511,6 +511,14 @@ class RankedSet:
                 tr.add(key, _encode_count(count))
         return added
 
+    def element_hash(self, element: bytes) -> int:
+        """The hash that places ``element`` on its levels (see :class:`HashFunction`)."""
+        return self._hash(element)
+
+    def builder(self, write: Callable[[bytes, bytes], None]) -> RankedSetBuilder:
+        """A :class:`RankedSetBuilder` of this set, which must not exist yet, writing through ``write``."""
+        return RankedSetBuilder(self, write)
+
     def remove_steps(self, tr: Transaction, element: bytes) -> Steps[bool]:
         """:meth:`remove` as steps (see ``run_together``)."""
         suffix = self._check_element(element)
@@ -777,6 +785,14 @@ class RankedSet:
         yield
         return self._note_size(nodes.value)
 
+    def node_at_or_before(self, tr: ReadView, level: int, element: bytes) -> bytes:
+        """The key suffix (after the level) of the last node of ``level`` at or before ``element``:
+        where a structure check of that level may start (see :class:`StructureCursor`)."""
+        rows = tr.get_range(
+            self._level_sentinels[level], self._levels[level] + self._check_element(element) + b"\x00", 1, True
+        )
+        return rows[0][0][len(self._levels[level]) :] if rows else _SENTINEL
+
     def range(
         self,
         tr: ReadView,
@@ -878,6 +894,7 @@ class RankedSet:
         max_keys: int,
         report: Callable[[str], bool],
         max_span: int = MAX_SPAN_KEYS,
+        stop: tuple[int, bytes] | None = None,
     ) -> tuple[StructureCursor | None, int]:
         """Check the stored structure from ``cursor`` on, reading about ``max_keys`` node keys.
 
@@ -896,6 +913,10 @@ class RankedSet:
         in one call) and reads at most ``2 * max_keys + max_span + 2`` keys.  ``report(message)``
         gets each problem and returns True to stop.  Returns where to resume (None: checked to
         the end, or stopped) and the number of keys read.
+
+        ``stop`` ``(level, suffix)``: a part of a check that others run at once, ending where the
+        next starts, at a node of that level (any element on level 0): the call goes no further
+        and returns ``StructureCursor(level, suffix)`` there.
         """
         if max_keys < 2 or max_span < 1:
             raise ValueError(f"max_keys must be at least 2 and max_span at least 1, not {max_keys} and {max_span}")
@@ -904,12 +925,17 @@ class RankedSet:
         next_cursor: StructureCursor | None = cursor
         while next_cursor is not None and (not keys_read or max_keys - keys_read >= least):
             budget = max_keys - keys_read
+            bound = None
+            if stop is not None and next_cursor.level >= stop[0]:
+                if next_cursor.level > stop[0] or next_cursor.start >= stop[1]:
+                    return StructureCursor(*stop), keys_read
+                bound = stop[1]
             if next_cursor.level < 0:
                 next_cursor, read = self._check_sentinels(tr, report)
             elif next_cursor.level == 0:
-                next_cursor, read = self._check_level_zero(tr, next_cursor.start, budget, report)
+                next_cursor, read = self._check_level_zero(tr, next_cursor.start, budget, report, bound)
             else:
-                next_cursor, read = self._check_level(tr, next_cursor, budget, max_span, report)
+                next_cursor, read = self._check_level(tr, next_cursor, budget, max_span, report, bound)
             keys_read += read
         return next_cursor, keys_read
 
@@ -926,25 +952,35 @@ class RankedSet:
         return (None if missing else StructureCursor(0)), len(found)
 
     def _check_level_zero(
-        self, tr: ReadView, start: bytes, budget: int, report: Callable[[str], bool]
+        self, tr: ReadView, start: bytes, budget: int, report: Callable[[str], bool], bound: bytes | None = None
     ) -> tuple[StructureCursor | None, int]:
         prefix = self._levels[0]
-        rows = tr.get_range(prefix + start, self._level_ends[0], budget)
+        rows = tr.get_range(prefix + start, prefix + bound if bound is not None else self._level_ends[0], budget)
         for key, value in rows:
             message = self._level_zero_problem(key[len(prefix) :], _decode_count(value))
             if message is not None and report(message):
                 return None, len(rows)
         if len(rows) < budget:
-            return self._level_done(0), len(rows)
+            return (StructureCursor(0, bound) if bound is not None else self._level_done(0)), len(rows)
         return StructureCursor(0, rows[-1][0][len(prefix) :] + b"\x00"), len(rows)
 
     def _check_level(
-        self, tr: ReadView, cursor: StructureCursor, budget: int, max_span: int, report: Callable[[str], bool]
+        self,
+        tr: ReadView,
+        cursor: StructureCursor,
+        budget: int,
+        max_span: int,
+        report: Callable[[str], bool],
+        bound: bytes | None = None,
     ) -> tuple[StructureCursor | None, int]:
-        """One step of :meth:`check_structure` on level ``cursor.level`` against the level below."""
+        """One step of :meth:`check_structure` on level ``cursor.level`` against the level below,
+        up to the level's end or the node ``bound``."""
         level, start = cursor.level, cursor.start
         upper_prefix, lower_prefix = self._levels[level], self._levels[level - 1]
-        upper_end, lower_end = self._level_ends[level], self._level_ends[level - 1]
+        if bound is None:
+            upper_end, lower_end = self._level_ends[level], self._level_ends[level - 1]
+        else:
+            upper_end, lower_end = upper_prefix + bound, lower_prefix + bound
         head = tr.get_async(upper_prefix + cursor.span_node) if cursor.span_node is not None else None
         lower_rows = tr.get_range(lower_prefix + start, lower_end, budget)
         reached = (
@@ -972,7 +1008,9 @@ class RankedSet:
         if head is not None and (head.value is None or _decode_count(head.value) != total):
             total = None
         complete = reached == upper_end and len(upper_rows) < budget
-        resume: StructureCursor | None = self._level_done(level) if complete else None
+        resume: StructureCursor | None = None
+        if complete:
+            resume = self._level_done(level) if bound is None else StructureCursor(level, bound)
         if not complete and upper and upper[-1][0] > start:
             # End before the last node reached, whose span may go on: the next step starts there.
             boundary = upper.pop()[0]
@@ -1015,6 +1053,67 @@ class RankedSet:
         if span_ends():
             return None, keys_read
         return resume, keys_read
+
+
+class RankedSetBuilder:
+    """A ranked set written whole from its elements in ascending order, each node once.
+
+    For a set that does not exist yet (a window built from sorted data): every node, sentinels
+    included, is handed to ``write(key, value)`` exactly once, with its final count, as soon as
+    the next node of its level (or :meth:`finish`) closes its span.  The keys and values are
+    those ``add`` of the same elements in any order writes, so the two are interchangeable; it
+    reads nothing, and holds one open node per level.  Pass each element's ``suffix`` and
+    ``element_hash`` (:func:`element_suffix`, :meth:`RankedSet.element_hash`), computed once for the
+    several sets (windows) an element goes to; the hash must be ``RankedSet.element_hash``.
+    """
+
+    __slots__ = ("_levels", "_top", "_count_duplicates", "_write", "_open", "_opened_at", "_total", "_previous")
+
+    def __init__(self, ranked: RankedSet, write: Callable[[bytes, bytes], None]) -> None:
+        self._levels = ranked._levels
+        self._top = ranked.nlevels
+        self._count_duplicates = ranked.count_duplicates
+        self._write = write
+        self._open = list(ranked._level_sentinels)  # each level's node whose span is still open
+        self._opened_at = [0] * ranked.nlevels  # occurrences added before it opened
+        self._total = 0
+        self._previous = b""  # the last suffix added (none is empty)
+
+    def add(self, suffix: bytes, element_hash: int, occurrences: int = 1) -> int:
+        """Add an element above every one added so far (an equal one adds occurrences with
+        ``count_duplicates``, and nothing without); returns the occurrences added."""
+        if suffix == self._previous:
+            if not self._count_duplicates:
+                return 0
+        elif suffix < self._previous:
+            raise ValueError("a ranked set is built from ascending elements")
+        else:
+            self._previous = suffix
+            total, opened, levels, write = self._total, self._opened_at, self._levels, self._write
+            for level in range(self._top):
+                if level and element_hash & _LEVEL_MASKS[level]:
+                    break
+                write(self._open[level], _encode_count(total - opened[level]))
+                self._open[level] = levels[level] + suffix
+                opened[level] = total
+        count = occurrences if self._count_duplicates else 1
+        self._total += count
+        return count
+
+    def finish(self) -> int:
+        """Write every open node (the set then holds what was added); returns the set's size."""
+        total = self._total
+        for level in range(self._top):
+            self._write(self._open[level], _encode_count(total - self._opened_at[level]))
+        return total
+
+
+def element_suffix(element: bytes) -> bytes:
+    """The part of every node key of ``element`` after its level (see :class:`RankedSetBuilder`);
+    ValueError for an empty element."""
+    if not element:
+        raise ValueError("ranked set elements must be non-empty byte strings")
+    return _suffix(element)
 
 
 @dataclasses.dataclass(frozen=True)

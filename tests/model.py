@@ -124,6 +124,7 @@ class Model:
         self.latest: int | None = None
         self.recomputes_latest = True
         self.trimmed_before: int | None = None
+        self.refilled: list[tuple[int, int, int]] = []  # the windows the last window update refilled
         self.hidden: set[tuple] = set()  # records hidden from every board
         self.dropped: set[tuple[tuple, int]] = set()  # (pk, seq) of entries a trim dropped
         self.rules = MRules()
@@ -355,6 +356,7 @@ class Model:
         for window in filling:
             kept[window] = True
         self.windows = kept
+        self.refilled = filling
         self.directory_hsf = high_score_first
         return added, deleted, [w for w, f in kept.items() if f]
 

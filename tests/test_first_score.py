@@ -27,6 +27,7 @@ from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.errors import WindowNotFound, WindowNotReady
 from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowUpdate
+from fdb_leaderboard.index.build import WindowsBuild
 from fdb_leaderboard.service import ServerSettings
 from fdb_leaderboard.store import Database
 
@@ -179,8 +180,9 @@ def test_a_bulk_load_holds_its_windows_from_the_background_fill(db: Database, pr
     # A load that died leaves its windows held until the hold runs out; then a background pass
     # finishes them.
     index.update_windows(WindowUpdate(windows=[(2, 1000, 2000)]))  # after every score: empty, complete
-    held = index.run(lambda ops: ops.filler.defer_ranks_of_empty_windows(int(clock[0]) + 120))
-    assert [window.type for window in held] == [2]
+    dead = WindowsBuild.start(index, lambda ops: ops.filler.empty_windows(), from_records=False)
+    assert [window.type for window in dead.windows.values()] == [2]
+    dead.close()  # its process is gone: the hold is no longer renewed
     index.add_score(("late",), 3, 1500)
     assert index.fill_step(respect_holds=True) == index.fill_step(respect_holds=True)  # nothing it may do
     with pytest.raises(WindowNotReady):

@@ -82,6 +82,10 @@ def test_the_tables_count_up_and_no_format_is_read_before_it_is_written() -> Non
     assert formats.release_key("0.10.1") > formats.release_key("0.9.9") > formats.release_key("0.9")
 
 
+INDEX_NOW, STORE_NOW = formats.NEWEST_INDEX, formats.NEWEST_STORE  # what this release writes
+LATER_INDEX, LATER_STORE = INDEX_NOW + 1, STORE_NOW + 1  # a later release's (later_format)
+
+
 def later_format(monkeypatch: pytest.MonkeyPatch, read_from: str = "0.4.0") -> None:
     """The next index and store formats (index 5, store 5), first written and read by release 0.4.0,
     which this process runs."""
@@ -291,6 +295,7 @@ def test_operators_upgrades_are_refused_while_an_older_release_runs(server_place
                 client.upgrade_index("daily")
             assert client.list_windows("daily").format.version == 2
             db.run(lambda tr: tr.clear(key))
+            assert client.upgrade_index("daily").format.version == INDEX_NOW
             client.set_writes_paused("dense", True, "moving")  # a paused index is left as it is
             status = client.upgrade_store()
             assert (status.format.version, status.format.recorded, status.format.raised_by) == (
@@ -417,7 +422,8 @@ def test_formats_and_upgrades_through_every_door(served) -> None:
         assert _scrape(http)[("fdb_leaderboard_store_processes", frozenset({("release", formats.RELEASE)}))] == 1
         assert httpx.get(f"{http.url}/readyz").json()["index_formats"]["daily"] == 2
 
-        # An upgrade under way shows in every listing: one batch of 5 records only.
+        # An upgrade under way shows in every listing: one batch of 5 records only (of the recount
+        # raising it to 3, on the way to the newest).
         step = httpx.post(f"{http.url}/v1/indexes/daily/upgrade?max_records=5&max_batches=1", json={}).json()
         assert not step["done"] and step["format"]["upgrading_to"] == 3 and step["format"]["records_done"] == 5
         assert [i.format.upgrading_to for i in client.list_indexes() if i.name == "daily"] == [3]
@@ -425,7 +431,12 @@ def test_formats_and_upgrades_through_every_door(served) -> None:
         assert client.list_windows("daily").format.records_done == 5
         scraped = _scrape(http)
         assert (
-            scraped[("fdb_leaderboard_index_upgrade_records_done", frozenset({("index", "daily"), ("to_format", "3")}))]
+            scraped[
+                (
+                    "fdb_leaderboard_index_upgrade_records_done",
+                    frozenset({("index", "daily"), ("to_format", "3")}),
+                )
+            ]
             == 5
         )
 

@@ -37,7 +37,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from fdb_leaderboard import access
 from fdb_leaderboard.cli.maintenance import maintenance_pass
-from fdb_leaderboard.client import LeaderboardClient
+from fdb_leaderboard.client import AsyncLeaderboardClient, LeaderboardClient
 from fdb_leaderboard.errors import InvalidArgument
 from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.index import (
@@ -1237,6 +1237,22 @@ def test_verify_of_a_large_index_runs_in_parts_through_every_door(server_place, 
             report = lb.verify_report("game")
             assert report.complete and list(report.problems) == found and report.records == 300
             assert lb.verify("game", max_problems=1) == found[:1]
+            # In pieces over key ranges at once, on connections of their own: the same check.
+            seen: list[int] = []
+            pieces = lb.verify_report("game", parts=4, progress=lambda merged: seen.append(merged.records))
+            assert sorted(pieces.problems) == sorted(found) and pieces.complete
+            assert (pieces.records, pieces.entries, pieces.windows) == (300, report.entries, report.windows)
+            assert seen == sorted(seen) and seen[-1] == 300
+            assert len(lb.verify_plan("game", 4)) > 1
+
+            async def in_pieces() -> pb.VerifyResponse:
+                async with AsyncLeaderboardClient(server.address, timeout=30) as alb:
+                    return await alb.verify_report("game", parts=3)
+
+            async_pieces = asyncio.run(in_pieces())
+            assert sorted(async_pieces.problems) == sorted(found) and async_pieces.records == 300
+            with pytest.raises(grpc.RpcError, match="split must be 2 or more"):
+                lb.stub.Verify(pb.VerifyRequest(index="game", split=1, continuation=b"x"), timeout=30)
             http = HttpServer(server, "127.0.0.1:0").start()
             with httpx.Client(base_url=http.url, timeout=30, headers={"content-type": "application/json"}) as web:
                 assert web.post("/v1/Verify", json={"index": "game"}).status_code == 504
@@ -1250,8 +1266,12 @@ def test_verify_of_a_large_index_runs_in_parts_through_every_door(server_place, 
                     assert answer["continuation"]
                     body["continuation"] = answer["continuation"]
                 assert problems == found
-            done = _cli([CLI, "--server", server.address, "verify", "game"])
+                plan = web.post("/v1/Verify", json={"index": "game", "split": 3}).json()["parts"]
+                assert len(plan) > 1 and all(isinstance(token, str) for token in plan)
+            done = _cli([CLI, "--server", server.address, "verify", "game", "--parts", "1"])
             assert done.returncode == 1 and done.stdout.splitlines()[:3] == found, done
+            done = _cli([CLI, "--server", server.address, "verify", "game"])  # 4 pieces at once
+            assert done.returncode == 1 and sorted(done.stdout.splitlines()[:3]) == sorted(found), done
             assert "checked 300 records" in done.stdout and "3 problem(s) found in game" in done.stderr
     finally:
         server.stop(grace=1)

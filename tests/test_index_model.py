@@ -78,7 +78,9 @@ from fdb_leaderboard.errors import (
 )
 from fdb_leaderboard.index import Entry, IfAbsent, IndexSettings, LeaderboardIndex, RankMode, ScanType, ScoreRules
 from fdb_leaderboard.index.aggregation import AGGREGATIONS, Value
+from fdb_leaderboard.index.build import HOLD_SECONDS, BuildLost, WindowsBuild
 from fdb_leaderboard.index.directory import INT64_MAX, INT64_MIN, Rebuild, WindowSpec, WindowUpdate
+from fdb_leaderboard.index.loading import BulkLoad
 from fdb_leaderboard.store import Database, open_database
 
 PKS = [("a",), ("b",), ("b", 1), ("c",), ("d",), ("e",)]
@@ -176,10 +178,15 @@ class IndexMachine(RuleBasedStateMachine):
         self.clock = 1_800_000_000.0  # the index's clock (the minutes of submission limits)
         self.hidden_by: dict[tuple, tuple[str, int, str]] = {}  # who hid a record, when, why
         self.index.clock = lambda: self.clock
+        self.build: WindowsBuild | None = None  # a build from sorted data under way
+        self.build_reads = False  # whether it reads the records (a fill's) or takes a load's
+        self.built: set[tuple[int, int, int]] = set()  # the windows the build still holds
 
     def teardown(self) -> None:
         try:
             # However the example ended, finishing the fill must give the model's result.
+            if self.build is not None:
+                self.finish_build()
             self.index.fill(max_records=2)
             self.model.finish_fill()
             self.check_everything()
@@ -537,6 +544,7 @@ class IndexMachine(RuleBasedStateMachine):
         assert [(w.type, w.start, w.end) for w in result.added] == added
         assert sorted((w.type, w.start, w.end) for w in result.deleted) == sorted(deleted)
         assert sorted((w.type, w.start, w.end) for w in result.filling) == sorted(filling)
+        self.built -= set(self.model.refilled)  # a window refilled is cleared: no longer the build's
 
     @rule(before=st.sampled_from([0, 10, 20, 30, 40, 50]))
     def expire(self, before: int) -> None:
@@ -551,12 +559,15 @@ class IndexMachine(RuleBasedStateMachine):
         B-trees, then a few entries at a time into the ranked sets, with writes in between.
         """
         index = LeaderboardIndex.open(self.db, self.prefix) if fresh else self.index
+        index.clock = self.index.clock
         progress = index.fill_step(max_records=max_records, max_entries=max_entries)
         assert progress.records_processed <= max_records
         assert progress.entries_ranked <= max_entries
-        assert sorted((w.type, w.start, w.end) for w, _ in progress.windows) == sorted(self.model.filling())
+        built = self.built if self.build is not None else set()
+        expected = [w for w in self.model.filling() if w not in built]  # a build's windows are its own
+        assert sorted((w.type, w.start, w.end) for w, _ in progress.windows) == sorted(expected)
         if progress.done:
-            self.model.finish_fill()
+            self.model.finish_fill(set(expected) if built else None)
         else:
             self.model.finish_fill({(w.type, w.start, w.end) for w in index.directory().windows if not w.filling})
         self.cursors = [fdb.tuple.unpack(last)[0] for _, last in progress.windows if last is not None]
@@ -587,16 +598,99 @@ class IndexMachine(RuleBasedStateMachine):
         else:
             self.write(pk, entries, True, lambda: self.index.save_record(pk, self.to_entries(entries)))
 
-    @rule()
-    def defer_ranks(self) -> None:
-        """What ``bulk_load`` does first: empty windows build their ranked sets after the writes."""
-        marked = self.index.run(lambda ops: ops.filler.defer_ranks_of_empty_windows())
-        assert sorted((w.type, w.start, w.end) for w in marked) == sorted(self.model.defer_empty_windows())
+    # -- builds from sorted data (build.py), with every other write in between ------------------
 
+    @precondition(lambda self: self.build is None)
     @rule()
-    def fill(self) -> None:
-        self.index.fill(max_records=2)
-        self.model.finish_fill()
+    def start_load_build(self) -> None:
+        """What ``bulk_load`` does first: the windows holding no value are built from sorted data."""
+        build = WindowsBuild.start(self.index, lambda ops: ops.filler.empty_windows(), False, memory_items=2)
+        marked = sorted((w.type, w.start, w.end) for w in build.windows.values()) if build else []
+        assert marked == sorted(self.model.defer_empty_windows())
+        self.build, self.build_reads = build, False
+        self.built = {(w.type, w.start, w.end) for w in build.windows.values()} if build is not None else set()
+
+    @precondition(lambda self: self.build is not None and not self.build_reads)
+    @rule(batch=st.lists(st.tuples(pks, st.lists(raw_entries, max_size=2)), min_size=1, max_size=3))
+    def load_through_build(self, batch: list) -> None:
+        """A bulk load's transaction: its records' values in the build's windows go to the build."""
+        records = [(pk, self.entries(raws)) for pk, raws in batch]
+        before = self.model.snapshot()
+        for pk, entries in records:
+            try:
+                self.model.check_write(pk, entries, True, self.clock, limited=False)
+            except ModelRefused as refused:
+                self.model.rollback(before)
+                self.refused(refused.rule, lambda: self.load(records))
+                return
+            self.model.save(pk, entries)
+        self.load(records)
+
+    def load(self, records: list) -> None:
+        loader = BulkLoad(self.index, 3, None, False, None, None)
+        loader.build = self.build
+        loader.save([(pk, self.to_entries(entries)) for pk, entries in records], 0)
+
+    @precondition(lambda self: self.build is None)
+    @rule()
+    def start_fill_build(self) -> None:
+        """A fill built from sorted data: the filling windows no one holds, read record by record."""
+        build = WindowsBuild.start(
+            self.index, lambda ops: ops.filler.unheld_windows(int(self.clock)), True, memory_items=2
+        )
+        if build is not None:
+            assert {(w.type, w.start, w.end) for w in build.windows.values()} <= set(self.model.filling())
+        self.build, self.build_reads = build, True
+        self.built = {(w.type, w.start, w.end) for w in build.windows.values()} if build is not None else set()
+
+    @precondition(lambda self: self.build is not None and self.build_reads)
+    @rule(max_records=st.integers(1, 3))
+    def build_reads_records(self, max_records: int) -> None:
+        try:
+            self.build.read_records(max_records, 4)
+        except BuildLost:  # an expiry or a window update took windows of it: fills take the rest
+            self.build.abandon()
+            self.build = None
+            return
+        reached = self.index.read(lambda ops: ops.txn.cursor(next(iter(self.build.windows.values()))))
+        self.cursors = [fdb.tuple.unpack(reached.records_through)[0]] if reached.records_through else []
+
+    @precondition(lambda self: self.build is not None)
+    @rule()
+    def finish_build(self) -> None:
+        build, self.build = self.build, None
+        try:
+            while self.build_reads and not build.read_records(2, 4):
+                pass
+        except BuildLost:  # an expiry or a window update took windows of it: fills take the rest
+            build.abandon()
+            return
+        try:
+            build.finish()
+        except BuildLost:
+            return
+        self.model.finish_fill({(w.type, w.start, w.end) for w in build.windows.values()})
+
+    @precondition(lambda self: self.build is not None)
+    @rule()
+    def lose_build(self) -> None:
+        """The build's process stops: once its hold runs out a fill starts its windows over, and
+        the build, were it to go on, writes nothing more."""
+        build, self.build = self.build, None
+        build.close()
+        self.clock += HOLD_SECONDS + 1
+        self.fill()
+        with pytest.raises(BuildLost):
+            build.finish()
+
+    @rule(build=st.sampled_from([False, False, True]))
+    def fill(self, build: bool = False) -> None:
+        self.index.fill(max_records=2, build=build)
+        self.model.finish_fill(
+            {(w.type, w.start, w.end) for w in self.index.directory().windows if not w.filling}
+            if self.build is not None
+            else None
+        )
 
     @rule(
         before=st.sampled_from([5, 10, 15, 20, 25]),
@@ -957,7 +1051,8 @@ def test_fill_phases_with_writes_in_between(tmp_path, aggregation: str, count_du
         update = WindowUpdate(windows=[(1, 100, 200), (2, 0, 100), (3, 200, 300)])
         index.update_windows(update)
         model.update_windows(False, [(1, 100, 200), (2, 0, 100), (3, 200, 300)])
-        marked = index.run(lambda ops: ops.filler.defer_ranks_of_empty_windows())
+        build = WindowsBuild.start(index, lambda ops: ops.filler.empty_windows(), from_records=False)
+        marked = list(build.windows.values())
         assert sorted((w.type, w.start, w.end) for w in marked) == sorted(model.defer_empty_windows())
         assert {(w.type, w.start) for w in marked} == {(3, 200)}
         phases_seen = set()
@@ -970,6 +1065,7 @@ def test_fill_phases_with_writes_in_between(tmp_path, aggregation: str, count_du
             if step.done:
                 break
         assert {"records", "ranks"} <= phases_seen
+        build.finish()  # the writes meanwhile are redone
         index.fill(max_records=3, max_entries=4)
         model.finish_fill()
         assert index.check() == []

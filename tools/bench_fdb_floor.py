@@ -28,6 +28,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--rounds", type=int, default=3, help="rounds, the two ways taking turns (default: %(default)s)"
     )
     parser.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
+    parser.add_argument(
+        "--bulk-keys", type=int, default=300_000, help="keys of the bulk write row (0: none; default: %(default)s)"
+    )
+    parser.add_argument("--bulk-key-bytes", type=int, default=40, help="their size (default: %(default)s)")
+    parser.add_argument("--bulk-value-bytes", type=int, default=8, help="their values' size (default: %(default)s)")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
     args = parser.parse_args(argv)
@@ -41,6 +46,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     figures = fdb_floor.measure(f"fdb:{args.cluster_file}", args.keys, args.batch, args.seconds, args.rounds, args.seed)
     headers, rows = fdb_floor.report_rows(figures)
     print((markdown if args.markdown else table)(headers, rows))
+    if args.bulk_keys:
+        url = f"fdb:{args.cluster_file}"
+        bulk = figures["bulk_write"] = fdb_floor.bulk_write(
+            url, args.bulk_keys, args.bulk_key_bytes, args.bulk_value_bytes, args.seed
+        )
+        heads = ["bulk write, bare binding", "keys", "keys/s", "client CPU us/key", "fdbserver CPU us/key"]
+        row = [
+            f"{bulk['key_bytes']}-byte keys, {bulk['value_bytes']}-byte values, 10 kB transactions, 50 in flight",
+            f"{bulk['keys']:,}",
+            f"{bulk['keys_per_s']:,.0f}",
+            f"{bulk['client_cpu_us']:.2f}",
+            f"{bulk.get('server_cpu_us', float('nan')):.2f}",
+        ]
+        print((markdown if args.markdown else table)(heads, [row]))
     if args.json:
         write_json(args.json, figures)
     return 0

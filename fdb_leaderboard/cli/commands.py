@@ -769,11 +769,19 @@ def fill(session: Session, name: str, batch: int) -> None:
 @server_command(main, timeout=600.0)
 @click.argument("name")
 @click.option("--max-problems", default=100, show_default=True, help="Stop after this many problems.")
-def verify(session: Session, name: str, max_problems: int) -> None:
+@click.option(
+    "--parts",
+    default=4,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Check in this many pieces over key ranges at once (a server with several processes spreads them).",
+)
+def verify(session: Session, name: str, max_problems: int, parts: int) -> None:
     """Recompute every window from the records and compare with the B-tree and ranked sets.
 
-    A large index is checked in parts, each a call within the server's deadline, until the whole
-    index is checked (interrupted, nothing is lost but the time: rerun it)."""
+    A large index is checked in calls, each within the server's deadline, until the whole
+    index is checked (interrupted, nothing is lost but the time: rerun it); ``--parts`` pieces
+    of it at once."""
     bar: Any = None  # shown once the check takes more than one part
     found = 0
 
@@ -787,7 +795,9 @@ def verify(session: Session, name: str, max_problems: int) -> None:
             bar.set_postfix(windows=part.windows, problems=found)
 
     try:
-        report = session.client.verify_report(name, max_problems, timeout=session.timeout, progress=progress)
+        report = session.client.verify_report(
+            name, max_problems, timeout=session.timeout, progress=progress, parts=parts
+        )
     finally:
         if bar is not None:
             bar.close()

@@ -8,7 +8,10 @@ context of ``transaction.py`` and none imports another's class unless it builds 
 | ``leaderboard.py`` | :class:`LeaderboardIndex`, the facade: one method per operation, each one transaction |
 | ``records.py`` | records and the write path: entries, heads, a record's value in every window |
 | ``windows.py`` | the window directory: updates, expiry, keep-ahead, sub-directories |
-| ``fill.py`` | filling new windows from stored records (both phases) and bulk-load hand-off |
+| ``fill.py`` | filling new windows from stored records, in bounded steps (both phases) |
+| ``build.py`` | windows built from sorted data: each entry and ranked-set node written once, in order |
+| ``external_sort.py`` | sorting any number of items in bounded memory, through temporary files |
+| ``loading.py`` | bulk loads: batches, several in flight on a network store, windows built as they come |
 | ``trim.py`` | dropping entries no window depends on |
 | ``reads.py`` | ranks (ORDINAL, COMPETITION, DENSE), top N, around me, counts and scans (both ways) |
 | ``metadata.py`` | records' display metadata, attached to every listing in its transaction |

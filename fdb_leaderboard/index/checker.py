@@ -105,7 +105,8 @@ class CheckCursor:
     window's next group, or the last element ELEMENTS checked (``b""``: none yet).  ``window``: the
     window (its ``lb_key``) of the window steps.  ``group``, ``dense``: the set of ELEMENTS and
     STRUCTURE.  ``last``: the (group, element) whose ranked-set count ENTRIES checked last.
-    ``structure``: where STRUCTURE goes on.
+    ``structure``: where STRUCTURE goes on.  ``stop``: a part of a check run at once with others
+    (``check_parts.py``) ends where the next one starts, this :func:`position` (None: at the end).
     """
 
     step: int = SUB_DIRECTORIES
@@ -115,16 +116,43 @@ class CheckCursor:
     dense: bool = False
     last: tuple[bytes, bytes] | None = None
     structure: StructureCursor = dataclasses.field(default_factory=StructureCursor)
+    stop: tuple | None = None
 
     def as_tuple(self) -> tuple:
         s = self.structure
         structure = (s.level, s.start, s.span_node, s.span_count, s.span_sum)
-        return (self.step, self.key, self.window, self.group, self.dense, self.last or (), structure)
+        items = (self.step, self.key, self.window, self.group, self.dense, self.last or (), structure)
+        return items if self.stop is None else (*items, self.stop)
 
     @classmethod
     def from_tuple(cls, items: tuple) -> CheckCursor:
-        step, key, window, group, dense, last, structure = items
-        return cls(step, key, window, group, dense, tuple(last) or None, StructureCursor(*structure))  # type: ignore[arg-type]
+        step, key, window, group, dense, last, structure, *stop = items
+        cursor = cls(step, key, window, group, dense, tuple(last) or None, StructureCursor(*structure))  # type: ignore[arg-type]
+        cursor.stop = tuple(stop[0]) if stop else None
+        return cursor
+
+
+# Where each step of a window comes in a check (GROUPS, ELEMENTS and STRUCTURE: group by group).
+_WINDOW_STEP_ORDER = {ENTRIES: 0, HIDDEN_ENTRIES: 1, LEAGUE_MEMBERS: 2, LEAGUE_ROWS: 3}
+PAST_EVERY_WINDOW = 1 << 62
+
+
+def position(cursor: CheckCursor) -> tuple:
+    """Where ``cursor`` is in the order a check goes through the index, as a comparable tuple."""
+    step = cursor.step
+    if step in (SUB_DIRECTORIES, RECORDS, HIDDEN_NOTES):
+        return ((SUB_DIRECTORIES, RECORDS, HIDDEN_NOTES).index(step), cursor.key or b"")
+    if cursor.window >= PAST_EVERY_WINDOW:
+        return (4,)
+    order = _WINDOW_STEP_ORDER.get(step)
+    if order is not None:
+        return (3, cursor.window, order, cursor.key or b"")
+    if step == GROUPS:  # before the window's first group, or after cursor.group
+        return (3, cursor.window, 4, cursor.group, 9) if cursor.key is not None else (3, cursor.window, 4, b"", 0)
+    which = 1 + 2 * cursor.dense
+    if step == ELEMENTS:
+        return (3, cursor.window, 4, cursor.group, which, 0, cursor.key or b"")
+    return (3, cursor.window, 4, cursor.group, which, 1, cursor.structure.level, cursor.structure.start)
 
 
 @dataclasses.dataclass
@@ -199,6 +227,10 @@ class _Stopped(Exception):
     pass
 
 
+class _Reached(Exception):
+    """A part of a check reached the next part's start."""
+
+
 def check_index(
     read: Reader,
     max_problems: int = 100,
@@ -217,6 +249,8 @@ def check_index(
     report.problems = problems
 
     def batch(fn: Callable[[IndexTransaction, RecordWriter], T]) -> T:
+        if cursor.stop is not None and position(cursor) >= cursor.stop:
+            raise _Reached()  # where the next part of the check starts
         if keep_going is not None and not keep_going():
             raise _Stopped()
         result = read(fn)
@@ -229,6 +263,8 @@ def check_index(
         _run_checks(read, batch, problems, report, cursor, batch_keys)
     except _Stopped:
         report.continuation = _continuation(report, cursor, prefix)
+    except _Reached:
+        pass
     return report
 
 
@@ -266,6 +302,13 @@ def _run_checks(
     def full() -> bool:
         return len(problems) >= problems.limit
 
+    def bound(*where: object) -> bytes | None:
+        """Where this part stops in the step at ``where`` (a position's start), if it stops there."""
+        stop = cursor.stop
+        if stop is not None and len(stop) == len(where) + 1 and stop[: len(where)] == where:
+            return stop[-1]
+        return None
+
     if cursor.step == SUB_DIRECTORIES:
         begin = cursor.key
         while begin is not None and not full():
@@ -277,8 +320,13 @@ def _run_checks(
 
     if cursor.step == RECORDS:
         key: bytes | None = cursor.key or layout.records
+        records_end = bound(1)
         while key is not None and not full():
-            key = batch(lambda txn, writer, c=key: _check_records(txn, writer, c, batch_keys, problems, report))
+            key = batch(
+                lambda txn, writer, c=key, e=records_end: _check_records(
+                    txn, writer, c, batch_keys, problems, report, e
+                )
+            )
             cursor.key = key
         cursor.step, cursor.key = HIDDEN_NOTES, None
     if cursor.step == HIDDEN_NOTES:
@@ -298,7 +346,9 @@ def _run_checks(
             cursor.step, cursor.key, cursor.window, cursor.last = ENTRIES, None, window.lb_key, None
             report.windows += 1
         if cursor.step == ENTRIES:
-            state = _EntryState(layout.primary + window.key_bytes, cursor.key, cursor.last)
+            state = _EntryState(
+                layout.primary + window.key_bytes, cursor.key, cursor.last, end=bound(3, window.lb_key, 0)
+            )
             while state.cursor is not None and not full():
                 batch(lambda txn, _w, w=window, s=state: _check_entries(txn, w, s, batch_keys, problems, report))
                 cursor.key, cursor.last = state.cursor, state.last_element
@@ -335,24 +385,28 @@ def _run_checks(
                 if cursor.step == ELEMENTS:
                     element: bytes | None = cursor.key
                     while element is not None and not full():
+                        stop = bound(3, window.lb_key, 4, cursor.group, 1 + 2 * dense, 0)
                         element = batch(
-                            lambda txn, _w, e=element, w=window, d=dense: _check_elements(
-                                txn, w, cursor.group, e, batch_keys, problems, report, d
+                            lambda txn, _w, e=element, w=window, d=dense, s=stop: _check_elements(
+                                txn, w, cursor.group, e, batch_keys, problems, report, d, s
                             )
                         )
                         cursor.key = element
                     cursor.step, cursor.structure = STRUCTURE, StructureCursor()
                 structure: StructureCursor | None = cursor.structure
+                stop = cursor.stop
+                where = (3, window.lb_key, 4, cursor.group, 1 + 2 * dense, 1)
+                level_stop = stop[6:] if stop is not None and len(stop) == 8 and stop[:6] == where else None
                 while structure is not None and not full():
                     structure = batch(
-                        lambda txn, _w, c=structure, w=window, d=dense: _check_structure(
-                            txn, w, cursor.group, c, batch_keys * STRUCTURE_KEYS_PER_BATCH_KEY, problems, report, d
+                        lambda txn, _w, c=structure, w=window, d=dense, s=level_stop: _check_structure(
+                            txn, w, cursor.group, c, batch_keys * STRUCTURE_KEYS_PER_BATCH_KEY, problems, report, d, s
                         )
                     )
                     if structure is not None:
                         cursor.structure = structure
             cursor.step, cursor.key = GROUPS, strinc(secondary + cursor.group)
-    cursor.window = 1 << 62  # past every window
+    cursor.window = PAST_EVERY_WINDOW
 
 
 def layout_dense(read: Reader) -> bool:
@@ -386,14 +440,20 @@ def _check_sub_directories(
 
 
 def _check_records(
-    txn: IndexTransaction, writer: RecordWriter, begin: bytes, limit: int, problems: _Problems, report: CheckReport
+    txn: IndexTransaction,
+    writer: RecordWriter,
+    begin: bytes,
+    limit: int,
+    problems: _Problems,
+    report: CheckReport,
+    end: bytes | None = None,
 ) -> bytes | None:
     """A batch of records, in three read rounds (the directory with the records' heads, their
     entries and hidden-record notes, the B-tree entries their values should have) however many
     records it holds: on FoundationDB each round is a network round trip."""
     tr, layout = txn.tr, txn.layout
     txn.prefetch()
-    rows_read = tr.get_range_async(begin, strinc(layout.records), limit)
+    rows_read = tr.get_range_async(begin, end or strinc(layout.records), limit)
     directory = txn.directory()
     if directory is None:
         return None
@@ -558,9 +618,15 @@ def _check_cohort_rows(
 
 class _EntryState:
     def __init__(
-        self, prefix: bytes, cursor: bytes | None = None, last: tuple[bytes, bytes] | None = None, hidden: bool = False
+        self,
+        prefix: bytes,
+        cursor: bytes | None = None,
+        last: tuple[bytes, bytes] | None = None,
+        hidden: bool = False,
+        end: bytes | None = None,
     ) -> None:
         self.prefix = prefix
+        self.end = end or strinc(prefix)  # a part of a check stops there
         self.hidden = hidden  # the hidden B-tree's entries: of hidden records, ranked nowhere
         self.cursor: bytes | None = cursor or prefix
         self.last_element = last  # (group, element) whose count was checked
@@ -576,7 +642,7 @@ def _check_entries(
     tr, layout, space = txn.tr, txn.layout, txn.space
     prefix = state.prefix
     txn.prefetch()
-    rows_read = tr.get_range_async(state.cursor, strinc(prefix), limit)  # type: ignore[arg-type]
+    rows_read = tr.get_range_async(state.cursor, state.end, limit)  # type: ignore[arg-type]
     if not _still_complete(txn, window):
         state.cursor = None
         return
@@ -681,6 +747,7 @@ def _check_elements(
     problems: _Problems,
     report: CheckReport,
     dense: bool = False,
+    through: bytes | None = None,
 ) -> bytes | None:
     """A batch of a ranked set's elements (or, ``dense``, of a distinct-score set's scores): each
     has an entry in the B-tree.  Two read rounds: the directory with the elements, then an
@@ -688,7 +755,7 @@ def _check_elements(
     tr = txn.tr
     txn.prefetch()
     ranked = (txn.space.dense_set if dense else txn.space.ranked_set)(window, group_bytes)
-    elements = ranked.range(tr, after + b"\x00" if after else None, None, limit)
+    elements = ranked.range(tr, after + b"\x00" if after else None, through + b"\x00" if through else None, limit)
     if not _still_complete(txn, window):
         return None
     prefix = txn.layout.primary + window.key_bytes + group_bytes
@@ -734,6 +801,7 @@ def _check_structure(
     problems: _Problems,
     report: CheckReport,
     dense: bool = False,
+    stop: tuple | None = None,
 ) -> StructureCursor | None:
     """A batch of a ranked set's (or, ``dense``, a distinct-score set's) structure check, from
     ``cursor``; where the next batch resumes, None when the set is checked (or checking stops)."""
@@ -748,7 +816,7 @@ def _check_structure(
         stopped = problems.add(f"{where}: {message}")
         return stopped
 
-    resume, keys_read = ranked.check_structure(txn.tr, cursor, max_keys, found)
+    resume, keys_read = ranked.check_structure(txn.tr, cursor, max_keys, found, stop=stop)
     report.nodes += keys_read
     if resume is None and not stopped:
         report.ranked_sets += 1

@@ -142,7 +142,16 @@ def check_nlevels(nlevels: object) -> int:
 class Directory:
     """The parsed directory: immutable; changes build a new one (see :meth:`replace`)."""
 
-    __slots__ = ("update_timestamp", "high_score_first", "next_key", "windows", "rules", "_by_type", "_by_key")
+    __slots__ = (
+        "update_timestamp",
+        "high_score_first",
+        "next_key",
+        "windows",
+        "rules",
+        "filling_windows",
+        "_by_type",
+        "_by_key",
+    )
 
     def __init__(
         self,
@@ -159,6 +168,7 @@ class Directory:
         self.next_key = next_key
         self.rules = rules
         self.windows: tuple[Window, ...] = tuple(sorted(windows, key=Window.sort_key))
+        self.filling_windows = tuple(window for window in self.windows if window.filling)
         by_type: dict[int, tuple[list[int], list[Window], int]] = {}
         for window in self.windows:
             starts, ordered, widest = by_type.setdefault(window.type, ([], [], 0))
@@ -216,7 +226,7 @@ class Directory:
         return None
 
     def filling(self) -> list[Window]:
-        return [window for window in self.windows if window.filling]
+        return list(self.filling_windows)
 
     def replace(self, **changes: object) -> Directory:
         fields = {

@@ -1,12 +1,14 @@
-"""Filling windows from stored records, in bounded, resumable steps; and bulk loads.
+"""Filling windows from stored records, in bounded, resumable steps.
 
 A window added over scores already stored is marked filling and not served until complete.
 Phase 1 puts each record's value into the window's primary B-tree, record by record in key
 order; phase 2 builds the window's ranked sets from that B-tree in key order (appending, one
 write per entry instead of a skip-list insert per entry).  Each step is one transaction
 bounded in records and entries and saves its position in the window's fill cursor, so an
-interrupted fill resumes from any process.  A bulk load hands the ranked sets of windows that
-were empty when it started to phase 2 (:meth:`Filler.defer_ranks_of_empty_windows`).
+interrupted fill resumes from any process.  Over many records, a fill builds its windows from
+sorted data instead (``build.py``, from index format 4); :meth:`Filler.build_step` and
+:meth:`Filler.redo` are its steps.  Below format 4 a bulk load hands the ranked sets of windows
+that were empty when it started to phase 2 (:meth:`Filler.defer_ranks_of_empty_windows`).
 """
 
 from __future__ import annotations
@@ -57,27 +59,51 @@ class Filler:
         self.writer = writer
         self.editor = editor
 
-    def defer_ranks_of_empty_windows(self, held_until: int = 0) -> tuple[Window, ...]:
-        """Mark complete windows holding no value as filling with every record done (phase 2).
+    def empty_windows(self) -> list[Window]:
+        """The complete windows ranking no value, those of leagues aside: a bulk load builds them
+        from sorted data (build.py); hidden records' values stay where they are."""
+        directory = self.txn.directory()
+        if directory is None:
+            return []
+        league = self.settings.leagues.window_type if self.settings.leagues is not None else None
+        return self._holding_nothing([w for w in directory.windows if not w.filling and w.type != league])
 
-        Writes then keep their primary B-trees for every record and leave their ranked sets
-        to be built in key order by the fill.  Returns the windows marked, held until
-        ``held_until`` (Unix seconds): a fill that respects holds leaves them to the load.
-        """
+    def _holding_nothing(self, windows: Sequence[Window]) -> list[Window]:
+        """Those of ``windows`` whose primary B-tree holds no value (one read round)."""
+        layout = self.layout
+        found = self.tr.get_ranges(
+            [(prefix, strinc(prefix), 1, False) for prefix in (layout.window_primary(w.key_bytes) for w in windows)]
+        )
+        return [window for window, rows in zip(windows, found, strict=True) if not rows]
+
+    def defer_ranks_of_empty_windows(self, held_until: int = 0) -> tuple[Window, ...]:
+        """A bulk load's windows below index format 4 (``formats.SORTED_BUILDS``), as release
+        0.2.0 defers them: the complete windows holding no value become filling with every record
+        done (phase 2), held until ``held_until`` (Unix seconds; a fill that respects holds leaves
+        them to the load).  Writes then keep their primary B-trees for every record and leave
+        their ranked sets to the fill's second phase, in key order.  Returns the windows marked."""
         directory = self.txn.directory()
         if directory is None:
             return ()
-        empty = []
-        for window in directory.windows:
-            prefix = self.layout.window_primary(window.key_bytes)
-            if not window.filling and not self.tr.get_range(prefix, strinc(prefix), 1):
-                empty.append(window)
-        if not empty:
-            return ()
+        empty = self._holding_nothing([w for w in directory.windows if not w.filling])
         for window in empty:
             self.txn.save_cursor(window, index_pb2.FillCursor(records_done=True, held_until=held_until))
-        self.editor.save_filling(directory, {window.lb_key for window in empty}, True)
+        if empty:
+            self.editor.save_filling(directory, {window.lb_key for window in empty}, True)
         return tuple(empty)
+
+    def unheld_windows(self, now: int) -> list[Window]:
+        """The windows being filled that no build or bulk load holds at ``now`` (Unix seconds),
+        those of leagues aside (their cohorts are dealt in the records' order): a fill builds them
+        from sorted data (build.py)."""
+        directory = self.txn.directory()
+        league = self.settings.leagues.window_type if self.settings.leagues is not None else None
+        out = []
+        for window in directory.filling() if directory is not None else ():
+            cursor = self.txn.cursor(window)
+            if window.type != league and (cursor is None or cursor.held_until <= now):
+                out.append(window)
+        return out
 
     def hold(self, windows: Iterable[Window], until: int) -> None:
         """Keep a fill that respects holds away from ``windows`` until ``until`` (Unix seconds)."""
@@ -86,6 +112,21 @@ class Filler:
             if cursor is not None:
                 cursor.held_until = until
                 self.txn.save_cursor(window, cursor)
+
+    def _start_over(self, filling: list[Window], cursors: dict[int, index_pb2.FillCursor], now: int) -> list[Window]:
+        """``filling`` less the windows a build from sorted data holds; a build's window whose hold
+        ran out (its process died) is cleared and filled again from its first record."""
+        out = []
+        for window in filling:
+            cursor = cursors[window.lb_key]
+            if not cursor.sorted_build:
+                out.append(window)
+            elif cursor.held_until <= now:
+                self.editor.clear_window(window)
+                cursors[window.lb_key] = fresh = index_pb2.FillCursor()
+                self.txn.save_cursor(window, fresh)
+                out.append(window)
+        return out
 
     def fill_step(self, max_records: int, max_entries: int, unheld_at: int | None = None) -> FillProgress:
         """Fill the windows being filled a bounded amount; one transaction.
@@ -102,6 +143,7 @@ class Filler:
         directory = self.txn.directory()
         filling = directory.filling() if directory is not None else []
         cursors = {window.lb_key: self.txn.cursor(window) or index_pb2.FillCursor() for window in filling}
+        filling = self._start_over(filling, cursors, int(self.space.clock()))
         if unheld_at is not None:
             filling = [window for window in filling if cursors[window.lb_key].held_until <= unheld_at]
         if not filling:
@@ -112,15 +154,7 @@ class Filler:
         if loading:
             put_in: dict[int, int] = {}
             processed, entries_read, reached = self._fill_records(loading, cursors, max_records, max_entries, put_in)
-            for window in loading:
-                cursor = cursors[window.lb_key]
-                cursor.records_processed += processed
-                cursor.entries_put_in += put_in.get(window.lb_key, 0)
-                if reached is None:
-                    cursor.records_done = True
-                elif not cursor.records_through or reached > cursor.records_through:
-                    cursor.records_through = reached
-                self.txn.save_cursor(window, cursor)
+            self._records_read(loading, cursors, processed, put_in, reached)
         budget = max_entries - entries_read
         ranked = 0
         complete = set()
@@ -138,6 +172,55 @@ class Filler:
             self.editor.save_filling(directory, complete, False)  # type: ignore[arg-type]
         windows = tuple((window, None if cursors[window.lb_key].records_done else reached) for window in filling)
         return FillProgress(len(complete) == len(filling), processed, windows, ranked)
+
+    def build_step(self, windows: Sequence[Window], max_records: int, max_entries: int) -> tuple[int, bool]:
+        """Phase 1 of a build from sorted data (build.py): the next records' values in ``windows``
+        (which this transaction builds) into their heads and the build; returns the records read,
+        and True once every record is."""
+        cursors = {window.lb_key: self.txn.cursor(window) or index_pb2.FillCursor() for window in windows}
+        put_in: dict[int, int] = {}
+        processed, _, reached = self._fill_records(windows, cursors, max_records, max_entries, put_in)
+        self._records_read(windows, cursors, processed, put_in, reached)
+        return processed, reached is None
+
+    def _records_read(
+        self,
+        windows: Sequence[Window],
+        cursors: dict[int, index_pb2.FillCursor],
+        processed: int,
+        put_in: dict[int, int],
+        reached: bytes | None,
+    ) -> None:
+        """Save in ``windows``' cursors how far phase 1 got: ``processed`` more records, through
+        ``reached`` (None: every record)."""
+        for window in windows:
+            cursor = cursors[window.lb_key]
+            cursor.records_processed += processed
+            cursor.entries_put_in += put_in.get(window.lb_key, 0)
+            if reached is None:
+                cursor.records_done = True
+            elif not cursor.records_through or reached > cursor.records_through:
+                cursor.records_through = reached
+            self.txn.save_cursor(window, cursor)
+
+    def redo(self, window: Window, pk_nested: bytes, lost: Sequence[tuple[bytes, bytes]]) -> None:
+        """A record written while ``window`` was built from sorted data (build.py): take out every
+        value of it the build may hold there (its head's, and ``lost`` (group, element) pairs, a
+        deleted head's), then put its value in again from its entries, as a fill does."""
+        head = self.txn.read_head(pk_nested)
+        pk_flat = tuples.pack(tuples.unpack(pk_nested)[0])
+        held = set(lost)
+        if head is not None:
+            held.update((state.group, state.element) for state in head.windows if state.lb_key == window.lb_key)
+        for group_bytes, element in sorted(held):
+            if self.tr.get(self.writer.value_key(window, group_bytes, element, pk_flat)) is not None:
+                self.writer.index_remove(window, group_bytes, element, pk_flat)
+            else:
+                self.tr.clear(self.writer.value_key(window, group_bytes, element, pk_flat, hidden=True))
+        if head is not None:
+            directory = self.txn.directory()
+            entries = self.txn.read_entries(pk_nested, window.start, window.end)
+            self._fill_record(pk_nested, head, [window], entries, directory, {})  # type: ignore[arg-type]
 
     def _fill_records(
         self,
@@ -239,8 +322,13 @@ class Filler:
                 "record, or remove the window"
             ) from exc
         filled = {window.lb_key for window in windows}
+        building = self.txn.building
         for key, value in computed.items():
-            self.writer.index_add(directory.by_key(key[0]), key[1], value.element, pk_flat, head.hidden)  # type: ignore[arg-type]
+            window = directory.by_key(key[0])
+            if key[0] in building:  # a build from sorted data writes it (build.py)
+                self.txn.emit(window, key[1], value.element, pk_flat, head.hidden)  # type: ignore[arg-type]
+            else:
+                self.writer.index_add(window, key[1], value.element, pk_flat, head.hidden)  # type: ignore[arg-type]
             if not head.hidden:
                 put_in[key[0]] = put_in.get(key[0], 0) + 1
         # A rebuilt window keeps its key: what its states counted stays (the entries found there

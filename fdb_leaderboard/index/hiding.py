@@ -88,6 +88,7 @@ class Hider:
                 self.tr.clear(hidden_key)
                 moves.append(self.writer.add_steps(window, state.group, state.element, pk_flat))
         run_together(moves)
+        self.txn.note_written(pk_nested)
         head.hidden = hiding
         self.tr.set(self.layout.head_key(pk_nested), head_bytes(head))
 

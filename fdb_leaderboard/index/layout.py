@@ -23,7 +23,11 @@
 | ``S + (13, lb_key, 2, tier)`` | ``(cohort, members)`` packed: the tier's newest cohort and how many joined it |
 | ``S + (14, pk)`` | leagues: ``(lb_key, tier, cohort)`` packed, the record's latest window of the league type |
 | ``S + (15,)`` | ``UpgradeCursor`` protobuf while the index's data is rewritten for its next format |
-| ``S + (18,)`` | ``(floor, scan position, greatest found)`` packed, while the latest timestamp is recomputed |
+| ``B = S + (16, lb_key)`` | format 4: a build from sorted data (``build.py``): the token of the process building it |
+| ``B + (pk, 0)`` | ``b""``: a record written while the window was built (the build redoes its value there) |
+| ``B + (pk, 1, group, element)`` | ``b""``: a value the build may hold for a record that lost it (deleted) |
+| ``S + (17, lb_key)`` | format 4: ``b""``, a window deleted from the directory whose data is still being cleared |
+| ``S + (18,)`` | format 4: ``(floor, scan position, greatest found)`` packed, while the latest is recomputed |
 
 The hidden B-tree is the primary B-tree's twin for hidden records' values: no ranked set counts
 them, no read lists them (see ``hiding.py``).
@@ -67,6 +71,8 @@ class IndexLayout:
         "league_records",
         "upgrade_key",
         "latest_recompute_key",
+        "builds",
+        "retired",
     )
 
     def __init__(self, prefix: bytes) -> None:
@@ -88,6 +94,8 @@ class IndexLayout:
         self.league_records = prefix + tuples.pack((14,))
         self.upgrade_key = prefix + tuples.pack((15,))
         self.latest_recompute_key = prefix + tuples.pack((18,))
+        self.builds = prefix + tuples.pack((16,))
+        self.retired = prefix + tuples.pack((17,))
 
     # records
     def head_key(self, pk_nested: bytes) -> bytes:
@@ -172,14 +180,30 @@ class IndexLayout:
         """Where a window's hidden records' values live."""
         return self.hidden_values + lb_key_bytes
 
+    # builds from sorted data (build.py)
+    def build_token_key(self, lb_key_bytes: bytes) -> bytes:
+        return self.builds + lb_key_bytes
+
+    def rewrite_key(self, lb_key_bytes: bytes, pk_nested: bytes) -> bytes:
+        """A record to redo in a window being built: written meanwhile."""
+        return self.builds + lb_key_bytes + pk_nested + b"\x14"  # (…, pk, 0)
+
+    def lost_value_key(self, lb_key_bytes: bytes, pk_nested: bytes, group_bytes: bytes, element: bytes) -> bytes:
+        """A value a window being built may hold for a record whose head lost it."""
+        return self.builds + lb_key_bytes + pk_nested + tuples.pack((1, group_bytes, element))
+
+    def retired_key(self, lb_key_bytes: bytes) -> bytes:
+        return self.retired + lb_key_bytes
+
     def window_ranges(self, lb_key_bytes: bytes) -> list[tuple[bytes, bytes]]:
-        """Every key range holding a window's data (primary and hidden entries, ranked sets)."""
+        """Every key range holding a window's data (primary and hidden entries, ranked sets, a build's notes)."""
         starts = (
             self.window_primary(lb_key_bytes),
             self.window_secondary(lb_key_bytes),
             self.window_dense(lb_key_bytes),
             self.window_hidden(lb_key_bytes),
             self.window_leagues(lb_key_bytes),
+            self.build_token_key(lb_key_bytes),
         )
         return [(start, strinc(start)) for start in starts]
 

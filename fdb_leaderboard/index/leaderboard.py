@@ -24,28 +24,31 @@ from typing import Any, TypeVar
 from .. import formats
 from ..errors import AlreadyExists, FailedPrecondition, InvalidArgument, LeaderboardError, NotFound, NoWindowsWarning
 from ..proto import index_pb2
-from ..store.api import Database, Transaction
+from ..store.api import Database, Transaction, strinc
 from . import compat, leagues, pages, social
 from . import movement as moves
 from . import tuplecodec as tuples
 from .audit import AuditTrail, JobEvents, PendingEvent, expire_in_batches
+from .build import BuildLost, WindowsBuild
 from .calendar import CalendarPeriods, timebase_scale
+from .check_parts import MAX_CHECK_PARTS, plan_parts, run_parts
 from .checker import CheckReport, check_index
 from .columns import is_score_key
 from .deletion import Deleter, DeletionProgress
 from .directory import ALL_TIME, Directory, Window, WindowUpdate
-from .fill import Filler, FillProgress, batches
+from .fill import Filler, FillProgress
 from .hiding import HiddenRecord, Hider
 from .idempotency import DEFAULT_MAX_KEYS, AppliedRequests, Replayed, batch_key, check_key, digest
 from .latest import SCAN_ENTRIES as LATEST_SCAN
 from .layout import IndexLayout
+from .loading import BulkLoad
 from .metadata import Metadata
 from .reads import GroupsPage, IfAbsent, Listing, RankedEntry, RankMode, Reader, ScanPage, ScanType, WindowRef
 from .records import Entry, RecordWriter
 from .rules import ScoreRules
 from .settings import IndexSettings
 from .space import IndexSpace
-from .transaction import FillState, IndexTransaction
+from .transaction import FillState, IndexTransaction, RecordKey
 from .trim import Trimmer
 from .upgrade import UpgradeProgress, Upgrader, UpgradeState
 from .values import check_at_least, check_timestamp, normalize_score
@@ -79,9 +82,9 @@ def check_scan_arguments(scan_type: ScanType, arguments: dict[str, Any]) -> None
         raise InvalidArgument(f"a {scan_type.name} scan does not use {name} (given {shown}): {why}")
 
 
-# A bulk load holds the windows whose ranked sets it builds at its end this long at a time (renewed
-# while it runs): the server's background fill leaves them alone, and takes over if the load died.
-LOAD_HOLD_SECONDS = 120
+# A fill builds its windows from sorted data (build.py) when the index holds at least this many
+# records: below, its bounded steps cost less than a build's start and its sort.
+BUILD_RECORDS = 2000
 
 NO_WINDOWS = (
     "the index has no windows yet: the score is stored but ranked in no window until a window update "
@@ -413,20 +416,46 @@ class LeaderboardIndex(IndexSpace):
         def arguments(ops: Operations) -> tuple:
             return replace, tuple((ops.txn.pk(pk).pk, self._entry_arguments(entries)) for pk, entries in records)
 
-        def write(ops: Operations) -> None:
-            # The keys are checked first so the records' heads are read together (one round trip).
-            keys = []
-            for position, (pk, _) in enumerate(records):
-                with _refused_at(position):
-                    keys.append(ops.txn.pk(pk))
-            ops.txn.prefetch(heads=[key.nested for key in keys])
-            ops.writer.limited = limited
-            save = ops.writer.save_record if replace else ops.writer.add_entries
-            for position, (key, (_, entries)) in enumerate(zip(keys, records, strict=True)):
-                with _refused_at(position):
-                    save(key, entries)
+        self._write_batch(records, replace, idempotency_key, limited)
 
-        self.run_once(idempotency_key, "WriteBatch", arguments, write, lambda _: (), lambda _: None)
+    def _write_batch(
+        self,
+        records: Sequence[tuple[object, Sequence[Entry]]],
+        replace: bool,
+        idempotency_key: str | None,
+        limited: bool,
+        build: WindowsBuild | None = None,
+    ) -> list[tuple[int, bytes, bytes, bytes, bool]] | None:
+        """:meth:`write_batch`, within ``build`` if given: returns the values its windows were
+        handed, or None when the batch was applied before (``idempotency_key``)."""
+
+        def arguments(ops: Operations) -> tuple:
+            return replace, tuple((ops.txn.pk(pk).pk, self._entry_arguments(entries)) for pk, entries in records)
+
+        def write(ops: Operations) -> list[tuple[int, bytes, bytes, bytes, bool]]:
+            if build is not None:
+                build.prepare(ops)
+            # The keys are checked first so the records' heads are read together (one round trip).
+            txn, writer = ops.txn, ops.writer
+            keys: list[RecordKey] = []
+            with _refused_at(lambda: len(keys)):
+                for pk, _ in records:
+                    keys.append(txn.pk(pk))
+            txn.prefetch(heads=[key.nested for key in keys])
+            writer.limited = limited
+            save = writer.save_record if replace else writer.add_entries
+            # A new record with one entry, written beyond the limits (a load's), takes the short way.
+            short = replace and not limited and self.settings.leagues is None
+            position = 0
+            with _refused_at(lambda: position):
+                for position, (key, (_, entries)) in enumerate(zip(keys, records, strict=True)):  # noqa: B007
+                    if short and type(entries) in (list, tuple) and len(entries) == 1 and txn.head_absent(key.nested):
+                        writer.save_new(key, entries[0])
+                    else:
+                        save(key, entries)
+            return txn.emitted
+
+        return self.run_once(idempotency_key, "WriteBatch", arguments, write, lambda _: (), lambda _: None)
 
     def bulk_load(
         self,
@@ -448,50 +477,25 @@ class LeaderboardIndex(IndexSpace):
         ``key#n``: a load sent again with the same key, records and ``batch_size`` saves only
         the batches not saved before (and refuses, ALREADY_EXISTS, a batch that differs).
 
-        With ``defer_ranks``, windows that hold no value when the first transaction starts are
-        built the way a fill builds a new window: the load writes their primary B-trees only,
-        and their ranked sets are then built in key order (appending, about one write per
-        entry instead of a skip-list insert per entry).  Until that ends those windows raise
-        WindowNotReady on reads, as filling windows do.  If a record is refused (or the store
-        fails), the transactions before it stay saved and those windows are still built before
-        the error is raised; if the process dies midway, ``fill()`` finishes them.  Windows
-        holding values are kept up to date entry by entry, as by any write.  The deferred ranked
-        sets are built in fill steps of ``batch_size`` records and ``max_entries`` entries.
+        With ``defer_ranks``, the windows that hold no value when the first transaction starts
+        (but a league's) are built from sorted data (``build.py``): the load hands their values
+        to a build, which writes each window's B-tree entries and ranked sets once, in key
+        order, after the last record.  Until then those windows raise WindowNotReady on reads,
+        as filling windows do, and writes made meanwhile are redone at the end.  If a record is
+        refused (or the store fails), the transactions before it stay saved and those windows
+        are still built before the error is raised; if the process dies midway, a fill starts
+        them over once the build's hold runs out.  Windows holding values are kept up to date
+        entry by entry, as by any write.  Below index format 4 (``formats.SORTED_BUILDS``) the
+        load writes those windows' primary B-trees and a fill then ranks them in key order, in
+        steps of ``batch_size`` records and ``max_entries`` entries (release 0.2.0's way, which
+        its processes writing meanwhile keep right).
+
+        On a store whose reads cost round trips (FoundationDB) several transactions are in
+        flight at once (``loading.py``), each record's batch after any batch in flight holding
+        the same record; a refused record's error then comes once the batches before it are
+        saved, and batches after it may be saved too.
         """
-        check_at_least(batch_size, 1, "batch_size")
-        if idempotency_key is not None:
-            check_key(idempotency_key)
-        deferred: tuple[Window, ...] = ()
-        held_until = 0.0
-        written = 0
-        started = None if actor is None else self._event(actor, "BulkLoad")
-        if started is not None:
-            self.db.run(lambda tr: started.write(tr, phase="started", batch_size=batch_size))
-        completed = False
-        try:
-            for number, batch in enumerate(batches(records, batch_size)):
-                if defer_ranks and not deferred:
-                    held_until = self.clock() + LOAD_HOLD_SECONDS
-                    until = int(held_until)
-                    deferred = self.run(lambda ops, until=until: ops.filler.defer_ranks_of_empty_windows(until))
-                    defer_ranks = False
-                elif deferred and self.clock() > held_until - LOAD_HOLD_SECONDS / 2:
-                    held_until = self.clock() + LOAD_HOLD_SECONDS
-                    windows, until = deferred, int(held_until)
-                    self.run(lambda ops, windows=windows, until=until: ops.filler.hold(windows, until))
-                key = None if idempotency_key is None else batch_key(idempotency_key, number)
-                self.write_batch(batch, idempotency_key=key, limited=False)
-                written += len(batch)
-                if progress:
-                    progress(written)
-            completed = True
-        finally:  # also after a refused record: the deferred windows must not stay filling
-            if deferred:
-                self.fill(max_records=batch_size, max_entries=max_entries, actor=actor)
-            if started is not None:
-                ended, phase = started.next(), "finished" if completed else "stopped"
-                self.db.run(lambda tr: ended.write(tr, phase=phase, records_written=written))
-        return written
+        return BulkLoad(self, batch_size, progress, defer_ranks, idempotency_key, actor, max_entries).run(records)
 
     def set_metadata(
         self,
@@ -532,7 +536,9 @@ class LeaderboardIndex(IndexSpace):
                 )
             return result
 
-        return self.run(write)
+        result = self.run(write)
+        self.clear_retired()
+        return result
 
     def directory(self) -> Directory | None:
         return self.read(lambda ops: ops.txn.directory())
@@ -559,8 +565,13 @@ class LeaderboardIndex(IndexSpace):
 
         return self.read(read)
 
-    def expire(self, before: int, actor: str | None = None) -> tuple[Window, ...]:
-        """Delete windows ending at or before ``before``; repeated calls are harmless."""
+    def expire(
+        self, before: int, actor: str | None = None, keep_going: Callable[[], bool] | None = None
+    ) -> tuple[Window, ...]:
+        """Delete windows ending at or before ``before``; repeated calls are harmless.  The windows
+        leave the directory in one transaction; where their data is then cleared in steps
+        (:meth:`clear_retired`), it stops once ``keep_going()`` says so, leaving the rest to the
+        next expiry or the server's maintenance."""
         event = self._event(actor, "Expire")
 
         def write(ops: Operations) -> tuple[Window, ...]:
@@ -569,7 +580,26 @@ class LeaderboardIndex(IndexSpace):
                 event.write(ops.tr, before=before, deleted=_windows(gone))
             return gone
 
-        return self.run(write)
+        gone = self.run(write)
+        self.clear_retired(keep_going=keep_going)
+        return gone
+
+    def clear_retired(self, max_keys: int = 20_000, keep_going: Callable[[], bool] | None = None) -> bool:
+        """Clear, in transactions of about ``max_keys`` keys, the data of windows deleted from the
+        directory that a store which clears key by key left to clear (see ``WindowEditor.retire``):
+        an expiry or window update does so itself, the server's maintenance and any later one go
+        on with what one left.  Stops after a transaction once ``keep_going()`` is False; returns
+        True once nothing is left.  Below index format 4 (``formats.RETIRED_WINDOWS``) windows
+        are cleared as they are deleted."""
+        if not formats.allows(self.format, formats.RETIRED_WINDOWS) or self.db.clears_ranges_at_once:
+            return True  # nothing is ever left to clear
+        layout = self.layout
+        if not self.read(lambda ops: ops.tr.get_range(layout.retired, strinc(layout.retired), 1)):
+            return True  # (a read: no commit where nothing was left)
+        while not self.run(lambda ops: ops.windows.clear_retired(max_keys)):
+            if keep_going is not None and not keep_going():
+                return False
+        return True
 
     def fill_step(
         self, max_records: int = 200, max_entries: int = 20_000, respect_holds: bool = False, actor: str | None = None
@@ -596,20 +626,69 @@ class LeaderboardIndex(IndexSpace):
         max_entries: int = 20_000,
         progress: Callable[[FillProgress], None] | None = None,
         actor: str | None = None,
+        respect_holds: bool = False,
+        build: bool | None = None,
     ) -> int:
-        """Fill every window being filled, batch by batch, until done; returns records processed.
+        """Fill every window being filled until done; returns records processed.
 
-        Each batch is its own transaction and records its position in the store, so an
-        interrupted fill resumes where it stopped, from any process.
+        When the index holds many records (or with ``build``), the windows are built from
+        sorted data (``build.py``: their entries and ranked sets written once, in key order),
+        from index format 4 on (``formats.SORTED_BUILDS``); otherwise (or without ``build``),
+        and for what a build leaves (a league's windows), in bounded steps of ``max_records``
+        records and ``max_entries`` entries.  Either way each
+        transaction is bounded, and the work survives the process: a step's position is stored,
+        and a build's windows are started over by a later fill if its process dies.  The
+        windows another process builds are left to it, and so, with ``respect_holds``, are those
+        a running bulk load holds (``done`` then means nothing is left it may do).
         """
-        total = 0
+        if not formats.allows(self.format, formats.SORTED_BUILDS):
+            build = False  # a release 0.2.0 process may write meanwhile: it notes nothing for a build
+        elif build is None:
+            build = self._many_records()
+        total = self._build_fill(progress, actor) if build else 0
         while True:
-            step = self.fill_step(max_records, max_entries, actor=actor)
+            step = self.fill_step(max_records, max_entries, respect_holds, actor=actor)
             total += step.records_processed
             if progress:
                 progress(step)
             if step.done:
                 return total
+
+    def _many_records(self) -> bool:
+        """Whether the index holds at least BUILD_RECORDS records (one bounded read)."""
+        records = self.layout.records
+        return len(self.read(lambda ops: ops.tr.get_range(records, strinc(records), BUILD_RECORDS))) >= BUILD_RECORDS
+
+    def _build_fill(self, progress: Callable[[FillProgress], None] | None, actor: str | None) -> int:
+        """Build the filling windows no one holds from sorted data; returns the records read."""
+        now = int(self.clock())
+        build = WindowsBuild.start(self, lambda ops: ops.filler.unheld_windows(now), from_records=True)
+        if build is None:
+            return 0
+        windows = tuple((window, None) for window in build.windows.values())
+        event = self._event(actor, "FillWindows")
+        try:
+            done = False
+            while not done:
+                before = build.counts.records
+                done = build.read_records()
+                if progress:
+                    progress(FillProgress(False, build.counts.records - before, windows))
+            build.finish()
+        except BuildLost:  # a window update or another process took windows over: fills take the rest
+            build.abandon()
+            return build.counts.records
+        except BaseException:  # stopped (or failed): the windows go back to any fill at once
+            with contextlib.suppress(Exception):
+                build.abandon()
+            raise
+        finally:
+            build.close()
+        if event is not None:
+            self.db.run(lambda tr: event.write(tr, phase="finished", completed=_windows(w for w, _ in windows)))
+        if progress:
+            progress(FillProgress(True, 0, windows, build.counts.entries))
+        return build.counts.records
 
     # -- the stored format (upgrade.py) ------------------------------------------------------
 
@@ -1206,6 +1285,23 @@ class LeaderboardIndex(IndexSpace):
         """Every inconsistency found (at most ``max_problems``); empty when the index is sound."""
         return self.check_report(max_problems).problems
 
+    def check_parts(self, parts: int) -> list[bytes]:
+        """Continuations of about ``parts`` pieces of one whole check, about as long, to run at once
+        (each through :meth:`check_report`, a Verify call, a process...; see ``check_parts.py``)."""
+        check_at_least(parts, 1, "parts")
+        return plan_parts(lambda fn: self.read(lambda ops: fn(ops.txn, ops.writer)), min(parts, MAX_CHECK_PARTS))
+
+    def check_in_parts(self, parts: int, threads: int | None = None, max_problems: int = 100) -> CheckReport:
+        """The whole check in ``parts`` pieces run on ``threads`` threads (default: one each), one
+        report: on FoundationDB the pieces' reads are in flight together."""
+        tokens = self.check_parts(parts)
+        return run_parts(
+            lambda token: self.check_report(max_problems, continuation=token),
+            tokens,
+            max_problems,
+            threads or len(tokens),
+        )
+
     def check_report(
         self,
         max_problems: int = 100,
@@ -1228,12 +1324,12 @@ class LeaderboardIndex(IndexSpace):
 
 
 @contextlib.contextmanager
-def _refused_at(position: int) -> Iterator[None]:
-    """Note on a refusal which record of a batch it was (``record_position``)."""
+def _refused_at(position: Callable[[], int]) -> Iterator[None]:
+    """Note on a refusal which record of a batch it was (``record_position``: ``position()``)."""
     try:
         yield
     except LeaderboardError as exc:
-        exc.record_position = position  # type: ignore[attr-defined]
+        exc.record_position = position()  # type: ignore[attr-defined]
         raise
 
 

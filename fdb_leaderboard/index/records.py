@@ -32,7 +32,7 @@ from .latest import entry_timestamp
 from .layout import encode_latest_timestamp, extensions_end, score_prefix
 from .leagues import LeagueKeeper, lockstep
 from .rules import ScoreRules
-from .transaction import IndexTransaction
+from .transaction import IndexTransaction, RecordKey
 from .values import check_items, check_timestamp, normalize_score
 
 MAX_INDEX_KEY = 500  # every index key fits both backends (LMDB's limit is 511 bytes)
@@ -352,16 +352,22 @@ class RecordWriter:
         head.next_seq = len(entries)
         del head.carried[:]  # the record starts over: nothing folded by a trim remains
         # The record starts over: states of windows to be filled, which a fill recomputes, go
-        # (their submission counts included), and its entries count anew.
+        # (their submission counts included), and its entries count anew; but a build from
+        # sorted data keeps what it took, to redo the record (see build.py).
         states = {
             (state.lb_key, state.group): state
             for state in head.windows
             if directory is None
             or (window := directory.by_key(state.lb_key)) is None
             or self.txn.maintains(window, pk_nested)
+            or self.txn.sorted_build(window)
         }
         submissions: dict[tuple[int, bytes], int] = {}
         computed = self.fold(values, directory, pk_nested, {}, counts=submissions) if directory is not None else {}
+        for key in states.keys() - submissions.keys():  # a build's state kept: its entries count anew
+            window = directory.by_key(key[0]) if directory is not None else None
+            if window is not None and self.txn.sorted_build(window) and not self.txn.maintains(window, pk_nested):
+                submissions[key] = sum(1 for e in entries if e.group_bytes == key[1] and window.contains(e.timestamp))
         if rules and rules.max_per_window:
             self._check_windows(rules, directory, submissions)  # type: ignore[arg-type]
         gone = [
@@ -373,6 +379,40 @@ class RecordWriter:
         ]
         self._note_timestamps(entry.timestamp for entry in entries)
         return self._apply(head, states, computed, gone, pk_nested, pk_flat, directory, submissions)
+
+    def save_new(self, key: RecordKey, entry: Entry) -> None:
+        """:meth:`save_record` of a record with no head and one entry (most records of a bulk
+        load), in an index without leagues, by a write the submission limits do not count: the
+        same writes (the same head bytes, its states in the directory's order), without the
+        general path's bookkeeping.  The caller read the record's head (absent) beforehand."""
+        pk_nested, pk_flat, txn = key.nested, key.flat, self.txn
+        checked = self._placed(self._check_entry(entry), pk_flat)
+        directory = txn.directory()
+        if directory is not None and directory.rules is not None:
+            txn.rules().check_score(checked.score)
+        self.tr.set(
+            self.layout.entry_key(pk_nested, checked.timestamp, 0),
+            tuples.pack((checked.group, checked.score, checked.context)),
+        )
+        head = index_pb2.RecordHead(next_seq=1)
+        if directory is not None:
+            group_bytes, element = checked.group_bytes, checked.element
+            building = txn.building
+            updates = []
+            add = head.windows.add
+            for window in directory.containing(checked.timestamp):
+                lb_key = window.lb_key
+                if lb_key in building:
+                    txn.emit(window, group_bytes, element, pk_flat, False)
+                elif txn.maintains(window, pk_nested):
+                    updates.append(self.add_steps(window, group_bytes, element, pk_flat))
+                else:
+                    continue
+                add(lb_key=lb_key, group=group_bytes, element=element, seq=0, submissions=1)
+            run_together(updates)
+        txn.note_written(pk_nested)
+        self._note_timestamps((checked.timestamp,))
+        self.tr.set(self.layout.head_key(pk_nested), head_bytes(head))
 
     def _check_rules(self, rules: ScoreRules, head: index_pb2.RecordHead, entries: Sequence[_CheckedEntry]) -> None:
         """Refuse entries out of the score range and, for a limited write, beyond the minute's
@@ -440,6 +480,7 @@ class RecordWriter:
         directory = self.txn.directory()
         removals = []
         left = []
+        lost = []  # values a build from sorted data may hold: it is told, with the record
         for state in head.windows:
             if group is not None and state.group != group:
                 left.append(state)
@@ -447,7 +488,10 @@ class RecordWriter:
             window = directory.by_key(state.lb_key) if directory is not None else None
             if window is not None and self.txn.maintains(window, pk_nested):
                 removals.append(self.remove_steps(window, state.group, state.element, pk_flat, head.hidden))
+            elif window is not None and window.filling:
+                lost.append(state)
         run_together(removals)
+        self.txn.note_written(pk_nested, lost)
         return left
 
     def remove_record(self, head: index_pb2.RecordHead, pk_nested: bytes, pk_flat: bytes) -> None:
@@ -480,11 +524,14 @@ class RecordWriter:
         """
         hidden = head.hidden
         updates: list[Steps[None]] = []  # each of another window's (or group's) ranked set
-        if changes or gone:  # only then is there a directory
+        indexed = changes
+        if self.txn.building and (changes or gone):
+            changes, indexed, gone = self._build_values(states, changes, gone, pk_nested, pk_flat, hidden, directory)  # type: ignore[arg-type]
+        if indexed or gone:  # only then is there a directory
             window_of: Callable[[int], Window] = directory.by_key  # type: ignore[union-attr,assignment]
             for key in gone:
                 updates.append(self.remove_steps(window_of(key[0]), key[1], states.pop(key).element, pk_flat, hidden))
-            for key, value in changes.items():
+            for key, value in indexed.items():
                 old = states.get(key)
                 window = window_of(key[0])
                 if old is None:
@@ -492,6 +539,7 @@ class RecordWriter:
                 elif old.element != value.element:
                     updates.append(self.move_steps(window, key[1], old.element, value.element, pk_flat, hidden))
         run_together(updates)
+        self.txn.note_written(pk_nested)
         kept = [  # values of deleted windows go; changed ones are written anew
             state
             for key, state in states.items()
@@ -499,6 +547,42 @@ class RecordWriter:
         ]
         self.write_head(head, kept, changes, pk_nested, submissions)
         return 0 if hidden else len(updates)
+
+    def _build_values(
+        self,
+        states: dict[tuple[int, bytes], index_pb2.WindowState],
+        changes: dict[tuple[int, bytes], Value],
+        gone: Sequence[tuple[int, bytes]],
+        pk_nested: bytes,
+        pk_flat: bytes,
+        hidden: bool,
+        directory: Directory,
+    ) -> tuple[dict[tuple[int, bytes], Value], dict[tuple[int, bytes], Value], list[tuple[int, bytes]]]:
+        """``changes`` and ``gone`` as writes to windows this transaction builds leave them: the
+        values for the head, those for the index, and the removals.  A first value in such a
+        window goes to the build and to the head; a record that has one there already (loaded
+        twice) keeps it in its head and is noted for the build to redo, like a write meanwhile."""
+        building = self.txn.building
+        for_head: dict[tuple[int, bytes], Value] = {}
+        indexed: dict[tuple[int, bytes], Value] = {}
+        redo: set[int] = set()
+        for key, value in changes.items():
+            if key[0] not in building:
+                for_head[key] = indexed[key] = value
+            elif key in states:
+                redo.add(key[0])
+            else:
+                for_head[key] = value
+                self.txn.emit(directory.by_key(key[0]), key[1], value.element, pk_flat, hidden)  # type: ignore[arg-type]
+        left = []
+        for key in gone:
+            if key[0] in building:
+                redo.add(key[0])
+            else:
+                left.append(key)
+        for lb_key in redo:
+            self.tr.set(self.layout.rewrite_key(directory.by_key(lb_key).key_bytes, pk_nested), b"")  # type: ignore[union-attr]
+        return for_head, indexed, left
 
     def write_head(
         self,

@@ -4,9 +4,11 @@
 
 1. the rows are written as they are (an idempotency key also gets its place in the keys' time
    order);
-2. at the ``copied`` mark the windows are rebuilt: each complete window's primary B-tree from
-   the records' heads, then its ranked sets in key order (the fill's second phase, appending);
-   a window the source was still filling is filled from the records' entries instead;
+2. at the ``copied`` mark the windows are rebuilt: each complete window's primary B-tree and
+   ranked sets from the values the records' heads hold, sorted and written once in key order
+   (``build.py``; below index format 4, the primary B-tree from the heads and the ranked sets by
+   a fill's second phase); a window the source was still filling is filled from the records'
+   entries instead;
 3. each changed unit then replaces what it had (a record's values move in every window, as a
    write would move them), so the index stays sound however many changes follow;
 4. the state rows end it: the source's windows at the dump's moment (a window added there is
@@ -29,6 +31,7 @@ from ..proto import service_pb2 as pb
 from ..rankedset import Steps, run_together
 from ..store.api import Database, KeyValue, Transaction, strinc
 from . import tuplecodec as tuples
+from .build import WindowsBuild
 from .directory import Directory, Window
 from .dumps import (
     APPLIED,
@@ -47,9 +50,8 @@ from .dumps import (
 from .layout import IndexLayout
 from .leaderboard import LeaderboardIndex, Operations
 
-WRITE_ROWS = 2000  # rows per transaction
-WRITE_BYTES = 1 << 20  # or about this many bytes
-HEADS_PER_STEP = 500  # heads read per transaction when the primary B-trees are rebuilt
+WRITE_BYTES = 1 << 20  # about this many bytes of changed units per transaction
+HEADS_PER_STEP = 2000  # heads read per transaction when the windows are rebuilt
 UNITS_PER_STEP = 1000  # changed units applied per transaction
 RECORDS_PER_STEP = 100  # ... of which records
 
@@ -95,35 +97,74 @@ class Restorer:
     # -- rows ------------------------------------------------------------------------------
 
     def write_rows(self, rows: Sequence[KeyValue]) -> None:
-        """Write dumped rows as they are, in bounded transactions."""
-        for batch in _batches(rows):
-            self.db.run(self._write_batch, batch)
-            self.counts.rows += len(batch)
+        """Write dumped rows as they are, in bounded transactions (several in flight where the
+        store takes them: the rows are only set, and nothing reads them before the build)."""
+        writes = self.db.blind_writes()
+        for key, value in self._stored(rows):
+            writes.set(key, value)
+        writes.flush()
+        self.counts.rows += len(rows)
 
-    def _write_batch(self, tr: Transaction, rows: Sequence[KeyValue]) -> None:
-        layout = self.layout
+    def _stored(self, rows: Sequence[KeyValue]) -> Iterator[KeyValue]:
+        """What dumped rows store: each under the prefix, an idempotency key also in the keys' time order."""
+        prefix, layout = self.prefix, self.layout
         for key, value in rows:
-            tr.set(self.prefix + key, value)
+            yield prefix + key, value
             if key.startswith(APPLIED):
                 applied = index_pb2.AppliedRequest.FromString(value)
-                tr.set(layout.applied_at_key(applied.applied_at, tuples.unpack(key[len(APPLIED) :])[0]), b"")
+                yield layout.applied_at_key(applied.applied_at, tuples.unpack(key[len(APPLIED) :])[0]), b""
+
+    def _write_batch(self, tr: Transaction, rows: Sequence[KeyValue]) -> None:
+        tr.set_many(list(self._stored(rows)))
 
     # -- the windows rebuilt -------------------------------------------------------------------
 
     def build(self) -> Iterator[RestoreCounts]:
         """Rebuild the windows from the rows written (step 2 of the module docstring), saying
         how far it got after each transaction."""
-        ranked = self.db.run(lambda tr: self._mark_windows(Operations(self.index, tr)))
+        if not formats.allows(self.index.format, formats.SORTED_BUILDS):
+            yield from self._build_in_steps()
+            return
+        self.index.run(self._mark_windows)
+        built = WindowsBuild.start(self.index, _complete_windows, from_records=False)
+        self.counts.phase = "ranking"
+        if built is not None:
+            try:
+                position: bytes | None = b""
+                while position is not None:
+                    position = self.index.read(lambda ops, at=position: self._heads_step(ops, at, built))
+                    yield self.counts
+                built.finish()
+            finally:
+                built.close()
+            self.counts.entries_ranked += built.counts.entries
+        yield from self._fill()
+        self.built = True
+        self.counts.phase = "built"
+
+    def _mark_windows(self, ops: Operations) -> None:
+        """The source's fill positions go; the windows the source was filling fill from the start
+        (the complete ones are built from the records' heads, see :meth:`build`)."""
+        directory = ops.txn.directory()
+        ops.tr.clear_range(self.prefix + CURSORS, self.prefix + strinc(CURSORS))
+        if directory is not None:
+            ops.windows.save_filling(directory, {window.lb_key for window in directory.filling()}, True)
+
+    def _build_in_steps(self) -> Iterator[RestoreCounts]:
+        """:meth:`build` below index format 4 (``formats.SORTED_BUILDS``), as release 0.2.0
+        rebuilds: each complete window's primary B-tree from the heads, then its ranked sets by the
+        fill's second phase, in key order."""
+        ranked = self.index.run(self._mark_for_steps)
         self.counts.phase = "ranking"
         position: bytes | None = b""
         while position is not None:
-            position = self.db.run(lambda tr, at=position: self._primary_step(Operations(self.index, tr), at, ranked))
+            position = self.index.run(lambda ops, at=position: self._primary_step(ops, at, ranked))
             yield self.counts
         yield from self._fill()
         self.built = True
         self.counts.phase = "built"
 
-    def _mark_windows(self, ops: Operations) -> set[int]:
+    def _mark_for_steps(self, ops: Operations) -> set[int]:
         """Complete windows become phase-2 fills (their B-trees come from the heads), filling ones
         fill from the start; returns the former's keys."""
         directory = ops.txn.directory()
@@ -157,7 +198,20 @@ class Restorer:
             return None
         return rows[-1][0][len(records) :] + b"\x00"
 
+    def _heads_step(self, ops: Operations, position: bytes, built: WindowsBuild) -> bytes | None:
+        """The values in the complete windows of up to HEADS_PER_STEP records' heads, from
+        ``position``, handed to the build."""
+        records = self.layout.records
+        begin = records + position if position else records
+        rows = ops.tr.get_range(begin, strinc(records), HEADS_PER_STEP)
+        built.take_heads((key[len(records) :], index_pb2.RecordHead.FromString(raw)) for key, raw in rows)
+        if len(rows) < HEADS_PER_STEP:
+            return None
+        return rows[-1][0][len(records) :] + b"\x00"
+
     def _fill(self) -> Iterator[RestoreCounts]:
+        if self.index.read(lambda ops: ops.txn.directory() is not None and bool(ops.txn.directory().filling_windows)):
+            self.index.fill(max_records=500)  # built from sorted data when there are many records
         while True:
             step = self.index.fill_step(max_records=500, max_entries=20_000)
             self.counts.entries_ranked += step.entries_ranked
@@ -304,15 +358,9 @@ class Restorer:
         ops.txn.save_directory(Directory(source.update_timestamp, source.high_score_first, source.next_key, windows))
 
 
-def _batches(rows: Sequence[KeyValue]) -> Iterator[Sequence[KeyValue]]:
-    start = size = 0
-    for i, (key, value) in enumerate(rows):
-        size += len(key) + len(value)
-        if i + 1 - start >= WRITE_ROWS or size >= WRITE_BYTES:
-            yield rows[start : i + 1]
-            start, size = i + 1, 0
-    if start < len(rows):
-        yield rows[start:]
+def _complete_windows(ops: Operations) -> list[Window]:
+    directory = ops.txn.directory()
+    return [window for window in directory.windows if not window.filling] if directory is not None else []
 
 
 def _change_batches(units: Sequence[tuple[bytes, list[KeyValue]]]) -> Iterator[Sequence[tuple[bytes, list[KeyValue]]]]:

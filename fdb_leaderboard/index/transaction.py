@@ -108,6 +108,11 @@ class IndexTransaction:
         self.window_read: Window | None = None  # the window a read resolved (listings name it)
         self._now: int | None = None
         self._latest: LatestTimestamp | None = None
+        # Windows this transaction's writes build from sorted data (build.py): their values go to
+        # ``emitted`` as (window key, group, element, pk flat, hidden), not into the index.
+        self.building: frozenset[int] = frozenset()
+        self.emitted: list[tuple[int, bytes, bytes, bytes, bool]] = []
+        self._built: tuple[Directory, list[Window]] | None = None  # others' builds (note_written)
         self._known: KnownMetadata | None = tr.cached  # a metadata cache's, for this transaction
 
     # -- reading ahead -----------------------------------------------------------------------
@@ -240,10 +245,43 @@ class IndexTransaction:
         """Whether writes to this record must keep ``window``'s value (head and primary B-tree) now."""
         if not window.filling:
             return True
+        if window.lb_key in self.building:
+            return True
         cursor = self.cursor(window)
-        if cursor is None:
+        if cursor is None or cursor.sorted_build:
             return False
+        return self._reached(cursor, pk_nested)
+
+    @staticmethod
+    def _reached(cursor: index_pb2.FillCursor, pk_nested: bytes) -> bool:
         return cursor.records_done or (bool(cursor.records_through) and pk_nested <= cursor.records_through)
+
+    def sorted_build(self, window: Window) -> bool:
+        """Whether a build from sorted data owns ``window`` (build.py): writes then leave its values
+        (and the record head's states there) as they are, and note the record for the build."""
+        if not window.filling:
+            return False
+        cursor = self.cursor(window)
+        return cursor is not None and cursor.sorted_build
+
+    def note_written(self, pk_nested: bytes, lost: Iterable[index_pb2.WindowState] = ()) -> None:
+        """A write changed the record: in each window a build from sorted data owns that has taken
+        the record in already, note it for the build to redo, with the values its head ``lost``
+        there (a deleted record's), which the build may hold (see build.py)."""
+        directory = self.directory()
+        if directory is None or not directory.filling_windows:
+            return
+        if self._built is None or self._built[0] is not directory:
+            built = [w for w in directory.filling_windows if w.lb_key not in self.building and self.sorted_build(w)]
+            self._built = (directory, built)
+        layout, tr = self.layout, self.tr
+        for window in self._built[1]:
+            if not self._reached(self.cursor(window), pk_nested):  # type: ignore[arg-type]
+                continue
+            tr.set(layout.rewrite_key(window.key_bytes, pk_nested), b"")
+            for state in lost:
+                if state.lb_key == window.lb_key:
+                    tr.set(layout.lost_value_key(window.key_bytes, pk_nested, state.group, state.element), b"")
 
     def fill_state(self, window: Window) -> FillState:
         """How far the fill of ``window`` (a filling window) got; the total is the ranked record
@@ -268,6 +306,10 @@ class IndexTransaction:
         cursor = self.cursor(window)
         return cursor.ranked_through if cursor is not None and cursor.records_done else b""
 
+    def emit(self, window: Window, group_bytes: bytes, element: bytes, pk_flat: bytes, hidden: bool) -> None:
+        """Hand a value of a window this transaction builds to the build (see ``building``)."""
+        self.emitted.append((window.lb_key, group_bytes, element, pk_flat, hidden))
+
     # -- records -----------------------------------------------------------------------------
 
     def pk(self, pk: object) -> RecordKey:
@@ -283,6 +325,11 @@ class IndexTransaction:
         if len(pk_flat) > MAX_PK_BYTES:
             raise InvalidArgument(f"primary key packs to {len(pk_flat)} bytes; at most {MAX_PK_BYTES} are allowed")
         return RecordKey(pk, tuples.pack_nested(pk, pk_flat), pk_flat)
+
+    def head_absent(self, pk_nested: bytes) -> bool:
+        """Whether the record has no head, by its prefetched read (which stays for ``read_head``)."""
+        read = self._heads_read.get(pk_nested)
+        return (read.value if read is not None else self.tr.get(self.layout.head_key(pk_nested))) is None
 
     def read_head(self, pk_nested: bytes) -> index_pb2.RecordHead | None:
         """The record's head as stored (a prefetched read is used once: a later call reads again)."""

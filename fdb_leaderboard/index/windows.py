@@ -11,7 +11,9 @@ import dataclasses
 import random
 from collections.abc import Sequence
 
+from .. import formats
 from ..errors import FailedPrecondition, InvalidArgument
+from ..store.api import strinc
 from . import tuplecodec as tuples
 from .calendar import CalendarPeriods
 from .directory import (
@@ -171,7 +173,7 @@ class WindowEditor:
                 )
             filling.append(window)
         for window in deleted:
-            self.clear_window(window)
+            self.retire(window)
         refilled = {window.lb_key for window in filling}
         final = []
         for window in windows:
@@ -191,6 +193,36 @@ class WindowEditor:
             self.tr.clear_range(begin, end)
         self.txn.clear_cursor(window)
 
+    def retire(self, window: Window) -> None:
+        """Clear the data of a window leaving the directory: at once where the store clears a
+        range in one step (FoundationDB), else noted, for :meth:`clear_retired` to clear in bounded
+        steps (a window's key is never given again, so nothing new lands there meanwhile); at once
+        too below index format 4, which release 0.2.0 reads (``formats.RETIRED_WINDOWS``)."""
+        if self.tr.clears_ranges_at_once or not formats.allows(self.space.format, formats.RETIRED_WINDOWS):
+            self.clear_window(window)
+        else:
+            self.txn.clear_cursor(window)
+            self.tr.set(self.layout.retired_key(window.key_bytes), b"")
+
+    def clear_retired(self, max_keys: int) -> bool:
+        """Clear up to about ``max_keys`` keys of the windows :meth:`retire` noted; True once none is left."""
+        layout, tr = self.layout, self.tr
+        noted = tr.get_range(layout.retired, strinc(layout.retired), 1)
+        if not noted:
+            return True
+        key_bytes = noted[0][0][len(layout.retired) :]
+        for begin, end in layout.window_ranges(key_bytes):
+            rows = tr.get_range(begin, end, max_keys)
+            if rows:
+                tr.clear_range(begin, rows[-1][0] + b"\x00" if len(rows) == max_keys else end)
+                if len(rows) == max_keys:
+                    return False
+                max_keys -= len(rows)
+                if max_keys <= 0:
+                    return False
+        tr.clear(noted[0][0])
+        return not tr.get_range(layout.retired, strinc(layout.retired), 1)
+
     def save_filling(self, directory: Directory, lb_keys: set[int], filling: bool) -> None:
         """Save ``directory`` with the windows of ``lb_keys`` marked filling (or complete)."""
         windows = [dataclasses.replace(w, filling=filling) if w.lb_key in lb_keys else w for w in directory.windows]
@@ -206,7 +238,7 @@ class WindowEditor:
         if not gone:
             return ()
         for window in gone:
-            self.clear_window(window)
+            self.retire(window)
         keep = [w for w in directory.windows if w not in gone]
         self.txn.save_directory(directory.replace(windows=keep))
         return tuple(gone)

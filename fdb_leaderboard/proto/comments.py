@@ -47,6 +47,10 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.FillCursor.records_done": "phase 2 has begun: writes keep the primary B-tree of every record",
     "fdb_leaderboard.FillCursor.records_processed": "phase 1: records done so far (progress reports)",
     "fdb_leaderboard.FillCursor.records_through": "phase 1: last record key (pk, nested) done; empty: none yet",
+    "fdb_leaderboard.FillCursor.sorted_build": "A build from sorted data owns the window (index/build.py): writes "
+    "leave its values alone and note each record they change for the build "
+    "to redo; its hold is then renewed while the building process lives, "
+    "and a fill finding the hold run out starts the window over.",
     "fdb_leaderboard.HiddenRecord": "Stored at S + (11, pk) while the record is hidden: who hid it, when and why.",
     "fdb_leaderboard.HiddenRecord.actor": "the token's name of whoever hid it (empty: not known)",
     "fdb_leaderboard.HiddenRecord.hidden_at": "Unix seconds",
@@ -608,11 +612,16 @@ COMMENTS: dict[str, str] = {
     "fdb_leaderboard.v1.VerifyRequest.max_batches": "a check in parts: at most this many read transactions in this "
     "call (0: no limit)",
     "fdb_leaderboard.v1.VerifyRequest.max_problems": "0: 100 (over every part of a check in parts)",
+    "fdb_leaderboard.v1.VerifyRequest.split": "2 or more: check nothing, but answer `parts`: the continuations of "
+    "about this many pieces of one whole check (cut over key ranges, about "
+    "as long), to run at once, each as a check in parts from its "
+    "continuation; run together they check everything one check does.",
     "fdb_leaderboard.v1.VerifyResponse.complete": "true: the check is over; false (a check in parts): call again with "
     "`continuation`",
     "fdb_leaderboard.v1.VerifyResponse.continuation": "where the next part goes on (set while not complete)",
     "fdb_leaderboard.v1.VerifyResponse.elements": "ranked-set elements",
     "fdb_leaderboard.v1.VerifyResponse.entries": "primary B-tree entries",
+    "fdb_leaderboard.v1.VerifyResponse.parts": "with `split`: where each piece of the check starts",
     "fdb_leaderboard.v1.VerifyResponse.problems": "The problems this call found: with `complete`, none (over every "
     "part) means every window matches the records.",
     "fdb_leaderboard.v1.VerifyResponse.ranked_sets": "ranked sets whose structure was checked",

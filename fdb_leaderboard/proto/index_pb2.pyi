@@ -169,7 +169,7 @@ class ScoreRules(_message.Message):
     def __init__(self, min_score: _Optional[_Union[ScoreBound, _Mapping]] = ..., max_score: _Optional[_Union[ScoreBound, _Mapping]] = ..., max_per_window: _Optional[int] = ..., max_per_minute: _Optional[int] = ...) -> None: ...
 
 class FillCursor(_message.Message):
-    __slots__ = ("records_through", "records_done", "ranked_through", "records_processed", "entries_ranked", "held_until", "entries_put_in")
+    __slots__ = ("records_through", "records_done", "ranked_through", "records_processed", "entries_ranked", "held_until", "entries_put_in", "sorted_build")
     RECORDS_THROUGH_FIELD_NUMBER: _ClassVar[int]
     RECORDS_DONE_FIELD_NUMBER: _ClassVar[int]
     RANKED_THROUGH_FIELD_NUMBER: _ClassVar[int]
@@ -177,6 +177,7 @@ class FillCursor(_message.Message):
     ENTRIES_RANKED_FIELD_NUMBER: _ClassVar[int]
     HELD_UNTIL_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_PUT_IN_FIELD_NUMBER: _ClassVar[int]
+    SORTED_BUILD_FIELD_NUMBER: _ClassVar[int]
     records_through: bytes
     records_done: bool
     ranked_through: bytes
@@ -184,7 +185,8 @@ class FillCursor(_message.Message):
     entries_ranked: int
     held_until: int
     entries_put_in: int
-    def __init__(self, records_through: _Optional[bytes] = ..., records_done: _Optional[bool] = ..., ranked_through: _Optional[bytes] = ..., records_processed: _Optional[int] = ..., entries_ranked: _Optional[int] = ..., held_until: _Optional[int] = ..., entries_put_in: _Optional[int] = ...) -> None: ...
+    sorted_build: bool
+    def __init__(self, records_through: _Optional[bytes] = ..., records_done: _Optional[bool] = ..., ranked_through: _Optional[bytes] = ..., records_processed: _Optional[int] = ..., entries_ranked: _Optional[int] = ..., held_until: _Optional[int] = ..., entries_put_in: _Optional[int] = ..., sorted_build: _Optional[bool] = ...) -> None: ...
 
 class MaintenancePolicy(_message.Message):
     __slots__ = ("windows", "horizon", "certain_within", "retain", "calendar", "timebase", "idempotency_retention")

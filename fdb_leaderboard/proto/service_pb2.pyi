@@ -631,19 +631,21 @@ class KeepAheadResponse(_message.Message):
     def __init__(self, added: _Optional[_Iterable[_Union[Window, _Mapping]]] = ...) -> None: ...
 
 class VerifyRequest(_message.Message):
-    __slots__ = ("index", "max_problems", "continuation", "max_batches")
+    __slots__ = ("index", "max_problems", "continuation", "max_batches", "split")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     MAX_PROBLEMS_FIELD_NUMBER: _ClassVar[int]
     CONTINUATION_FIELD_NUMBER: _ClassVar[int]
     MAX_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    SPLIT_FIELD_NUMBER: _ClassVar[int]
     index: str
     max_problems: int
     continuation: bytes
     max_batches: int
-    def __init__(self, index: _Optional[str] = ..., max_problems: _Optional[int] = ..., continuation: _Optional[bytes] = ..., max_batches: _Optional[int] = ...) -> None: ...
+    split: int
+    def __init__(self, index: _Optional[str] = ..., max_problems: _Optional[int] = ..., continuation: _Optional[bytes] = ..., max_batches: _Optional[int] = ..., split: _Optional[int] = ...) -> None: ...
 
 class VerifyResponse(_message.Message):
-    __slots__ = ("problems", "records", "entries", "elements", "ranked_sets", "windows", "batches", "complete", "continuation")
+    __slots__ = ("problems", "records", "entries", "elements", "ranked_sets", "windows", "batches", "complete", "continuation", "parts")
     PROBLEMS_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
@@ -653,6 +655,7 @@ class VerifyResponse(_message.Message):
     BATCHES_FIELD_NUMBER: _ClassVar[int]
     COMPLETE_FIELD_NUMBER: _ClassVar[int]
     CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    PARTS_FIELD_NUMBER: _ClassVar[int]
     problems: _containers.RepeatedScalarFieldContainer[str]
     records: int
     entries: int
@@ -662,7 +665,8 @@ class VerifyResponse(_message.Message):
     batches: int
     complete: bool
     continuation: bytes
-    def __init__(self, problems: _Optional[_Iterable[str]] = ..., records: _Optional[int] = ..., entries: _Optional[int] = ..., elements: _Optional[int] = ..., ranked_sets: _Optional[int] = ..., windows: _Optional[int] = ..., batches: _Optional[int] = ..., complete: _Optional[bool] = ..., continuation: _Optional[bytes] = ...) -> None: ...
+    parts: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, problems: _Optional[_Iterable[str]] = ..., records: _Optional[int] = ..., entries: _Optional[int] = ..., elements: _Optional[int] = ..., ranked_sets: _Optional[int] = ..., windows: _Optional[int] = ..., batches: _Optional[int] = ..., complete: _Optional[bool] = ..., continuation: _Optional[bytes] = ..., parts: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class ExpireIdempotencyKeysRequest(_message.Message):
     __slots__ = ("index", "before", "max_keys")

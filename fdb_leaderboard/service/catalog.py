@@ -150,6 +150,11 @@ class ChangeRecorder:
         self._note(key)
         self._tr.set(key, value)
 
+    def set_many(self, pairs: Sequence[tuple[bytes, bytes]]) -> None:
+        for key, _ in pairs:
+            self._note(key)
+        self._tr.set_many(pairs)
+
     def clear(self, key: bytes) -> None:
         self._note(key)
         self._tr.clear(key)
@@ -586,8 +591,8 @@ class Catalog:
             prefix = fdb.tuple.unpack(key[len(self.root) :])[1]
 
             def clear_batch(tr: Transaction, prefix: bytes = prefix, note: bytes = key) -> bool:
-                rows = tr.get_range(prefix, strinc(prefix), batch_keys)
-                if len(rows) < batch_keys:
+                rows = [] if tr.clears_ranges_at_once else tr.get_range(prefix, strinc(prefix), batch_keys)
+                if len(rows) < batch_keys:  # (all at once where a range clear costs the same whatever it holds)
                     tr.clear_range(prefix, strinc(prefix))
                     tr.clear(note)
                     return True

@@ -328,7 +328,8 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def Expire(self, request: pb.ExpireRequest, context: CallContext) -> pb.ExpireResponse:
-        gone = self._index(request.index).expire(request.before, _actor(context))
+        # The deleted windows' data left when the deadline nears is cleared by the maintenance.
+        gone = self._index(request.index).expire(request.before, _actor(context), _before_deadline(context))
         return pb.ExpireResponse(deleted=[wire.window_to_proto(w) for w in gone])
 
     @_rpc
@@ -380,11 +381,18 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         """The consistency check, whole or in parts (``continuation``): a part checks what the
         call's deadline and ``max_batches`` allow, at least one batch, and says where the next
         goes on; a whole check that cannot finish in time is DEADLINE_EXCEEDED, so no answer
-        ever passes an index it did not check through."""
+        ever passes an index it did not check through.  With ``split``, the continuations of
+        pieces of one check to run at once (``index/check_parts.py``)."""
         in_parts = request.HasField("continuation")
         if request.max_batches and not in_parts:
             raise InvalidArgument('max_batches is for a check in parts: give a continuation ("" to start one)')
         index = self._index(request.index)
+        if request.split:
+            if request.split < 2 or request.continuation:
+                raise InvalidArgument(
+                    "split must be 2 or more: it asks for the pieces of a whole check (no continuation)"
+                )
+            return pb.VerifyResponse(parts=index.check_parts(request.split))
         started = last_log = time.monotonic()
         batches = 0
 

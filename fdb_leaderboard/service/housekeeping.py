@@ -4,7 +4,8 @@ Each pass goes over every index of the catalog and, per the index's maintenance 
 
 - adds the windows the policy keeps ahead (today's and tomorrow's calendar days, say);
 - fills windows added over stored scores (they are not served until complete), in the fill's
-  bounded, resumable transactions, leaving alone the windows a running bulk load holds;
+  bounded, resumable transactions (built from sorted data when the index holds many records),
+  leaving alone the windows a running bulk load or build holds;
 - expires windows that ended longer ago than the policy retains them;
 - forgets writes' idempotency keys older than the policy's ``idempotency_retention``;
 - notices windows that ended (``window_events.py``): their events go to the store's log and
@@ -25,12 +26,14 @@ and conflicts only with the same step elsewhere, so several server processes or 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
 import time
 
 from ..errors import NotFound, Unavailable
+from ..index import FillProgress
 from ..index.audit import SYSTEM_ACTOR
 from ..proto import index_pb2
 from . import convert, releases
@@ -47,6 +50,10 @@ DEFAULT_EVERY = 60.0
 END_MARGIN = 0.05  # seconds after a window's end that the pass noticing it runs
 UPGRADE_SECONDS = 10.0  # of an index's upgrade per pass; an unfinished one brings the next pass soon
 UPGRADE_AGAIN = 1.0
+
+
+class _Stopping(Exception):
+    """The server stops: a fill in progress leaves off (its work is stored)."""
 
 
 class Housekeeping(BackgroundLoop):
@@ -148,27 +155,36 @@ class Housekeeping(BackgroundLoop):
                 if self.metrics is not None:
                     self.metrics.windows_added.labels(name).inc(len(added))
         records = ranked = 0
-        while not self.stopping.is_set():
-            step = index.fill_step(respect_holds=True, actor=SYSTEM_ACTOR)
+
+        def filled(step: FillProgress) -> None:
+            nonlocal records, ranked
             records += step.records_processed
             ranked += step.entries_ranked
-            if step.done:
-                break
+            if self.stopping.is_set():  # the next pass (or another process) goes on
+                raise _Stopping
+
+        if not self.stopping.is_set():
+            with contextlib.suppress(_Stopping):
+                index.fill(progress=filled, actor=SYSTEM_ACTOR, respect_holds=True)
         if records or ranked:
             done.append(f"filled windows from {records} record(s), {ranked} entries ranked")
             if self.metrics is not None:
                 self.metrics.fill_records.labels(name).inc(records)
                 self.metrics.fill_entries_ranked.labels(name).inc(ranked)
+
+        def keep_going() -> bool:
+            return not self.stopping.is_set()
+
         if policy.retain:
-            gone = index.expire(now - policy.retain, SYSTEM_ACTOR)
+            gone = index.expire(now - policy.retain, SYSTEM_ACTOR, keep_going)
             if gone:
                 done.append(f"expired {len(gone)} window(s)")
                 if self.metrics is not None:
                     self.metrics.windows_expired.labels(name).inc(len(gone))
+        else:  # what an expiry or a window update left of the windows it deleted (any index)
+            index.clear_retired(keep_going=keep_going)
         before = int(clock) - convert.idempotency_retention(policy)
-        forgotten, _ = index.expire_idempotency_keys(
-            before, keep_going=lambda: not self.stopping.is_set(), actor=SYSTEM_ACTOR
-        )
+        forgotten, _ = index.expire_idempotency_keys(before, keep_going=keep_going, actor=SYSTEM_ACTOR)
         if forgotten:
             done.append(f"forgot {forgotten} idempotency key(s)")
             if self.metrics is not None:

@@ -7,7 +7,7 @@ import grpc
 from ..access import PermissionDenied, Unauthenticated, UnknownOperation
 from ..errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, Unavailable
 from ..rankedset import CorruptRankedSet
-from ..store import KeyTooLarge, StoreUnavailable, TransactionTimedOut, TransactionTooLarge, ValueTooLarge
+from ..store import KeyTooLarge, StoreFull, StoreUnavailable, TransactionTimedOut, TransactionTooLarge, ValueTooLarge
 
 STATUS_BY_ERROR: list[tuple[type[BaseException], grpc.StatusCode]] = [
     (InvalidArgument, grpc.StatusCode.INVALID_ARGUMENT),
@@ -21,6 +21,7 @@ STATUS_BY_ERROR: list[tuple[type[BaseException], grpc.StatusCode]] = [
     (TransactionTooLarge, grpc.StatusCode.INVALID_ARGUMENT),
     (TransactionTimedOut, grpc.StatusCode.ABORTED),
     (StoreUnavailable, grpc.StatusCode.UNAVAILABLE),
+    (StoreFull, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (CorruptRankedSet, grpc.StatusCode.DATA_LOSS),
     (Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
     (PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),

@@ -78,6 +78,14 @@ class ReadOnlyTransaction(StoreError):
     """A write was attempted in a transaction opened with ``Database.read``."""
 
 
+class StoreFull(StoreError):
+    """The store has no room left for what is written (the embedded store's map or disk)."""
+
+
+class FenceMoved(StoreError):
+    """Writes guarded by a fence key found it changed: another process took over their data."""
+
+
 class StoreUnavailable(StoreError):
     """The backend cannot be used here (missing client library, unreachable cluster...)."""
 
@@ -349,6 +357,9 @@ class Transaction(ReadView):
 
     # Whether read conflict ranges matter here (FoundationDB); callers may skip declaring them.
     declares_conflicts = True
+    # Whether clear_range costs the same however many keys it clears (FoundationDB); elsewhere a
+    # large range is cleared in bounded steps.
+    clears_ranges_at_once = False
     # What a metadata cache knows, or collects, for the index this transaction works on (set by
     # the layer that keeps the cache: ``service/catalog.py``); None: nothing, read everything.
     cached: Any = None
@@ -371,6 +382,11 @@ class Transaction(ReadView):
 
     @abc.abstractmethod
     def set(self, key: bytes, value: bytes) -> None: ...
+
+    def set_many(self, pairs: Sequence[KeyValue]) -> None:
+        """``set`` each ``(key, value)`` in turn (in one call where the backend can)."""
+        for key, value in pairs:
+            self.set(key, value)
 
     @abc.abstractmethod
     def clear(self, key: bytes) -> None: ...
@@ -405,12 +421,78 @@ class Transaction(ReadView):
             self.add_read_conflict_range(begin, end)
 
 
+class BlindWrites:
+    """Sets that read nothing, committed in bounded transactions of their own, in any order.
+
+    For data no one reads until it is complete (a window built from sorted data): each ``set``
+    joins the current chunk, and a chunk of about ``chunk_bytes`` is committed as one
+    transaction.  Writes of absolute values are idempotent, so a chunk whose commit failed or
+    whose outcome is unknown is simply written again.  This one commits each chunk through
+    ``db.run`` before taking the next (the embedded store commits one transaction at a time
+    anyway); FoundationDB's keeps several chunks in flight.  :meth:`flush` returns once every
+    chunk given so far is committed; an error of any chunk is raised by the call that meets it.
+
+    With ``fences``, pairs ``(key, value)``, each chunk's transaction first reads every ``key``
+    and commits only if each holds its ``value``, else raises FenceMoved: the owner of data kept
+    under leases stops writing it as soon as another process has taken over any part of it
+    (changed one of the keys), however late it is.
+    """
+
+    def __init__(self, db: Database, chunk_bytes: int, fences: Sequence[tuple[bytes, bytes]] = ()) -> None:
+        self.db = db
+        self.chunk_bytes = chunk_bytes
+        self.fences = list(fences)
+        self._chunk: list[KeyValue] = []
+        self._size = 0
+        self.keys = 0  # keys written (committed or in flight)
+        self.bytes = 0
+
+    def set(self, key: bytes, value: bytes) -> None:
+        self._chunk.append((key, value))
+        self._size += len(key) + len(value)
+        if self._size >= self.chunk_bytes:
+            self._send()
+
+    def _send(self) -> None:
+        chunk, self._chunk = self._chunk, []
+        self.keys += len(chunk)
+        self.bytes += self._size
+        self._size = 0
+        if chunk:
+            self._commit(chunk)
+
+    def _commit(self, chunk: list[KeyValue]) -> None:
+        def write(tr: Transaction) -> None:
+            if self.fences:
+                self.check_fences(tr.get_many([key for key, _ in self.fences]))
+            tr.set_many(chunk)
+
+        self.db.run(write)
+
+    def check_fences(self, found: Sequence[bytes | None]) -> None:
+        """Raise FenceMoved unless ``found``, the fence keys' values read, are the fences' own."""
+        if any(value != expected for value, (_, expected) in zip(found, self.fences, strict=True)):
+            raise FenceMoved("another process took over the data these writes build (a fence key changed)")
+
+    def flush(self) -> None:
+        """Commit what was written so far and wait until every chunk is committed."""
+        self._send()
+
+    def __enter__(self) -> BlindWrites:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is None:
+            self.flush()
+
+
 class Database(abc.ABC):
     """A store opened by :func:`fdb_leaderboard.store.open_database`."""
 
     url: str
     stats: StoreStats
     batched_reads: bool = False  # whether its transactions' reads cost round trips (see ReadView)
+    clears_ranges_at_once: bool = False  # its transactions' (see Transaction.clears_ranges_at_once)
     shared_by_processes: bool = False  # whether other processes may open the store while this one has it
     commits_together: bool = False  # whether commit_together shares one commit among its calls
     metadata_stamps: bool = False  # whether transactions give a metadata version (metadata_stamp)
@@ -450,6 +532,16 @@ class Database(abc.ABC):
         """A block whose ``run`` calls (made by this thread) commit together as it ends, where
         ``commits_together`` says the store can; elsewhere each commits on its own, as always."""
         return contextlib.nullcontext()
+
+    def blind_writes(self, fences: Sequence[tuple[bytes, bytes]] = ()) -> BlindWrites:
+        """Sets committed in bounded transactions of the store's best size, as many in flight as
+        it takes, guarded by ``fences`` (see :class:`BlindWrites`)."""
+        return BlindWrites(self, 1 << 20, fences)
+
+    def room(self) -> tuple[int, str] | None:
+        """How many more bytes the store can take, and what bounds them (None: no bound known
+        here, as on a cluster): long jobs check it to stop, clearly, before the store is full."""
+        return None
 
     def run_together(self, calls: Sequence[Callable[[], T]]) -> list[Outcome]:
         """Call each of ``calls`` (functions whose store work is this store's ``run``), sharing
@@ -503,6 +595,10 @@ class WrappedDatabase(Database):
         return self.inner.batched_reads
 
     @property
+    def clears_ranges_at_once(self) -> bool:  # type: ignore[override]
+        return self.inner.clears_ranges_at_once
+
+    @property
     def shared_by_processes(self) -> bool:  # type: ignore[override]
         return self.inner.shared_by_processes
 
@@ -516,6 +612,12 @@ class WrappedDatabase(Database):
 
     def commit_together(self) -> contextlib.AbstractContextManager[None]:
         return self.inner.commit_together()
+
+    def blind_writes(self, fences: Sequence[tuple[bytes, bytes]] = ()) -> BlindWrites:
+        return self.inner.blind_writes(fences)
+
+    def room(self) -> tuple[int, str] | None:
+        return self.inner.room()
 
     def run_together(self, calls: Sequence[Callable[[], T]]) -> list[Outcome]:
         return self.inner.run_together(calls)

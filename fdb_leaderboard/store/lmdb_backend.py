@@ -28,12 +28,18 @@ before 0.3.0 may serve the store and cannot read the log, so it syncs pages.
 
 **Limits.**  FoundationDB's value and transaction-size limits are enforced.  LMDB's own
 key limit (511 bytes) is stricter than FoundationDB's 10,000 and is reported as such.
+
+**Room.**  The data file grows up to the map size (``map_size``, 1 TiB of address space by
+default) or until the disk is full.  A write that finds the map full fails with StoreFull
+naming the map size to reopen the store with; :meth:`LmdbDatabase.room` tells long jobs (bulk
+loads, builds) how much is left, so they stop before it is all used.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import threading
 import time
 from collections import deque
@@ -58,6 +64,7 @@ from .api import (
     ReadOnlyTransaction,
     ReadRounds,
     StoreError,
+    StoreFull,
     StoreStats,
     Transaction,
     TransactionTimedOut,
@@ -430,6 +437,24 @@ class LmdbTransaction(Transaction):
         if self._log is not None:
             self._log.append((redo.SET, key, value))
 
+    def set_many(self, pairs: Sequence[KeyValue]) -> None:
+        # One C call for the lot (py-lmdb's putmulti): a Python call per key costs more than LMDB's put.
+        keys = sum(len(key) for key, _ in pairs)
+        values = sum(len(value) for _, value in pairs)
+        if (
+            not self._writable
+            or self._written + keys + values > MAX_TRANSACTION_BYTES
+            or max((len(value) for _, value in pairs), default=0) > MAX_VALUE_SIZE
+            or not all(0 < len(key) <= _LMDB_MAX_KEY for key, _ in pairs)
+        ):
+            super().set_many(pairs)  # raises the error set() gives, on the pair that has it
+            return
+        self._written += keys + values
+        self._writes += len(pairs)
+        self._cursor.putmulti(pairs)
+        if self._log is not None:
+            self._log.extend((redo.SET, key, value) for key, value in pairs)
+
     def clear(self, key: bytes) -> None:
         if not key or len(key) > _LMDB_MAX_KEY:
             # No such key can be stored here, so there is nothing to clear; FoundationDB likewise
@@ -662,7 +687,7 @@ class LmdbDatabase(Database):
             txn.abort()  # nothing in the batch was kept
             for pending in batch:
                 if pending.error is None:
-                    pending.error = exc
+                    pending.error = self._full() if isinstance(exc, lmdb.MapFullError) else exc
         finally:
             for pending in batch:
                 pending.done = True
@@ -745,7 +770,7 @@ class LmdbDatabase(Database):
         try:
             pending.result = pending.fn(tr, *pending.args, **pending.kwargs)
         except BaseException as exc:
-            pending.error = exc
+            pending.error = self._full() if isinstance(exc, lmdb.MapFullError) else exc
             if nested:
                 txn.abort()
             return
@@ -794,6 +819,22 @@ class LmdbDatabase(Database):
     def map_size(self) -> int:
         """The environment's map size: the largest the data file may grow."""
         return self._env.info()["map_size"]
+
+    def room(self) -> tuple[int, str]:
+        """Bytes the data file may still grow by: to the map size, or as the disk allows."""
+        in_map = self.map_size() - self.disk_usage()
+        on_disk = shutil.disk_usage(self.path).free
+        if in_map <= on_disk:
+            return in_map, f"the map size of {self.map_size():,} bytes (URL option map_size)"
+        return on_disk, f"the free space of the disk holding {self.path}"
+
+    def _full(self) -> StoreFull:
+        size = self.map_size()
+        return StoreFull(
+            f"the embedded store {self.path} is full: its data file ({self.disk_usage():,} bytes) reached its "
+            f"map size ({size:,} bytes); reopen it with a larger one (URL option map_size={2 * size}), or free "
+            "room (expire windows, trim entries, drop indexes)"
+        )
 
     @property
     def closed(self) -> bool:

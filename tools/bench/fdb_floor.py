@@ -14,6 +14,13 @@ kind for ``seconds`` and divides by the operations done:
 - ``read transaction``: a transaction with one get (a read version, then the read), and one with
   two gets waited on one after the other (a read version, then two rounds).
 
+One more row, ``bulk write``, is the bare binding's rate for a bulk load's writes: ``bulk_keys``
+keys of ``bulk_key_bytes`` (in key order, as a build writes them) with values of
+``bulk_value_bytes``, in transactions of about 10 kB of writes each with 50 of them in flight
+(FoundationDB's advice for bulk loads: ``tr.set`` per key, ``tr.commit()`` futures, the oldest
+waited for before another starts, a failed one retried through ``on_error``); keys per second and
+the CPU per key.  ``tools/bench_scale.py`` runs it for the keys its build wrote, to compare.
+
 Each row is measured three ways: through the binding (``tr.get(k).wait()``, iterating
 ``tr.get_range(...)``'s ``KeyValue`` objects, ``tr.set`` / ``tr.add`` / ``tr.commit().wait()``),
 and through the store layer the index uses (``db.run`` / ``db.read``), which adds the read-round
@@ -249,3 +256,80 @@ def report_rows(figures: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             ]
         rows.append(cells)
     return headers, rows
+
+
+BULK_CHUNK_BYTES = 10_000
+BULK_IN_FLIGHT = 50
+
+
+def bulk_write(
+    url: str, count: int, key_bytes: int, value_bytes: int, seed: int = 1, in_flight: int = BULK_IN_FLIGHT
+) -> dict[str, float]:
+    """The bare binding writing ``count`` keys as a bulk load would (see the module docstring),
+    under the scratch prefix, cleared afterwards: keys/s and CPU per key, in us."""
+    db = open_database(url)
+    if not isinstance(db, FdbDatabase):
+        raise SystemExit(f"the bulk write row needs fdb:CLUSTER_FILE, not {url}")
+    fdb, raw = db._fdb, db._db
+    pids = fdbserver_pids(db)
+    rng = random.Random(seed)
+    tail = max(0, key_bytes - len(SCRATCH) - 6)
+    value = bytes(value_bytes)
+    end = SCRATCH + b"\xff"
+
+    def keys() -> Any:
+        for i in range(count):
+            yield SCRATCH + b"\x00" + i.to_bytes(5, "big") + rng.randbytes(tail)
+
+    pending: list[tuple[Any, list[bytes], Any]] = []
+
+    def settle(tr: Any, chunk: list[bytes], commit: Any) -> None:
+        while True:
+            try:
+                commit.wait()
+                return
+            except fdb.FDBError as error:
+                tr.on_error(error).wait()
+                for key in chunk:
+                    tr.set(key, value)
+                commit = tr.commit()
+
+    try:
+        raw.clear_range(SCRATCH, end)
+        meter = CpuMeter(pids)
+        chunk: list[bytes] = []
+        size = 0
+        for key in keys():
+            chunk.append(key)
+            size += len(key) + value_bytes
+            if size >= BULK_CHUNK_BYTES:
+                tr = raw.create_transaction()
+                for each in chunk:
+                    tr.set(each, value)
+                pending.append((tr, chunk, tr.commit()))
+                chunk, size = [], 0
+                if len(pending) >= in_flight:
+                    settle(*pending.pop(0))
+        if chunk:
+            tr = raw.create_transaction()
+            for each in chunk:
+                tr.set(each, value)
+            pending.append((tr, chunk, tr.commit()))
+        while pending:
+            settle(*pending.pop(0))
+        spent = meter.read()
+    finally:
+        raw.clear_range(SCRATCH, end)
+        db.close()
+    out = {
+        "keys": count,
+        "key_bytes": key_bytes,
+        "value_bytes": value_bytes,
+        "seconds": spent["wall_s"],
+        "keys_per_s": count / spent["wall_s"],
+        "client_cpu_us": spent["client_cpu_s"] * 1e6 / count,
+    }
+    if "server_cpu_s" in spent:
+        out["server_cpu_us"] = spent["server_cpu_s"] * 1e6 / count
+    log(f"bulk write, bare binding: {count:,} keys in {spent['wall_s']:.1f} s, {out['keys_per_s']:,.0f} keys/s")
+    return out
