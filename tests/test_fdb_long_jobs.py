@@ -101,7 +101,7 @@ def loaded(db: LimitedDatabase, prefix: bytes, aggregation: str) -> tuple[Leader
         index.write_batch(data)
     assert index.count() == 0
     sizes = job(db, lambda: index.bulk_load(data, batch_size=BATCH, max_entries=MAX_ENTRIES))
-    assert sum(sizes) > 3 * LIMIT
+    assert sum(sizes) > 2 * LIMIT  # (the windows' build writes each of their keys once, in chunks of its own)
     for pk, entries in data:
         model.save(pk, [((), e.score, e.timestamp, ()) for e in entries])
     return index, model

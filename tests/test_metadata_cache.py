@@ -138,6 +138,36 @@ def test_a_write_that_used_the_cache_conflicts_with_a_change_committed_meanwhile
             db.run(lambda tr: tr.clear_range_startswith(root))
 
 
+def test_a_directory_rewritten_from_the_cache_keeps_a_change_committed_meanwhile() -> None:
+    """A write that takes the directory from the cache and rewrites it (a window added) conflicts
+    with a directory change another process committed after its read version: it runs again, and
+    neither window is lost (three servers' maintenance adding the next window at once)."""
+    root = fdb.tuple.pack(("lb-test", uuid.uuid4().hex))
+    with open_database(fdb_url()) as db, open_database(fdb_url()) as other:
+        try:
+            Catalog(db, root).create("game", IndexSettings(high_score_first=True))
+            mine, theirs = Catalog(db, root).get("game"), Catalog(other, root).get("game")
+            mine.add_score(("alice",), 5, DAY)  # the cache now holds the entry and directory
+            attempts: list[int] = []
+
+            def write(ops: Any) -> Any:
+                attempts.append(len(ops.txn.directory().windows))
+                if len(attempts) == 1:  # another process adds a window while this one runs
+                    change = WindowUpdate(high_score_first=True, windows=[(1, 0, DAY)])
+                    thread = threading.Thread(target=lambda: theirs.update_windows(change))
+                    thread.start()
+                    thread.join()
+                return ops.windows.add_missing([(2, 0, 7 * DAY)], 0, 6)
+
+            added = mine.run(write)
+            assert [(w.type, w.start, w.end) for w in added] == [(2, 0, 7 * DAY)]
+            assert attempts[0] == 1 and attempts[-1] == 2  # the attempt that committed saw theirs
+            windows = Catalog(db, root).get("game").directory().windows
+            assert sorted((w.type, w.start, w.end) for w in windows if w.type) == [(1, 0, DAY), (2, 0, 7 * DAY)]
+        finally:
+            db.run(lambda tr: tr.clear_range_startswith(root))
+
+
 class _Recording(WrappedDatabase):
     """A store whose write transactions note the keys they write and whether they changed the
     metadata version (the oracle of the next test)."""

@@ -780,8 +780,8 @@ def verify(session: Session, name: str, max_problems: int, parts: int) -> None:
     """Recompute every window from the records and compare with the B-tree and ranked sets.
 
     A large index is checked in calls, each within the server's deadline, until the whole
-    index is checked (interrupted, nothing is lost but the time: rerun it); ``--parts`` pieces
-    of it at once."""
+    index is checked (interrupted, nothing is lost but the time: rerun it), in --parts pieces
+    at once."""
     bar: Any = None  # shown once the check takes more than one part
     found = 0
 

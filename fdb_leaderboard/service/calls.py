@@ -49,6 +49,7 @@ from .. import access, wire
 from ..errors import InvalidArgument
 from ..proto import service_pb2 as pb
 from ..store import Database
+from ..store.api import call_deadline
 from .grpc_service import SERVICE_NAME, CallContext, ClientGone, LeaderboardService, answer_for
 from .metrics import COUNTED_RESULTS, Metrics
 from .readers import READ_METHODS, ReadProcesses
@@ -806,8 +807,11 @@ class WritePipeline:
         # A call answered already (its deadline passed, or its client left) is not run.
         taken = [queued for queued in batch if not queued[4].cancelled]
         calls = [functools.partial(handler, request, call) for *_, handler, request, call in taken]
+        # The store waits for the cluster no longer than the first of these calls must be answered.
+        deadline = min((call.time_remaining() for *_, call in taken), default=float("inf"))
         try:
-            outcomes = self.db.run_together(calls)
+            with call_deadline(deadline):
+                outcomes = self.db.run_together(calls)
             versions = self.db.last_commit_versions()
         except Exception as exc:  # the store failed outside any call: every call of the batch answers it
             outcomes, versions = [(None, exc)] * len(calls), []

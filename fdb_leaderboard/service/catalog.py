@@ -55,8 +55,9 @@ from ..index import IndexSettings, LeaderboardIndex, Window
 from ..index.audit import MAX_EVENTS, AuditEvent, AuditTrail, JobEvents, expire_in_batches
 from ..index.calendar import TIMEBASES
 from ..index.dumps import unit_of
+from ..index.layout import IndexLayout
 from ..index.leaderboard import LOCAL_ACTOR
-from ..index.transaction import KnownMetadata
+from ..index.transaction import UNREAD, KnownMetadata
 from ..proto import index_pb2
 from ..store.api import Database, Transaction, WrappedDatabase, read_bounds, strinc
 from . import releases
@@ -243,6 +244,7 @@ class _EntryChecked(WrappedDatabase):
         self._stamps_kept = stamps_kept
         self._stamped = False
         self._cache: _CachedMetadata | None = None
+        self._layout = IndexLayout(prefix)
 
     def _use_stamps(self) -> None:
         if self._stamps and not self._stamped:
@@ -272,7 +274,7 @@ class _EntryChecked(WrappedDatabase):
         except Exception:
             self._check_source(cache, stamp, entry)  # a refusal from a stale directory is none
             raise
-        self._end(tr, known, cache, stamp, entry, False)
+        self._end(known, cache, stamp, entry)
         return result
 
     def _checked_write(self, tr: Transaction, fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
@@ -280,12 +282,17 @@ class _EntryChecked(WrappedDatabase):
         entry = None
         if cache is None:
             entry = tr.get_async(self.entry_key)
-        elif cache.state.paused_until:  # refused before writing anything (alone, in a shared transaction)
-            try:
-                self._refuse_paused(cache.state)
-            except Unavailable:
-                self._check_stamp(cache, stamp)  # unless the pause is over
-                raise
+        else:
+            # Declared before the call runs: FoundationDB drops a read conflict on a key the
+            # transaction has written already, so a directory taken from the cache and then
+            # rewritten (a window added) would otherwise conflict with no change made meanwhile.
+            tr.add_read_conflict_ranges([(key, key + b"\x00") for key in self._cached_keys(cache)])
+            if cache.state.paused_until:  # refused before writing anything (alone, in a shared transaction)
+                try:
+                    self._refuse_paused(cache.state)
+                except Unavailable:
+                    self._check_stamp(cache, stamp)  # unless the pause is over
+                    raise
         captures = (cache.state if cache is not None else self._state).captures
         recorder = ChangeRecorder(tr, self.prefix) if captures else None
         try:
@@ -293,7 +300,7 @@ class _EntryChecked(WrappedDatabase):
         except Exception:
             self._check_source(cache, stamp, entry)
             raise
-        state = self._end(tr, known, cache, stamp, entry, True)
+        state = self._end(known, cache, stamp, entry)
         if state.paused_until or state.captures:
             self._refuse_paused(state)
             now = time.time()
@@ -337,23 +344,12 @@ class _EntryChecked(WrappedDatabase):
                 self._cache = None
             raise _MetadataChanged()
 
-    def _end(
-        self,
-        tr: Transaction,
-        known: KnownMetadata | None,
-        cache: _CachedMetadata | None,
-        stamp: Any,
-        entry: Any,
-        writable: bool,
-    ) -> _EntryState:
+    def _end(self, known: KnownMetadata | None, cache: _CachedMetadata | None, stamp: Any, entry: Any) -> _EntryState:
         """The entry's state for the transaction (StaleIndex if the entry no longer names this
         index; _MetadataChanged if the cache it used was stale), keeping what it read."""
         if cache is not None:
             self._check_stamp(cache, stamp)
             assert known is not None
-            if writable:
-                served = [self.entry_key, *known.served]
-                tr.add_read_conflict_ranges([(key, key + b"\x00") for key in served])
             self.inner.stats.add(cached_reads=1 + len(known.served))
             state = cache.state
         else:
@@ -366,6 +362,14 @@ class _EntryChecked(WrappedDatabase):
                 if version is not None and (kept is None or version >= kept.stamp):
                     self._cache = _CachedMetadata(version, state, known.directory, known.sub_directories)
         return state
+
+    def _cached_keys(self, cache: _CachedMetadata) -> list[bytes]:
+        """The keys ``cache`` may answer for: the entry, the directory, the sub-directories."""
+        keys = [self.entry_key]
+        if cache.directory is not UNREAD:
+            keys.append(self._layout.directory_key)
+        keys.extend(self._layout.sub_directory_key(group) for group in cache.sub_directories)
+        return keys
 
     def _entry_state(self, stored: bytes | None) -> _EntryState:
         """What the entry read says (StaleIndex if it no longer names this index)."""

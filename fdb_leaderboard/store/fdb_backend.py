@@ -687,7 +687,8 @@ class FdbDatabase(Database):
         if self._db is None:
             raise StoreError(f"database {self.url} is closed")
         tr = self._db.create_transaction()
-        tr.options.set_timeout(self._timeout_ms)
+        timeout_ms = self._call_timeout_ms()  # bounded by the calls' deadline (run_together's caller sets it)
+        tr.options.set_timeout(timeout_ms)
         marker = self._marker_key()
         maybe: dict[int, tuple[dict[int, Outcome], list[int]]] = {}  # attempts whose commit is unknown
         attempt = retries = conflicts = unknown = 0
@@ -711,7 +712,7 @@ class FdbDatabase(Database):
                     if taken_out:  # start again without it, on the same snapshot
                         read_version = read_version or tr.get_read_version().wait()
                         tr.reset()
-                        tr.options.set_timeout(self._timeout_ms)
+                        tr.options.set_timeout(timeout_ms)
                         tr.set_read_version(read_version)
                         continue
                     try:
@@ -725,7 +726,7 @@ class FdbDatabase(Database):
                     outcomes_of(outcomes, done)
                     return left
                 except self._fdb.FDBError as error:
-                    failure = self._shared_failure(error, bool(maybe))
+                    failure = self._shared_failure(error, bool(maybe), timeout_ms)
                     if failure is not None:
                         if isinstance(failure, TransactionTooLarge) and len(members) > 1:
                             return self._split(calls, members, outcomes, alone)
@@ -742,7 +743,7 @@ class FdbDatabase(Database):
                     try:
                         tr.on_error(error).wait()  # raises when the error is not retryable
                     except self._fdb.FDBError as final:
-                        failure = self._shared_failure(final, bool(maybe)) or StoreError(
+                        failure = self._shared_failure(final, bool(maybe), timeout_ms) or StoreError(
                             f"FoundationDB error {final.code}: {final.description}"
                         )
                         for position in members:
@@ -806,11 +807,11 @@ class FdbDatabase(Database):
                 part = self._shared_transaction(calls, part, outcomes, alone)
         return []
 
-    def _shared_failure(self, error: Any, maybe_committed: bool) -> StoreError | None:
+    def _shared_failure(self, error: Any, maybe_committed: bool, timeout_ms: int) -> StoreError | None:
         """What a shared transaction's FoundationDB error means for its calls, or None when it is
         to be retried (FoundationDB's retry loop decides that in ``on_error``)."""
         if error.code == _TRANSACTION_TIMED_OUT:
-            return self._timed_out(True, self._timeout_ms, False, maybe_committed)
+            return self._timed_out(True, timeout_ms, False, maybe_committed)
         mapped = _LIMIT_ERRORS.get(error.code)
         if mapped is not None:
             return mapped(f"FoundationDB error {error.code}: {error.description}")
