@@ -334,6 +334,14 @@ def test_range_read_boundaries(db: Database, prefix: bytes) -> None:
         assert result == model_range(model, *request), request
 
 
+def test_a_row_limit_beyond_the_clusters_greatest_reads_every_row(db: Database, prefix: bytes) -> None:
+    """A batch size a caller may send (a uint32) as a range read's limit: every row, not an error."""
+    db.run(lambda tr: [tr.set(prefix + bytes([i]), b"") for i in range(5)])
+    for limit in (2**31 - 1, 2**31, 2**32 - 1):
+        assert len(db.read(lambda tr, n=limit: tr.get_range(prefix, prefix + b"\xff", n))) == 5
+        assert len(db.read(lambda tr, n=limit: tr.get_range(prefix, prefix + b"\xff", n, True))) == 5
+
+
 def test_range_reads_with_bounds_longer_than_lmdb_keys(db: Database, prefix: bytes) -> None:
     """Keys near LMDB's 511-byte limit, read with bounds (and gets) longer than any storable key."""
     k511 = prefix + b"m" * (LMDB_MAX_KEY - len(prefix))

@@ -202,6 +202,11 @@ class _Reads(ReadView):
         return self.get_range_async(begin, end, limit, reverse).value
 
 
+# FoundationDB's greatest row limit: a larger one (a batch size a caller may send, up to 2**32 - 1)
+# asks for no fewer rows than any range holds in one transaction.
+_MAX_LIMIT = 2**31 - 1
+
+
 class _FdbReads(_Reads):
     """Reads through an fdb transaction or its ``snapshot``."""
 
@@ -216,6 +221,7 @@ class _FdbReads(_Reads):
         return _ValueFuture(self._tr.get(key), self._rounds)
 
     def get_range_async(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> _RangeFuture:
+        limit = min(limit, _MAX_LIMIT)
         mode = self._fdb.StreamingMode.exact if limit else self._fdb.StreamingMode.want_all
         fetched = self._tr.get_range(begin, end, limit=limit, reverse=reverse, streaming_mode=mode)
         return _RangeFuture(fetched, self._rounds)
@@ -235,6 +241,7 @@ class _DirectReads(_Reads):
         return _DirectFuture(self._direct.get(key, self._is_snapshot), self._rounds)
 
     def get_range_async(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> _DirectFuture:
+        limit = min(limit, _MAX_LIMIT)
         return _DirectFuture(self._direct.get_range(begin, end, limit, reverse, self._is_snapshot), self._rounds)
 
 
