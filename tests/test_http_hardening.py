@@ -590,3 +590,14 @@ def test_load_over_http_saves_and_answers_its_last_progress(door) -> None:
     message = response.json()["message"]
     assert message.startswith("record 4 of the load refused") and "the 2 records before it were saved" in message
     assert lb.rank_and_entry("game", ("m1",)) is not None and lb.rank_and_entry("game", ("m2",)) is None
+
+
+def test_a_lone_surrogate_escape_is_refused_and_a_pair_taken() -> None:
+    """``"\\ud800"`` is valid JSON but no character: refused before protobuf's parser meets it."""
+    from fdb_leaderboard.http.plain import json_value
+    from fdb_leaderboard.http.transcode import CallFailed
+
+    assert json_value(b'{"name": "\\ud83d\\ude00"}', "request body") == {"name": "\U0001f600"}
+    for body in (b'{"\\ud800": 1}', b'{"options": {"x\\udc00": 1}}', b'["\\ud800"]'):
+        with pytest.raises(CallFailed, match="lone UTF-16 surrogate"):
+            json_value(body, "request body")

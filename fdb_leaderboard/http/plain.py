@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import re
 from typing import Any
 
 import grpc
@@ -158,9 +159,20 @@ def json_value(data: bytes, refused: str) -> Any:
             "UTF-8, RFC 8259)"
         ) from None
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise bad(cap_message(f"{refused}: not JSON ({exc})")) from None
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):  # a pair is a character; a lone half is none
+        try:
+            json.dumps(value, ensure_ascii=False).encode()
+        except UnicodeEncodeError as exc:
+            raise bad(
+                f"{refused}: a string holds a lone UTF-16 surrogate ({exc.object[exc.start]!a}), no character"
+            ) from None
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def json_kind(value: Any) -> str:

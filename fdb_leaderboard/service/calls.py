@@ -59,6 +59,12 @@ from .status import Answer, cap_message, status_of
 log = logging.getLogger("fdb_leaderboard.service")
 
 REPORT_SECONDS = 1.0
+# A queued score write with less time left than this is answered at once, not run (see WritePipeline).
+LATE_SECONDS = 1.0
+LATE = (
+    "the store did not take this write before its deadline (the writes queued before it were still "
+    "waiting for the cluster); it was not applied: retry"
+)
 REPLIES_AHEAD = 4  # a streamed answer's messages produced ahead of the client
 # How often receive timeouts and deadlines are checked: one may fire this much late.
 SWEEP_SECONDS = 0.1
@@ -749,6 +755,12 @@ def _run_into(
         loop.call_soon_threadsafe(_settle, done, result, error)
 
 
+def _late(left: float, waited: float) -> bool:
+    """Whether a queued write with ``left`` seconds to its deadline, after ``waited`` in the queue,
+    is answered without running (see :data:`LATE_SECONDS`)."""
+    return left < LATE_SECONDS and waited > left
+
+
 def _settle_all(outcomes: list[tuple[asyncio.Future, Any, BaseException | None]]) -> None:
     for done, result, error in outcomes:
         _settle(done, result, error)
@@ -767,7 +779,7 @@ class WritePipeline:
 
     def __init__(self, db: Database, threads: int = 1) -> None:
         self.db = db
-        self._queue: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future, Callable, Any, _Call]] = deque()
+        self._queue: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future, float, Callable, Any, _Call]] = deque()
         self._ready = threading.Condition()
         self._stopping = False
         self._threads = [
@@ -782,7 +794,7 @@ class WritePipeline:
         """Run ``handler(request, call)`` with the next batch and settle ``done`` with its outcome
         (on ``loop``) once the batch committed; not at all if ``call`` is cancelled by then."""
         with self._ready:
-            self._queue.append((loop, done, handler, request, call))
+            self._queue.append((loop, done, time.monotonic(), handler, request, call))
             self._ready.notify()
 
     def stop(self) -> None:
@@ -803,9 +815,18 @@ class WritePipeline:
                 batch = [self._queue.popleft() for _ in range(min(len(self._queue), PIPELINE_BATCH))]
             self._run(batch)
 
-    def _run(self, batch: list[tuple[asyncio.AbstractEventLoop, asyncio.Future, Callable, Any, _Call]]) -> None:
-        # A call answered already (its deadline passed, or its client left) is not run.
-        taken = [queued for queued in batch if not queued[4].cancelled]
+    def _run(self, batch: list[tuple[asyncio.AbstractEventLoop, asyncio.Future, float, Callable, Any, _Call]]) -> None:
+        # A call answered already (its deadline passed, or its client left) is not run; nor one
+        # that waited in the queue longer than it has left, too little to wait for the store (the
+        # writes before it waited for the cluster): it is answered now, not applied, to retry.
+        taken = [queued for queued in batch if not queued[5].cancelled]
+        now = time.monotonic()
+        late = [queued for queued in taken if _late(queued[5].time_remaining(), now - queued[2])]
+        if late:
+            taken = [queued for queued in taken if queued not in late]
+            for loop, done, *_ in late:
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(_settle_all, [(done, None, Answer(grpc.StatusCode.UNAVAILABLE, LATE))])
         calls = [functools.partial(handler, request, call) for *_, handler, request, call in taken]
         # The store waits for the cluster no longer than the first of these calls must be answered.
         deadline = min((call.time_remaining() for *_, call in taken), default=float("inf"))
