@@ -128,10 +128,11 @@ class BulkLoad:
                     running.append((pool.submit(self.save, batch, number), keys, len(batch)))
                 while running:
                     self._wait(running)
-            finally:  # an error: the batches in flight end before it is raised
-                for future, _, _ in running:
+            finally:  # an error: the batches in flight end before it is raised, those saved counted
+                for future, _, count in running:
                     with contextlib.suppress(Exception):
                         future.result()
+                        self._saved(count)
 
     def _wait(self, running: deque[tuple[Future[None], set[Hashable] | None, int]]) -> None:
         future, _, count = running[0]
