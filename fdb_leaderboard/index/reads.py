@@ -141,11 +141,13 @@ MAX_GROUPS = 1000  # groups per page: one read each, so a page stays well within
 
 @dataclasses.dataclass(frozen=True)
 class WindowRef:
-    """Which window a read uses: type 0 is all-time; another type's window is the oldest holding
-    ``timestamp``, or now (the index's clock in its timebase) without one."""
+    """Which board a read uses: the window (type 0 is all-time; another type's window is the oldest
+    holding ``timestamp``, or now, the index's clock in its timebase, without one) and the group
+    within it (``()``: the whole index)."""
 
     type: int = ALL_TIME
     timestamp: int | None = None
+    group: tuple = ()
 
 
 class Reader:
