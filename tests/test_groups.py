@@ -76,6 +76,8 @@ def test_groups_are_those_holding_values(db: Database, prefix: bytes) -> None:
         index.groups(continuation=b"\x02eu\x00")  # one item: the index groups by two
     with pytest.raises(errors.WindowNotFound):
         index.groups(1, D0 + 5 * DAY)
+    with pytest.raises(errors.InvalidArgument, match="continuation"):  # the request is wrong whatever the window
+        index.groups(1, D0 + 5 * DAY, continuation=b"\x02eu\x00")
 
 
 def test_an_index_without_groups_has_the_empty_group_once_it_has_a_value(db: Database, prefix: bytes) -> None:

@@ -257,18 +257,17 @@ class Reader:
         single-key read per group (the first key past the previous group's keys)."""
         if not 1 <= limit <= MAX_GROUPS:
             raise InvalidArgument(f"limit must be between 1 and {MAX_GROUPS}, not {limit}")
-        window = self.window(ref)
-        base = self.layout.window_primary(window.key_bytes)
-        end = strinc(base)
-        begin = base
-        if continuation:
+        if continuation:  # a malformed request is refused whatever state the window is in
             try:
                 after = tuples.unpack(continuation)
             except (ValueError, TypeError, IndexError, KeyError):
                 raise InvalidArgument("continuation is not one this read gave") from None
             if len(after) != self.space.settings.group_size or tuples.pack(after) != continuation:
                 raise InvalidArgument("continuation is not one this read gave")
-            begin = extensions_end(base + continuation)
+        window = self.window(ref)
+        base = self.layout.window_primary(window.key_bytes)
+        end = strinc(base)
+        begin = extensions_end(base + continuation) if continuation else base
         size = self.space.settings.group_size
         found: list[tuple] = []
         last = b""
