@@ -6,6 +6,8 @@ context of ``transaction.py`` and none imports another's class unless it builds 
 | module | concern |
 |---|---|
 | ``leaderboard.py`` | :class:`LeaderboardIndex`, the facade: one method per operation, each one transaction |
+| ``facade_reads.py``, ``facade_upkeep.py`` | the facade's reads; its window upkeep (updates, expiry, fills, upgrades) |
+| ``operations.py`` | :class:`Operations`, one transaction's concerns, and running them (once per idempotency key) |
 | ``records.py`` | records and the write path: entries, heads, a record's value in every window |
 | ``windows.py`` | the window directory: updates, expiry, keep-ahead, sub-directories |
 | ``fill.py`` | filling new windows from stored records, in bounded steps (both phases) |

@@ -25,7 +25,7 @@ import dataclasses
 import enum
 import hashlib
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..errors import InvalidArgument, WindowNotFound, WindowNotReady
 from ..rankedset import Steps, run_alone
@@ -148,6 +148,30 @@ class WindowRef:
     type: int = ALL_TIME
     timestamp: int | None = None
     group: tuple = ()
+
+
+# What each scan type ignores, with the default it must keep, and the hint given when it does not.
+_UNUSED_BY_SCAN: dict[ScanType, dict[str, tuple[object, str]]] = {
+    ScanType.BY_VALUE: {
+        "window_type": (ALL_TIME, "it scans the all-time window; use BY_TIME_WINDOW for another window"),
+        "timestamp": (None, "it scans the all-time window; use BY_TIME_WINDOW for another window"),
+        "mode": (RankMode.ORDINAL, "its entries carry no rank"),
+    },
+    ScanType.BY_RANK: {
+        "window_type": (ALL_TIME, "it ranks the all-time window; use BY_TIME_WINDOW for another window"),
+        "timestamp": (None, "it ranks the all-time window; use BY_TIME_WINDOW for another window"),
+    },
+}
+
+
+def check_scan_arguments(scan_type: ScanType, arguments: dict[str, Any]) -> None:
+    """Refuse an argument ``scan_type`` would ignore (InvalidArgument naming it)."""
+    for name, (default, why) in _UNUSED_BY_SCAN.get(scan_type, {}).items():
+        value = arguments.get(name, default)
+        if value == default or (name == "mode" and value is None):  # mode None: the default
+            continue
+        shown = value.name if isinstance(value, RankMode) else repr(value)
+        raise InvalidArgument(f"a {scan_type.name} scan does not use {name} (given {shown}): {why}")
 
 
 class Reader:
