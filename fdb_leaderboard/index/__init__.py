@@ -28,7 +28,7 @@ context of ``transaction.py`` and none imports another's class unless it builds 
 | ``compat.py`` | the Record Layer's rank for a score key and its score trim |
 | ``checker.py`` | the consistency check behind ``verify`` |
 | ``upgrade.py`` | raising the index's stored format, its data rewritten first in bounded batches where needed |
-| ``dumps.py``, ``restore.py`` | an index as a dump (its stored rows, less what is rebuilt), and rebuilt from one |
+| ``snapshot.py``, ``restore.py`` | an index as a dump (its stored rows, less what is rebuilt), and rebuilt from one |
 | ``dumpfile.py`` | dump files: the parts framed, each CRC-checked, the whole checksummed |
 | ``transaction.py`` | :class:`IndexTransaction`: the index's state as one transaction sees it |
 | ``space.py``, ``settings.py``, ``layout.py`` | the index's settings and where it keeps what |

@@ -2,8 +2,8 @@
 
 This module holds its creation, writes, fair play, trims and checks; its reads are
 ``facade_reads.py``'s, its window upkeep and upgrades ``facade_upkeep.py``'s, and how it runs a
-transaction ``operations.py``'s.  Every public method runs in one store transaction unless its docstring says it works in
-bounded batches.  ``LeaderboardIndex.run(fn)`` composes several operations in one
+transaction ``operations.py``'s.  Every public method runs in one store transaction unless its
+docstring says it works in bounded batches.  ``LeaderboardIndex.run(fn)`` composes several operations in one
 transaction: ``fn(ops)`` receives the :class:`Operations` of that transaction, whose parts
 are the concerns of this package (``ops.writer``, ``ops.windows``, ``ops.filler``,
 ``ops.trimmer``, and ``ops.txn``, the state they share).
