@@ -1252,9 +1252,9 @@ def test_run_together_spreads_calls_over_transactions_within_their_budget(
     fdb_db: FdbDatabase, fdb_prefix: bytes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A shared transaction takes calls until it has written SHARED_BYTES: the rest go on in the next."""
-    from fdb_leaderboard.store import fdb_backend
+    from fdb_leaderboard.store import fdb_shared
 
-    monkeypatch.setattr(fdb_backend, "SHARED_BYTES", 2_500)
+    monkeypatch.setattr(fdb_shared, "SHARED_BYTES", 2_500)
     value = b"v" * 1_000
     calls = [lambda i=i: fdb_db.run(lambda tr: (tr.set(fdb_prefix + b"%02d" % i, value), i)[1]) for i in range(7)]
     before = fdb_db.stats.snapshot()["transactions"]
