@@ -68,7 +68,8 @@ class ReadMethods(IndexRunner):
         mode: RankMode | None = None,
     ) -> int | None:
         """The record's 0-based rank in the window, or None if it has no value there."""
-        return self._reader(lambda r: r.rank(pk, WindowRef(window_type, timestamp), group, self._mode(mode)))
+        board = WindowRef(window_type, timestamp, group)
+        return self._reader(lambda r: r.rank(pk, board, self._mode(mode)))
 
     def rank_and_entry(
         self,
@@ -90,10 +91,8 @@ class ReadMethods(IndexRunner):
         mode: RankMode | None = None,
     ) -> Listing:
         """:meth:`rank_and_entry` as a listing of at most one entry, naming the window read."""
-        mode = self._mode(mode)
-        return self._listing(
-            lambda r: [e] if (e := r.rank_and_entry(pk, WindowRef(window_type, timestamp), group, mode)) else []
-        )
+        mode, board = self._mode(mode), WindowRef(window_type, timestamp, group)
+        return self._listing(lambda r: [e] if (e := r.rank_and_entry(pk, board, mode)) else [])
 
     def top(
         self,
@@ -103,8 +102,8 @@ class ReadMethods(IndexRunner):
         group: tuple = (),
         mode: RankMode | None = None,
     ) -> Listing:
-        mode = self._mode(mode)
-        return self._listing(lambda r: r.top(n, WindowRef(window_type, timestamp), group, mode))
+        mode, board = self._mode(mode), WindowRef(window_type, timestamp, group)
+        return self._listing(lambda r: r.top(n, board, mode))
 
     def around(
         self,
@@ -117,18 +116,8 @@ class ReadMethods(IndexRunner):
         mode: RankMode | None = None,
         if_absent: IfAbsent | None = None,
     ) -> Listing:
-        mode = self._mode(mode)
-        return self._listing(
-            lambda r: r.around(
-                pk,
-                above,
-                below,
-                WindowRef(window_type, timestamp),
-                group,
-                mode,
-                if_absent or IfAbsent.EMPTY,
-            )
-        )
+        mode, board = self._mode(mode), WindowRef(window_type, timestamp, group)
+        return self._listing(lambda r: r.around(pk, above, below, board, mode, if_absent or IfAbsent.EMPTY))
 
     def windows_in(self, tr: Transaction) -> tuple[Window, ...]:
         """The index's windows as transaction ``tr`` (another layer's, which also writes) sees them."""
@@ -153,18 +142,21 @@ class ReadMethods(IndexRunner):
         return counted[0], entries
 
     def count(self, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()) -> int:
-        return self._reader(lambda r: r.count(WindowRef(window_type, timestamp), group))
+        board = WindowRef(window_type, timestamp, group)
+        return self._reader(lambda r: r.count(board))
 
     def count_in_window(
         self, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
     ) -> tuple[int, Window]:
         """:meth:`count` and the window counted."""
-        return self._reader(lambda r: (r.count(WindowRef(window_type, timestamp), group), r.txn.window_read))
+        board = WindowRef(window_type, timestamp, group)
+        return self._reader(lambda r: (r.count(board), r.txn.window_read))
 
     def score_for_rank(
         self, rank: int, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
     ) -> int | float | tuple | None:
-        return self._reader(lambda r: r.score_for_rank(rank, WindowRef(window_type, timestamp), group))
+        board = WindowRef(window_type, timestamp, group)
+        return self._reader(lambda r: r.score_for_rank(rank, board))
 
     def rank_for_score(
         self,
@@ -179,10 +171,10 @@ class ReadMethods(IndexRunner):
         as the Record Layer takes it: records whose key sorts before it count (see compat.py).
         In a multi-column index a score is itself a tuple: a score key then starts with one.
         """
-        ref = WindowRef(window_type, timestamp)
+        board = WindowRef(window_type, timestamp, group)
         if is_score_key(score, self.settings.columns):
-            return self._reader(lambda r: compat.rank_for_score_key(r, score, ref, group))
-        return self._reader(lambda r: r.rank_for_score(score, ref, group))
+            return self._reader(lambda r: compat.rank_for_score_key(r, score, board))
+        return self._reader(lambda r: r.rank_for_score(score, board))
 
     def score_trim(self, entries: Sequence[Entry]) -> list[Entry]:
         """The Record Layer's score trim: the entries the current windows would use, best first."""
@@ -200,11 +192,11 @@ class ReadMethods(IndexRunner):
     ) -> list[RankedEntry | None]:
         """Each record's entry and rank (None if absent from the window), in the order given;
         at most ``social.MAX_RECORDS`` records."""
-        mode = self._mode(mode)
+        mode, board = self._mode(mode), WindowRef(window_type, timestamp, group)
 
         def read(tr: Any) -> list[RankedEntry | None]:
             txn = IndexTransaction(self, tr)
-            found = social.ranks_of(Reader(txn), pks, WindowRef(window_type, timestamp), group, mode)
+            found = social.ranks_of(Reader(txn), pks, board, mode)
             present = iter(Metadata(txn).attach([entry for entry in found if entry is not None]))
             return [None if entry is None else next(present) for entry in found]
 
@@ -220,8 +212,8 @@ class ReadMethods(IndexRunner):
     ) -> Listing:
         """A board of just these records (friends), ordered as the window orders them, with their
         ranks in the whole window; records absent from it are left out."""
-        mode = self._mode(mode)
-        return self._listing(lambda r: social.board_of(r, pks, WindowRef(window_type, timestamp), group, mode))
+        mode, board = self._mode(mode), WindowRef(window_type, timestamp, group)
+        return self._listing(lambda r: social.board_of(r, pks, board, mode))
 
     def page(
         self,
@@ -233,11 +225,11 @@ class ReadMethods(IndexRunner):
         mode: RankMode | None = None,
     ) -> pages.Page:
         """Page ``page`` (1-based) of ``size`` records, with the window's total and page count."""
-        mode = self._mode(mode)
+        mode, board = self._mode(mode), WindowRef(window_type, timestamp, group)
 
         def read(tr: Any) -> pages.Page:
             txn = IndexTransaction(self, tr)
-            found = pages.page(Reader(txn), page, size, WindowRef(window_type, timestamp), group, mode)
+            found = pages.page(Reader(txn), page, size, board, mode)
             return dataclasses.replace(found, entries=Metadata(txn).attach(found.entries))
 
         return self.db.read(read)
@@ -275,15 +267,15 @@ class ReadMethods(IndexRunner):
         self, pk: object, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
     ) -> float | None:
         """The share of the window's records behind this one, in percent (None if absent)."""
-        return self._reader(lambda r: pages.percentile(r, pk, WindowRef(window_type, timestamp), group))
+        board = WindowRef(window_type, timestamp, group)
+        return self._reader(lambda r: pages.percentile(r, pk, board))
 
     def score_for_percentile(
         self, percentile: float, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
     ) -> int | float | tuple | None:
         """The score at ``percentile`` (0: the worst, 100: the best), interpolated (see pages.py)."""
-        return self._reader(
-            lambda r: pages.score_for_percentile(r, percentile, WindowRef(window_type, timestamp), group)
-        )
+        board = WindowRef(window_type, timestamp, group)
+        return self._reader(lambda r: pages.score_for_percentile(r, percentile, board))
 
     def movement(
         self,
@@ -295,11 +287,11 @@ class ReadMethods(IndexRunner):
     ) -> moves.Movement:
         """The record's rank in the window of the type holding ``timestamp`` (None: now) and in the
         previous window of the type, and the change."""
-        mode = self._mode(mode)
+        mode, board = self._mode(mode), WindowRef(window_type, timestamp, group)
 
         def read(tr: Any) -> moves.Movement:
             txn = IndexTransaction(self, tr)
-            found = moves.movement(Reader(txn), pk, window_type, timestamp, group, mode)
+            found = moves.movement(Reader(txn), pk, board, mode)
             meta = Metadata(txn)
             return dataclasses.replace(
                 found, entry=meta.attach_one(found.entry), previous_entry=meta.attach_one(found.previous_entry)
@@ -317,11 +309,11 @@ class ReadMethods(IndexRunner):
         mode: RankMode | None = None,
     ) -> moves.History:
         """The record's rank in each of the latest ``count`` windows of the type, and the best."""
-        mode = self._mode(mode)
+        mode, board = self._mode(mode), WindowRef(window_type, timestamp, group)
 
         def read(tr: Any) -> moves.History:
             txn = IndexTransaction(self, tr)
-            found = moves.history(Reader(txn), pk, window_type, timestamp, count, group, mode)
+            found = moves.history(Reader(txn), pk, board, count, mode)
             meta = Metadata(txn)
             best = None if found.best is None else (found.best[0], meta.attach_one(found.best[1]))
             return moves.History([(window, meta.attach_one(entry)) for window, entry in found.windows], best)  # type: ignore[arg-type]
@@ -350,4 +342,5 @@ class ReadMethods(IndexRunner):
     ) -> GroupsPage:
         """The groups holding a value in the window, in key order: one page of at most ``limit``
         (1-1000) and the continuation of the next (None: done).  One read per group."""
-        return self._reader(lambda r: r.groups(WindowRef(window_type, timestamp), limit, continuation or None))
+        board = WindowRef(window_type, timestamp)  # every group of the window
+        return self._reader(lambda r: r.groups(board, limit, continuation or None))
