@@ -26,7 +26,7 @@ context of ``transaction.py`` and none imports another's class unless it builds 
 | ``leagues.py`` | leagues: cohorts of at most N per tier in one window type's windows, tiers moved lazily |
 | ``pages.py``, ``movement.py`` | pages, percentiles; movement between windows and rank history |
 | ``compat.py`` | the Record Layer's rank for a score key and its score trim |
-| ``checker.py`` | the consistency check behind ``verify`` |
+| ``checker.py``, ``checks.py`` | the consistency check behind ``verify``: run batch by batch; each batch's checks |
 | ``upgrade.py`` | raising the index's stored format, its data rewritten first in bounded batches where needed |
 | ``snapshot.py``, ``restore.py`` | an index as a dump (its stored rows, less what is rebuilt), and rebuilt from one |
 | ``dumpfile.py`` | dump files: the parts framed, each CRC-checked, the whole checksummed |
