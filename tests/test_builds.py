@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowUpdate, loading
 from fdb_leaderboard.index.build import HOLD_SECONDS, BuildLost, WindowsBuild
-from fdb_leaderboard.index.dumps import dump_parts
 from fdb_leaderboard.index.external_sort import ExternalSort
 from fdb_leaderboard.index.layout import IndexLayout
 from fdb_leaderboard.index.loading import BulkLoad
 from fdb_leaderboard.index.restore import restore_parts
+from fdb_leaderboard.index.snapshot import dump_parts
 from fdb_leaderboard.proto import index_pb2
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.rankedset import HashFunction, RankedSet, element_suffix

@@ -4,7 +4,7 @@
   ``verify`` finds it sound and every window ranks the same records the same way with the same
   scores, times and metadata (``compare_boards``); settings, policy, trim point, latest time
   and idempotency keys come along (a write sent again after the restore is applied once).
-- In-process (``index.dumps``, ``index.restore``) on every store: an index with groups and
+- In-process (``index.snapshot``, ``index.restore``) on every store: an index with groups and
   sub-directories comes back group by group.
 - A damaged, cut or foreign file is refused whole before anything is written.
 - A dump taken while writers run (through another server process on FoundationDB) is the index
@@ -36,7 +36,8 @@ from fdb_leaderboard.client import AsyncLeaderboardClient, LeaderboardClient, co
 from fdb_leaderboard.errors import NotFound
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowSpec, WindowUpdate, tuplecodec
 from fdb_leaderboard.index.dumpfile import read_dump, write_dump
-from fdb_leaderboard.index.dumps import (
+from fdb_leaderboard.index.restore import Restorer, restore_parts
+from fdb_leaderboard.index.snapshot import (
     APPLIED,
     FORMAT_VERSION,
     RECORDS,
@@ -46,9 +47,8 @@ from fdb_leaderboard.index.dumps import (
     rows_of,
     state_rows,
 )
-from fdb_leaderboard.index.restore import Restorer, restore_parts
 from fdb_leaderboard.proto import service_pb2 as pb
-from fdb_leaderboard.service import dumps as served_dumps
+from fdb_leaderboard.service import served_dumps
 from fdb_leaderboard.service.catalog import Catalog
 from fdb_leaderboard.service.convert import maintenance_from_proto
 from fdb_leaderboard.service.housekeeping import Housekeeping

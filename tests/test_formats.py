@@ -32,9 +32,9 @@ from fdb_leaderboard.client import AsyncLeaderboardClient, FailedPrecondition, L
 from fdb_leaderboard.errors import FormatTooNew
 from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.index import IndexSettings, LeaderboardIndex
-from fdb_leaderboard.index.dumps import FORMAT_VERSION
 from fdb_leaderboard.index.layout import IndexLayout
 from fdb_leaderboard.index.restore import Restorer
+from fdb_leaderboard.index.snapshot import FORMAT_VERSION
 from fdb_leaderboard.index.upgrade import JOBS
 from fdb_leaderboard.proto import index_pb2
 from fdb_leaderboard.proto import service_pb2 as pb

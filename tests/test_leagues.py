@@ -32,9 +32,9 @@ from fdb_leaderboard.client import AsyncLeaderboardClient, LeaderboardClient
 from fdb_leaderboard.errors import FailedPrecondition, InvalidArgument
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, RankMode, WindowUpdate
 from fdb_leaderboard.index.directory import WindowSpec
-from fdb_leaderboard.index.dumps import dump_parts
 from fdb_leaderboard.index.restore import restore_parts
 from fdb_leaderboard.index.settings import Leagues
+from fdb_leaderboard.index.snapshot import dump_parts
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.store import Database, open_database
 

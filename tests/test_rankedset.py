@@ -587,7 +587,8 @@ def test_against_model_when_the_upper_levels_hold_more_than_expected(
     """Where reads cost round trips, the upper levels are read whole in one read of at most
     _UPPER_LIMIT nodes; with a limit of 3 most such reads are cut, and the levels they did not
     cover are read in one more round: the answers stay the model's."""
-    monkeypatch.setattr(rankedset, "_UPPER_LIMIT", 3)
+    monkeypatch.setattr(rankedset.reads, "_UPPER_LIMIT", 3)
+    monkeypatch.setattr(rankedset.writes, "_UPPER_LIMIT", 3)
     _run_machine(db, prefix, hash_function, nlevels, count_duplicates=count_duplicates)
 
 

@@ -30,7 +30,7 @@ from fdb_leaderboard import formats
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.service import releases
 from fdb_leaderboard.service.catalog import ROOT
-from fdb_leaderboard.store import lmdb_backend, open_database
+from fdb_leaderboard.store import lmdb_environment, open_database
 from fdb_leaderboard.store.api import StoreError
 from fdb_leaderboard.store.lmdb_backend import LmdbDatabase
 
@@ -236,8 +236,8 @@ def test_the_releases_share_a_store_by_syncing_pages_and_0_2_0_is_refused_by_a_l
 
 
 def test_the_gate_reads_the_catalogs_store_format_where_the_service_keeps_it() -> None:
-    assert lmdb_backend.CATALOG_ROOT == ROOT
-    assert releases.format_key(ROOT) == lmdb_backend._STORE_FORMAT_KEY
+    assert lmdb_environment.CATALOG_ROOT == ROOT
+    assert releases.format_key(ROOT) == lmdb_environment._STORE_FORMAT_KEY
 
 
 def test_a_store_below_format_4_is_served_with_pages_synced_and_nothing_written_0_2_0_cannot_read(

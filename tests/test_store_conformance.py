@@ -46,7 +46,7 @@ from fdb_leaderboard.store import (
     ValueTooLarge,
     decode_int64,
     encode_int64,
-    lmdb_backend,
+    lmdb_group_commit,
     open_database,
     parse_url,
     strinc,
@@ -1252,9 +1252,9 @@ def test_run_together_spreads_calls_over_transactions_within_their_budget(
     fdb_db: FdbDatabase, fdb_prefix: bytes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A shared transaction takes calls until it has written SHARED_BYTES: the rest go on in the next."""
-    from fdb_leaderboard.store import fdb_backend
+    from fdb_leaderboard.store import fdb_shared
 
-    monkeypatch.setattr(fdb_backend, "SHARED_BYTES", 2_500)
+    monkeypatch.setattr(fdb_shared, "SHARED_BYTES", 2_500)
     value = b"v" * 1_000
     calls = [lambda i=i: fdb_db.run(lambda tr: (tr.set(fdb_prefix + b"%02d" % i, value), i)[1]) for i in range(7)]
     before = fdb_db.stats.snapshot()["transactions"]
@@ -1370,7 +1370,7 @@ def test_lmdb_commit_together_keeps_nothing_when_its_commit_fails(
 
 
 class _CountedSleeps:
-    """The ``time`` module as lmdb_backend sees it, counting the leader's yields (``sleep(0)``)."""
+    """The ``time`` module as lmdb_group_commit sees it, counting the leader's yields (``sleep(0)``)."""
 
     def __init__(self) -> None:
         self.sleeps = 0
@@ -1387,7 +1387,7 @@ def test_lmdb_lone_writer_commits_at_once_and_contended_leaders_wait_for_more(
     """A leader yields for more callers to join its batch only while callers queue behind leaders:
     a lone writer's yield would only hand the interpreter away and wait to get it back."""
     clock = _CountedSleeps()
-    monkeypatch.setattr(lmdb_backend, "time", clock)
+    monkeypatch.setattr(lmdb_group_commit, "time", clock)
     for i in range(20):
         lmdb_db.run(lambda tr, i=i: tr.set(b"lone/%02d" % i, b"x"))
     assert clock.sleeps == 0 and lmdb_db.commits == 20

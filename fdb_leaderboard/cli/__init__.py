@@ -11,7 +11,7 @@
 | ``audit.py`` | ``audit``: who did which admin action and when; ``audit-retention`` |
 | ``loading.py`` | ``load``: records files streamed to the server |
 | ``export.py`` | ``export``: a window's standings as NDJSON or CSV, page by page, resumable |
-| ``dumps.py`` | ``dump`` to a file, ``restore`` one, ``move`` between servers, ``compare``, pause writes |
+| ``dump_and_move.py`` | ``dump`` to a file, ``restore`` one, ``move`` between servers, ``compare``, pause writes |
 | ``window_ends.py`` | ``webhook add/list/delete`` (window ends POSTed, signed) and ``window-ends`` (follow them) |
 | ``maintenance.py`` | the maintenance pass, ``maintain`` (retrying when the server restarts) and ``policy`` |
 | ``upgrades.py`` | ``store status``, ``store upgrade``, ``index upgrade``: stored formats and the processes' releases |

@@ -25,7 +25,7 @@ from ..index import Leagues
 from ..index.calendar import BOARDS
 from ..proto import service_pb2 as pb
 from ..service.settings import DEFAULT_MAX_PAGE, MAX_STALENESS_MS
-from . import audit, dumps, fair_play, players, upgrades, window_ends
+from . import audit, dump_and_move, fair_play, players, upgrades, window_ends
 from .common import (
     DEFAULT_SERVER,
     DURATION,
@@ -846,9 +846,9 @@ for command in (
     upgrades.store,
 ):
     main.add_command(command)
-for command in dumps.COMMANDS:
+for command in dump_and_move.COMMANDS:
     main.add_command(command)
-for command in (*dumps.INDEX_COMMANDS, upgrades.index_upgrade):
+for command in (*dump_and_move.INDEX_COMMANDS, upgrades.index_upgrade):
     index.add_command(command)
 
 __all__ = ["main"]

@@ -6,6 +6,8 @@ context of ``transaction.py`` and none imports another's class unless it builds 
 | module | concern |
 |---|---|
 | ``leaderboard.py`` | :class:`LeaderboardIndex`, the facade: one method per operation, each one transaction |
+| ``facade_reads.py``, ``facade_upkeep.py`` | the facade's reads; its window upkeep (updates, expiry, fills, upgrades) |
+| ``operations.py`` | :class:`Operations`, one transaction's concerns, and running them (once per idempotency key) |
 | ``records.py`` | records and the write path: entries, heads, a record's value in every window |
 | ``windows.py`` | the window directory: updates, expiry, keep-ahead, sub-directories |
 | ``fill.py`` | filling new windows from stored records, in bounded steps (both phases) |
@@ -24,9 +26,9 @@ context of ``transaction.py`` and none imports another's class unless it builds 
 | ``leagues.py`` | leagues: cohorts of at most N per tier in one window type's windows, tiers moved lazily |
 | ``pages.py``, ``movement.py`` | pages, percentiles; movement between windows and rank history |
 | ``compat.py`` | the Record Layer's rank for a score key and its score trim |
-| ``checker.py`` | the consistency check behind ``verify`` |
+| ``checker.py``, ``checks.py`` | the consistency check behind ``verify``: run batch by batch; each batch's checks |
 | ``upgrade.py`` | raising the index's stored format, its data rewritten first in bounded batches where needed |
-| ``dumps.py``, ``restore.py`` | an index as a dump (its stored rows, less what is rebuilt), and rebuilt from one |
+| ``snapshot.py``, ``restore.py`` | an index as a dump (its stored rows, less what is rebuilt), and rebuilt from one |
 | ``dumpfile.py`` | dump files: the parts framed, each CRC-checked, the whole checksummed |
 | ``transaction.py`` | :class:`IndexTransaction`: the index's state as one transaction sees it |
 | ``space.py``, ``settings.py``, ``layout.py`` | the index's settings and where it keeps what |

@@ -37,6 +37,7 @@ MAX_RETENTION = 100 * 365 * 86_400
 MAX_EVENTS = 1000  # per page, and per expiry batch
 MAX_DETAIL_CHARS = 500
 SYSTEM_ACTOR = "maintenance"  # the server acting by itself (its background maintenance)
+LOCAL_ACTOR = "local"  # who acts through the Python API when the caller names nobody
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,7 +29,7 @@ from .values import check_items, check_timestamp, normalize_score
 MAX_TRIM_ENTRIES = 1000
 
 
-def rank_for_score_key(reader: Reader, key: object, ref: WindowRef, group: object = ()) -> int:
+def rank_for_score_key(reader: Reader, key: object, ref: WindowRef) -> int:
     settings = reader.space.settings
     if not isinstance(key, tuple) or not 1 <= len(key) <= 2 + settings.context_size:
         raise InvalidArgument(
@@ -37,7 +37,7 @@ def rank_for_score_key(reader: Reader, key: object, ref: WindowRef, group: objec
             f"got {key!r}"
         )
     window = reader.window(ref)
-    group_bytes = reader.group_bytes(group)
+    group_bytes = reader.group_bytes(ref.group)
     score = normalize_score(key[0], settings.score_type, settings.columns)
     rest = (check_timestamp(key[1]), *check_items(key[2:], "score key context")) if len(key) > 1 else ()
     probe = tuples.pack((reader.txn.directed(score, group_bytes), *rest))

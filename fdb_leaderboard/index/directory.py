@@ -79,6 +79,17 @@ class Window:
         return f"window type {self.type} [{self.start}, {self.end})"
 
 
+@dataclasses.dataclass(frozen=True)
+class WindowRef:
+    """Which board a read uses: the window (type 0 is all-time; another type's window is the oldest
+    holding ``timestamp``, or now, the index's clock in its timebase, without one) and the group
+    within it (``()``: the whole index)."""
+
+    type: int = ALL_TIME
+    timestamp: int | None = None
+    group: tuple = ()
+
+
 class Rebuild(enum.Enum):
     """What a window update refills (the reference's RebuildPolicy, with its defects fixed)."""
 

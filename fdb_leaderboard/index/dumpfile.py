@@ -1,4 +1,4 @@
-"""Dump files: a dump's parts (``dumps.py``) one after the other, each checked as it is read.
+"""Dump files: a dump's parts (``snapshot.py``) one after the other, each checked as it is read.
 
 A file starts with the line ``fdb-leaderboard dump 1`` (the format version), then holds one frame
 per part: 4 bytes of length (big-endian; the top bit set when the part is zlib-compressed), 4 bytes
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..proto import service_pb2 as pb
-from .dumps import FORMAT_VERSION, Checksum, DumpError
+from .snapshot import FORMAT_VERSION, Checksum, DumpError
 
 MAGIC = b"fdb-leaderboard dump "
 COMPRESSED = 0x8000_0000

@@ -1,7 +1,9 @@
 """The index's facade: :class:`LeaderboardIndex`, one method per operation, each one transaction.
 
-Every public method runs in one store transaction unless its docstring says it works in
-bounded batches.  ``LeaderboardIndex.run(fn)`` composes several operations in one
+This module holds its creation, writes, fair play, trims and checks; its reads are
+``facade_reads.py``'s, its window upkeep and upgrades ``facade_upkeep.py``'s, and how it runs a
+transaction ``operations.py``'s.  Every public method runs in one store transaction unless its
+docstring says it works in bounded batches.  ``LeaderboardIndex.run(fn)`` composes several operations in one
 transaction: ``fn(ops)`` receives the :class:`Operations` of that transaction, whose parts
 are the concerns of this package (``ops.writer``, ``ops.windows``, ``ops.filler``,
 ``ops.trimmer``, and ``ops.txn``, the state they share).
@@ -15,76 +17,37 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
-import random
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from .. import formats
-from ..errors import AlreadyExists, FailedPrecondition, InvalidArgument, LeaderboardError, NotFound, NoWindowsWarning
+from ..errors import AlreadyExists, InvalidArgument, LeaderboardError, NotFound, NoWindowsWarning
 from ..proto import index_pb2
-from ..store.api import Database, Transaction, strinc
-from . import compat, leagues, pages, social
-from . import movement as moves
-from . import tuplecodec as tuples
-from .audit import AuditTrail, JobEvents, PendingEvent, expire_in_batches
-from .build import BuildLost, WindowsBuild
-from .calendar import CalendarPeriods, timebase_scale
+from ..store.api import Database, Transaction
+from .audit import LOCAL_ACTOR, JobEvents, PendingEvent, expire_in_batches
+from .build import WindowsBuild
+from .calendar import timebase_scale
 from .check_parts import MAX_CHECK_PARTS, plan_parts, run_parts
 from .checker import CheckReport, check_index
-from .columns import is_score_key
-from .deletion import Deleter, DeletionProgress
-from .directory import ALL_TIME, Directory, Window, WindowUpdate
-from .fill import Filler, FillProgress
-from .hiding import HiddenRecord, Hider
-from .idempotency import DEFAULT_MAX_KEYS, AppliedRequests, Replayed, batch_key, check_key, digest
+from .deletion import DeletionProgress
+from .directory import Directory, Window, WindowUpdate
+from .facade_reads import ReadMethods
+from .facade_upkeep import UpkeepMethods
+from .hiding import HiddenRecord
+from .idempotency import batch_key, check_key
 from .latest import SCAN_ENTRIES as LATEST_SCAN
 from .layout import IndexLayout
 from .loading import BulkLoad
-from .metadata import Metadata
-from .reads import GroupsPage, IfAbsent, Listing, RankedEntry, RankMode, Reader, ScanPage, ScanType, WindowRef
-from .records import Entry, RecordWriter
+from .operations import Operations
+from .reads import Reader
+from .records import Entry
 from .rules import ScoreRules
 from .settings import IndexSettings
-from .space import IndexSpace
-from .transaction import FillState, IndexTransaction, RecordKey
-from .trim import Trimmer
-from .upgrade import UpgradeProgress, Upgrader, UpgradeState
+from .transaction import RecordKey
 from .values import check_at_least, check_timestamp, normalize_score
-from .windows import WindowEditor, WindowUpdateResult, plan_ahead
 
-T = TypeVar("T")
-LOCAL_ACTOR = "local"  # who acts through this Python API when the caller names nobody
-
-
-# What each scan type ignores, with the default it must keep, and the hint given when it does not.
-_UNUSED_BY_SCAN: dict[ScanType, dict[str, tuple[object, str]]] = {
-    ScanType.BY_VALUE: {
-        "window_type": (ALL_TIME, "it scans the all-time window; use BY_TIME_WINDOW for another window"),
-        "timestamp": (None, "it scans the all-time window; use BY_TIME_WINDOW for another window"),
-        "mode": (RankMode.ORDINAL, "its entries carry no rank"),
-    },
-    ScanType.BY_RANK: {
-        "window_type": (ALL_TIME, "it ranks the all-time window; use BY_TIME_WINDOW for another window"),
-        "timestamp": (None, "it ranks the all-time window; use BY_TIME_WINDOW for another window"),
-    },
-}
-
-
-def check_scan_arguments(scan_type: ScanType, arguments: dict[str, Any]) -> None:
-    """Refuse an argument ``scan_type`` would ignore (InvalidArgument naming it)."""
-    for name, (default, why) in _UNUSED_BY_SCAN.get(scan_type, {}).items():
-        value = arguments.get(name, default)
-        if value == default or (name == "mode" and value is None):  # mode None: the default
-            continue
-        shown = value.name if isinstance(value, RankMode) else repr(value)
-        raise InvalidArgument(f"a {scan_type.name} scan does not use {name} (given {shown}): {why}")
-
-
-# A fill builds its windows from sorted data (build.py) when the index holds at least this many
-# records: below, its bounded steps cost less than a build's start and its sort.
-BUILD_RECORDS = 2000
+__all__ = ["LOCAL_ACTOR", "LeaderboardIndex", "Operations"]
 
 NO_WINDOWS = (
     "the index has no windows yet: the score is stored but ranked in no window until a window update "
@@ -100,71 +63,8 @@ class WriteOutcome:
     warning: str | None = None
 
 
-class Operations:
-    """The index's operations inside one transaction ``tr``, grouped by concern (each made on first use)."""
-
-    def __init__(self, space: IndexSpace, tr: Any) -> None:
-        self.tr = tr
-        self.txn = IndexTransaction(space, tr)
-
-    @functools.cached_property
-    def writer(self) -> RecordWriter:
-        return RecordWriter(self.txn)
-
-    @functools.cached_property
-    def windows(self) -> WindowEditor:
-        return WindowEditor(self.txn)
-
-    @functools.cached_property
-    def filler(self) -> Filler:
-        return Filler(self.txn, self.writer, self.windows)
-
-    @functools.cached_property
-    def trimmer(self) -> Trimmer:
-        return Trimmer(self.txn)
-
-    @functools.cached_property
-    def metadata(self) -> Metadata:
-        return Metadata(self.txn)
-
-    @functools.cached_property
-    def applied(self) -> AppliedRequests:
-        return AppliedRequests(self.txn)
-
-    @functools.cached_property
-    def hider(self) -> Hider:
-        return Hider(self.txn, self.writer)
-
-    @functools.cached_property
-    def deleter(self) -> Deleter:
-        return Deleter(self.txn, self.writer)
-
-    @functools.cached_property
-    def upgrader(self) -> Upgrader:
-        return Upgrader(self.txn)
-
-
-class LeaderboardIndex(IndexSpace):
+class LeaderboardIndex(ReadMethods, UpkeepMethods):
     """A time-windowed leaderboard index under key prefix ``prefix`` of store ``db``."""
-
-    def __init__(
-        self, db: Database, prefix: bytes, settings: IndexSettings, format: int = formats.NEWEST_INDEX
-    ) -> None:
-        super().__init__(prefix, settings, format)
-        self.db = db
-        self.max_idempotency_keys = DEFAULT_MAX_KEYS
-        self.audit: AuditTrail | None = None  # where admin actions are recorded (None: nowhere)
-        self.name = ""  # the index's name in its events
-        # Told when a deletion leaves the latest timestamp's recompute unfinished (the server wakes
-        # its maintenance, which finishes it).
-        self.on_latest_left: Callable[[], None] | None = None
-
-    def _event(self, actor: str | None, action: str) -> PendingEvent | None:
-        """The event of one admin call (None without an audit trail): taken before its transaction."""
-        return None if self.audit is None else self.audit.event(actor or LOCAL_ACTOR, action, self.name)
-
-    def _job(self, actor: str | None, action: str, **arguments: object) -> JobEvents:
-        return JobEvents(self.audit, actor or LOCAL_ACTOR, action, self.name, **arguments)
 
     # -- creation ----------------------------------------------------------------------------
 
@@ -232,47 +132,6 @@ class LeaderboardIndex(IndexSpace):
         if timebase is not None:
             index.timebase = timebase_scale(timebase)
         return index
-
-    # -- plumbing ------------------------------------------------------------------------------
-
-    def run(self, fn: Callable[[Operations], T]) -> T:
-        """Run ``fn(ops)`` in one read-write transaction."""
-        return self.db.run(lambda tr: fn(Operations(self, tr)))
-
-    def read(self, fn: Callable[[Operations], T]) -> T:
-        return self.db.read(lambda tr: fn(Operations(self, tr)))
-
-    def run_once(
-        self,
-        idempotency_key: str | None,
-        operation: str,
-        arguments: Callable[[Operations], tuple],
-        write: Callable[[Operations], T],
-        encode: Callable[[T], tuple],
-        decode: Callable[[tuple], T],
-    ) -> T:
-        """``write(ops)`` in one transaction, applied once per ``idempotency_key`` (see
-        ``idempotency.py``): a repeat of the same ``operation`` with the same ``arguments(ops)``
-        (checked values, as a tuple) answers the first answer, ``encode``-d and ``decode``-d as
-        tuples; None runs it plainly."""
-        if idempotency_key is None:
-            return self.run(write)
-        key = check_key(idempotency_key)
-
-        def once(ops: Operations) -> T:
-            return ops.applied.once(
-                key,
-                lambda: digest(operation, arguments(ops)),
-                lambda: write(ops),
-                lambda answer: tuples.pack(encode(answer)),
-                int(self.clock()),
-                self.max_idempotency_keys,
-            )
-
-        try:
-            return self.run(once)
-        except Replayed as replay:
-            return decode(tuples.unpack(replay.answer))
 
     def expire_idempotency_keys(
         self,
@@ -521,269 +380,6 @@ class LeaderboardIndex(IndexSpace):
         return self.read(lambda ops: ops.metadata.get(pk))
 
     # -- windows -------------------------------------------------------------------------------
-
-    def update_windows(self, update: WindowUpdate, actor: str | None = None) -> WindowUpdateResult:
-        event = self._event(actor, "UpdateWindows")
-
-        def write(ops: Operations) -> WindowUpdateResult:
-            result = ops.windows.update_windows(update)
-            if event is not None and result.changed:
-                event.write(
-                    ops.tr,
-                    added=_windows(result.added),
-                    deleted=_windows(result.deleted),
-                    filling=_windows(result.filling),
-                )
-            return result
-
-        result = self.run(write)
-        self.clear_retired()
-        return result
-
-    def directory(self) -> Directory | None:
-        return self.read(lambda ops: ops.txn.directory())
-
-    def save_sub_directory(self, group: tuple, high_score_first: bool, actor: str | None = None) -> None:
-        event = self._event(actor, "SaveSubDirectory")
-
-        def write(ops: Operations) -> None:
-            ops.windows.save_sub_directory(group, high_score_first)
-            if event is not None:
-                event.write(ops.tr, group=group, high_score_first=high_score_first)
-
-        self.run(write)
-
-    def sub_directories(self) -> dict[tuple, bool]:
-        return self.read(lambda ops: ops.windows.sub_directories())
-
-    def fill_states(self) -> list[tuple[Window, FillState]]:
-        """Each window being filled and how far its fill got, in one read."""
-
-        def read(ops: Operations) -> list[tuple[Window, FillState]]:
-            directory = ops.txn.directory()
-            return [(window, ops.txn.fill_state(window)) for window in (directory.filling() if directory else [])]
-
-        return self.read(read)
-
-    def expire(
-        self, before: int, actor: str | None = None, keep_going: Callable[[], bool] | None = None
-    ) -> tuple[Window, ...]:
-        """Delete windows ending at or before ``before``; repeated calls are harmless.  The windows
-        leave the directory in one transaction; where their data is then cleared in steps
-        (:meth:`clear_retired`), it stops once ``keep_going()`` says so, leaving the rest to the
-        next expiry or the server's maintenance."""
-        event = self._event(actor, "Expire")
-
-        def write(ops: Operations) -> tuple[Window, ...]:
-            gone = ops.windows.expire(before)
-            if event is not None and gone:
-                event.write(ops.tr, before=before, deleted=_windows(gone))
-            return gone
-
-        gone = self.run(write)
-        self.clear_retired(keep_going=keep_going)
-        return gone
-
-    def clear_retired(self, max_keys: int = 20_000, keep_going: Callable[[], bool] | None = None) -> bool:
-        """Clear, in transactions of about ``max_keys`` keys, the data of windows deleted from the
-        directory that a store which clears key by key left to clear (see ``WindowEditor.retire``):
-        an expiry or window update does so itself, the server's maintenance and any later one go
-        on with what one left.  Stops after a transaction once ``keep_going()`` is False; returns
-        True once nothing is left.  Below index format 4 (``formats.RETIRED_WINDOWS``) windows
-        are cleared as they are deleted."""
-        if not formats.allows(self.format, formats.RETIRED_WINDOWS) or self.db.clears_ranges_at_once:
-            return True  # nothing is ever left to clear
-        layout = self.layout
-        if not self.read(lambda ops: ops.tr.get_range(layout.retired, strinc(layout.retired), 1)):
-            return True  # (a read: no commit where nothing was left)
-        while not self.run(lambda ops: ops.windows.clear_retired(max_keys)):
-            if keep_going is not None and not keep_going():
-                return False
-        return True
-
-    def fill_step(
-        self, max_records: int = 200, max_entries: int = 20_000, respect_holds: bool = False, actor: str | None = None
-    ) -> FillProgress:
-        """One bounded fill transaction; ``respect_holds`` leaves alone the windows a running bulk
-        load will build (what the server's background fill does).  The step that completes the
-        windows being filled records that (their start is their window update's event)."""
-        unheld_at = int(self.clock()) if respect_holds else None
-        event = self._event(actor, "FillWindows")
-
-        def step(ops: Operations) -> FillProgress:
-            progress = ops.filler.fill_step(max_records, max_entries, unheld_at)
-            if event is not None and progress.done and progress.windows:
-                event.write(ops.tr, phase="finished", completed=_windows(w for w, _ in progress.windows))
-            if progress.done and not ops.txn.latest.step():  # then the latest timestamp's recompute
-                return dataclasses.replace(progress, done=False)
-            return progress
-
-        return self.run(step)
-
-    def fill(
-        self,
-        max_records: int = 200,
-        max_entries: int = 20_000,
-        progress: Callable[[FillProgress], None] | None = None,
-        actor: str | None = None,
-        respect_holds: bool = False,
-        build: bool | None = None,
-    ) -> int:
-        """Fill every window being filled until done; returns records processed.
-
-        When the index holds many records (or with ``build``), the windows are built from
-        sorted data (``build.py``: their entries and ranked sets written once, in key order),
-        from index format 4 on (``formats.SORTED_BUILDS``); otherwise (or without ``build``),
-        and for what a build leaves (a league's windows), in bounded steps of ``max_records``
-        records and ``max_entries`` entries.  Either way each
-        transaction is bounded, and the work survives the process: a step's position is stored,
-        and a build's windows are started over by a later fill if its process dies.  The
-        windows another process builds are left to it, and so, with ``respect_holds``, are those
-        a running bulk load holds (``done`` then means nothing is left it may do).
-        """
-        if not formats.allows(self.format, formats.SORTED_BUILDS):
-            build = False  # a release 0.2.0 process may write meanwhile: it notes nothing for a build
-        elif build is None:
-            build = self._many_records()
-        total = self._build_fill(progress, actor) if build else 0
-        while True:
-            step = self.fill_step(max_records, max_entries, respect_holds, actor=actor)
-            total += step.records_processed
-            if progress:
-                progress(step)
-            if step.done:
-                return total
-
-    def _many_records(self) -> bool:
-        """Whether the index holds at least BUILD_RECORDS records (one bounded read)."""
-        records = self.layout.records
-        return len(self.read(lambda ops: ops.tr.get_range(records, strinc(records), BUILD_RECORDS))) >= BUILD_RECORDS
-
-    def _build_fill(self, progress: Callable[[FillProgress], None] | None, actor: str | None) -> int:
-        """Build the filling windows no one holds from sorted data; returns the records read."""
-        now = int(self.clock())
-        build = WindowsBuild.start(self, lambda ops: ops.filler.unheld_windows(now), from_records=True)
-        if build is None:
-            return 0
-        windows = tuple((window, None) for window in build.windows.values())
-        event = self._event(actor, "FillWindows")
-        try:
-            done = False
-            while not done:
-                before = build.counts.records
-                done = build.read_records()
-                if progress:
-                    progress(FillProgress(False, build.counts.records - before, windows))
-            build.finish()
-        except BuildLost:  # a window update or another process took windows over: fills take the rest
-            build.abandon()
-            return build.counts.records
-        except BaseException:  # stopped (or failed): the windows go back to any fill at once
-            with contextlib.suppress(Exception):
-                build.abandon()
-            raise
-        finally:
-            build.close()
-        if event is not None:
-            self.db.run(lambda tr: event.write(tr, phase="finished", completed=_windows(w for w, _ in windows)))
-        if progress:
-            progress(FillProgress(True, 0, windows, build.counts.entries))
-        return build.counts.records
-
-    # -- the stored format (upgrade.py) ------------------------------------------------------
-
-    def upgrade_step(
-        self,
-        to_format: int | None = None,
-        max_records: int = 200,
-        actor: str | None = None,
-        job: JobEvents | None = None,
-    ) -> UpgradeProgress:
-        """One bounded transaction of the upgrade of the index's data towards ``to_format``
-        (the newest by default): a batch of records rewritten, or the format raised.  Raise only
-        an index that every process writing to it reads at ``to_format`` (the server checks that:
-        ``fdb_leaderboard/formats.py``).  Recorded as a job (``UpgradeIndex``: its start, progress
-        and the batch that raises a format) when ``job`` is given, else the raise alone."""
-        check_at_least(max_records, 1, "max_records")
-        target = formats.NEWEST_INDEX if to_format is None else to_format
-        job = job or self._job(actor, "UpgradeIndex", to_format=target)
-        event = job.next_event()
-
-        def step(ops: Operations) -> UpgradeProgress:
-            before = ops.upgrader.current()
-            progress = ops.upgrader.step(target, max_records)
-            if progress.format > before or progress.records_processed:
-                job.in_batch(ops.tr, event, progress.done, format=progress.format, records=progress.records_done)
-            return progress
-
-        progress = self.run(step)
-        job.committed(event)
-        return progress
-
-    def upgrade(
-        self,
-        to_format: int | None = None,
-        max_records: int = 200,
-        keep_going: Callable[[], bool] | None = None,
-        progress: Callable[[UpgradeProgress], None] | None = None,
-        actor: str | None = None,
-    ) -> UpgradeProgress:
-        """Upgrade the index to ``to_format`` batch by batch, until done or ``keep_going()`` says
-        stop (an interrupted upgrade resumes where it stopped, from any process); returns where it
-        stands, with this call's records and heads changed."""
-        to_format = formats.NEWEST_INDEX if to_format is None else to_format
-        job = self._job(actor, "UpgradeIndex", to_format=to_format)
-        records = changed = 0
-        while True:
-            step = self.upgrade_step(to_format, max_records, job=job)
-            records += step.records_processed
-            changed += step.heads_changed
-            if progress is not None:
-                progress(step)
-            if step.done or (keep_going is not None and not keep_going()):
-                if not step.done:
-                    job.stopped(self.db.run, format=step.format, records=step.records_done)
-                return dataclasses.replace(step, records_processed=records, heads_changed=changed)
-
-    def upgrade_state(self) -> tuple[int, UpgradeState | None]:
-        """The format the index's options record (0: none recorded, read as format 2) and the
-        upgrade under way (None: none), in one read."""
-        return self.read(lambda ops: (ops.txn.options().format, ops.upgrader.state()))
-
-    def keep_ahead(
-        self,
-        now: int,
-        types: Sequence[tuple[int, int, int, int]],
-        horizon: int,
-        certain_within: int = 0,
-        rng: random.Random | None = None,
-        nlevels: int | None = None,
-        calendar: Sequence[CalendarPeriods] = (),
-        actor: str | None = None,
-    ) -> tuple[Window, ...]:
-        """Add the regular and calendar windows needed from ``now`` until ``now + horizon``.
-
-        ``types`` lists ``(type, base, increment, duration)``; ``calendar`` lists calendar
-        periods (local days, ISO weeks, months in a time zone).  A window that has started (or
-        starts within ``certain_within``) is always added; a later one with a probability
-        falling linearly to 0 at the horizon, so many servers calling this at once rarely
-        all write the directory.  Returns the windows added.
-        """
-        rng = rng or random.Random()
-        wanted = plan_ahead(now, types, horizon, certain_within, rng, calendar)
-        if not wanted:
-            return ()
-
-        event = self._event(actor, "KeepAhead")
-
-        def write(ops: Operations) -> tuple[Window, ...]:
-            added = ops.windows.add_missing(wanted, now, nlevels or 6)
-            if event is not None and added:
-                event.write(ops.tr, now=now, added=_windows(added))
-            return added
-
-        return self.run(write)
-
     # -- fair play: hidden records, score rules, deleting many records --------------------
 
     def hide_record(
@@ -934,323 +530,6 @@ class LeaderboardIndex(IndexSpace):
         job.committed(event)
         return done
 
-    # -- reads (see reads.py for the semantics) -------------------------------------------
-
-    def _reader(self, fn: Callable[[Reader], T]) -> T:
-        return self.db.read(lambda tr: fn(Reader(IndexTransaction(self, tr))))
-
-    def _listing(self, fn: Callable[[Reader], list[RankedEntry]]) -> Listing:
-        """A listing with each record's metadata, read in the listing's own transaction, and the
-        window it was read from."""
-
-        def read(tr: Any) -> Listing:
-            txn = IndexTransaction(self, tr)
-            return Listing(Metadata(txn).attach_to(lambda: fn(Reader(txn))), txn.window_read)
-
-        return self.db.read(read)
-
-    def _mode(self, mode: RankMode | None) -> RankMode:
-        """``mode`` (default ORDINAL), refused before any read if the index cannot compute it."""
-        mode = mode or RankMode.ORDINAL
-        if mode is RankMode.DENSE and not self.settings.dense_ranks:
-            raise FailedPrecondition(
-                "DENSE ranks need an index created with dense_ranks (it keeps each window's distinct scores ranked)"
-            )
-        return mode
-
-    def rank(
-        self,
-        pk: object,
-        window_type: int = ALL_TIME,
-        timestamp: int | None = None,
-        group: tuple = (),
-        mode: RankMode | None = None,
-    ) -> int | None:
-        """The record's 0-based rank in the window, or None if it has no value there."""
-        return self._reader(lambda r: r.rank(pk, WindowRef(window_type, timestamp), group, self._mode(mode)))
-
-    def rank_and_entry(
-        self,
-        pk: object,
-        window_type: int = ALL_TIME,
-        timestamp: int | None = None,
-        group: tuple = (),
-        mode: RankMode | None = None,
-    ) -> RankedEntry | None:
-        found = self.rank_listing(pk, window_type, timestamp, group, mode)
-        return found[0] if found else None
-
-    def rank_listing(
-        self,
-        pk: object,
-        window_type: int = ALL_TIME,
-        timestamp: int | None = None,
-        group: tuple = (),
-        mode: RankMode | None = None,
-    ) -> Listing:
-        """:meth:`rank_and_entry` as a listing of at most one entry, naming the window read."""
-        mode = self._mode(mode)
-        return self._listing(
-            lambda r: [e] if (e := r.rank_and_entry(pk, WindowRef(window_type, timestamp), group, mode)) else []
-        )
-
-    def top(
-        self,
-        n: int,
-        window_type: int = ALL_TIME,
-        timestamp: int | None = None,
-        group: tuple = (),
-        mode: RankMode | None = None,
-    ) -> Listing:
-        mode = self._mode(mode)
-        return self._listing(lambda r: r.top(n, WindowRef(window_type, timestamp), group, mode))
-
-    def around(
-        self,
-        pk: object,
-        above: int,
-        below: int,
-        window_type: int = ALL_TIME,
-        timestamp: int | None = None,
-        group: tuple = (),
-        mode: RankMode | None = None,
-        if_absent: IfAbsent | None = None,
-    ) -> Listing:
-        mode = self._mode(mode)
-        return self._listing(
-            lambda r: r.around(
-                pk,
-                above,
-                below,
-                WindowRef(window_type, timestamp),
-                group,
-                mode,
-                if_absent or IfAbsent.EMPTY,
-            )
-        )
-
-    def windows_in(self, tr: Transaction) -> tuple[Window, ...]:
-        """The index's windows as transaction ``tr`` (another layer's, which also writes) sees them."""
-        directory = IndexTransaction(self, tr).directory()
-        return directory.windows if directory is not None else ()
-
-    def standings_in(self, tr: Transaction, window: Window, n: int) -> tuple[int, list[RankedEntry]]:
-        """In transaction ``tr``: the record count of ``window`` (of an index without groups) and
-        its top ``n`` with their metadata: what a window-end event tells of an ended window."""
-        if self.settings.group_size:
-            raise FailedPrecondition("a grouped index has a top per group, not one per window")
-        txn = IndexTransaction(self, tr)
-        reader = Reader(txn)
-        counted: list[int] = []
-
-        def top() -> list[RankedEntry]:
-            count, entries = reader.standings(window, n)
-            counted.append(count)
-            return entries
-
-        entries = Metadata(txn).attach_to(top)
-        return counted[0], entries
-
-    def count(self, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()) -> int:
-        return self._reader(lambda r: r.count(WindowRef(window_type, timestamp), group))
-
-    def count_in_window(
-        self, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
-    ) -> tuple[int, Window]:
-        """:meth:`count` and the window counted."""
-        return self._reader(lambda r: (r.count(WindowRef(window_type, timestamp), group), r.txn.window_read))
-
-    def score_for_rank(
-        self, rank: int, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
-    ) -> int | float | tuple | None:
-        return self._reader(lambda r: r.score_for_rank(rank, WindowRef(window_type, timestamp), group))
-
-    def rank_for_score(
-        self,
-        score: int | float | tuple | list,
-        window_type: int = ALL_TIME,
-        timestamp: int | None = None,
-        group: tuple = (),
-    ) -> int:
-        """The rank a record with ``score`` would have: how many records score better.
-
-        ``score`` may also be a score key ``(score, timestamp, context...)`` or a prefix of one,
-        as the Record Layer takes it: records whose key sorts before it count (see compat.py).
-        In a multi-column index a score is itself a tuple: a score key then starts with one.
-        """
-        ref = WindowRef(window_type, timestamp)
-        if is_score_key(score, self.settings.columns):
-            return self._reader(lambda r: compat.rank_for_score_key(r, score, ref, group))
-        return self._reader(lambda r: r.rank_for_score(score, ref, group))
-
-    def score_trim(self, entries: Sequence[Entry]) -> list[Entry]:
-        """The Record Layer's score trim: the entries the current windows would use, best first."""
-        return self._reader(lambda r: compat.score_trim(r, entries))
-
-    # -- reads of several records, pages, percentiles, movement --------------------------------
-
-    def ranks(
-        self,
-        pks: Sequence[object],
-        window_type: int = ALL_TIME,
-        timestamp: int | None = None,
-        group: tuple = (),
-        mode: RankMode | None = None,
-    ) -> list[RankedEntry | None]:
-        """Each record's entry and rank (None if absent from the window), in the order given;
-        at most ``social.MAX_RECORDS`` records."""
-        mode = self._mode(mode)
-
-        def read(tr: Any) -> list[RankedEntry | None]:
-            txn = IndexTransaction(self, tr)
-            found = social.ranks_of(Reader(txn), pks, WindowRef(window_type, timestamp), group, mode)
-            present = iter(Metadata(txn).attach([entry for entry in found if entry is not None]))
-            return [None if entry is None else next(present) for entry in found]
-
-        return self.db.read(read)
-
-    def board_of(
-        self,
-        pks: Sequence[object],
-        window_type: int = ALL_TIME,
-        timestamp: int | None = None,
-        group: tuple = (),
-        mode: RankMode | None = None,
-    ) -> Listing:
-        """A board of just these records (friends), ordered as the window orders them, with their
-        ranks in the whole window; records absent from it are left out."""
-        mode = self._mode(mode)
-        return self._listing(lambda r: social.board_of(r, pks, WindowRef(window_type, timestamp), group, mode))
-
-    def page(
-        self,
-        page: int,
-        size: int,
-        window_type: int = ALL_TIME,
-        timestamp: int | None = None,
-        group: tuple = (),
-        mode: RankMode | None = None,
-    ) -> pages.Page:
-        """Page ``page`` (1-based) of ``size`` records, with the window's total and page count."""
-        mode = self._mode(mode)
-
-        def read(tr: Any) -> pages.Page:
-            txn = IndexTransaction(self, tr)
-            found = pages.page(Reader(txn), page, size, WindowRef(window_type, timestamp), group, mode)
-            return dataclasses.replace(found, entries=Metadata(txn).attach(found.entries))
-
-        return self.db.read(read)
-
-    def cohort(
-        self,
-        pk: object | None = None,
-        tier: int | None = None,
-        cohort: int | None = None,
-        timestamp: int | None = None,
-        mode: RankMode | None = None,
-        page: int = 1,
-        size: int = 0,
-        around: tuple[int, int] | None = None,
-    ) -> leagues.Cohort | None:
-        """A cohort of the league window holding ``timestamp`` (None: now): the record ``pk``'s
-        (None if it joined none there), or cohort ``cohort`` of tier ``tier``.  Its entries are
-        page ``page`` (1-based) of ``size`` (0: all), or with ``around=(above, below)`` those
-        around the record; ranks are within the cohort (see leagues.py), DENSE ones too (the
-        cohort is read whole)."""
-        mode = mode or RankMode.ORDINAL
-
-        def read(tr: Any) -> leagues.Cohort | None:
-            txn = IndexTransaction(self, tr)
-            found = leagues.read_cohort(Reader(txn), pk, tier, cohort, timestamp, mode, page, size, around)
-            if found is None:
-                return None
-            attached = Metadata(txn).attach([*found.entries, *([found.entry] if found.entry else [])])
-            entry = attached.pop() if found.entry else None
-            return dataclasses.replace(found, entries=attached, entry=entry)
-
-        return self.db.read(read)
-
-    def percentile(
-        self, pk: object, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
-    ) -> float | None:
-        """The share of the window's records behind this one, in percent (None if absent)."""
-        return self._reader(lambda r: pages.percentile(r, pk, WindowRef(window_type, timestamp), group))
-
-    def score_for_percentile(
-        self, percentile: float, window_type: int = ALL_TIME, timestamp: int | None = None, group: tuple = ()
-    ) -> int | float | tuple | None:
-        """The score at ``percentile`` (0: the worst, 100: the best), interpolated (see pages.py)."""
-        return self._reader(
-            lambda r: pages.score_for_percentile(r, percentile, WindowRef(window_type, timestamp), group)
-        )
-
-    def movement(
-        self,
-        pk: object,
-        window_type: int,
-        timestamp: int | None = None,
-        group: tuple = (),
-        mode: RankMode | None = None,
-    ) -> moves.Movement:
-        """The record's rank in the window of the type holding ``timestamp`` (None: now) and in the
-        previous window of the type, and the change."""
-        mode = self._mode(mode)
-
-        def read(tr: Any) -> moves.Movement:
-            txn = IndexTransaction(self, tr)
-            found = moves.movement(Reader(txn), pk, window_type, timestamp, group, mode)
-            meta = Metadata(txn)
-            return dataclasses.replace(
-                found, entry=meta.attach_one(found.entry), previous_entry=meta.attach_one(found.previous_entry)
-            )
-
-        return self.db.read(read)
-
-    def rank_history(
-        self,
-        pk: object,
-        window_type: int,
-        timestamp: int | None = None,
-        count: int = 10,
-        group: tuple = (),
-        mode: RankMode | None = None,
-    ) -> moves.History:
-        """The record's rank in each of the latest ``count`` windows of the type, and the best."""
-        mode = self._mode(mode)
-
-        def read(tr: Any) -> moves.History:
-            txn = IndexTransaction(self, tr)
-            found = moves.history(Reader(txn), pk, window_type, timestamp, count, group, mode)
-            meta = Metadata(txn)
-            best = None if found.best is None else (found.best[0], meta.attach_one(found.best[1]))
-            return moves.History([(window, meta.attach_one(entry)) for window, entry in found.windows], best)  # type: ignore[arg-type]
-
-        return self.db.read(read)
-
-    def scan(self, scan_type: ScanType, **kwargs: Any) -> ScanPage:
-        """One page of a BY_VALUE, BY_RANK or BY_TIME_WINDOW scan (see ``Reader.scan``).
-
-        An argument the scan type does not use is refused unless it has its default: a BY_RANK
-        scan ranks the all-time window, so ``window_type=1`` is an error, not ignored.
-        """
-        check_scan_arguments(scan_type, kwargs)
-        if "mode" in kwargs:
-            kwargs["mode"] = self._mode(kwargs["mode"])
-
-        def read(tr: Any) -> ScanPage:
-            txn = IndexTransaction(self, tr)
-            page = Reader(txn).scan(scan_type, **kwargs)
-            return dataclasses.replace(page, entries=Metadata(txn).attach(page.entries))
-
-        return self.db.read(read)
-
-    def groups(
-        self, window_type: int = ALL_TIME, timestamp: int | None = None, limit: int = 100, continuation: bytes = b""
-    ) -> GroupsPage:
-        """The groups holding a value in the window, in key order: one page of at most ``limit``
-        (1-1000) and the continuation of the next (None: done).  One read per group."""
-        return self._reader(lambda r: r.groups(WindowRef(window_type, timestamp), limit, continuation or None))
-
     def trim(self, before: int, max_records: int = 200, actor: str | None = None) -> int:
         """Drop entries before ``before`` that no window's value depends on, in batches.
 
@@ -1337,11 +616,6 @@ def _warn(outcome: WriteOutcome) -> int:
     if outcome.warning:
         warnings.warn(outcome.warning, NoWindowsWarning, stacklevel=3)
     return outcome.windows_changed
-
-
-def _windows(windows: Iterable[Window]) -> str:
-    """Windows as an event's detail."""
-    return "; ".join(window.describe() for window in windows)
 
 
 def _deletion_totals(progress: DeletionProgress) -> dict[str, object]:

@@ -64,46 +64,36 @@ def _typed(window_type: object) -> int:
     return window_type
 
 
-def movement(
-    reader: Reader,
-    pk: object,
-    window_type: int,
-    timestamp: int | None,
-    group: object = (),
-    mode: RankMode = RankMode.ORDINAL,
-) -> Movement:
-    window_type = _typed(window_type)
-    ref = WindowRef(window_type, timestamp)
+def movement(reader: Reader, pk: object, ref: WindowRef, mode: RankMode = RankMode.ORDINAL) -> Movement:
+    ref = dataclasses.replace(ref, type=_typed(ref.type))
     window = reader.window(ref)
-    entry = reader.rank_and_entry(pk, ref, group, mode)
+    entry = reader.rank_and_entry(pk, ref, mode)
     previous_window = previous_entry = None
     if window.start > -(1 << 63):
-        before = WindowRef(window_type, window.start - 1)
+        before = dataclasses.replace(ref, timestamp=window.start - 1)
         try:
             previous_window = reader.window(before)
         except WindowNotFound:
             pass
         else:
-            previous_entry = reader.rank_and_entry(pk, before, group, mode)
+            previous_entry = reader.rank_and_entry(pk, before, mode)
     return Movement(window, entry, previous_window, previous_entry)
 
 
 def history(
     reader: Reader,
     pk: object,
-    window_type: int,
-    timestamp: int | None = None,
+    ref: WindowRef,
     count: int = 10,
-    group: object = (),
     mode: RankMode = RankMode.ORDINAL,
 ) -> History:
     """Windows being filled are left out (they are not served); so are windows no read of the
     type resolves to (one nested in an older, wider window of the type)."""
-    window_type = _typed(window_type)
+    window_type = _typed(ref.type)
     check_at_least(count, 1, "count")
     if count > MAX_HISTORY_WINDOWS:
         raise InvalidArgument(f"at most {MAX_HISTORY_WINDOWS} windows per call; asked for {count}")
-    until = None if timestamp is None else check_timestamp(timestamp, reader.space.checked_timebase)
+    until = None if ref.timestamp is None else check_timestamp(ref.timestamp, reader.space.checked_timebase)
     directory = reader.txn.directory()
     candidates = [
         window
@@ -115,13 +105,13 @@ def history(
     for window in candidates:
         if len(seen) == count:
             break
-        ref = WindowRef(window_type, window.start)
+        at_start = WindowRef(window_type, window.start, ref.group)
         try:
-            if reader.window(ref) != window:  # a read at its start resolves to an older window
+            if reader.window(at_start) != window:  # a read at its start resolves to an older window
                 continue
         except WindowNotReady:  # ... one being filled
             continue
-        seen.append((window, reader.rank_and_entry(pk, ref, group, mode)))
+        seen.append((window, reader.rank_and_entry(pk, at_start, mode)))
     ranked = [(window, entry) for window, entry in seen if entry is not None]
     best = min(ranked, key=lambda found: found[1].rank, default=None)  # type: ignore[arg-type,return-value]
     return History(seen, best)  # type: ignore[arg-type]

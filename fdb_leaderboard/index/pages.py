@@ -41,15 +41,13 @@ class Page:
     window: Window | None = None  # the window read
 
 
-def page(
-    reader: Reader, number: int, size: int, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL
-) -> Page:
+def page(reader: Reader, number: int, size: int, ref: WindowRef, mode: RankMode = RankMode.ORDINAL) -> Page:
     """Page ``number`` (1-based) of ``size`` records; a page past the last one is empty."""
     check_at_least(number, 1, "page")
     check_at_least(size, 1, "page size")
     if size > MAX_PAGE_SIZE:
         raise InvalidArgument(f"a page holds at most {MAX_PAGE_SIZE} records; asked for {size}")
-    total = reader.count(ref, group)
+    total = reader.count(ref)
     first = (number - 1) * size
     entries: list[RankedEntry] = []
     if first < total:
@@ -59,7 +57,7 @@ def page(
             high=first + size - 1,
             window_type=ref.type,
             timestamp=ref.timestamp,
-            group=group,
+            group=ref.group,
             limit=size,
             mode=mode,
         )
@@ -67,27 +65,25 @@ def page(
     return Page(entries, number, size, total, math.ceil(total / size), reader.txn.window_read)
 
 
-def percentile(reader: Reader, pk: object, ref: WindowRef, group: object = ()) -> float | None:
-    position = reader.rank(pk, ref, group, RankMode.ORDINAL)
+def percentile(reader: Reader, pk: object, ref: WindowRef) -> float | None:
+    position = reader.rank(pk, ref, RankMode.ORDINAL)
     if position is None:
         return None
-    total = reader.count(ref, group)
+    total = reader.count(ref)
     return 100.0 * (total - 1 - position) / total
 
 
-def score_for_percentile(
-    reader: Reader, percent: object, ref: WindowRef, group: object = ()
-) -> int | float | tuple | None:
+def score_for_percentile(reader: Reader, percent: object, ref: WindowRef) -> int | float | tuple | None:
     if isinstance(percent, bool) or not isinstance(percent, (int, float)) or not 0 <= percent <= 100:
         raise InvalidArgument(f"percentile must be a number from 0 to 100, not {percent!r}")
-    total = reader.count(ref, group)
+    total = reader.count(ref)
     if total == 0:
         return None
     from_worst = (total - 1) * percent / 100
     lower = math.floor(from_worst)
     # Position from the worst -> position from the best (what score_for_rank takes).
-    low_score = reader.score_for_rank(total - 1 - lower, ref, group)
+    low_score = reader.score_for_rank(total - 1 - lower, ref)
     if from_worst == lower or reader.space.settings.columns:  # column scores do not interpolate
         return low_score
-    high_score = reader.score_for_rank(total - 2 - lower, ref, group)
+    high_score = reader.score_for_rank(total - 2 - lower, ref)
     return low_score + (from_worst - lower) * (high_score - low_score)  # type: ignore[operator]

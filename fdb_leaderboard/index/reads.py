@@ -25,13 +25,13 @@ import dataclasses
 import enum
 import hashlib
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..errors import InvalidArgument, WindowNotFound, WindowNotReady
 from ..rankedset import Steps, run_alone
 from ..store.api import strinc
 from . import tuplecodec as tuples
-from .directory import ALL_TIME, Window, check_window_type
+from .directory import ALL_TIME, Window, WindowRef, check_window_type
 from .layout import extensions_end, score_prefix
 from .transaction import IndexTransaction
 from .values import check_at_least, check_items, check_timestamp, normalize_score
@@ -139,15 +139,28 @@ class GroupsPage:
 MAX_GROUPS = 1000  # groups per page: one read each, so a page stays well within a transaction
 
 
-@dataclasses.dataclass(frozen=True)
-class WindowRef:
-    """Which board a read uses: the window (type 0 is all-time; another type's window is the oldest
-    holding ``timestamp``, or now, the index's clock in its timebase, without one) and the group
-    within it (``()``: the whole index)."""
+# What each scan type ignores, with the default it must keep, and the hint given when it does not.
+_UNUSED_BY_SCAN: dict[ScanType, dict[str, tuple[object, str]]] = {
+    ScanType.BY_VALUE: {
+        "window_type": (ALL_TIME, "it scans the all-time window; use BY_TIME_WINDOW for another window"),
+        "timestamp": (None, "it scans the all-time window; use BY_TIME_WINDOW for another window"),
+        "mode": (RankMode.ORDINAL, "its entries carry no rank"),
+    },
+    ScanType.BY_RANK: {
+        "window_type": (ALL_TIME, "it ranks the all-time window; use BY_TIME_WINDOW for another window"),
+        "timestamp": (None, "it ranks the all-time window; use BY_TIME_WINDOW for another window"),
+    },
+}
 
-    type: int = ALL_TIME
-    timestamp: int | None = None
-    group: tuple = ()
+
+def check_scan_arguments(scan_type: ScanType, arguments: dict[str, Any]) -> None:
+    """Refuse an argument ``scan_type`` would ignore (InvalidArgument naming it)."""
+    for name, (default, why) in _UNUSED_BY_SCAN.get(scan_type, {}).items():
+        value = arguments.get(name, default)
+        if value == default or (name == "mode" and value is None):  # mode None: the default
+            continue
+        shown = value.name if isinstance(value, RankMode) else repr(value)
+        raise InvalidArgument(f"a {scan_type.name} scan does not use {name} (given {shown}): {why}")
 
 
 class Reader:
@@ -223,12 +236,12 @@ class Reader:
 
     row_decoder = _row_decoder  # for cohort rows (leagues.py), which continue as primary keys do
 
-    def _locate(self, pk: object, ref: WindowRef, group: object) -> tuple[Window, bytes, tuple[bytes, bytes] | None]:
+    def _locate(self, pk: object, ref: WindowRef) -> tuple[Window, bytes, tuple[bytes, bytes] | None]:
         """The window, the packed group, and the record's element there with its flat pk bytes
         (None if it has no value there).  The directory, the record's head and the group's
         sub-directory are read together: one round trip."""
         pk = self.txn.pk(pk)
-        window, group_bytes = self._window_and_group(ref, group, heads=[pk[1]])
+        window, group_bytes = self._window_and_group(ref, heads=[pk[1]])
         head = self.txn.read_head(pk[1])
         if head is not None and not head.hidden:  # a hidden record has no value anyone sees
             for state in head.windows:
@@ -236,11 +249,11 @@ class Reader:
                     return window, group_bytes, (state.element, pk[2])
         return window, group_bytes, None
 
-    def _window_and_group(self, ref: WindowRef, group: object, heads: Sequence[bytes] = ()) -> tuple[Window, bytes]:
+    def _window_and_group(self, ref: WindowRef, heads: Sequence[bytes] = ()) -> tuple[Window, bytes]:
         """The window and the packed group, their directory and sub-directory (and the record
         ``heads``) read together.  A missing window is reported before a malformed group."""
         try:
-            group_bytes, bad_group = self.group_bytes(group), None
+            group_bytes, bad_group = self.group_bytes(ref.group), None
         except InvalidArgument as exc:
             group_bytes, bad_group = b"", exc
         self.txn.prefetch(heads=heads, groups=[group_bytes])
@@ -299,21 +312,19 @@ class Reader:
             element = tuples.pack((tuples.unpack(element)[0],))
         return (yield from ranked.rank_steps(self.tr, element, null_if_missing=False))  # type: ignore[return-value]
 
-    def rank(self, pk: object, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL) -> int | None:
-        window, group_bytes, found = self._locate(pk, ref, group)
+    def rank(self, pk: object, ref: WindowRef, mode: RankMode = RankMode.ORDINAL) -> int | None:
+        window, group_bytes, found = self._locate(pk, ref)
         return None if found is None else self._rank_of(window, group_bytes, found[0], mode)
 
-    def rank_and_entry(
-        self, pk: object, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL
-    ) -> RankedEntry | None:
-        return run_alone(self.rank_and_entry_steps(pk, ref, group, mode))
+    def rank_and_entry(self, pk: object, ref: WindowRef, mode: RankMode = RankMode.ORDINAL) -> RankedEntry | None:
+        return run_alone(self.rank_and_entry_steps(pk, ref, mode))
 
     def rank_and_entry_steps(
-        self, pk: object, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL
+        self, pk: object, ref: WindowRef, mode: RankMode = RankMode.ORDINAL
     ) -> Steps[RankedEntry | None]:
         """:meth:`rank_and_entry` as steps: several records' ranks run together (``run_together``)
         cost the rounds of one, after their heads were prefetched together."""
-        window, group_bytes, found = self._locate(pk, ref, group)
+        window, group_bytes, found = self._locate(pk, ref)
         if found is None:
             return None
         element, pk_flat = found
@@ -321,8 +332,8 @@ class Reader:
         rank = yield from self._rank_steps(window, group_bytes, element, mode)
         return self._row_decoder(window, group_bytes)(key).entry(rank)
 
-    def count(self, ref: WindowRef, group: object = ()) -> int:
-        window, group_bytes = self._window_and_group(ref, group)
+    def count(self, ref: WindowRef) -> int:
+        window, group_bytes = self._window_and_group(ref)
         return self.space.ranked_set(window, group_bytes).size(self.tr)
 
     def _score(self, score: object) -> int | float:
@@ -332,16 +343,16 @@ class Reader:
     def _stored_score(self, score: object, group_bytes: bytes) -> int | float:
         return self.txn.directed(self._score(score), group_bytes)
 
-    def rank_for_score(self, score: object, ref: WindowRef, group: object = ()) -> int:
+    def rank_for_score(self, score: object, ref: WindowRef) -> int:
         """The rank a new record with ``score`` would have: how many records score better."""
-        window, group_bytes = self._window_and_group(ref, group)
+        window, group_bytes = self._window_and_group(ref)
         probe = tuples.pack((self._stored_score(score, group_bytes),))
         return self.space.ranked_set(window, group_bytes).rank(self.tr, probe, null_if_missing=False)  # type: ignore[return-value]
 
-    def score_for_rank(self, rank: int, ref: WindowRef, group: object = ()) -> int | float | tuple | None:
+    def score_for_rank(self, rank: int, ref: WindowRef) -> int | float | tuple | None:
         """The score of the record at ``rank`` (ORDINAL position), or None past the end."""
         check_at_least(rank, 0, "rank")
-        window, group_bytes = self._window_and_group(ref, group)
+        window, group_bytes = self._window_and_group(ref)
         element = self.space.ranked_set(window, group_bytes).get_nth(self.tr, rank)
         if element is None:
             return None
@@ -441,9 +452,9 @@ class Reader:
         before = self._before(group_prefix, rows[0].key, decode) if rows and start else None
         return self._with_ranks(window, group_bytes, rows, start, before, mode)
 
-    def top(self, n: int, ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL) -> list[RankedEntry]:
+    def top(self, n: int, ref: WindowRef, mode: RankMode = RankMode.ORDINAL) -> list[RankedEntry]:
         check_at_least(n, 0, "n")
-        window, group_bytes = self._window_and_group(ref, group)
+        window, group_bytes = self._window_and_group(ref)
         return self._by_position(window, group_bytes, 0, n, mode)
 
     def standings(self, window: Window, n: int) -> tuple[int, list[RankedEntry]]:
@@ -459,7 +470,6 @@ class Reader:
         above: int,
         below: int,
         ref: WindowRef,
-        group: object = (),
         mode: RankMode = RankMode.ORDINAL,
         if_absent: IfAbsent = IfAbsent.EMPTY,
     ) -> list[RankedEntry]:
@@ -470,7 +480,7 @@ class Reader:
         """
         check_at_least(above, 0, "above")
         check_at_least(below, 0, "below")
-        window, group_bytes, found = self._locate(pk, ref, group)
+        window, group_bytes, found = self._locate(pk, ref)
         ranked = self.space.ranked_set(window, group_bytes)
         span = above + below + 1
         if found is None:
@@ -536,14 +546,12 @@ class Reader:
         if scan_type is ScanType.BY_VALUE:
             return self._scan_by_value(low, high, low_inclusive, high_inclusive, group, reverse, limit, continuation)
         if scan_type is ScanType.BY_RANK:
-            ref = WindowRef()
+            ref = WindowRef(group=group)
         elif scan_type is ScanType.BY_TIME_WINDOW:
-            ref = WindowRef(window_type, timestamp)  # no timestamp: the window holding now
+            ref = WindowRef(window_type, timestamp, group)  # no timestamp: the window holding now
         else:
             raise InvalidArgument(f"unknown scan type {scan_type!r}")
-        return self._scan_by_rank(
-            ref, low, high, low_inclusive, high_inclusive, group, limit, continuation, mode, reverse
-        )
+        return self._scan_by_rank(ref, low, high, low_inclusive, high_inclusive, limit, continuation, mode, reverse)
 
     def _continuation(self, window: Window, scan: bytes, payload: tuple) -> bytes:
         body = tuples.pack((_TOKEN_VERSION, self._index_tag(), window.lb_key, scan, *payload))
@@ -595,7 +603,7 @@ class Reader:
         limit: int,
         continuation: bytes | None,
     ) -> ScanPage:
-        window, group_bytes = self._window_and_group(WindowRef(), group)
+        window, group_bytes = self._window_and_group(WindowRef(group=group))
         hsf = self.txn.high_score_first(group_bytes)
         prefix = self.layout.primary + window.key_bytes + group_bytes
         # Natural bounds become stored bounds; high_score_first negates, swapping the ends.
@@ -639,13 +647,12 @@ class Reader:
         high: object,
         low_inclusive: bool,
         high_inclusive: bool,
-        group: object,
         limit: int,
         continuation: bytes | None,
         mode: RankMode,
         reverse: bool = False,
     ) -> ScanPage:
-        window, group_bytes = self._window_and_group(ref, group)
+        window, group_bytes = self._window_and_group(ref)
         first = 0 if low is None else check_at_least(low, 0, "low rank") + (0 if low_inclusive else 1)
         ranked = self.space.ranked_set(window, group_bytes)
         last = ranked.size(self.tr) - 1

@@ -1,4 +1,4 @@
-"""An index rebuilt from a dump (``dumps.py``), under any prefix of either store.
+"""An index rebuilt from a dump (``snapshot.py``), under any prefix of either store.
 
 :class:`Restorer` takes the dump's parts in order, each step bounded transactions:
 
@@ -33,7 +33,9 @@ from ..store.api import Database, KeyValue, Transaction, strinc
 from . import tuplecodec as tuples
 from .build import WindowsBuild
 from .directory import Directory, Window
-from .dumps import (
+from .layout import IndexLayout
+from .leaderboard import LeaderboardIndex, Operations
+from .snapshot import (
     APPLIED,
     APPLIED_COUNT,
     CURSORS,
@@ -47,8 +49,6 @@ from .dumps import (
     DumpError,
     rows_of,
 )
-from .layout import IndexLayout
-from .leaderboard import LeaderboardIndex, Operations
 
 WRITE_BYTES = 1 << 20  # about this many bytes of changed units per transaction
 HEADS_PER_STEP = 2000  # heads read per transaction when the windows are rebuilt

@@ -32,26 +32,26 @@ def check_pks(pks: object) -> list[object]:
 
 
 def ranks_of(
-    reader: Reader, pks: Sequence[object], ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL
+    reader: Reader, pks: Sequence[object], ref: WindowRef, mode: RankMode = RankMode.ORDINAL
 ) -> list[RankedEntry | None]:
     """Each record's entry with its rank, in the order given; None for a record absent from the window."""
     pks = check_pks(pks)
     keys = [reader.txn.pk(pk) for pk in pks]
     # One round for every head, then the ranks walk their sets together: the rounds of one record.
-    reader.txn.prefetch(heads=[key.nested for key in keys], groups=[reader.group_bytes(group)])
+    reader.txn.prefetch(heads=[key.nested for key in keys], groups=[reader.group_bytes(ref.group)])
     unique = {key.flat: key for key in keys}
-    results = run_together([reader.rank_and_entry_steps(key, ref, group, mode) for key in unique.values()])
+    results = run_together([reader.rank_and_entry_steps(key, ref, mode) for key in unique.values()])
     found = dict(zip(unique, results, strict=True))
     return [found[key.flat] for key in keys]
 
 
 def board_of(
-    reader: Reader, pks: Sequence[object], ref: WindowRef, group: object = (), mode: RankMode = RankMode.ORDINAL
+    reader: Reader, pks: Sequence[object], ref: WindowRef, mode: RankMode = RankMode.ORDINAL
 ) -> list[RankedEntry]:
     """The records present in the window, ordered as the window orders them, with their global ranks."""
-    entries = {tuples.pack(entry.pk): entry for entry in ranks_of(reader, pks, ref, group, mode) if entry is not None}
+    entries = {tuples.pack(entry.pk): entry for entry in ranks_of(reader, pks, ref, mode) if entry is not None}
     if not entries:
         return []
-    group_bytes = reader.group_bytes(group)
+    group_bytes = reader.group_bytes(ref.group)
     pack = reader.txn.packer(group_bytes)  # the ranked-set element: the window's order, then the pk
     return sorted(entries.values(), key=lambda e: (pack(e.score, e.timestamp, e.context), tuples.pack(e.pk)))

@@ -14,7 +14,7 @@
 | ``recreate.py`` | creating an index that exists: differing options refused, named; the boards asked for added |
 | ``releases.py`` | the store's format record and each server process's report of its release and last sign of life |
 | ``upgrades.py`` | raising the stored formats: by an operator, or by the maintenance once every process reads them |
-| ``dumps.py`` | dumps of served indexes that catch up with their writes; restores published under a name |
+| ``served_dumps.py`` | dumps of served indexes that catch up with their writes; restores published under a name |
 | ``housekeeping.py`` | the server's background maintenance: keep ahead, fill, expire, forget keys, notice ends |
 | ``window_events.py`` | window-end events in the store: webhooks, ends noticed once, the outbox, the event log |
 | ``background.py`` | :class:`BackgroundLoop`: the thread of the server's maintenance |

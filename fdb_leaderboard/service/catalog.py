@@ -17,7 +17,7 @@ the name afresh and runs the call again.  Without this, a write through another 
 index would be acknowledged into the dropped index's prefix and lost.
 
 The same entry says, for every transaction of the index at no cost of its own, two things a dump
-(``dumps.py``) sets: that the index's writes are paused (they are refused with
+(``served_dumps.py``) sets: that the index's writes are paused (they are refused with
 :class:`~fdb_leaderboard.errors.Unavailable`, committing nothing), and that changes are being
 captured: each write transaction then also sets ``ROOT + ("changes", id) + unit`` for every
 record and idempotency key it changes (:class:`ChangeRecorder`), in the write's own transaction,
@@ -54,9 +54,9 @@ from ..errors import AlreadyExists, InvalidArgument, NotFound, Unavailable
 from ..index import IndexSettings, LeaderboardIndex, Window
 from ..index.audit import MAX_EVENTS, AuditEvent, AuditTrail, JobEvents, expire_in_batches
 from ..index.calendar import TIMEBASES
-from ..index.dumps import unit_of
 from ..index.layout import IndexLayout
 from ..index.leaderboard import LOCAL_ACTOR
+from ..index.snapshot import unit_of
 from ..index.transaction import UNREAD, KnownMetadata
 from ..proto import index_pb2
 from ..store.api import Database, Transaction, WrappedDatabase, read_bounds, strinc

@@ -35,7 +35,7 @@ from ..proto import index_pb2
 from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
 from ..store.api import call_deadline, read_bounds
-from . import convert, dumps, recreate
+from . import convert, recreate, served_dumps
 from .catalog import Catalog, StaleIndex, writes_paused
 from .settings import DEFAULT_MAX_PAGE
 from .status import Answer, cap_message, status_of
@@ -128,7 +128,7 @@ def _streamed(method: str, replies: Callable[[], Iterator[Any]]) -> Iterator[Any
         yield from replies()
     except Answer:
         raise
-    except (ClientGone, dumps.Stopped):
+    except (ClientGone, served_dumps.Stopped):
         raise Answer(grpc.StatusCode.CANCELLED, f"{method} cancelled by the client") from None
     except StaleIndex as stale:
         raise Answer(grpc.StatusCode.ABORTED, f"{stale} during the {method}") from None
@@ -448,7 +448,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     # -- dumps ------------------------------------------------------------------------------
 
     def Dump(self, requests: Iterator[pb.DumpRequest], context: CallContext) -> Iterator[pb.DumpPart]:
-        """The index's dump as it takes writes (``dumps.py``): one request, a stream of parts."""
+        """The index's dump as it takes writes (``served_dumps.py``): one request, a stream of parts."""
         request = next(requests, None)
         if request is None or not request.index:
             raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "Dump's request must name the index")
@@ -457,16 +457,17 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         if request.catch_up_seconds < 0 or request.catch_up_seconds != request.catch_up_seconds:
             raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "catch_up_seconds must be a number of seconds, 0 or more")
         return _streamed(
-            "Dump", lambda: dumps.ServedDump(self.catalog, request, context.is_active, _actor(context)).parts()
+            "Dump", lambda: served_dumps.ServedDump(self.catalog, request, context.is_active, _actor(context)).parts()
         )
 
     def Restore(self, requests: Iterator[pb.RestoreRequest], context: CallContext) -> Iterator[pb.RestoreProgress]:
-        """A new index from a dump's parts (``dumps.py``), named once complete; yields progress."""
+        """A new index from a dump's parts (``served_dumps.py``), named once complete; yields progress."""
         first = next(requests, None)
         if first is None:
             raise Answer(grpc.StatusCode.INVALID_ARGUMENT, "Restore needs the dump's parts, its header first")
         return _streamed(
-            "Restore", lambda: dumps.restore_served(self.catalog, first, requests, context.is_active, _actor(context))
+            "Restore",
+            lambda: served_dumps.restore_served(self.catalog, first, requests, context.is_active, _actor(context)),
         )
 
     @_rpc

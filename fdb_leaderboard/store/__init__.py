@@ -16,6 +16,21 @@
   retries included, before it raises StoreUnavailable, and ``direct`` (default true): reads,
   writes and commits through the C extension ``_fdb_direct`` when it is built, the binding's
   ctypes calls otherwise (false: always the binding).
+
+| module | holds |
+|---|---|
+| ``api.py`` | the interface every backend implements: transactions, reads, limits, errors |
+| ``lmdb_backend.py`` | the embedded store's database, opened from its URL |
+| ``lmdb_environment.py`` | the LMDB environment a process shares, in one durability mode |
+| ``lmdb_transactions.py`` | LMDB transactions: snapshot reads, checked writes, time limit |
+| ``lmdb_group_commit.py`` | callers' writes queued and committed once for all |
+| ``redo_log.py``, ``redo_format.py`` | the embedded store's redo log and its records |
+| ``store_lock.py`` | the lock that keeps every process on a store in one mode |
+| ``fdb_backend.py`` | FoundationDB's database: retries, commit markers, time limits |
+| ``fdb_binding.py`` | loading the binding, the direct calls, the error codes told apart |
+| ``fdb_transactions.py`` | FoundationDB transactions: reads, their futures, checked writes |
+| ``fdb_shared.py``, ``fdb_blind_writes.py`` | ``run_together``'s shared transactions; blind writes |
+| ``_fdb_direct.c`` | reads, writes and commits straight to the client library (optional at install) |
 """
 
 from __future__ import annotations

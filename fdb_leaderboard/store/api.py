@@ -550,7 +550,7 @@ class Database(abc.ABC):
 
         Here (and on the embedded store) they run in one :meth:`commit_together` block: a call
         that raises keeps nothing and fails no other, and a failed commit is every call's
-        outcome.  FoundationDB runs them in shared transactions instead (``fdb_backend.py``).
+        outcome.  FoundationDB runs them in shared transactions instead (``fdb_shared.py``).
         """
         outcomes: list[Outcome] = []
         try:

@@ -1,5 +1,9 @@
 """The FoundationDB backend: a thin adapter over the official Python bindings.
 
+This module holds the database (its transactions' retries, commit markers and time limits) and
+opening it; the binding's loading is ``fdb_binding.py``'s, transactions ``fdb_transactions.py``'s,
+``run_together``'s shared transactions ``fdb_shared.py``'s and blind writes ``fdb_blind_writes.py``'s.
+
 Pairing the binding with the client library: the ``foundationdb`` package's major.minor
 must match the installed ``libfdb_c`` (a 7.3 client needs ``foundationdb==7.3.*``; the
 8.0 binding asks for API 800, which every 7.x client refuses).  The API version defaults
@@ -27,337 +31,50 @@ versions on, so an attempt that began before it gets 1007 however short it was.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import fdb.tuple as fdb_tuple
 
-try:
-    from . import _fdb_direct
-except ImportError:  # not built (no compiler at install time): the binding does the calls
-    _fdb_direct = None  # type: ignore[assignment]
-
 from .api import (
-    METADATA_VERSION_KEY,
     BlindWrites,
-    CountedRead,
     Database,
-    InvertedRange,
-    KeyTooLarge,
-    KeyValue,
-    Outcome,
-    ReadOnlyTransaction,
-    ReadRounds,
-    ReadView,
     StoreError,
     StoreStats,
     StoreUnavailable,
-    Transaction,
     TransactionTimedOut,
-    TransactionTooLarge,
-    ValueTooLarge,
     call_time_left,
     current_read_bounds,
     option_boolean,
 )
+from .fdb_binding import (
+    _LIMIT_ERRORS,
+    _MAYBE_COMMITTED,
+    _TRANSACTION_TIMED_OUT,
+    _TRANSACTION_TOO_OLD,
+    CONFLICT,
+    _fdb_direct,
+    binding_api_version,
+    binding_version,
+    direct_calls_available,
+    load_fdb,
+)
+from .fdb_blind_writes import PipelinedBlindWrites
+from .fdb_shared import SharedTransactions
+from .fdb_transactions import DirectFdbTransaction, FdbTransaction
 
 T = TypeVar("T")
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
-_TRANSACTION_TIMED_OUT = 1031  # the `timeout` option ran out (not retryable)
-_TRANSACTION_TOO_OLD = 1007  # FoundationDB's 5 s limit, or a recovery since the attempt began
 _TRANSACTION_SECONDS = 5.0
 # A transaction of a served call may wait for the cluster this long however little of the call's
 # deadline is left: a long job (Verify, Fill) starts its last batch just before its deadline,
 # which it then reports (the service gives it that moment).
 _LEAST_WAIT_MS = 1000
 
-_api_lock = threading.Lock()
-_direct_bound = False  # whether _fdb_direct has the client library's functions
-
-# FoundationDB error codes that are the caller's fault, mapped to our exceptions.
-_LIMIT_ERRORS = {
-    2101: TransactionTooLarge,
-    2102: KeyTooLarge,
-    2103: ValueTooLarge,
-    2005: InvertedRange,
-}
-
-
-def load_fdb(api_version: int | None = None) -> Any:
-    """Import ``fdb`` and select the API version once per process."""
-    try:
-        import fdb
-    except ImportError as exc:  # pragma: no cover - a runtime dependency
-        raise StoreUnavailable("the foundationdb Python package is not installed") from exc
-    global _direct_bound
-    with _api_lock:
-        if not fdb.is_api_version_selected():
-            version = api_version or int(os.environ.get("FDB_API_VERSION", 0)) or binding_api_version(fdb)
-            try:
-                fdb.api_version(version)
-            except Exception as exc:  # the native client is missing or does not support `version`
-                raise StoreUnavailable(
-                    f"cannot select FoundationDB API version {version} with binding {binding_version()}: {exc}. "
-                    "Install the FoundationDB client library and the matching `foundationdb` package "
-                    "(same major.minor), or pass api_version=..."
-                ) from exc
-        if _fdb_direct is not None and not _direct_bound:  # also when the caller selected the version
-            _bind_direct(fdb)
-            _direct_bound = True
-    return fdb
-
-
-def _bind_direct(fdb: Any) -> None:
-    """Hand ``_fdb_direct`` the client library's functions as the binding loaded them (ctypes)."""
-    import ctypes
-
-    from fdb import impl
-
-    library = impl._capi
-    names = _fdb_direct.function_names()
-    addresses = {name: ctypes.cast(getattr(library, name), ctypes.c_void_p).value for name in names}
-    _fdb_direct.bind(addresses, fdb.FDBError, threading.main_thread().ident)
-
-
-def direct_calls_available() -> bool:
-    """Whether ``_fdb_direct`` was built (the C extension; see the module docstring)."""
-    return _fdb_direct is not None
-
-
-def binding_version() -> str:
-    """The installed ``foundationdb`` package's version (7.1's module has no ``__version__``)."""
-    return importlib.metadata.version("foundationdb")
-
-
-def binding_api_version(fdb: Any) -> int:
-    """The newest API version the installed binding knows (7.1's has no LATEST_API_VERSION)."""
-    latest = getattr(fdb, "LATEST_API_VERSION", None)
-    if latest:
-        return int(latest)
-    major, minor = binding_version().split(".")[:2]
-    return int(major) * 100 + int(minor) * 10
-
-
-class _ValueFuture(CountedRead[bytes | None]):
-    """A point read in flight."""
-
-    __slots__ = ("_future",)
-
-    def __init__(self, future: Any, rounds: ReadRounds) -> None:
-        super().__init__(rounds)
-        self._future = future
-
-    def _answer(self) -> bytes | None:
-        return self._future.value
-
-
-class _RangeFuture(CountedRead[list[KeyValue]]):
-    """A range read in flight (the bindings' FDBRange sends its first request when made)."""
-
-    __slots__ = ("_range",)
-
-    def __init__(self, fetched: Any, rounds: ReadRounds) -> None:
-        super().__init__(rounds)
-        self._range = fetched
-
-    def _answer(self) -> list[KeyValue]:
-        return [(kv.key, kv.value) for kv in self._range]
-
-
-class _DirectFuture(CountedRead[Any]):
-    """A read in flight through ``_fdb_direct``: its ``wait`` gives the answer as the store API has it."""
-
-    __slots__ = ("_future",)
-
-    def __init__(self, future: Any, rounds: ReadRounds) -> None:
-        super().__init__(rounds)
-        self._future = future
-
-    def _answer(self) -> Any:
-        return self._future.wait()
-
-
-class _Reads(ReadView):
-    """Reads counted in a transaction's :class:`ReadRounds`: the plain forms wait on the async ones."""
-
-    __slots__ = ()
-
-    batched_reads = True
-    _rounds: ReadRounds
-
-    @property
-    def rounds(self) -> ReadRounds:
-        return self._rounds
-
-    def get(self, key: bytes) -> bytes | None:
-        return self.get_async(key).value
-
-    def get_range(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> list[KeyValue]:
-        return self.get_range_async(begin, end, limit, reverse).value
-
-
-# FoundationDB's greatest row limit: a larger one (a batch size a caller may send, up to 2**32 - 1)
-# asks for no fewer rows than any range holds in one transaction.
-_MAX_LIMIT = 2**31 - 1
-
-
-class _FdbReads(_Reads):
-    """Reads through an fdb transaction or its ``snapshot``."""
-
-    __slots__ = ("_tr", "_fdb", "_rounds")
-
-    def __init__(self, tr: Any, fdb: Any, rounds: ReadRounds) -> None:
-        self._tr = tr
-        self._fdb = fdb
-        self._rounds = rounds
-
-    def get_async(self, key: bytes) -> _ValueFuture:
-        return _ValueFuture(self._tr.get(key), self._rounds)
-
-    def get_range_async(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> _RangeFuture:
-        limit = min(limit, _MAX_LIMIT)
-        mode = self._fdb.StreamingMode.exact if limit else self._fdb.StreamingMode.want_all
-        fetched = self._tr.get_range(begin, end, limit=limit, reverse=reverse, streaming_mode=mode)
-        return _RangeFuture(fetched, self._rounds)
-
-
-class _DirectReads(_Reads):
-    """Reads through ``_fdb_direct`` (plain, or snapshot reads): the same requests as :class:`_FdbReads`."""
-
-    __slots__ = ("_direct", "_is_snapshot", "_rounds")
-
-    def __init__(self, direct: Any, snapshot: bool, rounds: ReadRounds) -> None:
-        self._direct = direct
-        self._is_snapshot = snapshot
-        self._rounds = rounds
-
-    def get_async(self, key: bytes) -> _DirectFuture:
-        return _DirectFuture(self._direct.get(key, self._is_snapshot), self._rounds)
-
-    def get_range_async(self, begin: bytes, end: bytes, limit: int = 0, reverse: bool = False) -> _DirectFuture:
-        limit = min(limit, _MAX_LIMIT)
-        return _DirectFuture(self._direct.get_range(begin, end, limit, reverse, self._is_snapshot), self._rounds)
-
-
-# The parameter of SET_VERSIONSTAMPED_VALUE that makes a value of the commit's versionstamp
-# alone: 10 bytes it replaces, then the little-endian offset where it goes (API 520 and later).
-_STAMP_ONLY = b"\x00" * 14
-
-
-class _Writes(Transaction):
-    """The writes of one attempt, through ``_writer`` (the binding's transaction, or
-    ``_fdb_direct``'s on it: both offer these methods), with the counts StoreStats sums."""
-
-    _writer: Any
-    _binding: Any  # the binding's transaction (for the calls _fdb_direct does not make)
-    _writable: bool
-    writes: int
-    bytes_written: int
-    clears_ranges_at_once = True  # a range clear is one mutation, whatever it holds
-    _stamp: Any = None  # the metadata version's read, once issued
-    metadata_changed = False
-
-    def changed_metadata(self) -> None:
-        self._write(len(METADATA_VERSION_KEY) + len(_STAMP_ONLY))
-        self.metadata_changed = True
-        self._binding.set_versionstamped_value(METADATA_VERSION_KEY, _STAMP_ONLY)
-
-    def metadata_stamp(self) -> Any:
-        if self.metadata_changed:  # FoundationDB refuses to read it after this transaction set it
-            return None
-        if self._stamp is None:
-            self._stamp = self.snapshot.get_async(METADATA_VERSION_KEY)
-        return self._stamp
-
-    def _write(self, size: int) -> None:
-        if not self._writable:
-            raise ReadOnlyTransaction("this transaction was opened with Database.read and cannot write")
-        self.writes += 1
-        self.bytes_written += size
-
-    def set(self, key: bytes, value: bytes) -> None:
-        self._write(len(key) + len(value))
-        self._writer.set(key, value)
-
-    def clear(self, key: bytes) -> None:
-        self._write(len(key))
-        self._writer.clear(key)
-
-    def clear_range(self, begin: bytes, end: bytes) -> None:
-        self._write(len(begin) + len(end))
-        self._writer.clear_range(begin, end)
-
-    def add(self, key: bytes, param: bytes) -> None:
-        self._write(len(key) + len(param))
-        self._writer.add(key, param)
-
-    def max(self, key: bytes, param: bytes) -> None:
-        self._write(len(key) + len(param))
-        self._writer.max(key, param)
-
-    def min(self, key: bytes, param: bytes) -> None:
-        self._write(len(key) + len(param))
-        self._writer.min(key, param)
-
-    def add_read_conflict_range(self, begin: bytes, end: bytes) -> None:
-        self._writer.add_read_conflict_range(begin, end)
-
-
-class FdbTransaction(_FdbReads, _Writes):
-    """One attempt of a transaction, through the binding."""
-
-    __slots__ = ("_snapshot", "_writer", "_binding", "_writable", "writes", "bytes_written")
-
-    def __init__(self, tr: Any, fdb: Any, writable: bool) -> None:
-        rounds = ReadRounds()
-        super().__init__(tr, fdb, rounds)
-        self._snapshot = _FdbReads(tr.snapshot, fdb, rounds)
-        self._writer = self._binding = tr
-        self._writable = writable
-        self.writes = 0
-        self.bytes_written = 0
-
-    @property
-    def snapshot(self) -> ReadView:
-        return self._snapshot
-
-
-class DirectFdbTransaction(_DirectReads, _Writes):
-    """One attempt of a transaction, through ``_fdb_direct`` on the binding's transaction."""
-
-    __slots__ = ("_snapshot", "_writer", "_binding", "_writable", "writes", "bytes_written")
-
-    def __init__(self, tr: Any, writable: bool) -> None:
-        rounds = ReadRounds()
-        direct = _fdb_direct.Transaction(tr)
-        super().__init__(direct, False, rounds)
-        self._snapshot = _DirectReads(direct, True, rounds)
-        self._writer = direct
-        self._binding = tr
-        self._writable = writable
-        self.writes = 0
-        self.bytes_written = 0
-
-    @property
-    def snapshot(self) -> ReadView:
-        return self._snapshot
-
-    def add_read_conflict_ranges(self, ranges: Sequence[tuple[bytes, bytes]]) -> None:
-        self._writer.add_read_conflict_ranges(ranges)
-
-
-# Errors after which a commit may or may not have happened (commit_unknown_result,
-# transaction_timed_out, cluster_version_changed): the retry must find out before redoing it.
-# A timed-out call is not retried (its ``timeout`` is spent) but still records the attempt,
-# so its StoreUnavailable can say whether the write may have committed.
-_MAYBE_COMMITTED = {1021, 1031, 1039}
-CONFLICT = 1020
 
 # Each write transaction sets IDEMPOTENCY_PREFIX + (minute, token): a key no other transaction
 # writes.  It lets a retry after an unknown commit result tell whether the earlier attempt
@@ -365,47 +82,6 @@ CONFLICT = 1020
 IDEMPOTENCY_PREFIX = fdb_tuple.pack(("lb-committed",))
 IDEMPOTENCY_MINUTES = 60
 _CLEANUP_SECONDS = 60.0
-
-# A shared transaction (``run_together``) takes calls until it has written this many bytes or
-# spent this long on their work; the calls left go on in the next one.  FoundationDB's limits
-# are 10 MB and 5 s; it advises keeping transactions under 1 MB.
-SHARED_BYTES = 1_000_000
-SHARED_SECONDS = 1.0
-# A shared transaction that conflicted this many times is split in two, each half its own.
-SPLIT_AFTER_CONFLICTS = 2
-
-
-class _Abandon(BaseException):
-    """A call of a shared transaction that the transaction cannot keep: it raised after writing
-    (its writes cannot be taken back alone), or a read failed for the whole transaction
-    (``error``).  A BaseException, so handlers' ``except Exception`` let it through."""
-
-    def __init__(self, error: BaseException | None = None) -> None:
-        super().__init__()
-        self.error = error
-
-
-class _Shared:
-    """The transaction a ``run_together`` batch shares: this thread's ``run`` calls join it."""
-
-    __slots__ = ("view", "fdb_error")
-
-    def __init__(self, view: Any, fdb_error: type[Exception]) -> None:
-        self.view = view
-        self.fdb_error = fdb_error
-
-    def join(self, fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
-        """``fn(tr, ...)`` in the shared transaction, at once; what it wrote commits with the others."""
-        view = self.view
-        before = view.writes
-        try:
-            return fn(view, *args, **kwargs)
-        except self.fdb_error as error:  # the transaction's, not the call's: it is retried whole
-            raise _Abandon(error) from error
-        except Exception:
-            if view.writes != before:
-                raise _Abandon() from None
-            raise
 
 
 class _SeenVersions:
@@ -431,13 +107,7 @@ class _SeenVersions:
         return None
 
 
-def outcomes_of(outcomes: list[Outcome], done: dict[int, Outcome]) -> None:
-    """Copy the outcomes of a committed shared transaction's calls into ``outcomes``."""
-    for position, outcome in done.items():
-        outcomes[position] = outcome
-
-
-class FdbDatabase(Database):
+class FdbDatabase(SharedTransactions, Database):
     batched_reads = True
     clears_ranges_at_once = True
     shared_by_processes = True
@@ -650,180 +320,6 @@ class FdbDatabase(Database):
     def blind_writes(self, fences: Sequence[tuple[bytes, bytes]] = ()) -> BlindWrites:
         return PipelinedBlindWrites(self, fences=fences)
 
-    def run_together(self, calls: Sequence[Callable[[], T]]) -> list[Outcome]:
-        """Run ``calls`` in shared transactions: each call's ``run`` joins its batch's one
-        transaction (one read version, one commit), and its outcome is known once that committed.
-
-        - A call that raises before writing anything is refused alone (the others commit); one
-          that raises after writing is taken out and the transaction run again without it (at the
-          same read version), and it then runs on its own after the batch, as if alone.
-        - A conflict retries the whole transaction; one that conflicts
-          :data:`SPLIT_AFTER_CONFLICTS` times is split in two halves, each run on its own the
-          same way (a transaction too large for FoundationDB likewise).
-        - An unknown commit result is settled by the batch's marker key, as for one call
-          (:meth:`_transact`): the retry answers the committed attempt's outcomes.
-        - A transaction takes calls until it wrote :data:`SHARED_BYTES` or worked
-          :data:`SHARED_SECONDS`; the rest go on in the next.
-
-        Calls run one after another on this thread, each seeing what the ones before it wrote
-        (one record written twice in a batch is written twice, in order).
-        """
-        outcomes: list[Outcome] = [(None, None)] * len(calls)
-        versions = [0] * len(calls)
-        alone: list[int] = []
-        members = list(range(len(calls)))
-        self._local.shared_versions = versions
-        while members:
-            members = self._shared_transaction(calls, members, outcomes, alone)
-        for position in alone:
-            self._local.versions = []
-            try:
-                outcomes[position] = (calls[position](), None)
-            except Exception as exc:
-                outcomes[position] = (None, exc)
-            versions[position] = self._local.versions[-1] if self._local.versions else 0
-        self._local.versions = versions
-        return outcomes
-
-    def _shared_transaction(
-        self, calls: Sequence[Callable[[], Any]], members: list[int], outcomes: list[Outcome], alone: list[int]
-    ) -> list[int]:
-        """Commit the ``members`` of ``calls`` in one transaction (or two halves, ...) and fill in
-        their ``outcomes``; calls to run on their own join ``alone``.  Returns the members left
-        for the next transaction (over the size or time budget)."""
-        if self._db is None:
-            raise StoreError(f"database {self.url} is closed")
-        tr = self._db.create_transaction()
-        timeout_ms = self._call_timeout_ms()  # bounded by the calls' deadline (run_together's caller sets it)
-        tr.options.set_timeout(timeout_ms)
-        marker = self._marker_key()
-        maybe: dict[int, tuple[dict[int, Outcome], list[int]]] = {}  # attempts whose commit is unknown
-        attempt = retries = conflicts = unknown = 0
-        read_version: int | None = None  # kept when a call is taken out: the others run again on it
-        view: FdbTransaction | DirectFdbTransaction | None = None
-        try:
-            while True:
-                attempt += 1
-                view = DirectFdbTransaction(tr, True) if self.direct else FdbTransaction(tr, self._fdb, True)
-                done: dict[int, Outcome] = {}
-                left: list[int] = []
-                try:
-                    tr.add_read_conflict_key(marker)
-                    if maybe:
-                        committed = view.get(marker)
-                        if committed is not None:
-                            done, left = maybe[int(committed)]
-                            outcomes_of(outcomes, done)
-                            return left
-                    taken_out, left = self._run_members(calls, members, view, done, alone)
-                    if taken_out:  # start again without it, on the same snapshot
-                        read_version = read_version or tr.get_read_version().wait()
-                        tr.reset()
-                        tr.options.set_timeout(timeout_ms)
-                        tr.set_read_version(read_version)
-                        continue
-                    try:
-                        version = self._commit_marked(tr, marker, attempt)
-                    except self._fdb.FDBError as error:
-                        if error.code in _MAYBE_COMMITTED:
-                            maybe[attempt] = (done, left)
-                        raise
-                    for position in done:
-                        self._local.shared_versions[position] = version
-                    outcomes_of(outcomes, done)
-                    return left
-                except self._fdb.FDBError as error:
-                    failure = self._shared_failure(error, bool(maybe), timeout_ms)
-                    if failure is not None:
-                        if isinstance(failure, TransactionTooLarge) and len(members) > 1:
-                            return self._split(calls, members, outcomes, alone)
-                        for position in members:
-                            if position not in alone:
-                                outcomes[position] = (None, failure)
-                        return []
-                    retries += 1
-                    conflicts += error.code == CONFLICT
-                    unknown += error.code in _MAYBE_COMMITTED
-                    read_version = None
-                    if conflicts >= SPLIT_AFTER_CONFLICTS and len(members) > 1 and not maybe:
-                        return self._split(calls, members, outcomes, alone)
-                    try:
-                        tr.on_error(error).wait()  # raises when the error is not retryable
-                    except self._fdb.FDBError as final:
-                        failure = self._shared_failure(final, bool(maybe), timeout_ms) or StoreError(
-                            f"FoundationDB error {final.code}: {final.description}"
-                        )
-                        for position in members:
-                            if position not in alone:
-                                outcomes[position] = (None, failure)
-                        return []
-        finally:
-            self._local.shared = None
-            rounds = view.rounds if view is not None else None
-            self.stats.add(
-                transactions=1,
-                read_rounds=rounds.count if rounds else 0,
-                reads=rounds.reads if rounds else 0,
-                commits=1,
-                retries=retries,
-                conflicts=conflicts,
-                unknown_results=unknown,
-                writes=view.writes if view is not None else 0,
-                bytes_written=view.bytes_written if view is not None else 0,
-            )
-
-    def _run_members(
-        self,
-        calls: Sequence[Callable[[], Any]],
-        members: list[int],
-        view: Any,
-        done: dict[int, Outcome],
-        alone: list[int],
-    ) -> tuple[bool, list[int]]:
-        """Run the members (but those to run alone) in the shared ``view``, into ``done``.
-        Returns (whether one was taken out: it wrote and raised, so the transaction must start
-        again without it; the members left over the budget)."""
-        began = time.monotonic()
-        self._local.shared = _Shared(view, self._fdb.FDBError)
-        try:
-            for number, position in enumerate(members):
-                if position in alone:
-                    continue
-                if done and (view.bytes_written >= SHARED_BYTES or time.monotonic() - began >= SHARED_SECONDS):
-                    return False, [p for p in members[number:] if p not in alone]
-                try:
-                    done[position] = (calls[position](), None)
-                except _Abandon as abandoned:
-                    if abandoned.error is not None:
-                        raise abandoned.error from None  # the transaction's error: retried whole
-                    alone.append(position)
-                    return True, []
-                except Exception as exc:
-                    done[position] = (None, exc)
-            return False, []
-        finally:
-            self._local.shared = None
-
-    def _split(
-        self, calls: Sequence[Callable[[], Any]], members: list[int], outcomes: list[Outcome], alone: list[int]
-    ) -> list[int]:
-        """Commit ``members`` as two halves, each a shared transaction of its own."""
-        half = len(members) // 2
-        for part in (members[:half], members[half:]):
-            while part:
-                part = self._shared_transaction(calls, part, outcomes, alone)
-        return []
-
-    def _shared_failure(self, error: Any, maybe_committed: bool, timeout_ms: int) -> StoreError | None:
-        """What a shared transaction's FoundationDB error means for its calls, or None when it is
-        to be retried (FoundationDB's retry loop decides that in ``on_error``)."""
-        if error.code == _TRANSACTION_TIMED_OUT:
-            return self._timed_out(True, timeout_ms, False, maybe_committed)
-        mapped = _LIMIT_ERRORS.get(error.code)
-        if mapped is not None:
-            return mapped(f"FoundationDB error {error.code}: {error.description}")
-        return None
-
     def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return self._transact(False, fn, args, kwargs)
 
@@ -838,95 +334,6 @@ class FdbDatabase(Database):
 
     def close(self) -> None:
         self._db = None  # the bindings keep one network thread per process; nothing else to release
-
-
-# FoundationDB's advice for bulk loads: transactions of about 10 kB of writes, about 50 of them in
-# flight per client process.
-BLIND_CHUNK_BYTES = 10_000
-BLIND_IN_FLIGHT = 50
-_FENCE_READS_AHEAD = 16  # chunks written before the oldest one's fence read is waited for
-
-
-class PipelinedBlindWrites(BlindWrites):
-    """:class:`BlindWrites` on FoundationDB: each chunk a transaction of its own, committed while
-    the next ones are written, up to ``in_flight`` commits outstanding (the oldest is waited for
-    before another starts).  A chunk's writes are sets, so a retryable error or an unknown commit
-    result writes it again in a new attempt of the same transaction; the store's ``timeout``
-    bounds each, retries included.  With fences, a chunk's reads of the fence keys are issued with
-    its writes and waited for a few chunks later, just before its commit (a conflict on such a key,
-    which another process changed, then retries it and finds so)."""
-
-    def __init__(
-        self,
-        db: FdbDatabase,
-        chunk_bytes: int = BLIND_CHUNK_BYTES,
-        in_flight: int = BLIND_IN_FLIGHT,
-        fences: Sequence[tuple[bytes, bytes]] = (),
-    ) -> None:
-        super().__init__(db, chunk_bytes, fences)
-        self.fdb_db = db
-        self.in_flight = in_flight
-        self._written: deque[tuple[Any, list[KeyValue], list[Any]]] = deque()  # (tr, chunk, fence reads)
-        self._committing: deque[tuple[Any, list[KeyValue], Any]] = deque()  # (tr, chunk, commit)
-
-    def _commit(self, chunk: list[KeyValue]) -> None:
-        if self.fdb_db._db is None:
-            raise StoreError(f"database {self.fdb_db.url} is closed")
-        tr = self.fdb_db._db.create_transaction()
-        tr.options.set_timeout(self.fdb_db._timeout_ms)
-        self._written.append((tr, chunk, self._write(tr, chunk)))
-        if len(self._written) > _FENCE_READS_AHEAD:
-            self._start_commit(*self._written.popleft())
-        while len(self._committing) >= self.in_flight:
-            self._settle(*self._committing.popleft())
-
-    def _write(self, tr: Any, chunk: list[KeyValue]) -> list[Any]:
-        """Issue the fence keys' reads and write ``chunk`` in ``tr``; the reads' futures."""
-        fences = [tr.get(key) for key, _ in self.fences]
-        writer = _fdb_direct.Transaction(tr) if self.fdb_db.direct else tr
-        for key, value in chunk:
-            writer.set(key, value)
-        return fences
-
-    def _start_commit(self, tr: Any, chunk: list[KeyValue], fences: list[Any]) -> None:
-        commit = self._checked_commit(tr, fences)
-        self._committing.append((tr, chunk, commit))
-
-    def _checked_commit(self, tr: Any, fences: list[Any]) -> Any:
-        if fences:
-            found = [read.wait() for read in fences]
-            self.check_fences([bytes(value) if value.present() else None for value in found])
-        return tr.commit()
-
-    def _settle(self, tr: Any, chunk: list[KeyValue], commit: Any) -> None:
-        fdb, retries = self.fdb_db._fdb, 0
-        while True:
-            try:
-                commit.wait()
-                break
-            except fdb.FDBError as error:
-                mapped = _LIMIT_ERRORS.get(error.code)
-                if mapped is not None:
-                    raise mapped(f"FoundationDB error {error.code}: {error.description}") from error
-                try:
-                    if error.code == _TRANSACTION_TIMED_OUT:
-                        raise
-                    tr.on_error(error).wait()  # raises when the error is not retryable
-                except fdb.FDBError as final:
-                    if final.code == _TRANSACTION_TIMED_OUT:
-                        raise self.fdb_db._timed_out(True, self.fdb_db._timeout_ms, False, False) from final
-                    raise
-                retries += 1
-                commit = self._checked_commit(tr, self._write(tr, chunk))
-        size = sum(len(key) + len(value) for key, value in chunk)
-        self.fdb_db.stats.add(transactions=1, commits=1, retries=retries, writes=len(chunk), bytes_written=size)
-
-    def flush(self) -> None:
-        super().flush()
-        while self._written:
-            self._start_commit(*self._written.popleft())
-        while self._committing:
-            self._settle(*self._committing.popleft())
 
 
 def open_fdb(cluster_file: str | None, options: dict[str, str]) -> FdbDatabase:

@@ -61,7 +61,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from fdb_leaderboard.index import tuplecodec as tuples
 from fdb_leaderboard.index.layout import IndexLayout
 from fdb_leaderboard.proto import index_pb2
-from fdb_leaderboard.rankedset import _suffix
+from fdb_leaderboard.rankedset.layout import _suffix
 
 from .data import bench_directory, make_data
 from .output import environment, markdown, table, write_json

@@ -3,7 +3,7 @@ index from one server's store to another's while it takes writes, ``compare`` tw
 by window, and ``index pause``/``index resume`` its writes.
 
 A dump is taken while the index takes writes and is the index at one moment (the server catches
-up with the writes made meanwhile; see ``fdb_leaderboard/service/dumps.py``).  A file is checked
+up with the writes made meanwhile; see ``fdb_leaderboard/service/served_dumps.py``).  A file is checked
 whole (every part's CRC and the dump's SHA-256) before a restore sends any of it.
 """
 

@@ -1,6 +1,6 @@
 """Dumps of served indexes while they take writes, and restores published under a name.
 
-A dump (``index/dumps.py``) copies an index's rows in bounded transactions, which see the index
+A dump (``index/snapshot.py``) copies an index's rows in bounded transactions, which see the index
 at different moments.  A served index's dump stays consistent by catching up with the writes:
 
 1. before it copies anything, it starts capturing the index's changes (``catalog.py``): every
@@ -35,8 +35,8 @@ from collections.abc import Callable, Iterator
 
 from ..errors import AlreadyExists, NotFound
 from ..index import LeaderboardIndex
-from ..index.dumps import PART_BYTES, CatchUp, DumpError, dump_parts, issue_unit, state_rows
 from ..index.restore import RestoreCounts, restoring
+from ..index.snapshot import PART_BYTES, CatchUp, DumpError, dump_parts, issue_unit, state_rows
 from ..proto import index_pb2
 from ..proto import service_pb2 as pb
 from ..store.api import KeyValue, Transaction, strinc

@@ -22,7 +22,7 @@ timestamp is the one reads see (during a recompute, the value before it: ``lates
 
 Parts, in order: a header; the rows in key order, each batch one bounded read transaction; a
 ``copied`` mark; the units written since their rows were copied (a live dump's catch-up, see
-``service/dumps.py``); the state rows at the dump's moment; an end with the SHA-256 of every
+``service/served_dumps.py``); the state rows at the dump's moment; an end with the SHA-256 of every
 part before it (their deterministic serializations).  Rows copied in separate transactions are a
 consistent copy only when nothing changed them meanwhile: :func:`dump_parts` without
 ``catch_up`` is for an index no one writes to; the service catches up with the writes.
