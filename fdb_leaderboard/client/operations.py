@@ -60,10 +60,10 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 import grpc
 import grpc.aio
 
-from . import access, errors, wire
-from .access import ROLE_BY_METHOD, Role, is_loopback
-from .errors import NoWindowsWarning
-from .index import (
+from .. import access, errors, wire
+from ..access import ROLE_BY_METHOD, Role, is_loopback
+from ..errors import NoWindowsWarning
+from ..index import (
     AuditEvent,
     Cohort,
     DeletionProgress,
@@ -77,10 +77,10 @@ from .index import (
     RankedEntry,
     ScoreRules,
 )
-from .index.calendar import board_periods, timebase_scale
-from .index.values import check_timestamp
-from .proto import service_pb2 as pb
-from .proto import service_pb2_grpc as pb_grpc
+from ..index.calendar import board_periods, timebase_scale
+from ..index.values import check_timestamp
+from ..proto import service_pb2 as pb
+from ..proto import service_pb2_grpc as pb_grpc
 
 # A window that ended, as window-end events tell it (watch_window_ends).
 WindowEnd = wire.WindowEnd
