@@ -1,0 +1,448 @@
+"""The blocking client, :class:`LeaderboardClient`, and its watches."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from collections.abc import (
+    Callable,
+    Iterable,
+    Iterator,
+    Sequence,
+)
+from typing import Any, Concatenate
+
+import grpc
+import grpc.aio
+
+from .. import wire
+from ..index import (
+    RankedEntry,
+)
+from ..proto import service_pb2 as pb
+from ..proto import service_pb2_grpc as pb_grpc
+from .channel import _CHANNEL_OPTIONS, _call_metadata, _credentials, _Freshness, _Headers
+from .errors import error_from_rpc
+from .messages import _P, _T, Key, Op, _Call, _rank_request
+from .operations import _BOUNDED_OPS, _STALENESS_PARAMETER, _like, _Ops, _step
+from .retry import DEFAULT_RETRY, RetryPolicy, new_idempotency_key
+from .streams import (
+    _can_send_again,
+    _dump_request,
+    _LoadMessages,
+    _Move,
+    _moved_reason,
+    _restore_request,
+    _verify_parts,
+    _VerifyMerge,
+    _window_ends_request,
+)
+
+
+def _blocking(op: Callable[_P, Op[_T]]) -> Callable[Concatenate[Any, _P], _T]:
+    """The operation as a method of the blocking client."""
+    if op.__name__ in _BOUNDED_OPS:
+
+        def method(self: LeaderboardClient, *args: Any, max_staleness: int | None = None, **kwargs: Any) -> Any:
+            return self._run(op(*args, **kwargs), self._staleness(max_staleness))
+
+        return _like(method, op, "LeaderboardClient", _STALENESS_PARAMETER)
+
+    def plain(self: LeaderboardClient, *args: Any, **kwargs: Any) -> Any:
+        return self._run(op(*args, **kwargs))
+
+    return _like(plain, op, "LeaderboardClient")
+
+
+class LeaderboardClient:
+    """The blocking client (see the module docstring); a thread-safe channel, closed by ``close``."""
+
+    def __init__(
+        self,
+        address: str,
+        timeout: float | None = 30.0,
+        *,
+        token: str | None = None,
+        ca: str | None = None,
+        cert: str | None = None,
+        key: str | None = None,
+        retry: RetryPolicy | None = DEFAULT_RETRY,
+        user: str | None = None,
+        max_staleness: int = 0,
+    ) -> None:
+        """``token``: a bearer token; ``ca``: a CA file to verify the server's TLS certificate
+        (TLS is used when ``ca`` or ``cert`` is given); ``cert``/``key``: a client certificate;
+        ``retry``: how calls are sent again (None: once), each try with ``timeout``; ``user``: who
+        the caller says it is, recorded by a server without tokens in its audit trail (the CLI
+        sends the local user); ``max_staleness``: milliseconds the reads may lag behind the
+        latest writes (0: exact; each read also takes ``max_staleness=``), always seeing this
+        client's own score writes, through any server of the store (docs/foundationdb.md,
+        "Fresh reads and stale ones")."""
+        self.freshness = _Freshness(max_staleness)
+        credentials = _credentials(address, token, ca, cert, key)
+        options = _CHANNEL_OPTIONS
+        if credentials is None:
+            channel = grpc.insecure_channel(address, options)
+        else:
+            channel = grpc.secure_channel(address, credentials, options)
+        self._raw_channel = channel
+        self._connect = lambda: LeaderboardClient(
+            address, timeout, token=token, ca=ca, cert=cert, key=key, retry=retry, user=user
+        )
+        metadata = _call_metadata(token, user)
+        self.channel = grpc.intercept_channel(channel, _Headers(metadata)) if metadata else channel
+        self.stub = pb_grpc.LeaderboardStub(self.channel)
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy(attempts=1)
+
+    def close(self) -> None:
+        self._raw_channel.close()
+
+    def __enter__(self) -> LeaderboardClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _staleness(self, per_call: int | None) -> int | None:
+        return self.freshness.staleness(per_call)
+
+    def _run(self, op: Op[_T], staleness: int | None = None) -> _T:
+        step = _step(op, None)
+        while isinstance(step, _Call):
+            step = _step(op, self._send(step, staleness))
+        return step.value
+
+    def _send(self, call: _Call, staleness: int | None = None) -> Any:
+        send = getattr(self.stub, call.method)
+        codes = call.retry_codes(self.retry)
+        metadata = self.freshness.metadata(call, staleness)
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                if call.method in wire.SCORE_WRITES:
+                    response, rpc = send.with_call(call.request, timeout=call.timeout or self.timeout)
+                    self.freshness.note(rpc.trailing_metadata())
+                    return response
+                return send(call.request, timeout=call.timeout or self.timeout, metadata=metadata or None)
+            except grpc.RpcError as exc:
+                if not self.retry.again(exc, codes, tries):
+                    raise error_from_rpc(exc) from None
+            time.sleep(self.retry.backoff(tries))
+
+    create_index = _blocking(_Ops.create_index)
+    list_indexes = _blocking(_Ops.list_indexes)
+    drop_index = _blocking(_Ops.drop_index)
+    set_maintenance = _blocking(_Ops.set_maintenance)
+    set_writes_paused = _blocking(_Ops.set_writes_paused)
+    update_windows = _blocking(_Ops.update_windows)
+    list_windows = _blocking(_Ops.list_windows)
+    save_sub_directory = _blocking(_Ops.save_sub_directory)
+    sub_directories = _blocking(_Ops.sub_directories)
+    groups = _blocking(_Ops.groups)
+    expire = _blocking(_Ops.expire)
+    fill = _blocking(_Ops.fill)
+    trim = _blocking(_Ops.trim)
+    keep_ahead = _blocking(_Ops.keep_ahead)
+    expire_idempotency_keys = _blocking(_Ops.expire_idempotency_keys)
+    verify = _blocking(_Ops.verify)
+    verify_plan = _blocking(_Ops.verify_plan)
+
+    def verify_report(
+        self,
+        index: str,
+        max_problems: int = 0,
+        timeout: float | None = None,
+        progress: Callable[[pb.VerifyResponse], None] | None = None,
+        parts: int = 1,
+    ) -> pb.VerifyResponse:
+        """The server's consistency check of the whole index, in calls each within the server's
+        deadline and ``timeout``.  With ``parts`` above 1 the check is cut into about that many
+        pieces over key ranges, run at once, each on a connection of its own (a server with several
+        processes spreads them); ``progress`` then sees their answers summed."""
+        if parts <= 1:
+            return self._run(_Ops.verify_report(index, max_problems, timeout, progress))
+        plan = _verify_parts(self.verify_plan(index, parts, timeout))
+        merge = _VerifyMerge(len(plan), max_problems, progress)
+
+        def piece(number: int) -> pb.VerifyResponse:
+            with self._connect() as own:
+                return own._run(_Ops.verify_report(index, max_problems, timeout, merge.seen(number), plan[number]))
+
+        with concurrent.futures.ThreadPoolExecutor(len(plan)) as pool:
+            return merge.merged(list(pool.map(piece, range(len(plan)))))
+
+    store_status = _blocking(_Ops.store_status)
+    upgrade_index = _blocking(_Ops.upgrade_index)
+    upgrade_store = _blocking(_Ops.upgrade_store)
+    add_score = _blocking(_Ops.add_score)
+    set_metadata = _blocking(_Ops.set_metadata)
+    metadata = _blocking(_Ops.metadata)
+    add_entries = _blocking(_Ops.add_entries)
+    save_record = _blocking(_Ops.save_record)
+    delete_record = _blocking(_Ops.delete_record)
+    hide_record = _blocking(_Ops.hide_record)
+    restore_record = _blocking(_Ops.restore_record)
+    hidden_records = _blocking(_Ops.hidden_records)
+    score_rules = _blocking(_Ops.score_rules)
+    set_score_rules = _blocking(_Ops.set_score_rules)
+    delete_records = _blocking(_Ops.delete_records)
+    audit_events = _blocking(_Ops.audit_events)
+    audit_retention = _blocking(_Ops.audit_retention)
+    set_audit_retention = _blocking(_Ops.set_audit_retention)
+    expire_audit_events = _blocking(_Ops.expire_audit_events)
+    write_batch = _blocking(_Ops.write_batch)
+    rank = _blocking(_Ops.rank)
+    rank_and_entry = _blocking(_Ops.rank_and_entry)
+    around = _blocking(_Ops.around)
+    top = _blocking(_Ops.top)
+    count = _blocking(_Ops.count)
+    score_for_rank = _blocking(_Ops.score_for_rank)
+    rank_for_score = _blocking(_Ops.rank_for_score)
+    score_trim = _blocking(_Ops.score_trim)
+    ranks = _blocking(_Ops.ranks)
+    friends_board = _blocking(_Ops.friends_board)
+    page = _blocking(_Ops.page)
+    cohort = _blocking(_Ops.cohort)
+    percentile = _blocking(_Ops.percentile)
+    score_for_percentile = _blocking(_Ops.score_for_percentile)
+    movement = _blocking(_Ops.movement)
+    rank_history = _blocking(_Ops.rank_history)
+    scan = _blocking(_Ops.scan)
+    add_webhook = _blocking(_Ops.add_webhook)
+    webhooks = _blocking(_Ops.webhooks)
+    delete_webhook = _blocking(_Ops.delete_webhook)
+    notice_window_ends = _blocking(_Ops.notice_window_ends)
+
+    def all_groups(self, index: str, window_type: int = 0, timestamp: int | None = None) -> Iterator[tuple]:
+        """Every group holding a value in the window, following continuations page by page."""
+        continuation = b""
+        while True:
+            groups, continuation = self.groups(index, window_type, timestamp, continuation=continuation)
+            yield from groups
+            if not continuation:
+                return
+
+    def scan_all(self, index: str, scan_type: str = "BY_RANK", page: int = 100, **kwargs: Any) -> Iterator[RankedEntry]:
+        """Every entry of a scan, following continuations page by page."""
+        continuation = b""
+        while True:
+            entries, continuation = self.scan(index, scan_type, limit=page, continuation=continuation, **kwargs)
+            yield from entries
+            if not continuation:
+                return
+
+    def watch_rank(
+        self,
+        index: str,
+        pk: Key,
+        window_type: int = 0,
+        timestamp: int | None = None,
+        group: Key = (),
+        mode: str = "ORDINAL",
+        timeout: float | None = None,
+    ) -> RankWatch:
+        """The record's value in the window with its rank (None: no value there), now and then
+        whenever its rank, score or window changes (at most once a second), until the watch is
+        closed (from any thread) or ``timeout`` seconds pass (None: no end).  Without
+        ``timestamp``, the window is the current one of its type, following the clock."""
+        return RankWatch(
+            self.stub.WatchRank(_rank_request(index, pk, window_type, timestamp, group, mode), timeout=timeout)
+        )
+
+    def watch_window_ends(
+        self, index: str, after: int | None = None, top: int | None = None, timeout: float | None = None
+    ) -> WindowEndWatch:
+        """The index's ended windows (:class:`~fdb_leaderboard.wire.WindowEnd`) as they are noticed,
+        from now on, or those after cursor ``after`` first (an event's ``cursor``: where to resume
+        after a reconnect), each with its top ``top`` (default 10), until the watch is closed
+        (from any thread) or ``timeout`` seconds pass (None: no end)."""
+        return WindowEndWatch(self.stub.WatchWindowEnds(_window_ends_request(index, after, top), timeout=timeout))
+
+    def bulk_load(
+        self,
+        index: str,
+        records: Iterable[tuple[Key, Sequence[tuple]]],
+        batch_size: int = 500,
+        rank_as_loaded: bool = False,
+        progress: Callable[[int], None] | None = None,
+        timeout: float | None = None,
+        idempotency_key: str | None = None,
+    ) -> int:
+        """Stream ``(pk, entries)`` records to the server's Load; returns how many it saved.
+
+        Each record replaces that record's entries.  ``progress`` gets the count of records
+        saved so far, after each transaction the server commits.  If iterating ``records``
+        raises, the stream ends there: the server saves what came before, then that exception
+        is raised here (noting how many were saved); a record that cannot be sent does the same
+        as InvalidArgument.  A record the server refuses raises a :class:`CallError`;
+        :func:`load_refusal` tells which record and how many were saved.  No timeout by default:
+        a load takes as long as its data.
+
+        The load goes under an idempotency key: each of its transactions is applied once.  When
+        ``records`` can be iterated again (a list, or an object whose ``__iter__`` starts over:
+        not an iterator), a load cut off (UNAVAILABLE, DEADLINE_EXCEEDED) is sent again from
+        its start and the server saves only the transactions it had not.
+        """
+        key = idempotency_key or new_idempotency_key()
+        again = _can_send_again(records)
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                return self._load(index, records, batch_size, rank_as_loaded, progress, timeout, key)
+            except grpc.RpcError as exc:
+                if not again or not self.retry.again(exc, self.retry.write_codes, tries):
+                    raise error_from_rpc(exc) from None
+            time.sleep(self.retry.backoff(tries))
+
+    def _load(
+        self,
+        index: str,
+        records: Iterable[tuple[Key, Sequence[tuple]]],
+        batch_size: int,
+        rank_as_loaded: bool,
+        progress: Callable[[int], None] | None,
+        timeout: float | None,
+        idempotency_key: str,
+    ) -> int:
+        """One try of :meth:`bulk_load`."""
+        messages = _LoadMessages(index, batch_size, rank_as_loaded, idempotency_key)
+
+        def requests() -> Iterator[pb.BulkLoadRequest]:
+            try:
+                for record in records:
+                    if (full := messages.add(record)) is not None:
+                        yield full
+            except Exception as exc:  # end the stream here; grpc would only say "Exception iterating requests"
+                messages.failure = exc
+            if (last := messages.last()) is not None:
+                yield last
+
+        call = self.stub.Load(requests(), timeout=timeout)
+        written = 0
+        try:
+            for step in call:
+                written = step.records_saved
+                if progress:
+                    progress(written)
+        except KeyboardInterrupt:  # stop the server's load too: what it saved stays saved
+            call.cancel()
+            raise
+        messages.raise_failure(written)
+        return written
+
+    # -- dumps, restores, moves ---------------------------------------------------------------
+
+    def dump(
+        self,
+        index: str,
+        keep_paused: bool = False,
+        moved_to: str = "",
+        catch_up_seconds: float = 0.0,
+        timeout: float | None = None,
+    ) -> Iterator[pb.DumpPart]:
+        """The index's dump, part by part, as the server copies it while the index takes writes
+        (``fdb_leaderboard.index.dumps``; :func:`~fdb_leaderboard.index.dumpfile.write_dump` writes
+        it to a file).  ``keep_paused``: the index's writes stay refused afterwards (a move,
+        see :meth:`move`).  A dump cut off is not sent again: start it again."""
+        request = _dump_request(index, keep_paused, moved_to, catch_up_seconds)
+        call = self.stub.Dump(iter([request]), timeout=timeout)
+        try:
+            yield from call
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from None
+        finally:
+            call.cancel()  # the caller stopped reading: the server stops the dump (a no-op once done)
+
+    def restore(
+        self, parts: Iterable[pb.DumpPart], index: str = "", timeout: float | None = None
+    ) -> Iterator[pb.RestoreProgress]:
+        """Send a dump's parts to the server, which restores them as the new index ``index`` (empty:
+        the dumped index's name); yields its progress, the last with phase "done"."""
+
+        def requests() -> Iterator[pb.RestoreRequest]:
+            for number, part in enumerate(parts):
+                yield _restore_request(number, part, index)
+
+        call = self.stub.Restore(requests(), timeout=timeout)
+        try:
+            yield from call
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from None
+        finally:
+            call.cancel()
+
+    def move(
+        self,
+        index: str,
+        target: LeaderboardClient,
+        target_index: str = "",
+        moved_to: str = "",
+        catch_up_seconds: float = 0.0,
+        progress: Callable[[pb.DumpPart | pb.RestoreProgress], None] | None = None,
+    ) -> tuple[pb.DumpEnd, pb.RestoreProgress]:
+        """Copy the index to ``target``'s store while it takes writes here: the target rebuilds
+        the board and applies the changes made meanwhile; the writes here are then refused
+        (UNAVAILABLE naming ``moved_to``) while the last changes are copied, and stay refused:
+        point the writers at the target then.  ``catch_up_seconds``: the longest the writes run
+        on once the target's rebuild is done if they never let it catch up (0: 10 s).  Returns
+        the dump's end and the restore's last progress.  If the restore fails, the index takes
+        writes here again."""
+        move = _Move(catch_up_seconds, progress)
+        parts = (move.part(part) for part in self.dump(index, True, moved_to, catch_up_seconds))
+        last = pb.RestoreProgress()
+        try:
+            for last in target.restore(parts, target_index or index):
+                if move.restored(last):
+                    move.pausing()
+                    self.set_writes_paused(index, True, _moved_reason(index, moved_to))
+        except BaseException:
+            if move.paused:  # take writes here again
+                self.set_writes_paused(index, False)
+            raise
+        return move.ends[0], last
+
+
+class RankWatch:
+    """A watched rank (:meth:`LeaderboardClient.watch_rank`): iterate it for the updates; ``close``
+    (from any thread, or leaving a ``with`` block) ends the watch and the iteration quietly."""
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+        self._closed = False
+
+    def __iter__(self) -> Iterator[RankedEntry | None]:
+        try:
+            for response in self._call:
+                yield wire.optional_entry(response, "entry")
+        except grpc.RpcError as exc:
+            if not self._closed:
+                raise error_from_rpc(exc) from None
+
+    def close(self) -> None:
+        self._closed = True
+        self._call.cancel()
+
+    def __enter__(self) -> RankWatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class WindowEndWatch(RankWatch):
+    """Window-end events (:meth:`LeaderboardClient.watch_window_ends`): iterate it for them;
+    ``close`` ends the watch quietly."""
+
+    def __iter__(self) -> Iterator[wire.WindowEnd]:  # type: ignore[override]
+        try:
+            for response in self._call:
+                yield wire.window_end_from_proto(response)
+        except grpc.RpcError as exc:
+            if not self._closed:
+                raise error_from_rpc(exc) from None
+
+    def __enter__(self) -> WindowEndWatch:
+        return self
