@@ -24,20 +24,21 @@ from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
 from .blocking import LeaderboardClient
 from .channel import _CHANNEL_OPTIONS, _call_metadata, _credentials, _Freshness
-from .errors import error_from_rpc
 from .messages import _P, _T, Key, Op, _Call, _rank_request
 from .operations import _BOUNDED_OPS, _STALENESS_PARAMETER, _like, _Ops, _step
-from .retry import DEFAULT_RETRY, RetryPolicy, new_idempotency_key
+from .retry import DEFAULT_RETRY, RetryPolicy, Tries, new_idempotency_key
 from .streams import (
-    _can_send_again,
     _dump_request,
+    _load_retry_codes,
     _LoadMessages,
     _Move,
-    _moved_reason,
-    _restore_request,
     _verify_parts,
     _VerifyMerge,
     _window_ends_request,
+    answering,
+    async_restore_requests,
+    watch_ended,
+    watched_entry,
 )
 
 
@@ -77,8 +78,7 @@ class AsyncWatch(Generic[_T]):
             async for response in self._call:
                 yield self._convert(response)
         except grpc.RpcError as exc:
-            if not self._closed:
-                raise error_from_rpc(exc) from None
+            watch_ended(exc, self._closed)
         except asyncio.CancelledError:  # grpc.aio's word for a call this watch's close cancelled
             if not self._closed:
                 raise
@@ -146,12 +146,10 @@ class AsyncLeaderboardClient:
 
     async def _send(self, call: _Call, staleness: int | None = None) -> Any:
         send = getattr(self.stub, call.method)
-        codes = call.retry_codes(self.retry)
+        tries = Tries(self.retry, call.retry_codes(self.retry))
         fresh = self.freshness.metadata(call, staleness)
         metadata = (*(self._metadata or ()), *fresh) or None
-        tries = 0
         while True:
-            tries += 1
             try:
                 rpc = send(call.request, timeout=call.timeout or self.timeout, metadata=metadata)
                 response = await rpc
@@ -159,9 +157,7 @@ class AsyncLeaderboardClient:
                     self.freshness.note(await rpc.trailing_metadata())
                 return response
             except grpc.RpcError as exc:
-                if not self.retry.again(exc, codes, tries):
-                    raise error_from_rpc(exc) from None
-            await asyncio.sleep(self.retry.backoff(tries))
+                await asyncio.sleep(tries.wait_after(exc))
 
     create_index = _awaiting(_Ops.create_index)
     list_indexes = _awaiting(_Ops.list_indexes)
@@ -281,7 +277,7 @@ class AsyncLeaderboardClient:
         async for entry in watch`` (or ``async for`` on it directly)."""
         request = _rank_request(index, pk, window_type, timestamp, group, mode)
         call = self.stub.WatchRank(request, timeout=timeout, metadata=self._metadata)
-        return AsyncWatch(call, lambda response: wire.optional_entry(response, "entry"))
+        return AsyncWatch(call, watched_entry)
 
     def watch_window_ends(
         self, index: str, after: int | None = None, top: int | None = None, timeout: float | None = None
@@ -305,16 +301,12 @@ class AsyncLeaderboardClient:
         """:meth:`LeaderboardClient.bulk_load`; ``records`` may also be an async iterable (sent
         again when cut off if ``__aiter__`` starts over)."""
         key = idempotency_key or new_idempotency_key()
-        again = _can_send_again(records)
-        tries = 0
+        tries = Tries(self.retry, _load_retry_codes(records, self.retry))
         while True:
-            tries += 1
             try:
                 return await self._load(index, records, batch_size, rank_as_loaded, progress, timeout, key)
             except grpc.RpcError as exc:
-                if not again or not self.retry.again(exc, self.retry.write_codes, tries):
-                    raise error_from_rpc(exc) from None
-            await asyncio.sleep(self.retry.backoff(tries))
+                await asyncio.sleep(tries.wait_after(exc))
 
     async def _load(
         self,
@@ -328,34 +320,14 @@ class AsyncLeaderboardClient:
     ) -> int:
         """One try of :meth:`bulk_load`."""
         messages = _LoadMessages(index, batch_size, rank_as_loaded, idempotency_key)
-
-        async def requests() -> AsyncIterator[pb.BulkLoadRequest]:
-            try:
-                if isinstance(records, AsyncIterable):
-                    async for record in records:
-                        if (full := messages.add(record)) is not None:
-                            yield full
-                else:
-                    for record in records:
-                        if (full := messages.add(record)) is not None:
-                            yield full
-            except Exception as exc:  # end the stream here, as the blocking client does
-                messages.failure = exc
-            if (last := messages.last()) is not None:
-                yield last
-
-        call = self.stub.Load(requests(), timeout=timeout, metadata=self._metadata)
-        written = 0
+        call = self.stub.Load(messages.async_requests(records), timeout=timeout, metadata=self._metadata)
         try:
-            async for step in call:
-                written = step.records_saved
-                if progress:
-                    progress(written)
+            async for answer in call:
+                messages.saved(answer, progress)
         except asyncio.CancelledError:  # stop the server's load too: what it saved stays saved
             call.cancel()
             raise
-        messages.raise_failure(written)
-        return written
+        return messages.result()
 
     # -- dumps, restores, moves ---------------------------------------------------------------
 
@@ -370,37 +342,18 @@ class AsyncLeaderboardClient:
         """:meth:`LeaderboardClient.dump`, an async iterator."""
         request = _dump_request(index, keep_paused, moved_to, catch_up_seconds)
         call = self.stub.Dump(iter([request]), timeout=timeout, metadata=self._metadata)
-        try:
+        with answering(call):
             async for part in call:
                 yield part
-        except grpc.RpcError as exc:
-            raise error_from_rpc(exc) from None
-        finally:
-            call.cancel()
 
     async def restore(
         self, parts: Iterable[pb.DumpPart] | AsyncIterable[pb.DumpPart], index: str = "", timeout: float | None = None
     ) -> AsyncIterator[pb.RestoreProgress]:
         """:meth:`LeaderboardClient.restore`, an async iterator; ``parts`` may be an async iterable."""
-
-        async def requests() -> AsyncIterator[pb.RestoreRequest]:
-            number = 0
-            if isinstance(parts, AsyncIterable):
-                async for part in parts:
-                    yield _restore_request(number, part, index)
-                    number += 1
-            else:
-                for number, part in enumerate(parts):
-                    yield _restore_request(number, part, index)
-
-        call = self.stub.Restore(requests(), timeout=timeout, metadata=self._metadata)
-        try:
+        call = self.stub.Restore(async_restore_requests(parts, index), timeout=timeout, metadata=self._metadata)
+        with answering(call):
             async for step in call:
                 yield step
-        except grpc.RpcError as exc:
-            raise error_from_rpc(exc) from None
-        finally:
-            call.cancel()
 
     async def move(
         self,
@@ -412,7 +365,7 @@ class AsyncLeaderboardClient:
         progress: Callable[[pb.DumpPart | pb.RestoreProgress], None] | None = None,
     ) -> tuple[pb.DumpEnd, pb.RestoreProgress]:
         """:meth:`LeaderboardClient.move`, to another asyncio client's server."""
-        move = _Move(catch_up_seconds, progress)
+        move = _Move(index, moved_to, catch_up_seconds, progress)
 
         async def parts() -> AsyncIterator[pb.DumpPart]:
             async for part in self.dump(index, True, moved_to, catch_up_seconds):
@@ -421,9 +374,8 @@ class AsyncLeaderboardClient:
         last = pb.RestoreProgress()
         try:
             async for last in target.restore(parts(), target_index or index):
-                if move.restored(last):
-                    move.pausing()
-                    await self.set_writes_paused(index, True, _moved_reason(index, moved_to))
+                if move.pause_now(last):
+                    await self.set_writes_paused(index, True, move.reason)
         except BaseException:
             if move.paused:  # take writes here again
                 await self.set_writes_paused(index, False)

@@ -22,20 +22,21 @@ from ..index import (
 from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
 from .channel import _CHANNEL_OPTIONS, _call_metadata, _credentials, _Freshness, _Headers
-from .errors import error_from_rpc
 from .messages import _P, _T, Key, Op, _Call, _rank_request
 from .operations import _BOUNDED_OPS, _STALENESS_PARAMETER, _like, _Ops, _step
-from .retry import DEFAULT_RETRY, RetryPolicy, new_idempotency_key
+from .retry import DEFAULT_RETRY, RetryPolicy, Tries, new_idempotency_key
 from .streams import (
-    _can_send_again,
     _dump_request,
+    _load_retry_codes,
     _LoadMessages,
     _Move,
-    _moved_reason,
-    _restore_request,
     _verify_parts,
     _VerifyMerge,
     _window_ends_request,
+    answering,
+    restore_requests,
+    watch_ended,
+    watched_entry,
 )
 
 
@@ -115,11 +116,9 @@ class LeaderboardClient:
 
     def _send(self, call: _Call, staleness: int | None = None) -> Any:
         send = getattr(self.stub, call.method)
-        codes = call.retry_codes(self.retry)
+        tries = Tries(self.retry, call.retry_codes(self.retry))
         metadata = self.freshness.metadata(call, staleness)
-        tries = 0
         while True:
-            tries += 1
             try:
                 if call.method in wire.SCORE_WRITES:
                     response, rpc = send.with_call(call.request, timeout=call.timeout or self.timeout)
@@ -127,9 +126,7 @@ class LeaderboardClient:
                     return response
                 return send(call.request, timeout=call.timeout or self.timeout, metadata=metadata or None)
             except grpc.RpcError as exc:
-                if not self.retry.again(exc, codes, tries):
-                    raise error_from_rpc(exc) from None
-            time.sleep(self.retry.backoff(tries))
+                time.sleep(tries.wait_after(exc))
 
     create_index = _blocking(_Ops.create_index)
     list_indexes = _blocking(_Ops.list_indexes)
@@ -286,16 +283,12 @@ class LeaderboardClient:
         its start and the server saves only the transactions it had not.
         """
         key = idempotency_key or new_idempotency_key()
-        again = _can_send_again(records)
-        tries = 0
+        tries = Tries(self.retry, _load_retry_codes(records, self.retry))
         while True:
-            tries += 1
             try:
                 return self._load(index, records, batch_size, rank_as_loaded, progress, timeout, key)
             except grpc.RpcError as exc:
-                if not again or not self.retry.again(exc, self.retry.write_codes, tries):
-                    raise error_from_rpc(exc) from None
-            time.sleep(self.retry.backoff(tries))
+                time.sleep(tries.wait_after(exc))
 
     def _load(
         self,
@@ -309,29 +302,14 @@ class LeaderboardClient:
     ) -> int:
         """One try of :meth:`bulk_load`."""
         messages = _LoadMessages(index, batch_size, rank_as_loaded, idempotency_key)
-
-        def requests() -> Iterator[pb.BulkLoadRequest]:
-            try:
-                for record in records:
-                    if (full := messages.add(record)) is not None:
-                        yield full
-            except Exception as exc:  # end the stream here; grpc would only say "Exception iterating requests"
-                messages.failure = exc
-            if (last := messages.last()) is not None:
-                yield last
-
-        call = self.stub.Load(requests(), timeout=timeout)
-        written = 0
+        call = self.stub.Load(messages.requests(records), timeout=timeout)
         try:
-            for step in call:
-                written = step.records_saved
-                if progress:
-                    progress(written)
+            for answer in call:
+                messages.saved(answer, progress)
         except KeyboardInterrupt:  # stop the server's load too: what it saved stays saved
             call.cancel()
             raise
-        messages.raise_failure(written)
-        return written
+        return messages.result()
 
     # -- dumps, restores, moves ---------------------------------------------------------------
 
@@ -349,30 +327,17 @@ class LeaderboardClient:
         see :meth:`move`).  A dump cut off is not sent again: start it again."""
         request = _dump_request(index, keep_paused, moved_to, catch_up_seconds)
         call = self.stub.Dump(iter([request]), timeout=timeout)
-        try:
+        with answering(call):
             yield from call
-        except grpc.RpcError as exc:
-            raise error_from_rpc(exc) from None
-        finally:
-            call.cancel()  # the caller stopped reading: the server stops the dump (a no-op once done)
 
     def restore(
         self, parts: Iterable[pb.DumpPart], index: str = "", timeout: float | None = None
     ) -> Iterator[pb.RestoreProgress]:
         """Send a dump's parts to the server, which restores them as the new index ``index`` (empty:
         the dumped index's name); yields its progress, the last with phase "done"."""
-
-        def requests() -> Iterator[pb.RestoreRequest]:
-            for number, part in enumerate(parts):
-                yield _restore_request(number, part, index)
-
-        call = self.stub.Restore(requests(), timeout=timeout)
-        try:
+        call = self.stub.Restore(restore_requests(parts, index), timeout=timeout)
+        with answering(call):
             yield from call
-        except grpc.RpcError as exc:
-            raise error_from_rpc(exc) from None
-        finally:
-            call.cancel()
 
     def move(
         self,
@@ -390,14 +355,13 @@ class LeaderboardClient:
         on once the target's rebuild is done if they never let it catch up (0: 10 s).  Returns
         the dump's end and the restore's last progress.  If the restore fails, the index takes
         writes here again."""
-        move = _Move(catch_up_seconds, progress)
+        move = _Move(index, moved_to, catch_up_seconds, progress)
         parts = (move.part(part) for part in self.dump(index, True, moved_to, catch_up_seconds))
         last = pb.RestoreProgress()
         try:
             for last in target.restore(parts, target_index or index):
-                if move.restored(last):
-                    move.pausing()
-                    self.set_writes_paused(index, True, _moved_reason(index, moved_to))
+                if move.pause_now(last):
+                    self.set_writes_paused(index, True, move.reason)
         except BaseException:
             if move.paused:  # take writes here again
                 self.set_writes_paused(index, False)
@@ -409,6 +373,8 @@ class RankWatch:
     """A watched rank (:meth:`LeaderboardClient.watch_rank`): iterate it for the updates; ``close``
     (from any thread, or leaving a ``with`` block) ends the watch and the iteration quietly."""
 
+    _convert = staticmethod(watched_entry)
+
     def __init__(self, call: Any) -> None:
         self._call = call
         self._closed = False
@@ -416,10 +382,9 @@ class RankWatch:
     def __iter__(self) -> Iterator[RankedEntry | None]:
         try:
             for response in self._call:
-                yield wire.optional_entry(response, "entry")
+                yield self._convert(response)
         except grpc.RpcError as exc:
-            if not self._closed:
-                raise error_from_rpc(exc) from None
+            watch_ended(exc, self._closed)
 
     def close(self) -> None:
         self._closed = True
@@ -436,13 +401,10 @@ class WindowEndWatch(RankWatch):
     """Window-end events (:meth:`LeaderboardClient.watch_window_ends`): iterate it for them;
     ``close`` ends the watch quietly."""
 
+    _convert = staticmethod(wire.window_end_from_proto)  # type: ignore[assignment]
+
     def __iter__(self) -> Iterator[wire.WindowEnd]:  # type: ignore[override]
-        try:
-            for response in self._call:
-                yield wire.window_end_from_proto(response)
-        except grpc.RpcError as exc:
-            if not self._closed:
-                raise error_from_rpc(exc) from None
+        return super().__iter__()  # type: ignore[return-value]
 
     def __enter__(self) -> WindowEndWatch:
         return self

@@ -11,6 +11,8 @@ import uuid
 import grpc
 import grpc.aio
 
+from .errors import error_from_rpc
+
 
 @dataclasses.dataclass(frozen=True)
 class RetryPolicy:
@@ -52,3 +54,21 @@ def new_idempotency_key() -> str:
 
 
 DEFAULT_RETRY = RetryPolicy()  # the clients' default (frozen: one shared instance is safe)
+
+
+class Tries:
+    """The tries of one call under a policy, blocking or awaiting alike: after each failure, how
+    long to wait before the next, or the error to raise instead."""
+
+    def __init__(self, policy: RetryPolicy, codes: frozenset[grpc.StatusCode]) -> None:
+        self.policy = policy
+        self.codes = codes
+        self.count = 0
+
+    def wait_after(self, error: grpc.RpcError) -> float:
+        """Seconds to wait before sending the call again after ``error``; raises the error as a
+        :class:`~fdb_leaderboard.client.CallError` when it is not sent again."""
+        self.count += 1
+        if not self.policy.again(error, self.codes, self.count):
+            raise error_from_rpc(error) from None
+        return self.policy.backoff(self.count)

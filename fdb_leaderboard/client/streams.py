@@ -4,17 +4,20 @@ bookkeeping, a split check's merge and a watch's request.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import (
-    AsyncIterable,
-    Callable,
-    Sequence,
-)
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
+import grpc
+
+from .. import wire
+from ..index import RankedEntry
 from ..proto import service_pb2 as pb
-from .errors import InvalidArgument
+from .errors import InvalidArgument, error_from_rpc
 from .messages import Key, _natural, _record
+from .retry import RetryPolicy
 
 _MESSAGE_RECORDS = 500  # a BulkLoad message carries up to this many records
 _MESSAGE_BYTES = 1 << 20  # or about this many bytes (gRPC refuses messages over 4 MB)
@@ -33,6 +36,7 @@ class _LoadMessages:
         self.size = 0
         self.added = 0
         self.failure: BaseException | None = None  # what ended the records early, raised after the stream
+        self.written = 0  # records the server saved, as its answers say
 
     def add(self, record: tuple[Key, Sequence[tuple]]) -> pb.BulkLoadRequest | None:
         """Add a record; returns a full message to send, if this one filled it."""
@@ -53,11 +57,50 @@ class _LoadMessages:
         """The last message (the first one names the index even with no records)."""
         return self.message if self.message.records or self.message.index else None
 
-    def raise_failure(self, written: int) -> None:
+    def requests(self, records: Iterable[tuple[Key, Sequence[tuple]]]) -> Iterator[pb.BulkLoadRequest]:
+        """The stream's messages, gathered from ``records``; it ends where iterating them raises
+        (what was raised is kept for :meth:`result`: grpc would only say "Exception iterating
+        requests")."""
+        try:
+            for record in records:
+                if (full := self.add(record)) is not None:
+                    yield full
+        except Exception as exc:
+            self.failure = exc
+        if (last := self.last()) is not None:
+            yield last
+
+    async def async_requests(
+        self, records: Iterable[tuple[Key, Sequence[tuple]]] | AsyncIterable[tuple[Key, Sequence[tuple]]]
+    ) -> AsyncIterator[pb.BulkLoadRequest]:
+        """:meth:`requests`, of records that may come from an async iterable."""
+        if not isinstance(records, AsyncIterable):
+            for message in self.requests(records):
+                yield message
+            return
+        try:
+            async for record in records:
+                if (full := self.add(record)) is not None:
+                    yield full
+        except Exception as exc:
+            self.failure = exc
+        if (last := self.last()) is not None:
+            yield last
+
+    def saved(self, answer: pb.BulkLoadResponse, progress: Callable[[int], None] | None) -> None:
+        """The server's answer after a transaction: the records saved so far, shown to ``progress``."""
+        self.written = answer.records_saved
+        if progress:
+            progress(self.written)
+
+    def result(self) -> int:
+        """The records saved, once the stream is done; or what ended the records early, raised
+        (noting how many were saved before it)."""
         if self.failure is not None:
-            saved = "the record" if written == 1 else f"the {written} records"
+            saved = "the record" if self.written == 1 else f"the {self.written} records"
             self.failure.add_note(f"BulkLoad saved {saved} before it")
             raise self.failure
+        return self.written
 
 
 def _can_send_again(records: object) -> bool:
@@ -65,6 +108,35 @@ def _can_send_again(records: object) -> bool:
     if isinstance(records, AsyncIterable):
         return aiter(records) is not records
     return iter(records) is not records  # type: ignore[call-overload]
+
+
+def _load_retry_codes(records: object, policy: RetryPolicy) -> frozenset[grpc.StatusCode]:
+    """The codes a load is sent again on: a write's, when its records can be read again (none otherwise)."""
+    return policy.write_codes if _can_send_again(records) else frozenset()
+
+
+@contextlib.contextmanager
+def answering(call: Any) -> Iterator[None]:
+    """Around reading a streaming call's answers: its errors raised as CallErrors, and the call
+    cancelled when the reader stops early (the server stops its side then; a no-op once done)."""
+    try:
+        yield
+    except grpc.RpcError as exc:
+        raise error_from_rpc(exc) from None
+    finally:
+        call.cancel()
+
+
+def watched_entry(response: Any) -> RankedEntry | None:
+    """A watched rank's update: the record's entry with its rank (None: no value in the window)."""
+    return wire.optional_entry(response, "entry")
+
+
+def watch_ended(error: grpc.RpcError, closed: bool) -> None:
+    """A watch's call ended with ``error``: quietly if the watch was closed (which cancels the
+    call), as a CallError otherwise."""
+    if not closed:
+        raise error_from_rpc(error) from None
 
 
 # -- dumps: the streams' messages, shared -----------------------------------------------------------
@@ -82,6 +154,26 @@ def _restore_request(number: int, part: pb.DumpPart, index: str) -> pb.RestoreRe
     return pb.RestoreRequest(index="" if number else index, part=part)
 
 
+def restore_requests(parts: Iterable[pb.DumpPart], index: str) -> Iterator[pb.RestoreRequest]:
+    """The restore stream's messages, one per dump part."""
+    for number, part in enumerate(parts):
+        yield _restore_request(number, part, index)
+
+
+async def async_restore_requests(
+    parts: Iterable[pb.DumpPart] | AsyncIterable[pb.DumpPart], index: str
+) -> AsyncIterator[pb.RestoreRequest]:
+    """:func:`restore_requests`, of parts that may come from an async iterable."""
+    if not isinstance(parts, AsyncIterable):
+        for request in restore_requests(parts, index):
+            yield request
+        return
+    number = 0
+    async for part in parts:
+        yield _restore_request(number, part, index)
+        number += 1
+
+
 class _Move:
     """A move's bookkeeping (blocking and asyncio alike): the dump's parts shown on their way to
     the target and its end kept; and when to pause the source's writes.  The source keeps taking
@@ -90,7 +182,14 @@ class _Move:
     mark (or ``catch_up_seconds`` after the rebuild, if writes never let it catch up), so it
     covers only the changes written since then."""
 
-    def __init__(self, catch_up_seconds: float, progress: Callable[[pb.DumpPart | pb.RestoreProgress], None] | None):
+    def __init__(
+        self,
+        index: str,
+        moved_to: str,
+        catch_up_seconds: float,
+        progress: Callable[[pb.DumpPart | pb.RestoreProgress], None] | None,
+    ) -> None:
+        self.reason = f"index {index!r} moved to {moved_to or 'another store'}"  # the source's writes' refusal
         self.catch_up_seconds = catch_up_seconds or DEFAULT_MOVE_CATCH_UP
         self.progress = progress
         self.ends: list[pb.DumpEnd] = []
@@ -121,14 +220,15 @@ class _Move:
         caught_up = self.caught_up is not None and step.changes >= self.caught_up
         return caught_up or time.monotonic() - self.built_at >= self.catch_up_seconds
 
-    def pausing(self) -> None:
+    def pause_now(self, step: pb.RestoreProgress) -> bool:
+        """The target's progress: whether to pause the source's writes now (shown to ``progress``
+        as the phase "paused")."""
+        if not self.restored(step):
+            return False
         self.paused = True
         if self.progress is not None:
             self.progress(pb.DumpPart(progress=pb.DumpProgress(phase="paused")))
-
-
-def _moved_reason(index: str, moved_to: str) -> str:
-    return f"index {index!r} moved to {moved_to or 'another store'}"
+        return True
 
 
 def _verify_parts(plan: Sequence[bytes]) -> list[bytes]:
