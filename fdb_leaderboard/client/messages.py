@@ -20,6 +20,7 @@ from ..access import ROLE_BY_METHOD, Role
 from ..errors import NoWindowsWarning
 from ..index import (
     Listing,
+    WindowRef,
 )
 from ..index.calendar import board_periods, timebase_scale
 from ..index.values import check_timestamp
@@ -97,10 +98,19 @@ def rank_mode(mode: str) -> int:
 
 
 def _window(window_type: int, timestamp: int | None) -> pb.WindowSelector:
+    """The window selector of a window type and a time in it (None: now, the server's clock)."""
     selector = pb.WindowSelector(type=_natural(window_type, "window_type"))
     if timestamp is not None:
         selector.timestamp = timestamp
     return selector
+
+
+def board(window_type: int | WindowRef = 0, timestamp: int | None = None, group: Key = ()) -> dict[str, Any]:
+    """The fields naming a read's board in its request (``window`` and ``group``), from the
+    methods' loose arguments or from one :class:`~fdb_leaderboard.index.WindowRef`."""
+    if isinstance(window_type, WindowRef):
+        window_type, timestamp, group = window_type.type, window_type.timestamp, window_type.group
+    return {"window": _window(window_type, timestamp), "group": wire.key_to_items(group, "group")}
 
 
 def _pb_entry(score: Score, timestamp: int | None, context: Key = (), group: Key = ()) -> pb.Entry:
@@ -150,8 +160,7 @@ def _rank_request(
     return pb.RankRequest(
         index=index,
         pk=wire.key_to_items(pk),
-        window=_window(window_type, timestamp),
-        group=wire.key_to_items(group, "group"),
+        **board(window_type, timestamp, group),
         mode=rank_mode(mode),
     )
 
@@ -164,8 +173,7 @@ def _ranks_request(
     return pb.RanksRequest(
         index=index,
         records=[pb.RecordKey(pk=wire.key_to_items(pk)) for pk in pks],
-        window=_window(window_type, timestamp),
-        group=wire.key_to_items(group, "group"),
+        **board(window_type, timestamp, group),
         mode=rank_mode(mode),
     )
 

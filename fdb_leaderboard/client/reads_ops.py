@@ -30,6 +30,7 @@ from .messages import (
     _ranks_request,
     _score,
     _window,
+    board,
     rank_mode,
 )
 
@@ -71,8 +72,7 @@ class ReadOps:
         request = pb.AroundMeRequest(
             index=index,
             pk=wire.key_to_items(pk),
-            window=_window(window_type, timestamp),
-            group=wire.key_to_items(group, "group"),
+            **board(window_type, timestamp, group),
             mode=rank_mode(mode),
             above=_natural(above, "above"),
             below=_natural(below, "below"),
@@ -87,8 +87,7 @@ class ReadOps:
         """The best ``n`` records of the window, best first."""
         request = pb.TopRequest(
             index=index,
-            window=_window(window_type, timestamp),
-            group=wire.key_to_items(group, "group"),
+            **board(window_type, timestamp, group),
             mode=rank_mode(mode),
             n=_natural(n, "n"),
         )
@@ -97,9 +96,7 @@ class ReadOps:
     @staticmethod
     def count(index: str, window_type: int = 0, timestamp: int | None = None, group: Key = ()) -> Op[int]:
         """How many records have a value in the window."""
-        request = pb.CountRequest(
-            index=index, window=_window(window_type, timestamp), group=wire.key_to_items(group, "group")
-        )
+        request = pb.CountRequest(index=index, **board(window_type, timestamp, group))
         return (yield _Call("Count", request)).count
 
     @staticmethod
@@ -107,9 +104,7 @@ class ReadOps:
         index: str, rank: int, window_type: int = 0, timestamp: int | None = None, group: Key = ()
     ) -> Op[Score | None]:
         """The score at 0-based ``rank`` (None: the window has fewer records)."""
-        request = pb.ScoreForRankRequest(
-            index=index, window=_window(window_type, timestamp), group=wire.key_to_items(group, "group"), rank=rank
-        )
+        request = pb.ScoreForRankRequest(index=index, **board(window_type, timestamp, group), rank=rank)
         return _score((yield _Call("ScoreForRank", request)))
 
     @staticmethod
@@ -129,8 +124,7 @@ class ReadOps:
             raise InvalidArgument("a score key needs at least the score")
         request = pb.RankForScoreRequest(
             index=index,
-            window=_window(window_type, timestamp),
-            group=wire.key_to_items(group, "group"),
+            **board(window_type, timestamp, group),
             score=wire.python_to_score(key[0]),
             key_context=wire.tuple_to_items(key[2:], "score key context"),
         )
@@ -186,8 +180,7 @@ class ReadOps:
         """Page ``page`` (1-based) of ``size`` records, with the window's total and page count."""
         request = pb.PageRequest(
             index=index,
-            window=_window(window_type, timestamp),
-            group=wire.key_to_items(group, "group"),
+            **board(window_type, timestamp, group),
             mode=rank_mode(mode),
             page=_natural(page, "page"),
             size=_natural(size, "size"),
@@ -242,8 +235,7 @@ class ReadOps:
         request = pb.PercentileRequest(
             index=index,
             pk=wire.key_to_items(pk),
-            window=_window(window_type, timestamp),
-            group=wire.key_to_items(group, "group"),
+            **board(window_type, timestamp, group),
         )
         response = yield _Call("GetPercentile", request)
         return response.percentile if response.HasField("percentile") else None
@@ -255,8 +247,7 @@ class ReadOps:
         """The score at ``percentile`` (0: the worst, 100: the best), interpolated (None: empty window)."""
         request = pb.ScoreForPercentileRequest(
             index=index,
-            window=_window(window_type, timestamp),
-            group=wire.key_to_items(group, "group"),
+            **board(window_type, timestamp, group),
             percentile=percentile,
         )
         return _score((yield _Call("ScoreForPercentile", request)))
@@ -331,8 +322,7 @@ class ReadOps:
         request = pb.ScanRequest(
             index=index,
             type=_enum(pb.ScanType, scan_type, "scan_type"),
-            window=_window(window_type, timestamp),
-            group=wire.key_to_items(group, "group"),
+            **board(window_type, timestamp, group),
             low_exclusive=low_exclusive,
             high_exclusive=high_exclusive,
             reverse=reverse,
