@@ -141,7 +141,7 @@ class AdminOps:
     def save_sub_directory(index: str, group: Key, high_score_first: bool) -> Op[None]:
         """Set a group's score direction (before it has scores)."""
         request = pb.SaveSubDirectoryRequest(
-            index=index, group=wire.key_to_items(group, "group"), high_score_first=high_score_first
+            index=index, group=wire.key_to_proto(group, "group"), high_score_first=high_score_first
         )
         yield _Call("SaveSubDirectory", request)
 
@@ -149,7 +149,7 @@ class AdminOps:
     def sub_directories(index: str) -> Op[dict[tuple, bool]]:
         """Each group with a direction of its own: whether it ranks high scores first."""
         response = yield _Call("ListSubDirectories", pb.ListSubDirectoriesRequest(index=index))
-        return {wire.items_to_tuple(s.group): s.high_score_first for s in response.sub_directories}
+        return {wire.items_from_proto(s.group): s.high_score_first for s in response.sub_directories}
 
     @staticmethod
     def groups(
@@ -161,7 +161,7 @@ class AdminOps:
         limit = _natural(limit, "limit")
         request = pb.ListGroupsRequest(index=index, window=window, limit=limit, continuation=continuation)
         response = yield _Call("ListGroups", request)
-        return [wire.items_to_tuple(g.group) for g in response.groups], response.continuation
+        return [wire.items_from_proto(g.group) for g in response.groups], response.continuation
 
     @staticmethod
     def expire(index: str, before: int) -> Op[list[pb.Window]]:

@@ -110,15 +110,15 @@ def board(window_type: int | WindowRef = 0, timestamp: int | None = None, group:
     methods' loose arguments or from one :class:`~fdb_leaderboard.index.WindowRef`."""
     if isinstance(window_type, WindowRef):
         window_type, timestamp, group = window_type.type, window_type.timestamp, window_type.group
-    return {"window": _window(window_type, timestamp), "group": wire.key_to_items(group, "group")}
+    return {"window": _window(window_type, timestamp), "group": wire.key_to_proto(group, "group")}
 
 
 def _pb_entry(score: Score, timestamp: int | None, context: Key = (), group: Key = ()) -> pb.Entry:
     """An entry to write; without ``timestamp``, one made now (the server's clock, in the index's timebase)."""
     entry = pb.Entry(
-        score=wire.python_to_score(score),
-        context=wire.key_to_items(context, "context"),
-        group=wire.key_to_items(group, "group"),
+        score=wire.score_to_proto(score),
+        context=wire.key_to_proto(context, "context"),
+        group=wire.key_to_proto(group, "group"),
     )
     if timestamp is not None:
         entry.timestamp = check_timestamp(timestamp)
@@ -130,7 +130,7 @@ def _pb_entries(entries: Sequence[tuple]) -> list[pb.Entry]:
 
 
 def _record(pk: Key, entries: Sequence[tuple]) -> pb.RecordEntries:
-    return pb.RecordEntries(pk=wire.key_to_items(pk), entries=_pb_entries(entries))
+    return pb.RecordEntries(pk=wire.key_to_proto(pk), entries=_pb_entries(entries))
 
 
 def _warned(response: pb.AddScoreResponse | pb.WriteResponse) -> int:
@@ -159,7 +159,7 @@ def _rank_request(
 ) -> pb.RankRequest:
     return pb.RankRequest(
         index=index,
-        pk=wire.key_to_items(pk),
+        pk=wire.key_to_proto(pk),
         **board(window_type, timestamp, group),
         mode=rank_mode(mode),
     )
@@ -172,14 +172,14 @@ def _ranks_request(
         raise InvalidArgument("pks is a list of keys, not one key")
     return pb.RanksRequest(
         index=index,
-        records=[pb.RecordKey(pk=wire.key_to_items(pk)) for pk in pks],
+        records=[pb.RecordKey(pk=wire.key_to_proto(pk)) for pk in pks],
         **board(window_type, timestamp, group),
         mode=rank_mode(mode),
     )
 
 
 def _score(response: Any) -> Score | None:
-    return wire.score_to_python(response.score) if response.HasField("score") else None
+    return wire.score_from_proto(response.score) if response.HasField("score") else None
 
 
 def _with_boards(

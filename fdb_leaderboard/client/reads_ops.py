@@ -54,7 +54,7 @@ class ReadOps:
     ) -> Op[RankedEntry | None]:
         """The record's value in the window with its rank and metadata (None: no value there)."""
         request = _rank_request(index, pk, window_type, timestamp, group, mode)
-        return wire.optional_entry((yield _Call("GetRankAndEntry", request)), "entry")
+        return wire.optional_entry_from_proto((yield _Call("GetRankAndEntry", request)), "entry")
 
     @staticmethod
     def around(
@@ -71,7 +71,7 @@ class ReadOps:
         """The records ranked around ``pk``: ``above`` before it, ``below`` after it (shifted at the ends)."""
         request = pb.AroundMeRequest(
             index=index,
-            pk=wire.key_to_items(pk),
+            pk=wire.key_to_proto(pk),
             **board(window_type, timestamp, group),
             mode=rank_mode(mode),
             above=_natural(above, "above"),
@@ -125,8 +125,8 @@ class ReadOps:
         request = pb.RankForScoreRequest(
             index=index,
             **board(window_type, timestamp, group),
-            score=wire.python_to_score(key[0]),
-            key_context=wire.tuple_to_items(key[2:], "score key context"),
+            score=wire.score_to_proto(key[0]),
+            key_context=wire.items_to_proto(key[2:], "score key context"),
         )
         if len(key) > 1:
             request.key_timestamp = key[1]
@@ -137,7 +137,7 @@ class ReadOps:
         """Of ``(score, timestamp[, context[, group]])`` entries, those the index's current windows
         use, best first (the Record Layer's score trim)."""
         request = pb.ScoreTrimRequest(index=index, entries=_pb_entries(entries))
-        return [wire.entry_to_python(e) for e in (yield _Call("ScoreTrim", request)).entries]
+        return [wire.entry_from_proto(e) for e in (yield _Call("ScoreTrim", request)).entries]
 
     # -- several records, pages, percentiles, movement --------------------------------------
 
@@ -152,7 +152,7 @@ class ReadOps:
     ) -> Op[list[RankedEntry | None]]:
         """Each record's entry and rank (None: no value in the window), in the order given (up to 200)."""
         response = yield _Call("GetRanks", _ranks_request(index, pks, window_type, timestamp, group, mode))
-        return [wire.optional_entry(slot, "entry") for slot in response.ranks]
+        return [wire.optional_entry_from_proto(slot, "entry") for slot in response.ranks]
 
     @staticmethod
     def friends_board(
@@ -211,7 +211,7 @@ class ReadOps:
         request = pb.CohortRequest(
             index=index,
             window=_window(0, timestamp),
-            pk=wire.key_to_items(pk) if pk is not None else [],
+            pk=wire.key_to_proto(pk) if pk is not None else [],
             tier=_natural(tier or 0, "tier"),
             cohort=_natural(cohort or 0, "cohort"),
             mode=rank_mode(mode),
@@ -234,7 +234,7 @@ class ReadOps:
         """The share of the window's records behind ``pk``, in percent (None: no value there)."""
         request = pb.PercentileRequest(
             index=index,
-            pk=wire.key_to_items(pk),
+            pk=wire.key_to_proto(pk),
             **board(window_type, timestamp, group),
         )
         response = yield _Call("GetPercentile", request)
@@ -267,9 +267,9 @@ class ReadOps:
         previous = wire.window_from_proto(response.previous_window) if response.HasField("previous_window") else None
         return Movement(
             wire.window_from_proto(response.window),
-            wire.optional_entry(response, "entry"),
+            wire.optional_entry_from_proto(response, "entry"),
             previous,
-            wire.optional_entry(response, "previous_entry"),
+            wire.optional_entry_from_proto(response, "previous_entry"),
         )
 
     @staticmethod
@@ -285,16 +285,19 @@ class ReadOps:
         """The record's rank in each of the latest ``count`` windows of the type, and the best."""
         request = pb.RankHistoryRequest(
             index=index,
-            pk=wire.key_to_items(pk),
+            pk=wire.key_to_proto(pk),
             window_type=_natural(window_type, "window_type"),
             count=_natural(count, "count"),
-            group=wire.key_to_items(group, "group"),
+            group=wire.key_to_proto(group, "group"),
             mode=rank_mode(mode),
         )
         if until is not None:
             request.until = until
         response = yield _Call("GetRankHistory", request)
-        rows = [(wire.window_from_proto(row.window), wire.optional_entry(row, "entry")) for row in response.windows]
+        rows = [
+            (wire.window_from_proto(row.window), wire.optional_entry_from_proto(row, "entry"))
+            for row in response.windows
+        ]
         best = None
         if response.HasField("best"):
             best = (wire.window_from_proto(response.best.window), wire.ranked_entry_from_proto(response.best.entry))
@@ -331,8 +334,8 @@ class ReadOps:
             mode=rank_mode(mode),
         )
         if low is not None:
-            request.low.CopyFrom(wire.python_to_score(low))
+            request.low.CopyFrom(wire.score_to_proto(low))
         if high is not None:
-            request.high.CopyFrom(wire.python_to_score(high))
+            request.high.CopyFrom(wire.score_to_proto(high))
         response = yield _Call("Scan", request)
         return _entries(response), response.continuation

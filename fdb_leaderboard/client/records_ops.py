@@ -43,7 +43,7 @@ class RecordOps:
         (see the module docstring): a write sent again keeps the time it was first applied at."""
         request = pb.AddScoreRequest(
             index=index,
-            pk=wire.key_to_items(pk),
+            pk=wire.key_to_proto(pk),
             entry=_pb_entry(score, timestamp, context, group),
             metadata=metadata or {},
         )
@@ -60,32 +60,32 @@ class RecordOps:
     ) -> Op[dict[str, str]]:
         """Replace (or merge into) a record's display metadata; returns what is stored now."""
         request = pb.SetMetadataRequest(
-            index=index, pk=wire.key_to_items(pk), metadata=metadata, merge=merge, remove=list(remove)
+            index=index, pk=wire.key_to_proto(pk), metadata=metadata, merge=merge, remove=list(remove)
         )
         return dict(sorted((yield _write("SetMetadata", request, idempotency_key)).metadata.items()))
 
     @staticmethod
     def metadata(index: str, pk: Key) -> Op[dict[str, str] | None]:
         """A record's display metadata ({} if none), or None if the record does not exist."""
-        response = yield _Call("GetMetadata", pb.MetadataRequest(index=index, pk=wire.key_to_items(pk)))
+        response = yield _Call("GetMetadata", pb.MetadataRequest(index=index, pk=wire.key_to_proto(pk)))
         return dict(sorted(response.metadata.items())) if response.exists else None
 
     @staticmethod
     def add_entries(index: str, pk: Key, entries: Sequence[tuple], idempotency_key: str | None = None) -> Op[int]:
         """Add ``(score, timestamp[, context[, group]])`` entries to a record."""
-        request = pb.AddEntriesRequest(index=index, pk=wire.key_to_items(pk), entries=_pb_entries(entries))
+        request = pb.AddEntriesRequest(index=index, pk=wire.key_to_proto(pk), entries=_pb_entries(entries))
         return _warned((yield _write("AddEntries", request, idempotency_key)))
 
     @staticmethod
     def save_record(index: str, pk: Key, entries: Sequence[tuple], idempotency_key: str | None = None) -> Op[int]:
         """Replace a record's entries with ``(score, timestamp[, context[, group]])`` entries."""
-        request = pb.SaveRecordRequest(index=index, pk=wire.key_to_items(pk), entries=_pb_entries(entries))
+        request = pb.SaveRecordRequest(index=index, pk=wire.key_to_proto(pk), entries=_pb_entries(entries))
         return _warned((yield _write("SaveRecord", request, idempotency_key)))
 
     @staticmethod
     def delete_record(index: str, pk: Key, idempotency_key: str | None = None) -> Op[bool]:
         """Delete a record from every window (False: there was none)."""
-        request = pb.DeleteRecordRequest(index=index, pk=wire.key_to_items(pk))
+        request = pb.DeleteRecordRequest(index=index, pk=wire.key_to_proto(pk))
         return (yield _write("DeleteRecord", request, idempotency_key)).existed
 
     # -- fair play: hidden records, score rules ----------------------------------------------
@@ -93,13 +93,13 @@ class RecordOps:
     @staticmethod
     def hide_record(index: str, pk: Key, reason: str = "", idempotency_key: str | None = None) -> Op[bool]:
         """Hide a record from every window, keeping its entries (admin); False: it was hidden already."""
-        request = pb.HideRecordRequest(index=index, pk=wire.key_to_items(pk), reason=reason)
+        request = pb.HideRecordRequest(index=index, pk=wire.key_to_proto(pk), reason=reason)
         return (yield _write("HideRecord", request, idempotency_key)).changed
 
     @staticmethod
     def restore_record(index: str, pk: Key, idempotency_key: str | None = None) -> Op[bool]:
         """Put a hidden record back in every window (admin); False: it was not hidden."""
-        request = pb.RestoreRecordRequest(index=index, pk=wire.key_to_items(pk))
+        request = pb.RestoreRecordRequest(index=index, pk=wire.key_to_proto(pk))
         return (yield _write("RestoreRecord", request, idempotency_key)).changed
 
     @staticmethod
@@ -142,7 +142,7 @@ class RecordOps:
         while True:
             request = pb.DeleteRecordsRequest(
                 index=index,
-                group=wire.key_to_items(group or (), "group"),
+                group=wire.key_to_proto(group or (), "group"),
                 all_records=all_records,
                 max_records=_natural(max_records, "max_records"),
                 continuation=total.continuation or b"",

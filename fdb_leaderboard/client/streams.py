@@ -129,7 +129,7 @@ def answering(call: Any) -> Iterator[None]:
 
 def watched_entry(response: Any) -> RankedEntry | None:
     """A watched rank's update: the record's entry with its rank (None: no value in the window)."""
-    return wire.optional_entry(response, "entry")
+    return wire.optional_entry_from_proto(response, "entry")
 
 
 def watch_ended(error: grpc.RpcError, closed: bool) -> None:
