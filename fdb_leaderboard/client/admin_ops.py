@@ -5,19 +5,13 @@ the audit trail and webhooks.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import (
-    Callable,
-    Sequence,
-)
+from collections.abc import Callable, Sequence
 
 from .. import wire
-from ..index import (
-    AuditEvent,
-    Leagues,
-)
+from ..index import AuditEvent, Leagues
 from ..index.values import check_timestamp
 from ..proto import service_pb2 as pb
-from .messages import Key, Op, _Call, _enum, _expired_until_done, _natural, _window, _with_boards
+from .messages import Key, Op, UnaryCall, _enum, _expired_until_done, _natural, _window, _with_boards
 
 
 class AdminOps:
@@ -75,27 +69,27 @@ class AdminOps:
             maintenance=_with_boards(maintenance, boards, timezone, timebase),
             all_time=all_time,
         )
-        return (yield _Call("CreateIndex", request)).created
+        return (yield UnaryCall("CreateIndex", request)).created
 
     @staticmethod
     def list_indexes() -> Op[list[pb.IndexInfo]]:
         """Every index with its options and maintenance policy."""
-        return list((yield _Call("ListIndexes", pb.ListIndexesRequest())).indexes)
+        return list((yield UnaryCall("ListIndexes", pb.ListIndexesRequest())).indexes)
 
     @staticmethod
     def drop_index(name: str) -> Op[None]:
         """Delete the index and all its data (NotFound if there is none)."""
-        yield _Call("DropIndex", pb.DropIndexRequest(index=name))
+        yield UnaryCall("DropIndex", pb.DropIndexRequest(index=name))
 
     @staticmethod
     def set_maintenance(index: str, policy: pb.MaintenancePolicy) -> Op[None]:
         """Replace the index's maintenance policy (windows kept ahead, retention, timebase)."""
-        yield _Call("SetMaintenancePolicy", pb.SetMaintenancePolicyRequest(index=index, maintenance=policy))
+        yield UnaryCall("SetMaintenancePolicy", pb.SetMaintenancePolicyRequest(index=index, maintenance=policy))
 
     @staticmethod
     def set_writes_paused(index: str, paused: bool, reason: str = "") -> Op[None]:
         """Refuse the index's writes (UNAVAILABLE, saying ``reason``) until resumed, or resume them."""
-        yield _Call("SetWritesPaused", pb.SetWritesPausedRequest(index=index, paused=paused, reason=reason))
+        yield UnaryCall("SetWritesPaused", pb.SetWritesPausedRequest(index=index, paused=paused, reason=reason))
 
     @staticmethod
     def update_windows(
@@ -126,7 +120,7 @@ class AdminOps:
         )
         if delete_before is not None:
             request.delete_before = delete_before
-        return (yield _Call("UpdateWindows", request))
+        return (yield UnaryCall("UpdateWindows", request))
 
     @staticmethod
     def list_windows(index: str, window_type: int | None = None) -> Op[pb.ListWindowsResponse]:
@@ -135,7 +129,7 @@ class AdminOps:
         request = pb.ListWindowsRequest(index=index)
         if window_type is not None:
             request.window_type = window_type
-        return (yield _Call("ListWindows", request))
+        return (yield UnaryCall("ListWindows", request))
 
     @staticmethod
     def save_sub_directory(index: str, group: Key, high_score_first: bool) -> Op[None]:
@@ -143,12 +137,12 @@ class AdminOps:
         request = pb.SaveSubDirectoryRequest(
             index=index, group=wire.key_to_proto(group, "group"), high_score_first=high_score_first
         )
-        yield _Call("SaveSubDirectory", request)
+        yield UnaryCall("SaveSubDirectory", request)
 
     @staticmethod
     def sub_directories(index: str) -> Op[dict[tuple, bool]]:
         """Each group with a direction of its own: whether it ranks high scores first."""
-        response = yield _Call("ListSubDirectories", pb.ListSubDirectoriesRequest(index=index))
+        response = yield UnaryCall("ListSubDirectories", pb.ListSubDirectoriesRequest(index=index))
         return {wire.items_from_proto(s.group): s.high_score_first for s in response.sub_directories}
 
     @staticmethod
@@ -160,13 +154,13 @@ class AdminOps:
         window = _window(window_type, timestamp)
         limit = _natural(limit, "limit")
         request = pb.ListGroupsRequest(index=index, window=window, limit=limit, continuation=continuation)
-        response = yield _Call("ListGroups", request)
+        response = yield UnaryCall("ListGroups", request)
         return [wire.items_from_proto(g.group) for g in response.groups], response.continuation
 
     @staticmethod
     def expire(index: str, before: int) -> Op[list[pb.Window]]:
         """Delete the windows ending at or before ``before``, with their data."""
-        return list((yield _Call("Expire", pb.ExpireRequest(index=index, before=before))).deleted)
+        return list((yield UnaryCall("Expire", pb.ExpireRequest(index=index, before=before))).deleted)
 
     @staticmethod
     def fill(index: str, max_records: int = 0, max_batches: int = 0) -> Op[pb.FillResponse]:
@@ -176,12 +170,12 @@ class AdminOps:
             max_records=_natural(max_records, "max_records"),
             max_batches=_natural(max_batches, "max_batches"),
         )
-        return (yield _Call("Fill", request))
+        return (yield UnaryCall("Fill", request))
 
     @staticmethod
     def trim(index: str, before: int) -> Op[int]:
         """Drop entries before ``before`` no window depends on; returns how many."""
-        return (yield _Call("Trim", pb.TrimRequest(index=index, before=before))).entries_removed
+        return (yield UnaryCall("Trim", pb.TrimRequest(index=index, before=before))).entries_removed
 
     @staticmethod
     def keep_ahead(index: str, now: int | None = None) -> Op[list[pb.Window]]:
@@ -189,7 +183,7 @@ class AdminOps:
         request = pb.KeepAheadRequest(index=index)
         if now is not None:
             request.now = now
-        return list((yield _Call("KeepAhead", request)).added)
+        return list((yield UnaryCall("KeepAhead", request)).added)
 
     @staticmethod
     def expire_idempotency_keys(index: str, before: int | None = None) -> Op[int]:
@@ -209,7 +203,7 @@ class AdminOps:
     def verify_plan(index: str, parts: int, timeout: float | None = None) -> Op[list[bytes]]:
         """Where each of about ``parts`` pieces of one whole check starts (see ``verify_report``)."""
         request = pb.VerifyRequest(index=index, split=_natural(parts, "parts"))
-        return list((yield _Call("Verify", request, timeout=timeout, changes_nothing=True)).parts)
+        return list((yield UnaryCall("Verify", request, timeout=timeout, changes_nothing=True)).parts)
 
     @staticmethod
     def verify_report(
@@ -229,7 +223,7 @@ class AdminOps:
         )
         problems: list[str] = []
         while True:
-            answer = yield _Call("Verify", request, timeout=timeout, changes_nothing=True)
+            answer = yield UnaryCall("Verify", request, timeout=timeout, changes_nothing=True)
             problems.extend(answer.problems)
             if progress is not None:
                 progress(answer)
@@ -245,7 +239,7 @@ class AdminOps:
     def store_status() -> Op[pb.StoreStatus]:
         """The store's format, the server processes on it with their releases (live or seen within
         a day), each index's format and upgrade under way, and the formats the server knows."""
-        return (yield _Call("GetStoreStatus", pb.GetStoreStatusRequest()))
+        return (yield UnaryCall("GetStoreStatus", pb.GetStoreStatusRequest()))
 
     @staticmethod
     def upgrade_index(
@@ -266,7 +260,7 @@ class AdminOps:
         )
         records = changed = 0
         while True:
-            answer = yield _Call("UpgradeIndex", request, changes_nothing=True)  # resumable: sent again safely
+            answer = yield UnaryCall("UpgradeIndex", request, changes_nothing=True)  # resumable: sent again safely
             records += answer.records_processed
             changed += answer.heads_changed
             if progress is not None:
@@ -282,7 +276,7 @@ class AdminOps:
         releases that do not report theirs, 0.2.0 and earlier, first): calls until done,
         ``progress`` seeing the status after each.  Returns the status at the end."""
         while True:
-            answer = yield _Call("UpgradeStore", pb.UpgradeStoreRequest(), changes_nothing=True)
+            answer = yield UnaryCall("UpgradeStore", pb.UpgradeStoreRequest(), changes_nothing=True)
             if progress is not None:
                 progress(answer.status)
             if answer.done:
@@ -311,20 +305,20 @@ class AdminOps:
             request.since_us = since_us
         if until_us is not None:
             request.until_us = until_us
-        response = yield _Call("ListAuditEvents", request, changes_nothing=True)
+        response = yield UnaryCall("ListAuditEvents", request, changes_nothing=True)
         return [wire.audit_event_from_proto(event) for event in response.events], response.continuation or None
 
     @staticmethod
     def audit_retention() -> Op[int]:
         """Seconds the audit trail keeps events (admin)."""
         request = pb.ListAuditEventsRequest(limit=1, until_us=0)  # no event is that old: the retention only
-        return (yield _Call("ListAuditEvents", request, changes_nothing=True)).retention
+        return (yield UnaryCall("ListAuditEvents", request, changes_nothing=True)).retention
 
     @staticmethod
     def set_audit_retention(seconds: int) -> Op[int]:
         """Keep audit events ``seconds`` (0: the default, 90 days) (admin); returns the retention now."""
         request = pb.SetAuditRetentionRequest(retention=_natural(seconds, "seconds"))
-        return (yield _Call("SetAuditRetention", request)).retention
+        return (yield UnaryCall("SetAuditRetention", request)).retention
 
     @staticmethod
     def expire_audit_events(before_us: int | None = None) -> Op[int]:
@@ -347,12 +341,12 @@ class AdminOps:
         request = pb.AddWebhookRequest(index=index, url=url, secret=secret, window_types=list(window_types))
         if top is not None:
             request.top = _natural(top, "top")
-        return (yield _Call("AddWebhook", request)).webhook
+        return (yield UnaryCall("AddWebhook", request)).webhook
 
     @staticmethod
     def webhooks(index: str) -> Op[list[pb.Webhook]]:
         """The index's webhooks (admin), without their secrets, with their events pending."""
-        response = yield _Call("ListWebhooks", pb.ListWebhooksRequest(index=index), changes_nothing=True)
+        response = yield UnaryCall("ListWebhooks", pb.ListWebhooksRequest(index=index), changes_nothing=True)
         return list(response.webhooks)
 
     @staticmethod
@@ -360,7 +354,7 @@ class AdminOps:
         """Unsubscribe a webhook (admin), dropping its undelivered events; False: no such webhook."""
         request = pb.DeleteWebhookRequest(index=index, id=webhook_id)
         # Deleting again deletes nothing: sent again as reads are.
-        return (yield _Call("DeleteWebhook", request, changes_nothing=True)).deleted
+        return (yield UnaryCall("DeleteWebhook", request, changes_nothing=True)).deleted
 
     @staticmethod
     def notice_window_ends(index: str, now: int | None = None) -> Op[pb.NoticeWindowEndsResponse]:
@@ -370,4 +364,4 @@ class AdminOps:
         request = pb.NoticeWindowEndsRequest(index=index)
         if now is not None:
             request.now = check_timestamp(now)
-        return (yield _Call("NoticeWindowEnds", request, changes_nothing=True))
+        return (yield UnaryCall("NoticeWindowEnds", request, changes_nothing=True))

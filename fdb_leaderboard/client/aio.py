@@ -3,29 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import (
-    AsyncIterable,
-    AsyncIterator,
-    Callable,
-    Coroutine,
-    Iterable,
-    Sequence,
-)
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from typing import Any, Concatenate, Generic
 
 import grpc
 import grpc.aio
 
 from .. import wire
-from ..index import (
-    RankedEntry,
-)
+from ..index import RankedEntry
 from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
 from .blocking import LeaderboardClient
 from .channel import _CHANNEL_OPTIONS, _call_metadata, _credentials, _Freshness
-from .messages import _P, _T, Key, Op, _Call, _rank_request
-from .operations import _BOUNDED_OPS, _STALENESS_PARAMETER, _like, _Ops, _step
+from .messages import _P, _T, Key, Op, UnaryCall, _rank_request
+from .operations import _BOUNDED_OPS, _STALENESS_PARAMETER, UnaryOps, _like, _step
 from .retry import DEFAULT_RETRY, RetryPolicy, Tries, new_idempotency_key
 from .streams import (
     _dump_request,
@@ -140,11 +131,11 @@ class AsyncLeaderboardClient:
 
     async def _run(self, op: Op[_T], staleness: int | None = None) -> _T:
         step = _step(op, None)
-        while isinstance(step, _Call):
+        while isinstance(step, UnaryCall):
             step = _step(op, await self._send(step, staleness))
         return step.value
 
-    async def _send(self, call: _Call, staleness: int | None = None) -> Any:
+    async def _send(self, call: UnaryCall, staleness: int | None = None) -> Any:
         send = getattr(self.stub, call.method)
         tries = Tries(self.retry, call.retry_codes(self.retry))
         fresh = self.freshness.metadata(call, staleness)
@@ -159,23 +150,23 @@ class AsyncLeaderboardClient:
             except grpc.RpcError as exc:
                 await asyncio.sleep(tries.wait_after(exc))
 
-    create_index = _awaiting(_Ops.create_index)
-    list_indexes = _awaiting(_Ops.list_indexes)
-    drop_index = _awaiting(_Ops.drop_index)
-    set_maintenance = _awaiting(_Ops.set_maintenance)
-    set_writes_paused = _awaiting(_Ops.set_writes_paused)
-    update_windows = _awaiting(_Ops.update_windows)
-    list_windows = _awaiting(_Ops.list_windows)
-    save_sub_directory = _awaiting(_Ops.save_sub_directory)
-    sub_directories = _awaiting(_Ops.sub_directories)
-    groups = _awaiting(_Ops.groups)
-    expire = _awaiting(_Ops.expire)
-    fill = _awaiting(_Ops.fill)
-    trim = _awaiting(_Ops.trim)
-    keep_ahead = _awaiting(_Ops.keep_ahead)
-    expire_idempotency_keys = _awaiting(_Ops.expire_idempotency_keys)
-    verify = _awaiting(_Ops.verify)
-    verify_plan = _awaiting(_Ops.verify_plan)
+    create_index = _awaiting(UnaryOps.create_index)
+    list_indexes = _awaiting(UnaryOps.list_indexes)
+    drop_index = _awaiting(UnaryOps.drop_index)
+    set_maintenance = _awaiting(UnaryOps.set_maintenance)
+    set_writes_paused = _awaiting(UnaryOps.set_writes_paused)
+    update_windows = _awaiting(UnaryOps.update_windows)
+    list_windows = _awaiting(UnaryOps.list_windows)
+    save_sub_directory = _awaiting(UnaryOps.save_sub_directory)
+    sub_directories = _awaiting(UnaryOps.sub_directories)
+    groups = _awaiting(UnaryOps.groups)
+    expire = _awaiting(UnaryOps.expire)
+    fill = _awaiting(UnaryOps.fill)
+    trim = _awaiting(UnaryOps.trim)
+    keep_ahead = _awaiting(UnaryOps.keep_ahead)
+    expire_idempotency_keys = _awaiting(UnaryOps.expire_idempotency_keys)
+    verify = _awaiting(UnaryOps.verify)
+    verify_plan = _awaiting(UnaryOps.verify_plan)
 
     async def verify_report(
         self,
@@ -186,12 +177,12 @@ class AsyncLeaderboardClient:
         parts: int = 1,
     ) -> pb.VerifyResponse:
         if parts <= 1:
-            return await self._run(_Ops.verify_report(index, max_problems, timeout, progress))
+            return await self._run(UnaryOps.verify_report(index, max_problems, timeout, progress))
         plan = _verify_parts(await self.verify_plan(index, parts, timeout))
         merge = _VerifyMerge(len(plan), max_problems, progress)
         answers = await asyncio.gather(
             *(
-                self._run(_Ops.verify_report(index, max_problems, timeout, merge.seen(number), token))
+                self._run(UnaryOps.verify_report(index, max_problems, timeout, merge.seen(number), token))
                 for number, token in enumerate(plan)
             )
         )
@@ -199,47 +190,47 @@ class AsyncLeaderboardClient:
 
     verify_report.__doc__ = LeaderboardClient.verify_report.__doc__  # (its pieces share this client's channel)
 
-    store_status = _awaiting(_Ops.store_status)
-    upgrade_index = _awaiting(_Ops.upgrade_index)
-    upgrade_store = _awaiting(_Ops.upgrade_store)
-    add_score = _awaiting(_Ops.add_score)
-    set_metadata = _awaiting(_Ops.set_metadata)
-    metadata = _awaiting(_Ops.metadata)
-    add_entries = _awaiting(_Ops.add_entries)
-    save_record = _awaiting(_Ops.save_record)
-    delete_record = _awaiting(_Ops.delete_record)
-    hide_record = _awaiting(_Ops.hide_record)
-    restore_record = _awaiting(_Ops.restore_record)
-    hidden_records = _awaiting(_Ops.hidden_records)
-    score_rules = _awaiting(_Ops.score_rules)
-    set_score_rules = _awaiting(_Ops.set_score_rules)
-    delete_records = _awaiting(_Ops.delete_records)
-    audit_events = _awaiting(_Ops.audit_events)
-    audit_retention = _awaiting(_Ops.audit_retention)
-    set_audit_retention = _awaiting(_Ops.set_audit_retention)
-    expire_audit_events = _awaiting(_Ops.expire_audit_events)
-    write_batch = _awaiting(_Ops.write_batch)
-    rank = _awaiting(_Ops.rank)
-    rank_and_entry = _awaiting(_Ops.rank_and_entry)
-    around = _awaiting(_Ops.around)
-    top = _awaiting(_Ops.top)
-    count = _awaiting(_Ops.count)
-    score_for_rank = _awaiting(_Ops.score_for_rank)
-    rank_for_score = _awaiting(_Ops.rank_for_score)
-    score_trim = _awaiting(_Ops.score_trim)
-    ranks = _awaiting(_Ops.ranks)
-    friends_board = _awaiting(_Ops.friends_board)
-    page = _awaiting(_Ops.page)
-    cohort = _awaiting(_Ops.cohort)
-    percentile = _awaiting(_Ops.percentile)
-    score_for_percentile = _awaiting(_Ops.score_for_percentile)
-    movement = _awaiting(_Ops.movement)
-    rank_history = _awaiting(_Ops.rank_history)
-    scan = _awaiting(_Ops.scan)
-    add_webhook = _awaiting(_Ops.add_webhook)
-    webhooks = _awaiting(_Ops.webhooks)
-    delete_webhook = _awaiting(_Ops.delete_webhook)
-    notice_window_ends = _awaiting(_Ops.notice_window_ends)
+    store_status = _awaiting(UnaryOps.store_status)
+    upgrade_index = _awaiting(UnaryOps.upgrade_index)
+    upgrade_store = _awaiting(UnaryOps.upgrade_store)
+    add_score = _awaiting(UnaryOps.add_score)
+    set_metadata = _awaiting(UnaryOps.set_metadata)
+    metadata = _awaiting(UnaryOps.metadata)
+    add_entries = _awaiting(UnaryOps.add_entries)
+    save_record = _awaiting(UnaryOps.save_record)
+    delete_record = _awaiting(UnaryOps.delete_record)
+    hide_record = _awaiting(UnaryOps.hide_record)
+    restore_record = _awaiting(UnaryOps.restore_record)
+    hidden_records = _awaiting(UnaryOps.hidden_records)
+    score_rules = _awaiting(UnaryOps.score_rules)
+    set_score_rules = _awaiting(UnaryOps.set_score_rules)
+    delete_records = _awaiting(UnaryOps.delete_records)
+    audit_events = _awaiting(UnaryOps.audit_events)
+    audit_retention = _awaiting(UnaryOps.audit_retention)
+    set_audit_retention = _awaiting(UnaryOps.set_audit_retention)
+    expire_audit_events = _awaiting(UnaryOps.expire_audit_events)
+    write_batch = _awaiting(UnaryOps.write_batch)
+    rank = _awaiting(UnaryOps.rank)
+    rank_and_entry = _awaiting(UnaryOps.rank_and_entry)
+    around = _awaiting(UnaryOps.around)
+    top = _awaiting(UnaryOps.top)
+    count = _awaiting(UnaryOps.count)
+    score_for_rank = _awaiting(UnaryOps.score_for_rank)
+    rank_for_score = _awaiting(UnaryOps.rank_for_score)
+    score_trim = _awaiting(UnaryOps.score_trim)
+    ranks = _awaiting(UnaryOps.ranks)
+    friends_board = _awaiting(UnaryOps.friends_board)
+    page = _awaiting(UnaryOps.page)
+    cohort = _awaiting(UnaryOps.cohort)
+    percentile = _awaiting(UnaryOps.percentile)
+    score_for_percentile = _awaiting(UnaryOps.score_for_percentile)
+    movement = _awaiting(UnaryOps.movement)
+    rank_history = _awaiting(UnaryOps.rank_history)
+    scan = _awaiting(UnaryOps.scan)
+    add_webhook = _awaiting(UnaryOps.add_webhook)
+    webhooks = _awaiting(UnaryOps.webhooks)
+    delete_webhook = _awaiting(UnaryOps.delete_webhook)
+    notice_window_ends = _awaiting(UnaryOps.notice_window_ends)
 
     async def all_groups(self, index: str, window_type: int = 0, timestamp: int | None = None) -> AsyncIterator[tuple]:
         """Every group holding a value in the window, following continuations page by page (``async for``)."""

@@ -4,26 +4,18 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
-from collections.abc import (
-    Callable,
-    Iterable,
-    Iterator,
-    Sequence,
-)
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Concatenate
 
 import grpc
-import grpc.aio
 
 from .. import wire
-from ..index import (
-    RankedEntry,
-)
+from ..index import RankedEntry
 from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
 from .channel import _CHANNEL_OPTIONS, _call_metadata, _credentials, _Freshness, _Headers
-from .messages import _P, _T, Key, Op, _Call, _rank_request
-from .operations import _BOUNDED_OPS, _STALENESS_PARAMETER, _like, _Ops, _step
+from .messages import _P, _T, Key, Op, UnaryCall, _rank_request
+from .operations import _BOUNDED_OPS, _STALENESS_PARAMETER, UnaryOps, _like, _step
 from .retry import DEFAULT_RETRY, RetryPolicy, Tries, new_idempotency_key
 from .streams import (
     _dump_request,
@@ -110,11 +102,11 @@ class LeaderboardClient:
 
     def _run(self, op: Op[_T], staleness: int | None = None) -> _T:
         step = _step(op, None)
-        while isinstance(step, _Call):
+        while isinstance(step, UnaryCall):
             step = _step(op, self._send(step, staleness))
         return step.value
 
-    def _send(self, call: _Call, staleness: int | None = None) -> Any:
+    def _send(self, call: UnaryCall, staleness: int | None = None) -> Any:
         send = getattr(self.stub, call.method)
         tries = Tries(self.retry, call.retry_codes(self.retry))
         metadata = self.freshness.metadata(call, staleness)
@@ -128,23 +120,23 @@ class LeaderboardClient:
             except grpc.RpcError as exc:
                 time.sleep(tries.wait_after(exc))
 
-    create_index = _blocking(_Ops.create_index)
-    list_indexes = _blocking(_Ops.list_indexes)
-    drop_index = _blocking(_Ops.drop_index)
-    set_maintenance = _blocking(_Ops.set_maintenance)
-    set_writes_paused = _blocking(_Ops.set_writes_paused)
-    update_windows = _blocking(_Ops.update_windows)
-    list_windows = _blocking(_Ops.list_windows)
-    save_sub_directory = _blocking(_Ops.save_sub_directory)
-    sub_directories = _blocking(_Ops.sub_directories)
-    groups = _blocking(_Ops.groups)
-    expire = _blocking(_Ops.expire)
-    fill = _blocking(_Ops.fill)
-    trim = _blocking(_Ops.trim)
-    keep_ahead = _blocking(_Ops.keep_ahead)
-    expire_idempotency_keys = _blocking(_Ops.expire_idempotency_keys)
-    verify = _blocking(_Ops.verify)
-    verify_plan = _blocking(_Ops.verify_plan)
+    create_index = _blocking(UnaryOps.create_index)
+    list_indexes = _blocking(UnaryOps.list_indexes)
+    drop_index = _blocking(UnaryOps.drop_index)
+    set_maintenance = _blocking(UnaryOps.set_maintenance)
+    set_writes_paused = _blocking(UnaryOps.set_writes_paused)
+    update_windows = _blocking(UnaryOps.update_windows)
+    list_windows = _blocking(UnaryOps.list_windows)
+    save_sub_directory = _blocking(UnaryOps.save_sub_directory)
+    sub_directories = _blocking(UnaryOps.sub_directories)
+    groups = _blocking(UnaryOps.groups)
+    expire = _blocking(UnaryOps.expire)
+    fill = _blocking(UnaryOps.fill)
+    trim = _blocking(UnaryOps.trim)
+    keep_ahead = _blocking(UnaryOps.keep_ahead)
+    expire_idempotency_keys = _blocking(UnaryOps.expire_idempotency_keys)
+    verify = _blocking(UnaryOps.verify)
+    verify_plan = _blocking(UnaryOps.verify_plan)
 
     def verify_report(
         self,
@@ -159,58 +151,58 @@ class LeaderboardClient:
         pieces over key ranges, run at once, each on a connection of its own (a server with several
         processes spreads them); ``progress`` then sees their answers summed."""
         if parts <= 1:
-            return self._run(_Ops.verify_report(index, max_problems, timeout, progress))
+            return self._run(UnaryOps.verify_report(index, max_problems, timeout, progress))
         plan = _verify_parts(self.verify_plan(index, parts, timeout))
         merge = _VerifyMerge(len(plan), max_problems, progress)
 
         def piece(number: int) -> pb.VerifyResponse:
             with self._connect() as own:
-                return own._run(_Ops.verify_report(index, max_problems, timeout, merge.seen(number), plan[number]))
+                return own._run(UnaryOps.verify_report(index, max_problems, timeout, merge.seen(number), plan[number]))
 
         with concurrent.futures.ThreadPoolExecutor(len(plan)) as pool:
             return merge.merged(list(pool.map(piece, range(len(plan)))))
 
-    store_status = _blocking(_Ops.store_status)
-    upgrade_index = _blocking(_Ops.upgrade_index)
-    upgrade_store = _blocking(_Ops.upgrade_store)
-    add_score = _blocking(_Ops.add_score)
-    set_metadata = _blocking(_Ops.set_metadata)
-    metadata = _blocking(_Ops.metadata)
-    add_entries = _blocking(_Ops.add_entries)
-    save_record = _blocking(_Ops.save_record)
-    delete_record = _blocking(_Ops.delete_record)
-    hide_record = _blocking(_Ops.hide_record)
-    restore_record = _blocking(_Ops.restore_record)
-    hidden_records = _blocking(_Ops.hidden_records)
-    score_rules = _blocking(_Ops.score_rules)
-    set_score_rules = _blocking(_Ops.set_score_rules)
-    delete_records = _blocking(_Ops.delete_records)
-    audit_events = _blocking(_Ops.audit_events)
-    audit_retention = _blocking(_Ops.audit_retention)
-    set_audit_retention = _blocking(_Ops.set_audit_retention)
-    expire_audit_events = _blocking(_Ops.expire_audit_events)
-    write_batch = _blocking(_Ops.write_batch)
-    rank = _blocking(_Ops.rank)
-    rank_and_entry = _blocking(_Ops.rank_and_entry)
-    around = _blocking(_Ops.around)
-    top = _blocking(_Ops.top)
-    count = _blocking(_Ops.count)
-    score_for_rank = _blocking(_Ops.score_for_rank)
-    rank_for_score = _blocking(_Ops.rank_for_score)
-    score_trim = _blocking(_Ops.score_trim)
-    ranks = _blocking(_Ops.ranks)
-    friends_board = _blocking(_Ops.friends_board)
-    page = _blocking(_Ops.page)
-    cohort = _blocking(_Ops.cohort)
-    percentile = _blocking(_Ops.percentile)
-    score_for_percentile = _blocking(_Ops.score_for_percentile)
-    movement = _blocking(_Ops.movement)
-    rank_history = _blocking(_Ops.rank_history)
-    scan = _blocking(_Ops.scan)
-    add_webhook = _blocking(_Ops.add_webhook)
-    webhooks = _blocking(_Ops.webhooks)
-    delete_webhook = _blocking(_Ops.delete_webhook)
-    notice_window_ends = _blocking(_Ops.notice_window_ends)
+    store_status = _blocking(UnaryOps.store_status)
+    upgrade_index = _blocking(UnaryOps.upgrade_index)
+    upgrade_store = _blocking(UnaryOps.upgrade_store)
+    add_score = _blocking(UnaryOps.add_score)
+    set_metadata = _blocking(UnaryOps.set_metadata)
+    metadata = _blocking(UnaryOps.metadata)
+    add_entries = _blocking(UnaryOps.add_entries)
+    save_record = _blocking(UnaryOps.save_record)
+    delete_record = _blocking(UnaryOps.delete_record)
+    hide_record = _blocking(UnaryOps.hide_record)
+    restore_record = _blocking(UnaryOps.restore_record)
+    hidden_records = _blocking(UnaryOps.hidden_records)
+    score_rules = _blocking(UnaryOps.score_rules)
+    set_score_rules = _blocking(UnaryOps.set_score_rules)
+    delete_records = _blocking(UnaryOps.delete_records)
+    audit_events = _blocking(UnaryOps.audit_events)
+    audit_retention = _blocking(UnaryOps.audit_retention)
+    set_audit_retention = _blocking(UnaryOps.set_audit_retention)
+    expire_audit_events = _blocking(UnaryOps.expire_audit_events)
+    write_batch = _blocking(UnaryOps.write_batch)
+    rank = _blocking(UnaryOps.rank)
+    rank_and_entry = _blocking(UnaryOps.rank_and_entry)
+    around = _blocking(UnaryOps.around)
+    top = _blocking(UnaryOps.top)
+    count = _blocking(UnaryOps.count)
+    score_for_rank = _blocking(UnaryOps.score_for_rank)
+    rank_for_score = _blocking(UnaryOps.rank_for_score)
+    score_trim = _blocking(UnaryOps.score_trim)
+    ranks = _blocking(UnaryOps.ranks)
+    friends_board = _blocking(UnaryOps.friends_board)
+    page = _blocking(UnaryOps.page)
+    cohort = _blocking(UnaryOps.cohort)
+    percentile = _blocking(UnaryOps.percentile)
+    score_for_percentile = _blocking(UnaryOps.score_for_percentile)
+    movement = _blocking(UnaryOps.movement)
+    rank_history = _blocking(UnaryOps.rank_history)
+    scan = _blocking(UnaryOps.scan)
+    add_webhook = _blocking(UnaryOps.add_webhook)
+    webhooks = _blocking(UnaryOps.webhooks)
+    delete_webhook = _blocking(UnaryOps.delete_webhook)
+    notice_window_ends = _blocking(UnaryOps.notice_window_ends)
 
     def all_groups(self, index: str, window_type: int = 0, timestamp: int | None = None) -> Iterator[tuple]:
         """Every group holding a value in the window, following continuations page by page."""

@@ -9,12 +9,11 @@ import warnings
 from typing import Any
 
 import grpc
-import grpc.aio
 
 from .. import access, errors, wire
 from ..access import is_loopback
 from .errors import InvalidArgument
-from .messages import _READS, _Call
+from .messages import _READS, UnaryCall
 
 
 def _staleness(value: object) -> int:
@@ -41,7 +40,7 @@ class _Freshness:
             return _staleness(per_call)
         return self.max_staleness or None
 
-    def metadata(self, call: _Call, staleness: int | None) -> tuple[tuple[str, str], ...]:
+    def metadata(self, call: UnaryCall, staleness: int | None) -> tuple[tuple[str, str], ...]:
         """The freshness metadata of ``call`` (a bounded read) at ``staleness`` ms."""
         if staleness is None or call.method not in _READS:
             return ()

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import grpc
-import grpc.aio
 
 from .. import access, errors
 

@@ -1,27 +1,20 @@
 """The requests the operations build and the answers they read, shared by both clients: the call an
-operation asks for (:class:`_Call`), argument checks, entries, windows and groups.
+operation asks for (:class:`UnaryCall`), argument checks, entries, windows and groups.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import (
-    Generator,
-    Sequence,
-)
+from collections.abc import Generator, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 import grpc
-import grpc.aio
 
 from .. import wire
 from ..access import ROLE_BY_METHOD, Role
 from ..errors import NoWindowsWarning
-from ..index import (
-    Listing,
-    WindowRef,
-)
+from ..index import Listing, WindowRef
 from ..index.calendar import board_periods, timebase_scale
 from ..index.values import check_timestamp
 from ..proto import service_pb2 as pb
@@ -43,7 +36,7 @@ Score = int | float | Sequence[int]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class _Call:
+class UnaryCall:
     """One unary call an operation asks its client to make."""
 
     method: str
@@ -62,14 +55,14 @@ class _Call:
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
 # An operation: yields the calls it needs, gets each answer back, returns its result.
-Op = Generator[_Call, Any, _T]
+Op = Generator[UnaryCall, Any, _T]
 
 
 def _expired_until_done(method: str, request: Any) -> Op[int]:
     """Call an expiry (each call works until done or its deadline) until done; returns the total."""
     expired = 0
     while True:
-        response = yield _Call(method, request)
+        response = yield UnaryCall(method, request)
         expired += response.expired
         if response.done:
             return expired
@@ -147,11 +140,11 @@ def _entries(response: Any) -> Listing:
     return Listing([wire.ranked_entry_from_proto(e) for e in response.entries], window)
 
 
-def _write(method: str, request: Any, idempotency_key: str | None) -> _Call:
+def _write(method: str, request: Any, idempotency_key: str | None) -> UnaryCall:
     """A write under ``idempotency_key`` (a new one if None), sent again with the same key when
     its outcome is unknown."""
     request.idempotency_key = idempotency_key or new_idempotency_key()
-    return _Call(method, request, write=True)
+    return UnaryCall(method, request, write=True)
 
 
 def _rank_request(

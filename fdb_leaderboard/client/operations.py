@@ -1,5 +1,5 @@
 """The operations of the service, each written once for both clients as a generator that yields the
-calls it needs: :class:`_Ops` gathers them, :func:`_step` runs one to its next call, and :func:`_like`
+calls it needs: :class:`UnaryOps` gathers them, :func:`_step` runs one to its next call, and :func:`_like`
 gives a client's method the operation's name, signature and documentation.
 """
 
@@ -7,28 +7,26 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import (
-    Callable,
-)
+from collections.abc import Callable
 from typing import Any, Generic
 
 from .admin_ops import AdminOps
 from .errors import CallError, InvalidArgument
-from .messages import _T, Op, _Call
+from .messages import _T, Op, UnaryCall
 from .reads_ops import ReadOps
 from .records_ops import RecordOps
 
 
-class _Ops(AdminOps, RecordOps, ReadOps):
+class UnaryOps(AdminOps, RecordOps, ReadOps):
     """Every unary operation of the service, written once for both clients.
 
     Each is a generator: it builds its requests (refusing what cannot be sent), yields a
-    :class:`_Call` per request, receives its answer and returns the Python result.  The clients
+    :class:`UnaryCall` per request, receives its answer and returns the Python result.  The clients
     wrap each one (:func:`_blocking`, :func:`_awaiting`) under the same name and signature.
     """
 
 
-def _step(op: Op[_T], answer: Any) -> _Call | _Done[_T]:
+def _step(op: Op[_T], answer: Any) -> UnaryCall | _Done[_T]:
     """Run ``op`` to its next call (or its end), given the answer to its last one.
 
     What the operation raises while building a request (a ``ValueError`` or ``TypeError`` of

@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import (
-    Sequence,
-)
+from collections.abc import Sequence
 
 from .. import errors, wire
-from ..index import (
-    Cohort,
-    Entry,
-    History,
-    Movement,
-    Page,
-    RankedEntry,
-)
+from ..index import Cohort, Entry, History, Movement, Page, RankedEntry
 from ..proto import service_pb2 as pb
 from .errors import InvalidArgument
 from .messages import (
     Key,
     Op,
     Score,
-    _Call,
+    UnaryCall,
     _entries,
     _enum,
     _natural,
@@ -45,7 +36,7 @@ class ReadOps:
         index: str, pk: Key, window_type: int = 0, timestamp: int | None = None, group: Key = (), mode: str = "ORDINAL"
     ) -> Op[int | None]:
         """The record's 0-based rank in the window (None: no value there)."""
-        response = yield _Call("GetRank", _rank_request(index, pk, window_type, timestamp, group, mode))
+        response = yield UnaryCall("GetRank", _rank_request(index, pk, window_type, timestamp, group, mode))
         return response.rank if response.HasField("rank") else None
 
     @staticmethod
@@ -54,7 +45,7 @@ class ReadOps:
     ) -> Op[RankedEntry | None]:
         """The record's value in the window with its rank and metadata (None: no value there)."""
         request = _rank_request(index, pk, window_type, timestamp, group, mode)
-        return wire.optional_entry_from_proto((yield _Call("GetRankAndEntry", request)), "entry")
+        return wire.optional_entry_from_proto((yield UnaryCall("GetRankAndEntry", request)), "entry")
 
     @staticmethod
     def around(
@@ -78,7 +69,7 @@ class ReadOps:
             below=_natural(below, "below"),
             if_absent=_enum(pb.IfAbsent, if_absent, "if_absent"),
         )
-        return _entries((yield _Call("AroundMe", request)))
+        return _entries((yield UnaryCall("AroundMe", request)))
 
     @staticmethod
     def top(
@@ -91,13 +82,13 @@ class ReadOps:
             mode=rank_mode(mode),
             n=_natural(n, "n"),
         )
-        return _entries((yield _Call("Top", request)))
+        return _entries((yield UnaryCall("Top", request)))
 
     @staticmethod
     def count(index: str, window_type: int = 0, timestamp: int | None = None, group: Key = ()) -> Op[int]:
         """How many records have a value in the window."""
         request = pb.CountRequest(index=index, **board(window_type, timestamp, group))
-        return (yield _Call("Count", request)).count
+        return (yield UnaryCall("Count", request)).count
 
     @staticmethod
     def score_for_rank(
@@ -105,7 +96,7 @@ class ReadOps:
     ) -> Op[Score | None]:
         """The score at 0-based ``rank`` (None: the window has fewer records)."""
         request = pb.ScoreForRankRequest(index=index, **board(window_type, timestamp, group), rank=rank)
-        return _score((yield _Call("ScoreForRank", request)))
+        return _score((yield UnaryCall("ScoreForRank", request)))
 
     @staticmethod
     def rank_for_score(
@@ -130,14 +121,14 @@ class ReadOps:
         )
         if len(key) > 1:
             request.key_timestamp = key[1]
-        return (yield _Call("RankForScore", request)).rank
+        return (yield UnaryCall("RankForScore", request)).rank
 
     @staticmethod
     def score_trim(index: str, entries: Sequence[tuple]) -> Op[list[Entry]]:
         """Of ``(score, timestamp[, context[, group]])`` entries, those the index's current windows
         use, best first (the Record Layer's score trim)."""
         request = pb.ScoreTrimRequest(index=index, entries=_pb_entries(entries))
-        return [wire.entry_from_proto(e) for e in (yield _Call("ScoreTrim", request)).entries]
+        return [wire.entry_from_proto(e) for e in (yield UnaryCall("ScoreTrim", request)).entries]
 
     # -- several records, pages, percentiles, movement --------------------------------------
 
@@ -151,7 +142,7 @@ class ReadOps:
         mode: str = "ORDINAL",
     ) -> Op[list[RankedEntry | None]]:
         """Each record's entry and rank (None: no value in the window), in the order given (up to 200)."""
-        response = yield _Call("GetRanks", _ranks_request(index, pks, window_type, timestamp, group, mode))
+        response = yield UnaryCall("GetRanks", _ranks_request(index, pks, window_type, timestamp, group, mode))
         return [wire.optional_entry_from_proto(slot, "entry") for slot in response.ranks]
 
     @staticmethod
@@ -165,7 +156,7 @@ class ReadOps:
     ) -> Op[list[RankedEntry]]:
         """The board of just these records, in the window's order, with their global ranks."""
         request = _ranks_request(index, pks, window_type, timestamp, group, mode)
-        return _entries((yield _Call("FriendsBoard", request)))
+        return _entries((yield UnaryCall("FriendsBoard", request)))
 
     @staticmethod
     def page(
@@ -185,7 +176,7 @@ class ReadOps:
             page=_natural(page, "page"),
             size=_natural(size, "size"),
         )
-        response = yield _Call("GetPage", request)
+        response = yield UnaryCall("GetPage", request)
         window = wire.window_from_proto(response.window) if response.HasField("window") else None
         return Page(_entries(response), response.page, response.size, response.total, response.pages, window)
 
@@ -220,7 +211,7 @@ class ReadOps:
             above=_natural(above, "above"),
             below=_natural(below, "below"),
         )
-        response = yield _Call("GetCohort", request)
+        response = yield UnaryCall("GetCohort", request)
         if not response.HasField("tier"):
             return None
         entry = wire.ranked_entry_from_proto(response.entry) if response.HasField("entry") else None
@@ -237,7 +228,7 @@ class ReadOps:
             pk=wire.key_to_proto(pk),
             **board(window_type, timestamp, group),
         )
-        response = yield _Call("GetPercentile", request)
+        response = yield UnaryCall("GetPercentile", request)
         return response.percentile if response.HasField("percentile") else None
 
     @staticmethod
@@ -250,7 +241,7 @@ class ReadOps:
             **board(window_type, timestamp, group),
             percentile=percentile,
         )
-        return _score((yield _Call("ScoreForPercentile", request)))
+        return _score((yield UnaryCall("ScoreForPercentile", request)))
 
     @staticmethod
     def movement(
@@ -263,7 +254,7 @@ class ReadOps:
     ) -> Op[Movement]:
         """The record's rank now (or in the window holding ``timestamp``) and in the previous
         window of the type (``.change``: places gained)."""
-        response = yield _Call("GetMovement", _rank_request(index, pk, window_type, timestamp, group, mode))
+        response = yield UnaryCall("GetMovement", _rank_request(index, pk, window_type, timestamp, group, mode))
         previous = wire.window_from_proto(response.previous_window) if response.HasField("previous_window") else None
         return Movement(
             wire.window_from_proto(response.window),
@@ -293,7 +284,7 @@ class ReadOps:
         )
         if until is not None:
             request.until = until
-        response = yield _Call("GetRankHistory", request)
+        response = yield UnaryCall("GetRankHistory", request)
         rows = [
             (wire.window_from_proto(row.window), wire.optional_entry_from_proto(row, "entry"))
             for row in response.windows
@@ -337,5 +328,5 @@ class ReadOps:
             request.low.CopyFrom(wire.score_to_proto(low))
         if high is not None:
             request.high.CopyFrom(wire.score_to_proto(high))
-        response = yield _Call("Scan", request)
+        response = yield UnaryCall("Scan", request)
         return _entries(response), response.continuation

@@ -4,21 +4,13 @@ score rules and bulk deletions.
 
 from __future__ import annotations
 
-from collections.abc import (
-    Callable,
-    Mapping,
-    Sequence,
-)
+from collections.abc import Callable, Mapping, Sequence
 
 from .. import wire
-from ..index import (
-    DeletionProgress,
-    HiddenRecord,
-    ScoreRules,
-)
+from ..index import DeletionProgress, HiddenRecord, ScoreRules
 from ..proto import service_pb2 as pb
 from .errors import InvalidArgument
-from .messages import Key, Op, Score, _Call, _natural, _pb_entries, _pb_entry, _record, _warned, _write
+from .messages import Key, Op, Score, UnaryCall, _natural, _pb_entries, _pb_entry, _record, _warned, _write
 
 
 class RecordOps:
@@ -67,7 +59,7 @@ class RecordOps:
     @staticmethod
     def metadata(index: str, pk: Key) -> Op[dict[str, str] | None]:
         """A record's display metadata ({} if none), or None if the record does not exist."""
-        response = yield _Call("GetMetadata", pb.MetadataRequest(index=index, pk=wire.key_to_proto(pk)))
+        response = yield UnaryCall("GetMetadata", pb.MetadataRequest(index=index, pk=wire.key_to_proto(pk)))
         return dict(sorted(response.metadata.items())) if response.exists else None
 
     @staticmethod
@@ -110,13 +102,13 @@ class RecordOps:
         request = pb.ListHiddenRecordsRequest(
             index=index, limit=_natural(limit, "limit"), continuation=continuation or b""
         )
-        response = yield _Call("ListHiddenRecords", request, changes_nothing=True)
+        response = yield UnaryCall("ListHiddenRecords", request, changes_nothing=True)
         return [wire.hidden_from_proto(record) for record in response.records], response.continuation or None
 
     @staticmethod
     def score_rules(index: str) -> Op[ScoreRules]:
         """The index's score rules."""
-        return wire.rules_from_proto((yield _Call("GetScoreRules", pb.GetScoreRulesRequest(index=index))).rules)
+        return wire.rules_from_proto((yield UnaryCall("GetScoreRules", pb.GetScoreRulesRequest(index=index))).rules)
 
     @staticmethod
     def set_score_rules(index: str, rules: ScoreRules) -> Op[ScoreRules]:
@@ -125,7 +117,7 @@ class RecordOps:
             raise InvalidArgument(f"expected ScoreRules, not {type(rules).__name__}")
         request = pb.SetScoreRulesRequest(index=index, rules=wire.rules_to_proto(rules))
         # Setting the same rules again changes nothing: sent again as reads are.
-        return wire.rules_from_proto((yield _Call("SetScoreRules", request, changes_nothing=True)).rules)
+        return wire.rules_from_proto((yield UnaryCall("SetScoreRules", request, changes_nothing=True)).rules)
 
     @staticmethod
     def delete_records(

@@ -9,7 +9,6 @@ import random
 import uuid
 
 import grpc
-import grpc.aio
 
 from .errors import error_from_rpc
 
