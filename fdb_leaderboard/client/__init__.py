@@ -46,6 +46,8 @@ The modules, from the bottom up:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 # The values the answers hold are importable from here too, as the clients' own names are.
 from ..errors import NoWindowsWarning
 from ..index import (
@@ -62,7 +64,6 @@ from ..index import (
     RankedEntry,
     ScoreRules,
 )
-from .aio import AsyncLeaderboardClient, AsyncWatch
 from .blocking import LeaderboardClient, RankWatch, WindowEndWatch
 from .compare import Comparison, compare_boards
 from .errors import (
@@ -90,6 +91,9 @@ from .errors import (
 from .messages import MODES, Key, Op, Score, WindowEnd, rank_mode
 from .retry import RetryPolicy, new_idempotency_key
 from .streams import DEFAULT_MOVE_CATCH_UP
+
+if TYPE_CHECKING:
+    from .aio import AsyncLeaderboardClient, AsyncWatch
 
 __all__ = [
     "Aborted",
@@ -142,3 +146,18 @@ __all__ = [
     "new_idempotency_key",
     "rank_mode",
 ]
+
+_ASYNCIO_NAMES = ("AsyncLeaderboardClient", "AsyncWatch")
+
+
+def __getattr__(name: str) -> Any:
+    # The asyncio client is made on first use: building its methods costs a program that blocks.
+    if name in _ASYNCIO_NAMES:
+        from . import aio
+
+        return getattr(aio, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_ASYNCIO_NAMES})
