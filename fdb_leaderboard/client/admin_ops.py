@@ -11,7 +11,7 @@ from .. import wire
 from ..index import AuditEvent, Leagues
 from ..index.values import check_timestamp
 from ..proto import service_pb2 as pb
-from .messages import Key, Op, UnaryCall, _enum, _expired_until_done, _natural, _window, _with_boards
+from .messages import Key, Op, UnaryCall, checked_count, enum_value, expired_until_done, window_selector, with_boards
 
 
 class AdminOps:
@@ -51,22 +51,22 @@ class AdminOps:
         fewest deaths: ``("HIGH", "LOW")``); its scores are then tuples of ints.  ``leagues``:
         cohorts and tiers on one window type's windows (read with :meth:`cohort`)."""
         options = pb.IndexOptions(
-            aggregation=_enum(pb.Aggregation, aggregation, "aggregation"),
-            hash_function=_enum(pb.RankHash, hash_function, "hash_function"),
-            group_size=_natural(group_size, "group_size"),
-            context_size=_natural(context_size, "context_size"),
+            aggregation=enum_value(pb.Aggregation, aggregation, "aggregation"),
+            hash_function=enum_value(pb.RankHash, hash_function, "hash_function"),
+            group_size=checked_count(group_size, "group_size"),
+            context_size=checked_count(context_size, "context_size"),
             high_score_first=high_score_first,
             count_duplicates=count_duplicates,
-            score_type=_enum(pb.ScoreType, score_type, "score_type"),
+            score_type=enum_value(pb.ScoreType, score_type, "score_type"),
             dense_ranks=dense_ranks,
-            columns=[_enum(pb.ColumnOrder, direction, "a column's direction") for direction in columns],
+            columns=[enum_value(pb.ColumnOrder, direction, "a column's direction") for direction in columns],
             leagues=pb.Leagues(**dataclasses.asdict(leagues)) if leagues is not None else None,
         )
         request = pb.CreateIndexRequest(
             name=name,
             options=options,
             reference_layout=reference_layout,
-            maintenance=_with_boards(maintenance, boards, timezone, timebase),
+            maintenance=with_boards(maintenance, boards, timezone, timebase),
             all_time=all_time,
         )
         return (yield UnaryCall("CreateIndex", request)).created
@@ -116,7 +116,7 @@ class AdminOps:
             specs=[pb.WindowSpec(type=t, base=b, increment=i, duration=d, count=c) for t, b, i, d, c in specs],
             windows=[pb.ExplicitWindow(type=t, start=s, end=e) for t, s, e in windows],
             nlevels=nlevels,
-            rebuild=_enum(pb.Rebuild, rebuild, "rebuild"),
+            rebuild=enum_value(pb.Rebuild, rebuild, "rebuild"),
         )
         if delete_before is not None:
             request.delete_before = delete_before
@@ -151,8 +151,8 @@ class AdminOps:
     ) -> Op[tuple[list[tuple], bytes]]:
         """One page of the groups holding a value in the window (a grouped index's boards), in key
         order, at most ``limit`` (1-1000; 0: 100), and the continuation of the next (empty: done)."""
-        window = _window(window_type, timestamp)
-        limit = _natural(limit, "limit")
+        window = window_selector(window_type, timestamp)
+        limit = checked_count(limit, "limit")
         request = pb.ListGroupsRequest(index=index, window=window, limit=limit, continuation=continuation)
         response = yield UnaryCall("ListGroups", request)
         return [wire.items_from_proto(g.group) for g in response.groups], response.continuation
@@ -167,8 +167,8 @@ class AdminOps:
         """Fill windows added over stored scores, for at most this many records and batches (0: all)."""
         request = pb.FillRequest(
             index=index,
-            max_records=_natural(max_records, "max_records"),
-            max_batches=_natural(max_batches, "max_batches"),
+            max_records=checked_count(max_records, "max_records"),
+            max_batches=checked_count(max_batches, "max_batches"),
         )
         return (yield UnaryCall("Fill", request))
 
@@ -192,7 +192,7 @@ class AdminOps:
         request = pb.ExpireIdempotencyKeysRequest(index=index)
         if before is not None:
             request.before = before
-        return (yield from _expired_until_done("ExpireIdempotencyKeys", request))
+        return (yield from expired_until_done("ExpireIdempotencyKeys", request))
 
     @staticmethod
     def verify(index: str, max_problems: int = 0) -> Op[list[str]]:
@@ -202,7 +202,7 @@ class AdminOps:
     @staticmethod
     def verify_plan(index: str, parts: int, timeout: float | None = None) -> Op[list[bytes]]:
         """Where each of about ``parts`` pieces of one whole check starts (see ``verify_report``)."""
-        request = pb.VerifyRequest(index=index, split=_natural(parts, "parts"))
+        request = pb.VerifyRequest(index=index, split=checked_count(parts, "parts"))
         return list((yield UnaryCall("Verify", request, timeout=timeout, changes_nothing=True)).parts)
 
     @staticmethod
@@ -219,7 +219,7 @@ class AdminOps:
         call's answer.  The clients' ``verify_report`` methods take ``parts``: the check in about
         that many pieces over key ranges, run at once (their answers summed)."""
         request = pb.VerifyRequest(
-            index=index, max_problems=_natural(max_problems, "max_problems"), continuation=continuation
+            index=index, max_problems=checked_count(max_problems, "max_problems"), continuation=continuation
         )
         problems: list[str] = []
         while True:
@@ -255,8 +255,8 @@ class AdminOps:
         last answer, with the records and heads of every call."""
         request = pb.UpgradeIndexRequest(
             index=index,
-            max_records=_natural(max_records, "max_records"),
-            max_batches=_natural(max_batches, "max_batches"),
+            max_records=checked_count(max_records, "max_records"),
+            max_batches=checked_count(max_batches, "max_batches"),
         )
         records = changed = 0
         while True:
@@ -297,7 +297,7 @@ class AdminOps:
         request = pb.ListAuditEventsRequest(
             index=index or "",
             action=action or "",
-            limit=_natural(limit, "limit"),
+            limit=checked_count(limit, "limit"),
             continuation=continuation or b"",
             newest_first=newest_first,
         )
@@ -317,7 +317,7 @@ class AdminOps:
     @staticmethod
     def set_audit_retention(seconds: int) -> Op[int]:
         """Keep audit events ``seconds`` (0: the default, 90 days) (admin); returns the retention now."""
-        request = pb.SetAuditRetentionRequest(retention=_natural(seconds, "seconds"))
+        request = pb.SetAuditRetentionRequest(retention=checked_count(seconds, "seconds"))
         return (yield UnaryCall("SetAuditRetention", request)).retention
 
     @staticmethod
@@ -327,7 +327,7 @@ class AdminOps:
         request = pb.ExpireAuditEventsRequest()
         if before_us is not None:
             request.before_us = before_us
-        return (yield from _expired_until_done("ExpireAuditEvents", request))
+        return (yield from expired_until_done("ExpireAuditEvents", request))
 
     # -- window-end events ---------------------------------------------------------------------
 
@@ -340,7 +340,7 @@ class AdminOps:
         signed with ``secret`` (empty: the server makes one up and answers it, this once)."""
         request = pb.AddWebhookRequest(index=index, url=url, secret=secret, window_types=list(window_types))
         if top is not None:
-            request.top = _natural(top, "top")
+            request.top = checked_count(top, "top")
         return (yield UnaryCall("AddWebhook", request)).webhook
 
     @staticmethod

@@ -14,40 +14,40 @@ from ..index import RankedEntry
 from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
 from .blocking import LeaderboardClient
-from .channel import _CHANNEL_OPTIONS, _call_metadata, _credentials, _Freshness
-from .messages import _P, _T, Key, Op, UnaryCall, _rank_request
-from .operations import _BOUNDED_OPS, _STALENESS_PARAMETER, UnaryOps, _like, _step
+from .channel import CHANNEL_OPTIONS, Freshness, call_metadata, channel_credentials
+from .messages import _P, _T, Key, Op, UnaryCall, rank_request
+from .operations import BOUNDED_READS, STALENESS_PARAMETER, UnaryOps, advance, signed_like
 from .retry import DEFAULT_RETRY, RetryPolicy, Tries, new_idempotency_key
 from .streams import (
-    _dump_request,
-    _load_retry_codes,
-    _LoadMessages,
-    _Move,
-    _verify_parts,
-    _VerifyMerge,
-    _window_ends_request,
+    LoadMessages,
+    MoveProgress,
+    VerifyMerge,
     answering,
     async_restore_requests,
+    dump_request,
+    load_retry_codes,
+    verify_pieces,
     watch_ended,
     watched_entry,
+    window_ends_request,
 )
 
 
 def _awaiting(op: Callable[_P, Op[_T]]) -> Callable[Concatenate[Any, _P], Coroutine[Any, Any, _T]]:
     """The operation as a coroutine method of the asyncio client."""
-    if op.__name__ in _BOUNDED_OPS:
+    if op.__name__ in BOUNDED_READS:
 
         async def method(
             self: AsyncLeaderboardClient, *args: Any, max_staleness: int | None = None, **kwargs: Any
         ) -> Any:
             return await self._run(op(*args, **kwargs), self._staleness(max_staleness))
 
-        return _like(method, op, "AsyncLeaderboardClient", _STALENESS_PARAMETER)
+        return signed_like(method, op, "AsyncLeaderboardClient", STALENESS_PARAMETER)
 
     async def plain(self: AsyncLeaderboardClient, *args: Any, **kwargs: Any) -> Any:
         return await self._run(op(*args, **kwargs))
 
-    return _like(plain, op, "AsyncLeaderboardClient")
+    return signed_like(plain, op, "AsyncLeaderboardClient")
 
 
 class AsyncWatch(Generic[_T]):
@@ -106,14 +106,14 @@ class AsyncLeaderboardClient:
         max_staleness: int = 0,
     ) -> None:
         """The arguments of :class:`LeaderboardClient`."""
-        self.freshness = _Freshness(max_staleness)
-        credentials = _credentials(address, token, ca, cert, key)
+        self.freshness = Freshness(max_staleness)
+        credentials = channel_credentials(address, token, ca, cert, key)
         if credentials is None:
-            self.channel = grpc.aio.insecure_channel(address, _CHANNEL_OPTIONS)
+            self.channel = grpc.aio.insecure_channel(address, CHANNEL_OPTIONS)
         else:
-            self.channel = grpc.aio.secure_channel(address, credentials, _CHANNEL_OPTIONS)
+            self.channel = grpc.aio.secure_channel(address, credentials, CHANNEL_OPTIONS)
         self.stub = pb_grpc.LeaderboardStub(self.channel)
-        self._metadata = _call_metadata(token, user) or None
+        self._metadata = call_metadata(token, user) or None
         self.timeout = timeout
         self.retry = retry or RetryPolicy(attempts=1)
 
@@ -130,9 +130,9 @@ class AsyncLeaderboardClient:
         return self.freshness.staleness(per_call)
 
     async def _run(self, op: Op[_T], staleness: int | None = None) -> _T:
-        step = _step(op, None)
+        step = advance(op, None)
         while isinstance(step, UnaryCall):
-            step = _step(op, await self._send(step, staleness))
+            step = advance(op, await self._send(step, staleness))
         return step.value
 
     async def _send(self, call: UnaryCall, staleness: int | None = None) -> Any:
@@ -178,8 +178,8 @@ class AsyncLeaderboardClient:
     ) -> pb.VerifyResponse:
         if parts <= 1:
             return await self._run(UnaryOps.verify_report(index, max_problems, timeout, progress))
-        plan = _verify_parts(await self.verify_plan(index, parts, timeout))
-        merge = _VerifyMerge(len(plan), max_problems, progress)
+        plan = verify_pieces(await self.verify_plan(index, parts, timeout))
+        merge = VerifyMerge(len(plan), max_problems, progress)
         answers = await asyncio.gather(
             *(
                 self._run(UnaryOps.verify_report(index, max_problems, timeout, merge.seen(number), token))
@@ -266,7 +266,7 @@ class AsyncLeaderboardClient:
     ) -> AsyncWatch[RankedEntry | None]:
         """As :meth:`LeaderboardClient.watch_rank`: ``async with lb.watch_rank(...) as watch:
         async for entry in watch`` (or ``async for`` on it directly)."""
-        request = _rank_request(index, pk, window_type, timestamp, group, mode)
+        request = rank_request(index, pk, window_type, timestamp, group, mode)
         call = self.stub.WatchRank(request, timeout=timeout, metadata=self._metadata)
         return AsyncWatch(call, watched_entry)
 
@@ -275,7 +275,7 @@ class AsyncLeaderboardClient:
     ) -> AsyncWatch[wire.WindowEnd]:
         """As :meth:`LeaderboardClient.watch_window_ends`, with ``async with`` and ``async for``."""
         call = self.stub.WatchWindowEnds(
-            _window_ends_request(index, after, top), timeout=timeout, metadata=self._metadata
+            window_ends_request(index, after, top), timeout=timeout, metadata=self._metadata
         )
         return AsyncWatch(call, wire.window_end_from_proto)
 
@@ -292,7 +292,7 @@ class AsyncLeaderboardClient:
         """:meth:`LeaderboardClient.bulk_load`; ``records`` may also be an async iterable (sent
         again when cut off if ``__aiter__`` starts over)."""
         key = idempotency_key or new_idempotency_key()
-        tries = Tries(self.retry, _load_retry_codes(records, self.retry))
+        tries = Tries(self.retry, load_retry_codes(records, self.retry))
         while True:
             try:
                 return await self._load(index, records, batch_size, rank_as_loaded, progress, timeout, key)
@@ -310,7 +310,7 @@ class AsyncLeaderboardClient:
         idempotency_key: str,
     ) -> int:
         """One try of :meth:`bulk_load`."""
-        messages = _LoadMessages(index, batch_size, rank_as_loaded, idempotency_key)
+        messages = LoadMessages(index, batch_size, rank_as_loaded, idempotency_key)
         call = self.stub.Load(messages.async_requests(records), timeout=timeout, metadata=self._metadata)
         try:
             async for answer in call:
@@ -331,7 +331,7 @@ class AsyncLeaderboardClient:
         timeout: float | None = None,
     ) -> AsyncIterator[pb.DumpPart]:
         """:meth:`LeaderboardClient.dump`, an async iterator."""
-        request = _dump_request(index, keep_paused, moved_to, catch_up_seconds)
+        request = dump_request(index, keep_paused, moved_to, catch_up_seconds)
         call = self.stub.Dump(iter([request]), timeout=timeout, metadata=self._metadata)
         with answering(call):
             async for part in call:
@@ -356,7 +356,7 @@ class AsyncLeaderboardClient:
         progress: Callable[[pb.DumpPart | pb.RestoreProgress], None] | None = None,
     ) -> tuple[pb.DumpEnd, pb.RestoreProgress]:
         """:meth:`LeaderboardClient.move`, to another asyncio client's server."""
-        move = _Move(index, moved_to, catch_up_seconds, progress)
+        move = MoveProgress(index, moved_to, catch_up_seconds, progress)
 
         async def parts() -> AsyncIterator[pb.DumpPart]:
             async for part in self.dump(index, True, moved_to, catch_up_seconds):

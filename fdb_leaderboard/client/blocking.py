@@ -13,38 +13,38 @@ from .. import wire
 from ..index import RankedEntry
 from ..proto import service_pb2 as pb
 from ..proto import service_pb2_grpc as pb_grpc
-from .channel import _CHANNEL_OPTIONS, _call_metadata, _credentials, _Freshness, _Headers
-from .messages import _P, _T, Key, Op, UnaryCall, _rank_request
-from .operations import _BOUNDED_OPS, _STALENESS_PARAMETER, UnaryOps, _like, _step
+from .channel import CHANNEL_OPTIONS, Freshness, HeadersInterceptor, call_metadata, channel_credentials
+from .messages import _P, _T, Key, Op, UnaryCall, rank_request
+from .operations import BOUNDED_READS, STALENESS_PARAMETER, UnaryOps, advance, signed_like
 from .retry import DEFAULT_RETRY, RetryPolicy, Tries, new_idempotency_key
 from .streams import (
-    _dump_request,
-    _load_retry_codes,
-    _LoadMessages,
-    _Move,
-    _verify_parts,
-    _VerifyMerge,
-    _window_ends_request,
+    LoadMessages,
+    MoveProgress,
+    VerifyMerge,
     answering,
+    dump_request,
+    load_retry_codes,
     restore_requests,
+    verify_pieces,
     watch_ended,
     watched_entry,
+    window_ends_request,
 )
 
 
 def _blocking(op: Callable[_P, Op[_T]]) -> Callable[Concatenate[Any, _P], _T]:
     """The operation as a method of the blocking client."""
-    if op.__name__ in _BOUNDED_OPS:
+    if op.__name__ in BOUNDED_READS:
 
         def method(self: LeaderboardClient, *args: Any, max_staleness: int | None = None, **kwargs: Any) -> Any:
             return self._run(op(*args, **kwargs), self._staleness(max_staleness))
 
-        return _like(method, op, "LeaderboardClient", _STALENESS_PARAMETER)
+        return signed_like(method, op, "LeaderboardClient", STALENESS_PARAMETER)
 
     def plain(self: LeaderboardClient, *args: Any, **kwargs: Any) -> Any:
         return self._run(op(*args, **kwargs))
 
-    return _like(plain, op, "LeaderboardClient")
+    return signed_like(plain, op, "LeaderboardClient")
 
 
 class LeaderboardClient:
@@ -71,9 +71,9 @@ class LeaderboardClient:
         latest writes (0: exact; each read also takes ``max_staleness=``), always seeing this
         client's own score writes, through any server of the store (docs/foundationdb.md,
         "Fresh reads and stale ones")."""
-        self.freshness = _Freshness(max_staleness)
-        credentials = _credentials(address, token, ca, cert, key)
-        options = _CHANNEL_OPTIONS
+        self.freshness = Freshness(max_staleness)
+        credentials = channel_credentials(address, token, ca, cert, key)
+        options = CHANNEL_OPTIONS
         if credentials is None:
             channel = grpc.insecure_channel(address, options)
         else:
@@ -82,8 +82,8 @@ class LeaderboardClient:
         self._connect = lambda: LeaderboardClient(
             address, timeout, token=token, ca=ca, cert=cert, key=key, retry=retry, user=user
         )
-        metadata = _call_metadata(token, user)
-        self.channel = grpc.intercept_channel(channel, _Headers(metadata)) if metadata else channel
+        metadata = call_metadata(token, user)
+        self.channel = grpc.intercept_channel(channel, HeadersInterceptor(metadata)) if metadata else channel
         self.stub = pb_grpc.LeaderboardStub(self.channel)
         self.timeout = timeout
         self.retry = retry or RetryPolicy(attempts=1)
@@ -101,9 +101,9 @@ class LeaderboardClient:
         return self.freshness.staleness(per_call)
 
     def _run(self, op: Op[_T], staleness: int | None = None) -> _T:
-        step = _step(op, None)
+        step = advance(op, None)
         while isinstance(step, UnaryCall):
-            step = _step(op, self._send(step, staleness))
+            step = advance(op, self._send(step, staleness))
         return step.value
 
     def _send(self, call: UnaryCall, staleness: int | None = None) -> Any:
@@ -152,8 +152,8 @@ class LeaderboardClient:
         processes spreads them); ``progress`` then sees their answers summed."""
         if parts <= 1:
             return self._run(UnaryOps.verify_report(index, max_problems, timeout, progress))
-        plan = _verify_parts(self.verify_plan(index, parts, timeout))
-        merge = _VerifyMerge(len(plan), max_problems, progress)
+        plan = verify_pieces(self.verify_plan(index, parts, timeout))
+        merge = VerifyMerge(len(plan), max_problems, progress)
 
         def piece(number: int) -> pb.VerifyResponse:
             with self._connect() as own:
@@ -237,7 +237,7 @@ class LeaderboardClient:
         closed (from any thread) or ``timeout`` seconds pass (None: no end).  Without
         ``timestamp``, the window is the current one of its type, following the clock."""
         return RankWatch(
-            self.stub.WatchRank(_rank_request(index, pk, window_type, timestamp, group, mode), timeout=timeout)
+            self.stub.WatchRank(rank_request(index, pk, window_type, timestamp, group, mode), timeout=timeout)
         )
 
     def watch_window_ends(
@@ -247,7 +247,7 @@ class LeaderboardClient:
         from now on, or those after cursor ``after`` first (an event's ``cursor``: where to resume
         after a reconnect), each with its top ``top`` (default 10), until the watch is closed
         (from any thread) or ``timeout`` seconds pass (None: no end)."""
-        return WindowEndWatch(self.stub.WatchWindowEnds(_window_ends_request(index, after, top), timeout=timeout))
+        return WindowEndWatch(self.stub.WatchWindowEnds(window_ends_request(index, after, top), timeout=timeout))
 
     def bulk_load(
         self,
@@ -275,7 +275,7 @@ class LeaderboardClient:
         its start and the server saves only the transactions it had not.
         """
         key = idempotency_key or new_idempotency_key()
-        tries = Tries(self.retry, _load_retry_codes(records, self.retry))
+        tries = Tries(self.retry, load_retry_codes(records, self.retry))
         while True:
             try:
                 return self._load(index, records, batch_size, rank_as_loaded, progress, timeout, key)
@@ -293,7 +293,7 @@ class LeaderboardClient:
         idempotency_key: str,
     ) -> int:
         """One try of :meth:`bulk_load`."""
-        messages = _LoadMessages(index, batch_size, rank_as_loaded, idempotency_key)
+        messages = LoadMessages(index, batch_size, rank_as_loaded, idempotency_key)
         call = self.stub.Load(messages.requests(records), timeout=timeout)
         try:
             for answer in call:
@@ -317,7 +317,7 @@ class LeaderboardClient:
         (``fdb_leaderboard.index.dumps``; :func:`~fdb_leaderboard.index.dumpfile.write_dump` writes
         it to a file).  ``keep_paused``: the index's writes stay refused afterwards (a move,
         see :meth:`move`).  A dump cut off is not sent again: start it again."""
-        request = _dump_request(index, keep_paused, moved_to, catch_up_seconds)
+        request = dump_request(index, keep_paused, moved_to, catch_up_seconds)
         call = self.stub.Dump(iter([request]), timeout=timeout)
         with answering(call):
             yield from call
@@ -347,7 +347,7 @@ class LeaderboardClient:
         on once the target's rebuild is done if they never let it catch up (0: 10 s).  Returns
         the dump's end and the restore's last progress.  If the restore fails, the index takes
         writes here again."""
-        move = _Move(index, moved_to, catch_up_seconds, progress)
+        move = MoveProgress(index, moved_to, catch_up_seconds, progress)
         parts = (move.part(part) for part in self.dump(index, True, moved_to, catch_up_seconds))
         last = pb.RestoreProgress()
         try:

@@ -13,7 +13,7 @@ import grpc
 from .. import access, errors, wire
 from ..access import is_loopback
 from .errors import InvalidArgument
-from .messages import _READS, UnaryCall
+from .messages import READS, UnaryCall
 
 
 def _staleness(value: object) -> int:
@@ -24,7 +24,7 @@ def _staleness(value: object) -> int:
         raise InvalidArgument(str(exc)) from None
 
 
-class _Freshness:
+class Freshness:
     """A client's reads' freshness: its default ``max_staleness``, and the newest commit version of
     its own score writes, which its stale reads must see (read your writes, through any server)."""
 
@@ -42,7 +42,7 @@ class _Freshness:
 
     def metadata(self, call: UnaryCall, staleness: int | None) -> tuple[tuple[str, str], ...]:
         """The freshness metadata of ``call`` (a bounded read) at ``staleness`` ms."""
-        if staleness is None or call.method not in _READS:
+        if staleness is None or call.method not in READS:
             return ()
         sent = [(wire.STALENESS_HEADER, str(staleness))]
         if self.seen and staleness:
@@ -59,7 +59,7 @@ class _Freshness:
 
 # Each client its own connection (gRPC shares one among channels to the same address by default):
 # a server with several processes then spreads clients, and a check's pieces, over them.
-_CHANNEL_OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
+CHANNEL_OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
 
 
 def _read_pem(path: str | None) -> bytes | None:
@@ -69,7 +69,7 @@ def _read_pem(path: str | None) -> bytes | None:
         return file.read()
 
 
-def _credentials(
+def channel_credentials(
     address: str, token: str | None, ca: str | None, cert: str | None, key: str | None
 ) -> grpc.ChannelCredentials | None:
     """TLS credentials for the arguments (None: plaintext), warning of a token sent in the clear."""
@@ -86,7 +86,7 @@ def _credentials(
     return grpc.ssl_channel_credentials(_read_pem(ca), _read_pem(key), _read_pem(cert))
 
 
-def _call_metadata(token: str | None, user: str | None) -> tuple[tuple[str, str], ...]:
+def call_metadata(token: str | None, user: str | None) -> tuple[tuple[str, str], ...]:
     """What every call carries: ``authorization: Bearer TOKEN``, and the user the caller names
     (recorded by a server without tokens as who acted; one with tokens goes by the token)."""
     metadata = []
@@ -97,13 +97,13 @@ def _call_metadata(token: str | None, user: str | None) -> tuple[tuple[str, str]
     return tuple(metadata)
 
 
-class _Headers(
+class HeadersInterceptor(
     grpc.UnaryUnaryClientInterceptor,
     grpc.UnaryStreamClientInterceptor,
     grpc.StreamUnaryClientInterceptor,
     grpc.StreamStreamClientInterceptor,
 ):
-    """Adds the call metadata (:func:`_call_metadata`) to every call of a channel (also those made with ``stub``)."""
+    """Adds the call metadata (:func:`call_metadata`) to every call of a channel (also those made with ``stub``)."""
 
     def __init__(self, metadata: tuple[tuple[str, str], ...]) -> None:
         self._metadata = metadata

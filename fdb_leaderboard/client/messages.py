@@ -25,7 +25,7 @@ from .retry import RetryPolicy, new_idempotency_key
 WindowEnd = wire.WindowEnd
 MODES = {"ORDINAL": pb.ORDINAL, "COMPETITION": pb.COMPETITION, "DENSE": pb.DENSE}
 # Calls that only read (the read role's): sent again when the server was unavailable.
-_READS = frozenset(method for method, role in ROLE_BY_METHOD.items() if role is Role.READ)
+READS = frozenset(method for method, role in ROLE_BY_METHOD.items() if role is Role.READ)
 # Writes whose answers carry their commit version (trailing metadata), noted for read-your-writes.
 _UINT32 = 2**32
 # A primary key, group or context: a sequence of elements, or one str, bytes or number standing
@@ -49,7 +49,7 @@ class UnaryCall:
         """The codes this call is sent again on (admin calls that change things: none)."""
         if self.write:
             return policy.write_codes
-        return policy.read_codes if self.changes_nothing or self.method in _READS else frozenset()
+        return policy.read_codes if self.changes_nothing or self.method in READS else frozenset()
 
 
 _T = TypeVar("_T")
@@ -58,7 +58,7 @@ _P = ParamSpec("_P")
 Op = Generator[UnaryCall, Any, _T]
 
 
-def _expired_until_done(method: str, request: Any) -> Op[int]:
+def expired_until_done(method: str, request: Any) -> Op[int]:
     """Call an expiry (each call works until done or its deadline) until done; returns the total."""
     expired = 0
     while True:
@@ -68,14 +68,14 @@ def _expired_until_done(method: str, request: Any) -> Op[int]:
             return expired
 
 
-def _natural(value: object, name: str) -> int:
+def checked_count(value: object, name: str) -> int:
     """A count or size the protocol carries as uint32, refused as InvalidArgument (naming it) otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < _UINT32:
         raise InvalidArgument(f"{name} must be an integer from 0 to {_UINT32 - 1}, not {value!r}")
     return value
 
 
-def _enum(enum_type: Any, name: str, what: str) -> int:
+def enum_value(enum_type: Any, name: str, what: str) -> int:
     """The value of the protobuf enum member ``name`` (any case), or InvalidArgument naming the choices."""
     members = list(enum_type.keys())
     if not isinstance(name, str) or name.upper() not in members:
@@ -90,9 +90,9 @@ def rank_mode(mode: str) -> int:
     return MODES[mode.upper()]
 
 
-def _window(window_type: int, timestamp: int | None) -> pb.WindowSelector:
+def window_selector(window_type: int, timestamp: int | None) -> pb.WindowSelector:
     """The window selector of a window type and a time in it (None: now, the server's clock)."""
-    selector = pb.WindowSelector(type=_natural(window_type, "window_type"))
+    selector = pb.WindowSelector(type=checked_count(window_type, "window_type"))
     if timestamp is not None:
         selector.timestamp = timestamp
     return selector
@@ -103,10 +103,10 @@ def board(window_type: int | WindowRef = 0, timestamp: int | None = None, group:
     methods' loose arguments or from one :class:`~fdb_leaderboard.index.WindowRef`."""
     if isinstance(window_type, WindowRef):
         window_type, timestamp, group = window_type.type, window_type.timestamp, window_type.group
-    return {"window": _window(window_type, timestamp), "group": wire.key_to_proto(group, "group")}
+    return {"window": window_selector(window_type, timestamp), "group": wire.key_to_proto(group, "group")}
 
 
-def _pb_entry(score: Score, timestamp: int | None, context: Key = (), group: Key = ()) -> pb.Entry:
+def entry_to_send(score: Score, timestamp: int | None, context: Key = (), group: Key = ()) -> pb.Entry:
     """An entry to write; without ``timestamp``, one made now (the server's clock, in the index's timebase)."""
     entry = pb.Entry(
         score=wire.score_to_proto(score),
@@ -118,38 +118,36 @@ def _pb_entry(score: Score, timestamp: int | None, context: Key = (), group: Key
     return entry
 
 
-def _pb_entries(entries: Sequence[tuple]) -> list[pb.Entry]:
-    return [_pb_entry(*entry) for entry in entries]
+def entries_to_send(entries: Sequence[tuple]) -> list[pb.Entry]:
+    return [entry_to_send(*entry) for entry in entries]
 
 
-def _record(pk: Key, entries: Sequence[tuple]) -> pb.RecordEntries:
-    return pb.RecordEntries(pk=wire.key_to_proto(pk), entries=_pb_entries(entries))
+def record_to_send(pk: Key, entries: Sequence[tuple]) -> pb.RecordEntries:
+    return pb.RecordEntries(pk=wire.key_to_proto(pk), entries=entries_to_send(entries))
 
 
-def _warned(response: pb.AddScoreResponse | pb.WriteResponse) -> int:
+def windows_written(response: pb.AddScoreResponse | pb.WriteResponse) -> int:
     """The windows a write changed, issuing the server's warning (e.g. no windows yet) if any."""
     if response.warning:
-        warnings.warn(response.warning, NoWindowsWarning, stacklevel=6)  # the caller's line, past _step and _run
+        warnings.warn(response.warning, NoWindowsWarning, stacklevel=6)  # the caller's line, past advance and _run
     return response.windows_changed
 
 
-def _entries(response: Any) -> Listing:
+def listing_of(response: Any) -> Listing:
     """The entries answered, with the window they were read from (``.window``), as in process."""
     has_window = "window" in response.DESCRIPTOR.fields_by_name and response.HasField("window")
     window = wire.window_from_proto(response.window) if has_window else None
     return Listing([wire.ranked_entry_from_proto(e) for e in response.entries], window)
 
 
-def _write(method: str, request: Any, idempotency_key: str | None) -> UnaryCall:
+def keyed_write(method: str, request: Any, idempotency_key: str | None) -> UnaryCall:
     """A write under ``idempotency_key`` (a new one if None), sent again with the same key when
     its outcome is unknown."""
     request.idempotency_key = idempotency_key or new_idempotency_key()
     return UnaryCall(method, request, write=True)
 
 
-def _rank_request(
-    index: str, pk: Key, window_type: int, timestamp: int | None, group: Key, mode: str
-) -> pb.RankRequest:
+def rank_request(index: str, pk: Key, window_type: int, timestamp: int | None, group: Key, mode: str) -> pb.RankRequest:
     return pb.RankRequest(
         index=index,
         pk=wire.key_to_proto(pk),
@@ -158,7 +156,7 @@ def _rank_request(
     )
 
 
-def _ranks_request(
+def ranks_request(
     index: str, pks: Sequence[Key], window_type: int, timestamp: int | None, group: Key, mode: str
 ) -> pb.RanksRequest:
     if isinstance(pks, str | bytes):
@@ -171,11 +169,11 @@ def _ranks_request(
     )
 
 
-def _score(response: Any) -> Score | None:
+def score_of(response: Any) -> Score | None:
     return wire.score_from_proto(response.score) if response.HasField("score") else None
 
 
-def _with_boards(
+def with_boards(
     maintenance: pb.MaintenancePolicy | None, boards: Sequence[str], timezone: str, timebase: str | None = None
 ) -> pb.MaintenancePolicy | None:
     """``maintenance`` keeping the calendar ``boards`` named (daily, weekly, monthly) too, and its

@@ -1,6 +1,6 @@
 """The operations of the service, each written once for both clients as a generator that yields the
-calls it needs: :class:`UnaryOps` gathers them, :func:`_step` runs one to its next call, and :func:`_like`
-gives a client's method the operation's name, signature and documentation.
+calls it needs: :class:`UnaryOps` gathers them, :func:`advance` runs one to its next call, and
+:func:`signed_like` gives a client's method the operation's name, signature and documentation.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class UnaryOps(AdminOps, RecordOps, ReadOps):
     """
 
 
-def _step(op: Op[_T], answer: Any) -> UnaryCall | _Done[_T]:
+def advance(op: Op[_T], answer: Any) -> UnaryCall | OpDone[_T]:
     """Run ``op`` to its next call (or its end), given the answer to its last one.
 
     What the operation raises while building a request (a ``ValueError`` or ``TypeError`` of
@@ -35,7 +35,7 @@ def _step(op: Op[_T], answer: Any) -> UnaryCall | _Done[_T]:
     try:
         return op.send(answer)
     except StopIteration as done:
-        return _Done(done.value)
+        return OpDone(done.value)
     except CallError:
         raise
     except (ValueError, TypeError) as exc:
@@ -43,13 +43,13 @@ def _step(op: Op[_T], answer: Any) -> UnaryCall | _Done[_T]:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class _Done(Generic[_T]):
+class OpDone(Generic[_T]):
     """An operation's result."""
 
     value: _T
 
 
-def _like(
+def signed_like(
     method: Callable[..., Any], op: Callable[..., Any], owner: str, *more: inspect.Parameter
 ) -> Callable[..., Any]:
     """``method`` named, documented and signed as ``op``, with ``self``, the ``more`` parameters
@@ -69,11 +69,11 @@ def _like(
 
 
 # Reads whose freshness a caller may bound (``max_staleness``): the server's bounded reads.
-_BOUNDED_OPS = frozenset(
+BOUNDED_READS = frozenset(
     {
         "rank", "rank_and_entry", "around", "top", "count", "score_for_rank", "rank_for_score", "ranks",
         "friends_board", "page", "cohort", "percentile", "score_for_percentile", "movement", "scan", "groups",
         "metadata", "list_windows", "sub_directories",
     }
 )  # fmt: skip
-_STALENESS_PARAMETER = inspect.Parameter("max_staleness", inspect.Parameter.KEYWORD_ONLY, default=None)
+STALENESS_PARAMETER = inspect.Parameter("max_staleness", inspect.Parameter.KEYWORD_ONLY, default=None)

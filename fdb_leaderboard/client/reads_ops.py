@@ -13,16 +13,16 @@ from .messages import (
     Op,
     Score,
     UnaryCall,
-    _entries,
-    _enum,
-    _natural,
-    _pb_entries,
-    _rank_request,
-    _ranks_request,
-    _score,
-    _window,
     board,
+    checked_count,
+    entries_to_send,
+    enum_value,
+    listing_of,
     rank_mode,
+    rank_request,
+    ranks_request,
+    score_of,
+    window_selector,
 )
 
 
@@ -36,7 +36,7 @@ class ReadOps:
         index: str, pk: Key, window_type: int = 0, timestamp: int | None = None, group: Key = (), mode: str = "ORDINAL"
     ) -> Op[int | None]:
         """The record's 0-based rank in the window (None: no value there)."""
-        response = yield UnaryCall("GetRank", _rank_request(index, pk, window_type, timestamp, group, mode))
+        response = yield UnaryCall("GetRank", rank_request(index, pk, window_type, timestamp, group, mode))
         return response.rank if response.HasField("rank") else None
 
     @staticmethod
@@ -44,7 +44,7 @@ class ReadOps:
         index: str, pk: Key, window_type: int = 0, timestamp: int | None = None, group: Key = (), mode: str = "ORDINAL"
     ) -> Op[RankedEntry | None]:
         """The record's value in the window with its rank and metadata (None: no value there)."""
-        request = _rank_request(index, pk, window_type, timestamp, group, mode)
+        request = rank_request(index, pk, window_type, timestamp, group, mode)
         return wire.optional_entry_from_proto((yield UnaryCall("GetRankAndEntry", request)), "entry")
 
     @staticmethod
@@ -65,11 +65,11 @@ class ReadOps:
             pk=wire.key_to_proto(pk),
             **board(window_type, timestamp, group),
             mode=rank_mode(mode),
-            above=_natural(above, "above"),
-            below=_natural(below, "below"),
-            if_absent=_enum(pb.IfAbsent, if_absent, "if_absent"),
+            above=checked_count(above, "above"),
+            below=checked_count(below, "below"),
+            if_absent=enum_value(pb.IfAbsent, if_absent, "if_absent"),
         )
-        return _entries((yield UnaryCall("AroundMe", request)))
+        return listing_of((yield UnaryCall("AroundMe", request)))
 
     @staticmethod
     def top(
@@ -80,9 +80,9 @@ class ReadOps:
             index=index,
             **board(window_type, timestamp, group),
             mode=rank_mode(mode),
-            n=_natural(n, "n"),
+            n=checked_count(n, "n"),
         )
-        return _entries((yield UnaryCall("Top", request)))
+        return listing_of((yield UnaryCall("Top", request)))
 
     @staticmethod
     def count(index: str, window_type: int = 0, timestamp: int | None = None, group: Key = ()) -> Op[int]:
@@ -96,7 +96,7 @@ class ReadOps:
     ) -> Op[Score | None]:
         """The score at 0-based ``rank`` (None: the window has fewer records)."""
         request = pb.ScoreForRankRequest(index=index, **board(window_type, timestamp, group), rank=rank)
-        return _score((yield UnaryCall("ScoreForRank", request)))
+        return score_of((yield UnaryCall("ScoreForRank", request)))
 
     @staticmethod
     def rank_for_score(
@@ -127,7 +127,7 @@ class ReadOps:
     def score_trim(index: str, entries: Sequence[tuple]) -> Op[list[Entry]]:
         """Of ``(score, timestamp[, context[, group]])`` entries, those the index's current windows
         use, best first (the Record Layer's score trim)."""
-        request = pb.ScoreTrimRequest(index=index, entries=_pb_entries(entries))
+        request = pb.ScoreTrimRequest(index=index, entries=entries_to_send(entries))
         return [wire.entry_from_proto(e) for e in (yield UnaryCall("ScoreTrim", request)).entries]
 
     # -- several records, pages, percentiles, movement --------------------------------------
@@ -142,7 +142,7 @@ class ReadOps:
         mode: str = "ORDINAL",
     ) -> Op[list[RankedEntry | None]]:
         """Each record's entry and rank (None: no value in the window), in the order given (up to 200)."""
-        response = yield UnaryCall("GetRanks", _ranks_request(index, pks, window_type, timestamp, group, mode))
+        response = yield UnaryCall("GetRanks", ranks_request(index, pks, window_type, timestamp, group, mode))
         return [wire.optional_entry_from_proto(slot, "entry") for slot in response.ranks]
 
     @staticmethod
@@ -155,8 +155,8 @@ class ReadOps:
         mode: str = "ORDINAL",
     ) -> Op[list[RankedEntry]]:
         """The board of just these records, in the window's order, with their global ranks."""
-        request = _ranks_request(index, pks, window_type, timestamp, group, mode)
-        return _entries((yield UnaryCall("FriendsBoard", request)))
+        request = ranks_request(index, pks, window_type, timestamp, group, mode)
+        return listing_of((yield UnaryCall("FriendsBoard", request)))
 
     @staticmethod
     def page(
@@ -173,12 +173,12 @@ class ReadOps:
             index=index,
             **board(window_type, timestamp, group),
             mode=rank_mode(mode),
-            page=_natural(page, "page"),
-            size=_natural(size, "size"),
+            page=checked_count(page, "page"),
+            size=checked_count(size, "size"),
         )
         response = yield UnaryCall("GetPage", request)
         window = wire.window_from_proto(response.window) if response.HasField("window") else None
-        return Page(_entries(response), response.page, response.size, response.total, response.pages, window)
+        return Page(listing_of(response), response.page, response.size, response.total, response.pages, window)
 
     @staticmethod
     def cohort(
@@ -201,22 +201,22 @@ class ReadOps:
         above, below = around if around is not None else (0, 0)
         request = pb.CohortRequest(
             index=index,
-            window=_window(0, timestamp),
+            window=window_selector(0, timestamp),
             pk=wire.key_to_proto(pk) if pk is not None else [],
-            tier=_natural(tier or 0, "tier"),
-            cohort=_natural(cohort or 0, "cohort"),
+            tier=checked_count(tier or 0, "tier"),
+            cohort=checked_count(cohort or 0, "cohort"),
             mode=rank_mode(mode),
-            page=_natural(page, "page"),
-            size=_natural(size, "size"),
-            above=_natural(above, "above"),
-            below=_natural(below, "below"),
+            page=checked_count(page, "page"),
+            size=checked_count(size, "size"),
+            above=checked_count(above, "above"),
+            below=checked_count(below, "below"),
         )
         response = yield UnaryCall("GetCohort", request)
         if not response.HasField("tier"):
             return None
         entry = wire.ranked_entry_from_proto(response.entry) if response.HasField("entry") else None
         window = wire.window_from_proto(response.window)
-        return Cohort(window, response.tier, response.cohort, response.total, _entries(response), entry)
+        return Cohort(window, response.tier, response.cohort, response.total, listing_of(response), entry)
 
     @staticmethod
     def percentile(
@@ -241,7 +241,7 @@ class ReadOps:
             **board(window_type, timestamp, group),
             percentile=percentile,
         )
-        return _score((yield UnaryCall("ScoreForPercentile", request)))
+        return score_of((yield UnaryCall("ScoreForPercentile", request)))
 
     @staticmethod
     def movement(
@@ -254,7 +254,7 @@ class ReadOps:
     ) -> Op[Movement]:
         """The record's rank now (or in the window holding ``timestamp``) and in the previous
         window of the type (``.change``: places gained)."""
-        response = yield UnaryCall("GetMovement", _rank_request(index, pk, window_type, timestamp, group, mode))
+        response = yield UnaryCall("GetMovement", rank_request(index, pk, window_type, timestamp, group, mode))
         previous = wire.window_from_proto(response.previous_window) if response.HasField("previous_window") else None
         return Movement(
             wire.window_from_proto(response.window),
@@ -277,8 +277,8 @@ class ReadOps:
         request = pb.RankHistoryRequest(
             index=index,
             pk=wire.key_to_proto(pk),
-            window_type=_natural(window_type, "window_type"),
-            count=_natural(count, "count"),
+            window_type=checked_count(window_type, "window_type"),
+            count=checked_count(count, "count"),
             group=wire.key_to_proto(group, "group"),
             mode=rank_mode(mode),
         )
@@ -315,12 +315,12 @@ class ReadOps:
         next (empty: done)."""
         request = pb.ScanRequest(
             index=index,
-            type=_enum(pb.ScanType, scan_type, "scan_type"),
+            type=enum_value(pb.ScanType, scan_type, "scan_type"),
             **board(window_type, timestamp, group),
             low_exclusive=low_exclusive,
             high_exclusive=high_exclusive,
             reverse=reverse,
-            limit=_natural(limit, "limit"),
+            limit=checked_count(limit, "limit"),
             continuation=continuation,
             mode=rank_mode(mode),
         )
@@ -329,4 +329,4 @@ class ReadOps:
         if high is not None:
             request.high.CopyFrom(wire.score_to_proto(high))
         response = yield UnaryCall("Scan", request)
-        return _entries(response), response.continuation
+        return listing_of(response), response.continuation

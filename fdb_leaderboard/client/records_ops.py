@@ -10,7 +10,18 @@ from .. import wire
 from ..index import DeletionProgress, HiddenRecord, ScoreRules
 from ..proto import service_pb2 as pb
 from .errors import InvalidArgument
-from .messages import Key, Op, Score, UnaryCall, _natural, _pb_entries, _pb_entry, _record, _warned, _write
+from .messages import (
+    Key,
+    Op,
+    Score,
+    UnaryCall,
+    checked_count,
+    entries_to_send,
+    entry_to_send,
+    keyed_write,
+    record_to_send,
+    windows_written,
+)
 
 
 class RecordOps:
@@ -36,10 +47,10 @@ class RecordOps:
         request = pb.AddScoreRequest(
             index=index,
             pk=wire.key_to_proto(pk),
-            entry=_pb_entry(score, timestamp, context, group),
+            entry=entry_to_send(score, timestamp, context, group),
             metadata=metadata or {},
         )
-        return _warned((yield _write("AddScore", request, idempotency_key)))
+        return windows_written((yield keyed_write("AddScore", request, idempotency_key)))
 
     @staticmethod
     def set_metadata(
@@ -54,7 +65,7 @@ class RecordOps:
         request = pb.SetMetadataRequest(
             index=index, pk=wire.key_to_proto(pk), metadata=metadata, merge=merge, remove=list(remove)
         )
-        return dict(sorted((yield _write("SetMetadata", request, idempotency_key)).metadata.items()))
+        return dict(sorted((yield keyed_write("SetMetadata", request, idempotency_key)).metadata.items()))
 
     @staticmethod
     def metadata(index: str, pk: Key) -> Op[dict[str, str] | None]:
@@ -65,20 +76,20 @@ class RecordOps:
     @staticmethod
     def add_entries(index: str, pk: Key, entries: Sequence[tuple], idempotency_key: str | None = None) -> Op[int]:
         """Add ``(score, timestamp[, context[, group]])`` entries to a record."""
-        request = pb.AddEntriesRequest(index=index, pk=wire.key_to_proto(pk), entries=_pb_entries(entries))
-        return _warned((yield _write("AddEntries", request, idempotency_key)))
+        request = pb.AddEntriesRequest(index=index, pk=wire.key_to_proto(pk), entries=entries_to_send(entries))
+        return windows_written((yield keyed_write("AddEntries", request, idempotency_key)))
 
     @staticmethod
     def save_record(index: str, pk: Key, entries: Sequence[tuple], idempotency_key: str | None = None) -> Op[int]:
         """Replace a record's entries with ``(score, timestamp[, context[, group]])`` entries."""
-        request = pb.SaveRecordRequest(index=index, pk=wire.key_to_proto(pk), entries=_pb_entries(entries))
-        return _warned((yield _write("SaveRecord", request, idempotency_key)))
+        request = pb.SaveRecordRequest(index=index, pk=wire.key_to_proto(pk), entries=entries_to_send(entries))
+        return windows_written((yield keyed_write("SaveRecord", request, idempotency_key)))
 
     @staticmethod
     def delete_record(index: str, pk: Key, idempotency_key: str | None = None) -> Op[bool]:
         """Delete a record from every window (False: there was none)."""
         request = pb.DeleteRecordRequest(index=index, pk=wire.key_to_proto(pk))
-        return (yield _write("DeleteRecord", request, idempotency_key)).existed
+        return (yield keyed_write("DeleteRecord", request, idempotency_key)).existed
 
     # -- fair play: hidden records, score rules ----------------------------------------------
 
@@ -86,13 +97,13 @@ class RecordOps:
     def hide_record(index: str, pk: Key, reason: str = "", idempotency_key: str | None = None) -> Op[bool]:
         """Hide a record from every window, keeping its entries (admin); False: it was hidden already."""
         request = pb.HideRecordRequest(index=index, pk=wire.key_to_proto(pk), reason=reason)
-        return (yield _write("HideRecord", request, idempotency_key)).changed
+        return (yield keyed_write("HideRecord", request, idempotency_key)).changed
 
     @staticmethod
     def restore_record(index: str, pk: Key, idempotency_key: str | None = None) -> Op[bool]:
         """Put a hidden record back in every window (admin); False: it was not hidden."""
         request = pb.RestoreRecordRequest(index=index, pk=wire.key_to_proto(pk))
-        return (yield _write("RestoreRecord", request, idempotency_key)).changed
+        return (yield keyed_write("RestoreRecord", request, idempotency_key)).changed
 
     @staticmethod
     def hidden_records(
@@ -100,7 +111,7 @@ class RecordOps:
     ) -> Op[tuple[list[HiddenRecord], bytes | None]]:
         """A page of hidden records (who hid each, when, why) and the next page's continuation (admin)."""
         request = pb.ListHiddenRecordsRequest(
-            index=index, limit=_natural(limit, "limit"), continuation=continuation or b""
+            index=index, limit=checked_count(limit, "limit"), continuation=continuation or b""
         )
         response = yield UnaryCall("ListHiddenRecords", request, changes_nothing=True)
         return [wire.hidden_from_proto(record) for record in response.records], response.continuation or None
@@ -136,10 +147,10 @@ class RecordOps:
                 index=index,
                 group=wire.key_to_proto(group or (), "group"),
                 all_records=all_records,
-                max_records=_natural(max_records, "max_records"),
+                max_records=checked_count(max_records, "max_records"),
                 continuation=total.continuation or b"",
             )
-            answer = yield _write("DeleteRecords", request, None)
+            answer = yield keyed_write("DeleteRecords", request, None)
             total = total + DeletionProgress(
                 answer.done,
                 answer.records_changed,
@@ -162,6 +173,6 @@ class RecordOps:
     ) -> Op[None]:
         """Write ``(pk, entries)`` records in one transaction: replacing them, or adding to them."""
         request = pb.WriteBatchRequest(
-            index=index, replace=replace, records=[_record(pk, entries) for pk, entries in records]
+            index=index, replace=replace, records=[record_to_send(pk, entries) for pk, entries in records]
         )
-        yield _write("WriteBatch", request, idempotency_key)
+        yield keyed_write("WriteBatch", request, idempotency_key)

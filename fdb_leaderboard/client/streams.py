@@ -16,20 +16,20 @@ from .. import wire
 from ..index import RankedEntry
 from ..proto import service_pb2 as pb
 from .errors import InvalidArgument, error_from_rpc
-from .messages import Key, _natural, _record
+from .messages import Key, checked_count, record_to_send
 from .retry import RetryPolicy
 
 _MESSAGE_RECORDS = 500  # a BulkLoad message carries up to this many records
 _MESSAGE_BYTES = 1 << 20  # or about this many bytes (gRPC refuses messages over 4 MB)
 
 
-class _LoadMessages:
+class LoadMessages:
     """A load's records gathered into BulkLoad messages: the first names the index and the key."""
 
     def __init__(self, index: str, batch_size: int, rank_as_loaded: bool, idempotency_key: str) -> None:
         self.message = pb.BulkLoadRequest(
             index=index,
-            batch_size=_natural(batch_size, "batch_size"),
+            batch_size=checked_count(batch_size, "batch_size"),
             rank_as_loaded=rank_as_loaded,
             idempotency_key=idempotency_key,
         )
@@ -42,7 +42,7 @@ class _LoadMessages:
         """Add a record; returns a full message to send, if this one filled it."""
         try:
             pk, entries = record
-            converted = _record(pk, entries)
+            converted = record_to_send(pk, entries)
         except (ValueError, TypeError) as exc:
             raise InvalidArgument(f"record {self.added} of the load: {' '.join(str(exc).split())}") from exc
         self.added += 1
@@ -103,16 +103,16 @@ class _LoadMessages:
         return self.written
 
 
-def _can_send_again(records: object) -> bool:
+def can_send_again(records: object) -> bool:
     """Whether a load's records can be read again from the start (a list, not an iterator)."""
     if isinstance(records, AsyncIterable):
         return aiter(records) is not records
     return iter(records) is not records  # type: ignore[call-overload]
 
 
-def _load_retry_codes(records: object, policy: RetryPolicy) -> frozenset[grpc.StatusCode]:
+def load_retry_codes(records: object, policy: RetryPolicy) -> frozenset[grpc.StatusCode]:
     """The codes a load is sent again on: a write's, when its records can be read again (none otherwise)."""
-    return policy.write_codes if _can_send_again(records) else frozenset()
+    return policy.write_codes if can_send_again(records) else frozenset()
 
 
 @contextlib.contextmanager
@@ -145,11 +145,11 @@ def watch_ended(error: grpc.RpcError, closed: bool) -> None:
 DEFAULT_MOVE_CATCH_UP = 10.0  # seconds a move catches up after the target's rebuild before it pauses the writes
 
 
-def _dump_request(index: str, keep_paused: bool, moved_to: str, catch_up_seconds: float) -> pb.DumpRequest:
+def dump_request(index: str, keep_paused: bool, moved_to: str, catch_up_seconds: float) -> pb.DumpRequest:
     return pb.DumpRequest(index=index, keep_paused=keep_paused, moved_to=moved_to, catch_up_seconds=catch_up_seconds)
 
 
-def _restore_request(number: int, part: pb.DumpPart, index: str) -> pb.RestoreRequest:
+def restore_request(number: int, part: pb.DumpPart, index: str) -> pb.RestoreRequest:
     """The restore stream's ``number``-th message: the first names the index to create."""
     return pb.RestoreRequest(index="" if number else index, part=part)
 
@@ -157,7 +157,7 @@ def _restore_request(number: int, part: pb.DumpPart, index: str) -> pb.RestoreRe
 def restore_requests(parts: Iterable[pb.DumpPart], index: str) -> Iterator[pb.RestoreRequest]:
     """The restore stream's messages, one per dump part."""
     for number, part in enumerate(parts):
-        yield _restore_request(number, part, index)
+        yield restore_request(number, part, index)
 
 
 async def async_restore_requests(
@@ -170,11 +170,11 @@ async def async_restore_requests(
         return
     number = 0
     async for part in parts:
-        yield _restore_request(number, part, index)
+        yield restore_request(number, part, index)
         number += 1
 
 
-class _Move:
+class MoveProgress:
     """A move's bookkeeping (blocking and asyncio alike): the dump's parts shown on their way to
     the target and its end kept; and when to pause the source's writes.  The source keeps taking
     writes while the target rebuilds the board and applies the changes made meanwhile; the pause
@@ -231,11 +231,11 @@ class _Move:
         return True
 
 
-def _verify_parts(plan: Sequence[bytes]) -> list[bytes]:
+def verify_pieces(plan: Sequence[bytes]) -> list[bytes]:
     return list(plan) or [b""]
 
 
-class _VerifyMerge:
+class VerifyMerge:
     """The answers of a check's pieces run at once, as one (counts added, problems in order)."""
 
     def __init__(self, pieces: int, max_problems: int, progress: Callable[[pb.VerifyResponse], None] | None) -> None:
@@ -263,10 +263,10 @@ class _VerifyMerge:
         return out
 
 
-def _window_ends_request(index: str, after: int | None, top: int | None) -> pb.WatchWindowEndsRequest:
+def window_ends_request(index: str, after: int | None, top: int | None) -> pb.WatchWindowEndsRequest:
     request = pb.WatchWindowEndsRequest(index=index)
     if after is not None:
-        request.after = _natural(after, "after")
+        request.after = checked_count(after, "after")
     if top is not None:
-        request.top = _natural(top, "top")
+        request.top = checked_count(top, "top")
     return request
