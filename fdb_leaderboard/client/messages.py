@@ -26,7 +26,6 @@ WindowEnd = wire.WindowEnd
 MODES = {"ORDINAL": pb.ORDINAL, "COMPETITION": pb.COMPETITION, "DENSE": pb.DENSE}
 # Calls that only read (the read role's): sent again when the server was unavailable.
 READS = frozenset(method for method, role in ROLE_BY_METHOD.items() if role is Role.READ)
-# Writes whose answers carry their commit version (trailing metadata), noted for read-your-writes.
 _UINT32 = 2**32
 # A primary key, group or context: a sequence of elements, or one str, bytes or number standing
 # for a one-element key ("alice" is ("alice",)).

@@ -1,5 +1,6 @@
-"""The streaming calls' shared parts: a load's messages, a dump's and restore's requests, a move's
-bookkeeping, a split check's merge and a watch's request.
+"""The streaming calls' parts both clients share: a load's messages, progress and retries, a dump's
+and a restore's requests, the answers' errors and cancellation, a move's bookkeeping, a split
+check's merge, and a watch's request, updates and end.
 """
 
 from __future__ import annotations
