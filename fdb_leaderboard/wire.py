@@ -2,6 +2,11 @@
 hidden records, score rules and audit events; and the freshness of reads, in call metadata.
 
 Shared by the service and the client; the client needs nothing else of the server.
+
+Converters are named after the Python value they make or read: ``X_from_proto(message)`` makes the
+Python value of a message (``items_from_proto``: a key's tuple from its Items), ``X_to_proto(value)``
+the message of a value; ``add_*`` and ``fill_*`` write into a message given, and ``plain_*`` shape
+values as JSON (the HTTP door's).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ COMMIT_VERSION_HEADER = "commit-version"
 SCORE_WRITES = frozenset({"AddScore", "AddEntries", "SaveRecord", "DeleteRecord"})
 
 
-def item_to_python(item: pb.Item) -> object:
+def item_from_proto(item: pb.Item) -> object:
     kind = item.WhichOneof("kind")
     if kind is None:
         raise InvalidArgument("an Item has no value set")
@@ -42,8 +47,8 @@ def item_to_python(item: pb.Item) -> object:
     return getattr(item, kind)
 
 
-def items_to_tuple(items: Sequence[pb.Item]) -> tuple:
-    return tuple([item_to_python(item) for item in items]) if items else ()
+def items_from_proto(items: Sequence[pb.Item]) -> tuple:
+    return tuple([item_from_proto(item) for item in items]) if items else ()
 
 
 # The Item field of each Python type; bool first, since a bool is also an int.
@@ -63,20 +68,20 @@ def _item_field(value: object) -> tuple[str, object]:
     raise InvalidArgument(f"cannot send a {type(value).__name__} as a key item")
 
 
-def python_to_item(value: object) -> pb.Item:
+def item_to_proto(value: object) -> pb.Item:
     field, set_to = _item_field(value)
     return pb.Item(**{field: set_to})
 
 
-def tuple_to_items(values: Sequence[object], name: str = "key") -> list[pb.Item]:
+def items_to_proto(values: Sequence[object], name: str = "key") -> list[pb.Item]:
     """Items of a key a caller gave: checked as the index checks them (int64 integers, finite
     floats, valid text), so a bad one is refused naming ``name`` before anything is sent."""
-    return [python_to_item(value) for value in check_items(values, name)]
+    return [item_to_proto(value) for value in check_items(values, name)]
 
 
-def key_to_items(value: object, name: str = "primary key") -> list[pb.Item]:
+def key_to_proto(value: object, name: str = "primary key") -> list[pb.Item]:
     """A key (primary key, group or context) as Items: a lone str, bytes or number is one element."""
-    return tuple_to_items(as_key(value, name), name)
+    return items_to_proto(as_key(value, name), name)
 
 
 def add_items(out: Any, values: Sequence[object]) -> None:
@@ -89,7 +94,7 @@ def add_items(out: Any, values: Sequence[object]) -> None:
         setattr(out.add(), field, set_to)
 
 
-def score_to_python(score: pb.Score, name: str = "score") -> int | float | tuple:
+def score_from_proto(score: pb.Score, name: str = "score") -> int | float | tuple:
     """A Score as Python's: an int, a float, or a tuple of ints (a multi-column score)."""
     kind = score.WhichOneof("kind")
     if kind is None:
@@ -103,7 +108,7 @@ def _score_field(value: int | float) -> str:
     return "int" if isinstance(value, int) else "double"
 
 
-def python_to_score(value: int | float | tuple | list) -> pb.Score:
+def score_to_proto(value: int | float | tuple | list) -> pb.Score:
     """A Python score as a Score (a tuple or list: a multi-column score)."""
     if isinstance(value, tuple | list):
         for column in value:
@@ -114,37 +119,37 @@ def python_to_score(value: int | float | tuple | list) -> pb.Score:
     return pb.Score(**{_score_field(check_score(value)): value})
 
 
-def entry_to_python(entry: pb.Entry) -> Entry:
+def entry_from_proto(entry: pb.Entry) -> Entry:
     """An entry as answered (its timestamp, 0 when absent, as proto3 reads it)."""
     if not entry.HasField("score"):
         raise InvalidArgument("entry has no score")
     return Entry(
-        score_to_python(entry.score),
+        score_from_proto(entry.score),
         entry.timestamp,
-        items_to_tuple(entry.context),
-        items_to_tuple(entry.group),
+        items_from_proto(entry.context),
+        items_from_proto(entry.group),
     )
 
 
-def written_entry_to_python(entry: pb.Entry) -> Entry:
+def written_entry_from_proto(entry: pb.Entry) -> Entry:
     """An entry of a write: without a timestamp, one made now (None: the index's clock when the
     write is applied, in its timebase)."""
     if not entry.HasField("score"):
         raise InvalidArgument("entry has no score")
     return Entry(
-        score_to_python(entry.score),
+        score_from_proto(entry.score),
         entry.timestamp if entry.HasField("timestamp") else None,
-        items_to_tuple(entry.context),
-        items_to_tuple(entry.group),
+        items_from_proto(entry.context),
+        items_from_proto(entry.group),
     )
 
 
 def entry_to_proto(entry: Entry) -> pb.Entry:
     return pb.Entry(
-        score=python_to_score(entry.score),
+        score=score_to_proto(entry.score),
         timestamp=check_timestamp(entry.timestamp),
-        context=tuple_to_items(entry.context, "context"),
-        group=tuple_to_items(entry.group, "group"),
+        context=items_to_proto(entry.context, "context"),
+        group=items_to_proto(entry.group, "group"),
     )
 
 
@@ -177,11 +182,11 @@ def add_ranked_entries(out: Any, entries: Iterable[RankedEntry]) -> None:
 
 def ranked_entry_from_proto(message: pb.RankedEntry) -> RankedEntry:
     return RankedEntry(
-        pk=items_to_tuple(message.pk),
-        score=score_to_python(message.score),
+        pk=items_from_proto(message.pk),
+        score=score_from_proto(message.score),
         timestamp=message.timestamp,
-        context=items_to_tuple(message.context),
-        group=items_to_tuple(message.group),
+        context=items_from_proto(message.context),
+        group=items_from_proto(message.group),
         rank=message.rank if message.HasField("rank") else None,
         metadata=dict(sorted(message.metadata.items())) if message.metadata else {},  # one order, whatever the map's
     )
@@ -202,7 +207,7 @@ def window_from_proto(message: pb.Window) -> Window:
     return Window(message.type, message.start, message.end, message.key, message.nlevels, message.filling)
 
 
-def optional_entry(message: Any, field: str) -> RankedEntry | None:
+def optional_entry_from_proto(message: Any, field: str) -> RankedEntry | None:
     """The RankedEntry in ``message.<field>`` (an optional field), or None when unset."""
     return ranked_entry_from_proto(getattr(message, field)) if message.HasField(field) else None
 
@@ -214,7 +219,7 @@ def hidden_to_proto(record: HiddenRecord) -> pb.HiddenRecord:
 
 
 def hidden_from_proto(message: pb.HiddenRecord) -> HiddenRecord:
-    return HiddenRecord(items_to_tuple(message.pk), message.actor, message.hidden_at, message.reason)
+    return HiddenRecord(items_from_proto(message.pk), message.actor, message.hidden_at, message.reason)
 
 
 def audit_event_to_proto(event: AuditEvent) -> pb.AuditEvent:
@@ -230,16 +235,16 @@ def audit_event_from_proto(message: pb.AuditEvent) -> AuditEvent:
 def rules_to_proto(rules: ScoreRules) -> pb.ScoreRules:
     message = pb.ScoreRules(max_per_window=rules.max_per_window, max_per_minute=rules.max_per_minute)
     if rules.min_score is not None:
-        message.min_score.CopyFrom(python_to_score(rules.min_score))
+        message.min_score.CopyFrom(score_to_proto(rules.min_score))
     if rules.max_score is not None:
-        message.max_score.CopyFrom(python_to_score(rules.max_score))
+        message.max_score.CopyFrom(score_to_proto(rules.max_score))
     return message
 
 
 def rules_from_proto(message: pb.ScoreRules) -> ScoreRules:
     return ScoreRules(
-        score_to_python(message.min_score, "min_score") if message.HasField("min_score") else None,
-        score_to_python(message.max_score, "max_score") if message.HasField("max_score") else None,
+        score_from_proto(message.min_score, "min_score") if message.HasField("min_score") else None,
+        score_from_proto(message.max_score, "max_score") if message.HasField("max_score") else None,
         message.max_per_window,
         message.max_per_minute,
     )
@@ -319,7 +324,7 @@ def plain_score_message(message: pb.Score) -> Any:
 
 
 def plain_item_message(message: pb.Item) -> Any:
-    return plain_item(items_to_tuple([message])[0])
+    return plain_item(items_from_proto([message])[0])
 
 
 # The messages with a shape of their own; a window is {type, start, end} where a listing names

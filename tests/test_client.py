@@ -21,7 +21,8 @@ from faults import AnswerCutter
 
 from fdb_leaderboard import access, client, errors
 from fdb_leaderboard.client import AsyncLeaderboardClient, LeaderboardClient, RetryPolicy
-from fdb_leaderboard.index import IndexSettings, LeaderboardIndex
+from fdb_leaderboard.client.messages import board
+from fdb_leaderboard.index import IndexSettings, LeaderboardIndex, WindowRef
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import ServerSettings
 
@@ -153,7 +154,8 @@ def test_the_asyncio_client_answers_as_the_blocking_one(server_place) -> None:
             return answers
 
         assert asyncio.run(session()) == blocking
-        errors_seen = [answer for answer in blocking if answer.startswith(tuple(client.__all__))]
+        error_names = tuple(cls.__name__ for cls in client.ERRORS.values())
+        errors_seen = [answer for answer in blocking if answer.startswith(error_names)]
         assert len(errors_seen) <= 1, errors_seen  # (save_sub_directory of group () may be refused, alike)
         assert "Alice" in blocking[-1] and "erin" in blocking[-1] and "dave" not in blocking[-1]
         with LeaderboardClient(server.address, token=ADMIN) as lb:
@@ -269,6 +271,17 @@ def test_arguments_the_client_cannot_send_are_refused_before_any_call() -> None:
             assert type(raised) is client.InvalidArgument and isinstance(raised, ValueError)
             assert raised.code() is grpc.StatusCode.INVALID_ARGUMENT and message in str(raised), str(raised)
         assert type(_raised(lambda: lb.top("game", 3))) is client.Unavailable  # a well-formed call is sent
+
+
+def test_a_board_is_named_alike_by_loose_arguments_and_by_a_window_ref() -> None:
+    loose = board(2, 1_700_000_000, "eu")
+    assert loose == board(WindowRef(2, 1_700_000_000, ("eu",)))
+    request = pb.TopRequest(index="game", **loose, n=3)
+    assert request.window.type == 2 and request.window.timestamp == 1_700_000_000
+    assert [item.string for item in request.group] == ["eu"]
+    assert not pb.TopRequest(**board()).window.HasField("timestamp")  # all-time, no group
+    with pytest.raises(client.InvalidArgument, match="window_type must be an integer"):
+        board(-1)
 
 
 def test_one_except_serves_the_index_in_process_and_through_the_service(server_place) -> None:

@@ -46,10 +46,10 @@ def test_ranked_entries_round_trip_through_the_wire(sent: list[RankedEntry]) -> 
     response = pb.EntriesResponse()
     wire.add_ranked_entries(response.entries, sent)
     for message, entry in zip(response.entries, sent, strict=True):  # each item as the one-item converter makes it
-        assert list(message.pk) == wire.tuple_to_items(entry.pk)
-        assert list(message.context) == wire.tuple_to_items(entry.context)
-        assert list(message.group) == wire.tuple_to_items(entry.group)
-        assert message.score == wire.python_to_score(entry.score)
+        assert list(message.pk) == wire.items_to_proto(entry.pk)
+        assert list(message.context) == wire.items_to_proto(entry.context)
+        assert list(message.group) == wire.items_to_proto(entry.group)
+        assert message.score == wire.score_to_proto(entry.score)
     received = [
         wire.ranked_entry_from_proto(m) for m in pb.EntriesResponse.FromString(response.SerializeToString()).entries
     ]
@@ -65,11 +65,11 @@ def test_an_item_of_an_unsupported_type_is_refused() -> None:
 @pytest.mark.parametrize(
     ("convert", "message"),
     [
-        (lambda: wire.key_to_items((1, 2**64), "group"), "group holds 18446744073709551616, outside the int64 range"),
-        (lambda: wire.key_to_items("\ud800"), "primary key holds a string with surrogates not allowed"),
-        (lambda: wire.key_to_items((float("nan"),), "context"), "context holds nan: NaN and infinities"),
-        (lambda: wire.python_to_score("five"), "score must be an integer or a finite float, not str"),
-        (lambda: wire.python_to_score(-(2**63) - 1), "score -9223372036854775809 is outside the int64 range"),
+        (lambda: wire.key_to_proto((1, 2**64), "group"), "group holds 18446744073709551616, outside the int64 range"),
+        (lambda: wire.key_to_proto("\ud800"), "primary key holds a string with surrogates not allowed"),
+        (lambda: wire.key_to_proto((float("nan"),), "context"), "context holds nan: NaN and infinities"),
+        (lambda: wire.score_to_proto("five"), "score must be an integer or a finite float, not str"),
+        (lambda: wire.score_to_proto(-(2**63) - 1), "score -9223372036854775809 is outside the int64 range"),
     ],
 )
 def test_values_a_caller_gives_are_refused_naming_the_field(convert, message: str) -> None:

@@ -52,7 +52,7 @@ for i in range(iterations):
     message = pb.EntriesResponse()
     for entry in entries:
         wire.fill_ranked_entry(message.entries.add(), entry)
-    wire.python_to_score(i)
+    wire.score_to_proto(i)
 """
 
 

@@ -61,7 +61,7 @@ def items_from_json(values: Any, what: str) -> list[pb.Item]:
     if not isinstance(values, list):
         raise bad(f"{what} must be a string or an array of items, not {values!r}")
     try:
-        return wire.tuple_to_items([python_item(v, what) for v in values], what)
+        return wire.items_to_proto([python_item(v, what) for v in values], what)
     except InvalidArgument as exc:  # names ``what``
         raise bad(str(exc)) from None
 

@@ -32,7 +32,7 @@ from .upgrades import StoreStatus
 
 def record_from_proto(record: pb.RecordEntries) -> tuple[tuple, list]:
     """A record of a batch or load as the index's (pk, entries)."""
-    return wire.items_to_tuple(record.pk), [wire.written_entry_to_python(e) for e in record.entries]
+    return wire.items_from_proto(record.pk), [wire.written_entry_from_proto(e) for e in record.entries]
 
 
 def window_ref(selector: pb.WindowSelector) -> WindowRef:

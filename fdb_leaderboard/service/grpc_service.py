@@ -153,7 +153,7 @@ def _window_read(window: Any) -> pb.Window | None:
 
 def _score_answer(score: int | float | None) -> pb.ScoreForRankResponse:
     """A score found, or an empty answer when there is none (ScoreForRank, ScoreForPercentile)."""
-    return pb.ScoreForRankResponse() if score is None else pb.ScoreForRankResponse(score=wire.python_to_score(score))
+    return pb.ScoreForRankResponse() if score is None else pb.ScoreForRankResponse(score=wire.score_to_proto(score))
 
 
 class LeaderboardService(pb_grpc.LeaderboardServicer):
@@ -311,7 +311,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         self, request: pb.SaveSubDirectoryRequest, context: CallContext
     ) -> pb.SaveSubDirectoryResponse:
         self._index(request.index).save_sub_directory(
-            wire.items_to_tuple(request.group), request.high_score_first, _actor(context)
+            wire.items_from_proto(request.group), request.high_score_first, _actor(context)
         )
         return pb.SaveSubDirectoryResponse()
 
@@ -322,7 +322,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         found = self._index(request.index).sub_directories()
         return pb.ListSubDirectoriesResponse(
             sub_directories=[
-                pb.SubDirectory(group=wire.tuple_to_items(group), high_score_first=hsf) for group, hsf in found.items()
+                pb.SubDirectory(group=wire.items_to_proto(group), high_score_first=hsf) for group, hsf in found.items()
             ]
         )
 
@@ -486,8 +486,8 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         if not request.HasField("entry"):
             raise InvalidArgument("AddScore needs an entry")
         outcome = self._index(request.index).write_record(
-            wire.items_to_tuple(request.pk),
-            [wire.written_entry_to_python(request.entry)],
+            wire.items_from_proto(request.pk),
+            [wire.written_entry_from_proto(request.entry)],
             metadata=dict(request.metadata),
             idempotency_key=_key(request),
         )
@@ -495,17 +495,17 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def AddEntries(self, request: pb.AddEntriesRequest, context: CallContext) -> pb.WriteResponse:
-        entries = [wire.written_entry_to_python(entry) for entry in request.entries]
+        entries = [wire.written_entry_from_proto(entry) for entry in request.entries]
         outcome = self._index(request.index).write_record(
-            wire.items_to_tuple(request.pk), entries, idempotency_key=_key(request)
+            wire.items_from_proto(request.pk), entries, idempotency_key=_key(request)
         )
         return pb.WriteResponse(windows_changed=outcome.windows_changed, warning=outcome.warning)
 
     @_rpc
     def SaveRecord(self, request: pb.SaveRecordRequest, context: CallContext) -> pb.WriteResponse:
-        entries = [wire.written_entry_to_python(entry) for entry in request.entries]
+        entries = [wire.written_entry_from_proto(entry) for entry in request.entries]
         outcome = self._index(request.index).write_record(
-            wire.items_to_tuple(request.pk), entries, replace=True, idempotency_key=_key(request)
+            wire.items_from_proto(request.pk), entries, replace=True, idempotency_key=_key(request)
         )
         return pb.WriteResponse(windows_changed=outcome.windows_changed, warning=outcome.warning)
 
@@ -513,7 +513,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     def DeleteRecord(self, request: pb.DeleteRecordRequest, context: CallContext) -> pb.DeleteRecordResponse:
         return pb.DeleteRecordResponse(
             existed=self._index(request.index).delete_record(
-                wire.items_to_tuple(request.pk), idempotency_key=_key(request)
+                wire.items_from_proto(request.pk), idempotency_key=_key(request)
             )
         )
 
@@ -572,7 +572,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     @_rpc
     def SetMetadata(self, request: pb.SetMetadataRequest, context: CallContext) -> pb.MetadataResponse:
         stored = self._index(request.index).set_metadata(
-            wire.items_to_tuple(request.pk),
+            wire.items_from_proto(request.pk),
             dict(request.metadata),
             request.merge,
             list(request.remove),
@@ -662,14 +662,14 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     @_rpc
     def HideRecord(self, request: pb.HideRecordRequest, context: CallContext) -> pb.HiddenChangeResponse:
         changed = self._index(request.index).hide_record(
-            wire.items_to_tuple(request.pk), request.reason, _actor(context), _key(request)
+            wire.items_from_proto(request.pk), request.reason, _actor(context), _key(request)
         )
         return pb.HiddenChangeResponse(changed=changed)
 
     @_rpc
     def RestoreRecord(self, request: pb.RestoreRecordRequest, context: CallContext) -> pb.HiddenChangeResponse:
         changed = self._index(request.index).restore_record(
-            wire.items_to_tuple(request.pk), _key(request), _actor(context)
+            wire.items_from_proto(request.pk), _key(request), _actor(context)
         )
         return pb.HiddenChangeResponse(changed=changed)
 
@@ -694,7 +694,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def DeleteRecords(self, request: pb.DeleteRecordsRequest, context: CallContext) -> pb.DeleteRecordsResponse:
-        group = wire.items_to_tuple(request.group)
+        group = wire.items_from_proto(request.group)
         if request.all_records == bool(group):
             raise InvalidArgument("give either a group whose records to delete or all_records, not both nor neither")
         if request.max_records > MAX_DELETE_BATCH:  # a batch stays well within a transaction's limits
@@ -717,15 +717,15 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     @_rpc
     def GetMetadata(self, request: pb.MetadataRequest, context: CallContext) -> pb.MetadataResponse:
-        stored = self._index(request.index).metadata(wire.items_to_tuple(request.pk))
+        stored = self._index(request.index).metadata(wire.items_from_proto(request.pk))
         return pb.MetadataResponse(exists=stored is not None, metadata=stored or {})
 
     @staticmethod
     def _rank_arguments(request: pb.RankRequest) -> tuple[tuple, int, int | None, tuple, RankMode]:
         """A RankRequest as the index's (pk, window type, timestamp, group, mode)."""
         ref = convert.window_ref(request.window)
-        group = wire.items_to_tuple(request.group)
-        return wire.items_to_tuple(request.pk), ref.type, ref.timestamp, group, convert.rank_mode(request.mode)
+        group = wire.items_from_proto(request.group)
+        return wire.items_from_proto(request.pk), ref.type, ref.timestamp, group, convert.rank_mode(request.mode)
 
     @_rpc
     def GetRank(self, request: pb.RankRequest, context: CallContext) -> pb.RankResponse:
@@ -746,12 +746,12 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         if_absent = IfAbsent[convert.enum_name(pb.IfAbsent, request.if_absent, "if_absent")]
         self._check_page(request.above + request.below + 1, "AroundMe (above + below + 1)", "")
         entries = self._index(request.index).around(
-            wire.items_to_tuple(request.pk),
+            wire.items_from_proto(request.pk),
             request.above,
             request.below,
             ref.type,
             ref.timestamp,
-            wire.items_to_tuple(request.group),
+            wire.items_from_proto(request.group),
             convert.rank_mode(request.mode),
             if_absent,
         )
@@ -764,7 +764,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         ref = convert.window_ref(request.window)
         self._check_page(request.n, "Top n", "; page further with Scan BY_RANK and its continuation")
         entries = self._index(request.index).top(
-            request.n, ref.type, ref.timestamp, wire.items_to_tuple(request.group), convert.rank_mode(request.mode)
+            request.n, ref.type, ref.timestamp, wire.items_from_proto(request.group), convert.rank_mode(request.mode)
         )
         response = pb.EntriesResponse(window=_window_read(entries.window))
         wire.add_ranked_entries(response.entries, entries)
@@ -774,7 +774,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     def Count(self, request: pb.CountRequest, context: CallContext) -> pb.CountResponse:
         ref = convert.window_ref(request.window)
         count, window = self._index(request.index).count_in_window(
-            ref.type, ref.timestamp, wire.items_to_tuple(request.group)
+            ref.type, ref.timestamp, wire.items_from_proto(request.group)
         )
         return pb.CountResponse(count=count, window=_window_read(window))
 
@@ -783,28 +783,28 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         ref = convert.window_ref(request.window)
         return _score_answer(
             self._index(request.index).score_for_rank(
-                request.rank, ref.type, ref.timestamp, wire.items_to_tuple(request.group)
+                request.rank, ref.type, ref.timestamp, wire.items_from_proto(request.group)
             )
         )
 
     @_rpc
     def RankForScore(self, request: pb.RankForScoreRequest, context: CallContext) -> pb.RankResponse:
         ref = convert.window_ref(request.window)
-        score: Any = wire.score_to_python(request.score)
+        score: Any = wire.score_from_proto(request.score)
         if request.HasField("key_timestamp"):
-            score = (score, request.key_timestamp, *wire.items_to_tuple(request.key_context))
+            score = (score, request.key_timestamp, *wire.items_from_proto(request.key_context))
         elif request.key_context:
             raise InvalidArgument("key_context needs key_timestamp: a score key is (score, timestamp, context...)")
         rank = self._index(request.index).rank_for_score(
-            score, ref.type, ref.timestamp, wire.items_to_tuple(request.group)
+            score, ref.type, ref.timestamp, wire.items_from_proto(request.group)
         )
         return pb.RankResponse(rank=rank)
 
     @_rpc
     def Scan(self, request: pb.ScanRequest, context: CallContext) -> pb.ScanResponse:
         scan_type = ScanType[convert.enum_name(pb.ScanType, request.type, "scan type")]
-        low = wire.score_to_python(request.low, "low bound") if request.HasField("low") else None
-        high = wire.score_to_python(request.high, "high bound") if request.HasField("high") else None
+        low = wire.score_from_proto(request.low, "low bound") if request.HasField("low") else None
+        high = wire.score_from_proto(request.high, "high bound") if request.HasField("high") else None
         if scan_type is not ScanType.BY_VALUE and any(isinstance(b, float) for b in (low, high)):
             raise InvalidArgument("rank bounds must be integers")
         self._check_page(request.limit, "Scan limit", "; page with the continuation")
@@ -816,7 +816,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             high_inclusive=not request.high_exclusive,
             window_type=request.window.type,
             timestamp=request.window.timestamp if request.window.HasField("timestamp") else None,
-            group=wire.items_to_tuple(request.group),
+            group=wire.items_from_proto(request.group),
             reverse=request.reverse,
             limit=request.limit or self.max_page,
             continuation=request.continuation or None,
@@ -830,8 +830,8 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
 
     def _ranks_arguments(self, request: pb.RanksRequest) -> tuple[list[tuple], int, int | None, tuple, RankMode]:
         ref = convert.window_ref(request.window)
-        pks = [wire.items_to_tuple(record.pk) for record in request.records]
-        return pks, ref.type, ref.timestamp, wire.items_to_tuple(request.group), convert.rank_mode(request.mode)
+        pks = [wire.items_from_proto(record.pk) for record in request.records]
+        return pks, ref.type, ref.timestamp, wire.items_from_proto(request.group), convert.rank_mode(request.mode)
 
     @_rpc
     def GetRanks(self, request: pb.RanksRequest, context: CallContext) -> pb.RanksResponse:
@@ -858,7 +858,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             request.size,
             ref.type,
             ref.timestamp,
-            wire.items_to_tuple(request.group),
+            wire.items_from_proto(request.group),
             convert.rank_mode(request.mode),
         )
         response = pb.PageResponse(
@@ -875,7 +875,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
             raise InvalidArgument(
                 f"the index's leagues are on window type {leagues.window_type}, not {request.window.type}"
             )
-        pk = wire.items_to_tuple(request.pk) if request.pk else None
+        pk = wire.items_from_proto(request.pk) if request.pk else None
         found = index.cohort(
             pk,
             None if pk is not None else request.tier,
@@ -900,7 +900,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     def GetPercentile(self, request: pb.PercentileRequest, context: CallContext) -> pb.PercentileResponse:
         ref = convert.window_ref(request.window)
         found = self._index(request.index).percentile(
-            wire.items_to_tuple(request.pk), ref.type, ref.timestamp, wire.items_to_tuple(request.group)
+            wire.items_from_proto(request.pk), ref.type, ref.timestamp, wire.items_from_proto(request.group)
         )
         return pb.PercentileResponse() if found is None else pb.PercentileResponse(percentile=found)
 
@@ -911,7 +911,7 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         ref = convert.window_ref(request.window)
         return _score_answer(
             self._index(request.index).score_for_percentile(
-                request.percentile, ref.type, ref.timestamp, wire.items_to_tuple(request.group)
+                request.percentile, ref.type, ref.timestamp, wire.items_from_proto(request.group)
             )
         )
 
@@ -933,11 +933,11 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
     @_rpc
     def GetRankHistory(self, request: pb.RankHistoryRequest, context: CallContext) -> pb.RankHistoryResponse:
         found = self._index(request.index).rank_history(
-            wire.items_to_tuple(request.pk),
+            wire.items_from_proto(request.pk),
             request.window_type,
             request.until if request.HasField("until") else None,
             request.count or 10,
-            wire.items_to_tuple(request.group),
+            wire.items_from_proto(request.group),
             convert.rank_mode(request.mode),
         )
         response = pb.RankHistoryResponse()
@@ -959,14 +959,16 @@ class LeaderboardService(pb_grpc.LeaderboardServicer):
         index = self._index(request.index)
         page = index.groups(ref.type, ref.timestamp, request.limit or 100, request.continuation)
         return pb.ListGroupsResponse(
-            groups=[pb.GroupKey(group=wire.tuple_to_items(group, "group")) for group in page.groups],
+            groups=[pb.GroupKey(group=wire.items_to_proto(group, "group")) for group in page.groups],
             continuation=page.continuation or b"",
             window=_window_read(page.window),
         )
 
     @_rpc
     def ScoreTrim(self, request: pb.ScoreTrimRequest, context: CallContext) -> pb.ScoreTrimResponse:
-        kept = self._index(request.index).score_trim([wire.written_entry_to_python(entry) for entry in request.entries])
+        kept = self._index(request.index).score_trim(
+            [wire.written_entry_from_proto(entry) for entry in request.entries]
+        )
         return pb.ScoreTrimResponse(entries=[wire.entry_to_proto(entry) for entry in kept])
 
     # -- the audit trail ------------------------------------------------------------------
