@@ -48,11 +48,12 @@ from grpc import aio
 from .. import access, wire
 from ..errors import InvalidArgument
 from ..proto import service_pb2 as pb
+from ..rpcs import RPCS, Stream, names
 from ..store import Database
 from ..store.api import call_deadline
 from .grpc_service import SERVICE_NAME, CallContext, ClientGone, LeaderboardService, answer_for
-from .metrics import COUNTED_RESULTS, Metrics
-from .readers import READ_METHODS, ReadProcesses
+from .metrics import Metrics
+from .readers import ReadProcesses
 from .settings import ServerSettings
 from .status import Answer, cap_message, status_of
 
@@ -68,51 +69,13 @@ LATE = (
 REPLIES_AHEAD = 4  # a streamed answer's messages produced ahead of the client
 # How often receive timeouts and deadlines are checked: one may fire this much late.
 SWEEP_SECONDS = 0.1
-# Whole-index or many-record work: these run on the heavy workers (as do reads of many rows).
-HEAVY_METHODS = frozenset(
-    {
-        "Verify",
-        "Fill",
-        "Trim",
-        "ScoreTrim",
-        "Expire",
-        "UpdateWindows",
-        "WriteBatch",
-        "KeepAhead",
-        "GetRankHistory",
-        "DeleteRecords",
-        "ExpireAuditEvents",
-        "NoticeWindowEnds",
-        "UpgradeStore",
-        "UpgradeIndex",
-    }
-)
-# Rows each sized read answers with (the others are point reads).
-ROWS: dict[str, Callable[[Any, ServerSettings], int]] = {
-    "Top": lambda request, settings: request.n,
-    "AroundMe": lambda request, settings: request.above + request.below + 1,
-    "Scan": lambda request, settings: request.limit or settings.max_page,
-    "GetPage": lambda request, settings: request.size,
-    "GetRanks": lambda request, settings: len(request.records),
-    "FriendsBoard": lambda request, settings: len(request.records),
-    # A cohort is read whole (at most 1000 rows); it answers with a page or the rows around a record.
-    "GetCohort": lambda request, settings: request.size or request.above + request.below + 1,
-    "ListGroups": lambda request, settings: request.limit or 100,
-}
-# Reads that may run on the event loop when the store's reads cost no round trips, up to
-# INLINE_ROWS rows: about 10 microseconds of Python a row, so one holds the loop no longer than
-# the interpreter's switch interval would let a thread hold it (see server.tune_for_serving).
-INLINE_READS = frozenset(
-    {
-        "GetRank", "GetRankAndEntry", "Count", "ScoreForRank", "RankForScore", "GetPercentile",
-        "ScoreForPercentile", "GetMetadata", "GetMovement", "ListWindows", "ListSubDirectories", "ListGroups",
-        "Top", "AroundMe", "Scan", "GetPage", "GetRanks", "FriendsBoard",
-    }
-)  # fmt: skip
+# Reads of up to INLINE_ROWS rows may run on the event loop when the store's reads cost no round
+# trips (an entry's ``inline``): about 10 microseconds of Python a row, so one holds the loop no
+# longer than the interpreter's switch interval would let a thread hold it (see server.tune_for_serving).
+INLINE_READS = names(inline=True)  # also read by the HTTP door
 INLINE_ROWS = 25
-# Score writes that the write pipeline runs where the store commits calls together, and the most
-# it puts in one commit (the store's own group-commit batch).
-PIPELINED_WRITES = frozenset({"AddScore", "AddEntries", "SaveRecord", "DeleteRecord"})
+# The most score writes (an entry's ``pipelined``) the write pipeline puts in one commit (the
+# store's own group-commit batch).
 PIPELINE_BATCH = 64
 # Write threads on a store whose commits wait for a network (FoundationDB): batches in flight at once.
 PIPELINE_THREADS = 3
@@ -321,18 +284,19 @@ class Dispatcher(grpc.GenericRpcHandler):
         for method in pb.DESCRIPTOR.services_by_name["Leaderboard"].methods:
             request_type = getattr(pb, method.input_type.name)
             path = f"/{SERVICE_NAME}/{method.name}"
-            if method.client_streaming or method.server_streaming:
+            stream = RPCS[method.name].stream
+            if stream is not Stream.UNARY:
                 # A method answering with a stream (Load) writes its messages itself and returns nothing.
                 make = (
                     grpc.stream_stream_rpc_method_handler
-                    if method.server_streaming
+                    if stream.server_streaming
                     else grpc.stream_unary_rpc_method_handler
                 )
                 behaviour = (
                     self._stream
-                    if method.client_streaming
+                    if stream.client_streaming
                     else self._window_ends
-                    if method.name == "WatchWindowEnds"
+                    if stream is Stream.EVENTS
                     else self._watch
                 )
                 self._handlers[path] = make(_bind(behaviour, method.name, request_type))
@@ -378,16 +342,16 @@ class Dispatcher(grpc.GenericRpcHandler):
 
     def rows(self, method: str, request: Any) -> int:
         """The rows the call answers with (1 for a point read or a write)."""
-        rows = ROWS.get(method)
+        rows = RPCS[method].rows
         return 1 if rows is None else rows(request, self.settings)
 
     def is_heavy(self, method: str, request: Any) -> bool:
         """Whether a call may do much more work than a point read or a score write."""
-        return method in HEAVY_METHODS or self.rows(method, request) > self.settings.heavy_rows
+        return RPCS[method].heavy or self.rows(method, request) > self.settings.heavy_rows
 
     def reads_elsewhere(self, method: str, request: Any) -> bool:
         """Whether the call is a heavy read that a reader process serves."""
-        return self.readers is not None and method in READ_METHODS and self.is_heavy(method, request)
+        return self.readers is not None and RPCS[method].elsewhere and self.is_heavy(method, request)
 
     def resolve(self, name: str) -> Any:
         """The index ``name`` as this server knows it (blocking: it may read the catalog)."""
@@ -566,7 +530,7 @@ class Dispatcher(grpc.GenericRpcHandler):
     async def _repeat(self, key: tuple, shared: _SharedRead, method: str, request: Message) -> None:
         """``shared``'s read every WATCH_SECONDS (each with the default deadline) while anyone
         watches; an error ends it, and the watches with it."""
-        read = getattr(self.servicer, watched_read(method))
+        read = getattr(self.servicer, RPCS[method].watches)
         while True:
             try:
                 call = _Call(time.monotonic() + self.settings.default_deadline)
@@ -889,13 +853,14 @@ class _Unary:
         self.request_type = request_type
         self.handler = handler
         # Reads of up to this many rows run on the event loop (0: none of this method's do).
+        rpc = RPCS[name]
         self.inline_rows = min(INLINE_ROWS, dispatcher.settings.heavy_rows) if dispatcher.inline_reads else 0
-        if name not in INLINE_READS:
+        if not rpc.inline:
             self.inline_rows = 0
-        self.elsewhere = dispatcher.readers is not None and name in READ_METHODS
-        self.pipelined = dispatcher.writes is not None and name in PIPELINED_WRITES
-        self.counts_result = name in COUNTED_RESULTS
-        self.bounded = name in INLINE_READS  # reads whose freshness the caller may bound
+        self.elsewhere = dispatcher.readers is not None and rpc.elsewhere
+        self.pipelined = dispatcher.writes is not None and rpc.pipelined
+        self.counts_result = rpc.counted
+        self.bounded = rpc.inline  # reads whose freshness the caller may bound
 
     async def serve(self, _requests: Any, context: aio.ServicerContext) -> bytes | None:
         return await self.dispatcher.answer(context, self._serve(context), self.name)
@@ -976,11 +941,6 @@ class _Unary:
         return await dispatcher.within(call, asyncio.wrap_future(answer), self.name)
 
 
-def watched_read(method: str) -> str:
-    """The unary read a watching method repeats (WatchRank: GetRankAndEntry)."""
-    return {"WatchRank": "GetRankAndEntry"}[method]
-
-
 def rank_seen(response: pb.RankAndEntryResponse) -> tuple:
     """What a rank watcher is told again when it changes: the rank, the score and the window."""
     entry = response.entry if response.HasField("entry") else None
@@ -999,7 +959,7 @@ def _bind(behaviour: Callable[..., Awaitable[bytes]], method: str, request_type:
 
 class AccessInterceptor(aio.ServerInterceptor):
     """Checks each call's bearer token before its request is read: health is open, reflection
-    needs the read role, each Leaderboard method the role of :data:`access.ROLE_BY_METHOD`."""
+    needs the read role, each Leaderboard method the role its entry of :data:`fdb_leaderboard.rpcs.RPCS` names."""
 
     def __init__(self, tokens: access.Tokens) -> None:
         self.tokens = tokens
