@@ -4,7 +4,13 @@
 |---|---|
 | ``server.py`` | :class:`Server`: the process's gRPC server, health, reflection and store lifecycle |
 | ``settings.py`` | :class:`ServerSettings`: limits per call, timeouts, tokens, TLS; startup refusals |
-| ``calls.py`` | how a call is served: raw-bytes requests, receive timeouts, deadlines, workers, access, watched ranks |
+| ``calls.py`` | :class:`Dispatcher`: how a call is served: raw-bytes requests, on the loop, a worker, a reader process |
+| ``timeouts.py`` | a served call's time limits: its deadline as its handler sees it, the sweep firing timeouts |
+| ``streams.py`` | the streams: watched ranks, window-end events, client streams (loads, dumps, restores) |
+| ``write_pipeline.py`` | :class:`WritePipeline`: score writes committed together, a batch per commit |
+| ``stale_reads.py`` | reads that tolerate staleness: their bounds, one answer shared by identical reads |
+| ``interceptors.py`` | :class:`AccessInterceptor`: each call's bearer token checked against its method's role |
+| ``log_lines.py`` | :class:`RateLimitedLog`: floods logged at most one line in so long |
 | ``readers.py`` | :class:`ReadProcesses`: heavy reads in processes of their own, at idle CPU priority |
 | ``processes.py`` | :class:`Supervisor`: several server processes sharing one address (``serve --processes``) |
 | ``grpc_service.py`` | the servicer: one handler per RPC, each calling the index |
