@@ -65,3 +65,14 @@ def test_the_views_other_modules_keep_are_the_tables() -> None:
     # The writes whose answers carry their commit version are the ones the pipeline commits.
     assert rpcs.names(pipelined=True) == wire.SCORE_WRITES
     assert access.Role is rpcs.Role
+
+
+def test_the_servicer_has_a_handler_for_every_rpc_the_dispatcher_does_not_serve_itself() -> None:
+    from fdb_leaderboard.proto import service_pb2_grpc as pb_grpc
+    from fdb_leaderboard.service import LeaderboardService
+
+    unimplemented = {
+        name for name in METHODS if getattr(LeaderboardService, name) is getattr(pb_grpc.LeaderboardServicer, name)
+    }
+    # Watched ranks and window-end events are streams the dispatcher runs from the servicer's reads.
+    assert unimplemented == rpcs.names(stream=rpcs.Stream.WATCH) | rpcs.names(stream=rpcs.Stream.EVENTS)

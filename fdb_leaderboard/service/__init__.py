@@ -4,7 +4,7 @@
 |---|---|
 | ``server.py`` | :class:`Server`: the process's gRPC server, health, reflection and store lifecycle |
 | ``settings.py`` | :class:`ServerSettings`: limits per call, timeouts, tokens, TLS; startup refusals |
-| ``calls.py`` | :class:`Dispatcher`: how a call is served: raw-bytes requests, on the loop, a worker, a reader process |
+| ``calls.py`` | :class:`Dispatcher`: how a call is served: raw-bytes requests, on the loop, a worker, a reader |
 | ``timeouts.py`` | a served call's time limits: its deadline as its handler sees it, the sweep firing timeouts |
 | ``streams.py`` | the streams: watched ranks, window-end events, client streams (loads, dumps, restores) |
 | ``write_pipeline.py`` | :class:`WritePipeline`: score writes committed together, a batch per commit |
@@ -13,7 +13,8 @@
 | ``log_lines.py`` | :class:`RateLimitedLog`: floods logged at most one line in so long |
 | ``readers.py`` | :class:`ReadProcesses`: heavy reads in processes of their own, at idle CPU priority |
 | ``processes.py`` | :class:`Supervisor`: several server processes sharing one address (``serve --processes``) |
-| ``grpc_service.py`` | the servicer: one handler per RPC, each calling the index |
+| ``grpc_service.py`` | :class:`LeaderboardService`: the servicer, assembled from the handler groups |
+| ``handlers/`` | the handlers, one group of RPCs a module (indexes, maintenance, moves, writes, reads, ...) |
 | ``convert.py`` | requests into index arguments (settings, window updates, maintenance policies) |
 | ``status.py`` | which status code answers which error |
 | ``catalog.py`` | the named indexes of a store and their maintenance policies; paused writes, captured changes |
