@@ -17,7 +17,8 @@
 | ``handlers/`` | the handlers, one group of RPCs a module (indexes, maintenance, moves, writes, reads, ...) |
 | ``convert.py`` | requests into index arguments (settings, window updates, maintenance policies) |
 | ``status.py`` | which status code answers which error |
-| ``catalog.py`` | the named indexes of a store and their maintenance policies; paused writes, captured changes |
+| ``catalog.py`` | the named indexes of a store and their maintenance policies; paused writes, captures, restores |
+| ``entry_checks.py`` | every transaction of a kept index checks its catalog entry: dropped, paused, captured, format |
 | ``recreate.py`` | creating an index that exists: differing options refused, named; the boards asked for added |
 | ``releases.py`` | the store's format record and each server process's report of its release and last sign of life |
 | ``upgrades.py`` | raising the stored formats: by an operator, or by the maintenance once every process reads them |

@@ -15,7 +15,8 @@ from ...access import ANONYMOUS
 from ...errors import InvalidArgument, RuleRefusal, SubmissionLimited
 from ...index import LeaderboardIndex
 from ...store.api import call_deadline, read_bounds
-from ..catalog import Catalog, StaleIndex
+from ..catalog import Catalog
+from ..entry_checks import StaleIndex
 from ..status import Answer, cap_message, status_of
 from ..upgrades import Upgrades
 from ..window_events import WindowEvents

@@ -9,7 +9,7 @@ import grpc
 
 from ...proto import service_pb2 as pb
 from .. import dumps
-from ..catalog import StaleIndex
+from ..entry_checks import StaleIndex
 from ..status import Answer
 from .calling import CallContext, ClientGone, Handlers, actor_of, answer_for, rpc_handler
 
