@@ -23,9 +23,14 @@ class ReadHandlers(Handlers):
     @staticmethod
     def _rank_arguments(request: pb.RankRequest) -> tuple[tuple, int, int | None, tuple, RankMode]:
         """A RankRequest as the index's (pk, window type, timestamp, group, mode)."""
-        ref = convert.window_ref(request.window)
-        group = wire.items_to_tuple(request.group)
-        return wire.items_to_tuple(request.pk), ref.type, ref.timestamp, group, convert.rank_mode(request.mode)
+        board = convert.board(request.window, request.group)
+        return (
+            wire.items_to_tuple(request.pk),
+            board.type,
+            board.timestamp,
+            board.group,
+            convert.rank_mode(request.mode),
+        )
 
     @rpc_handler
     def GetRank(self, request: pb.RankRequest, context: CallContext) -> pb.RankResponse:
@@ -42,16 +47,16 @@ class ReadHandlers(Handlers):
 
     @rpc_handler
     def AroundMe(self, request: pb.AroundMeRequest, context: CallContext) -> pb.EntriesResponse:
-        ref = convert.window_ref(request.window)
         if_absent = IfAbsent[convert.enum_name(pb.IfAbsent, request.if_absent, "if_absent")]
         self._check_page(request.above + request.below + 1, "AroundMe (above + below + 1)", "")
+        board = convert.board(request.window, request.group)
         entries = self._index(request.index).around(
             wire.items_to_tuple(request.pk),
             request.above,
             request.below,
-            ref.type,
-            ref.timestamp,
-            wire.items_to_tuple(request.group),
+            board.type,
+            board.timestamp,
+            board.group,
             convert.rank_mode(request.mode),
             if_absent,
         )
@@ -61,10 +66,10 @@ class ReadHandlers(Handlers):
 
     @rpc_handler
     def Top(self, request: pb.TopRequest, context: CallContext) -> pb.EntriesResponse:
-        ref = convert.window_ref(request.window)
         self._check_page(request.n, "Top n", "; page further with Scan BY_RANK and its continuation")
+        board = convert.board(request.window, request.group)
         entries = self._index(request.index).top(
-            request.n, ref.type, ref.timestamp, wire.items_to_tuple(request.group), convert.rank_mode(request.mode)
+            request.n, board.type, board.timestamp, board.group, convert.rank_mode(request.mode)
         )
         response = pb.EntriesResponse(window=_window_read(entries.window))
         wire.add_ranked_entries(response.entries, entries)
@@ -72,32 +77,26 @@ class ReadHandlers(Handlers):
 
     @rpc_handler
     def Count(self, request: pb.CountRequest, context: CallContext) -> pb.CountResponse:
-        ref = convert.window_ref(request.window)
-        count, window = self._index(request.index).count_in_window(
-            ref.type, ref.timestamp, wire.items_to_tuple(request.group)
-        )
+        board = convert.board(request.window, request.group)
+        count, window = self._index(request.index).count_in_window(board.type, board.timestamp, board.group)
         return pb.CountResponse(count=count, window=_window_read(window))
 
     @rpc_handler
     def ScoreForRank(self, request: pb.ScoreForRankRequest, context: CallContext) -> pb.ScoreForRankResponse:
-        ref = convert.window_ref(request.window)
+        board = convert.board(request.window, request.group)
         return _score_answer(
-            self._index(request.index).score_for_rank(
-                request.rank, ref.type, ref.timestamp, wire.items_to_tuple(request.group)
-            )
+            self._index(request.index).score_for_rank(request.rank, board.type, board.timestamp, board.group)
         )
 
     @rpc_handler
     def RankForScore(self, request: pb.RankForScoreRequest, context: CallContext) -> pb.RankResponse:
-        ref = convert.window_ref(request.window)
         score: Any = wire.score_to_python(request.score)
         if request.HasField("key_timestamp"):
             score = (score, request.key_timestamp, *wire.items_to_tuple(request.key_context))
         elif request.key_context:
             raise InvalidArgument("key_context needs key_timestamp: a score key is (score, timestamp, context...)")
-        rank = self._index(request.index).rank_for_score(
-            score, ref.type, ref.timestamp, wire.items_to_tuple(request.group)
-        )
+        board = convert.board(request.window, request.group)
+        rank = self._index(request.index).rank_for_score(score, board.type, board.timestamp, board.group)
         return pb.RankResponse(rank=rank)
 
     @rpc_handler
@@ -108,15 +107,16 @@ class ReadHandlers(Handlers):
         if scan_type is not ScanType.BY_VALUE and any(isinstance(b, float) for b in (low, high)):
             raise InvalidArgument("rank bounds must be integers")
         self._check_page(request.limit, "Scan limit", "; page with the continuation")
+        board = convert.board(request.window, request.group)
         page = self._index(request.index).scan(
             scan_type,
             low=low,
             high=high,
             low_inclusive=not request.low_exclusive,
             high_inclusive=not request.high_exclusive,
-            window_type=request.window.type,
-            timestamp=request.window.timestamp if request.window.HasField("timestamp") else None,
-            group=wire.items_to_tuple(request.group),
+            window_type=board.type,
+            timestamp=board.timestamp,
+            group=board.group,
             reverse=request.reverse,
             limit=request.limit or self.max_page,
             continuation=request.continuation or None,
@@ -127,9 +127,9 @@ class ReadHandlers(Handlers):
         return response
 
     def _ranks_arguments(self, request: pb.RanksRequest) -> tuple[list[tuple], int, int | None, tuple, RankMode]:
-        ref = convert.window_ref(request.window)
         pks = [wire.items_to_tuple(record.pk) for record in request.records]
-        return pks, ref.type, ref.timestamp, wire.items_to_tuple(request.group), convert.rank_mode(request.mode)
+        board = convert.board(request.window, request.group)
+        return pks, board.type, board.timestamp, board.group, convert.rank_mode(request.mode)
 
     @rpc_handler
     def GetRanks(self, request: pb.RanksRequest, context: CallContext) -> pb.RanksResponse:
@@ -150,13 +150,13 @@ class ReadHandlers(Handlers):
 
     @rpc_handler
     def GetPage(self, request: pb.PageRequest, context: CallContext) -> pb.PageResponse:
-        ref = convert.window_ref(request.window)
+        board = convert.board(request.window, request.group)
         page = self._index(request.index).page(
             request.page,
             request.size,
-            ref.type,
-            ref.timestamp,
-            wire.items_to_tuple(request.group),
+            board.type,
+            board.timestamp,
+            board.group,
             convert.rank_mode(request.mode),
         )
         response = pb.PageResponse(
@@ -178,7 +178,7 @@ class ReadHandlers(Handlers):
             pk,
             None if pk is not None else request.tier,
             None if pk is not None else request.cohort,
-            convert.window_ref(request.window).timestamp,
+            convert.board(request.window).timestamp,
             convert.rank_mode(request.mode),
             request.page,
             request.size,
@@ -196,9 +196,9 @@ class ReadHandlers(Handlers):
 
     @rpc_handler
     def GetPercentile(self, request: pb.PercentileRequest, context: CallContext) -> pb.PercentileResponse:
-        ref = convert.window_ref(request.window)
+        board = convert.board(request.window, request.group)
         found = self._index(request.index).percentile(
-            wire.items_to_tuple(request.pk), ref.type, ref.timestamp, wire.items_to_tuple(request.group)
+            wire.items_to_tuple(request.pk), board.type, board.timestamp, board.group
         )
         return pb.PercentileResponse() if found is None else pb.PercentileResponse(percentile=found)
 
@@ -206,10 +206,10 @@ class ReadHandlers(Handlers):
     def ScoreForPercentile(
         self, request: pb.ScoreForPercentileRequest, context: CallContext
     ) -> pb.ScoreForRankResponse:
-        ref = convert.window_ref(request.window)
+        board = convert.board(request.window, request.group)
         return _score_answer(
             self._index(request.index).score_for_percentile(
-                request.percentile, ref.type, ref.timestamp, wire.items_to_tuple(request.group)
+                request.percentile, board.type, board.timestamp, board.group
             )
         )
 
@@ -253,9 +253,9 @@ class ReadHandlers(Handlers):
 
     @rpc_handler
     def ListGroups(self, request: pb.ListGroupsRequest, context: CallContext) -> pb.ListGroupsResponse:
-        ref = convert.window_ref(request.window)
+        board = convert.board(request.window)
         index = self._index(request.index)
-        page = index.groups(ref.type, ref.timestamp, request.limit or 100, request.continuation)
+        page = index.groups(board.type, board.timestamp, request.limit or 100, request.continuation)
         return pb.ListGroupsResponse(
             groups=[pb.GroupKey(group=wire.tuple_to_items(group, "group")) for group in page.groups],
             continuation=page.continuation or b"",
