@@ -60,9 +60,7 @@ class ReadHandlers(Handlers):
             convert.rank_mode(request.mode),
             if_absent,
         )
-        response = pb.EntriesResponse(window=_window_read(entries.window))
-        wire.add_ranked_entries(response.entries, entries)
-        return response
+        return _entries_answer(entries)
 
     @rpc_handler
     def Top(self, request: pb.TopRequest, context: CallContext) -> pb.EntriesResponse:
@@ -71,9 +69,7 @@ class ReadHandlers(Handlers):
         entries = self._index(request.index).top(
             request.n, board.type, board.timestamp, board.group, convert.rank_mode(request.mode)
         )
-        response = pb.EntriesResponse(window=_window_read(entries.window))
-        wire.add_ranked_entries(response.entries, entries)
-        return response
+        return _entries_answer(entries)
 
     @rpc_handler
     def Count(self, request: pb.CountRequest, context: CallContext) -> pb.CountResponse:
@@ -144,9 +140,7 @@ class ReadHandlers(Handlers):
     @rpc_handler
     def FriendsBoard(self, request: pb.RanksRequest, context: CallContext) -> pb.EntriesResponse:
         entries = self._index(request.index).board_of(*self._ranks_arguments(request))
-        response = pb.EntriesResponse(window=_window_read(entries.window))
-        wire.add_ranked_entries(response.entries, entries)
-        return response
+        return _entries_answer(entries)
 
     @rpc_handler
     def GetPage(self, request: pb.PageRequest, context: CallContext) -> pb.PageResponse:
@@ -271,6 +265,13 @@ class ReadHandlers(Handlers):
 def _window_read(window: Any) -> pb.Window | None:
     """The window a read resolved, for its answer (None: none, e.g. a friends board of no one)."""
     return wire.window_to_proto(window) if window is not None else None
+
+
+def _entries_answer(entries: Any) -> pb.EntriesResponse:
+    """A listing's ranked entries and the window it read (AroundMe, Top, FriendsBoard)."""
+    response = pb.EntriesResponse(window=_window_read(entries.window))
+    wire.add_ranked_entries(response.entries, entries)
+    return response
 
 
 def _score_answer(score: int | float | None) -> pb.ScoreForRankResponse:
