@@ -23,7 +23,7 @@ from google.protobuf.message import Message
 
 from ..proto import service_pb2 as pb
 from ..rpcs import RPCS
-from .grpc_service import ClientGone, answer_for
+from .handlers.calling import ClientGone, answer_for
 from .status import Answer
 from .timeouts import REPORT_SECONDS, ServedCall
 

@@ -15,7 +15,7 @@ from typing import Any
 from grpc import aio
 
 from .. import access
-from .grpc_service import CallContext
+from .handlers.calling import CallContext
 
 # A call whose deadline passed has this long to report its progress (a Fill's answer says how far it got).
 REPORT_SECONDS = 1.0

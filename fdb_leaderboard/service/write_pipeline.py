@@ -20,7 +20,7 @@ import grpc
 
 from ..store import Database
 from ..store.api import call_deadline
-from .grpc_service import answer_for
+from .handlers.calling import answer_for
 from .status import Answer
 from .timeouts import ServedCall
 
