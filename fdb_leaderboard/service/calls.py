@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -54,8 +53,6 @@ from .status import Answer, cap_message, status_of
 from .streams import SharedRead, StreamedCalls, Watchers
 from .timeouts import REPORT_SECONDS, ServedCall, Timeouts
 from .write_pipeline import PIPELINE_THREADS, Committed, WritePipeline, settle
-
-log = logging.getLogger("fdb_leaderboard.service")
 
 # Reads of up to INLINE_ROWS rows may run on the event loop when the store's reads cost no round
 # trips (an entry's ``inline``): about 10 microseconds of Python a row, so one holds the loop no
