@@ -1,7 +1,8 @@
 """Who may call what: bearer tokens, their roles, and the role each operation needs.
 
-Shared by every front end (the gRPC service, an HTTP layer): it imports only
-:mod:`fdb_leaderboard.errors`, so front ends import it without importing each other.
+Shared by every front end (the gRPC service, an HTTP layer): it imports only the leaves
+:mod:`fdb_leaderboard.errors` and :mod:`fdb_leaderboard.rpcs` (whose table names each RPC's role),
+so front ends import it without importing each other.
 
 API (small on purpose):
 
@@ -39,7 +40,6 @@ against every configured token, without stopping at the first match).
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import hmac
 import ipaddress
@@ -50,29 +50,12 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from .errors import LeaderboardError
+from .rpcs import RPCS, Role
 
 TOKENS_ENVIRONMENT = "FDB_LEADERBOARD_TOKENS"
 MIN_TOKEN_LENGTH = 16
 _TOKEN = re.compile(r"^[A-Za-z0-9\-._~+/=]+$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9\-._@]{0,63}$")
-
-
-class Role(enum.IntEnum):
-    """What a token may do; a higher role includes every lower one."""
-
-    READ = 1
-    WRITE = 2
-    ADMIN = 3
-
-    @classmethod
-    def parse(cls, name: str) -> Role:
-        try:
-            return cls[name.strip().upper()]
-        except KeyError:
-            raise ValueError(f"unknown role {name!r}: use read, write or admin") from None
-
-    def __str__(self) -> str:
-        return self.name.lower()
 
 
 class AccessError(LeaderboardError):
@@ -91,75 +74,8 @@ class UnknownOperation(AccessError, LookupError):
     """An operation the role table does not name (refused, never open by default)."""
 
 
-# The role each RPC of fdb_leaderboard.Leaderboard needs.  Anything that changes an index's
-# structure, policy or many records at once is admin; record writes are write; reads are read.
-ROLE_BY_METHOD: Mapping[str, Role] = {
-    # admin: structure, policy, maintenance, whole-index jobs
-    "CreateIndex": Role.ADMIN,
-    "DropIndex": Role.ADMIN,
-    "SetMaintenancePolicy": Role.ADMIN,
-    "UpdateWindows": Role.ADMIN,
-    "SaveSubDirectory": Role.ADMIN,
-    "Expire": Role.ADMIN,
-    "Fill": Role.ADMIN,
-    "Trim": Role.ADMIN,
-    "KeepAhead": Role.ADMIN,
-    "Verify": Role.ADMIN,
-    "ExpireIdempotencyKeys": Role.ADMIN,
-    "HideRecord": Role.ADMIN,
-    "RestoreRecord": Role.ADMIN,
-    "ListHiddenRecords": Role.ADMIN,  # who hid whom and why is for admins
-    "SetScoreRules": Role.ADMIN,
-    "DeleteRecords": Role.ADMIN,
-    "BulkLoad": Role.ADMIN,
-    "Load": Role.ADMIN,
-    "Dump": Role.ADMIN,
-    "Restore": Role.ADMIN,
-    "SetWritesPaused": Role.ADMIN,
-    "ListAuditEvents": Role.ADMIN,  # who did what is for admins
-    "SetAuditRetention": Role.ADMIN,
-    "ExpireAuditEvents": Role.ADMIN,
-    "AddWebhook": Role.ADMIN,
-    "ListWebhooks": Role.ADMIN,  # URLs of other systems are for admins
-    "DeleteWebhook": Role.ADMIN,
-    "NoticeWindowEnds": Role.ADMIN,
-    "UpgradeStore": Role.ADMIN,
-    "UpgradeIndex": Role.ADMIN,
-    # write: one record (or a batch of them) at a time
-    "AddScore": Role.WRITE,
-    "AddEntries": Role.WRITE,
-    "SaveRecord": Role.WRITE,
-    "DeleteRecord": Role.WRITE,
-    "WriteBatch": Role.WRITE,
-    "SetMetadata": Role.WRITE,
-    # read
-    "ListIndexes": Role.READ,
-    "GetStoreStatus": Role.READ,
-    "ListWindows": Role.READ,
-    "ListSubDirectories": Role.READ,
-    "ListGroups": Role.READ,
-    "GetRank": Role.READ,
-    "GetRankAndEntry": Role.READ,
-    "WatchRank": Role.READ,
-    "WatchWindowEnds": Role.READ,
-    "AroundMe": Role.READ,
-    "Top": Role.READ,
-    "Count": Role.READ,
-    "ScoreForRank": Role.READ,
-    "RankForScore": Role.READ,
-    "Scan": Role.READ,
-    "GetMetadata": Role.READ,
-    "GetRanks": Role.READ,
-    "FriendsBoard": Role.READ,
-    "GetPage": Role.READ,
-    "GetPercentile": Role.READ,
-    "ScoreForPercentile": Role.READ,
-    "GetMovement": Role.READ,
-    "GetRankHistory": Role.READ,
-    "GetScoreRules": Role.READ,  # what a game client may submit
-    "GetCohort": Role.READ,
-    "ScoreTrim": Role.READ,  # computes on the entries given: reads nothing stored
-}
+# The role each RPC of fdb_leaderboard.Leaderboard needs (its entry in rpcs.RPCS says).
+ROLE_BY_METHOD: Mapping[str, Role] = {name: rpc.role for name, rpc in RPCS.items()}
 
 
 def method_name(method: str) -> str:

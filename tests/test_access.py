@@ -24,7 +24,7 @@ def test_roles_are_ordered_and_parse_by_name() -> None:
 
 def test_every_rpc_of_the_service_has_a_role_and_the_table_names_no_other() -> None:
     rpcs = {m.name for m in pb.DESCRIPTOR.services_by_name["Leaderboard"].methods}
-    assert set(access.ROLE_BY_METHOD) == rpcs, "add each new RPC to access.ROLE_BY_METHOD"
+    assert set(access.ROLE_BY_METHOD) == rpcs, "add each new RPC to fdb_leaderboard.rpcs"
 
 
 def test_required_roles_follow_what_an_operation_changes() -> None:

@@ -20,8 +20,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / PACKAGE
 # generated protobuf modules are leaves every layer may use, and so is formats (the stored data's
 # format versions, which the store, the index and the service all ask), and so is freshness (the
 # bounds of a read's freshness every door checks); access (tokens and roles) is a leaf
-# the front ends (service, http, cli) share without importing each other.
-LEAVES = {"errors", "proto", "formats", "freshness"}
+# the front ends (service, http, cli) share without importing each other; and so is rpcs (the one
+# table of what every door knows of each RPC: its role, how it is served, its route).
+LEAVES = {"errors", "proto", "formats", "freshness", "rpcs"}
 ALLOWED = {
     "store": set(),
     "rankedset": {"store"},
@@ -37,6 +38,7 @@ ALLOWED = {
     "proto": set(),
     "formats": set(),
     "freshness": set(),
+    "rpcs": set(),
 }
 
 

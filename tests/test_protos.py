@@ -49,3 +49,17 @@ def test_the_comments_module_matches_the_sources() -> None:
         "fdb_leaderboard/proto/comments.py is stale: run tools/gen_protos.py"
     )
     assert COMMENTS["fdb_leaderboard.v1.Leaderboard.Top"] == "The best n entries of a window."
+
+
+def test_the_service_and_the_store_spell_leagues_alike() -> None:
+    """The service's Leagues and the stored one are two messages (the service's package must not
+    publish the store's), with one encoding: a converter copies one into the other field by field."""
+    from fdb_leaderboard.proto import index_pb2
+    from fdb_leaderboard.proto import service_pb2 as pb
+
+    def fields(message: object) -> list[tuple[str, int, int]]:
+        return [(f.name, f.number, f.type) for f in message.DESCRIPTOR.fields]  # type: ignore[attr-defined]
+
+    assert fields(pb.Leagues) == fields(index_pb2.Leagues)
+    stored = index_pb2.Leagues(window_type=2, cohort_size=30, tiers=3, promote=5, demote=4)
+    assert pb.Leagues.FromString(stored.SerializeToString()).SerializeToString() == stored.SerializeToString()

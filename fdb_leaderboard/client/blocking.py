@@ -314,7 +314,7 @@ class LeaderboardClient:
         timeout: float | None = None,
     ) -> Iterator[pb.DumpPart]:
         """The index's dump, part by part, as the server copies it while the index takes writes
-        (``fdb_leaderboard.index.dumps``; :func:`~fdb_leaderboard.index.dumpfile.write_dump` writes
+        (``fdb_leaderboard.index.snapshot``; :func:`~fdb_leaderboard.index.dumpfile.write_dump` writes
         it to a file).  ``keep_paused``: the index's writes stay refused afterwards (a move,
         see :meth:`move`).  A dump cut off is not sent again: start it again."""
         request = dump_request(index, keep_paused, moved_to, catch_up_seconds)

@@ -4,13 +4,21 @@
 |---|---|
 | ``server.py`` | :class:`Server`: the process's gRPC server, health, reflection and store lifecycle |
 | ``settings.py`` | :class:`ServerSettings`: limits per call, timeouts, tokens, TLS; startup refusals |
-| ``calls.py`` | how a call is served: raw-bytes requests, receive timeouts, deadlines, workers, access, watched ranks |
+| ``calls.py`` | :class:`Dispatcher`: how a call is served: raw-bytes requests, on the loop, a worker, a reader |
+| ``timeouts.py`` | a served call's time limits: its deadline as its handler sees it, the sweep firing timeouts |
+| ``streams.py`` | the streams: watched ranks, window-end events, client streams (loads, dumps, restores) |
+| ``write_pipeline.py`` | :class:`WritePipeline`: score writes committed together, a batch per commit |
+| ``stale_reads.py`` | reads that tolerate staleness: their bounds, one answer shared by identical reads |
+| ``interceptors.py`` | :class:`AccessInterceptor`: each call's bearer token checked against its method's role |
+| ``log_lines.py`` | :class:`RateLimitedLog`: floods logged at most one line in so long |
 | ``readers.py`` | :class:`ReadProcesses`: heavy reads in processes of their own, at idle CPU priority |
 | ``processes.py`` | :class:`Supervisor`: several server processes sharing one address (``serve --processes``) |
-| ``grpc_service.py`` | the servicer: one handler per RPC, each calling the index |
+| ``grpc_service.py`` | :class:`LeaderboardService`: the servicer, assembled from the handler groups |
+| ``handlers/`` | the handlers, one group of RPCs a module (indexes, maintenance, moves, writes, reads, ...) |
 | ``convert.py`` | requests into index arguments (settings, window updates, maintenance policies) |
 | ``status.py`` | which status code answers which error |
-| ``catalog.py`` | the named indexes of a store and their maintenance policies; paused writes, captured changes |
+| ``catalog.py`` | the named indexes of a store and their maintenance policies; paused writes, captures, restores |
+| ``entry_checks.py`` | every transaction of a kept index checks its catalog entry: dropped, paused, captured, format |
 | ``recreate.py`` | creating an index that exists: differing options refused, named; the boards asked for added |
 | ``releases.py`` | the store's format record and each server process's report of its release and last sign of life |
 | ``upgrades.py`` | raising the stored formats: by an operator, or by the maintenance once every process reads them |

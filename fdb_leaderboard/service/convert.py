@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 
@@ -35,8 +36,10 @@ def record_from_proto(record: pb.RecordEntries) -> tuple[tuple, list]:
     return wire.items_from_proto(record.pk), [wire.written_entry_from_proto(e) for e in record.entries]
 
 
-def window_ref(selector: pb.WindowSelector) -> WindowRef:
-    return WindowRef(selector.type, selector.timestamp if selector.HasField("timestamp") else None)
+def board(selector: pb.WindowSelector, group: Sequence[pb.Item] = ()) -> WindowRef:
+    """The board a read names: the window its selector picks, and the group within it (none: the whole index)."""
+    timestamp = selector.timestamp if selector.HasField("timestamp") else None
+    return WindowRef(selector.type, timestamp, wire.items_from_proto(group))
 
 
 def rank_mode(mode: int) -> RankMode:

@@ -52,6 +52,7 @@ from prometheus_client.utils import floatToGoString
 
 from .. import formats
 from ..index.directory import ALL_TIME
+from ..rpcs import RPCS
 from ..store.api import Database, WrappedDatabase
 from .catalog import Catalog, timebase_scale
 from .upgrades import Upgrades
@@ -64,8 +65,6 @@ PREFIX = "fdb_leaderboard"
 # Calls take from ~50 µs (a cached read) to seconds (a fill pass, a bulk load).
 CALL_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 GROUP_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-# The calls whose answers say what they did, counted by observe_result.
-COUNTED_RESULTS = frozenset({"Fill", "Trim", "Expire", "UpdateWindows", "KeepAhead", "CreateIndex", "BulkLoad"})
 
 
 class Metrics:
@@ -243,7 +242,8 @@ class Metrics:
 
     def observe_result(self, method: str, request: Any, response: Any) -> None:
         """Count what a successful maintenance call did (its answer says)."""
-        if method not in COUNTED_RESULTS:
+        rpc = RPCS.get(method)
+        if rpc is None or not rpc.counted:  # its answer says nothing to count
             return
         index = getattr(request, "index", "")
         if method == "Fill":

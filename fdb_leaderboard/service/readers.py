@@ -42,6 +42,7 @@ import grpc
 from ..index import IndexSettings, LeaderboardIndex
 from ..proto import index_pb2
 from ..proto import service_pb2 as pb
+from ..rpcs import names
 from ..store import Database, open_database
 from .catalog import Catalog
 from .grpc_service import LeaderboardService
@@ -51,8 +52,9 @@ from .status import Answer
 
 log = logging.getLogger("fdb_leaderboard.service")
 
-# The reads a reader process serves (each names its index in ``request.index``).
-READ_METHODS = frozenset({"Top", "AroundMe", "Scan", "GetPage", "GetRanks", "FriendsBoard", "GetRankHistory"})
+# The reads a reader process serves (an entry's ``elsewhere``; each names its index in ``request.index``):
+# the HTTP door asks this set.
+READ_METHODS = names(elsewhere=True)
 START_TIMEOUT = 60.0
 
 

@@ -33,10 +33,11 @@ from grpc_reflection.v1alpha import reflection
 
 from .. import formats
 from ..store import Database, open_database
-from .calls import AccessInterceptor, Dispatcher
+from .calls import Dispatcher
 from .catalog import ROOT, Catalog
 from .grpc_service import SERVICE_NAME, LeaderboardService
 from .housekeeping import Housekeeping
+from .interceptors import AccessInterceptor
 from .metrics import MeasuredDatabase, Metrics
 from .readers import ReadProcesses, can_share
 from .releases import Reporter, StoreFormatState

@@ -36,7 +36,8 @@ from ..index.upgrade import UpgradeProgress, UpgradeState
 from ..proto import index_pb2
 from ..store.api import Transaction, strinc
 from . import releases
-from .catalog import Catalog, index_format, writes_paused
+from .catalog import Catalog, writes_paused
+from .entry_checks import index_format
 
 UPGRADE_BATCH = 200  # records per upgrade transaction
 
