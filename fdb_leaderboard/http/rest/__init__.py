@@ -26,7 +26,8 @@ the same key is applied once and answered as the first time.
 |---|---|
 | ``parameters.py`` | :class:`Param` and how path and query values read (``parse_*``); the parameters the routes take |
 | ``schemas.py`` | the JSON schemas of the answers and bodies, as the OpenAPI document gives them |
-| ``builders.py`` | each RPC's request from a route's values, body and headers |
+| ``requests.py`` | :class:`Request`: a route's request described field by field; the window, group, keys shared |
+| ``builders.py`` | the requests that take code: bodies read and checked, keys lists, scans' bounds |
 | ``answers.py`` | each RPC's response as the plain JSON (and status) a route answers with |
 | ``routes.py`` | :class:`RestRoute` and ``ROUTES``: every route's path, method, RPC, parameters, request and answer |
 """
@@ -46,7 +47,7 @@ from .answers import (
     answer_watched_rank,
     answer_windows_of_type,
 )
-from .builders import IDEMPOTENCY_HEADER, body_object, entry_from_json, idempotency_key, score_from_json, selector
+from .builders import entry_from_json, score_from_json
 from .parameters import (
     ABOVE,
     AFTER,
@@ -113,6 +114,17 @@ from .parameters import (
     parse_uint,
     parse_uint_64,
 )
+from .requests import (
+    IDEMPOTENCY_HEADER,
+    SHARED_FIELDS,
+    Field,
+    Request,
+    body_object,
+    group_items,
+    idempotency_key,
+    rank_mode,
+    selector,
+)
 from .routes import ROUTES, RestRoute
 from .schemas import (
     ENTRIES_SCHEMA,
@@ -132,6 +144,11 @@ from .schemas import (
 )
 
 __all__ = [
+    "rank_mode",
+    "group_items",
+    "Request",
+    "Field",
+    "SHARED_FIELDS",
     "ABOVE",
     "AFTER",
     "AT",
