@@ -1,10 +1,10 @@
 """``fdb-leaderboard``: run the service, administer indexes, run maintenance, see a demo.
 
 Commands that talk to a running server (``--server``, default ``$FDB_LEADERBOARD_SERVER`` or
-127.0.0.1:50051) take ``--timeout`` and ``--json`` (see ``common.py``), and reach it with a bearer
+127.0.0.1:50051) take ``--timeout`` and ``--json`` (see ``session.py``), and reach it with a bearer
 token (``--token-file``, or ``$FDB_LEADERBOARD_TOKEN``) and, over TLS, the server's CA (``--ca``;
 ``--cert``/``--key`` for mutual TLS).  Times are what people type (``now``, a timestamp in the
-index's timebase, a date; see ``common.parse_time``).  This module holds the group, ``serve`` and
+index's timebase, a date; see ``options.parse_time``).  This module holds the group, ``serve`` and
 the index and window administration; reads, record writes, loads, exports and maintenance have
 their own modules, registered at the end.
 """
@@ -26,31 +26,15 @@ from ..index.calendar import BOARDS
 from ..proto import service_pb2 as pb
 from ..service.settings import DEFAULT_MAX_PAGE, MAX_STALENESS_MS
 from . import audit, dumps, fair_play, players, upgrades, window_ends
-from .common import (
-    DEFAULT_SERVER,
-    DURATION,
-    TIME,
-    TIME_HELP,
-    CliGroup,
-    Session,
-    TimeSpec,
-    key_argument,
-    one_line,
-    parse_columns,
-    plural,
-    progress_bar,
-    server_command,
-    show_duration,
-    show_key,
-    show_warnings_briefly,
-    window_json,
-    window_line,
-)
 from .demo import DEFAULT_HTTP_ADDRESS, demo
 from .export import export
+from .failures import CliGroup, one_line, show_warnings_briefly
 from .loading import load
 from .maintenance import maintain, policy
+from .options import DEFAULT_SERVER, DURATION, TIME, TIME_HELP, TimeSpec, key_argument, parse_columns
+from .output import plural, show_duration, show_key, window_json, window_line
 from .reads import around, count, rank, top, watch
+from .session import Session, progress_bar, server_command
 from .writes import add, delete
 
 DEFAULT_STORE = "lmdb:./data"
