@@ -2,7 +2,9 @@
 
 | module | concern |
 |---|---|
-| ``commands.py`` | the group, ``serve``, index and window administration; registers the others |
+| ``commands.py`` | the group and its options (server, token, TLS, staleness); registers every command |
+| ``serve.py`` | ``serve``: the gRPC server and the HTTP door over a store |
+| ``indexes.py`` | index and window administration: ``index``, ``windows``, expire, trim, fill, verify |
 | ``session.py`` | ``server_command`` and the ``Session`` it gives a command: the client, ``--timeout``, ``--json`` |
 | ``options.py`` | values as typed (durations, times, keys, scores) and the read commands' options |
 | ``output.py`` | what commands print: the one row format of entries, keys, scores, windows, progress bars |

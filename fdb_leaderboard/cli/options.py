@@ -21,6 +21,7 @@ from ..index.calendar import TIMEBASES
 from ..proto import service_pb2 as pb
 
 DEFAULT_SERVER = os.environ.get("FDB_LEADERBOARD_SERVER", "127.0.0.1:50051")  # the --server option's
+PEM_FILE = click.Path(exists=True, dir_okay=False)  # a certificate, key or token file
 
 
 MODES = ("ORDINAL", "COMPETITION", "DENSE")
