@@ -5,7 +5,7 @@ items, the Idempotency-Key header), and is the builder of every route that maps 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import grpc
@@ -105,15 +105,29 @@ SHARED_FIELDS: dict[str, Field] = {
 class Request:
     """A route's request: the RPC's request message, its fields filled in the order given (a field
     named by a string: one of :data:`SHARED_FIELDS`, or the route value of that name copied), then
-    ``constants``' fields: each field's value when the route has none, or its value always when the
-    route takes no such parameter.  ``no_body``: a POST whose body, if any, is an empty object."""
+    ``defaults``: a field's value where the route has no value of its name (``n=10``), or always where
+    the route takes no such parameter (``all_records=True``).  ``no_body``: a POST whose body, if
+    any, is an empty object."""
 
-    def __init__(self, message: type[Message], *fields: str | Field, no_body: bool = False, **constants: Any) -> None:
+    def __init__(self, message: type[Message], *fields: str | Field, no_body: bool = False, **defaults: Any) -> None:
         self.message = message
         self.fields = tuple(
             field if isinstance(field, Field) else SHARED_FIELDS.get(field, Field(field)) for field in fields
-        ) + tuple(Field(name, default=value) for name, value in constants.items())
+        ) + tuple(Field(name, default=value) for name, value in defaults.items())
         self.no_body = no_body
+        unknown = [field.name for field in self.fields if field.name not in message.DESCRIPTOR.fields_by_name]
+        if unknown:
+            raise ValueError(f"{message.__name__} has no field {unknown[0]!r}")
+
+    def check(self, params: Iterable[str]) -> None:
+        """Refuse a description copying a value the route does not take (its field would never be set)."""
+        taken = set(params)
+        for field in self.fields:
+            if field.fill is None and field.default is None and (field.value or field.name) not in taken:
+                raise ValueError(
+                    f"{self.message.__name__}.{field.name} copies {field.value or field.name!r}, "
+                    f"which the route does not take (it takes {', '.join(sorted(taken)) or 'nothing'})"
+                )
 
     def __call__(
         self, values: dict[str, Any], body: Any, transcoder: Transcoder, headers: Mapping[str, str]

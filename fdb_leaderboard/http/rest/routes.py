@@ -124,6 +124,10 @@ class RestRoute:
     # The answer from the response and the route's parameters (a filter or a page of the response).
     answer_values: Callable[[Message, dict[str, Any]], tuple[int, Any]] | None = None
 
+    def __post_init__(self) -> None:
+        if isinstance(self.build, Request):
+            self.build.check(param.name for param in self.params)
+
     def respond(self, response: Message, values: dict[str, Any]) -> tuple[int, Any]:
         if self.answer_values is not None:
             return self.answer_values(response, values)
@@ -274,7 +278,7 @@ ROUTES: tuple[RestRoute, ...] = (
         "Leagues: the record's tier and cohort in the league window (at), its entry and the cohort's entries "
         "ranked within the cohort (a page, or those around the record).",
         (INDEX, RECORD, AT, MODE, PAGE, COHORT_SIZE, COHORT_ABOVE, COHORT_BELOW),
-        Request(pb.CohortRequest, "index", "window", "pk", "tier", "cohort", "mode", "size", "above", "below", page=1),
+        Request(pb.CohortRequest, "index", "window", "pk", "mode", "size", "above", "below", page=1),
         answer_cohort,
         OBJECT_SCHEMA,
     ),
@@ -284,7 +288,7 @@ ROUTES: tuple[RestRoute, ...] = (
         "GetCohort",
         "Leagues: one cohort of a tier in the league window (at), its entries ranked within the cohort.",
         (INDEX, TIER, COHORT, AT, MODE, PAGE, COHORT_SIZE),
-        Request(pb.CohortRequest, "index", "window", "pk", "tier", "cohort", "mode", "size", "above", "below", page=1),
+        Request(pb.CohortRequest, "index", "window", "tier", "cohort", "mode", "size", page=1),
         answer_cohort,
         OBJECT_SCHEMA,
     ),
