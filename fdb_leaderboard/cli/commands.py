@@ -133,5 +133,4 @@ for command in dumps.COMMANDS:
 for command in (*dumps.INDEX_COMMANDS, upgrades.index_upgrade):
     indexes.index.add_command(command)
 
-
 __all__ = ["DEFAULT_STORE", "local_user", "main"]

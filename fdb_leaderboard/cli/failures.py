@@ -25,7 +25,6 @@ START_A_SERVER = (
     "--server HOST:PORT or $FDB_LEADERBOARD_SERVER"
 )
 
-
 log = logging.getLogger("fdb_leaderboard.cli")
 
 
@@ -63,7 +62,6 @@ _TRANSPORT_FAILURES = (
     "broken pipe",
     "keepalive watchdog timeout",
 )
-
 
 _HOSTNAME_MISMATCH = ("hostname verification check failed", "peer name", "not in peer certificate")
 

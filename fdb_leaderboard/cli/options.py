@@ -23,12 +23,9 @@ from ..proto import service_pb2 as pb
 DEFAULT_SERVER = os.environ.get("FDB_LEADERBOARD_SERVER", "127.0.0.1:50051")  # the --server option's
 PEM_FILE = click.Path(exists=True, dir_okay=False)  # a certificate, key or token file
 
-
 MODES = ("ORDINAL", "COMPETITION", "DENSE")
 
-
 DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d|w)?\s*$")
 
@@ -57,9 +54,7 @@ class Duration(click.ParamType):
 
 DURATION = Duration()
 
-
 TIME_HELP = "now, latest (the index's latest score), a timestamp, or a date such as 2026-11-23 or 2026-11-23T18:00"
-
 
 _ZONE = re.compile(r"^(?P<when>.+?)(?:\[(?P<bracketed>[^\]]+)\]|\s+(?P<named>[A-Za-z_]+(?:/[A-Za-z0-9_+\-]+)*))$")
 

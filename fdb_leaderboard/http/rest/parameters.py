@@ -136,18 +136,13 @@ def parse_seconds(text: str, name: str) -> float:
 
 INT32_SCHEMA = {"type": "integer", "minimum": 0, "maximum": 2**32 - 1}
 
-
 ITEMS_TEXT = 'one string, or a JSON array of items (strings, numbers, booleans, null, {"base64": ...})'
-
 
 INDEX = Param("index", "path", "The index's name.", {"type": "string"}, parse_text, True)
 
-
 WINDOW_TYPE = Param("type", "path", "The window type (0: all time).", INT32_SCHEMA, parse_uint, True)
 
-
 RECORD = Param("pk", "path", f"The record's primary key: {ITEMS_TEXT}.", {"type": "string"}, parse_text, True)
-
 
 AT = Param(
     "at",
@@ -158,9 +153,7 @@ AT = Param(
     parse_at,
 )
 
-
 GROUP = Param("group", "query", f"The group (leaderboard partition): {ITEMS_TEXT}.", {"type": "string"}, parse_text)
-
 
 MODE = Param(
     "mode",
@@ -171,15 +164,11 @@ MODE = Param(
     parse_choice(tuple(pb.RankMode.keys())),
 )
 
-
 TOP_N = Param("n", "query", "How many entries (default 10).", INT32_SCHEMA, parse_uint)
-
 
 ABOVE = Param("above", "query", "Entries above the record (default 4).", INT32_SCHEMA, parse_uint)
 
-
 BELOW = Param("below", "query", "Entries below the record (default 4).", INT32_SCHEMA, parse_uint)
-
 
 IF_ABSENT = Param(
     "if_absent",
@@ -189,29 +178,21 @@ IF_ABSENT = Param(
     parse_choice(("EMPTY", "TOP", "BOTTOM")),
 )
 
-
 PAGE = Param("page", "query", "The page, from 1 (default 1).", INT32_SCHEMA, parse_uint)
-
 
 PAGE_SIZE = Param("size", "query", "Rows per page, 1-1000 (default 10).", INT32_SCHEMA, parse_uint)
 
-
 COHORT_SIZE = Param("size", "query", "Rows per page (default 0: the whole cohort).", INT32_SCHEMA, parse_uint)
-
 
 COHORT_ABOVE = Param(
     "above", "query", "With below: the entries around the record, this many above.", INT32_SCHEMA, parse_uint
 )
 
-
 COHORT_BELOW = Param("below", "query", "With above: this many below the record.", INT32_SCHEMA, parse_uint)
-
 
 TIER = Param("tier", "path", "The tier, from 0 (the lowest).", INT32_SCHEMA, parse_uint, True)
 
-
 COHORT = Param("cohort", "path", "The cohort's number within its tier, from 0.", INT32_SCHEMA, parse_uint, True)
-
 
 RECORDS = Param(
     "records",
@@ -224,7 +205,6 @@ RECORDS = Param(
     repeated=True,
 )
 
-
 PERCENTILE = Param(
     "percentile",
     "query",
@@ -234,19 +214,15 @@ PERCENTILE = Param(
     True,
 )
 
-
 HISTORY_TYPE = Param(
     "type", "query", "The window type (not 0: all time has one window).", INT32_SCHEMA, parse_uint, True
 )
-
 
 UNTIL = Param(
     "until", "query", "Windows starting at or before this timestamp (default: all).", {"type": "integer"}, parse_at
 )
 
-
 HISTORY_COUNT = Param("count", "query", "The latest 1-100 windows (default 10).", INT32_SCHEMA, parse_uint)
-
 
 SCORE = Param(
     "score",
@@ -258,7 +234,6 @@ SCORE = Param(
     True,
 )
 
-
 KEY_TIMESTAMP = Param(
     "timestamp",
     "query",
@@ -268,9 +243,7 @@ KEY_TIMESTAMP = Param(
     parse_timestamp,
 )
 
-
 RANK = Param("rank", "query", "The 0-based rank (0: the best).", {"type": "integer", "minimum": 0}, parse_uint_64, True)
-
 
 SCAN_BY = Param(
     "by",
@@ -280,7 +253,6 @@ SCAN_BY = Param(
     parse_choice(("rank", "value")),
 )
 
-
 SCAN_FROM = Param(
     "from",
     "query",
@@ -289,11 +261,9 @@ SCAN_FROM = Param(
     parse_text,
 )
 
-
 SCAN_TO = Param(
     "to", "query", "The last rank or score of the scan, included (default: the end).", {"type": "string"}, parse_text
 )
-
 
 REVERSE = Param(
     "reverse",
@@ -303,9 +273,7 @@ REVERSE = Param(
     parse_bool,
 )
 
-
 GROUPS_LIMIT = Param("limit", "query", "Groups per answer, 1-1000 (default 100).", INT32_SCHEMA, parse_uint)
-
 
 IDEMPOTENCY_KEY = Param(
     "Idempotency-Key",
@@ -316,14 +284,11 @@ IDEMPOTENCY_KEY = Param(
     parse_text,
 )
 
-
 WINDOWS_PAGE_SIZE = Param("size", "query", "Windows per page, 1-1000 (default 100).", INT32_SCHEMA, parse_uint)
-
 
 INTERVAL = Param(
     "interval", "query", "Seconds between checks of the board (0.2-60, default 1).", {"type": "number"}, parse_seconds
 )
-
 
 LIMIT = Param("limit", "query", "Rows per page, 1-1000 (default 100).", INT32_SCHEMA, parse_uint)
 
@@ -346,12 +311,9 @@ CONTINUATION = Param(
     parse_base64,
 )
 
-
 GROUP_PATH = Param("group", "path", f"The group: {ITEMS_TEXT}.", {"type": "string"}, parse_text, True)
 
-
 MAX_RECORDS = Param("max_records", "query", "Records per transaction, 1-1000 (default 200).", INT32_SCHEMA, parse_uint)
-
 
 MAX_BATCHES = Param(
     "max_batches",
@@ -361,32 +323,23 @@ MAX_BATCHES = Param(
     parse_uint,
 )
 
-
 TEXT_SCHEMA = {"type": "string"}
-
 
 AUDIT_INDEX = Param("index", "query", "Only this index's events (a dropped index's too).", TEXT_SCHEMA, parse_text)
 
-
 AUDIT_ACTION = Param("action", "query", "Only this action's events (e.g. HideRecord).", TEXT_SCHEMA, parse_text)
-
 
 INTEGER_SCHEMA = {"type": "integer"}
 
-
 SINCE_US = Param("since_us", "query", "At or after this time (Unix microseconds).", INTEGER_SCHEMA, parse_timestamp)
 
-
 UNTIL_US = Param("until_us", "query", "Before this time (Unix microseconds).", INTEGER_SCHEMA, parse_timestamp)
-
 
 NEWEST_FIRST = Param(
     "newest_first", "query", "true: the latest events first.", {"type": "boolean"}, parse_choice(("true", "false"))
 )
 
-
 WEBHOOK_ID = Param("id", "path", "The webhook's id (as AddWebhook answered it).", {"type": "string"}, parse_text, True)
-
 
 AFTER = Param(
     "after",
@@ -396,7 +349,6 @@ AFTER = Param(
     {"type": "integer", "minimum": 0},
     lambda text, name: parse_uint(text, name, 2**63 - 1),
 )
-
 
 EVENT_TOP = Param(
     "top", "query", "Entries of each window's top sent (default 10, at most 100).", INT32_SCHEMA, parse_uint

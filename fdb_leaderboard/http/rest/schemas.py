@@ -17,7 +17,6 @@ SCORE_SCHEMA = {
     ]
 }
 
-
 ENTRY_SCHEMA = {
     "type": "object",
     "description": "A record's value in a window, as listings show it: key items and the score as plain JSON "
@@ -38,7 +37,6 @@ ENTRY_SCHEMA = {
     "required": ["pk", "score", "timestamp", "context", "group", "metadata"],
 }
 
-
 WINDOW_SCHEMA = {
     "type": "object",
     "description": "the window read: its type and [start, end) in the index's timebase; like every 64-bit "
@@ -52,7 +50,6 @@ WINDOW_SCHEMA = {
     "required": ["type", "start", "end"],
 }
 
-
 ENTRIES_SCHEMA = {
     "type": "object",
     "properties": {
@@ -61,7 +58,6 @@ ENTRIES_SCHEMA = {
     },
     "required": ["entries"],
 }
-
 
 WINDOW_END_SCHEMA = {
     "type": "object",
@@ -78,7 +74,6 @@ WINDOW_END_SCHEMA = {
     "required": ["id", "index", "window", "count", "entries", "noticed_at", "cursor"],
 }
 
-
 METADATA_BODY_SCHEMA = {
     "type": "object",
     "properties": {
@@ -90,15 +85,11 @@ METADATA_BODY_SCHEMA = {
     "additionalProperties": False,
 }
 
-
 OBJECT_SCHEMA = {"type": "object"}
-
 
 _KEY_FIELD = {"type": "string", "description": "as the Idempotency-Key header: a request sent again is applied once"}
 
-
 KEYED_BODY_SCHEMA = {"type": "object", "properties": {"idempotency_key": _KEY_FIELD}, "additionalProperties": False}
-
 
 HIDE_BODY_SCHEMA = {
     "type": "object",
@@ -106,9 +97,7 @@ HIDE_BODY_SCHEMA = {
     "additionalProperties": False,
 }
 
-
 _RULE_SCORE = {"oneOf": [{"type": "number"}, {"type": "string"}, {"type": "array"}, {"type": "null"}]}
-
 
 RULES_BODY_SCHEMA = {
     "type": "object",
@@ -121,14 +110,12 @@ RULES_BODY_SCHEMA = {
     "additionalProperties": False,
 }
 
-
 RETENTION_BODY_SCHEMA = {
     "type": "object",
     "properties": {"retention": {"type": "integer", "minimum": 0, "description": "seconds (0: the default, 90 days)"}},
     "required": ["retention"],
     "additionalProperties": False,
 }
-
 
 SCORE_BODY_SCHEMA = {
     "type": "object",
@@ -156,9 +143,7 @@ SCORE_BODY_SCHEMA = {
     "additionalProperties": False,
 }
 
-
 NO_BODY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
-
 
 WEBHOOK_BODY_SCHEMA = {
     "type": "object",
