@@ -33,7 +33,7 @@ from conftest import Cli, error_line
 from test_hardening import certificates  # noqa: F401  (a fixture: openssl-made CA and certificates)
 
 from fdb_leaderboard.cli import main
-from fdb_leaderboard.cli.common import parse_time
+from fdb_leaderboard.cli.options import parse_time
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.service import Server, ServerSettings, TlsFiles
 

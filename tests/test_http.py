@@ -37,7 +37,7 @@ from test_hardening import certificates  # noqa: F401  (a fixture: openssl-made 
 
 from fdb_leaderboard.access import Tokens
 from fdb_leaderboard.client import LeaderboardClient
-from fdb_leaderboard.http import HttpServer, events
+from fdb_leaderboard.http import HttpServer, events, rest
 from fdb_leaderboard.http.plain import typed_json
 from fdb_leaderboard.http.transcode import HTTP_STATUS, rpcs
 from fdb_leaderboard.proto import service_pb2 as pb
@@ -503,6 +503,31 @@ def test_rest_refusals(web: httpx.Client, lb: LeaderboardClient) -> None:
         assert needle in response.json()["message"], (path, response.json())
     lb.create_index("empty")
     assert web.get("/v1/indexes/empty/windows/1/top", params={"at": "latest"}).status_code == 412
+
+
+def test_a_route_describing_its_request_wrongly_is_refused_where_it_is_declared() -> None:
+    """A route's request described in ROUTES (rest/requests.py) names real fields and values the route
+    takes: a misspelled one would otherwise leave a field unset without a word."""
+    with pytest.raises(ValueError, match="TopRequest has no field 'limit'"):
+        rest.Request(pb.TopRequest, "index", "limit")
+    top = rest.Request(pb.TopRequest, "index", "window", "group", "mode", "n")
+    with pytest.raises(ValueError, match=r"TopRequest\.n copies 'n', which the route does not take"):
+        rest.RestRoute(
+            "/v1/x/{index}",
+            "GET",
+            "Top",
+            "",
+            (rest.INDEX, rest.AT, rest.GROUP, rest.MODE),
+            top,
+            rest.answer_entries,
+            {},
+        )
+    route = rest.RestRoute(
+        "/v1/x/{index}", "GET", "Top", "", (rest.INDEX, rest.GROUP, rest.MODE, rest.TOP_N), top, rest.answer_entries, {}
+    )
+    assert route.build({"index": "g", "n": 3}, None, None, {}) == pb.TopRequest(
+        index="g", window=pb.WindowSelector(), n=3
+    )  # type: ignore[arg-type]
 
 
 def test_scores_route_submits_like_add_score(

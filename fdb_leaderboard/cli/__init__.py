@@ -2,8 +2,13 @@
 
 | module | concern |
 |---|---|
-| ``commands.py`` | the group, ``serve``, index and window administration; registers the others |
-| ``common.py`` | shared: ``server_command``, the read options, keys and times as typed, rows, one-line errors |
+| ``commands.py`` | the group and its options (server, token, TLS, staleness); registers every command |
+| ``serve.py`` | ``serve``: the gRPC server and the HTTP door over a store |
+| ``indexes.py`` | index and window administration: ``index``, ``windows``, expire, trim, fill, verify |
+| ``session.py`` | ``server_command`` and the ``Session`` it gives a command: the client, ``--timeout``, ``--json`` |
+| ``options.py`` | values as typed (durations, times, keys, scores) and the read commands' options |
+| ``output.py`` | what commands print: the one row format of entries, keys, scores, windows, progress bars |
+| ``failures.py`` | ``CliGroup``: every error as one line and an exit status, ``-v`` anywhere, warnings |
 | ``reads.py`` | ``top``, ``rank``, ``watch``, ``around``, ``count`` |
 | ``writes.py`` | ``add`` (a score), ``delete`` (a record) |
 | ``players.py`` | what players see: metadata, ranks and friends, pages, percentiles, movement, the bottom, groups |
@@ -23,7 +28,7 @@ Ranks read by people are ``#1`` for the best (text output); ``--json`` and ``exp
 API's 0-based ``rank`` fields.
 
 A new command goes in the module of its concern (or a new one), is declared with
-``common.server_command`` and is registered in ``commands.py`` with ``main.add_command``.
+``session.server_command`` and is registered in ``commands.py`` with ``main.add_command``.
 """
 
 from .commands import main

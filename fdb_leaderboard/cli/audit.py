@@ -16,7 +16,9 @@ from zoneinfo import ZoneInfo
 import click
 
 from ..index import AuditEvent
-from .common import DURATION, Session, parse_duration, parse_time, plural, server_command, show_duration
+from .options import DURATION, parse_duration, parse_time
+from .output import plural, show_duration
+from .session import Session, server_command
 
 
 def _time_us(text: str, option: str) -> int:

@@ -29,8 +29,8 @@ import grpc
 
 from ..client import LeaderboardClient
 from ..proto import service_pb2 as pb
-from .common import show_rank
 from .maintenance import maintenance_pass
+from .output import show_rank
 
 # The HTTP front end's default address (``serve`` and ``demo``).
 DEFAULT_HTTP_ADDRESS = "127.0.0.1:8080"

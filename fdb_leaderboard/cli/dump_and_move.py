@@ -17,7 +17,8 @@ import click
 from ..client import LeaderboardClient, compare_boards
 from ..index.dumpfile import check_dump, read_dump, write_dump
 from ..proto import service_pb2 as pb
-from .common import DURATION, Session, progress_bar, server_command
+from .options import DURATION
+from .session import Session, progress_bar, server_command
 
 
 def _size(path: Path) -> str:

@@ -22,17 +22,9 @@ import sys
 import click
 import grpc
 
-from .common import (
-    Session,
-    TimeSpec,
-    entry_json,
-    mode_option,
-    plural,
-    server_command,
-    show_key,
-    show_score,
-    window_options,
-)
+from .options import TimeSpec, mode_option, window_options
+from .output import entry_json, plural, show_key, show_score
+from .session import Session, server_command
 
 _CSV_COLUMNS = ["rank", "pk", "score", "timestamp", "context", "group", "metadata"]
 

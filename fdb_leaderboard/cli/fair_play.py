@@ -16,16 +16,9 @@ import datetime as dt
 import click
 
 from ..index import DeletionProgress, HiddenRecord, ScoreRules
-from .common import (
-    Session,
-    confirm_or_yes,
-    group_option,
-    json_value,
-    key_argument,
-    parse_score,
-    server_command,
-    show_key,
-)
+from .options import group_option, key_argument, parse_score
+from .output import confirm_or_yes, json_value, show_key
+from .session import Session, server_command
 
 
 def _hidden_json(record: HiddenRecord) -> dict[str, object]:

@@ -16,8 +16,9 @@ import click
 import grpc
 
 from ..client import load_refusal
-from .common import Session, plural, progress_bar, server_command
+from .output import plural
 from .records_file import FORMATS, RecordReader
+from .session import Session, progress_bar, server_command
 
 RERUN = "rerunning the load is safe: each record replaces what was stored for it"
 

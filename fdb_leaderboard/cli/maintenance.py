@@ -19,7 +19,9 @@ from ..client import LeaderboardClient
 from ..index.calendar import PERIODS, TIMEBASES
 from ..index.idempotency import DEFAULT_RETENTION
 from ..proto import service_pb2 as pb
-from .common import DURATION, Session, plural, server_command, show_duration
+from .options import DURATION
+from .output import plural, show_duration
+from .session import Session, server_command
 from .spec_file import parse_maintenance
 
 # The server is gone (restarting, or not yet up): retry the whole pass, which is idempotent.

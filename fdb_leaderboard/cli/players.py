@@ -13,28 +13,19 @@ from typing import Any
 import click
 
 from ..index import RankedEntry, Window
-from .common import (
+from .options import (
     TIME,
     TIME_HELP,
-    Absent,
-    Session,
     TimeSpec,
-    entry_json,
-    entry_lines,
-    json_value,
     key_argument,
     keys_argument,
     mode_option,
-    number_hint,
     parse_key,
     parse_score,
-    server_command,
-    show_key,
-    show_rank,
-    show_score,
-    where,
     window_options,
 )
+from .output import Absent, entry_json, entry_lines, json_value, number_hint, show_key, show_rank, show_score, where
+from .session import Session, server_command
 
 
 def _entry_json(entry: RankedEntry | None) -> dict[str, object] | None:

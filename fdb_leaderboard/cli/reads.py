@@ -2,7 +2,7 @@
 
 Like every read command, each names the window with ``--type`` and ``--at`` (default: the
 all-time window; a type's window holding now), a group with ``--group``, ranks ties with
-``--mode``, and prints the one row format of ``common.entry_lines`` (``#1`` is the best;
+``--mode``, and prints the one row format of ``output.entry_lines`` (``#1`` is the best;
 ``--json``: objects with the API's 0-based rank, pk, score, timestamp, context, group and metadata).
 """
 
@@ -11,19 +11,9 @@ from __future__ import annotations
 import click
 
 from ..client import InvalidArgument
-from .common import (
-    Session,
-    TimeSpec,
-    entry_json,
-    entry_lines,
-    key_argument,
-    listing_json,
-    mode_option,
-    no_score,
-    server_command,
-    where,
-    window_options,
-)
+from .options import TimeSpec, key_argument, mode_option, window_options
+from .output import entry_json, entry_lines, listing_json, no_score, where
+from .session import Session, server_command
 
 
 @server_command(name="top")

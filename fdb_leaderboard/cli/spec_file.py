@@ -54,7 +54,7 @@ from ..index import Leagues, ScoreRules
 from ..index.calendar import TIMEBASES, CalendarPeriods, calendar_windows, zone_info
 from ..index.directory import Rebuild, WindowSpec, WindowUpdate
 from ..proto import service_pb2 as pb
-from .common import parse_duration
+from .options import parse_duration
 
 _KNOWN = {
     "index",

@@ -13,7 +13,8 @@ from typing import Any
 import click
 
 from ..proto import service_pb2 as pb
-from .common import Session, plural, progress_bar, server_command
+from .output import plural
+from .session import Session, progress_bar, server_command
 
 
 def format_text(fmt: pb.IndexFormat) -> str:

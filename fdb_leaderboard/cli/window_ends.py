@@ -12,7 +12,8 @@ from google.protobuf import json_format
 
 from ..client import WindowEnd
 from ..proto import service_pb2 as pb
-from .common import Session, entry_json, entry_lines, plural, server_command
+from .output import entry_json, entry_lines, plural
+from .session import Session, server_command
 
 
 @click.group()

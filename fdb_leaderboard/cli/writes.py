@@ -6,21 +6,9 @@ import warnings
 
 import click
 
-from .common import (
-    TIME,
-    TIME_HELP,
-    Session,
-    TimeSpec,
-    group_option,
-    key_argument,
-    number_hint,
-    parse_key,
-    parse_score,
-    plural,
-    server_command,
-    show_key,
-    show_score,
-)
+from .options import TIME, TIME_HELP, TimeSpec, group_option, key_argument, parse_key, parse_score
+from .output import number_hint, plural, show_key, show_score
+from .session import Session, server_command
 
 
 @server_command(name="add")

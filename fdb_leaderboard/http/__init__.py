@@ -3,7 +3,7 @@
 | module | concern |
 |---|---|
 | ``transcode.py`` | each RPC at ``POST /v1/<Method>``: JSON in and out, the servicer called, status codes as HTTP's |
-| ``rest.py`` | resource-style routes (top, rank, around, count, scores) over the same RPCs |
+| ``rest/`` | resource-style routes (top, rank, around, scores...) over the same RPCs: parameters, schemas, routes |
 | ``openapi.py`` | the OpenAPI document, generated from the protobuf descriptors and the routes |
 | ``app.py`` | the Starlette application: routes, NDJSON bulk loads, metrics per route; token before body |
 | ``events.py`` | Server-Sent Events: one shared computation per board, streams capped |

@@ -141,7 +141,7 @@ class Rpc:
 
 def rpcs() -> list[Rpc]:
     """Every RPC of the service that answers a call (in the proto's order): all but the watches
-    (WatchRank), which HTTP serves as events (rest.py)."""
+    (WatchRank), which HTTP serves as events (rest/)."""
     return [
         Rpc(
             m.name,
