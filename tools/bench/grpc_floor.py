@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What grpcio itself costs a server per call: the thread-pool server against grpc.aio.
 
-    .venv/bin/python tools/bench_grpc_floor.py [--calls 6000] [--rounds 5]
+    .venv/bin/python tools/bench grpc-floor [--calls 6000] [--rounds 5]
 
 Each kind of server runs in a process of its own with one method that answers its request's
 bytes (no protobuf, no handler work): grpcio's thread-pool server (what the service used before
@@ -9,7 +9,7 @@ its hardening), grpc.aio with a unary method, and grpc.aio with a stream-unary m
 one message (how the service receives a request under its receive timeout). One caller in this
 process makes ``--calls`` sequential calls to each server in turn, round after round; the table
 gives per call the server process's CPU (every thread, from /proc) and the caller's p50/p99.
-It is the floor under every figure of ``tools/bench_served.py``: what no change to our own
+It is the floor under every figure of ``tools/bench served``: what no change to our own
 code can take away.
 """
 

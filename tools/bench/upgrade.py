@@ -9,8 +9,8 @@ batches' latency and that ``verify`` holds every counter afterwards.  With ``--w
 writing scores meanwhile (to other records) it prints their p50/p99 during the upgrade, and
 for 3 s before it without one.
 
-    tools/bench_upgrade.py --records 100000 --store 'lmdb:/tmp/up?durable=false'
-    tools/bench_upgrade.py --records 20000 --store fdb:/tmp/fdb1/fdb.cluster --writers 4
+    tools/bench upgrade --records 100000 --store 'lmdb:/tmp/up?durable=false'
+    tools/bench upgrade --records 20000 --store fdb:/tmp/fdb1/fdb.cluster --writers 4
 """
 
 from __future__ import annotations
@@ -23,9 +23,6 @@ import tempfile
 import threading
 import time
 import uuid
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowUpdate
 from fdb_leaderboard.index.directory import WindowSpec

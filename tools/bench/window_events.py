@@ -12,7 +12,7 @@ receiver in this process (``http.server``, answering 200).  Then:
 - idle: the server left alone for ``--idle`` seconds afterwards (the outbox empty): store
   transactions and commits a minute (its maintenance and delivery rounds looking for work).
 
-    .venv/bin/python tools/bench_window_events.py --store lmdb --windows 200 --webhooks 3
+    .venv/bin/python tools/bench window-events --store lmdb --windows 200 --webhooks 3
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 """Durable submissions side by side: the embedded store's two durable modes, Redis's AOF with
 ``appendfsync always`` and ``everysec``, and this disk's floor, in one short run.
 
-    .venv/bin/python tools/bench_durable.py [--records 20000] [--ops 400] [--rounds 3] [--threads 8]
+    .venv/bin/python tools/bench durable [--records 20000] [--ops 400] [--rounds 3] [--threads 8]
 
 Each round times, in turn (alternating, as the shared disk's mood changes by the second):
 
@@ -30,22 +30,18 @@ import shutil
 import signal
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.floors import floor_us, sync_floor
-from bench.processes import RedisServer, redis_missing
-
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
 from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.store import open_database
+
+from .floors import floor_us, sync_floor
+from .processes import RedisServer, redis_missing
 
 DAY, WEEK = 86_400, 7 * 86_400
 NOW = (int(time.time()) // DAY) * DAY + DAY // 2

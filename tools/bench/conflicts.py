@@ -27,7 +27,7 @@ ranked-set node and its level, primary B-tree, entries, the idempotency marker..
 embedded store serializes writers with LMDB's write lock: it has no conflicts; its writers
 wait instead.
 
-    tools/bench_conflicts.py --store lmdb:/tmp/conflicts-lmdb --store fdb:/tmp/fdb1/fdb.cluster \\
+    tools/bench conflicts --store lmdb:/tmp/conflicts-lmdb --store fdb:/tmp/fdb1/fdb.cluster \\
         --records 20000 --writers 1 --writers 2 --writers 4 --writers 8 --seconds 10 --json /tmp/conflicts.json
 """
 
@@ -45,8 +45,6 @@ import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import fdb.tuple
 

@@ -8,7 +8,7 @@ workload: ``rank`` (a random record's all-time rank), ``submit`` (a score for a 
 or ``mixed`` (9 ranks per submission).  It prints calls per second and p50/p99 latency.  The
 configurations take turns ``--rounds`` times, so a noisy machine affects them alike.
 
-    tools/bench_processes.py --store lmdb:/tmp/bp?durable=false --store fdb:/tmp/fdb1/fdb.cluster \\
+    tools/bench processes --store lmdb:/tmp/bp?durable=false --store fdb:/tmp/fdb1/fdb.cluster \\
         --processes 1 --processes 2 --clients 8 --seconds 10
 """
 
@@ -26,8 +26,7 @@ import time
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[2]
 
 import grpc  # noqa: E402
 

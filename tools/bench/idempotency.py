@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """What an idempotency key costs a submission: store operations, bytes and CPU, keyed vs not.
 
-    .venv/bin/python tools/bench_idempotency.py                      # the embedded store (durable)
-    .venv/bin/python tools/bench_idempotency.py --store fdb:/path/to/fdb.cluster
+    .venv/bin/python tools/bench idempotency                      # the embedded store (durable)
+    .venv/bin/python tools/bench idempotency --store fdb:/path/to/fdb.cluster
 
 On two identical indexes of ``--records`` records with four windows (all-time, day, week,
 month), it runs the same ``--calls`` submissions on each, unkeyed on one and keyed on the other,
@@ -18,12 +18,9 @@ import argparse
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 import uuid
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowUpdate
 from fdb_leaderboard.store import open_database

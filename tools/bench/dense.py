@@ -12,7 +12,7 @@ microseconds per write, the store keys a write sets or clears (counted through a
 the transaction), the keys and bytes of the distinct-score sets, and the median microseconds of
 an all-time rank read in each mode.
 
-    python tools/bench_dense.py [--store URL] [--records 20000] [--writes 3000] [--distinct 100 100000]
+    python tools/bench dense [--store URL] [--records 20000] [--writes 3000] [--distinct 100 100000]
 """
 
 from __future__ import annotations
@@ -20,14 +20,10 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, RankMode, WindowSpec, WindowUpdate
 from fdb_leaderboard.store import Database, open_database, strinc
