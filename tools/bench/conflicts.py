@@ -52,6 +52,8 @@ from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, ScanTy
 from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.store import Database, open_database, strinc
 
+from .timing import percentile
+
 DAY, WEEK, MONTH = 86_400, 7 * 86_400, 30 * 86_400
 NOW = 1_790_000_000  # inside one window of each type (they are aligned on 0)
 DAY_TYPE = 1
@@ -298,7 +300,7 @@ def summarize(
         "submissions": done,
         "per_second": done / seconds,
         "p50_ms": 1000 * statistics.median(latencies) if latencies else float("nan"),
-        "p99_ms": 1000 * latencies[int(0.99 * (done - 1))] if latencies else float("nan"),
+        "p99_ms": 1000 * percentile(latencies, 0.99),
         "retries_per_submission": stats["retries"] / per,
         "conflicts_per_submission": stats["conflicts"] / per,
         "unknown_results": stats["unknown_results"],

@@ -28,6 +28,8 @@ from typing import Any
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, RankMode, WindowSpec, WindowUpdate
 from fdb_leaderboard.store import Database, open_database, strinc
 
+from .timing import percentile
+
 DAY = 86_400
 WEEK_START = 1_767_225_600  # a Thursday; the week's windows start here
 
@@ -72,11 +74,6 @@ def make_index(db: Database, prefix: bytes, dense: bool) -> LeaderboardIndex:
         )
     )
     return index
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def run(url: str, records: int, writes: int, distinct: int, seed: int) -> dict[str, dict[str, float]]:

@@ -42,6 +42,7 @@ from fdb_leaderboard.store import open_database
 
 from .floors import floor_us, sync_floor
 from .processes import RedisServer, redis_missing
+from .timing import percentile
 
 DAY, WEEK = 86_400, 7 * 86_400
 NOW = (int(time.time()) // DAY) * DAY + DAY // 2
@@ -223,7 +224,7 @@ def main() -> None:
                 rate[name] = statistics.median(args.ops / s for s, _ in results[(name, callers)])
             for name in list(MODES) + list(REDIS):
                 lat = sorted(x for _, ls in results[(name, callers)] for x in ls)
-                p50, p99 = lat[len(lat) // 2] * 1e3, lat[int(len(lat) * 0.99)] * 1e3
+                p50, p99 = percentile(lat, 0.5) * 1e3, percentile(lat, 0.99) * 1e3
                 print(
                     f"{name:40} {callers:7} {rate[name]:8,.0f} {p50:7.2f} {p99:7.2f} "
                     f"{syncs[(name, callers)]:10.2f} {rate[name] / rate['Redis AOF always']:8.2f}x "

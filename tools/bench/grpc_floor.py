@@ -23,8 +23,11 @@ import subprocess
 import sys
 import time
 from concurrent import futures
+from pathlib import Path
 
 import grpc
+
+from .timing import percentile
 
 KINDS = ("threads", "aio-unary", "aio-stream")
 METHOD = "/floor.Echo/Echo"
@@ -92,7 +95,7 @@ def _measure(port: int, pid: int, calls: int) -> tuple[float, float, float]:
             latencies.append(time.perf_counter() - started)
         cpu = _cpu_seconds(pid) - before
     latencies.sort()
-    return cpu / calls * 1e3, latencies[len(latencies) // 2] * 1e3, latencies[int(len(latencies) * 0.99)] * 1e3
+    return cpu / calls * 1e3, percentile(latencies, 0.5) * 1e3, percentile(latencies, 0.99) * 1e3
 
 
 def main() -> None:
@@ -107,7 +110,11 @@ def main() -> None:
     servers = {}
     for kind in KINDS:
         process = subprocess.Popen(
-            [sys.executable, __file__, "--serve", kind], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            [sys.executable, "-m", "bench.grpc_floor", "--serve", kind],
+            cwd=Path(__file__).resolve().parent.parent,  # tools/, where ``bench`` is the package
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         servers[kind] = (process, int(process.stdout.readline()))  # type: ignore[union-attr]
     results: dict[str, list[tuple[float, float, float]]] = {kind: [] for kind in KINDS}

@@ -68,6 +68,8 @@ from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import SERVICE_NAME
 
+from .timing import percentile
+
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).parent / "fdb-leaderboard")
 ADMIN, READ = "bench-admin-token-0123456789", "bench-read-token-0123456789"
@@ -578,11 +580,6 @@ def webhook_phase(address: str, args: argparse.Namespace) -> None:
 
 
 # -- the run ----------------------------------------------------------------------------------------
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def attackers_of(phase: str, address: str, url: str, args: argparse.Namespace) -> list[tuple[Callable, tuple]]:

@@ -25,6 +25,8 @@ import uuid
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowUpdate
 from fdb_leaderboard.store import open_database
 
+from .timing import percentile
+
 NOW = 1_795_420_000
 WINDOWS = [(1, NOW - NOW % 86_400, NOW - NOW % 86_400 + 86_400), (2, NOW - 86_400 * 3, NOW + 86_400 * 4),
            (3, NOW - 86_400 * 20, NOW + 86_400 * 10)]  # fmt: skip
@@ -45,7 +47,7 @@ def measure(index: LeaderboardIndex, calls: list[tuple[str, int, str | None]]) -
     latencies.sort()
     row["cpu_ms"] = 1000 * cpu / n
     row["p50_ms"] = 1000 * statistics.median(latencies)
-    row["p99_ms"] = 1000 * latencies[int(0.99 * (n - 1))]
+    row["p99_ms"] = 1000 * percentile(latencies, 0.99)
     return row
 
 

@@ -26,6 +26,8 @@ import time
 import uuid
 from pathlib import Path
 
+from .timing import percentile
+
 ROOT = Path(__file__).resolve().parents[2]
 
 import grpc  # noqa: E402
@@ -105,7 +107,7 @@ def run(address: str, name: str, records: int, workload: str, clients: int, seco
     return {
         "per_second": len(latencies) / seconds,
         "p50_ms": 1000 * statistics.median(latencies),
-        "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
+        "p99_ms": 1000 * percentile(latencies, 0.99),
     }
 
 

@@ -27,6 +27,8 @@ import time
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.service import Server, ServerSettings
 
+from .timing import percentile
+
 
 def receiver(acked: list[float], lock: threading.Lock) -> http.server.ThreadingHTTPServer:
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -100,7 +102,7 @@ def main() -> None:
                 f"{cost['bytes_written'] / per:.0f} bytes written"
             )
             latencies = sorted(t - noticed_at for t in acked)
-            p99 = latencies[int(0.99 * (len(latencies) - 1))]
+            p99 = percentile(latencies, 0.99)
             print(
                 f"delivery: {events} events in {delivered_at - noticed_at:.3f} s "
                 f"({events / (delivered_at - noticed_at):.0f}/s), "
