@@ -39,7 +39,7 @@ def _strip_json_names(file: descriptor_pb2.FileDescriptorProto) -> None:
 
 
 def test_the_comments_module_matches_the_sources() -> None:
-    spec = importlib.util.spec_from_file_location("gen_protos", ROOT / "tools" / "gen_protos.py")
+    spec = importlib.util.spec_from_file_location("gen_protos", ROOT / "tools" / "dev" / "gen_protos.py")
     assert spec is not None and spec.loader is not None
     gen_protos = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen_protos)
