@@ -1,4 +1,4 @@
-"""Stores as earlier releases wrote them (``tests/compat/``, made by ``tools/compat_fixture.py``), loaded
+"""Stores as earlier releases wrote them (``tests/compat/``, made by ``tools/dev/compat_fixture.py``), loaded
 into a store of any backend under any catalog root; and what is checked of them once served."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from fdb_leaderboard.proto import index_pb2
 from fdb_leaderboard.service.catalog import ROOT
 from fdb_leaderboard.store import open_database
 
-TOOLS = pathlib.Path(__file__).resolve().parent.parent / "tools"
+TOOLS = pathlib.Path(__file__).resolve().parent.parent / "tools" / "dev"
 _spec = importlib.util.spec_from_file_location("compat_fixture", TOOLS / "compat_fixture.py")
 assert _spec is not None and _spec.loader is not None
 compat = importlib.util.module_from_spec(_spec)

@@ -1,5 +1,5 @@
 """A replicated FoundationDB cluster, service processes on it, and a keyed write and read load
-(not a test module: tests/test_fdb_replicated.py and tools/bench_failover.py use it).
+(not a test module: tests/test_fdb_replicated.py and tools/bench failover use it).
 
 - :class:`Cluster`: ``fdb-local`` on a directory (``start DIR ssd 3 double``: 3 processes, each
   its own zone and machine, 3 coordinators; or one process); kill and bring back processes, read

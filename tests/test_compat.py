@@ -1,7 +1,7 @@
 """Stores written by earlier releases serve under this one.
 
 Each fixture of ``tests/compat/`` holds a small store as an earlier release's own code wrote it
-(``tools/compat_fixture.py``, run in that release's tree) and the answers that release gave.  Each
+(``tools/dev/compat_fixture.py``, run in that release's tree) and the answers that release gave.  Each
 is loaded into a fresh store of each backend (the embedded store, and FoundationDB under a
 catalog root of its own) and served by this release, which must:
 

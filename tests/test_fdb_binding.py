@@ -1,4 +1,4 @@
-"""tools/fdb_binding.py: which `foundationdb` binding tools/_venv.sh installs."""
+"""tools/dev/fdb_binding.py: which `foundationdb` binding tools/_venv.sh installs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "fdb_binding.py"
+TOOL = Path(__file__).resolve().parents[1] / "tools" / "dev" / "fdb_binding.py"
 
 
 @pytest.fixture

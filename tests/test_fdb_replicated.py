@@ -18,7 +18,7 @@ DEADLINE_EXCEEDED, never another error: the service answers within the call's de
 boards hold exactly what the acknowledged writes make them (SUM totals, BEST maxima: a write
 applied twice or lost would show) and ``verify`` finds both indexes sound.  What each kill cost
 (the time from the kill to the first acknowledged write sent after it, the longest time without an
-acknowledged write, the p99 of calls sent within 10 s of the kill) is printed; tools/bench_failover.py
+acknowledged write, the p99 of calls sent within 10 s of the kill) is printed; tools/bench failover
 measures it over more rounds.
 """
 

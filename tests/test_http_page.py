@@ -1,6 +1,6 @@
 """The live page in a real headless browser (Debian's chromium through chromium-driver and
 selenium) against a running server with data: the board's rows, the window picker, a record's
-rank and neighbours, a live update, ``tools/screenshot_page.py``'s PNG, and a foreign page's
+rank and neighbours, a live update, ``tools/dev/screenshot_page.py``'s PNG, and a foreign page's
 attempts to write to the server.
 
 Skipped, with the reason, where chromium or chromium-driver is not installed
@@ -32,7 +32,7 @@ from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import Server, ServerSettings
 
-_TOOL = pathlib.Path(__file__).resolve().parent.parent / "tools" / "screenshot_page.py"
+_TOOL = pathlib.Path(__file__).resolve().parent.parent / "tools" / "dev" / "screenshot_page.py"
 _spec = importlib.util.spec_from_file_location("screenshot_page", _TOOL)
 assert _spec is not None and _spec.loader is not None
 screenshot_page = importlib.util.module_from_spec(_spec)

@@ -25,7 +25,7 @@ def test_generated_modules_match_sources(tmp_path: pathlib.Path) -> None:
         module_name = file.name.removesuffix(".proto").replace("/", ".") + "_pb2"
         module = importlib.import_module(module_name)
         committed = descriptor_pb2.FileDescriptorProto.FromString(module.DESCRIPTOR.serialized_pb)
-        assert committed == file, f"{module_name} is stale: run tools/gen_protos.py"
+        assert committed == file, f"{module_name} is stale: run tools/dev/gen_protos.py"
 
 
 def _strip_json_names(file: descriptor_pb2.FileDescriptorProto) -> None:
@@ -39,14 +39,14 @@ def _strip_json_names(file: descriptor_pb2.FileDescriptorProto) -> None:
 
 
 def test_the_comments_module_matches_the_sources() -> None:
-    spec = importlib.util.spec_from_file_location("gen_protos", ROOT / "tools" / "gen_protos.py")
+    spec = importlib.util.spec_from_file_location("gen_protos", ROOT / "tools" / "dev" / "gen_protos.py")
     assert spec is not None and spec.loader is not None
     gen_protos = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen_protos)
     from fdb_leaderboard.proto.comments import COMMENTS
 
     assert gen_protos.comments_of(gen_protos.compiled_with_source_info()) == COMMENTS, (
-        "fdb_leaderboard/proto/comments.py is stale: run tools/gen_protos.py"
+        "fdb_leaderboard/proto/comments.py is stale: run tools/dev/gen_protos.py"
     )
     assert COMMENTS["fdb_leaderboard.v1.Leaderboard.Top"] == "The best n entries of a window."
 

@@ -1,5 +1,7 @@
-"""The README runs as written: every fenced example of every section, in its order,
-against one server (gRPC and HTTP) on each store, printing what the README shows.
+"""The README and the docs/ pages run as written: every fenced example of every section of every
+page, in its order, against one server (gRPC and HTTP) on each store, printing what the page shows.
+The pages run one after another on that server in the order of ``PAGES`` (each goes on from the
+boards the ones before it made), then any other page of docs/ in name order.
 
 - ``console`` blocks: each ``$ command`` (a line ending in a backslash goes on) and the lines
   below it, its output (stdout and stderr, as a terminal shows them).  ``fdb-leaderboard``
@@ -12,9 +14,9 @@ against one server (gRPC and HTTP) on each store, printing what the README shows
 - "Running it securely" runs in bash in a directory of its own, ``serve`` as a process, on free
   ports in place of 50051 and 8080 and ``localhost`` in place of ``lb.example.com``.
 
-Numbers from the clock are masked where the README says times vary ("From nothing to a board",
-when a record was hidden and the audit trail's times in "Fair play", and the server's "now" in
-an error).
+Numbers from the clock are masked where a page says times vary ("From nothing to a board" and
+"The same board" sections of the README, when a record was hidden and the audit trail's times in
+"Fair play", and the server's "now" in an error).
 """
 
 from __future__ import annotations
@@ -38,23 +40,42 @@ from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.http import HttpServer
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text()
+# Pages whose examples build on one another's boards, in the order they run.
+PAGES = (
+    "README.md",
+    "docs/tutorial.md",
+    "docs/python-clients.md",
+    "docs/http-api.md",
+    "docs/operations.md",
+    "docs/cli.md",
+)
 CLI = str(Path(sys.executable).parent / "fdb-leaderboard")
-CLOCK_SECTIONS = ("From nothing to a board", "Fair play")
+CLOCK_SECTIONS = ("From nothing to a board", "The same board", "Fair play")
 SECURE_SECTION = "Running it securely"
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 
 
-def blocks() -> list[tuple[str, str, str]]:
-    """Every fenced block of the README: (section heading, language, text), in order."""
+def pages() -> list[str]:
+    """The README and every page of docs/, in the order their examples run."""
+    others = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "docs").glob("*.md"))
+    return [*PAGES, *(page for page in others if page not in PAGES)]
+
+
+def blocks(page: str) -> list[tuple[str, str, str]]:
+    """Every fenced block of a page: (section heading, language, text), in order."""
     found, section = [], ""
-    for match in re.finditer(r"^(#{2,3}) ([^\n]*)$|^```(\w+)\n(.*?)^```$", README, re.M | re.S):
+    text = (ROOT / page).read_text()
+    for match in re.finditer(r"^(#{2,3}) ([^\n]*)$|^```(\w+)\n(.*?)^```$", text, re.M | re.S):
         if match.group(1):
             section = match.group(2)
         else:
             found.append((section, match.group(3), match.group(4)))
     return found
+
+
+def sections(page: str) -> set[str]:
+    return set(re.findall(r"^#{2,3} (.*)$", (ROOT / page).read_text(), re.M))
 
 
 def commands(block: str) -> list[tuple[str, str]]:
@@ -106,7 +127,7 @@ def free_port() -> int:
 
 
 class Replay:
-    """Runs the README's examples against ``address`` (gRPC) and ``http`` (host:port)."""
+    """Runs the pages' examples against ``address`` (gRPC) and ``http`` (host:port)."""
 
     def __init__(self, address: str, http: str, scratch: Path) -> None:
         self.address, self.http, self.scratch = address, http, scratch
@@ -141,7 +162,7 @@ class Replay:
 
 @contextlib.contextmanager
 def secure_server(command: str, cwd: Path, ports: dict[str, str]) -> Iterator[str]:
-    """``serve`` as the README starts it, in ``cwd``; yields the line it prints."""
+    """``serve`` as docs/operations.md starts it, in ``cwd``; yields the line it prints."""
     for typed, free in ports.items():
         command = command.replace(typed, free)
     job = subprocess.Popen(
@@ -157,8 +178,10 @@ def secure_server(command: str, cwd: Path, ports: dict[str, str]) -> Iterator[st
             job.kill()
 
 
-def test_every_readme_example_prints_what_the_readme_shows(server_place, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.chdir(ROOT)  # as the README's commands run: examples/windows.yaml is relative
+def test_every_example_of_the_readme_and_docs_prints_what_the_page_shows(
+    server_place, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.chdir(ROOT)  # as the pages' commands run: examples/windows.yaml is relative
     server = server_place.start()
     http = HttpServer(server, "127.0.0.1:0").start()
     replay = Replay(server.address, http.url.removeprefix("http://"), tmp_path)
@@ -172,15 +195,15 @@ def test_every_readme_example_prints_what_the_readme_shows(server_place, tmp_pat
         ".venv/bin/fdb-leaderboard": CLI,
     }
     unmapped = {f"localhost:{grpc_port}": "lb.example.com:50051", f":{grpc_port}": ":50051", f":{http_port}": ":8080"}
-    ran: dict[str, int] = {}
+    ran: dict[tuple[str, str], int] = {}
     pending_output: str | None = None  # what the last python block printed
     try:
         with contextlib.ExitStack() as serving:
-            for section, language, text in blocks():
-                ran[section] = ran.get(section, 0) + 1
+            for page, section, language, text in [(name, *block) for name in pages() for block in blocks(name)]:
+                ran[page, section] = ran.get((page, section), 0) + 1
                 if pending_output is not None:
-                    assert language == "console" and not text.startswith("$ "), section
-                    assert pending_output == text, (section, pending_output)
+                    assert language == "console" and not text.startswith("$ "), (page, section)
+                    assert pending_output == text, (page, section, pending_output)
                     pending_output = None
                     continue
                 if language == "python":
@@ -204,7 +227,7 @@ def test_every_readme_example_prints_what_the_readme_shows(server_place, tmp_pat
                     with LeaderboardClient(server.address) as lb:
                         assert [(e.pk, e.score) for e in lb.top("sample", 5)] == [(("bob",), 1500), (("alice",), 1200)]
                     continue
-                assert language == "console", (section, language)
+                assert language == "console", (page, section, language)
                 for command, expected in commands(text):
                     if section == SECURE_SECTION:
                         if " serve " in command:
@@ -218,22 +241,23 @@ def test_every_readme_example_prints_what_the_readme_shows(server_place, tmp_pat
                             output = output.replace(actual, typed)
                     else:
                         output = replay.run(command)
-                    assert matches(masked(output, section), masked(expected, section)), (section, command, output)
+                    assert matches(masked(output, section), masked(expected, section)), (page, section, command, output)
         assert pending_output is None
     finally:
         http.stop(1)
         server.stop(grace=1)
-    sections = {heading for heading in re.findall(r"^#{2,3} (.*)$", README, re.M)}
-    assert set(ran) <= sections
+    assert all(section in sections(page) for page, section in ran)
     assert {
-        "From nothing to a board: three commands",
-        "A five-minute tour",
-        "The Python clients: errors and asyncio",
-        "Display data, friends, pages, percentiles, movement, the bottom of a board",
-        "Over HTTP",
-        "Running it securely",
-        "Window-update files",
-        "Loading records",
-        "Maintenance",
+        ("README.md", "From nothing to a board: three commands"),
+        ("README.md", "The same board from Python"),
+        ("README.md", "The same board over HTTP"),
+        ("docs/tutorial.md", "A five-minute tour"),
+        ("docs/python-clients.md", "The Python clients: errors and asyncio"),
+        ("docs/tutorial.md", "Display data, friends, pages, percentiles, movement, the bottom of a board"),
+        ("docs/http-api.md", "Over HTTP"),
+        ("docs/operations.md", "Running it securely"),
+        ("docs/cli.md", "Window-update files"),
+        ("docs/cli.md", "Loading records"),
+        ("docs/operations.md", "Maintenance"),
     } <= set(ran)
-    assert sum(ran.values()) >= 20
+    assert sum(ran.values()) >= 23

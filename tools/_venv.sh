@@ -31,7 +31,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ -n "$(find fdb_lead
 fi
 # The FoundationDB binding must match the client library (major.minor): when one is found
 # (LD_LIBRARY_PATH or the system's), install the matching binding, e.g. 7.3.* for a 7.3 client.
-binding=$(.venv/bin/python tools/fdb_binding.py)
+binding=$(.venv/bin/python tools/dev/fdb_binding.py)
 if [ -n "$binding" ]; then
   echo "installing $binding to match the FoundationDB client library" >&2
   .venv/bin/python -m pip install -q "$binding"

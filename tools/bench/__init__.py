@@ -1,6 +1,7 @@
-"""The benchmarks behind ``tools/bench*.py``: one shared harness, one module per workload family.
+"""Every benchmark: one shared harness, one module per benchmark (or workload family of the product's).
 
-The scripts in ``tools/`` parse their arguments and call a module here; each module's
+``.venv/bin/python tools/bench NAME [OPTIONS]`` runs one (:mod:`bench.__main__` lists them, each
+name with its module); the product benchmark against Redis is ``tools/bench.py``.  Each module's
 docstring says what it measures and how.
 
 Harness:
@@ -25,20 +26,27 @@ keeping its results in a :class:`bench.suite.Run`:
 - :mod:`bench.redis_sets`: the same workloads on Redis sorted sets;
 - :mod:`bench.report`: its tables and ``docs/benchmarks.md``.
 
-The others: :mod:`bench.rankedset` (``tools/bench_rankedset.py``), :mod:`bench.floors`
-(``tools/bench_floor.py``), :mod:`bench.scaling` (``tools/bench_scaling.py``), :mod:`bench.cpu`
-(``tools/bench_cpu.py``: CPU per index operation, client and fdbserver, against another
-revision), :mod:`bench.fdb_floor` (``tools/bench_fdb_floor.py``: what the ``fdb`` binding and
-the store layer cost per read, write and commit) and :mod:`bench.served` (``tools/bench_served.py``:
-the served path of two revisions side by side).
+The others, each run as ``tools/bench NAME`` through its ``main()``:
+
+- against another revision, side by side: :mod:`bench.served` (the served path),
+  :mod:`bench.instructions` (callgrind), :mod:`bench.cpu` (CPU per index operation);
+- the floors: :mod:`bench.floors` (the machine), :mod:`bench.grpc_floor` (grpcio),
+  :mod:`bench.fdb_floor` (the ``fdb`` binding);
+- the doors and the server: :mod:`bench.http_door`, :mod:`bench.serve_processes`,
+  :mod:`bench.hostile`, :mod:`bench.season`, :mod:`bench.watchers`, :mod:`bench.window_events`;
+- what a feature costs a submission: :mod:`bench.idempotency`, :mod:`bench.fair_play`,
+  :mod:`bench.dense`, :mod:`bench.leagues`;
+- stores and whole-index jobs: :mod:`bench.rankedset`, :mod:`bench.durable`, :mod:`bench.conflicts`,
+  :mod:`bench.scale`, :mod:`bench.scaling`, :mod:`bench.dump`, :mod:`bench.upgrade`, :mod:`bench.verify`,
+  :mod:`bench.failover`.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
-try:
-    import fdb_leaderboard  # noqa: F401
-except ModuleNotFoundError:  # run from a checkout without installing the project
+# Found, not imported: a benchmark may first put another revision's package on sys.path.
+if importlib.util.find_spec("fdb_leaderboard") is None:  # run from a checkout without installing the project
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))

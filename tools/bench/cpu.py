@@ -1,4 +1,4 @@
-"""CPU per index operation, this checkout against another revision (``tools/bench_cpu.py``).
+"""CPU per index operation, this checkout against another revision (``tools/bench cpu``).
 
 What an operation costs in CPU, not in wall time: on a shared 2-core machine wall time follows
 the neighbours, CPU time much less.  Per operation it reports
@@ -35,6 +35,17 @@ turns operation by operation, the first to go alternating between rounds, so a n
 burst of load falls on both alike; each row reports the median round and the range over rounds.
 Each tree's copy is loaded by that tree's library (a worker process too), so at the index format
 it writes; the trees must read and write the same key layout otherwise.
+
+As a command (``tools/bench cpu``):
+
+What each figure is and how it is measured: the docstring of ``bench/cpu.py``.  For example,
+FoundationDB against main, 1 and 8 callers, 3 alternating rounds of 1,000 calls per operation::
+
+    eval "$(../shared/fdb/fdb-local env)"; ../shared/fdb/fdb-local start /tmp/fdb-cpu ssd
+    .venv/bin/python tools/bench cpu --store fdb:/tmp/fdb-cpu/fdb.cluster --against main \\
+        --records 50000 --threads 1,8 --rounds 3 --calls 1000
+
+and the embedded store (durable) alone: ``--store lmdb:/tmp/cpu-lmdb``.
 """
 
 from __future__ import annotations
@@ -56,6 +67,8 @@ from typing import Any
 
 from bench.timing import log
 from bench.trees import export
+
+from .output import markdown, table, write_json
 
 OPERATIONS = ("submit", "rank_all", "rank_day", "top_week", "around")
 EXTRA_OPERATIONS = ("submit_limited", "delete")  # measured only when named
@@ -337,7 +350,7 @@ def summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def main(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: argparse.Namespace) -> dict[str, Any]:
     from bench.output import environment
 
     results: dict[str, dict[str, dict[str, list[dict[str, Any]]]]] = {}
@@ -436,3 +449,45 @@ def _range(values: Sequence[float]) -> str:
 
 if __name__ == "__main__":
     worker_main(sys.argv[1:])
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="CPU per index operation, side by side with another revision.")
+    parser.add_argument("--store", required=True, help="store URL: fdb:CLUSTER_FILE or lmdb:PATH")
+    parser.add_argument("--against", metavar="REVISION", help="also measure this git revision, taking turns")
+    parser.add_argument("--records", type=int, default=50_000, help="records loaded (default: %(default)s)")
+    parser.add_argument("--threads", default="1,8", help="comma-separated caller counts (default: %(default)s)")
+    parser.add_argument(
+        "--ops",
+        default=",".join(OPERATIONS),
+        help="comma-separated operations (default: all but submit_limited and delete)",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per operation and tree (default: %(default)s)")
+    parser.add_argument("--calls", type=int, default=1000, help="calls per measurement (default: %(default)s)")
+    parser.add_argument("--no-load", action="store_true", help="use the index a --keep run left")
+    parser.add_argument("--keep", action="store_true", help="keep the loaded index")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON to PATH")
+    args = parser.parse_args(argv)
+    try:
+        args.threads = [int(n) for n in args.threads.split(",")]
+    except ValueError:
+        parser.error(f"--threads must be comma-separated integers, not {args.threads!r}")
+    args.ops = args.ops.split(",")
+    known = (*OPERATIONS, *EXTRA_OPERATIONS)
+    unknown = set(args.ops) - set(known)
+    if unknown:
+        parser.error(f"unknown operations {sorted(unknown)}; known: {', '.join(known)}")
+    if min(args.threads) < 1 or min(args.rounds, args.calls, args.records) < 1:
+        parser.error("--threads, --rounds, --records and --calls must be positive")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    figures = run(args)
+    headers, rows = report_rows(figures)
+    print((markdown if args.markdown else table)(headers, rows))
+    if args.json:
+        write_json(args.json, figures)
+    return 0

@@ -8,7 +8,7 @@ are the all-time window plus UTC calendar windows: daily (type 1), ISO-weekly (t
 monthly (type 3), so exactly 4 windows hold each score.  Submissions are fresh scores for
 uniformly random records, timestamped one second apart from ``NOW`` on (staying in the
 current day); each submission workload has its own set, so the same set can be replayed on
-Redis.  ``tools/bench_floor.py`` builds its bare load from the same records.
+Redis.  ``tools/bench floor`` builds its bare load from the same records.
 """
 
 from __future__ import annotations

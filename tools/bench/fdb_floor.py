@@ -1,6 +1,6 @@
 """The FoundationDB floor: what the ``fdb`` binding itself costs here per read, write and commit.
 
-Behind ``tools/bench_fdb_floor.py``.  On ``batch`` keys laid out like a ranked set's level-0
+Behind ``tools/bench fdb-floor``.  On ``batch`` keys laid out like a ranked set's level-0
 nodes (:func:`bench.rawstore.level0_key` of random leaderboard-like elements, 8-byte values),
 written once under a scratch prefix and cleared at the end, each row runs transactions of one
 kind for ``seconds`` and divides by the operations done:
@@ -19,7 +19,7 @@ keys of ``bulk_key_bytes`` (in key order, as a build writes them) with values of
 ``bulk_value_bytes``, in transactions of about 10 kB of writes each with 50 of them in flight
 (FoundationDB's advice for bulk loads: ``tr.set`` per key, ``tr.commit()`` futures, the oldest
 waited for before another starts, a failed one retried through ``on_error``); keys per second and
-the CPU per key.  ``tools/bench_scale.py`` runs it for the keys its build wrote, to compare.
+the CPU per key.  ``tools/bench scale`` runs it for the keys its build wrote, to compare.
 
 Each row is measured three ways: through the binding (``tr.get(k).wait()``, iterating
 ``tr.get_range(...)``'s ``KeyValue`` objects, ``tr.set`` / ``tr.add`` / ``tr.commit().wait()``),
@@ -31,21 +31,28 @@ thread, the client library's network thread included: ``time.process_time``) and
 calling thread's (``time.thread_time``: the rest is the network thread's), the CPU of the
 cluster's ``fdbserver`` processes (``/proc``) and the wall time; the median of ``rounds``
 rounds (the two ways take turns).
+
+As a command (``tools/bench fdb-floor``):
+set, add and commit, in client and fdbserver CPU.  What each row measures: ``bench/fdb_floor.py``.
+
+    eval "$(../shared/fdb/fdb-local env)"; ../shared/fdb/fdb-local start /tmp/fdb-floor ssd
+    .venv/bin/python tools/bench fdb-floor --cluster-file /tmp/fdb-floor/fdb.cluster --markdown
 """
 
 from __future__ import annotations
 
+import argparse
 import random
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fdb_leaderboard.store import open_database
 from fdb_leaderboard.store.fdb_backend import FdbDatabase
 
 from .cpu import CpuMeter, fdbserver_pids
-from .output import environment
+from .output import environment, markdown, table, write_json
 from .rawstore import LEVEL0_PREFIX, ONE, make_elements
 from .timing import log
 
@@ -333,3 +340,50 @@ def bulk_write(
         out["server_cpu_us"] = spent["server_cpu_s"] * 1e6 / count
     log(f"bulk write, bare binding: {count:,} keys in {spent['wall_s']:.1f} s, {out['keys_per_s']:,.0f} keys/s")
     return out
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="What the fdb binding and the store layer cost per operation.")
+    parser.add_argument("--cluster-file", required=True, help="the cluster (its scratch keys are cleared afterwards)")
+    parser.add_argument("--keys", type=int, default=20_000, help="scratch keys written (default: %(default)s)")
+    parser.add_argument("--batch", type=int, default=100, help="operations per transaction (default: %(default)s)")
+    parser.add_argument("--seconds", type=float, default=2.0, help="seconds per measurement (default: %(default)s)")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds, the two ways taking turns (default: %(default)s)"
+    )
+    parser.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
+    parser.add_argument(
+        "--bulk-keys", type=int, default=300_000, help="keys of the bulk write row (0: none; default: %(default)s)"
+    )
+    parser.add_argument("--bulk-key-bytes", type=int, default=40, help="their size (default: %(default)s)")
+    parser.add_argument("--bulk-value-bytes", type=int, default=8, help="their values' size (default: %(default)s)")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
+    args = parser.parse_args(argv)
+    if args.keys < 2 * args.batch + max(RANGES) or args.rounds < 1 or args.seconds <= 0:
+        parser.error("--keys must exceed twice --batch plus 64; --rounds and --seconds must be positive")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    figures = measure(f"fdb:{args.cluster_file}", args.keys, args.batch, args.seconds, args.rounds, args.seed)
+    headers, rows = report_rows(figures)
+    print((markdown if args.markdown else table)(headers, rows))
+    if args.bulk_keys:
+        url = f"fdb:{args.cluster_file}"
+        bulk = figures["bulk_write"] = bulk_write(
+            url, args.bulk_keys, args.bulk_key_bytes, args.bulk_value_bytes, args.seed
+        )
+        heads = ["bulk write, bare binding", "keys", "keys/s", "client CPU us/key", "fdbserver CPU us/key"]
+        row = [
+            f"{bulk['key_bytes']}-byte keys, {bulk['value_bytes']}-byte values, 10 kB transactions, 50 in flight",
+            f"{bulk['keys']:,}",
+            f"{bulk['keys_per_s']:,.0f}",
+            f"{bulk['client_cpu_us']:.2f}",
+            f"{bulk.get('server_cpu_us', float('nan')):.2f}",
+        ]
+        print((markdown if args.markdown else table)(heads, [row]))
+    if args.json:
+        write_json(args.json, figures)
+    return 0

@@ -1,6 +1,6 @@
 """The floors under ``tools/bench.py``'s figures: what this machine charges before our code runs.
 
-Behind ``tools/bench_floor.py``: three measurements that involve none of fdb-leaderboard's own
+Behind ``tools/bench floor``: three measurements that involve none of fdb-leaderboard's own
 work (the third borrows only its key layout and tuple codec), so the benchmark's figures can
 be read against them:
 
@@ -40,6 +40,16 @@ puts the record head (its 4 window states), the entry and the 4 primary B-tree k
 memory: no read-back, no upper levels) in transactions of 20,000.  No validation, folding,
 checks of what is stored, or per-call Python of the index: a lower bound on what a load
 written in Python costs here, read against the 20 us per record of 50,000 records/s.
+
+As a command (``tools/bench floor``):
+
+Three measurements that involve none of fdb-leaderboard's own work (the third borrows only its
+key layout and tuple codec), so the benchmark's figures can be read against them: a gRPC call
+that does nothing, a durable write of k pages, and a bulk load's bare writes.  What each
+measures, and how, is in the docstring of ``bench/floors.py``.
+
+    python tools/bench floor [--calls 3000] [--threads 8] [--dir DIR] [--load-records N]
+                                [--json PATH] [--markdown]
 """
 
 from __future__ import annotations
@@ -373,7 +383,7 @@ def sync_floor_table(floor: dict[str, Any]) -> tuple[list[str], list[list[str]]]
     return headers, rows
 
 
-def main(args: argparse.Namespace) -> int:
+def benchmark(args: argparse.Namespace) -> int:
     """The floors asked for by parsed ``args``: tables on stdout, the figures as JSON if asked."""
     fig: dict[str, Any] = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
@@ -393,3 +403,48 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         write_json(args.json, fig)
     return 0
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="What a do-nothing gRPC call, a durable page write and a load's bare writes cost here."
+    )
+    parser.add_argument("--calls", type=int, default=3000, help="gRPC calls per run (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=8, help="concurrent gRPC callers (default: %(default)s)")
+    parser.add_argument(
+        "--dir", default=tempfile.gettempdir(), help="where the scratch files go (default: %(default)s)"
+    )
+    parser.add_argument("--file-mib", type=int, default=1024, help="scratch file size in MiB (default: %(default)s)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=200,
+        help="rounds per row up to 30 pages; larger k get proportionally fewer, at least 10 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--pages", default="1,8,30,114,500", help="comma-separated page counts k (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--load-records", type=int, default=1_000_000, help="records of the load floor (default: %(default)s)"
+    )
+    parser.add_argument("--no-grpc", dest="grpc", action="store_false", help="skip the gRPC floor")
+    parser.add_argument("--no-disk", dest="disk", action="store_false", help="skip the durable-write floor")
+    parser.add_argument("--no-load", dest="load", action="store_false", help="skip the bulk-load floor")
+    parser.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
+    parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    args = parser.parse_args(argv)
+    try:
+        args.pages = [int(k) for k in args.pages.split(",")]
+    except ValueError:
+        parser.error(f"--pages must be comma-separated integers, not {args.pages!r}")
+    for name in ("calls", "threads", "file_mib", "rounds", "load_records"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    if any(k < 1 for k in args.pages):
+        parser.error("--pages counts must be at least 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return benchmark(parse_args(argv))

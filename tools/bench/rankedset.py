@@ -1,4 +1,4 @@
-"""The ranked set on the embedded LMDB store, and the store beneath it (``tools/bench_rankedset.py``).
+"""The ranked set on the embedded LMDB store, and the store beneath it (``tools/bench rankedset``).
 
 Everything is measured in one run, on one ranked set of N elements in one LMDB
 environment (a temporary directory unless ``--dir`` is given):
@@ -46,6 +46,19 @@ environment (a temporary directory unless ``--dir`` is given):
 
 Every other measurement uses durable=false (no fsync), so it measures CPU cost, not the
 disk.
+
+As a command (``tools/bench rankedset``):
+
+One run, on one ranked set of N elements in one LMDB environment (a temporary directory
+unless ``--dir`` is given): the load, the ranked-set operations one per transaction and many
+per transaction, the raw store operations beneath them, the store operations each ranked-set
+operation makes, the cost model that joins the two, and durable single-op commits.  What each
+part measures, and how, is in the docstring of ``bench/rankedset.py`` (the raw store rounds:
+``bench/rawstore.py``; the counting proxy: ``bench/counting.py``).  Every measurement but the
+durable commits uses durable=false (no fsync), so it measures CPU cost, not the disk.  Run for
+example::
+
+    /tmp/venv/bin/python tools/bench rankedset --elements 1000000 --json /tmp/bench.json
 """
 
 from __future__ import annotations
@@ -582,7 +595,7 @@ def report(fig: dict[str, Any]) -> Iterator[str]:
 # -- entry point ------------------------------------------------------------------------------
 
 
-def main(args: argparse.Namespace) -> int:
+def benchmark(args: argparse.Namespace) -> int:
     """The whole benchmark for parsed ``args``: the report on stdout, the figures as JSON if asked."""
     with store_directory(args.dir, args.keep, "bench_rankedset-") as path:
         require_empty(path, "directory")
@@ -596,3 +609,56 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         write_json(args.json, fig)
     return 0
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Benchmark the ranked set and the raw store on the embedded LMDB backend.",
+    )
+    parser.add_argument(
+        "--elements", type=int, default=1_000_000, help="elements loaded into the set (default: %(default)s)"
+    )
+    parser.add_argument("--dir", help="store directory (must be empty or absent; default: a temporary directory)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument(
+        "--hash", choices=[h.name for h in HashFunction], default="MURMUR3", help="level hash (default: %(default)s)"
+    )
+    parser.add_argument("--levels", type=int, default=6, help="skip-list levels (default: %(default)s)")
+    parser.add_argument("--ops", type=int, default=5000, help="operations per ranked-set phase (default: %(default)s)")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=100,
+        help="ranked-set operations per transaction in the batched mode (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--load-batch", type=int, default=2000, help="elements per load transaction (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--raw-ops", type=int, default=50_000, help="raw store operations per kind and round (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--raw-batch", type=int, default=1000, help="raw store operations per transaction (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--durable-ops",
+        type=int,
+        default=1000,
+        help="durable single-op txns of each kind (0: skip) (default: %(default)s)",
+    )
+    parser.add_argument("--check", action="store_true", help="check the whole set's consistency at the end")
+    parser.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
+    args = parser.parse_args(argv)
+    for name in ("elements", "ops", "batch", "load_batch", "raw_ops", "raw_batch"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.durable_ops < 0:
+        parser.error("--durable-ops must not be negative")
+    if 2 * args.ops + args.durable_ops > args.elements:
+        parser.error("--elements must be at least 2 x --ops + --durable-ops (elements to remove)")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return benchmark(parse_args(argv))

@@ -12,7 +12,7 @@ of a whole transaction holding one get (read) or one put (write).  Each :meth:`R
 measures every kind once; the figures are the median round per kind (the single-op
 transactions: all rounds pooled), to even out drift on a shared machine.
 
-Used by ``tools/bench_rankedset.py`` (on the set's own keys) and by ``tools/bench.py``
+Used by ``tools/bench rankedset`` (on the set's own keys) and by ``tools/bench.py``
 (:func:`measure_on_scratch_keys`: on scratch keys in the product store's environment, removed
 afterwards), to price each operation's store accesses (:func:`bench.counting.modelled_us`).
 """

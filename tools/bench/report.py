@@ -397,9 +397,9 @@ def write_docs(figures: dict[str, Any], path: Path) -> None:
     lines = [
         "# Benchmarks",
         "",
-        "Written by `tools/bench.py --write-docs`. The `tools/bench*.py` scripts parse their flags and call",
-        "`tools/bench/` (one shared harness, one module per workload family), whose docstrings say exactly what",
-        "each workload measures.",
+        "Written by `tools/bench.py --write-docs`. The benchmarks (`tools/bench.py` and `tools/bench NAME`;",
+        "`tools/bench --help` lists them) are the package `tools/bench/` (one shared harness, one module per",
+        "benchmark or workload family), whose docstrings say exactly what each workload measures.",
         "Ours: the Python API on the embedded LMDB store (in-process) and the gRPC server (`Server` in its own",
         "process, `LeaderboardClient`). Redis: Debian's `redis-server`, one sorted set per window, redis-py with",
         "hiredis. Ratios are our throughput divided by Redis's (higher is better for us). Latencies are per call",

@@ -1,4 +1,4 @@
-"""A board of N records, built, served, verified and moved (``tools/bench_scale.py``).
+"""A board of N records, built, served, verified and moved (``tools/bench scale``).
 
 On the store ``--store`` (``lmdb:PATH`` or ``fdb:CLUSTER_FILE``), one index of N records with
 the benchmark's windows (``bench.data``: all-time, UTC daily, ISO-weekly and monthly, so 4
@@ -35,10 +35,25 @@ at a time from the seed, so N is not held in memory), measured in this order:
    ``drop_seconds``.
 
 Loads, reads and the rest share the machine: the script says the load average as it goes.
+
+As a command (``tools/bench scale``):
+
+What it measures, in which order: ``bench/scale.py``.  For example::
+
+    .venv/bin/python tools/bench scale --records 1000000 --store lmdb:/tmp/scale1m --json /tmp/scale1m.json
+    eval "$(../shared/fdb/fdb-local env)"; ../shared/fdb/fdb-local start /tmp/fdb-scale ssd
+    .venv/bin/python tools/bench scale --records 1000000 --store fdb:/tmp/fdb-scale/fdb.cluster --parts 16
+
+JSON keys: records, build_seconds, build_records_per_s, bytes_per_record, server_rss_mb,
+rank_p50_ms, rank_p99_ms, top10_p99_ms, around_p99_ms, add_p99_ms, fill_seconds, expire_seconds,
+verify_seconds, dump_seconds, restore_seconds (and more: the build's keys per second, the
+fdbserver processes' peak RSS, the load average...).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import random
 import shutil
@@ -46,7 +61,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +75,7 @@ from fdb_leaderboard.store import open_database, parse_url
 from . import fdb_floor
 from .cpu import fdbserver_pids
 from .data import DATA_START, DAY, FILL_END, FILL_START, NOW, SPAN_DAYS, WEEKLY, bench_windows, draw_score
-from .output import environment
+from .output import environment, write_json
 from .processes import free_port
 from .stores import fdb_range_bytes
 from .timing import log, time_each
@@ -344,3 +359,44 @@ def run(args: Any) -> dict[str, Any]:
     figures.update(drop(url, [] if args.keep else [INDEX, COPY]))
     figures["load_average_end"] = load_average()
     return figures
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Build, serve, verify and move a board of N records.")
+    parser.add_argument("--records", type=int, default=1_000_000, help="records (default: %(default)s)")
+    parser.add_argument("--store", required=True, help="the store URL (its index 'scale' is dropped afterwards)")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        help="records per load transaction (default: 5000 on the embedded store, 500 on FoundationDB)",
+    )
+    parser.add_argument("--ops", type=int, default=2000, help="calls per read and write kind (default: %(default)s)")
+    parser.add_argument("--processes", type=int, default=2, help="server processes (default: %(default)s)")
+    parser.add_argument("--parts", type=int, default=8, help="verify's pieces run at once (default: %(default)s)")
+    parser.add_argument("--dir", help="where the dump file goes (default: a temporary directory)")
+    parser.add_argument("--no-dump", action="store_true", help="skip the dump and restore")
+    parser.add_argument(
+        "--bare-keys",
+        type=int,
+        default=20_000_000,
+        help="FoundationDB: the bare binding writes as many keys as the build, at most this many (0: not; "
+        "default: %(default)s)",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the index afterwards")
+    parser.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
+    args = parser.parse_args(argv)
+    if args.batch is None:
+        args.batch = 500 if args.store.startswith("fdb:") else 5000
+    if args.records < 1000 or args.batch < 1 or args.ops < 1 or args.processes < 1 or args.parts < 1:
+        parser.error("--records must be at least 1000; --batch, --ops, --processes and --parts positive")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    figures = run(args)
+    print(json.dumps({k: v for k, v in figures.items() if k != "environment"}, indent=1))
+    if args.json:
+        write_json(args.json, figures)
+    return 0

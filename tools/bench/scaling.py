@@ -1,16 +1,28 @@
 """Two ``tools/bench.py --json`` runs of different sizes: does the cost per operation hold?
 
-Behind ``tools/bench_scaling.py``.  For each in-process workload present in both runs (same
+Behind ``tools/bench scaling``.  For each in-process workload present in both runs (same
 aggregation), the mean cost per operation (microseconds; per record for loads and fills), p50
 and p99 of each run, and the ratio large / small of the mean cost.  The cost holds when that
 ratio is at most 1.5 between 1,000,000 and 10,000,000 records.  Storage per record per
 window is compared too.
+
+As a command (``tools/bench scaling``):
+
+For each in-process workload present in both runs (same aggregation), prints the mean cost
+per operation (microseconds; per record for loads and fills), p50 and p99 of each run, and the
+ratio large / small of the mean cost.  The cost holds when that ratio is at most 1.5
+between 1,000,000 and 10,000,000 records.  Storage per record per window is compared too.
+The comparison is ``bench/scaling.py``.
+
+    python tools/bench scaling /tmp/b1m.json /tmp/b10m.json [--markdown]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from .output import markdown, table
@@ -53,7 +65,7 @@ def rows(small: dict[str, Any], large: dict[str, Any]) -> list[list[str]]:
     return out
 
 
-def main(args: argparse.Namespace) -> int:
+def benchmark(args: argparse.Namespace) -> int:
     """The comparison table of the two runs named by parsed ``args``."""
     small, large = json.loads(args.small.read_text()), json.loads(args.large.read_text())
     n_small, n_large = small["config"]["records"], large["config"]["records"]
@@ -67,3 +79,15 @@ def main(args: argparse.Namespace) -> int:
     ]
     print((markdown if args.markdown else table)(headers, rows(small, large)))
     return 0
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("small", type=Path)
+    parser.add_argument("large", type=Path)
+    parser.add_argument("--markdown", action="store_true", help="print a markdown table")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return benchmark(parse_args(argv))

@@ -1,4 +1,4 @@
-"""Seed 003's day replayed against a server (``tools/bench_season.py``).
+"""Seed 003's day replayed against a server (``tools/bench season``).
 
 A real-time gaming leaderboard: players play about 10 games a day each, every game submits a score
 (points, summed: aggregation SUM) to one index holding today's board, this month's and the
@@ -25,6 +25,18 @@ the serve process tree and of the ``fdbserver`` processes (``/proc``, over the w
 the cores that seed 003's peak needs at these costs: 2,500 submissions/s and ``--views`` views
 per submission, ``(serve + fdbserver CPU per call) x 2,500 x (1 + views)``, and the same with the
 service processes kept at 75% busy.
+
+As a command (``tools/bench season``):
+daily, monthly and all-time board and opening views of them (top 10, their rank, the 4 above and
+below them); the rate reached, p50/p99 per kind, CPU per call of the serve process tree and of
+``fdbserver``, and the cores seed 003's peak (2,500 submissions/s and the views) needs.  What each
+figure is: the docstring of ``bench/season.py``.  For example:
+
+    .venv/bin/python tools/bench season --store fdb:CLUSTER_FILE [--players 20000] [--callers 32]
+        [--seconds 30] [--views 3] [--max-staleness 0] [--serve-args '--processes 2']
+        [--source DIR] [--markdown] [--json PATH]
+
+``--source DIR`` serves another checkout (one with its own ``.venv``, as ``tools/bench served`` makes them).
 """
 
 from __future__ import annotations
@@ -36,7 +48,7 @@ import sys
 import threading
 import time
 from bisect import bisect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -263,9 +275,39 @@ def report(fig: dict[str, Any], as_markdown: bool) -> str:
     return "\n".join(lines)
 
 
-def main(args: argparse.Namespace) -> int:
+def benchmark(args: argparse.Namespace) -> int:
     fig = run(args)
     print(report(fig, args.markdown))
     if args.json:
         write_json(args.json, fig)
     return 0
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Seed 003's day against a server.")
+    parser.add_argument("--store", help="lmdb:DIR or fdb:CLUSTER_FILE (default: a fresh embedded store)")
+    parser.add_argument("--server", help="the address of a running server (then --server-pid)")
+    parser.add_argument("--server-pid", type=int, help="its process, for its CPU")
+    parser.add_argument("--source", type=Path, help="the checkout served (default: this one)")
+    parser.add_argument("--players", type=int, default=20_000, help="players (default: %(default)s)")
+    parser.add_argument("--callers", type=int, default=32, help="concurrent callers (default: %(default)s)")
+    parser.add_argument("--seconds", type=float, default=30.0, help="length of the day (default: %(default)s)")
+    parser.add_argument("--views", type=float, default=3.0, help="views per submission (default: %(default)s)")
+    parser.add_argument("--pareto", type=float, default=1.16, help="activity's Pareto shape (default: %(default)s)")
+    parser.add_argument("--max-staleness", type=int, default=0, help="ms the views may lag (default: 0, exact)")
+    parser.add_argument("--serve-args", default="", help="more options for serve")
+    parser.add_argument("--seed", type=int, default=3, help="random seed (default: %(default)s)")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
+    args = parser.parse_args(argv)
+    if (args.server is None) != (args.server_pid is None):
+        parser.error("--server and --server-pid go together")
+    if min(args.players, args.callers) < 1 or args.seconds <= 0 or args.views < 0:
+        parser.error("--players and --callers must be positive, --seconds too, --views 0 or more")
+    if not 0 <= args.max_staleness <= 5000:
+        parser.error("--max-staleness must be from 0 to 5000")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return benchmark(parse_args(argv))

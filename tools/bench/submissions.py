@@ -15,7 +15,7 @@ callers are threads in this process sharing one index, released together
   how much the data file grew;
 - durable with synced pages (``redo_log=false``: every commit's changed pages fsynced): the note
   gives what the commits handed to the OS (``/proc/self/io`` ``wchar``): KiB per submission and
-  4-KiB pages per commit (``tools/bench_floor.py`` prices an fdatasync of that many pages on this
+  4-KiB pages per commit (``tools/bench floor`` prices an fdatasync of that many pages on this
   disk), and for several callers the submissions per commit.
 
 The same-shaped runs through gRPC and on Redis share :func:`one_then_many`.

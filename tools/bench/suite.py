@@ -7,7 +7,7 @@ mode (``ours``, ``ours_nondurable``, ``ours_grpc``, ..., and ``fdb``, ``fdb_grpc
 in-process runs the store's counters per call (``Database.stats``: read rounds, reads,
 writes, bytes written, commits, retries, conflicts) and an optional note.  The workload
 modules add to a :class:`Run`; :meth:`Run.figures` turns it into the JSON the reports and
-``tools/bench_scaling.py`` read.
+``tools/bench scaling`` read.
 """
 
 from __future__ import annotations

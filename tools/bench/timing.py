@@ -40,6 +40,14 @@ def expect(what: str, got: int, wanted: int) -> None:
         raise SystemExit(f"benchmark bug: {what}: {got} succeeded, expected {wanted}")
 
 
+def percentile(values: Sequence[float], share: float) -> float:
+    """The nearest-rank percentile of ``values`` (``share`` 0.99 for p99); NaN for none."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered) + 0.5) - 1))]
+
+
 @dataclass
 class Sample:
     """``ops`` operations took ``seconds``; ``latencies_ns`` holds one entry per timed call, if kept."""
@@ -58,11 +66,7 @@ class Sample:
 
     def percentile_us(self, pct: float) -> float:
         """Nearest-rank percentile of the per-call latencies, in microseconds."""
-        if not self.latencies_ns:
-            return float("nan")
-        ordered = sorted(self.latencies_ns)
-        index = min(len(ordered) - 1, max(0, round(pct / 100 * len(ordered) + 0.5) - 1))
-        return ordered[index] / 1000
+        return percentile(self.latencies_ns, pct / 100) / 1000
 
     def to_json(self, durable: bool | None = None) -> dict[str, Any]:
         """Rounded figures; ``durable`` is written when given, p50/p99 when latencies were kept."""

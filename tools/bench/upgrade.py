@@ -9,8 +9,8 @@ batches' latency and that ``verify`` holds every counter afterwards.  With ``--w
 writing scores meanwhile (to other records) it prints their p50/p99 during the upgrade, and
 for 3 s before it without one.
 
-    tools/bench_upgrade.py --records 100000 --store 'lmdb:/tmp/up?durable=false'
-    tools/bench_upgrade.py --records 20000 --store fdb:/tmp/fdb1/fdb.cluster --writers 4
+    tools/bench upgrade --records 100000 --store 'lmdb:/tmp/up?durable=false'
+    tools/bench upgrade --records 20000 --store fdb:/tmp/fdb1/fdb.cluster --writers 4
 """
 
 from __future__ import annotations
@@ -23,14 +23,13 @@ import tempfile
 import threading
 import time
 import uuid
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowUpdate
 from fdb_leaderboard.index.directory import WindowSpec
 from fdb_leaderboard.proto import index_pb2
 from fdb_leaderboard.store import open_database, strinc
+
+from .timing import percentile
 
 T0, DAY = 1_700_006_400, 86_400
 
@@ -130,7 +129,7 @@ def main() -> int:
                 latencies.append(now - last)
                 last = now
 
-            done = index.upgrade(max_records=args.batch, progress=batch_done)
+            done = index.upgrade(3, max_records=args.batch, progress=batch_done)
             seconds = time.perf_counter() - began
             stop.set()
             for thread in writers:
@@ -146,7 +145,7 @@ def main() -> int:
                 if times:
                     print(
                         f"{args.writers} writers {label}: {len(times):,} scores, p50 "
-                        f"{statistics.median(times) * 1000:.1f} ms, p99 {times[int(len(times) * 0.99)] * 1000:.1f} ms"
+                        f"{statistics.median(times) * 1000:.1f} ms, p99 {percentile(times, 0.99) * 1000:.1f} ms"
                     )
             problems = index.check(10)
             print("verify: every counter holds its entries" if not problems else f"verify: {problems}")

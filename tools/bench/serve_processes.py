@@ -8,7 +8,7 @@ workload: ``rank`` (a random record's all-time rank), ``submit`` (a score for a 
 or ``mixed`` (9 ranks per submission).  It prints calls per second and p50/p99 latency.  The
 configurations take turns ``--rounds`` times, so a noisy machine affects them alike.
 
-    tools/bench_processes.py --store lmdb:/tmp/bp?durable=false --store fdb:/tmp/fdb1/fdb.cluster \\
+    tools/bench processes --store lmdb:/tmp/bp?durable=false --store fdb:/tmp/fdb1/fdb.cluster \\
         --processes 1 --processes 2 --clients 8 --seconds 10
 """
 
@@ -26,8 +26,9 @@ import time
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from .timing import percentile
+
+ROOT = Path(__file__).resolve().parents[2]
 
 import grpc  # noqa: E402
 
@@ -106,7 +107,7 @@ def run(address: str, name: str, records: int, workload: str, clients: int, seco
     return {
         "per_second": len(latencies) / seconds,
         "p50_ms": 1000 * statistics.median(latencies),
-        "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
+        "p99_ms": 1000 * percentile(latencies, 0.99),
     }
 
 

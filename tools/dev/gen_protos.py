@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate the committed Python modules under fdb_leaderboard/proto from protos/.
 
-Run after editing a .proto file: ``.venv/bin/python tools/gen_protos.py``.  The test
+Run after editing a .proto file: ``.venv/bin/python tools/dev/gen_protos.py``.  The test
 ``tests/test_protos.py`` fails when the committed modules no longer match the sources.
 
 Besides protoc's modules it writes ``fdb_leaderboard/proto/comments.py``: the service's
@@ -20,7 +20,7 @@ import tempfile
 from google.protobuf import descriptor_pb2
 from grpc_tools import protoc
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROTOS = ROOT / "protos"
 
 

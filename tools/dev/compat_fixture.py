@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Compatibility fixtures: a small store written by an earlier release's own code, and its answers.
 
-    .venv/bin/python tools/compat_fixture.py make 0.1.0   # release 0.1.0 (fb9afad)
-    .venv/bin/python tools/compat_fixture.py make 0.2.0   # release 0.2.0 (38c4218), over 0.1.0's store
+    .venv/bin/python tools/dev/compat_fixture.py make 0.1.0   # release 0.1.0 (fb9afad)
+    .venv/bin/python tools/dev/compat_fixture.py make 0.2.0   # release 0.2.0 (38c4218), over 0.1.0's store
 
 ``make`` exports the release's tree (``git archive`` of its commit, as ``git worktree add`` would
 check it out) into a temporary directory and runs this script's ``write`` with ``PYTHONPATH``
@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "compat"
 # release: (commit, the release whose fixture its store starts from)
 RELEASES = {"0.1.0": ("fb9afad", None), "0.2.0": ("38c4218", "0.1.0")}

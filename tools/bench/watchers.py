@@ -5,7 +5,7 @@ for ``--seconds``: store read transactions a second and the server process's CPU
 Runs the server of whichever tree is imported (``PYTHONPATH`` a ``git archive`` of another
 revision to compare), in process, on a temporary embedded store.
 
-    .venv/bin/python tools/bench_watchers.py --watchers 200 --seconds 10
+    .venv/bin/python tools/bench watchers --watchers 200 --seconds 10
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ microseconds per write, the store keys a write sets or clears (counted through a
 the transaction), the keys and bytes of the distinct-score sets, and the median microseconds of
 an all-time rank read in each mode.
 
-    python tools/bench_dense.py [--store URL] [--records 20000] [--writes 3000] [--distinct 100 100000]
+    python tools/bench dense [--store URL] [--records 20000] [--writes 3000] [--distinct 100 100000]
 """
 
 from __future__ import annotations
@@ -20,17 +20,15 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, RankMode, WindowSpec, WindowUpdate
 from fdb_leaderboard.store import Database, open_database, strinc
+
+from .timing import percentile
 
 DAY = 86_400
 WEEK_START = 1_767_225_600  # a Thursday; the week's windows start here
@@ -76,11 +74,6 @@ def make_index(db: Database, prefix: bytes, dense: bool) -> LeaderboardIndex:
         )
     )
     return index
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def run(url: str, records: int, writes: int, distinct: int, seed: int) -> dict[str, dict[str, float]]:

@@ -12,7 +12,7 @@ receiver in this process (``http.server``, answering 200).  Then:
 - idle: the server left alone for ``--idle`` seconds afterwards (the outbox empty): store
   transactions and commits a minute (its maintenance and delivery rounds looking for work).
 
-    .venv/bin/python tools/bench_window_events.py --store lmdb --windows 200 --webhooks 3
+    .venv/bin/python tools/bench window-events --store lmdb --windows 200 --webhooks 3
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ import time
 
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.service import Server, ServerSettings
+
+from .timing import percentile
 
 
 def receiver(acked: list[float], lock: threading.Lock) -> http.server.ThreadingHTTPServer:
@@ -100,7 +102,7 @@ def main() -> None:
                 f"{cost['bytes_written'] / per:.0f} bytes written"
             )
             latencies = sorted(t - noticed_at for t in acked)
-            p99 = latencies[int(0.99 * (len(latencies) - 1))]
+            p99 = percentile(latencies, 0.99)
             print(
                 f"delivery: {events} events in {delivered_at - noticed_at:.3f} s "
                 f"({events / (delivered_at - noticed_at):.0f}/s), "

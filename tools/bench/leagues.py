@@ -13,19 +13,15 @@ call, ``--calls`` submissions of each kind:
 
 Per kind and index: read rounds, reads and commits per call (``Database.stats``), p50 latency.
 
-    .venv/bin/python tools/bench_leagues.py --store fdb:/tmp/fdb1/fdb.cluster --records 5000 --calls 300
+    .venv/bin/python tools/bench leagues --store fdb:/tmp/fdb1/fdb.cluster --records 5000 --calls 300
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 import uuid
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, Leagues
 from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate

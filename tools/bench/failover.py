@@ -12,7 +12,7 @@ sent within 10 s of the kill; at the end, that every acknowledged write is store
 and BEST maxima) and ``verify`` is clean.
 
     eval "$(../shared/fdb/fdb-local env)"
-    .venv/bin/python tools/bench_failover.py --rounds 3
+    .venv/bin/python tools/bench failover --rounds 3
 
 Needs ../shared/fdb (or FDB_LOCAL); each process takes a few hundred MB.
 """
@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
 from replicated import Cluster, Load, ServeProcess, boards_served, outage_figures, wait_for
 

@@ -6,11 +6,11 @@ Without ``--url`` it starts a server (gRPC and HTTP) on a temporary embedded sto
 index ``game`` with today's, this week's and the all-time windows, submits scores for
 ``--players`` players and shows ``--record``'s rank and neighbours:
 
-    .venv/bin/python tools/screenshot_page.py --out docs/page.png
+    .venv/bin/python tools/dev/screenshot_page.py --out docs/page.png
 
 With ``--url`` it shoots a page already served, e.g. ``fdb-leaderboard demo``'s:
 
-    .venv/bin/python tools/screenshot_page.py --url 'http://127.0.0.1:8080/#index=demo&type=1&record=player-00003'
+    .venv/bin/python tools/dev/screenshot_page.py --url 'http://127.0.0.1:8080/#index=demo&type=1&record=player-00003'
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def wait_for_rows(driver: WebDriver, table: str = "top", timeout: float = 15) ->
 @contextlib.contextmanager
 def sample_server(players: int) -> Iterator[str]:
     """A server with a sample board; yields the page's URL."""
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2]))
     from fdb_leaderboard.client import LeaderboardClient
     from fdb_leaderboard.http import HttpServer
     from fdb_leaderboard.service import Server

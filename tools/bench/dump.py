@@ -17,7 +17,7 @@
 Every server is a process of its own; times are wall-clock, on this machine (2 cores, shared).
 
     eval "$(../shared/fdb/fdb-local env)"
-    .venv/bin/python tools/bench_dump.py --records 1000000 --cluster-file /tmp/fdb/fdb.cluster
+    .venv/bin/python tools/bench dump --records 1000000 --cluster-file /tmp/fdb/fdb.cluster
 """
 
 from __future__ import annotations
@@ -29,11 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
 import grpc
-from bench.data import FILL_END, FILL_START, bench_windows, make_data
 from replicated import Load, ServeProcess, wait_for
 
 from fdb_leaderboard.client import LeaderboardClient, compare_boards
@@ -42,6 +40,8 @@ from fdb_leaderboard.index.dumpfile import read_dump, write_dump
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service.catalog import Catalog
 from fdb_leaderboard.store import open_database
+
+from .data import FILL_END, FILL_START, bench_windows, make_data
 
 
 def build(url: str, records: int, seed: int) -> float:

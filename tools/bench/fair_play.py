@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """What score rules and hidden records cost a submission: store operations, bytes and CPU.
 
-    .venv/bin/python tools/bench_fair_play.py                      # the embedded store (durable)
-    .venv/bin/python tools/bench_fair_play.py --store fdb:/path/to/fdb.cluster
-    .venv/bin/python tools/bench_fair_play.py --code /tmp/base --kinds plain   # another revision's code
+    .venv/bin/python tools/bench fair-play                      # the embedded store (durable)
+    .venv/bin/python tools/bench fair-play --store fdb:/path/to/fdb.cluster
+    .venv/bin/python tools/bench fair-play --code /tmp/base --kinds plain   # another revision's code
 
 On identical indexes of ``--records`` records with four windows (all-time, day, week, month), it
 runs the same ``--calls`` submissions on each, in rotating order round by round, and prints per
@@ -30,7 +30,7 @@ import tempfile
 def _code_dir() -> str:
     if "--code" in sys.argv:
         return sys.argv[sys.argv.index("--code") + 1]
-    return os.path.join(os.path.dirname(__file__), "..")
+    return os.path.join(os.path.dirname(__file__), "..", "..")
 
 
 sys.path.insert(0, _code_dir())
@@ -39,8 +39,8 @@ from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, Window
 from fdb_leaderboard.store import open_database  # noqa: E402
 
 # isort: split
-# The package is imported already (from --code): bench_idempotency's own path does not change it.
-from bench_idempotency import NOW, WINDOWS, measure, print_rows  # noqa: E402
+# The package is imported already (from --code): bench.idempotency's own path does not change it.
+from .idempotency import NOW, WINDOWS, measure, print_rows  # noqa: E402
 
 
 def prepare(kind: str, index: LeaderboardIndex, pks: list[str]) -> None:

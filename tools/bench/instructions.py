@@ -2,7 +2,7 @@
 """Instructions per single-column submission and read (callgrind: noise-free), this checkout
 against another revision.
 
-    .venv/bin/python tools/bench_instructions.py --against main --iterations 300
+    .venv/bin/python tools/bench instructions --against main --iterations 300
 
 One iteration: a submission, an all-time rank, a daily rank, a weekly top 10, an around-me of
 5 above and 5 below, and the protobuf encoding of the top's entries and of a score (the wire path
@@ -23,9 +23,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.trees import export
+from .trees import export
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD = """
 import sys, tempfile
 from fdb_leaderboard import wire

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What grpcio itself costs a server per call: the thread-pool server against grpc.aio.
 
-    .venv/bin/python tools/bench_grpc_floor.py [--calls 6000] [--rounds 5]
+    .venv/bin/python tools/bench grpc-floor [--calls 6000] [--rounds 5]
 
 Each kind of server runs in a process of its own with one method that answers its request's
 bytes (no protobuf, no handler work): grpcio's thread-pool server (what the service used before
@@ -9,7 +9,7 @@ its hardening), grpc.aio with a unary method, and grpc.aio with a stream-unary m
 one message (how the service receives a request under its receive timeout). One caller in this
 process makes ``--calls`` sequential calls to each server in turn, round after round; the table
 gives per call the server process's CPU (every thread, from /proc) and the caller's p50/p99.
-It is the floor under every figure of ``tools/bench_served.py``: what no change to our own
+It is the floor under every figure of ``tools/bench served``: what no change to our own
 code can take away.
 """
 
@@ -23,8 +23,11 @@ import subprocess
 import sys
 import time
 from concurrent import futures
+from pathlib import Path
 
 import grpc
+
+from .timing import percentile
 
 KINDS = ("threads", "aio-unary", "aio-stream")
 METHOD = "/floor.Echo/Echo"
@@ -92,7 +95,7 @@ def _measure(port: int, pid: int, calls: int) -> tuple[float, float, float]:
             latencies.append(time.perf_counter() - started)
         cpu = _cpu_seconds(pid) - before
     latencies.sort()
-    return cpu / calls * 1e3, latencies[len(latencies) // 2] * 1e3, latencies[int(len(latencies) * 0.99)] * 1e3
+    return cpu / calls * 1e3, percentile(latencies, 0.5) * 1e3, percentile(latencies, 0.99) * 1e3
 
 
 def main() -> None:
@@ -107,7 +110,11 @@ def main() -> None:
     servers = {}
     for kind in KINDS:
         process = subprocess.Popen(
-            [sys.executable, __file__, "--serve", kind], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            [sys.executable, "-m", "bench.grpc_floor", "--serve", kind],
+            cwd=Path(__file__).resolve().parent.parent,  # tools/, where ``bench`` is the package
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         servers[kind] = (process, int(process.stdout.readline()))  # type: ignore[union-attr]
     results: dict[str, list[tuple[float, float, float]]] = {kind: [] for kind in KINDS}

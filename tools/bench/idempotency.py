@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """What an idempotency key costs a submission: store operations, bytes and CPU, keyed vs not.
 
-    .venv/bin/python tools/bench_idempotency.py                      # the embedded store (durable)
-    .venv/bin/python tools/bench_idempotency.py --store fdb:/path/to/fdb.cluster
+    .venv/bin/python tools/bench idempotency                      # the embedded store (durable)
+    .venv/bin/python tools/bench idempotency --store fdb:/path/to/fdb.cluster
 
 On two identical indexes of ``--records`` records with four windows (all-time, day, week,
 month), it runs the same ``--calls`` submissions on each, unkeyed on one and keyed on the other,
@@ -18,15 +18,14 @@ import argparse
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 import uuid
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowUpdate
 from fdb_leaderboard.store import open_database
+
+from .timing import percentile
 
 NOW = 1_795_420_000
 WINDOWS = [(1, NOW - NOW % 86_400, NOW - NOW % 86_400 + 86_400), (2, NOW - 86_400 * 3, NOW + 86_400 * 4),
@@ -48,7 +47,7 @@ def measure(index: LeaderboardIndex, calls: list[tuple[str, int, str | None]]) -
     latencies.sort()
     row["cpu_ms"] = 1000 * cpu / n
     row["p50_ms"] = 1000 * statistics.median(latencies)
-    row["p99_ms"] = 1000 * latencies[int(0.99 * (n - 1))]
+    row["p99_ms"] = 1000 * percentile(latencies, 0.99)
     return row
 
 

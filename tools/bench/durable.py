@@ -2,7 +2,7 @@
 """Durable submissions side by side: the embedded store's two durable modes, Redis's AOF with
 ``appendfsync always`` and ``everysec``, and this disk's floor, in one short run.
 
-    .venv/bin/python tools/bench_durable.py [--records 20000] [--ops 400] [--rounds 3] [--threads 8]
+    .venv/bin/python tools/bench durable [--records 20000] [--ops 400] [--rounds 3] [--threads 8]
 
 Each round times, in turn (alternating, as the shared disk's mood changes by the second):
 
@@ -30,22 +30,19 @@ import shutil
 import signal
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.floors import floor_us, sync_floor
-from bench.processes import RedisServer, redis_missing
-
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
 from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.store import open_database
+
+from .floors import floor_us, sync_floor
+from .processes import RedisServer, redis_missing
+from .timing import percentile
 
 DAY, WEEK = 86_400, 7 * 86_400
 NOW = (int(time.time()) // DAY) * DAY + DAY // 2
@@ -227,7 +224,7 @@ def main() -> None:
                 rate[name] = statistics.median(args.ops / s for s, _ in results[(name, callers)])
             for name in list(MODES) + list(REDIS):
                 lat = sorted(x for _, ls in results[(name, callers)] for x in ls)
-                p50, p99 = lat[len(lat) // 2] * 1e3, lat[int(len(lat) * 0.99)] * 1e3
+                p50, p99 = percentile(lat, 0.5) * 1e3, percentile(lat, 0.99) * 1e3
                 print(
                     f"{name:40} {callers:7} {rate[name]:8,.0f} {p50:7.2f} {p99:7.2f} "
                     f"{syncs[(name, callers)]:10.2f} {rate[name] / rate['Redis AOF always']:8.2f}x "

@@ -2,9 +2,9 @@
 """A digest of every key and value a fixed set of writes stores, for indexes of every kind
 without columns: two revisions storing the same bytes print the same digest.
 
-    .venv/bin/python tools/layout_digest.py                                   # this checkout
+    .venv/bin/python tools/dev/layout_digest.py                                   # this checkout
     git archive main | tar -x -C /tmp/main-tree
-    PYTHONPATH=/tmp/main-tree .venv/bin/python tools/layout_digest.py          # another revision
+    PYTHONPATH=/tmp/main-tree .venv/bin/python tools/dev/layout_digest.py          # another revision
 
 Each of 26 indexes (BEST/SUM/LATEST x high/low score first x grouped or not x dense ranks or
 not, DOUBLE scores, the JDK hash) gets three windows, 60 scores, entries added, a record saved,

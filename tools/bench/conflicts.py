@@ -27,7 +27,7 @@ ranked-set node and its level, primary B-tree, entries, the idempotency marker..
 embedded store serializes writers with LMDB's write lock: it has no conflicts; its writers
 wait instead.
 
-    tools/bench_conflicts.py --store lmdb:/tmp/conflicts-lmdb --store fdb:/tmp/fdb1/fdb.cluster \\
+    tools/bench conflicts --store lmdb:/tmp/conflicts-lmdb --store fdb:/tmp/fdb1/fdb.cluster \\
         --records 20000 --writers 1 --writers 2 --writers 4 --writers 8 --seconds 10 --json /tmp/conflicts.json
 """
 
@@ -46,13 +46,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 import fdb.tuple
 
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, ScanType
 from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.store import Database, open_database, strinc
+
+from .timing import percentile
 
 DAY, WEEK, MONTH = 86_400, 7 * 86_400, 30 * 86_400
 NOW = 1_790_000_000  # inside one window of each type (they are aligned on 0)
@@ -300,7 +300,7 @@ def summarize(
         "submissions": done,
         "per_second": done / seconds,
         "p50_ms": 1000 * statistics.median(latencies) if latencies else float("nan"),
-        "p99_ms": 1000 * latencies[int(0.99 * (done - 1))] if latencies else float("nan"),
+        "p99_ms": 1000 * percentile(latencies, 0.99),
         "retries_per_submission": stats["retries"] / per,
         "conflicts_per_submission": stats["conflicts"] / per,
         "unknown_results": stats["unknown_results"],

@@ -15,7 +15,7 @@ Reported: p50 / p99 latency of the single caller and calls per second of the thr
 in this process, the cost the metrics add to each call: one call's counter and histogram
 updates, and a store read through :class:`MeasuredDatabase` against the bare store's.
 
-    .venv/bin/python tools/bench_http.py --records 10000 --calls 2000 --threads 8
+    .venv/bin/python tools/bench http --records 10000 --calls 2000 --threads 8
 """
 
 from __future__ import annotations
@@ -33,14 +33,12 @@ from typing import Any
 import grpc
 import httpx
 
-# tools/ (this script's directory) is on sys.path when run as a script, so ``bench`` is the
-# package tools/bench/; importing it first puts an uninstalled checkout on sys.path.
-from bench.output import fmt_rate, fmt_us, table
-from bench.timing import time_concurrent, time_each
-
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.service.metrics import MeasuredDatabase, Metrics
 from fdb_leaderboard.store import open_database
+
+from .output import fmt_rate, fmt_us, table
+from .timing import time_concurrent, time_each
 
 T0 = 1_795_420_000
 

@@ -12,20 +12,16 @@ that many elements) into a fresh index with ``bulk_load``, then:
    ranked-set nodes): how many, their time, the most node keys one read and the longest one;
    with ``--structure-only`` it runs only the batches of the structure check, as verify does.
 
-    tools/bench_verify.py --records 1000000 --structure-only [--hash JDK]
-    tools/bench_verify.py --records 200000 --store 'lmdb:/tmp/v?durable=false'
+    tools/bench verify --records 1000000 --structure-only [--hash JDK]
+    tools/bench verify --records 200000 --store 'lmdb:/tmp/v?durable=false'
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 import uuid
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fdb_leaderboard.index import CheckReport, Entry, IndexSettings, LeaderboardIndex, WindowUpdate
 from fdb_leaderboard.index.checker import BATCH_KEYS, STRUCTURE_KEYS_PER_BATCH_KEY

@@ -31,7 +31,7 @@ attackers got, the server's resident memory, open file descriptors and log growt
 ``/metrics`` size.  Then it sends ``--bad`` gRPC requests that do not parse and reports the
 server's memory before and after.
 
-    .venv/bin/python tools/bench_hostile.py [--records 20000] [--seconds 20] [--phases baseline,grpc,http,webhooks]
+    .venv/bin/python tools/bench hostile [--records 20000] [--seconds 20] [--phases baseline,grpc,http,webhooks]
         [--stalled 2000] [--heavy 4] [--idle 1100] [--slow 200] [--uploads 2] [--posters 4] [--post-rate 5]
         [--streams 400] [--junk 1] [--read-processes 1] [--read-priority idle]
         [--attacker-priority 0|NICE|idle] [--control] [--unauthenticated 10] [--nofile 1024]
@@ -68,7 +68,9 @@ from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import SERVICE_NAME
 
-ROOT = Path(__file__).resolve().parent.parent
+from .timing import percentile
+
+ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).parent / "fdb-leaderboard")
 ADMIN, READ = "bench-admin-token-0123456789", "bench-read-token-0123456789"
 
@@ -578,11 +580,6 @@ def webhook_phase(address: str, args: argparse.Namespace) -> None:
 
 
 # -- the run ----------------------------------------------------------------------------------------
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def attackers_of(phase: str, address: str, url: str, args: argparse.Namespace) -> list[tuple[Callable, tuple]]:
