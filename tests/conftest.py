@@ -40,7 +40,7 @@ BACKENDS = ["lmdb", "lmdb-synced", "fdb"]
 SERVER_BACKENDS = ["lmdb", "fdb"]
 # FoundationDB through the binding alone (``direct=false``: the store layer's fallback when its C
 # extension is not built) also runs the store's tests, which make every kind of call.
-BINDING_BACKEND_MODULES = {"test_store_conformance"}
+BINDING_BACKEND_MODULES = {"tests.store.test_conformance"}
 
 
 def skip_unless_required(reason: str, switch: str = "FDB_LEADERBOARD_REQUIRE_FDB", what: str = "FoundationDB") -> None:
@@ -159,7 +159,7 @@ class ServerPlace:
 
     def start(self, settings: ServerSettings | None = None) -> Server:
         """A gRPC server on a free local port.  Without ``settings``, its background maintenance is
-        off, so what a test reads changes only through its own calls (tests/test_first_score.py
+        off, so what a test reads changes only through its own calls (tests/service/test_new_boards.py
         runs servers with it on)."""
         settings = settings or ServerSettings(maintain_every=0)
         return Server(self.url, "127.0.0.1:0", catalog_root=self.root, settings=settings).start()

@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import grpc

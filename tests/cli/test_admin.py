@@ -14,7 +14,6 @@ import random
 from zoneinfo import ZoneInfo
 
 import pytest
-from conftest import Cli
 
 from fdb_leaderboard import __version__, formats
 from fdb_leaderboard.cli.records_file import RecordsFileError, read_records
@@ -24,6 +23,7 @@ from fdb_leaderboard.errors import InvalidArgument
 from fdb_leaderboard.index.directory import Rebuild, WindowSpec, WindowUpdate
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import Server
+from tests.conftest import Cli
 
 DAY = 86_400
 HOUR = 3_600

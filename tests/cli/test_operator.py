@@ -1,6 +1,6 @@
 """The operator's CLI: reading and fixing a board, ``--json`` and ``--timeout``,
 errors as one line, ``load``'s reports, calendar maintenance policies, ``maintain`` across a
-server restart (the README runs as written in tests/test_readme.py).
+server restart (the README runs as written in tests/docs/test_readme.py).
 
 Commands run in-process through click's CliRunner (``maintain`` across a restart runs as a
 process); results are checked through the Python client or against hand-checked instants.
@@ -18,15 +18,15 @@ import time
 from zoneinfo import ZoneInfo
 
 import pytest
-from conftest import Cli, error_line, start_server
 
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.index import Entry, IndexSettings, WindowUpdate
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import LeaderboardService, Server, ServerSettings
 from fdb_leaderboard.store import open_database
+from tests.conftest import Cli, error_line, start_server
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 DAY, HOUR = 86_400, 3_600
 PARIS = ZoneInfo("Europe/Paris")
 OCT_24 = 1_792_792_800  # Saturday 2026-10-24 00:00 +02:00

@@ -2,7 +2,7 @@
 
 Against real servers on both stores.  The oracle for the asyncio client is the blocking one: the
 same calls on twin indexes answer the same values; its retries are checked as the blocking
-client's are (tests/test_exactly_once.py), arithmetic on a SUM index through a proxy that loses
+client's are (tests/service/test_exactly_once.py), arithmetic on a SUM index through a proxy that loses
 answers after the commit.  The errors are checked against what the server answered (code and
 message) and against the in-process index, whose classes they share.
 """
@@ -16,14 +16,14 @@ from typing import Any
 
 import grpc
 import pytest
-from conftest import private_prefix
-from faults import AnswerCutter
 
 from fdb_leaderboard import access, client, errors
 from fdb_leaderboard.client import AsyncLeaderboardClient, LeaderboardClient, RetryPolicy
 from fdb_leaderboard.index import IndexSettings, LeaderboardIndex
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import ServerSettings
+from tests.conftest import private_prefix
+from tests.support.faults import AnswerCutter
 
 DAY = 86_400
 T = 1_000

@@ -18,7 +18,7 @@ from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.service import Server
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 DASHBOARD = DOCS / "grafana-dashboard.json"
 ALERTS = DOCS / "prometheus-alerts.yml"
 USED = re.compile(r"\b(?:fdb_leaderboard|process)_[a-z_]+\b")

@@ -37,7 +37,7 @@ from fdb_leaderboard.cli import main
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.http import HttpServer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 CLI = str(Path(sys.executable).parent / "fdb-leaderboard")
 CLOCK_SECTIONS = ("From nothing to a board", "Fair play")

@@ -6,7 +6,7 @@ report 1021 on a schedule: after really committing ("committed") or without comm
 ("lost"), up to three times per call.  Each scenario runs the same calls on it and on the
 plain backend (each in a private prefix) and requires the same results from every call, the
 same stored bytes under the index's prefix, the brute-force model's boards and records
-(``tests/model.py``) where it applies, and a clean ``LeaderboardIndex.check``.
+(``tests/support/model.py``) where it applies, and a clean ``LeaderboardIndex.check``.
 
 Each scenario is also run with the backend's idempotency switched off (the call's marker key
 is dropped from the commit, so a retry cannot see that its call committed) and must then
@@ -27,9 +27,6 @@ from typing import Any
 import fdb.tuple
 import grpc
 import pytest
-from conftest import fdb_url, private_prefix
-from model import Model, ModelNoRecord
-from test_index_model import listed, run_index_machine
 
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.errors import RuleRefusal
@@ -40,6 +37,9 @@ from fdb_leaderboard.service import Server, server
 from fdb_leaderboard.service.catalog import Catalog
 from fdb_leaderboard.store import Database, open_database
 from fdb_leaderboard.store.fdb_backend import FdbDatabase
+from tests.conftest import fdb_url, private_prefix
+from tests.index.test_against_model import listed, run_index_machine
+from tests.support.model import Model, ModelNoRecord
 
 COMMIT_UNKNOWN_RESULT = 1021
 MAX_FAULTS_PER_CALL = 3  # then the call commits normally: every call ends

@@ -9,7 +9,7 @@
   longer (but a second at least: a long job's last batch may start just before its deadline),
   and says whether a write may have committed.
 
-The replicated cluster's processes killed under load are tests/test_fdb_replicated.py.
+The replicated cluster's processes killed under load are tests/fdb/test_replicated.py.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fdb_url, private_prefix
 
 from fdb_leaderboard.store import StoreUnavailable, TransactionTimedOut, fdb_backend, open_database
 from fdb_leaderboard.store.api import call_deadline, call_time_left
 from fdb_leaderboard.store.fdb_backend import FdbDatabase, load_fdb
+from tests.conftest import fdb_url, private_prefix
 
 TRANSACTION_TOO_OLD = 1007
 

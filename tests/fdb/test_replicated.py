@@ -5,7 +5,7 @@ processes, ``double`` redundancy, the ssd engine, each process its own zone and 
 coordinator; it skips without one (fails when FDB_LEADERBOARD_REQUIRE_FDB is set, as in CI).  One
 ``fdb-leaderboard serve`` process runs on it; writers add to 50 records of a SUM and a BEST index
 and readers ask ranks and top 10s, every call with a 5 s deadline, writes keyed and sent again
-after UNAVAILABLE or DEADLINE_EXCEEDED as the client does (tests/replicated.py).  Then:
+after UNAVAILABLE or DEADLINE_EXCEEDED as the client does (tests/support/replicated.py).  Then:
 
 - each process in turn (``status json`` names each one's roles: coordinator, logs, storage,
   proxies, cluster controller...) is SIGKILLed and brought back;
@@ -30,7 +30,9 @@ from collections.abc import Iterator
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from replicated import (
+
+from fdb_leaderboard.client import LeaderboardClient
+from tests.support.replicated import (
     Cluster,
     Load,
     ServeProcess,
@@ -40,8 +42,6 @@ from replicated import (
     own_cluster,
     wait_for,
 )
-
-from fdb_leaderboard.client import LeaderboardClient
 
 pytestmark = pytest.mark.slow
 

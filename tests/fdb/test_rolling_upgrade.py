@@ -37,13 +37,13 @@ from collections.abc import Iterator
 
 import fdb.tuple
 import pytest
-from compat_stores import compat, limits_hold, load_into, release_tree, verify_all
-from conftest import fdb_url, wait_until
 
 from fdb_leaderboard import formats
 from fdb_leaderboard.client import CallError, LeaderboardClient
 from fdb_leaderboard.service import Server, ServerSettings
 from fdb_leaderboard.store import open_database
+from tests.conftest import fdb_url, wait_until
+from tests.support.compat_stores import compat, limits_hold, load_into, release_tree, verify_all
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_unexpected_server_errors")]
 

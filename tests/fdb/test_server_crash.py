@@ -24,14 +24,14 @@ from collections.abc import Callable, Iterator
 import fdb.tuple
 import grpc
 import pytest
-from conftest import wait_until
-from replicated import Cluster, own_cluster
 
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.index import IndexSettings, LeaderboardIndex
 from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.service import Server
 from fdb_leaderboard.store import StoreUnavailable, open_database
+from tests.conftest import wait_until
+from tests.support.replicated import Cluster, own_cluster
 
 TIMEOUT = 3.0  # the store's timeout option here: a call waits at most this long for the cluster
 PREFIX = b"\x15\x43"

@@ -28,13 +28,13 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from conftest import fdb_url
-from replicated import ServeProcess
 
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service.catalog import Catalog
 from fdb_leaderboard.store import open_database
+from tests.conftest import fdb_url
+from tests.support.replicated import ServeProcess
 
 pytestmark = pytest.mark.slow
 

@@ -16,14 +16,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import fdb_url, private_prefix
-from model import Model
-from test_index_model import listed
 
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
 from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.store import TransactionTooLarge
 from fdb_leaderboard.store.fdb_backend import FdbDatabase
+from tests.conftest import fdb_url, private_prefix
+from tests.index.test_against_model import listed
+from tests.support.model import Model
 
 LIMIT = 250_000  # bytes per transaction: FoundationDB's 10 MB / 40
 SCALE = 10_000_000 // LIMIT

@@ -21,11 +21,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from compat_stores import compat, limits_hold, load_into, verify_all
-from conftest import ServerPlace
 
 from fdb_leaderboard import formats
 from fdb_leaderboard.client import LeaderboardClient
+from tests.conftest import ServerPlace
+from tests.support.compat_stores import compat, limits_hold, load_into, verify_all
 
 RELEASES = sorted(compat.RELEASES)
 T0, DAY = compat.T0, compat.DAY

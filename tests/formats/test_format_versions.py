@@ -21,8 +21,6 @@ import tomllib
 import httpx
 import pytest
 from click.testing import CliRunner
-from compat_stores import compat, load_into
-from conftest import ServerPlace, wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
 import fdb_leaderboard
@@ -43,8 +41,10 @@ from fdb_leaderboard.service import releases as reports
 from fdb_leaderboard.service.catalog import Catalog
 from fdb_leaderboard.service.housekeeping import Housekeeping
 from fdb_leaderboard.store import open_database
+from tests.conftest import ServerPlace, wait_until
+from tests.support.compat_stores import compat, load_into
 
-ROOT_DIR = pathlib.Path(__file__).resolve().parent.parent
+ROOT_DIR = pathlib.Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 
 

@@ -23,8 +23,6 @@ from pathlib import Path
 
 import fdb.tuple
 import pytest
-from compat_stores import compat, load_into, release_tree, verify_all
-from conftest import ServerPlace
 
 from fdb_leaderboard import formats
 from fdb_leaderboard.client import LeaderboardClient
@@ -33,6 +31,8 @@ from fdb_leaderboard.service.catalog import ROOT
 from fdb_leaderboard.store import lmdb_backend, open_database
 from fdb_leaderboard.store.api import StoreError
 from fdb_leaderboard.store.lmdb_backend import LmdbDatabase
+from tests.conftest import ServerPlace
+from tests.support.compat_stores import compat, load_into, release_tree, verify_all
 
 pytestmark = pytest.mark.slow
 
@@ -74,7 +74,7 @@ class Child:
     def __init__(self, tree: str | None) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-c", CHILD],
-            cwd=tree or Path(__file__).resolve().parent.parent,
+            cwd=tree or Path(__file__).resolve().parents[2],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

@@ -1,11 +1,11 @@
-"""The HTTP front end against careless and hostile callers, as tests/test_hardening.py holds the
+"""The HTTP front end against careless and hostile callers, as tests/service/test_hardening.py holds the
 gRPC one: cross-site writes, idle and slow connections, too many connections, stalled uploads,
 bodies sent before (or without) a token, made-up methods in the metrics, event streams, malformed
 input, abandoned uploads, and Load over HTTP.
 
 The callers are real: raw TCP sockets sending a request's head or body a line at a time or not
 at all, httpx clients, a server process given few file descriptors.  A foreign page in a real
-browser is in tests/test_http_page.py.
+browser is in tests/http/test_page.py.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from fdb_leaderboard.service import Server, ServerSettings
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors", "no_unexpected_http_errors")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).parent / "fdb-leaderboard")
 T0 = 1_795_420_000
 JSON = {"content-type": "application/json"}

@@ -2,7 +2,7 @@
 
 - Every RPC is served at ``POST /v1/<Method>``: reads answer exactly what gRPC answers for the
   same request; writes sent over HTTP (NDJSON bulk loads included) leave boards that match the
-  brute-force model in ``tests/model.py``.
+  brute-force model in ``tests/support/model.py``.
 - Errors carry gRPC's code and message, with the HTTP status of each code (400, 404, 409, 412, 429, 503...).
 - The REST routes (top, rank, around, count, scores, Server-Sent Events) answer what the model does.
 - The OpenAPI document is a valid OpenAPI 3.1 document naming exactly the routes served; its
@@ -28,12 +28,9 @@ import grpc
 import httpx
 import jsonschema
 import pytest
-from conftest import start_server, wait_until
 from google.protobuf import json_format
-from model import Model
 from openapi_spec_validator import validate as validate_openapi
 from starlette.routing import Mount, Route
-from test_hardening import certificates  # noqa: F401  (a fixture: openssl-made CA and certificates)
 
 from fdb_leaderboard.access import Tokens
 from fdb_leaderboard.client import LeaderboardClient
@@ -43,6 +40,9 @@ from fdb_leaderboard.http.transcode import HTTP_STATUS, rpcs
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.proto import service_pb2_grpc as pb_grpc
 from fdb_leaderboard.service import Server, ServerSettings, StartupError, TlsFiles
+from tests.conftest import start_server, wait_until
+from tests.service.test_hardening import certificates  # noqa: F401  (a fixture: openssl-made CA and certificates)
+from tests.support.model import Model
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 
@@ -61,7 +61,7 @@ def running(tmp_path) -> Iterator[tuple[Server, HttpServer]]:
 
 @pytest.fixture
 def web(running: tuple[Server, HttpServer]) -> Iterator[httpx.Client]:
-    # A body is JSON (the server refuses other types: see test_http_hardening.py).
+    # A body is JSON (the server refuses other types: see tests/http/test_hostile_callers.py).
     with httpx.Client(base_url=running[1].url, timeout=20, headers={"content-type": "application/json"}) as client:
         yield client
 

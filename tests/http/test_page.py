@@ -20,7 +20,6 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from conftest import ServerPlace, skip_unless_required
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -31,8 +30,9 @@ from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import Server, ServerSettings
+from tests.conftest import ServerPlace, skip_unless_required
 
-_TOOL = pathlib.Path(__file__).resolve().parent.parent / "tools" / "screenshot_page.py"
+_TOOL = pathlib.Path(__file__).resolve().parents[2] / "tools" / "screenshot_page.py"
 _spec = importlib.util.spec_from_file_location("screenshot_page", _TOOL)
 assert _spec is not None and _spec.loader is not None
 screenshot_page = importlib.util.module_from_spec(_spec)

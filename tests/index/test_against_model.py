@@ -1,4 +1,4 @@
-"""The index against the brute-force model of tests/model.py, driven by random operations.
+"""The index against the brute-force model of tests/support/model.py, driven by random operations.
 
 A hypothesis state machine applies the same random writes (add_score, add_entries,
 save_record, delete_record, write_batch), window updates (specs, explicit windows,
@@ -52,18 +52,6 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-from model import (
-    ALL_TIME,
-    Listed,
-    Model,
-    ModelInvalid,
-    ModelNoRecord,
-    ModelNotFound,
-    ModelNotReady,
-    ModelPrecondition,
-    ModelRefused,
-    MRules,
-)
 
 from fdb_leaderboard.errors import (
     FailedPrecondition,
@@ -82,6 +70,18 @@ from fdb_leaderboard.index.build import HOLD_SECONDS, BuildLost, WindowsBuild
 from fdb_leaderboard.index.directory import INT64_MAX, INT64_MIN, Rebuild, WindowSpec, WindowUpdate
 from fdb_leaderboard.index.loading import BulkLoad
 from fdb_leaderboard.store import Database, open_database
+from tests.support.model import (
+    ALL_TIME,
+    Listed,
+    Model,
+    ModelInvalid,
+    ModelNoRecord,
+    ModelNotFound,
+    ModelNotReady,
+    ModelPrecondition,
+    ModelRefused,
+    MRules,
+)
 
 PKS = [("a",), ("b",), ("b", 1), ("c",), ("d",), ("e",)]
 ABSENT_PK = ("zz",)
@@ -288,7 +288,7 @@ class IndexMachine(RuleBasedStateMachine):
         per_minute=st.sampled_from([0, 0, 2, 4]),
     )
     def set_rules(self, low: int | None, high: int | None, per_window: int, per_minute: int) -> None:
-        if self.columns:  # a column index takes no score range (tests/test_columns.py), its limits do apply
+        if self.columns:  # a column index takes no score range (tests/index/test_columns.py), its limits do apply
             low = high = None
         kept = self.index.set_score_rules(ScoreRules(low, high, per_window, per_minute))
         assert kept == ScoreRules(low, high, per_window, per_minute) == self.index.score_rules()

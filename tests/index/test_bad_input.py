@@ -14,7 +14,7 @@ of each category over the Python API and gRPC, an internal error's INTERNAL, and
 tests the bugs the fuzzing found.
 
 Generated requests at the server's doors, every RPC of the service's descriptor and every HTTP
-route, against a server process, are in tests/test_bad_requests.py.
+route, against a server process, are in tests/service/test_bad_requests.py.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ import fdb.tuple
 import grpc
 import httpx
 import pytest
-from conftest import store_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -48,6 +47,7 @@ from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import Server
 from fdb_leaderboard.service.status import status_of
 from fdb_leaderboard.store import Database, TransactionTooLarge, open_database
+from tests.conftest import store_rows
 
 Code = grpc.StatusCode
 PY_EXAMPLES = 300

@@ -2,7 +2,7 @@
 
 An index ranking by (kills HIGH, deaths LOW, time LOW) is written through each door and read
 back through each; every rank, listing, page, percentile and score lookup is compared with
-the brute-force model (tests/model.py), on both stores.  Refusals (SUM, DOUBLE, a direction
+the brute-force model (tests/support/model.py), on both stores.  Refusals (SUM, DOUBLE, a direction
 change, a score of the wrong shape) are clear errors with the right status at each door, and
 the stored element is the documented one: the columns as one nested tuple, HIGH ones negated.
 """
@@ -19,7 +19,6 @@ import grpc
 import httpx
 import pytest
 from click.testing import CliRunner
-from model import Listed, Model
 
 from fdb_leaderboard.cli import main
 from fdb_leaderboard.client import AsyncLeaderboardClient, LeaderboardClient
@@ -29,6 +28,7 @@ from fdb_leaderboard.index import IndexSettings, LeaderboardIndex, RankMode, Sca
 from fdb_leaderboard.index import tuplecodec as tuples
 from fdb_leaderboard.index.rules import ScoreRules
 from fdb_leaderboard.service import Server
+from tests.support.model import Listed, Model
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 

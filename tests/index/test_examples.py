@@ -63,13 +63,13 @@ HIGH_FIRST = {
 }
 
 # Several examples store scores before the first window update on purpose; the warning that
-# says so is checked in test_traps.py and by the model test.
+# says so is checked in tests/index/test_easy_mistakes.py and by the model test.
 pytestmark = pytest.mark.filterwarnings("ignore::fdb_leaderboard.errors.NoWindowsWarning")
 
 
 def make(db: Database, prefix: bytes, **options) -> LeaderboardIndex:
     """An index as the Record Layer starts one: no window until the first window update (these
-    examples follow the reference; tests/test_first_score.py covers the all-time window a new
+    examples follow the reference; tests/service/test_new_boards.py covers the all-time window a new
     index has by default)."""
     options.setdefault("high_score_first", False)  # these examples rank low scores first unless they say
     return LeaderboardIndex.create(db, prefix, IndexSettings(**options), all_time=False)

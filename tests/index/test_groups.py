@@ -12,8 +12,6 @@ from collections.abc import Callable
 import httpx
 import pytest
 from click.testing import CliRunner, Result
-from model import ALL_TIME as MODEL_ALL_TIME
-from model import Model
 
 from fdb_leaderboard import errors
 from fdb_leaderboard.cli.commands import main
@@ -22,6 +20,8 @@ from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.index import ALL_TIME, IndexSettings, LeaderboardIndex, WindowSpec, WindowUpdate
 from fdb_leaderboard.service import Server
 from fdb_leaderboard.store import Database
+from tests.support.model import ALL_TIME as MODEL_ALL_TIME
+from tests.support.model import Model
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 

@@ -1,4 +1,4 @@
-"""Leagues (fdb_leaderboard/index/leagues.py) against tests/model.py's LeagueModel, on both stores.
+"""Leagues (fdb_leaderboard/index/leagues.py) against tests/support/model.py's LeagueModel, on both stores.
 
 A state machine scores records into league windows (type 1, three windows of width 10) and an
 other type's window, hides, restores and deletes records and expires windows; after every step
@@ -25,7 +25,6 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
-from model import LeagueModel, Listed, Model
 
 from fdb_leaderboard.cli import main
 from fdb_leaderboard.client import AsyncLeaderboardClient, LeaderboardClient
@@ -37,6 +36,7 @@ from fdb_leaderboard.index.restore import restore_parts
 from fdb_leaderboard.index.settings import Leagues
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.store import Database, open_database
+from tests.support.model import LeagueModel, Listed, Model
 
 LEAGUE = 1
 WINDOWS = [(LEAGUE, 0, 10), (LEAGUE, 10, 20), (LEAGUE, 20, 30), (2, 0, 30)]

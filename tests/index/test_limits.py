@@ -20,7 +20,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-from conftest import store_rows
 
 from fdb_leaderboard.cli import commands as cli
 from fdb_leaderboard.client import LeaderboardClient
@@ -30,6 +29,7 @@ from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import Server, ServerSettings
 from fdb_leaderboard.store import Database, StoreError, TransactionTooLarge, open_database, parse_url
+from tests.conftest import store_rows
 
 PREFIX = b"\x15\x20"
 DAY = 1000  # a "day" of the type 1 windows here

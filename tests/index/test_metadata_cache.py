@@ -20,7 +20,6 @@ from typing import Any
 
 import fdb.tuple
 import pytest
-from conftest import fdb_url
 
 from fdb_leaderboard import formats
 from fdb_leaderboard.errors import NotFound, ScoreOutOfRange, Unavailable, WindowNotFound
@@ -31,6 +30,7 @@ from fdb_leaderboard.service import releases
 from fdb_leaderboard.service.catalog import Catalog, StaleIndex
 from fdb_leaderboard.store import Database, open_database
 from fdb_leaderboard.store.api import WrappedDatabase
+from tests.conftest import fdb_url
 
 DAY = 86_400
 

@@ -1,4 +1,4 @@
-"""The index's reads for players and game backends, against the brute-force model of tests/model.py.
+"""The index's reads for players and game backends, against the brute-force model of tests/support/model.py.
 
 DENSE ranks, display metadata, many ranks and friends boards, pages and percentiles, movement
 between windows, reverse rank scans, rank for a full score key and the score-trim function.
@@ -13,12 +13,12 @@ import random
 from typing import Any
 
 import pytest
-from model import Listed, Model
 
 from fdb_leaderboard.errors import FailedPrecondition, InvalidArgument, NotFound
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, RankMode, ScanType
 from fdb_leaderboard.index.directory import Rebuild, WindowUpdate
 from fdb_leaderboard.store import Database
+from tests.support.model import Listed, Model
 
 WINDOWS = [(1, 0, 10), (1, 10, 20), (1, 20, 30), (2, 0, 30)]
 # (window type, timestamp) of every board of WINDOWS, all-time first

@@ -14,7 +14,7 @@ import pathlib
 import pytest
 
 PACKAGE = "fdb_leaderboard"
-ROOT = pathlib.Path(__file__).resolve().parent.parent / PACKAGE
+ROOT = pathlib.Path(__file__).resolve().parents[2] / PACKAGE
 
 # What each part of the package may import of the package (besides itself).  errors and the
 # generated protobuf modules are leaves every layer may use, and so is formats (the stored data's

@@ -9,7 +9,7 @@ import pathlib
 from google.protobuf import descriptor_pb2
 from grpc_tools import protoc
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROTOS = ROOT / "protos"
 
 

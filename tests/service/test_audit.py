@@ -25,7 +25,6 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from click.testing import CliRunner
-from conftest import ServerPlace
 
 from fdb_leaderboard.access import Tokens
 from fdb_leaderboard.cli import main
@@ -36,6 +35,7 @@ from fdb_leaderboard.index import AuditEvent, AuditTrail, IndexSettings, Leaderb
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import Server, ServerSettings
 from fdb_leaderboard.service.housekeeping import Housekeeping
+from tests.conftest import ServerPlace
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 

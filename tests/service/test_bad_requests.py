@@ -15,7 +15,7 @@ read, by this process, before and after), every index must verify afterwards, an
 log must hold no traceback at the end.  Hand cases pin the exact refusal of each RPC added since
 the hardening, and a pass over every read shows that reads never write (the store's commits).
 
-The Python API's fuzzer and the in-process cases are in tests/test_bad_input.py.
+The Python API's fuzzer and the in-process cases are in tests/index/test_bad_input.py.
 """
 
 from __future__ import annotations
@@ -41,13 +41,11 @@ import fdb.tuple
 import grpc
 import httpx
 import pytest
-from conftest import fdb_url, store_rows
 from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
 from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_bad_input import populate as scored
 
 from fdb_leaderboard import access
 from fdb_leaderboard.client import LeaderboardClient
@@ -59,6 +57,8 @@ from fdb_leaderboard.service import SERVICE_NAME
 from fdb_leaderboard.service.catalog import ROOT
 from fdb_leaderboard.service.releases import processes
 from fdb_leaderboard.store import Database, open_database
+from tests.conftest import fdb_url, store_rows
+from tests.index.test_bad_input import populate as scored
 
 Code = grpc.StatusCode
 CLI = str(Path(sys.executable).parent / "fdb-leaderboard")

@@ -27,8 +27,6 @@ from pathlib import Path
 import grpc
 import pytest
 from click.testing import CliRunner
-from conftest import ServerPlace
-from replicated import Load, wait_for
 
 from fdb_leaderboard import client
 from fdb_leaderboard.cli import main
@@ -54,6 +52,8 @@ from fdb_leaderboard.service.convert import maintenance_from_proto
 from fdb_leaderboard.service.housekeeping import Housekeeping
 from fdb_leaderboard.store import Database, open_database
 from fdb_leaderboard.store.api import strinc
+from tests.conftest import ServerPlace
+from tests.support.replicated import Load, wait_for
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 

@@ -42,8 +42,6 @@ from pathlib import Path
 import httpx
 import pytest
 from click.testing import CliRunner
-from conftest import Cli, ServerPlace, error_line, wait_until
-from test_hardening import make_certificates
 
 from fdb_leaderboard import errors, formats
 from fdb_leaderboard.cli import main
@@ -53,6 +51,8 @@ from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, Window
 from fdb_leaderboard.index.layout import decode_latest_timestamp
 from fdb_leaderboard.service import Server, ServerSettings, TlsFiles
 from fdb_leaderboard.store import open_database
+from tests.conftest import Cli, ServerPlace, error_line, wait_until
+from tests.service.test_hardening import make_certificates
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 

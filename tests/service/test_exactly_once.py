@@ -16,7 +16,6 @@ import grpc
 import httpx
 import pytest
 from click.testing import CliRunner
-from faults import AnswerCutter
 
 from fdb_leaderboard.cli import main
 from fdb_leaderboard.client import LeaderboardClient, RetryPolicy
@@ -25,6 +24,7 @@ from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex
 from fdb_leaderboard.index.idempotency import MAX_KEY_LENGTH
 from fdb_leaderboard.store import Database
+from tests.support.faults import AnswerCutter
 
 SUM = IndexSettings(aggregation="SUM")
 T = 1_000

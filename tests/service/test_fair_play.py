@@ -20,7 +20,6 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from click.testing import CliRunner
-from conftest import ServerPlace
 
 from fdb_leaderboard.access import Tokens
 from fdb_leaderboard.cli import main
@@ -34,6 +33,7 @@ from fdb_leaderboard.client import (
 from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.index import ScoreRules
 from fdb_leaderboard.service import Server, ServerSettings
+from tests.conftest import ServerPlace
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 

@@ -24,7 +24,6 @@ import grpc
 import httpx
 import pytest
 from click.testing import CliRunner
-from conftest import ServerPlace, private_prefix
 
 from fdb_leaderboard.cli import main
 from fdb_leaderboard.client import AsyncLeaderboardClient, InvalidArgument, LeaderboardClient
@@ -34,6 +33,7 @@ from fdb_leaderboard.index import IndexSettings, LeaderboardIndex
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import ServerSettings
 from fdb_leaderboard.store import open_database, read_bounds
+from tests.conftest import ServerPlace, private_prefix
 
 
 @pytest.fixture

@@ -21,7 +21,6 @@ from typing import Any
 
 import grpc
 import pytest
-from conftest import SERVER_BACKENDS, ServerPlace, wait_until
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
@@ -29,6 +28,7 @@ from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.errors import InvalidArgument, NoWindowsWarning
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import SERVICE_NAME, Server
+from tests.conftest import SERVER_BACKENDS, ServerPlace, wait_until
 
 DAY = 86_400
 Code = grpc.StatusCode

@@ -30,7 +30,6 @@ from pathlib import Path
 import grpc
 import httpx
 import pytest
-from conftest import wait_until
 from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
@@ -53,11 +52,12 @@ from fdb_leaderboard.index import (
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import SERVICE_NAME, Server, ServerSettings, StartupError, TlsFiles
 from fdb_leaderboard.store import StoreError, StoreUnavailable, open_database
+from tests.conftest import wait_until
 
 Code = grpc.StatusCode
 DAY = 86_400
 READ, WRITE, ADMIN = "reader-token-0123456789", "writer-token-0123456789", "admin-token-0123456789abc"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).parent / "fdb-leaderboard")
 
 
@@ -638,7 +638,7 @@ def test_roles_guard_every_rpc(tmp_path: Path) -> None:
 
 def test_a_call_carrying_two_authorization_headers_is_refused(tmp_path: Path) -> None:
     """Which of two tokens a call means is anyone's guess: refused, whatever their order (the
-    HTTP door refuses the same: tests/test_http_hardening.py)."""
+    HTTP door refuses the same: tests/http/test_hostile_callers.py)."""
     running = serve(tmp_path / "s", tokens=_tokens())
     try:
         with LeaderboardClient(running.address, token=ADMIN) as admin, grpc.insecure_channel(running.address) as ch:

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 import grpc
 import httpx
 import pytest
-from conftest import start_server, wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
 from fdb_leaderboard.client import LeaderboardClient
@@ -21,6 +20,7 @@ from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.service import Server
 from fdb_leaderboard.service.metrics import MeasuredDatabase, Metrics
 from fdb_leaderboard.store import open_database
+from tests.conftest import start_server, wait_until
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import grpc
 import pytest
-from conftest import ServerPlace, _skip_fdb_if_unavailable, wait_until
 
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.proto import service_pb2_grpc as pb_grpc
 from fdb_leaderboard.service.catalog import Catalog
 from fdb_leaderboard.store import open_database
+from tests.conftest import ServerPlace, _skip_fdb_if_unavailable, wait_until
 
 SERVE = [sys.executable, "-c", "from fdb_leaderboard.cli import main; main()", "serve"]
 

@@ -16,13 +16,13 @@ from pathlib import Path
 import grpc
 import httpx
 import pytest
-from conftest import ServerPlace
 
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import Server, ServerSettings, StartupError
 from fdb_leaderboard.service.status import Answer
+from tests.conftest import ServerPlace
 
 CLI = str(Path(sys.executable).parent / "fdb-leaderboard")
 RECORDS = 300

@@ -1,6 +1,6 @@
 """My rank, live: a record's rank watched over gRPC (both clients), Server-Sent Events and the CLI.
 
-Each update is compared with the brute-force model (tests/model.py) at the moment of the
+Each update is compared with the brute-force model (tests/support/model.py) at the moment of the
 writes before it; an update comes only when the rank, score or window changed, at most one a
 second; watchers are bounded per server and counted in /metrics; on both stores.
 """
@@ -20,13 +20,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from model import Listed, Model
 from prometheus_client.parser import text_string_to_metric_families
 
 from fdb_leaderboard.access import Tokens
 from fdb_leaderboard.client import AsyncLeaderboardClient, CallError, LeaderboardClient
 from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.service import Server, ServerSettings
+from tests.support.model import Listed, Model
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 

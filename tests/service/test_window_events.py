@@ -35,13 +35,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import ServerPlace, _skip_fdb_if_unavailable, wait_until
 
 from fdb_leaderboard.client import AsyncLeaderboardClient, FailedPrecondition, InvalidArgument, LeaderboardClient
 from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.index import IndexSettings
 from fdb_leaderboard.service import Server, ServerSettings, WindowEvents
 from fdb_leaderboard.service.catalog import Catalog
+from tests.conftest import ServerPlace, _skip_fdb_if_unavailable, wait_until
 
 SERVE = [sys.executable, "-c", "from fdb_leaderboard.cli import main; main()", "serve"]
 CLI = [sys.executable, "-m", "fdb_leaderboard.cli"]

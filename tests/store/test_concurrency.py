@@ -23,7 +23,12 @@ from pathlib import Path
 
 import fdb.tuple
 import pytest
-from reliability_workers import (
+
+from fdb_leaderboard.errors import WindowNotReady
+from fdb_leaderboard.index import LeaderboardIndex
+from fdb_leaderboard.index.directory import ALL_TIME, WindowSpec, WindowUpdate
+from fdb_leaderboard.store import Database
+from tests.support.reliability_workers import (
     HOT_PKS,
     MAINTENANCE_OVERTIME,
     PREFIX,
@@ -38,11 +43,6 @@ from reliability_workers import (
     write_loop,
     writer_process,
 )
-
-from fdb_leaderboard.errors import WindowNotReady
-from fdb_leaderboard.index import LeaderboardIndex
-from fdb_leaderboard.index.directory import ALL_TIME, WindowSpec, WindowUpdate
-from fdb_leaderboard.store import Database
 
 PROCESS_WRITERS = 2  # processes
 THREADS_PER_PROCESS = 2

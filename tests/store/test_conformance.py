@@ -28,7 +28,6 @@ from typing import Any
 import fdb.tuple
 import lmdb
 import pytest
-from conftest import fdb_url, private_prefix, wait_until
 from fdb.subspace_impl import Subspace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -54,6 +53,7 @@ from fdb_leaderboard.store import (
 from fdb_leaderboard.store.api import apply_add, apply_max, apply_min
 from fdb_leaderboard.store.fdb_backend import FdbDatabase, direct_calls_available
 from fdb_leaderboard.store.lmdb_backend import LmdbDatabase, _Pending
+from tests.conftest import fdb_url, private_prefix, wait_until
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1

@@ -35,13 +35,13 @@ from pathlib import Path
 
 import fdb.tuple
 import pytest
-import reliability_workers
-from conftest import fdb_url, private_prefix
-from reliability_workers import CRASH_PKS, CRASH_TS_END, PREFIX, SETTINGS
 
 from fdb_leaderboard.index import Entry, LeaderboardIndex
 from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.store import open_database
+from tests.conftest import fdb_url, private_prefix
+from tests.support import reliability_workers
+from tests.support.reliability_workers import CRASH_PKS, CRASH_TS_END, PREFIX, SETTINGS
 
 CYCLES = 12
 WORKER = reliability_workers.__file__

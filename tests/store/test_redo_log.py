@@ -60,7 +60,7 @@ from fdb_leaderboard.store.redo_log import RedoLog, logged_after
 PAGE = 4096
 THREADS = 4
 SEGMENT = 65536  # small log segments: the child's writes fill several
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 class Refused(Exception):

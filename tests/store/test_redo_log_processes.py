@@ -18,13 +18,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import wait_until
-from test_redo_log import crash_image, lose_the_unsynced_log
 
 from fdb_leaderboard.store import open_database
 from fdb_leaderboard.store.lmdb_backend import LmdbDatabase
 from fdb_leaderboard.store.redo_format import CHECKPOINT_FILE, SET, Checkpoint, segments
 from fdb_leaderboard.store.redo_log import RedoLog
+from tests.conftest import wait_until
+from tests.store.test_redo_log import crash_image, lose_the_unsynced_log
 
 CONTEXT = multiprocessing.get_context("spawn")
 SEGMENT = 65536

@@ -27,12 +27,12 @@ from pathlib import Path
 
 import fdb.tuple
 import pytest
-from model import Listed, Model
 
 from fdb_leaderboard.index import IndexSettings, LeaderboardIndex, RankMode
 from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.store import open_database
 from fdb_leaderboard.store import redo_format as fmt
+from tests.support.model import Listed, Model
 
 pytestmark = pytest.mark.slow
 
@@ -73,7 +73,7 @@ def submissions(writer: str, seed: int):
 def start_writer(url: str, writer: str, seed: int) -> subprocess.Popen:
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, url, PREFIX.hex(), writer, str(seed), str(Path(__file__).parent)],
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 
 import fdb.tuple
 import pytest
-from conftest import skip_unless_required
 
 from fdb_leaderboard.client import LeaderboardClient, SubmissionLimited
 from fdb_leaderboard.index import ScoreRules
@@ -20,8 +19,9 @@ from fdb_leaderboard.index import tuplecodec as tuples
 from fdb_leaderboard.proto import index_pb2
 from fdb_leaderboard.service.catalog import ROOT
 from fdb_leaderboard.store import open_database
+from tests.conftest import skip_unless_required
 
-TOOLS = pathlib.Path(__file__).resolve().parent.parent / "tools"
+TOOLS = pathlib.Path(__file__).resolve().parents[2] / "tools"
 _spec = importlib.util.spec_from_file_location("compat_fixture", TOOLS / "compat_fixture.py")
 assert _spec is not None and _spec.loader is not None
 compat = importlib.util.module_from_spec(_spec)

@@ -1,5 +1,5 @@
 """A replicated FoundationDB cluster, service processes on it, and a keyed write and read load
-(not a test module: tests/test_fdb_replicated.py and tools/bench_failover.py use it).
+(not a test module: tests/fdb/test_replicated.py and tools/bench_failover.py use it).
 
 - :class:`Cluster`: ``fdb-local`` on a directory (``start DIR ssd 3 double``: 3 processes, each
   its own zone and machine, 3 coordinators; or one process); kill and bring back processes, read
@@ -35,7 +35,7 @@ import grpc
 
 from fdb_leaderboard.client import LeaderboardClient, RetryPolicy
 
-FDB_LOCAL = Path(os.environ.get("FDB_LOCAL") or Path(__file__).resolve().parents[2] / "shared" / "fdb" / "fdb-local")
+FDB_LOCAL = Path(os.environ.get("FDB_LOCAL") or Path(__file__).resolve().parents[3] / "shared" / "fdb" / "fdb-local")
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 
@@ -110,10 +110,9 @@ class Cluster:
 def own_cluster(directory: Path, processes: int = 1, redundancy: str = "single") -> Iterator[Cluster]:
     """A cluster of a test's own in ``directory`` (ssd engine), stopped afterwards; the test is
     skipped (failed where FoundationDB is required) when none can start here."""
-    from conftest import skip_unless_required
-
     from fdb_leaderboard.store import StoreUnavailable
     from fdb_leaderboard.store.fdb_backend import load_fdb
+    from tests.conftest import skip_unless_required
 
     if not os.access(FDB_LOCAL, os.X_OK):
         skip_unless_required(f"no FoundationDB server to start here ({FDB_LOCAL} is missing; set FDB_LOCAL)")

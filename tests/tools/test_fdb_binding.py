@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "fdb_binding.py"
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "fdb_binding.py"
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # The interpreter's directory (.venv/bin) only: neither chromium nor chromedriver is on this PATH.
 BARE_PATH = str(Path(sys.executable).parent)
 
@@ -34,9 +34,9 @@ def run_pytest(test: str, **environment: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(
     ("test", "switch"),
     [
-        ("tests/test_http_page.py::test_the_screenshot_tool_writes_a_png", "FDB_LEADERBOARD_REQUIRE_BROWSER"),
+        ("tests/http/test_page.py::test_the_screenshot_tool_writes_a_png", "FDB_LEADERBOARD_REQUIRE_BROWSER"),
         (
-            "tests/test_store_conformance.py::test_tuple_keys_come_back_in_tuple_order[fdb]",
+            "tests/store/test_conformance.py::test_tuple_keys_come_back_in_tuple_order[fdb]",
             "FDB_LEADERBOARD_REQUIRE_FDB",
         ),
     ],
