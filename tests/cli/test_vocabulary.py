@@ -35,7 +35,6 @@ from fdb_leaderboard.cli.common import parse_time
 from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.service import Server, ServerSettings, TlsFiles
 from tests.conftest import Cli, error_line
-from tests.service.test_hardening import certificates  # noqa: F401  (a fixture: openssl-made CA and certificates)
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 

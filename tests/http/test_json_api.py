@@ -41,7 +41,6 @@ from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.proto import service_pb2_grpc as pb_grpc
 from fdb_leaderboard.service import Server, ServerSettings, StartupError, TlsFiles
 from tests.conftest import start_server, wait_until
-from tests.service.test_hardening import certificates  # noqa: F401  (a fixture: openssl-made CA and certificates)
 from tests.support.model import Model
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")

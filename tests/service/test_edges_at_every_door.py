@@ -52,7 +52,7 @@ from fdb_leaderboard.index.layout import decode_latest_timestamp
 from fdb_leaderboard.service import Server, ServerSettings, TlsFiles
 from fdb_leaderboard.store import open_database
 from tests.conftest import Cli, ServerPlace, error_line, wait_until
-from tests.service.test_hardening import make_certificates
+from tests.support.certificates import make_certificates
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 
