@@ -6,10 +6,7 @@ went wrong and what to do, the same way.
   name says so.  ``load`` names what it kept and where a JSON line went wrong.
 - ``index create`` run again adds the boards asked for (they are policy), or refuses naming what
   differs and the command that changes it.
-- A timestamp that cannot be in the index's timebase (milliseconds sent to an index of seconds) is
-  refused at every door, naming the unit it looks like; an index may keep its times in milliseconds.
-- The asyncio client's watches are context managers as the blocking client's; a score sent
-  without a timestamp is made now (the server's clock, in the index's timebase) through every door.
+- The asyncio client's watches are context managers as the blocking client's.
 - The demo stops in order on SIGINT or SIGTERM, wherever the signal lands, deleting its temporary
   store and saying so.
 - The smaller edges: ``--server`` after the command, a number typed as a key, the API's names
@@ -18,6 +15,9 @@ went wrong and what to do, the same way.
   lists of keys without brackets, a method a route does not take (405).
 - Nothing is wiped without asking: ``delete-records --all-records`` asks on a terminal and
   needs ``--yes`` elsewhere.
+
+Timestamps at every door are in tests/service/test_timestamps_at_every_door.py, the latest timestamp
+found again in tests/index/test_latest_timestamp.py.
 
 Commands run in process through click's CliRunner against real servers on both stores (as
 processes where terminals, pipes and signals matter); oracles are the server's own answers through
@@ -43,15 +43,11 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from fdb_leaderboard import errors, formats
 from fdb_leaderboard.cli import main
 from fdb_leaderboard.client import AsyncLeaderboardClient, LeaderboardClient
 from fdb_leaderboard.http import HttpServer
-from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowUpdate
-from fdb_leaderboard.index.layout import decode_latest_timestamp
 from fdb_leaderboard.service import Server, ServerSettings, TlsFiles
-from fdb_leaderboard.store import open_database
-from tests.conftest import Cli, ServerPlace, error_line, wait_until
+from tests.conftest import Cli, ServerPlace, error_line
 from tests.support.certificates import make_certificates
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
@@ -278,248 +274,6 @@ def test_the_async_watch_is_a_context_manager_like_the_blocking_one(server: Serv
     assert ends == []
     with client.watch_rank("arena", "ann", timeout=60) as watching:  # the blocking one, the same way
         assert next(iter(watching)).score == 3
-
-
-def test_a_score_without_a_timestamp_is_made_now_through_every_door(
-    server: Server, client: LeaderboardClient, cli: Cli, tmp_path: Path
-) -> None:
-    """The server's clock when it applies the write, in the index's timebase; sent again under its
-    idempotency key, the write keeps the time it was first applied at."""
-    client.create_index("secs")
-    client.create_index("ms", timebase="milliseconds")
-    before = time.time()
-    client.add_score("secs", "sync", 1)
-    client.add_score("ms", "sync", 1)
-
-    async def asynchronous() -> None:
-        async with AsyncLeaderboardClient(server.address) as lb:
-            await lb.add_score("secs", "async", 2)
-            await lb.add_score("ms", "async", 2)
-
-    asyncio.run(asynchronous())
-    front = HttpServer(server, "127.0.0.1:0").start()
-    try:
-        with httpx.Client(base_url=front.url, timeout=20) as web:
-            for index in ("secs", "ms"):
-                assert web.post(f"/v1/indexes/{index}/scores", json={"pk": "http", "score": 3}).status_code == 200
-                sent = {"index": index, "pk": ["rpc"], "entry": {"score": 4}}
-                assert web.post("/v1/AddScore", json=sent).status_code == 200, web.post("/v1/AddScore", json=sent).text
-    finally:
-        front.stop()
-    cli("add", "secs", "cli", "--score", 5)
-    cli("add", "ms", "cli", "--score", 5)
-    once = client.add_score("secs", "once", 6, idempotency_key="k-1")
-    first = client.rank_and_entry("secs", "once").timestamp
-    time.sleep(1.1)
-    assert client.add_score("secs", "once", 6, idempotency_key="k-1") == once  # the first answer, nothing added
-    after = time.time()
-    for index, scale in (("secs", 1), ("ms", 1000)):
-        stamps = {e.pk[0]: e.timestamp for e in client.top(index, 10)}
-        assert set(stamps) >= {"sync", "async", "http", "rpc", "cli"}
-        for who, stamp in stamps.items():
-            assert int(before * scale) <= stamp <= after * scale, (index, who, stamp)
-    assert client.rank_and_entry("secs", "once").timestamp == first
-    assert len(client.scan("secs", "BY_RANK", limit=100)[0]) == 6
-
-    # In process, an index given a timebase does the same.
-    with open_database(f"lmdb:{tmp_path / 'in-process'}?durable=false") as db:
-        index = LeaderboardIndex.create(db, b"\x15\x01", timebase="milliseconds")
-        index.update_windows(WindowUpdate(all_time=True))
-        index.add_score(("alice",), 7)
-        assert int(before * 1000) <= index.rank_and_entry(("alice",)).timestamp <= time.time() * 1000
-
-
-# -- timestamps in the index's timebase ----------------------------------------------------------------------
-
-MS = 1_796_169_700_000  # 2026-12-02 00:01:40 UTC in milliseconds
-TOO_LATE_FOR_SECONDS = (
-    f"timestamp {MS} is after the year 9999 in seconds, this index's timebase: it looks like milliseconds "
-    "(2026-12-02 00:01:40 UTC); send seconds (1796169700), or keep the index's times in milliseconds (create it "
-    "with timebase milliseconds)"
-)
-
-
-def test_milliseconds_sent_to_an_index_of_seconds_are_refused_at_every_door(
-    server: Server, client: LeaderboardClient, cli: Cli, tmp_path: Path
-) -> None:
-    cli("index", "create", "arcade", "--daily")
-    cli("add", "arcade", "u", "--score", 9, "--at", T)
-    refused = error_line(cli("add", "arcade", "u", "--score", 9, "--at", MS, code=1))
-    assert refused == f"Error: INVALID_ARGUMENT: {TOO_LATE_FOR_SECONDS}"
-    assert error_line(cli("top", "arcade", "--type", 1, "--at", MS, code=1)) == refused
-    with pytest.raises(errors.InvalidArgument, match="it looks like milliseconds"):
-        client.add_score("arcade", "u", 9, int(time.time() * 1000))
-    with pytest.raises(errors.InvalidArgument) as caught:
-        client.add_entries("arcade", "u", [(9, MS)])
-    assert str(caught.value) == TOO_LATE_FOR_SECONDS
-
-    async def asynchronous() -> str:
-        async with AsyncLeaderboardClient(server.address) as lb:
-            try:
-                await lb.add_score("arcade", "u", 9, MS)
-            except errors.InvalidArgument as error:
-                return str(error)
-        return "accepted"
-
-    assert asyncio.run(asynchronous()) == TOO_LATE_FOR_SECONDS
-    front = HttpServer(server, "127.0.0.1:0").start()
-    try:
-        with httpx.Client(base_url=front.url, timeout=20) as web:
-            answer = web.post("/v1/indexes/arcade/scores", json={"pk": "u", "score": 9, "timestamp": MS})
-            assert answer.status_code == 400 and answer.json() == {
-                "code": "INVALID_ARGUMENT",
-                "message": TOO_LATE_FOR_SECONDS,
-            }
-            read = web.get("/v1/indexes/arcade/windows/1/top", params={"at": MS})
-            assert read.status_code == 400 and read.json()["message"] == TOO_LATE_FOR_SECONDS
-    finally:
-        front.stop()
-    records = tmp_path / "r.jsonl"
-    records.write_text(f'{{"pk": "v", "score": 3, "timestamp": {T}}}\n{{"pk": "w", "score": 3, "timestamp": {MS}}}\n')
-    assert error_line(cli("load", "arcade", records, code=1)) == (
-        f"Error: {records}: line 2 refused by the server (INVALID_ARGUMENT: {TOO_LATE_FOR_SECONDS}); no record was "
-        "saved; fix the line and rerun (rerunning the load is safe: each record replaces what was stored for it)"
-    )
-    assert [(e.pk, e.timestamp) for e in client.top("arcade", 5)] == [(("u",), T)]  # nothing refused was stored
-    assert client.list_windows("arcade").latest_timestamp == T
-
-    # An index of milliseconds takes them (and refuses microseconds); so does one in process given its timebase.
-    cli("index", "create", "fast", "--timebase", "milliseconds", "--daily", "--timezone", "UTC")
-    cli("add", "fast", "u", "--score", 9, "--at", MS)
-    assert [(e.pk, e.timestamp) for e in client.top("fast", 5, window_type=1, timestamp=MS)] == [(("u",), MS)]
-    micro = error_line(cli("add", "fast", "u", "--score", 9, "--at", MS * 1000, code=1))
-    assert micro == (
-        f"Error: INVALID_ARGUMENT: timestamp {MS * 1000} is after the year 9999 in milliseconds, this index's "
-        f"timebase: it looks like microseconds (2026-12-02 00:01:40 UTC); send milliseconds ({MS})"
-    )
-    day = next(w for w in client.list_windows("fast", 1).windows)
-    assert day.start % 86_400_000 == 0 and day.end - day.start == 86_400_000
-    with open_database(f"lmdb:{tmp_path / 'in-process'}?durable=false") as db:
-        index = LeaderboardIndex.create(db, b"\x15\x02", timebase="seconds")
-        index.update_windows(WindowUpdate(all_time=True))
-        with pytest.raises(errors.InvalidArgument) as caught:
-            index.add_score(("u",), 9, MS)
-        assert str(caught.value) == TOO_LATE_FOR_SECONDS
-        raw = LeaderboardIndex.create(db, b"\x15\x03")  # no timebase: any int64, as ever
-        raw.update_windows(WindowUpdate(all_time=True))
-        raw.add_score(("u",), 9, 2**62)
-
-
-def test_a_window_file_in_another_timebase_than_the_index_is_refused(cli: Cli, tmp_path: Path) -> None:
-    cli("index", "create", "arcade")
-    spec = tmp_path / "w.yaml"
-    spec.write_text("timebase: milliseconds\ncalendar:\n  - {type: 1, period: daily, count: 2}\n")
-    assert error_line(cli("windows", "apply", "arcade", spec, code=1)) == (
-        "Error: the file's times are in milliseconds, the index's in seconds: create an index with "
-        "`index create NAME --timebase milliseconds` for them (or leave timebase out of the file)"
-    )
-    cli("index", "create", "fast", "--timebase", "milliseconds")
-    spec.write_text("calendar:\n  - {type: 1, period: daily, start: 2026-12-02, timezone: UTC, count: 1}\n")
-    assert cli("windows", "apply", "fast", spec).output.splitlines()[1] == (
-        f"  key    1  type 1 [{1796169600 * 1000}, {(1796169600 + 86400) * 1000})"
-    )
-    spec.write_text("calendar:\n  - {type: 1, period: daily}\n")
-    assert error_line(cli("windows", "apply", "fast", spec, code=1)) == (
-        "Error: window-update file: a calendar entry has no count (how many periods, e.g. count: 7): "
-        "{type: 1, period: daily}"
-    )
-
-
-def test_the_latest_timestamp_is_found_again_when_the_record_holding_it_goes(
-    server: Server, client: LeaderboardClient, cli: Cli
-) -> None:
-    far = 4_070_908_800  # 2099-01-01: a mistyped time, beyond every window but all-time's
-    cli("index", "create", "arcade", "--daily", "--timezone", "UTC")
-    today = int(time.time())
-    for who, at in (("ann", today - 5), ("bob", today), ("typo", far)):
-        cli("add", "arcade", who, "--score", 5, "--at", at)
-    assert client.list_windows("arcade").latest_timestamp == far
-    assert "NOT_FOUND: no window of type 1 contains timestamp 4070908800" in error_line(
-        cli("top", "arcade", "--type", 1, "--at", "latest", code=1)
-    )
-    cli("delete", "arcade", "typo")
-    assert f"latest indexed timestamp: {today}" in cli("windows", "show", "arcade").output
-    assert cli("top", "arcade", "--type", 1, "--at", "latest").output.splitlines()[0].split()[:2] == ["#1", "ann"]
-    front = HttpServer(server, "127.0.0.1:0").start()
-    try:
-        with httpx.Client(base_url=front.url, timeout=20) as web:
-            read = web.get("/v1/indexes/arcade/windows/1/top", params={"at": "latest"}).json()
-            assert [e["pk"] for e in read["entries"]] == [["ann"], ["bob"]]
-    finally:
-        front.stop()
-    # Deleting a group's data or every record finds it again too; with no record left, there is none.
-    cli("add", "arcade", "typo", "--score", 5, "--at", far)
-    cli("delete-records", "arcade", "--all-records", "--yes")
-    assert not client.list_windows("arcade").HasField("latest_timestamp")
-    assert "arcade has no scores yet" in error_line(cli("top", "arcade", "--type", 1, "--at", "latest", code=1))
-
-
-def test_a_large_index_finds_its_latest_timestamp_again_in_batches(server: Server, client: LeaderboardClient) -> None:
-    """Beyond what the deleting call scans, the recompute goes on in fills and the server's
-    maintenance; meanwhile reads see the value before, and a window added then is filled."""
-    client.create_index("big")
-    records = [(f"p{i:05}", [(i, 1_000 + i)]) for i in range(5_000)]
-    client.bulk_load("big", records)
-    client.add_score("big", "typo", 1, 9_000_000)
-    client.add_score("big", "late", 2, 7_000)
-    assert client.delete_record("big", "typo")
-    assert client.list_windows("big").latest_timestamp == 9_000_000  # still recomputing: the value before
-    client.add_score("big", "later", 3, 8_000)  # written meanwhile: counted
-    added = client.update_windows("big", windows=[(5, 8_500, 9_500)])
-    assert [(w.type, w.start) for w in added.filling] == [(5, 8_500)]  # it may overlap a score: filled
-    client.fill("big")
-    assert client.list_windows("big").latest_timestamp == 8_000
-    assert client.verify("big") == []
-
-
-def test_the_servers_maintenance_finishes_a_recompute_the_deletion_left(server_place: ServerPlace) -> None:
-    """A deletion that leaves the recompute unfinished wakes the server's maintenance, which ends it
-    (a pass an hour would otherwise leave the value before in place for that long)."""
-    server = server_place.start(ServerSettings(maintain_every=3600))
-    try:
-        with LeaderboardClient(server.address, timeout=60) as client:
-            client.create_index("big")
-            client.bulk_load("big", [(f"p{i:05}", [(i, 1_000 + i)]) for i in range(3_000)])
-            client.add_score("big", "typo", 1, 9_000_000)
-            wait_until(lambda: server.housekeeping.passes >= 1, "the first maintenance pass")
-            assert client.delete_record("big", "typo")
-            wait_until(lambda: client.list_windows("big").latest_timestamp == 3_999, "the recompute ending")
-            assert client.verify("big") == []
-    finally:
-        server.stop(grace=1)
-
-
-def test_below_index_format_4_a_deletion_leaves_the_latest_and_the_raise_finds_it_again(db, prefix: bytes) -> None:
-    """Release 0.2.0 reads P alone: until no process of it may run (format 4), a deletion leaves P
-    as 0.2.0 leaves it.  Raising the index to format 4 finds the latest again, in batches, reads
-    seeing the value before until the last one; from then on a deletion finds it at once."""
-    index = LeaderboardIndex.create(db, prefix, IndexSettings(), format=formats.LATEST_RECOMPUTED - 1)
-    layout = index.layout
-    index.write_batch([(f"p{i:02}", [Entry(i, 1_000 + i)]) for i in range(30)])
-    index.add_score("typo", 1, 9_000_000)
-
-    def stored() -> tuple[int | None, bytes | None]:
-        """P as release 0.2.0 reads it, and the recompute's state."""
-        raw, state = db.read(lambda tr: (tr.get(layout.latest_timestamp_key), tr.get(layout.latest_recompute_key)))
-        return (decode_latest_timestamp(raw) if raw is not None else None), state
-
-    def latest() -> int | None:
-        return index.read(lambda ops: ops.txn.latest_timestamp())
-
-    assert index.delete_record("typo")
-    assert stored() == (9_000_000, None) and latest() == 9_000_000  # as 0.2.0 left it
-    seen = []
-    done = index.upgrade(
-        to_format=formats.LATEST_RECOMPUTED,
-        max_records=1,  # 10 entries a batch
-        progress=lambda step: seen.append((step.format, latest())),
-    )
-    assert (done.format, done.done, done.records_processed) == (formats.LATEST_RECOMPUTED, True, 30)
-    assert len(seen) == 4 and seen[:-1] == [(3, 9_000_000)] * 3  # the value before until the end
-    assert seen[-1] == (4, 1_029) and stored() == (1_029, None)
-    index.add_score("typo", 1, 9_000_000)
-    assert index.delete_record("typo") and stored() == (1_029, None)
-    assert index.check() == []
 
 
 # -- the demo stops in order, whenever the signal comes --------------------------------------------------
