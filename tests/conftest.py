@@ -28,6 +28,7 @@ from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.service import Server, ServerSettings
 from fdb_leaderboard.service.catalog import ROOT
 from fdb_leaderboard.store import Database, StoreUnavailable, open_database
+from tests.support.certificates import make_certificates
 
 COMMIT_MARKERS = fdb.tuple.pack(("lb-committed",))  # fdb_backend.IDEMPOTENCY_PREFIX
 
@@ -40,7 +41,7 @@ BACKENDS = ["lmdb", "lmdb-synced", "fdb"]
 SERVER_BACKENDS = ["lmdb", "fdb"]
 # FoundationDB through the binding alone (``direct=false``: the store layer's fallback when its C
 # extension is not built) also runs the store's tests, which make every kind of call.
-BINDING_BACKEND_MODULES = {"test_store_conformance"}
+BINDING_BACKEND_MODULES = {"tests.store.test_conformance", "tests.store.test_group_commit"}
 
 
 def skip_unless_required(reason: str, switch: str = "FDB_LEADERBOARD_REQUIRE_FDB", what: str = "FoundationDB") -> None:
@@ -159,7 +160,7 @@ class ServerPlace:
 
     def start(self, settings: ServerSettings | None = None) -> Server:
         """A gRPC server on a free local port.  Without ``settings``, its background maintenance is
-        off, so what a test reads changes only through its own calls (tests/test_first_score.py
+        off, so what a test reads changes only through its own calls (tests/service/test_new_boards.py
         runs servers with it on)."""
         settings = settings or ServerSettings(maintain_every=0)
         return Server(self.url, "127.0.0.1:0", catalog_root=self.root, settings=settings).start()
@@ -249,3 +250,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("store_url", BACKENDS + extra, indirect=True)
     if "server_place" in metafunc.fixturenames:
         metafunc.parametrize("server_place", SERVER_BACKENDS, indirect=True)
+
+
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, made by openssl."""
+    return make_certificates(tmp_path_factory.mktemp("tls"), "IP:127.0.0.1,DNS:localhost")

@@ -1,0 +1,1 @@
+"""Tests of the ``fdb-leaderboard`` command line."""

@@ -1,0 +1,1 @@
+"""Tests of the Python clients (blocking and asyncio) and the wire conversions."""

@@ -1,0 +1,1 @@
+"""Tests that run the README and docs/ as written."""

@@ -1,0 +1,1 @@
+"""Tests on a real FoundationDB cluster: failover, replication, crashes, rolling upgrades, limits."""

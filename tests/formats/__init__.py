@@ -1,0 +1,1 @@
+"""Tests of the stored formats and of stores written by earlier releases."""

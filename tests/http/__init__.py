@@ -1,0 +1,1 @@
+"""Tests of the HTTP/JSON door and the live page."""

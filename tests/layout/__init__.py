@@ -1,0 +1,1 @@
+"""Tests of the package's layout: its layers and its generated modules."""

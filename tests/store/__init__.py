@@ -1,0 +1,1 @@
+"""Tests of the store backends: conformance, the embedded store's redo log, crashes, concurrency."""

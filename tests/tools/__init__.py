@@ -1,0 +1,1 @@
+"""Tests of the tools the suite and its set-up rely on."""
