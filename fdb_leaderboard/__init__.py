@@ -1,6 +1,6 @@
 """fdb-leaderboard: time-windowed leaderboards with exact ranks over a transactional key-value store.
 
-Layers, each a sub-package or module; dependencies point one way (``tests/test_layers.py``):
+Layers, each a sub-package or module; dependencies point one way (``tests/layout/test_layers.py``):
 
     cli -> http -> service -> index -> rankedset -> store
     client -> wire -> index

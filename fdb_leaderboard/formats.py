@@ -38,7 +38,7 @@ covers what 0.1.0 wrote (format 1).
 To add a format: append a :class:`Format` to its table (``read_from`` the release that first reads
 it: ``RELEASE`` when only this one does), name a constant for code to test with :func:`allows`,
 read the older forms correctly, add an upgrade job where data must change (``index/upgrade.py``),
-make a fixture with the release before (``tools/compat_fixture.py``) and say it in CHANGELOG.md.
+make a fixture with the release before (``tools/dev/compat_fixture.py``) and say it in CHANGELOG.md.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from collections.abc import Iterable
 
 from .errors import FormatTooNew
 
-RELEASE = "0.3.0"  # this release (pyproject.toml's version; tests/test_formats.py checks they agree)
+RELEASE = "0.3.0"  # this release (pyproject.toml's version; tests/formats/test_format_versions.py checks they agree)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The OpenAPI 3.1 document of the HTTP API, generated from the service's protobuf descriptors
 (every RPC and message) and the REST routes' declarations, so it cannot drift from what is
-served (``tests/test_http.py`` checks both ways, and runs the examples).  Operations, schemas
+served (``tests/http/test_json_api.py`` checks both ways, and runs the examples).  Operations, schemas
 and fields are described with the proto's comments (``proto/comments.py``, which
-tools/gen_protos.py writes); a request or answer message without a comment of its own is
+tools/dev/gen_protos.py writes); a request or answer message without a comment of its own is
 described by the RPCs that take or give it."""
 
 from __future__ import annotations

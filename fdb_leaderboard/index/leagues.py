@@ -19,7 +19,7 @@ An index created with ``IndexSettings.leagues`` keeps, for every window of the l
   windows keeps the tier its last league window gave it; once that window is deleted (expired),
   the tier it played there.  A deleted record starts over in tier 0.
 
-Costs (FoundationDB, ``tools/bench_leagues.py``): a score in a league window reads the record's
+Costs (FoundationDB, ``tools/bench leagues``): a score in a league window reads the record's
 membership (one more read, in the round of the window's ranked-set reads); a value entering the
 window also reads the record's latest league window in that round.  A first join then reads that
 window's cohort when there is one (one round), and its tier's newest cohort (one round).  An

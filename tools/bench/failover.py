@@ -1,7 +1,7 @@
 """What losing one FoundationDB process costs the service: writes stopped, and calls' p99.
 
 Starts a replicated cluster (``fdb-local start DIR ssd 3 double``: 3 processes, each its own zone,
-3 coordinators), one ``fdb-leaderboard serve`` on it, and the load of tests/test_fdb_replicated.py
+3 coordinators), one ``fdb-leaderboard serve`` on it, and the load of tests/fdb/test_replicated.py
 (writers adding to 50 records of a SUM and a BEST index, readers asking ranks and top 10s, every
 call with a deadline, writes keyed and sent again after UNAVAILABLE or DEADLINE_EXCEEDED).  Then,
 ``--rounds`` times, SIGKILLs each process in turn, waits until writes resume, brings it back and

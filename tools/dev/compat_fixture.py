@@ -14,7 +14,7 @@ kind the release supports and writes to them through its own client (with fixed 
 a seeded random generator), records the answers its reads give, stops the server and saves every
 row of the store (keys and values, base64) with those answers in ``tests/compat/RELEASE.json.gz``.
 
-``tests/test_compat.py`` loads each fixture into fresh stores of both backends and checks this
+``tests/formats/test_earlier_releases.py`` loads each fixture into fresh stores of both backends and checks this
 release against it.  What the fixtures hold, by release:
 
 - 0.1.0: BEST daily and weekly boards with display metadata; SUM with groups, one of them low score
@@ -384,7 +384,7 @@ def write(release: str, out: pathlib.Path) -> None:
         "release": release,
         "commit": commit,
         "from": before,
-        "made_by": "tools/compat_fixture.py",
+        "made_by": "tools/dev/compat_fixture.py",
         "rows": rows_b64(rows),
         "queries": client.queries,
         "keyed_writes": client.keyed,
