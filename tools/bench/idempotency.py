@@ -8,99 +8,101 @@ On two identical indexes of ``--records`` records with four windows (all-time, d
 month), it runs the same ``--calls`` submissions on each, unkeyed on one and keyed on the other,
 in alternating order round by round (so both make exactly the same changes), and prints per
 submission: read rounds, reads, mutations, bytes written (the store's own counters,
-``Database.stats``), this process's CPU time and the p50/p99 latency; then the keyed calls sent
+``Database.stats``), this process's CPU time and the p50/p99 latency (the range over rounds); then the keyed calls sent
 again (each answered from its key, nothing written).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import statistics
-import tempfile
-import time
 import uuid
 
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowUpdate
-from fdb_leaderboard.store import open_database
 
-from .timing import percentile
+from .options import add_output, add_sizes, add_store, parser
+from .output import fmt_range, show
+from .stores import ScratchStore
+from .timing import Sample, time_each, turns
 
 NOW = 1_795_420_000
 WINDOWS = [(1, NOW - NOW % 86_400, NOW - NOW % 86_400 + 86_400), (2, NOW - 86_400 * 3, NOW + 86_400 * 4),
            (3, NOW - 86_400 * 20, NOW + 86_400 * 10)]  # fmt: skip
+COUNTERS = ("read_rounds", "reads", "writes", "bytes_written")
 
 
-def measure(index: LeaderboardIndex, calls: list[tuple[str, int, str | None]]) -> dict[str, float]:
-    before = index.db.stats.snapshot()
-    cpu = time.process_time()
-    latencies = []
-    for pk, score, key in calls:
-        started = time.perf_counter()
-        index.add_score((pk,), score, NOW, idempotency_key=key)
-        latencies.append(time.perf_counter() - started)
-    cpu = time.process_time() - cpu
-    after = index.db.stats.snapshot()
-    n = len(calls)
-    row = {name: (after[name] - before[name]) / n for name in ("read_rounds", "reads", "writes", "bytes_written")}
-    latencies.sort()
-    row["cpu_ms"] = 1000 * cpu / n
-    row["p50_ms"] = 1000 * statistics.median(latencies)
-    row["p99_ms"] = 1000 * percentile(latencies, 0.99)
-    return row
+def measure(index: LeaderboardIndex, calls: list[tuple[str, int, str | None]]) -> Sample:
+    """One round: every call timed, with this process's CPU and the store's counters."""
+
+    def submit(call: tuple[str, int, str | None]) -> object:
+        pk, score, key = call
+        return index.add_score((pk,), score, NOW, idempotency_key=key)
+
+    return time_each(submit, calls, index.db.stats.snapshot)[0]
+
+
+def options(doc: str) -> argparse.ArgumentParser:
+    """The parser idempotency and fair-play share: the store, sizes and output."""
+    made = parser(doc)
+    add_store(made, "a durable embedded store in a temp dir")
+    add_sizes(made, records=20_000, calls=1000, rounds=3)
+    add_output(made)
+    return made
+
+
+def prepared(scratch: ScratchStore, records: int, count: int) -> tuple[list[str], list[LeaderboardIndex]]:
+    """``count`` identical indexes of ``records`` records (one score each) with the four windows."""
+    rng = random.Random(1)
+    pks = [f"p{i:06d}" for i in range(records)]
+    data = [((pk,), [Entry(rng.randrange(10**6), NOW)]) for pk in pks]
+    indexes = [LeaderboardIndex.create(scratch.db, scratch.prefix(), IndexSettings()) for _ in range(count)]
+    for index in indexes:
+        index.update_windows(WindowUpdate(windows=WINDOWS))
+        for start in range(0, len(data), 500):
+            index.write_batch(data[start : start + 500])
+    return pks, indexes
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", default=None, help="store URL (default: a durable embedded store in a temp dir)")
-    parser.add_argument("--records", type=int, default=20_000)
-    parser.add_argument("--calls", type=int, default=1000, help="submissions per round")
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    url = args.store or f"lmdb:{tempfile.mkdtemp(prefix='bench-idem-')}"
-    db = open_database(url)
-    rng = random.Random(1)
-    pks = [f"p{i:06d}" for i in range(args.records)]
-    records = [((pk,), [Entry(rng.randrange(10**6), NOW)]) for pk in pks]
-    prefixes = [b"\x15\x7d" + os.urandom(4) for _ in range(2)]
-    plain, keyed = (LeaderboardIndex.create(db, prefix, IndexSettings()) for prefix in prefixes)
-    for index in (plain, keyed):
-        index.update_windows(WindowUpdate(windows=WINDOWS))
-        for start in range(0, len(records), 500):
-            index.write_batch(records[start : start + 500])
-    rows: dict[str, list[dict[str, float]]] = {"plain": [], "keyed": [], "repeat": []}
-    try:
+    args = options(__doc__).parse_args()
+    rng = random.Random(2)
+    rows: dict[str, list[Sample]] = {"plain": [], "keyed": [], "repeat": []}
+    with ScratchStore(args.store, "idem") as scratch:
+        pks, (plain, keyed) = prepared(scratch, args.records, 2)
         for round_ in range(args.rounds):
             calls = [(rng.choice(pks), rng.randrange(10**6)) for _ in range(args.calls)]
             keys = [uuid.uuid4().hex for _ in calls]
-            runs = [
-                ("plain", plain, [(pk, score, None) for pk, score in calls]),
-                ("keyed", keyed, [(pk, score, key) for (pk, score), key in zip(calls, keys, strict=True)]),
-            ]
-            for kind, index, made in runs if round_ % 2 == 0 else runs[::-1]:
-                rows[kind].append(measure(index, made))
-            rows["repeat"].append(measure(keyed, runs[1][2]))
-    finally:
-        for prefix in prefixes:
-            db.run(lambda tr, prefix=prefix: tr.clear_range(prefix, prefix + b"\xff"))
-        db.close()
-    print(f"store {url}, {args.records} records, 4 windows, {args.calls} submissions x {args.rounds} rounds")
-    print_rows(rows)
+            runs = {
+                "plain": (plain, [(pk, score, None) for pk, score in calls]),
+                "keyed": (keyed, [(pk, score, key) for (pk, score), key in zip(calls, keys, strict=True)]),
+            }
+            for kind in turns(list(runs), round_):
+                rows[kind].append(measure(*runs[kind]))
+            rows["repeat"].append(measure(*runs["keyed"]))
+        described = scratch.described()
+    print(f"store {described}, {args.records} records, 4 windows, {args.calls} submissions x {args.rounds} rounds")
+    print_rows(rows, args)
 
 
-def print_rows(rows: dict[str, list[dict[str, float]]]) -> None:
-    """Each kind's rows as one line: the mean of the counts, the range of the times."""
-    columns = ("read_rounds", "reads", "writes", "bytes_written", "cpu_ms", "p50_ms", "p99_ms")
-    print(f"{'per submission':<16}" + "".join(f"{c:>15}" for c in columns))
-    for kind, measured in rows.items():
-        cells = []
-        for column in columns:
-            values = [row[column] for row in measured]
-            cells.append(
-                f"{min(values):.2f}-{max(values):.2f}" if column.endswith("ms") else f"{statistics.mean(values):.2f}"
-            )
-        print(f"{kind:<16}" + "".join(f"{cell:>15}" for cell in cells))
+def print_rows(rows: dict[str, list[Sample]], args: argparse.Namespace) -> None:
+    """Each kind's rounds as one row: the mean of the counts per call, the range of the times."""
+    headers = ["per submission", *COUNTERS, "cpu_ms", "p50_ms", "p99_ms"]
+    table = []
+    figures: dict[str, list[dict[str, float]]] = {}
+    for kind, rounds in rows.items():
+        figures[kind] = [
+            {
+                **{name: sample.per_op(name) for name in COUNTERS},
+                "cpu_ms": sample.cpu_us_per_op / 1000,
+                "p50_ms": sample.percentile_us(50) / 1000,
+                "p99_ms": sample.percentile_us(99) / 1000,
+            }
+            for sample in rounds
+        ]
+        counts = [f"{sum(r[name] for r in figures[kind]) / len(rounds):.2f}" for name in COUNTERS]
+        times = [fmt_range([r[name] for r in figures[kind]]) for name in ("cpu_ms", "p50_ms", "p99_ms")]
+        table.append([kind, *counts, *times])
+    show(headers, table, args.markdown, args.json, {"config": vars(args), "rounds": figures})
 
 
 if __name__ == "__main__":

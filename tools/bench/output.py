@@ -69,6 +69,33 @@ def fmt_ratio(ours: float, theirs: float | None) -> str:
     return f"{ours / theirs:.2f}x" if theirs else ""
 
 
+def fmt_range(values: Sequence[float], digits: int = 2) -> str:
+    """The lowest and highest of ``values`` (one per round): ``low-high``."""
+    return f"{min(values):,.{digits}f}-{max(values):,.{digits}f}"
+
+
+def fmt_spread(values: Sequence[float], digits: int = 2) -> str:
+    """The median of ``values`` (one per round) and their range: ``median (low-high)``."""
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return f"{median:,.{digits}f} ({fmt_range(values, digits)})"
+
+
+def show(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    as_markdown: bool = False,
+    json_path: str | Path | None = None,
+    figures: dict[str, Any] | None = None,
+) -> None:
+    """Print a benchmark's table (plain text, or Markdown), and write ``figures`` as JSON to
+    ``json_path`` when one is given (``--markdown``, ``--json``)."""
+    print(markdown(headers, rows) if as_markdown else table(headers, rows), flush=True)
+    if json_path:
+        write_json(json_path, figures or {})
+
+
 def write_json(path: str | Path, figures: dict[str, Any]) -> None:
     """Every figure, indented, with a final newline."""
     Path(path).write_text(json.dumps(figures, indent=2) + "\n")

@@ -8,6 +8,9 @@ a user would pass to ``fdb-leaderboard serve --store``.  What only the embedded 
 report (its LMDB environment: pages, B-tree depth, commits, the redo log's counters) goes
 through :func:`as_lmdb`, which says so when the store is not one; what only FoundationDB can
 (the cluster's status, its sampled estimate of a range's size) through :func:`as_fdb`.
+
+A benchmark that builds its own indexes runs in a :class:`ScratchStore`: the store it was
+given, or a temporary embedded one, each index under a fresh prefix that is cleared afterwards.
 """
 
 from __future__ import annotations
@@ -17,12 +20,13 @@ import json
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from fdb_leaderboard.store import Database, open_database, parse_url
+from fdb_leaderboard.store import Database, open_database, parse_url, strinc
 from fdb_leaderboard.store.fdb_backend import FdbDatabase
 from fdb_leaderboard.store.lmdb_backend import LmdbDatabase
 
@@ -130,3 +134,38 @@ def require_empty(path: str, what: str) -> None:
     """Refuse to benchmark into a directory that already holds something."""
     if os.path.isdir(path) and os.listdir(path):
         raise SystemExit(f"{path} is not empty: give an empty or new {what}")
+
+
+class ScratchStore:
+    """The store at ``url``, or a temporary embedded store made with ``options`` (removed
+    afterwards); :meth:`prefix` gives each index a fresh key prefix, cleared on leaving."""
+
+    def __init__(self, url: str | None, what: str, **options: bool | int | float | str) -> None:
+        self._directory = None if url else tempfile.TemporaryDirectory(prefix=f"bench-{what}-")
+        self.url = url or store_url(f"lmdb:{self._directory.name}/store", **options)  # type: ignore[union-attr]
+        self.temporary = url is None
+        self.db = open_store(self.url)
+        self._prefixes: list[bytes] = []
+
+    def prefix(self) -> bytes:
+        """A key prefix of its own (in the user key space, as an index's would be)."""
+        made = b"\x15\x7d" + uuid.uuid4().bytes[:6]
+        self._prefixes.append(made)
+        return made
+
+    def described(self) -> str:
+        """The store as a report's first line names it."""
+        return f"lmdb (temporary, {self.url.partition('?')[2] or 'durable'})" if self.temporary else self.url
+
+    def __enter__(self) -> ScratchStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if not self.temporary:
+                for made in self._prefixes:
+                    self.db.run(lambda tr, made=made: tr.clear_range(made, strinc(made)))
+        finally:
+            self.db.close()
+            if self._directory is not None:
+                self._directory.cleanup()

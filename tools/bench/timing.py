@@ -1,16 +1,21 @@
 """Timing: samples, percentiles and the timed loops every benchmark uses.
 
 A :class:`Sample` is ``ops`` operations in ``seconds`` of wall time, with one latency per timed
-call when the loop keeps them.  Throughput is ``ops / seconds``; percentiles are nearest-rank
-over the per-call latencies (``time.perf_counter_ns``).  The loops:
+call when the loop keeps them, this process's CPU time over the loop and the store's counters
+over it when the loop was given them.  Throughput is ``ops / seconds``; percentiles are
+nearest-rank over the per-call latencies (``time.perf_counter_ns``).  The loops:
 
-- :func:`time_each`: one caller, every call timed;
+- :func:`time_each`: one caller, every call timed (CPU and, given a snapshot, store counters);
 - :func:`time_chunks`: one call per chunk of items (a transaction of many operations), the
   whole loop timed, no per-call latencies;
 - :func:`time_concurrent`: items split round-robin over threads released together, every call
   timed, throughput over the wall time from the release to the end of the last thread;
 - :class:`BatchClock`: per-batch latencies taken from progress callbacks of a call that runs
   many batches itself (a bulk load, a fill), with a progress line on stderr now and then.
+
+Rounds: :func:`turns` is the order compared things (indexes, servers, revisions) take in a
+round, changing every round so a neighbour's burst of load falls on each alike; :func:`spread`
+is the median round and the range over rounds.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import contextlib
 import cProfile
 import io
 import pstats
+import statistics
 import sys
 import threading
 import time
@@ -50,11 +56,15 @@ def percentile(values: Sequence[float], share: float) -> float:
 
 @dataclass
 class Sample:
-    """``ops`` operations took ``seconds``; ``latencies_ns`` holds one entry per timed call, if kept."""
+    """``ops`` operations took ``seconds``; ``latencies_ns`` holds one entry per timed call, if kept;
+    ``cpu_seconds`` this process's CPU over them and ``counters`` the store's counters' growth,
+    where the loop measured them."""
 
     ops: int
     seconds: float
     latencies_ns: list[int] = field(default_factory=list)
+    cpu_seconds: float | None = None
+    counters: dict[str, float] = field(default_factory=dict)
 
     @property
     def rate(self) -> float:
@@ -63,6 +73,14 @@ class Sample:
     @property
     def us_per_op(self) -> float:
         return self.seconds * 1e6 / self.ops if self.ops else float("nan")
+
+    @property
+    def cpu_us_per_op(self) -> float:
+        return self.cpu_seconds * 1e6 / self.ops if self.ops and self.cpu_seconds is not None else float("nan")
+
+    def per_op(self, counter: str) -> float:
+        """The store counter ``counter`` per operation (0 where it did not move)."""
+        return self.counters.get(counter, 0) / self.ops if self.ops else float("nan")
 
     def percentile_us(self, pct: float) -> float:
         """Nearest-rank percentile of the per-call latencies, in microseconds."""
@@ -85,11 +103,18 @@ class Sample:
 
 
 def merge(samples: Sequence[Sample]) -> Sample:
-    """One sample for several rounds of the same measurement (latencies pooled)."""
+    """One sample for several rounds of the same measurement (latencies pooled, CPU and counters summed)."""
+    cpu = [s.cpu_seconds for s in samples]
+    counters: dict[str, float] = {}
+    for s in samples:
+        for name, value in s.counters.items():
+            counters[name] = counters.get(name, 0) + value
     return Sample(
         sum(s.ops for s in samples),
         sum(s.seconds for s in samples),
         [lat for s in samples for lat in s.latencies_ns],
+        None if None in cpu else sum(cpu),  # type: ignore[arg-type]
+        counters,
     )
 
 
@@ -98,17 +123,43 @@ def median_sample(samples: Sequence[Sample]) -> Sample:
     return sorted(samples, key=lambda s: s.us_per_op)[len(samples) // 2]
 
 
-def time_each(call: Callable[[T], object], items: Sequence[T]) -> tuple[Sample, list[object]]:
-    """Call ``call(item)`` for each item, timing every call; returns the sample and the results."""
+def turns(names: Sequence[T], round_number: int) -> list[T]:
+    """The order ``names`` take their turns in round ``round_number`` (from 0): rotated by one a
+    round, so with two the first to go alternates."""
+    shift = round_number % len(names) if names else 0
+    return [*names[shift:], *names[:shift]]
+
+
+def spread(values: Sequence[float]) -> tuple[float, float, float]:
+    """The median of ``values`` (one per round) and their range: (median, lowest, highest)."""
+    return statistics.median(values), min(values), max(values)
+
+
+def counter_growth(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """How much each counter of a snapshot grew (``Database.stats.snapshot()``)."""
+    return {name: after[name] - before.get(name, 0) for name in after}
+
+
+def time_each(
+    call: Callable[[T], object], items: Sequence[T], counters: Callable[[], dict[str, float]] | None = None
+) -> tuple[Sample, list[object]]:
+    """Call ``call(item)`` for each item, timing every call and this process's CPU over them all;
+    ``counters`` (e.g. ``db.stats.snapshot``) is read before and after, its growth kept in the
+    sample.  Returns the sample and the results."""
     latencies: list[int] = []
     results: list[object] = []
     clock = time.perf_counter_ns
+    before = counters() if counters else {}
+    cpu = time.process_time()
     start = clock()
     for item in items:
         t0 = clock()
         results.append(call(item))
         latencies.append(clock() - t0)
-    return Sample(len(items), (clock() - start) / 1e9, latencies), results
+    seconds = (clock() - start) / 1e9
+    cpu = time.process_time() - cpu
+    grown = counter_growth(before, counters()) if counters else {}
+    return Sample(len(items), seconds, latencies, cpu, grown), results
 
 
 def chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
@@ -125,11 +176,14 @@ def time_chunks(call: Callable[[Sequence[T]], int], items: Sequence[T], size: in
     return Sample(len(items), time.perf_counter() - start), done
 
 
-def time_concurrent(calls: Sequence[Callable[[T], object]], items: Sequence[T]) -> tuple[Sample, list[object]]:
+def time_concurrent(
+    calls: Sequence[Callable[[T], object]], items: Sequence[T], counters: Callable[[], dict[str, float]] | None = None
+) -> tuple[Sample, list[object]]:
     """Split ``items`` round-robin over ``len(calls)`` threads; thread i calls ``calls[i]``.
 
     Latencies are per call; throughput is every item over the wall time from the moment all
-    threads are released together to the end of the last one.
+    threads are released together to the end of the last one, the process's CPU (every thread)
+    and ``counters``' growth over the same span.
     """
     threads = len(calls)
     parts = [items[i::threads] for i in range(threads)]
@@ -153,19 +207,28 @@ def time_concurrent(calls: Sequence[Callable[[T], object]], items: Sequence[T]) 
     workers = [threading.Thread(target=worker, args=(i,), name=f"bench-{i}") for i in range(threads)]
     for thread in workers:
         thread.start()
+    before = counters() if counters else {}
+    cpu = time.process_time()
     barrier.wait()
     start = clock()
     for thread in workers:
         thread.join()
     seconds = (clock() - start) / 1e9
+    cpu = time.process_time() - cpu
     if errors:
         raise errors[0]
-    return Sample(len(items), seconds, [x for lat in latencies for x in lat]), [x for r in results for x in r]
+    grown = counter_growth(before, counters()) if counters else {}
+    sample = Sample(len(items), seconds, [x for lat in latencies for x in lat], cpu, grown)
+    return sample, [x for r in results for x in r]
 
 
-def time_callers(calls: Sequence[Callable[[T], object]], items: Sequence[T]) -> Sample:
+def time_callers(
+    calls: Sequence[Callable[[T], object]], items: Sequence[T], counters: Callable[[], dict[str, float]] | None = None
+) -> Sample:
     """:func:`time_each` with one call, :func:`time_concurrent` (a thread per call) with several."""
-    return time_each(calls[0], items)[0] if len(calls) == 1 else time_concurrent(calls, items)[0]
+    if len(calls) == 1:
+        return time_each(calls[0], items, counters)[0]
+    return time_concurrent(calls, items, counters)[0]
 
 
 class BatchClock:
