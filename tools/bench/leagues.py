@@ -11,21 +11,21 @@ call, ``--calls`` submissions of each kind:
 - ``next day``: a record of the first day scoring in the second (a first join whose tier comes
   from its rank in its first-day cohort).
 
-Per kind and index: read rounds, reads and commits per call (``Database.stats``), p50 latency.
+Per kind and index: read rounds, reads and commits per call (``Database.stats``), this process's
+CPU per call, p50 and p99 latency.
 
     .venv/bin/python tools/bench leagues --store fdb:/tmp/fdb1/fdb.cluster --records 5000 --calls 300
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import time
-import uuid
-
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, Leagues
 from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
-from fdb_leaderboard.store import open_database
+
+from .options import add_output, add_sizes, add_store, parser
+from .output import show
+from .stores import ScratchStore
+from .timing import Sample, merge, time_each
 
 DAY, WEEK = 86_400, 7 * 86_400
 BASE = 1_790_208_000  # a Monday: days and weeks aligned
@@ -34,56 +34,63 @@ COUNTERS = ("read_rounds", "reads", "commits")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--store", required=True)
-    parser.add_argument("--records", type=int, default=5000)
-    parser.add_argument("--calls", type=int, default=300)
-    parser.add_argument("--cohort-size", type=int, default=30)
-    args = parser.parse_args()
-    db = open_database(args.store)
-    prefix = b"\x15\x7f" + uuid.uuid4().bytes[:6]
+    options = parser(__doc__, whole=True)
+    add_store(options, "a durable embedded store in a temp dir")
+    add_sizes(options, records=5000, calls=300)
+    options.add_argument("--cohort-size", type=int, default=30)
+    add_output(options)
+    args = options.parse_args()
     leagues = Leagues(1, args.cohort_size, 5, 3, 3)
-    indexes = {
-        "plain": LeaderboardIndex.create(db, prefix + b"p", IndexSettings()),
-        "leagues": LeaderboardIndex.create(db, prefix + b"l", IndexSettings(leagues=leagues)),
+    with ScratchStore(args.store, "leagues") as scratch:
+        db = scratch.db
+        indexes = {
+            "plain": LeaderboardIndex.create(db, scratch.prefix(), IndexSettings()),
+            "leagues": LeaderboardIndex.create(db, scratch.prefix(), IndexSettings(leagues=leagues)),
+        }
+        for index in indexes.values():
+            index.update_windows(WINDOWS)
+            for start in range(0, args.records, 200):
+                batch = [
+                    ((f"r{i}",), [Entry(i % 997, BASE + 10)]) for i in range(start, min(start + 200, args.records))
+                ]
+                index.write_batch(batch)
+        kinds = {
+            "again": lambda i: (f"r{i}", 2000 + i, BASE + 20),
+            "new": lambda i: (f"new{i}", i, BASE + 30),
+            "next day": lambda i: (f"r{i}", i, BASE + DAY + 10),
+        }
+        print(
+            f"{scratch.described()}: {args.records} records, cohorts of {args.cohort_size}, {args.calls} calls per kind"
+        )
+        samples: dict[tuple[str, str], Sample] = {}
+        for kind, arguments in kinds.items():
+            calls: dict[str, list[Sample]] = {name: [] for name in indexes}
+            for i in range(args.calls):  # the indexes take turns call by call
+                for name, index in indexes.items():
+                    submit = lambda call, index=index: index.add_score(*call)  # noqa: E731
+                    calls[name].append(time_each(submit, [arguments(i)], db.stats.snapshot)[0])
+            for name in indexes:
+                samples[kind, name] = merge(calls[name])
+        for index in indexes.values():
+            problems = index.check()
+            assert not problems, problems[:3]
+    headers = ["kind", "index", "rounds", "reads", "commits", "cpu ms", "p50 ms", "p99 ms"]
+    rows = [
+        [
+            kind,
+            name,
+            *(f"{sample.per_op(counter):.2f}" for counter in COUNTERS),
+            f"{sample.cpu_us_per_op / 1000:.2f}",
+            f"{sample.percentile_us(50) / 1000:.2f}",
+            f"{sample.percentile_us(99) / 1000:.2f}",
+        ]
+        for (kind, name), sample in samples.items()
+    ]
+    figures = {
+        f"{kind}/{name}": {**sample.to_json(), "per_call": {c: sample.per_op(c) for c in COUNTERS}}
+        for (kind, name), sample in samples.items()
     }
-    for index in indexes.values():
-        index.update_windows(WINDOWS)
-        for start in range(0, args.records, 200):
-            batch = [((f"r{i}",), [Entry(i % 997, BASE + 10)]) for i in range(start, min(start + 200, args.records))]
-            index.write_batch(batch)
-    kinds = {
-        "again": lambda i: (f"r{i}", 2000 + i, BASE + 20),
-        "new": lambda i: (f"new{i}", i, BASE + 30),
-        "next day": lambda i: (f"r{i}", i, BASE + DAY + 10),
-    }
-    print(f"{args.store}: {args.records} records, cohorts of {args.cohort_size}, {args.calls} calls per kind")
-    print(f"{'kind':<10} {'index':<8} {'rounds':>7} {'reads':>7} {'commits':>8} {'p50 ms':>8}")
-    for kind, arguments in kinds.items():
-        totals = {name: dict.fromkeys(COUNTERS, 0) for name in indexes}
-        times: dict[str, list[float]] = {name: [] for name in indexes}
-        for i in range(args.calls):
-            for name, index in indexes.items():
-                pk, score, ts = arguments(i)
-                before = db.stats.snapshot()
-                started = time.perf_counter()
-                index.add_score(pk, score, ts)
-                times[name].append(time.perf_counter() - started)
-                after = db.stats.snapshot()
-                for counter in COUNTERS:
-                    totals[name][counter] += after.get(counter, 0) - before.get(counter, 0)
-        for name in indexes:
-            per = {counter: totals[name][counter] / args.calls for counter in COUNTERS}
-            p50 = statistics.median(times[name]) * 1000
-            print(
-                f"{kind:<10} {name:<8} {per['read_rounds']:>7.2f} {per['reads']:>7.2f} {per['commits']:>8.2f} "
-                f"{p50:>8.2f}"
-            )
-    for index in indexes.values():
-        problems = index.check()
-        assert not problems, problems[:3]
-    db.run(lambda tr: tr.clear_range_startswith(prefix))
-    db.close()
+    show(headers, rows, args.markdown, args.json, {"config": vars(args), "kinds": figures})
 
 
 if __name__ == "__main__":
