@@ -136,6 +136,17 @@ def require_empty(path: str, what: str) -> None:
         raise SystemExit(f"{path} is not empty: give an empty or new {what}")
 
 
+@contextlib.contextmanager
+def scratch_url(url: str | None, what: str, **options: bool | int | float | str) -> Iterator[str]:
+    """``url``, or the URL of a temporary embedded store made with ``options`` and removed
+    afterwards, for a benchmark whose server (not itself) opens the store."""
+    if url:
+        yield url
+        return
+    with tempfile.TemporaryDirectory(prefix=f"bench-{what}-") as directory:
+        yield store_url(f"lmdb:{directory}/store", **options)
+
+
 class ScratchStore:
     """The store at ``url``, or a temporary embedded store made with ``options`` (removed
     afterwards); :meth:`prefix` gives each index a fresh key prefix, cleared on leaving."""

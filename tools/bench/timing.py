@@ -11,7 +11,9 @@ nearest-rank over the per-call latencies (``time.perf_counter_ns``).  The loops:
 - :func:`time_concurrent`: items split round-robin over threads released together, every call
   timed, throughput over the wall time from the release to the end of the last thread;
 - :class:`BatchClock`: per-batch latencies taken from progress callbacks of a call that runs
-  many batches itself (a bulk load, a fill), with a progress line on stderr now and then.
+  many batches itself (a bulk load, a fill), with a progress line on stderr now and then;
+- :class:`Span`: wall, CPU and store counters over a block that is not a loop of calls (a
+  server holding streams, delivering events, idling).
 
 Rounds: :func:`turns` is the order compared things (indexes, servers, revisions) take in a
 round, changing every round so a neighbour's burst of load falls on each alike; :func:`spread`
@@ -229,6 +231,33 @@ def time_callers(
     if len(calls) == 1:
         return time_each(calls[0], items, counters)[0]
     return time_concurrent(calls, items, counters)[0]
+
+
+class Span:
+    """A ``with`` block's wall time, this process's CPU (every thread) and the growth of
+    ``counters`` (e.g. ``db.stats.snapshot``) over it: for what runs by itself (a server's
+    streams, its background rounds) rather than call by call."""
+
+    def __init__(self, counters: Callable[[], dict[str, float]] | None = None) -> None:
+        self._counters = counters
+        self.seconds = 0.0
+        self.cpu_seconds = 0.0
+        self.counters: dict[str, float] = {}
+
+    def __enter__(self) -> Span:
+        self._before = self._counters() if self._counters else {}
+        self._cpu = time.process_time()
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.perf_counter() - self._start
+        self.cpu_seconds = time.process_time() - self._cpu
+        self.counters = counter_growth(self._before, self._counters()) if self._counters else {}
+
+    def sample(self, ops: int, latencies_ns: Sequence[int] = ()) -> Sample:
+        """The block as ``ops`` operations (its latencies, if known elsewhere)."""
+        return Sample(ops, self.seconds, list(latencies_ns), self.cpu_seconds, self.counters)
 
 
 class BatchClock:
