@@ -65,7 +65,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.timing import log
+from bench.timing import log, process_cpu
 from bench.trees import export
 
 from .output import markdown, table, write_json
@@ -78,13 +78,6 @@ WARM_CALLS = 20
 
 
 # -- CPU clocks --------------------------------------------------------------------------------
-
-
-def process_cpu(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` (every thread), from ``/proc/PID/stat``."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def fdbserver_pids(db: Any) -> list[int]:

@@ -77,7 +77,7 @@ from .data import bench_directory, make_data
 from .output import environment, markdown, table, write_json
 from .processes import ServerProcess
 from .stores import store_url
-from .timing import Sample, merge, time_concurrent, time_each
+from .timing import Sample, merge, process_cpu, time_concurrent, time_each
 
 PAGE = 4096
 LOG_RECORD = 200
@@ -91,13 +91,6 @@ NODE_BATCH = 20_000  # ranked-set nodes per transaction, as a fill step appends 
 # -- gRPC ---------------------------------------------------------------------------------------
 
 
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process ``pid`` so far (Linux ``/proc/PID/stat``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    # After the command name: state is field 3, utime field 14 and stime field 15 (1-based).
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _health_check(channel: grpc.Channel) -> Callable[[object], object]:
     stub = health_pb2_grpc.HealthStub(channel)
     request = health_pb2.HealthCheckRequest(service="")
@@ -109,9 +102,9 @@ def _health_check(channel: grpc.Channel) -> Callable[[object], object]:
 
 
 def _timed(server_pid: int, run: Callable[[], Sample]) -> dict[str, Any]:
-    client_cpu, server_cpu = time.process_time(), process_cpu_seconds(server_pid)
+    client_cpu, server_cpu = time.process_time(), process_cpu(server_pid)
     sample = run()
-    client_cpu, server_cpu = time.process_time() - client_cpu, process_cpu_seconds(server_pid) - server_cpu
+    client_cpu, server_cpu = time.process_time() - client_cpu, process_cpu(server_pid) - server_cpu
     return {
         "calls": sample.ops,
         "calls_per_s": round(sample.rate, 1),

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """What grpcio itself costs a server per call: the thread-pool server against grpc.aio.
 
-    .venv/bin/python tools/bench grpc-floor [--calls 6000] [--rounds 5]
+    .venv/bin/python tools/bench grpc-floor [--calls 6000] [--rounds 5] [--markdown] [--json PATH]
 
 Each kind of server runs in a process of its own with one method that answers its request's
 bytes (no protobuf, no handler work): grpcio's thread-pool server (what the service used before
 its hardening), grpc.aio with a unary method, and grpc.aio with a stream-unary method that reads
 one message (how the service receives a request under its receive timeout). One caller in this
-process makes ``--calls`` sequential calls to each server in turn, round after round; the table
+process makes ``--calls`` sequential calls to each server in turn, round after round (the first
+to go changing every round); the table
 gives per call the server process's CPU (every thread, from /proc) and the caller's p50/p99.
 It is the floor under every figure of ``tools/bench served``: what no change to our own
 code can take away.
@@ -21,13 +22,14 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from concurrent import futures
 from pathlib import Path
 
 import grpc
 
-from .timing import percentile
+from .options import add_output, parser
+from .output import fmt_spread, show
+from .timing import Sample, process_cpu, time_each, turns
 
 KINDS = ("threads", "aio-unary", "aio-stream")
 METHOD = "/floor.Echo/Echo"
@@ -74,36 +76,25 @@ def _serve(kind: str) -> None:
     asyncio.run(main())
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User and system CPU of process ``pid``, every thread."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _measure(port: int, pid: int, calls: int) -> tuple[float, float, float]:
-    """Server CPU ms per call, p50 ms, p99 ms of ``calls`` sequential calls."""
+def _measure(port: int, pid: int, calls: int) -> Sample:
+    """``calls`` sequential calls timed; the sample's CPU is the server process's (every thread)."""
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         call = channel.unary_unary(METHOD)
         for _ in range(200):  # connection and warm-up, not counted
             call(b"x" * 32)
-        latencies = []
-        before = _cpu_seconds(pid)
-        for _ in range(calls):
-            started = time.perf_counter()
-            call(b"x" * 32)
-            latencies.append(time.perf_counter() - started)
-        cpu = _cpu_seconds(pid) - before
-    latencies.sort()
-    return cpu / calls * 1e3, percentile(latencies, 0.5) * 1e3, percentile(latencies, 0.99) * 1e3
+        before = process_cpu(pid)
+        sample = time_each(lambda _: call(b"x" * 32), range(calls))[0]
+        sample.cpu_seconds = process_cpu(pid) - before
+    return sample
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--calls", type=int, default=6000, help="calls per server per round")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--serve", choices=KINDS, help=argparse.SUPPRESS)  # a server process
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--calls", type=int, default=6000, help="calls per server per round")
+    options.add_argument("--rounds", type=int, default=5)
+    options.add_argument("--serve", choices=KINDS, help=argparse.SUPPRESS)  # a server process
+    add_output(options)
+    args = options.parse_args()
     if args.serve:
         _serve(args.serve)
         return
@@ -117,23 +108,38 @@ def main() -> None:
             text=True,
         )
         servers[kind] = (process, int(process.stdout.readline()))  # type: ignore[union-attr]
-    results: dict[str, list[tuple[float, float, float]]] = {kind: [] for kind in KINDS}
+    results: dict[str, list[Sample]] = {kind: [] for kind in KINDS}
     try:
-        for _ in range(args.rounds):
-            for kind, (process, port) in servers.items():
+        for round_number in range(args.rounds):
+            for kind in turns(KINDS, round_number):
+                process, port = servers[kind]
                 results[kind].append(_measure(port, process.pid, args.calls))
     finally:
         for process, _ in servers.values():
             process.stdin.close()  # type: ignore[union-attr]
             process.wait(10)
     print(f"{args.rounds} rounds of {args.calls} calls, load average {os.getloadavg()[0]:.1f}")
-    print(f"{'server':<12} {'server CPU ms/call (min-max)':>30} {'p50 ms':>8} {'p99 ms':>8}")
-    for kind, rows in results.items():
-        cpu = [row[0] for row in rows]
-        print(
-            f"{kind:<12} {statistics.median(cpu):>12.3f} ({min(cpu):.3f}-{max(cpu):.3f}) "
-            f"{statistics.median(r[1] for r in rows):>8.2f} {statistics.median(r[2] for r in rows):>8.2f}"
+    rows = []
+    for kind, rounds in results.items():
+        rows.append(
+            [
+                kind,
+                fmt_spread([r.cpu_us_per_op / 1000 for r in rounds], 3),
+                f"{statistics.median(r.percentile_us(50) / 1000 for r in rounds):.2f}",
+                f"{statistics.median(r.percentile_us(99) / 1000 for r in rounds):.2f}",
+            ]
         )
+    figures = {
+        kind: [r.to_json() | {"server_cpu_us_per_call": r.cpu_us_per_op} for r in rounds]
+        for kind, rounds in results.items()
+    }
+    show(
+        ["server", "server CPU ms/call (min-max)", "p50 ms", "p99 ms"],
+        rows,
+        args.markdown,
+        args.json,
+        {"config": vars(args), "rounds": figures},
+    )
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import SERVICE_NAME
 
-from .timing import percentile
+from .timing import percentile, process_cpu
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).parent / "fdb-leaderboard")
@@ -87,13 +87,6 @@ def _rss_mb(pid: int) -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     raise RuntimeError("no VmRSS")
-
-
-def _cpu_seconds(pid: int) -> float:
-    """The process's CPU time so far (user and system, every thread)."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _descriptors(pid: int) -> int:
@@ -320,12 +313,12 @@ def unauthenticated_cost(url: str, pid: int, count: int) -> None:
     statuses, walls = Counter(), []
     with httpx.Client(base_url=url, timeout=120, headers={"content-type": "application/json"}) as web:
         web.get("/v1/indexes")  # connect
-        cpu = _cpu_seconds(pid)
+        cpu = process_cpu(pid)
         for _ in range(count):
             started = time.perf_counter()
             statuses[web.post("/v1/WriteBatch", content=body).status_code] += 1
             walls.append(time.perf_counter() - started)
-        cpu = _cpu_seconds(pid) - cpu
+        cpu = process_cpu(pid) - cpu
     print(
         f"{count} unauthenticated 4 MB posts, one at a time: answered {dict(statuses)}, server CPU "
         f"{cpu / count * 1000:.0f} ms each, answer after {percentile(walls, 0.5) * 1000:.0f} ms (p50)"

@@ -57,10 +57,9 @@ import grpc
 
 from fdb_leaderboard.proto import service_pb2 as pb
 
-from .floors import process_cpu_seconds
 from .output import ROOT, environment, markdown, table, write_json
 from .served import SERVICE, Served, fdbserver_pids, spent
-from .timing import Sample, log
+from .timing import Sample, log, process_cpu
 
 INDEX = "season"
 DAY = 86_400
@@ -206,10 +205,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         day = Day(args, address, index)
         log(f"the day: {args.callers} callers for {args.seconds:g} s")
         before = spent(pid) if pid else None
-        cluster_before = sum(process_cpu_seconds(p) for p in cluster)
+        cluster_before = sum(process_cpu(p) for p in cluster)
         seconds = day.run()
         used = (spent(pid) - before).cpu if before is not None else float("nan")
-        cluster_used = sum(process_cpu_seconds(p) for p in cluster) - cluster_before
+        cluster_used = sum(process_cpu(p) for p in cluster) - cluster_before
     finally:
         if served is not None:
             served.close()

@@ -65,10 +65,9 @@ from grpc_health.v1 import health_pb2
 
 from fdb_leaderboard.proto import service_pb2 as pb
 
-from .floors import process_cpu_seconds
 from .output import ROOT, markdown, table, write_json
 from .processes import free_port
-from .timing import Sample, log, merge
+from .timing import Sample, log, merge, process_cpu
 
 SERVICE = "/" + pb.DESCRIPTOR.services_by_name["Leaderboard"].full_name
 INDEX = "bench"
@@ -156,7 +155,7 @@ def spent(pid: int) -> Spent:
     total = Spent(0.0, 0)
     for member in family(pid):
         try:
-            total = Spent(total.cpu + process_cpu_seconds(member), total.switches + context_switches(member))
+            total = Spent(total.cpu + process_cpu(member), total.switches + context_switches(member))
         except (OSError, ValueError):
             continue  # it ended meanwhile
     return total
@@ -314,13 +313,13 @@ def measure(server: Served, kind: str, args: argparse.Namespace, seed: int, tall
     ]
     cluster = args.fdbserver_pids
     before, started = spent(server.process.pid), time.perf_counter()
-    cluster_before = sum(process_cpu_seconds(pid) for pid in cluster)
+    cluster_before = sum(process_cpu(pid) for pid in cluster)
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     seconds, used = time.perf_counter() - started, spent(server.process.pid) - before
-    cluster_used = sum(process_cpu_seconds(pid) for pid in cluster) - cluster_before
+    cluster_used = sum(process_cpu(pid) for pid in cluster) - cluster_before
     for channel in channels[1:]:
         channel.close()
     calls = sum(map(len, latencies))

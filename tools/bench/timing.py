@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import cProfile
 import io
+import os
 import pstats
 import statistics
 import sys
@@ -46,6 +47,14 @@ def expect(what: str, got: int, wanted: int) -> None:
     """Stop the benchmark when a workload did not do what it was asked (a bug, not a figure)."""
     if got != wanted:
         raise SystemExit(f"benchmark bug: {what}: {got} succeeded, expected {wanted}")
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far, every thread (Linux ``/proc/PID/stat``)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    # After the command name: state is field 3, utime field 14 and stime field 15 (1-based).
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def percentile(values: Sequence[float], share: float) -> float:
