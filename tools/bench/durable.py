@@ -4,7 +4,8 @@
 
     .venv/bin/python tools/bench durable [--records 20000] [--ops 400] [--rounds 3] [--threads 8]
 
-Each round times, in turn (alternating, as the shared disk's mood changes by the second):
+Each round times, in turn (the first to go changing every round, as the shared disk's mood changes by
+the second):
 
 - the floor: a bare 1-KB ``write`` + ``fdatasync`` appended to a file in the store's directory
   (``bench.floors.sync_floor``), the least one durable commit costs here;
@@ -22,7 +23,6 @@ floor (the floor's rate: one commit per floor time).
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import re
@@ -31,7 +31,6 @@ import signal
 import statistics
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -41,41 +40,16 @@ from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.store import open_database
 
 from .floors import floor_us, sync_floor
+from .options import add_output, parser
+from .output import show
 from .processes import RedisServer, redis_missing
-from .timing import percentile
+from .timing import Sample, merge, time_callers, turns
 
 DAY, WEEK = 86_400, 7 * 86_400
 NOW = (int(time.time()) // DAY) * DAY + DAY // 2
 PREFIX = b"\x15\x01"
 MODES = {"ours, redo log (default)": "", "ours, pages synced (redo_log=false)": "?redo_log=false"}
 REDIS = {"Redis AOF always": "always", "Redis AOF everysec": "everysec"}
-
-
-def timed(calls: list[Callable[[int], object]], ops: int) -> tuple[float, list[float]]:
-    """``ops`` calls shared by ``len(calls)`` threads released together: (seconds, latencies)."""
-    latencies: list[float] = []
-    lock = threading.Lock()
-    start = threading.Barrier(len(calls) + 1)
-    per = ops // len(calls)
-
-    def caller(call: Callable[[int], object], first: int) -> None:
-        mine = []
-        start.wait()
-        for i in range(first, first + per):
-            t0 = time.perf_counter()
-            call(i)
-            mine.append(time.perf_counter() - t0)
-        with lock:
-            latencies.extend(mine)
-
-    threads = [threading.Thread(target=caller, args=(call, n * per)) for n, call in enumerate(calls)]
-    for t in threads:
-        t.start()
-    start.wait()
-    t0 = time.perf_counter()
-    for t in threads:
-        t.join()
-    return time.perf_counter() - t0, latencies
 
 
 def counted_syncs(pid: int, work: Callable[[], None]) -> int:
@@ -104,16 +78,17 @@ def counted_syncs(pid: int, work: Callable[[], None]) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=int, default=20_000)
-    parser.add_argument("--ops", type=int, default=400, help="submissions per timed run")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=8)
-    parser.add_argument(
+    options = parser(__doc__)
+    options.add_argument("--records", type=int, default=20_000)
+    options.add_argument("--ops", type=int, default=400, help="submissions per timed run")
+    options.add_argument("--rounds", type=int, default=3)
+    options.add_argument("--threads", type=int, default=8)
+    options.add_argument(
         "--dir", default="bench-results", help="where the stores and the floor's files go (this disk; made if missing)"
     )
-    parser.add_argument("--seed", type=int, default=47)
-    args = parser.parse_args()
+    options.add_argument("--seed", type=int, default=47)
+    add_output(options)
+    args = options.parse_args()
     missing = redis_missing("redis-server") or (None if shutil.which("strace") else "strace is missing")
     if missing:
         raise SystemExit(missing)
@@ -166,17 +141,14 @@ def main() -> None:
                 pipe.zadd("all", {str(pk): rng.randrange(1, 10**6)})
             pipe.execute()
 
-        results: dict[tuple[str, int], list[tuple[float, list[float]]]] = {}
+        results: dict[tuple[str, int], list[Sample]] = {}
         floors = []
         split: dict[int, list[tuple[int, float, float]]] = {}  # callers -> (commits, log seconds, seconds)
         offset = 0
         for round_ in range(args.rounds):
             floors.append(floor_us(sync_floor(work, 300, args.seed + round_)))
             for callers in (1, args.threads):
-                order = list(MODES) + list(REDIS)
-                if round_ % 2:
-                    order.reverse()
-                for name in order:
+                for name in turns([*MODES, *REDIS], round_):
                     if name in MODES:
                         calls = [ours_call(indexes[name])] * callers
                         log_ = dbs[name].redo_log
@@ -184,10 +156,10 @@ def main() -> None:
                     else:
                         calls = [redis_call(servers[name].client()) for _ in range(callers)]
                     results.setdefault((name, callers), []).append(
-                        timed([lambda i, c=c, base=offset: c(base + i) for c in calls], args.ops)
+                        time_callers(calls, range(offset, offset + args.ops))
                     )
                     if name in MODES and before is not None:
-                        seconds = results[(name, callers)][-1][0]
+                        seconds = results[(name, callers)][-1].seconds
                         commits = dbs[name].commits - before[0]
                         split.setdefault(callers, []).append(
                             (commits, dbs[name].redo_log.append_seconds - before[1], seconds)
@@ -203,8 +175,8 @@ def main() -> None:
                     calls = [redis_call(servers[name].client()) for _ in range(callers)]
                     pid = servers[name].process.pid
                 # Fresh submissions: a ZADD GT that changes nothing writes nothing to Redis's AOF.
-                run = [lambda i, c=c, base=offset: c(base + i) for c in calls]
-                syncs[(name, callers)] = counted_syncs(pid, lambda run=run: timed(run, args.ops)) / args.ops
+                items = range(offset, offset + args.ops)
+                syncs[(name, callers)] = counted_syncs(pid, lambda c=calls, i=items: time_callers(c, i)) / args.ops
                 offset += args.ops
 
         floor = statistics.median(floors)
@@ -213,23 +185,29 @@ def main() -> None:
             f"{floor:.0f} us = {1e6 / floor:,.0f} commits/s"
         )
         print(f"{args.records:,} records, {args.ops} submissions per run, median of {args.rounds} alternating rounds\n")
-        header = (
-            f"{'':40} {'callers':>7} {'subs/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'fsyncs/sub':>10} "
-            f"{'vs always':>9} {'vs everysec':>11} {'vs floor':>8}"
-        )
-        print(header)
+        headers = ["system", "callers", "subs/s", "p50 ms", "p99 ms", "fsyncs/sub"]
+        headers += ["vs always", "vs everysec", "vs floor"]
+        rows, figures = [], {}
         for callers in (1, args.threads):
-            rate = {}
-            for name in list(MODES) + list(REDIS):
-                rate[name] = statistics.median(args.ops / s for s, _ in results[(name, callers)])
-            for name in list(MODES) + list(REDIS):
-                lat = sorted(x for _, ls in results[(name, callers)] for x in ls)
-                p50, p99 = percentile(lat, 0.5) * 1e3, percentile(lat, 0.99) * 1e3
-                print(
-                    f"{name:40} {callers:7} {rate[name]:8,.0f} {p50:7.2f} {p99:7.2f} "
-                    f"{syncs[(name, callers)]:10.2f} {rate[name] / rate['Redis AOF always']:8.2f}x "
-                    f"{rate[name] / rate['Redis AOF everysec']:10.2f}x {rate[name] * floor / 1e6:7.2f}x"
+            rate = {name: statistics.median(s.rate for s in results[(name, callers)]) for name in [*MODES, *REDIS]}
+            for name in [*MODES, *REDIS]:
+                pooled = merge(results[(name, callers)])
+                p50, p99 = pooled.percentile_us(50) / 1e3, pooled.percentile_us(99) / 1e3
+                figures[f"{name}, {callers} callers"] = {"subs_per_s": rate[name], "p50_ms": p50, "p99_ms": p99}
+                rows.append(
+                    [
+                        name,
+                        str(callers),
+                        f"{rate[name]:,.0f}",
+                        f"{p50:.2f}",
+                        f"{p99:.2f}",
+                        f"{syncs[(name, callers)]:.2f}",
+                        f"{rate[name] / rate['Redis AOF always']:.2f}x",
+                        f"{rate[name] / rate['Redis AOF everysec']:.2f}x",
+                        f"{rate[name] * floor / 1e6:.2f}x",
+                    ]
                 )
+        show(headers, rows, args.markdown, args.json, {"config": vars(args), "floor_us": floor, "systems": figures})
         print(
             "\nfsyncs/sub: an untimed pass of as many submissions under strace -f -c (every thread; the "
             "store's checkpoints and "
