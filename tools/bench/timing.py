@@ -6,6 +6,7 @@ over it when the loop was given them.  Throughput is ``ops / seconds``; percenti
 nearest-rank over the per-call latencies (``time.perf_counter_ns``).  The loops:
 
 - :func:`time_each`: one caller, every call timed (CPU and, given a snapshot, store counters);
+- :func:`time_until`: one caller, every call timed, until told to stop (its thread's CPU);
 - :func:`time_chunks`: one call per chunk of items (a transaction of many operations), the
   whole loop timed, no per-call latencies;
 - :func:`time_concurrent`: items split round-robin over threads released together, every call
@@ -171,6 +172,22 @@ def time_each(
     cpu = time.process_time() - cpu
     grown = counter_growth(before, counters()) if counters else {}
     return Sample(len(items), seconds, latencies, cpu, grown), results
+
+
+def time_until(call: Callable[[int], object], stop: threading.Event) -> Sample:
+    """Call ``call(n)`` for n = 0, 1, ... until ``stop`` is set, timing every call (a load that
+    runs beside the measured work rather than a fixed number of calls)."""
+    latencies: list[int] = []
+    clock = time.perf_counter_ns
+    cpu = time.thread_time()
+    start = clock()
+    n = 0
+    while not stop.is_set():
+        t0 = clock()
+        call(n)
+        latencies.append(clock() - t0)
+        n += 1
+    return Sample(n, (clock() - start) / 1e9, latencies, time.thread_time() - cpu)
 
 
 def chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:

@@ -15,21 +15,19 @@ for 3 s before it without one.
 
 from __future__ import annotations
 
-import argparse
 import random
-import statistics
 import sys
-import tempfile
 import threading
 import time
-import uuid
 
 from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, WindowUpdate
 from fdb_leaderboard.index.directory import WindowSpec
 from fdb_leaderboard.proto import index_pb2
-from fdb_leaderboard.store import open_database, strinc
+from fdb_leaderboard.store import strinc
 
-from .timing import percentile
+from .options import add_store, parser
+from .stores import ScratchStore
+from .timing import BatchClock, Sample, Span, merge, time_until
 
 T0, DAY = 1_700_006_400, 86_400
 
@@ -63,96 +61,80 @@ def unrecord(index: LeaderboardIndex) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--store", help="store URL (default: a temporary embedded store, durable=false)")
-    parser.add_argument("--records", type=int, default=20_000)
-    parser.add_argument("--entries", type=int, default=3, help="entries per record")
-    parser.add_argument("--days", type=int, default=7, help="daily windows")
-    parser.add_argument("--batch", type=int, default=200, help="records per upgrade transaction")
-    parser.add_argument("--writers", type=int, default=0, help="threads writing scores during the upgrade")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as directory:
-        url = args.store or f"lmdb:{directory}/store?durable=false"
-        db = open_database(url)
-        prefix = b"\x15\x7e" + uuid.uuid4().bytes[:4]
-        try:
-            index = LeaderboardIndex.create(db, prefix, IndexSettings())
-            index.update_windows(WindowUpdate(all_time=True, specs=[WindowSpec(1, T0, DAY, DAY, args.days)]))
-            rng = random.Random(1)
-            records = (
-                (
-                    (f"p{n}",),
-                    [Entry(rng.randrange(10**6), T0 + rng.randrange(args.days * DAY)) for _ in range(args.entries)],
-                )
-                for n in range(args.records)
+    options = parser(__doc__)
+    add_store(options)
+    options.add_argument("--records", type=int, default=20_000)
+    options.add_argument("--entries", type=int, default=3, help="entries per record")
+    options.add_argument("--days", type=int, default=7, help="daily windows")
+    options.add_argument("--batch", type=int, default=200, help="records per upgrade transaction")
+    options.add_argument("--writers", type=int, default=0, help="threads writing scores during the upgrade")
+    args = options.parse_args()
+    with ScratchStore(args.store, "upgrade", durable=False) as scratch:
+        db, prefix = scratch.db, scratch.prefix()
+        index = LeaderboardIndex.create(db, prefix, IndexSettings())
+        index.update_windows(WindowUpdate(all_time=True, specs=[WindowSpec(1, T0, DAY, DAY, args.days)]))
+        rng = random.Random(1)
+        records = (
+            (
+                (f"p{n}",),
+                [Entry(rng.randrange(10**6), T0 + rng.randrange(args.days * DAY)) for _ in range(args.entries)],
             )
-            started = time.perf_counter()
+            for n in range(args.records)
+        )
+        with Span() as load:
             index.bulk_load(records)
-            print(f"loaded {args.records:,} records in {time.perf_counter() - started:.1f} s ({url})")
-            unrecord(index)
-            index = LeaderboardIndex.open(db, prefix)
-            assert index.format == 2
-            latencies: list[float] = []
-            stop = threading.Event()
-            writer_times: list[float] = []
+        print(f"loaded {args.records:,} records in {load.seconds:.1f} s ({scratch.described()})")
+        unrecord(index)
+        index = LeaderboardIndex.open(db, prefix)
+        assert index.format == 2
+        stop = threading.Event()
+
+        def writing() -> tuple[list[threading.Thread], list[Sample]]:
+            samples: list[Sample] = []
 
             def write(number: int) -> None:
-                n = 0
-                while not stop.is_set():
-                    began = time.perf_counter()
-                    index.add_score((f"w{number}-{n % 100}",), n, T0 + n % (args.days * DAY))
-                    writer_times.append(time.perf_counter() - began)
-                    n += 1
+                submit = lambda n: index.add_score((f"w{number}-{n % 100}",), n, T0 + n % (args.days * DAY))  # noqa: E731
+                samples.append(time_until(submit, stop))
 
-            def writing(seconds: float | None) -> list[threading.Thread]:
-                threads = [threading.Thread(target=write, args=(n,)) for n in range(args.writers)]
-                for thread in threads:
-                    thread.start()
-                if seconds is not None:  # the writers alone first: their latency without an upgrade
-                    time.sleep(seconds)
-                    stop.set()
-                    for thread in threads:
-                        thread.join()
-                    stop.clear()
-                return threads
+            threads = [threading.Thread(target=write, args=(n,)) for n in range(args.writers)]
+            for thread in threads:
+                thread.start()
+            return threads, samples
 
-            alone: list[float] = []
-            if args.writers:
-                writing(3.0)
-                alone, writer_times[:] = sorted(writer_times), []
-            writers = writing(None)
-            began = last = time.perf_counter()
-
-            def batch_done(step) -> None:
-                nonlocal last
-                now = time.perf_counter()
-                latencies.append(now - last)
-                last = now
-
-            done = index.upgrade(3, max_records=args.batch, progress=batch_done)
-            seconds = time.perf_counter() - began
+        def stopped(threads: list[threading.Thread], samples: list[Sample]) -> Sample:
             stop.set()
-            for thread in writers:
+            for thread in threads:
                 thread.join()
-            assert done.done and done.format == 3 and LeaderboardIndex.open(db, prefix).format == 3
-            print(
-                f"upgraded to format {done.format}: {done.records_processed:,} records in {seconds:.1f} s "
-                f"({done.records_processed / seconds:,.0f} records/s), {done.heads_changed:,} heads rewritten, "
-                f"{len(latencies)} batches of {args.batch}: p50 {statistics.median(latencies) * 1000:.0f} ms, "
-                f"max {max(latencies) * 1000:.0f} ms"
-            )
-            for label, times in (("alone, before", alone), ("during the upgrade", sorted(writer_times))):
-                if times:
-                    print(
-                        f"{args.writers} writers {label}: {len(times):,} scores, p50 "
-                        f"{statistics.median(times) * 1000:.1f} ms, p99 {percentile(times, 0.99) * 1000:.1f} ms"
-                    )
-            problems = index.check(10)
-            print("verify: every counter holds its entries" if not problems else f"verify: {problems}")
-            return 0 if not problems else 1
-        finally:
-            db.run(lambda tr: tr.clear_range_startswith(prefix))
-            db.close()
+            stop.clear()
+            return merge(samples)
+
+        writers: dict[str, Sample] = {}
+        if args.writers:  # the writers alone first: their latency without an upgrade
+            alone = writing()
+            time.sleep(3.0)
+            writers["alone, before"] = stopped(*alone)
+        during = writing()
+        clock = BatchClock("upgrade", args.records)
+        done = index.upgrade(3, max_records=args.batch, progress=lambda step: clock.tick(step.records_done))
+        seconds = clock.seconds()
+        writers["during the upgrade"] = stopped(*during)
+        assert done.done and done.format == 3 and LeaderboardIndex.open(db, prefix).format == 3
+        batches = clock.sample(done.records_processed)
+        print(
+            f"upgraded to format {done.format}: {done.records_processed:,} records in {seconds:.1f} s "
+            f"({done.records_processed / seconds:,.0f} records/s), {done.heads_changed:,} heads rewritten, "
+            f"{len(batches.latencies_ns)} batches of {args.batch}: p50 {batches.percentile_us(50) / 1000:.0f} ms, "
+            f"max {max(batches.latencies_ns) / 1e6:.0f} ms"
+        )
+        for label, sample in writers.items():
+            if sample.ops:
+                print(
+                    f"{args.writers} writers {label}: {sample.ops:,} scores, p50 "
+                    f"{sample.percentile_us(50) / 1000:.1f} ms, p99 {sample.percentile_us(99) / 1000:.1f} ms"
+                )
+        problems = index.check(10)
+        print("verify: every counter holds its entries" if not problems else f"verify: {problems}")
+        return 0 if not problems else 1
 
 
 if __name__ == "__main__":
