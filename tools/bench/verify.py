@@ -18,15 +18,16 @@ that many elements) into a fresh index with ``bulk_load``, then:
 
 from __future__ import annotations
 
-import argparse
-import tempfile
 import time
-import uuid
 
 from fdb_leaderboard.index import CheckReport, Entry, IndexSettings, LeaderboardIndex, WindowUpdate
 from fdb_leaderboard.index.checker import BATCH_KEYS, STRUCTURE_KEYS_PER_BATCH_KEY
 from fdb_leaderboard.rankedset import HashFunction, StructureCursor
-from fdb_leaderboard.store import TransactionTimedOut, open_database
+from fdb_leaderboard.store import TransactionTimedOut
+
+from .options import add_store, parser
+from .stores import ScratchStore
+from .timing import Span
 
 
 class BatchTimes:
@@ -90,41 +91,34 @@ def structure_only(index: LeaderboardIndex, db: object, batch_keys: int, times: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--store", default=None, help="store URL (default: a temporary embedded store, durable=false)")
-    parser.add_argument("--records", type=int, default=200_000)
-    parser.add_argument("--batch-keys", type=int, default=BATCH_KEYS)
-    parser.add_argument(
+    options = parser(__doc__, whole=True)
+    add_store(options)
+    options.add_argument("--records", type=int, default=200_000)
+    options.add_argument("--batch-keys", type=int, default=BATCH_KEYS)
+    options.add_argument(
         "--hash", choices=[h.value for h in HashFunction], default="MURMUR3", help="the ranked sets' level hash"
     )
-    parser.add_argument("--structure-only", action="store_true", help="run only the structure check's batches")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as scratch:
-        url = args.store or f"lmdb:{scratch}/store?durable=false&map_size={8 << 30}"
-        db = open_database(url)
-        prefix = b"\x15\x7d" + uuid.uuid4().bytes[:6]
-        try:
-            index = LeaderboardIndex.create(db, prefix, IndexSettings(hash_function=HashFunction(args.hash)))
-            index.update_windows(WindowUpdate())
-            started = time.perf_counter()
+    options.add_argument("--structure-only", action="store_true", help="run only the structure check's batches")
+    args = options.parse_args()
+    with ScratchStore(args.store, "verify", durable=False, map_size=8 << 30) as scratch:
+        db, url = scratch.db, scratch.described()
+        index = LeaderboardIndex.create(db, scratch.prefix(), IndexSettings(hash_function=HashFunction(args.hash)))
+        index.update_windows(WindowUpdate())
+        with Span() as load:
             loaded = index.bulk_load(((f"p{i}",), [Entry(i, i)]) for i in range(args.records))
-            print(f"{url}: loaded {loaded:,} records in {time.perf_counter() - started:.1f} s", flush=True)
-            print(f"check_consistency in one transaction: {one_transaction(index, db)}", flush=True)
-            times = BatchTimes()
-            if args.structure_only:
-                batches, problems = structure_only(index, db, args.batch_keys, times)
-                print(f"structure check, batch_keys={args.batch_keys}: {batches:,} read transactions, ", end="")
-                print(f"{len(problems)} problems")
-            else:
-                report: CheckReport = index.check_report(
-                    batch_keys=args.batch_keys, progress=lambda r: times.batch_done(r.nodes)
-                )
-                print(f"verify, batch_keys={args.batch_keys}: {report.describe()}; {len(report.problems)} problems")
-            print(f"elapsed {time.perf_counter() - times.started:.1f} s; {times.describe()}")
-        finally:
-            if url.startswith("fdb:"):
-                db.run(lambda tr: tr.clear_range_startswith(prefix))
-            db.close()
+        print(f"{url}: loaded {loaded:,} records in {load.seconds:.1f} s", flush=True)
+        print(f"check_consistency in one transaction: {one_transaction(index, db)}", flush=True)
+        times = BatchTimes()
+        if args.structure_only:
+            batches, problems = structure_only(index, db, args.batch_keys, times)
+            print(f"structure check, batch_keys={args.batch_keys}: {batches:,} read transactions, ", end="")
+            print(f"{len(problems)} problems")
+        else:
+            report: CheckReport = index.check_report(
+                batch_keys=args.batch_keys, progress=lambda r: times.batch_done(r.nodes)
+            )
+            print(f"verify, batch_keys={args.batch_keys}: {report.describe()}; {len(report.problems)} problems")
+        print(f"elapsed {time.perf_counter() - times.started:.1f} s; {times.describe()}")
 
 
 if __name__ == "__main__":
