@@ -55,7 +55,6 @@ import contextlib
 import json
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -65,10 +64,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.timing import log, process_cpu
+from bench.timing import log, process_cpu, spread, turns
 from bench.trees import export
 
-from .output import markdown, table, write_json
+from . import options
+from .output import show
 
 OPERATIONS = ("submit", "rank_all", "rank_day", "top_week", "around")
 EXTRA_OPERATIONS = ("submit_limited", "delete")  # measured only when named
@@ -337,9 +337,8 @@ def summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"rounds": len(rounds), "ops": sum(r["ops"] for r in rounds)}
     for name in rounds[0]:
         if name.endswith("_per_op"):
-            values = [r[name] for r in rounds]
-            out[name] = statistics.median(values)
-            out[name + "_range"] = [min(values), max(values)]
+            out[name], low, high = spread([r[name] for r in rounds])
+            out[name + "_range"] = [low, high]
     return out
 
 
@@ -358,8 +357,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for round_number in range(args.rounds):
                 for threads in args.threads:
                     for op in args.ops:
-                        copies = list(enumerate(trees))
-                        for copy, (name, tree) in copies if round_number % 2 == 0 else copies[::-1]:
+                        for copy, (name, tree) in turns(list(enumerate(trees)), round_number):
                             settle(pids)
                             found = measure(tree, copy, args, round_number + 1, op, threads)
                             results.setdefault(name, {}).setdefault(str(threads), {}).setdefault(op, []).append(found)
@@ -445,11 +443,13 @@ if __name__ == "__main__":
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="CPU per index operation, side by side with another revision.")
+    parser = options.parser("CPU per index operation, side by side with another revision.")
     parser.add_argument("--store", required=True, help="store URL: fdb:CLUSTER_FILE or lmdb:PATH")
     parser.add_argument("--against", metavar="REVISION", help="also measure this git revision, taking turns")
     parser.add_argument("--records", type=int, default=50_000, help="records loaded (default: %(default)s)")
-    parser.add_argument("--threads", default="1,8", help="comma-separated caller counts (default: %(default)s)")
+    parser.add_argument(
+        "--threads", type=options.integers, default="1,8", help="comma-separated caller counts (default: %(default)s)"
+    )
     parser.add_argument(
         "--ops",
         default=",".join(OPERATIONS),
@@ -459,20 +459,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--calls", type=int, default=1000, help="calls per measurement (default: %(default)s)")
     parser.add_argument("--no-load", action="store_true", help="use the index a --keep run left")
     parser.add_argument("--keep", action="store_true", help="keep the loaded index")
-    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON to PATH")
+    options.add_output(parser)
     args = parser.parse_args(argv)
-    try:
-        args.threads = [int(n) for n in args.threads.split(",")]
-    except ValueError:
-        parser.error(f"--threads must be comma-separated integers, not {args.threads!r}")
     args.ops = args.ops.split(",")
     known = (*OPERATIONS, *EXTRA_OPERATIONS)
     unknown = set(args.ops) - set(known)
     if unknown:
         parser.error(f"unknown operations {sorted(unknown)}; known: {', '.join(known)}")
-    if min(args.threads) < 1 or min(args.rounds, args.calls, args.records) < 1:
-        parser.error("--threads, --rounds, --records and --calls must be positive")
+    options.require_positive(parser, args, ("threads", "rounds", "records", "calls"))
     return args
 
 
@@ -480,7 +474,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     figures = run(args)
     headers, rows = report_rows(figures)
-    print((markdown if args.markdown else table)(headers, rows))
-    if args.json:
-        write_json(args.json, figures)
+    show(headers, rows, args.markdown, args.json, figures)
     return 0

@@ -73,6 +73,7 @@ from fdb_leaderboard.index.layout import IndexLayout
 from fdb_leaderboard.proto import index_pb2
 from fdb_leaderboard.rankedset.layout import _suffix
 
+from . import options
 from .data import bench_directory, make_data
 from .output import environment, markdown, table, write_json
 from .processes import ServerProcess
@@ -415,7 +416,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="rounds per row up to 30 pages; larger k get proportionally fewer, at least 10 (default: %(default)s)",
     )
     parser.add_argument(
-        "--pages", default="1,8,30,114,500", help="comma-separated page counts k (default: %(default)s)"
+        "--pages",
+        type=options.integers,
+        default="1,8,30,114,500",
+        help="comma-separated page counts k (default: %(default)s)",
     )
     parser.add_argument(
         "--load-records", type=int, default=1_000_000, help="records of the load floor (default: %(default)s)"
@@ -424,18 +428,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-disk", dest="disk", action="store_false", help="skip the durable-write floor")
     parser.add_argument("--no-load", dest="load", action="store_false", help="skip the bulk-load floor")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
-    parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    options.add_output(parser)
     args = parser.parse_args(argv)
-    try:
-        args.pages = [int(k) for k in args.pages.split(",")]
-    except ValueError:
-        parser.error(f"--pages must be comma-separated integers, not {args.pages!r}")
-    for name in ("calls", "threads", "file_mib", "rounds", "load_records"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1")
-    if any(k < 1 for k in args.pages):
-        parser.error("--pages counts must be at least 1")
+    options.require_positive(parser, args, ("calls", "threads", "file_mib", "rounds", "load_records", "pages"))
     return args
 
 

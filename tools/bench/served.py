@@ -49,7 +49,6 @@ import contextlib
 import os
 import random
 import shlex
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -67,7 +66,7 @@ from fdb_leaderboard.proto import service_pb2 as pb
 
 from .output import ROOT, markdown, table, write_json
 from .processes import free_port
-from .timing import Sample, log, merge, process_cpu
+from .timing import Sample, log, merge, process_cpu, spread, turns
 
 SERVICE = "/" + pb.DESCRIPTOR.services_by_name["Leaderboard"].full_name
 INDEX = "bench"
@@ -348,7 +347,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             log(f"{name}: {source}, pid {servers[name].process.pid}, started in {servers[name].start_seconds:.2f} s")
         tallies = {(name, kind): Tally() for name in servers for kind in args.kinds}
         for number in range(args.rounds):
-            order = ["old", "new"] if number % 2 == 0 else ["new", "old"]
+            order = turns(["old", "new"], number)
             for kind in args.kinds:
                 for name in order:
                     measure(servers[name], kind, args, number, tallies[name, kind])
@@ -369,23 +368,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def figures(tally: Tally) -> dict[str, Any]:
+    """The pooled rounds' p50/p99, and each per-round figure's median and range."""
     pooled = merge(tally.rounds)
-    rates = [sample.rate for sample in tally.rounds]
-    totals = [cpu + fdbserver for cpu, fdbserver in zip(tally.cpu, tally.fdbserver, strict=True)]
-    return {
-        "fdbserver_ms": statistics.median(tally.fdbserver) * 1000,
-        "fdbserver_ms_range": [min(tally.fdbserver) * 1000, max(tally.fdbserver) * 1000],
-        "total_ms": statistics.median(totals) * 1000,
-        "total_ms_range": [min(totals) * 1000, max(totals) * 1000],
-        "p50_ms": pooled.percentile_us(50) / 1000,
-        "p99_ms": pooled.percentile_us(99) / 1000,
-        "cpu_ms": statistics.median(tally.cpu) * 1000,
-        "cpu_ms_range": [min(tally.cpu) * 1000, max(tally.cpu) * 1000],
-        "switches": statistics.median(tally.switches),
-        "switches_range": [min(tally.switches), max(tally.switches)],
-        "calls_per_s": statistics.median(rates),
-        "calls_per_s_range": [min(rates), max(rates)],
+    per_round = {
+        "fdbserver_ms": [cpu * 1000 for cpu in tally.fdbserver],
+        "total_ms": [(cpu + fdbserver) * 1000 for cpu, fdbserver in zip(tally.cpu, tally.fdbserver, strict=True)],
+        "cpu_ms": [cpu * 1000 for cpu in tally.cpu],
+        "switches": tally.switches,
+        "calls_per_s": [sample.rate for sample in tally.rounds],
     }
+    out: dict[str, Any] = {"p50_ms": pooled.percentile_us(50) / 1000, "p99_ms": pooled.percentile_us(99) / 1000}
+    for name, values in per_round.items():
+        out[name], low, high = spread(values)
+        out[f"{name}_range"] = [low, high]
+    return out
 
 
 def report(fig: dict[str, Any], as_markdown: bool) -> str:
