@@ -28,22 +28,20 @@ embedded store serializes writers with LMDB's write lock: it has no conflicts; i
 wait instead.
 
     tools/bench conflicts --store lmdb:/tmp/conflicts-lmdb --store fdb:/tmp/fdb1/fdb.cluster \\
-        --records 20000 --writers 1 --writers 2 --writers 4 --writers 8 --seconds 10 --json /tmp/conflicts.json
+        --records 20000 --writers 1 --writers 2 --writers 4 --writers 8 --seconds 10 \\
+        --json /tmp/conflicts.json --markdown
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import random
-import statistics
 import sys
 import time
 import uuid
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import fdb.tuple
@@ -52,7 +50,9 @@ from fdb_leaderboard.index import Entry, IndexSettings, LeaderboardIndex, ScanTy
 from fdb_leaderboard.index.directory import WindowSpec, WindowUpdate
 from fdb_leaderboard.store import Database, open_database, strinc
 
-from .timing import percentile
+from . import options
+from .output import show
+from .timing import counter_growth, merge, time_until
 
 DAY, WEEK, MONTH = 86_400, 7 * 86_400, 30 * 86_400
 NOW = 1_790_000_000  # inside one window of each type (they are aligned on 0)
@@ -196,29 +196,25 @@ def writer(
     index = LeaderboardIndex.open(db, prefix)
     rng = random.Random(seed)
     acked: Counter[tuple] = Counter()
-    latencies: list[float] = []
-    errors: list[str] = []
+    failures: list[BaseException] = []  # not acknowledged: the check tells whether each was kept anyway
+
+    def submit(_: int) -> None:
+        pk, score = (f"p{rng.randrange(records)}",), rng.randrange(1, 1001)
+        index.add_score(pk, score, NOW)
+        acked[pk] += score
+
     start.wait()
     before = db.stats.snapshot()
     deadline = time.perf_counter() + seconds
-    while (now := time.perf_counter()) < deadline:
-        pk, score = (f"p{rng.randrange(records)}",), rng.randrange(1, 1001)
-        try:
-            index.add_score(pk, score, NOW)
-        except Exception as exc:  # not acknowledged: the check tells whether it was kept anyway
-            errors.append(f"{type(exc).__name__}: {exc}")
-            continue
-        acked[pk] += score
-        latencies.append(time.perf_counter() - now)
-    after = db.stats.snapshot()
+    sample = time_until(submit, lambda: time.perf_counter() >= deadline, failures)
+    sample.counters = counter_growth(before, db.stats.snapshot())
     db.close()
     out.put(
         {
             "prefix": prefix,
             "acked": dict(acked),
-            "latencies": latencies,
-            "errors": errors,
-            "stats": {name: after[name] - before[name] for name in after},
+            "sample": sample,
+            "errors": [f"{type(exc).__name__}: {exc}" for exc in failures],
             "conflicting": dict(found),
         }
     )
@@ -283,12 +279,11 @@ def measure_store(url: str, args: argparse.Namespace) -> list[dict[str, Any]]:
 def summarize(
     url: str, layout: str, writers: int, seconds: float, results: list[dict[str, Any]], checked: Counter
 ) -> dict[str, Any]:
-    latencies = sorted(lat for r in results for lat in r["latencies"])
-    done = len(latencies)
-    stats = Counter()
+    pooled = merge([r["sample"] for r in results])
+    done = pooled.ops
+    stats = Counter(pooled.counters)
     conflicting = Counter()
     for result in results:
-        stats.update(result["stats"])
         conflicting.update(result["conflicting"])
     per = max(done, 1)
     return {
@@ -299,8 +294,8 @@ def summarize(
         "seconds": seconds,
         "submissions": done,
         "per_second": done / seconds,
-        "p50_ms": 1000 * statistics.median(latencies) if latencies else float("nan"),
-        "p99_ms": 1000 * percentile(latencies, 0.99),
+        "p50_ms": pooled.percentile_us(50) / 1000,
+        "p99_ms": pooled.percentile_us(99) / 1000,
         "retries_per_submission": stats["retries"] / per,
         "conflicts_per_submission": stats["conflicts"] / per,
         "unknown_results": stats["unknown_results"],
@@ -327,30 +322,35 @@ def print_row(row: dict[str, Any]) -> None:
         print("      conflicting read ranges: " + ", ".join(f"{name} {count}" for name, count in ranges), flush=True)
 
 
-def markdown(rows: list[dict[str, Any]]) -> str:
-    lines = [
-        "| store | layout | writers | submissions/s | p50 ms | p99 ms | retries/submission | conflicts/submission "
-        "| lost | doubled |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+HEADERS = ["store", "layout", "writers", "submissions/s", "p50 ms", "p99 ms", "retries/submission"]
+HEADERS += ["conflicts/submission", "lost", "doubled"]
+
+
+def cells(r: dict[str, Any]) -> list[str]:
+    """A row of the closing table."""
+    return [
+        r["store"],
+        r["layout"],
+        str(r["writers"]),
+        f"{r['per_second']:,.0f}",
+        f"{r['p50_ms']:.2f}",
+        f"{r['p99_ms']:.2f}",
+        f"{r['retries_per_submission']:.3f}",
+        f"{r['conflicts_per_submission']:.3f}",
+        str(r["lost"]),
+        str(r["doubled"]),
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['store']} | {r['layout']} | {r['writers']} | {r['per_second']:,.0f} | {r['p50_ms']:.2f} "
-            f"| {r['p99_ms']:.2f} | {r['retries_per_submission']:.3f} | {r['conflicts_per_submission']:.3f} "
-            f"| {r['lost']} | {r['doubled']} |"
-        )
-    return "\n".join(lines)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = options.parser(__doc__, whole=True)
     parser.add_argument("--store", action="append", required=True, help="a store URL (repeat to compare)")
     parser.add_argument("--writers", action="append", type=int, help="writer processes (repeat; default 1 2 4 8)")
     parser.add_argument("--records", type=int, default=20_000, help="records per board (default: %(default)s)")
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds per run (default: %(default)s)")
     parser.add_argument("--rounds", type=int, default=1, help="times every configuration runs (default: 1)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
+    options.add_output(parser)
     args = parser.parse_args()
     args.writers = args.writers or [1, 2, 4, 8]
     if min(args.writers) < 1 or max(args.writers) > 200 or args.records < 10 or args.seconds <= 0:
@@ -359,11 +359,8 @@ def main() -> None:
     for url in args.store:
         rows += measure_store(url, args)
     print()
-    print(markdown(rows))
-    if args.json:
-        Path(args.json).write_text(
-            json.dumps({"command": sys.argv, "loadavg": os.getloadavg(), "rows": rows}, indent=2)
-        )
+    figures = {"command": sys.argv, "loadavg": os.getloadavg(), "rows": rows}
+    show(HEADERS, [cells(r) for r in rows], args.markdown, args.json, figures)
     if any(r["lost"] or r["doubled"] or r["wrong_counts"] for r in rows):
         sys.exit("LOST OR DOUBLED WRITES: see the rows above")
 

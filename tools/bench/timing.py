@@ -174,20 +174,30 @@ def time_each(
     return Sample(len(items), seconds, latencies, cpu, grown), results
 
 
-def time_until(call: Callable[[int], object], stop: threading.Event) -> Sample:
-    """Call ``call(n)`` for n = 0, 1, ... until ``stop`` is set, timing every call (a load that
-    runs beside the measured work rather than a fixed number of calls)."""
+def time_until(
+    call: Callable[[int], object], until: Callable[[], bool], failures: list[BaseException] | None = None
+) -> Sample:
+    """Call ``call(n)`` for n = 0, 1, ... until ``until()`` is true, timing every call (a load that
+    runs beside the measured work, or for a while, rather than a fixed number of calls); the
+    sample's CPU is this thread's.  With ``failures``, a call that raises is kept there and not
+    counted (neither an operation nor a latency)."""
     latencies: list[int] = []
     clock = time.perf_counter_ns
     cpu = time.thread_time()
     start = clock()
     n = 0
-    while not stop.is_set():
+    while not until():
         t0 = clock()
-        call(n)
-        latencies.append(clock() - t0)
+        try:
+            call(n)
+        except Exception as exc:
+            if failures is None:
+                raise
+            failures.append(exc)
+        else:
+            latencies.append(clock() - t0)
         n += 1
-    return Sample(n, (clock() - start) / 1e9, latencies, time.thread_time() - cpu)
+    return Sample(len(latencies), (clock() - start) / 1e9, latencies, time.thread_time() - cpu)
 
 
 def chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:

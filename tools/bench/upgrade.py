@@ -94,7 +94,7 @@ def main() -> int:
 
             def write(number: int) -> None:
                 submit = lambda n: index.add_score((f"w{number}-{n % 100}",), n, T0 + n % (args.days * DAY))  # noqa: E731
-                samples.append(time_until(submit, stop))
+                samples.append(time_until(submit, stop.is_set))
 
             threads = [threading.Thread(target=write, args=(n,)) for n in range(args.writers)]
             for thread in threads:
