@@ -26,10 +26,10 @@ connection).  Each phase lasts ``--seconds``:
 Before the phases, ``--unauthenticated`` 4 MB posts without a token, one at a time, give the
 server's CPU for each before its refusal.  The server runs with ``--nofile`` file descriptors.
 
-It reports each client's p50/p99 per phase and the ratio of its p99 to the baseline's, what the
-attackers got, the server's resident memory, open file descriptors and log growth, and its
-``/metrics`` size.  Then it sends ``--bad`` gRPC requests that do not parse and reports the
-server's memory before and after.
+It reports each client's p50/p99 per phase and the ratio of its p99 to the baseline's (a table
+after the phases; ``--markdown``, ``--json PATH``), what the attackers got, the server's
+resident memory, open file descriptors and log growth, and its ``/metrics`` size.  Then it
+sends ``--bad`` gRPC requests that do not parse and reports the server's memory before and after.
 
     .venv/bin/python tools/bench hostile [--records 20000] [--seconds 20] [--phases baseline,grpc,http,webhooks]
         [--stalled 2000] [--heavy 4] [--idle 1100] [--slow 200] [--uploads 2] [--posters 4] [--post-rate 5]
@@ -68,7 +68,9 @@ from fdb_leaderboard.client import LeaderboardClient
 from fdb_leaderboard.proto import service_pb2 as pb
 from fdb_leaderboard.service import SERVICE_NAME
 
-from .timing import percentile, process_cpu
+from .options import add_output
+from .output import show
+from .timing import Sample, percentile, process_cpu, time_each, time_until
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).parent / "fdb-leaderboard")
@@ -101,44 +103,43 @@ def _bearer(token: str) -> tuple[tuple[str, str]]:
 
 
 def grpc_client(address: str, records: int, seconds: float, out: multiprocessing.Queue) -> None:
-    latencies, failures = [], Counter()
+    failures: Counter[str] = Counter()
     with LeaderboardClient(address, token=READ) as lb:
         with contextlib.suppress(grpc.RpcError):  # connect (a failure is counted below, as the calls')
             lb.rank("bench", ("p0",))
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            pk = (f"p{random.randrange(records)}",)
-            started = time.perf_counter()
+
+        def rank(_: int) -> None:
             try:
-                lb.rank("bench", pk)
+                lb.rank("bench", (f"p{random.randrange(records)}",))
             except grpc.RpcError as exc:
                 failures[exc.code().name] += 1
-            latencies.append(time.perf_counter() - started)
-            time.sleep(0.002)  # a steady caller, not a flood
-    out.put(("grpc", latencies, failures))
+
+        end = time.monotonic() + seconds
+        sample = time_until(rank, lambda: time.monotonic() >= end, pause=0.002)
+    out.put(("grpc", sample, failures))
 
 
 def http_client(url: str, records: int, seconds: float, out: multiprocessing.Queue) -> None:
-    latencies, failures = [], Counter()
+    failures: Counter[str] = Counter()
     with httpx.Client(base_url=url, headers={"authorization": f"Bearer {READ}"}, timeout=60) as web:
         with contextlib.suppress(httpx.HTTPError):  # connect
             web.get("/v1/indexes/bench/windows/0/records/p0/rank")
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            started = time.perf_counter()
+
+        def rank(_: int) -> None:
             try:
                 answer = web.get(f"/v1/indexes/bench/windows/0/records/p{random.randrange(records)}/rank")
                 if answer.status_code != 200:
                     failures[str(answer.status_code)] += 1
             except httpx.HTTPError as exc:
                 failures[type(exc).__name__] += 1
-            latencies.append(time.perf_counter() - started)
-            time.sleep(0.002)
-    out.put(("http", latencies, failures))
+
+        end = time.monotonic() + seconds
+        sample = time_until(rank, lambda: time.monotonic() >= end, pause=0.002)
+    out.put(("http", sample, failures))
 
 
-def measure(address: str, url: str, args: argparse.Namespace) -> dict[str, tuple[list[float], Counter]]:
-    """Both normal clients at once: their latencies (failed calls included) and failures."""
+def measure(address: str, url: str, args: argparse.Namespace) -> dict[str, tuple[Sample, Counter]]:
+    """Both normal clients at once: their calls (failed ones included) and failures."""
     queue: multiprocessing.Queue = multiprocessing.Queue()
     clients = [
         multiprocessing.Process(target=grpc_client, args=(address, args.records, args.seconds, queue)),
@@ -148,8 +149,8 @@ def measure(address: str, url: str, args: argparse.Namespace) -> dict[str, tuple
         client.start()
     measured = {}
     for _ in clients:
-        kind, latencies, failures = queue.get()
-        measured[kind] = (latencies, failures)
+        kind, sample, failures = queue.get()
+        measured[kind] = (sample, failures)
     for client in clients:
         client.join()
     return measured
@@ -310,18 +311,14 @@ def unauthenticated_cost(url: str, pid: int, count: int) -> None:
     """``count`` 4 MB WriteBatch posts without a token, one after another: the server's CPU and the
     wall time each costs before its answer."""
     body = _large_body()
-    statuses, walls = Counter(), []
     with httpx.Client(base_url=url, timeout=120, headers={"content-type": "application/json"}) as web:
         web.get("/v1/indexes")  # connect
         cpu = process_cpu(pid)
-        for _ in range(count):
-            started = time.perf_counter()
-            statuses[web.post("/v1/WriteBatch", content=body).status_code] += 1
-            walls.append(time.perf_counter() - started)
+        sample, answers = time_each(lambda _: web.post("/v1/WriteBatch", content=body).status_code, range(count))
         cpu = process_cpu(pid) - cpu
     print(
-        f"{count} unauthenticated 4 MB posts, one at a time: answered {dict(statuses)}, server CPU "
-        f"{cpu / count * 1000:.0f} ms each, answer after {percentile(walls, 0.5) * 1000:.0f} ms (p50)"
+        f"{count} unauthenticated 4 MB posts, one at a time: answered {dict(Counter(answers))}, server CPU "
+        f"{cpu / count * 1000:.0f} ms each, answer after {sample.percentile_us(50) / 1000:.0f} ms (p50)"
     )
 
 
@@ -675,6 +672,7 @@ def main() -> None:
         help="Run the attacks against a second server on this machine instead: what sharing the machine "
         "with the attackers costs the normal clients, the server's own share left out.",
     )
+    add_output(parser)
     args = parser.parse_args()
     phases = [p for p in args.phases.split(",") if p]
     assert set(phases) <= {"baseline", "grpc", "http", "webhooks"}, "phases: baseline, grpc, http, webhooks"
@@ -699,7 +697,7 @@ def main() -> None:
         if args.control:
             print("[control: the attacks press another server on this machine]")
         baseline: dict[str, float] = {}
-        print(f"{'phase':>9} {'client':>6} {'calls':>6} {'p50 ms':>7} {'p99 ms':>7} {'p99 ratio':>9}  failed")
+        rows: list[list[str]] = []
         for phase in phases:
             if phase == "webhooks":
                 webhook_phase(servers[-1][1], args)
@@ -708,13 +706,21 @@ def main() -> None:
             measured, results, rss, descriptors = run_phase(phase, servers, args)
             logged = os.path.getsize(servers[-1][3] + ".log") - logged
             for kind in ("grpc", "http"):
-                latencies, failures = measured[kind]
-                p99 = percentile(latencies, 0.99)
+                sample, failures = measured[kind]
+                p99 = sample.percentile_us(99) / 1000
                 baseline.setdefault(kind, p99)
-                print(
-                    f"{phase:>9} {kind:>6} {len(latencies):>6} {percentile(latencies, 0.5) * 1000:>7.2f} "
-                    f"{p99 * 1000:>7.2f} {p99 / baseline[kind]:>8.2f}x  {dict(failures) or 'none'}"
+                rows.append(
+                    [
+                        phase,
+                        kind,
+                        str(sample.ops),
+                        f"{sample.percentile_us(50) / 1000:.2f}",
+                        f"{p99:.2f}",
+                        f"{p99 / baseline[kind]:.2f}x",
+                        str(dict(failures) or "none"),
+                    ]
                 )
+            print(f"{phase}: the clients {', '.join(f'{r[1]} p99 {r[4]} ms' for r in rows[-2:])}")
             for what, count, failures in results:
                 print(f"{'':>17}{what}: {count}{f', answered {dict(failures)}' if failures else ''}")
             if results:
@@ -722,6 +728,11 @@ def main() -> None:
                     f"{'':>17}attacked server: RSS {rss:.0f} MB, {descriptors} file descriptors open "
                     f"(of {args.nofile}), {logged} bytes logged"
                 )
+        if rows:
+            print()
+            headers = ["phase", "client", "calls", "p50 ms", "p99 ms", "p99 ratio", "failed"]
+            show(headers, rows, args.markdown, args.json, {"config": vars(args), "clients": rows})
+            print()
         metrics = httpx.get(servers[-1][2] + "/metrics", headers={"authorization": f"Bearer {READ}"}, timeout=60)
         print(f"/metrics of the attacked server: {len(metrics.content)} bytes, {len(metrics.text.splitlines())} lines")
 

@@ -175,12 +175,16 @@ def time_each(
 
 
 def time_until(
-    call: Callable[[int], object], until: Callable[[], bool], failures: list[BaseException] | None = None
+    call: Callable[[int], object],
+    until: Callable[[], bool],
+    failures: list[BaseException] | None = None,
+    pause: float = 0.0,
 ) -> Sample:
     """Call ``call(n)`` for n = 0, 1, ... until ``until()`` is true, timing every call (a load that
     runs beside the measured work, or for a while, rather than a fixed number of calls); the
     sample's CPU is this thread's.  With ``failures``, a call that raises is kept there and not
-    counted (neither an operation nor a latency)."""
+    counted (neither an operation nor a latency).  ``pause`` seconds pass between calls, untimed
+    (a steady caller rather than a flood)."""
     latencies: list[int] = []
     clock = time.perf_counter_ns
     cpu = time.thread_time()
@@ -197,6 +201,8 @@ def time_until(
         else:
             latencies.append(clock() - t0)
         n += 1
+        if pause:
+            time.sleep(pause)
     return Sample(len(latencies), (clock() - start) / 1e9, latencies, time.thread_time() - cpu)
 
 
