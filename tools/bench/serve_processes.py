@@ -14,19 +14,19 @@ configurations take turns ``--rounds`` times, so a noisy machine affects them al
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
 import random
 import select
 import socket
-import statistics
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
 
-from .timing import percentile
+from . import options
+from .output import show
+from .timing import merge, time_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,18 +78,18 @@ def load(address: str, name: str, records: int) -> None:
 
 def client_loop(address: str, name: str, records: int, workload: str, seconds: float, seed: int, out) -> None:
     rng = random.Random(seed)
-    latencies = []
     with connect(address) as client:
         client.rank(name, ("p0",))  # connected before the clock starts
-        deadline = time.perf_counter() + seconds
-        while (now := time.perf_counter()) < deadline:
+
+        def call(_: int) -> None:
             pk = (f"p{rng.randrange(records)}",)
             if workload == "submit" or (workload == "mixed" and rng.randrange(10) == 0):
                 client.add_score(name, pk, rng.randrange(1_000_000), NOW)
             else:
                 client.rank(name, pk)
-            latencies.append(time.perf_counter() - now)
-    out.put(latencies)
+
+        deadline = time.perf_counter() + seconds
+        out.put(time_until(call, lambda: time.perf_counter() >= deadline))
 
 
 def run(address: str, name: str, records: int, workload: str, clients: int, seconds: float) -> dict[str, float]:
@@ -101,18 +101,18 @@ def run(address: str, name: str, records: int, workload: str, clients: int, seco
     ]
     for worker in workers:
         worker.start()
-    latencies = sorted(lat for _ in workers for lat in out.get())
+    pooled = merge([out.get() for _ in workers])
     for worker in workers:
         worker.join()
     return {
-        "per_second": len(latencies) / seconds,
-        "p50_ms": 1000 * statistics.median(latencies),
-        "p99_ms": 1000 * percentile(latencies, 0.99),
+        "per_second": pooled.ops / seconds,
+        "p50_ms": pooled.percentile_us(50) / 1000,
+        "p99_ms": pooled.percentile_us(99) / 1000,
     }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = options.parser(__doc__, whole=True)
     parser.add_argument("--store", action="append", required=True)
     parser.add_argument("--processes", action="append", type=int)
     parser.add_argument("--clients", type=int, default=8)
@@ -120,6 +120,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--workload", choices=["rank", "submit", "mixed"], default="rank")
+    options.add_output(parser)
     args = parser.parse_args()
     counts = args.processes or [1, 2]
     name = f"bench-{uuid.uuid4().hex[:8]}"
@@ -144,11 +145,14 @@ def main() -> None:
                     flush=True,
                 )
     print(f"\n{args.workload}, {args.clients} clients, {args.seconds:g} s per run, best of {args.rounds}:")
+    rows = []
     for store in args.store:
         base = max(r["per_second"] for r in results[(store, counts[0])])
         for processes in counts:
             best = max(r["per_second"] for r in results[(store, processes)])
-            print(f"{store:<40} processes {processes}: {best:>8,.0f} calls/s ({best / base:.2f}x)")
+            rows.append([store, str(processes), f"{best:,.0f}", f"{best / base:.2f}x"])
+    figures = {f"{store} {processes}": rounds for (store, processes), rounds in results.items()}
+    show(["store", "processes", "calls/s", "vs the first"], rows, args.markdown, args.json, figures)
 
 
 if __name__ == "__main__":

@@ -52,7 +52,6 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -66,7 +65,7 @@ from fdb_leaderboard.proto import service_pb2 as pb
 
 from .output import ROOT, markdown, table, write_json
 from .processes import free_port
-from .timing import Sample, log, merge, process_cpu, spread, turns
+from .timing import Sample, log, merge, process_cpu, spread, time_callers, turns
 
 SERVICE = "/" + pb.DESCRIPTOR.services_by_name["Leaderboard"].full_name
 INDEX = "bench"
@@ -286,14 +285,6 @@ class Tally:
     switches: list[float] = field(default_factory=list)  # per call, per round
 
 
-def sequential(call: Callable[..., bytes], taken: list[bytes], latencies_ns: list[int]) -> None:
-    clock = time.perf_counter_ns
-    for request in taken:
-        started = clock()
-        call(request, timeout=60)
-        latencies_ns.append(clock() - started)
-
-
 def measure(server: Served, kind: str, args: argparse.Namespace, seed: int, tally: Tally) -> None:
     """One round of ``kind`` on ``server``."""
     callers = args.writers if kind == "writers" else args.callers
@@ -304,30 +295,21 @@ def measure(server: Served, kind: str, args: argparse.Namespace, seed: int, tall
         for _ in range(WARM_UP_CALLS):
             method(next(warm), timeout=60)
     sequence = requests(kind, server.index, args.records, seed, args.daily)
-    shares = [[next(sequence) for _ in range(args.calls // callers)] for _ in range(callers)]
-    latencies: list[list[int]] = [[] for _ in range(callers)]
-    threads = [
-        threading.Thread(target=sequential, args=(method, share, mine))
-        for method, share, mine in zip(methods, shares, latencies, strict=True)
-    ]
+    taken = [next(sequence) for _ in range(args.calls // callers * callers)]
+    calls = [lambda request, method=method: method(request, timeout=60) for method in methods]
     cluster = args.fdbserver_pids
-    before, started = spent(server.process.pid), time.perf_counter()
+    before = spent(server.process.pid)
     cluster_before = sum(process_cpu(pid) for pid in cluster)
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    seconds, used = time.perf_counter() - started, spent(server.process.pid) - before
+    sample = time_callers(calls, taken)
+    used = spent(server.process.pid) - before
     cluster_used = sum(process_cpu(pid) for pid in cluster) - cluster_before
     for channel in channels[1:]:
         channel.close()
-    calls = sum(map(len, latencies))
-    if calls != sum(map(len, shares)):
-        raise SystemExit(f"the {server.name} server failed {kind} calls")
-    tally.rounds.append(Sample(calls, seconds, [latency for mine in latencies for latency in mine]))
-    tally.cpu.append(used.cpu / calls)
-    tally.fdbserver.append(cluster_used / calls)
-    tally.switches.append(used.switches / calls)
+    sample.cpu_seconds = used.cpu  # the server's, not this process's
+    tally.rounds.append(sample)
+    tally.cpu.append(used.cpu / sample.ops)
+    tally.fdbserver.append(cluster_used / sample.ops)
+    tally.switches.append(used.switches / sample.ops)
 
 
 # -- the run ----------------------------------------------------------------------------------
