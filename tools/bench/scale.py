@@ -78,7 +78,7 @@ from .data import DATA_START, DAY, FILL_END, FILL_START, NOW, SPAN_DAYS, WEEKLY,
 from .output import environment, write_json
 from .processes import free_port
 from .stores import fdb_range_bytes
-from .timing import log, time_each
+from .timing import BatchClock, Span, log, time_each
 
 INDEX = "scale"
 COPY = "scale-copy"
@@ -175,20 +175,11 @@ def build(url: str, count: int, batch: int, seed: int) -> dict[str, Any]:
         index, _ = catalog.create(INDEX, IndexSettings(aggregation="BEST", high_score_first=True))
         index.update_windows(WindowUpdate(high_score_first=True, windows=bench_windows()))
         log(f"build: {count:,} records, bulk_load in batches of {batch} (load average {load_average()})")
-        before = db.stats.snapshot()
-        started, cpu = time.perf_counter(), time.process_time()
-        last = [started]
-
-        def progress(written: int) -> None:
-            if time.perf_counter() - last[0] > 30:
-                last[0] = time.perf_counter()
-                log(f"  {written:,} records saved, {written / (last[0] - started):,.0f}/s")
-
-        written = index.bulk_load(records(count, seed), batch, progress)
-        seconds = time.perf_counter() - started
-        cpu = time.process_time() - cpu
-        after = db.stats.snapshot()
-        keys = after["writes"] - before["writes"]
+        clock = BatchClock("build", count)
+        with Span(db.stats.snapshot) as took:
+            written = index.bulk_load(records(count, seed), batch, clock.tick)
+        seconds, cpu = took.seconds, took.cpu_seconds
+        keys = took.counters["writes"]
         out: dict[str, Any] = {
             "records": written,
             "index_format": index.format,  # from 4 on, the windows are built from sorted data
@@ -197,8 +188,8 @@ def build(url: str, count: int, batch: int, seed: int) -> dict[str, Any]:
             "build_client_cpu_us_per_record": round(cpu * 1e6 / written, 1),
             "build_keys_written": keys,
             "build_keys_per_s": round(keys / seconds),
-            "build_bytes_per_s": round((after["bytes_written"] - before["bytes_written"]) / seconds),
-            "build_transactions": after["transactions"] - before["transactions"],
+            "build_bytes_per_s": round(took.counters["bytes_written"] / seconds),
+            "build_transactions": took.counters["transactions"],
         }
         scheme, _, _ = parse_url(url)
         if scheme == "lmdb":
@@ -253,20 +244,20 @@ def reads(lb: LeaderboardClient, count: int, ops: int, seed: int) -> dict[str, A
 
 def fill(lb: LeaderboardClient) -> dict[str, Any]:
     log(f"fill: a new window over every record (load average {load_average()})")
-    started = time.perf_counter()
-    lb.update_windows(INDEX, high_score_first=True, windows=[(FILL_TYPE, FILL_START, FILL_END)])
-    while any(w.filling for w in lb.list_windows(INDEX).windows):
-        time.sleep(1)
-    seconds = time.perf_counter() - started
+    with Span() as took:
+        lb.update_windows(INDEX, high_score_first=True, windows=[(FILL_TYPE, FILL_START, FILL_END)])
+        while any(w.filling for w in lb.list_windows(INDEX).windows):
+            time.sleep(1)
+    seconds = took.seconds
     log(f"  filled in {seconds:,.0f} s; it holds {lb.count(INDEX, FILL_TYPE, NOW):,} records")
     return {"fill_seconds": round(seconds, 1), "fill_records": lb.count(INDEX, FILL_TYPE, NOW)}
 
 
 def verify(lb: LeaderboardClient, parts: int) -> dict[str, Any]:
     log(f"verify in {parts} parts at once (load average {load_average()})")
-    started = time.perf_counter()
-    report = lb.verify_report(INDEX, timeout=3600, parts=parts)
-    seconds = time.perf_counter() - started
+    with Span() as took:
+        report = lb.verify_report(INDEX, timeout=3600, parts=parts)
+    seconds = took.seconds
     log(f"  {seconds:,.0f} s: {report.records:,} records, {report.entries:,} entries, {len(report.problems)} problems")
     return {
         "verify_seconds": round(seconds, 1),
@@ -279,15 +270,15 @@ def verify(lb: LeaderboardClient, parts: int) -> dict[str, Any]:
 def dump_and_restore(lb: LeaderboardClient, directory: str) -> dict[str, Any]:
     path = os.path.join(directory, "scale.dump")
     log(f"dump to {path} (load average {load_average()})")
-    started = time.perf_counter()
-    write_dump(lb.dump(INDEX, timeout=24 * 3600), path)
-    dumped = time.perf_counter() - started
+    with Span() as took:
+        write_dump(lb.dump(INDEX, timeout=24 * 3600), path)
+    dumped = took.seconds
     size = os.path.getsize(path)
     log(f"  {dumped:,.0f} s, {size:,} bytes; restore as {COPY!r}")
-    started = time.perf_counter()
-    for _ in lb.restore(read_dump(path), COPY, timeout=24 * 3600):
-        pass
-    restored = time.perf_counter() - started
+    with Span() as took:
+        for _ in lb.restore(read_dump(path), COPY, timeout=24 * 3600):
+            pass
+    restored = took.seconds
     same = lb.count(COPY) == lb.count(INDEX)
     log(f"  restored in {restored:,.0f} s (same count: {same}); the copy is dropped at the end")
     os.remove(path)
@@ -301,9 +292,9 @@ def dump_and_restore(lb: LeaderboardClient, directory: str) -> dict[str, Any]:
 
 def expire(lb: LeaderboardClient) -> dict[str, Any]:
     log(f"expire the new window and the calendar windows before its end (load average {load_average()})")
-    started = time.perf_counter()
-    gone = lb.expire(INDEX, FILL_END)
-    seconds = time.perf_counter() - started
+    with Span() as took:
+        gone = lb.expire(INDEX, FILL_END)
+    seconds = took.seconds
     log(f"  {len(gone)} windows expired in {seconds:,.1f} s")
     return {"expire_seconds": round(seconds, 1), "expired_windows": len(gone)}
 
@@ -316,10 +307,10 @@ def drop(url: str, names: list[str]) -> dict[str, Any]:
     try:
         catalog = Catalog(db)
         present = [name for name in names if name in dict(catalog.list())]
-        started = time.perf_counter()
-        for name in present:
-            catalog.drop(name)
-        seconds = time.perf_counter() - started
+        with Span() as took:
+            for name in present:
+                catalog.drop(name)
+        seconds = took.seconds
         if present:
             log(f"dropped {', '.join(present)} in {seconds:,.1f} s")
         return {"drop_seconds": round(seconds, 1)} if present else {}
