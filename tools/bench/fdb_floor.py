@@ -30,7 +30,7 @@ binding, key-values converted to pairs).  Figures per operation: the calling pro
 thread, the client library's network thread included: ``time.process_time``) and, of it, the
 calling thread's (``time.thread_time``: the rest is the network thread's), the CPU of the
 cluster's ``fdbserver`` processes (``/proc``) and the wall time; the median of ``rounds``
-rounds (the two ways take turns).
+rounds (the ways take turns, the first to go changing every round).
 
 As a command (``tools/bench fdb-floor``):
 set, add and commit, in client and fdbserver CPU.  What each row measures: ``bench/fdb_floor.py``.
@@ -51,10 +51,11 @@ from typing import Any
 from fdb_leaderboard.store import open_database
 from fdb_leaderboard.store.fdb_backend import FdbDatabase
 
+from . import options
 from .cpu import CpuMeter, fdbserver_pids
-from .output import environment, markdown, table, write_json
+from .output import environment, show, write_json
 from .rawstore import LEVEL0_PREFIX, ONE, make_elements
-from .timing import log
+from .timing import log, turns
 
 SCRATCH = b"\x15\x7efdb-floor"
 RANGES = (1, 16, 64)
@@ -224,7 +225,7 @@ def measure(url: str, keys: int, batch: int, seconds: float, rounds: int, seed: 
         for number in range(rounds):
             for (name, _, raw, api), (_, _, _, api_binding) in zip(floors[0].rows(), floors[1].rows(), strict=True):
                 ways = list(zip(WAYS, (raw, api, api_binding), strict=True))
-                for way, body in ways if number % 2 == 0 else ways[::-1]:
+                for way, body in turns(ways, number):
                     result = timed(body, seconds, pids)
                     found.setdefault(name, {}).setdefault(way, []).append(result)
                     log(
@@ -343,22 +344,19 @@ def bulk_write(
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="What the fdb binding and the store layer cost per operation.")
+    parser = options.parser("What the fdb binding and the store layer cost per operation.")
     parser.add_argument("--cluster-file", required=True, help="the cluster (its scratch keys are cleared afterwards)")
     parser.add_argument("--keys", type=int, default=20_000, help="scratch keys written (default: %(default)s)")
     parser.add_argument("--batch", type=int, default=100, help="operations per transaction (default: %(default)s)")
     parser.add_argument("--seconds", type=float, default=2.0, help="seconds per measurement (default: %(default)s)")
-    parser.add_argument(
-        "--rounds", type=int, default=3, help="rounds, the two ways taking turns (default: %(default)s)"
-    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds, the ways taking turns (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
     parser.add_argument(
         "--bulk-keys", type=int, default=300_000, help="keys of the bulk write row (0: none; default: %(default)s)"
     )
     parser.add_argument("--bulk-key-bytes", type=int, default=40, help="their size (default: %(default)s)")
     parser.add_argument("--bulk-value-bytes", type=int, default=8, help="their values' size (default: %(default)s)")
-    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
+    options.add_output(parser)
     args = parser.parse_args(argv)
     if args.keys < 2 * args.batch + max(RANGES) or args.rounds < 1 or args.seconds <= 0:
         parser.error("--keys must exceed twice --batch plus 64; --rounds and --seconds must be positive")
@@ -369,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     figures = measure(f"fdb:{args.cluster_file}", args.keys, args.batch, args.seconds, args.rounds, args.seed)
     headers, rows = report_rows(figures)
-    print((markdown if args.markdown else table)(headers, rows))
+    show(headers, rows, args.markdown)
     if args.bulk_keys:
         url = f"fdb:{args.cluster_file}"
         bulk = figures["bulk_write"] = bulk_write(
@@ -383,7 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{bulk['client_cpu_us']:.2f}",
             f"{bulk.get('server_cpu_us', float('nan')):.2f}",
         ]
-        print((markdown if args.markdown else table)(heads, [row]))
+        show(heads, [row], args.markdown)
     if args.json:
         write_json(args.json, figures)
     return 0
