@@ -42,25 +42,25 @@ from fdb_leaderboard.service.catalog import Catalog
 from fdb_leaderboard.store import open_database
 
 from .data import FILL_END, FILL_START, bench_windows, make_data
+from .timing import Span
 
 
 def build(url: str, records: int, seed: int) -> float:
     """The board, bulk loaded into the store at ``url``; returns the seconds it took."""
     data = make_data(records, 0, seed)
-    started = time.monotonic()
-    with open_database(url) as db:
+    with Span() as took, open_database(url) as db:
         index, _ = Catalog(db).create("board", IndexSettings(aggregation="BEST"))
         index.update_windows(WindowUpdate(windows=bench_windows()))
         index.bulk_load(((pk,), [Entry(score, ts)]) for pk, (score, ts) in enumerate(data.records))
-    return time.monotonic() - started
+    return took.seconds
 
 
 def timed(what: str, fn):  # type: ignore[no-untyped-def]
-    started = time.monotonic()
-    result = fn()
-    seconds = time.monotonic() - started
-    print(f"{what}: {seconds:.1f} s", flush=True)
-    return result, seconds
+    """``fn()`` timed by the harness (wall), the time printed as it ends."""
+    with Span() as took:
+        result = fn()
+    print(f"{what}: {took.seconds:.1f} s", flush=True)
+    return result, took.seconds
 
 
 def dump_and_restore(

@@ -32,6 +32,8 @@ from replicated import Cluster, Load, ServeProcess, boards_served, outage_figure
 
 from fdb_leaderboard.client import LeaderboardClient
 
+from .output import show
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -83,17 +85,24 @@ def main() -> None:
     print(f"\n{len(load.acknowledged())} writes acknowledged, {len(load.attempts)} calls sent")
     print(f"every acknowledged write stored once: {exact}; verify: {problems or 'clean'}")
     print(f"calls answered otherwise than OK or UNAVAILABLE saying to retry: {len(unexpected)} {unexpected[:3]}")
-    print("\n| process | kills | writes stopped, s (median, max) | first write after, s | p99 ms (median, max) |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    table = []
     for number in (1, 2, 3):
         mine = [figures for n, _, figures in rows if n == number]
         stopped = [f["unavailable"] for f in mine]
         first = [f["first_write"] for f in mine]
         p99 = [f["p99"] * 1000 for f in mine]
-        print(
-            f"| {number} | {len(mine)} | {statistics.median(stopped):.2f}, {max(stopped):.2f} | "
-            f"{statistics.median(first):.2f} | {statistics.median(p99):.0f}, {max(p99):.0f} |"
+        table.append(
+            [
+                str(number),
+                str(len(mine)),
+                f"{statistics.median(stopped):.2f}, {max(stopped):.2f}",
+                f"{statistics.median(first):.2f}",
+                f"{statistics.median(p99):.0f}, {max(p99):.0f}",
+            ]
         )
+    print()
+    headers = ["process", "kills", "writes stopped, s (median, max)", "first write after, s", "p99 ms (median, max)"]
+    show(headers, table, as_markdown=True)
     print("\nroles at each kill:")
     for number, roles, _ in rows:
         print(f"  process {number}: {roles}")
