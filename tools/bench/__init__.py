@@ -6,11 +6,16 @@ docstring says what it measures and how.
 
 Harness:
 
-- :mod:`bench.timing`: samples, percentiles, the timed loops (one caller, chunks, threads),
-  per-batch clocks, profiling;
-- :mod:`bench.output`: plain-text and Markdown tables, number formats, JSON, the machine;
+- :mod:`bench.timing`: samples (wall, CPU, latencies, store counters), percentiles, the timed
+  loops (one caller, for a while, chunks, threads), spans and per-batch clocks, taking turns
+  round by round, another process's CPU, profiling;
+- :mod:`bench.output`: plain-text and Markdown tables (``show``: the table, and JSON with
+  ``--json``), number formats, JSON, the machine;
+- :mod:`bench.options`: the options benchmarks share (``--store``, sizes, ``--markdown``,
+  ``--json``, comma-separated integers, positive sizes);
 - :mod:`bench.stores`: store URLs and the stores under test (the name results are keyed by),
-  scratch directories;
+  scratch directories and scratch stores (a temporary store or the given one, each index under a
+  prefix cleared afterwards);
 - :mod:`bench.processes`: the product's gRPC server in its own process, ``redis-server``;
 - :mod:`bench.counting`: store operations per operation (a counting proxy) and their cost model;
 - :mod:`bench.rawstore`: the raw store's per-operation costs (store layer and py-lmdb).

@@ -91,7 +91,12 @@ def show(
 ) -> None:
     """Print a benchmark's table (plain text, or Markdown), and write ``figures`` as JSON to
     ``json_path`` when one is given (``--markdown``, ``--json``)."""
-    print(markdown(headers, rows) if as_markdown else table(headers, rows), flush=True)
+    emit(markdown(headers, rows) if as_markdown else table(headers, rows), json_path, figures)
+
+
+def emit(report: str, json_path: str | Path | None = None, figures: dict[str, Any] | None = None) -> None:
+    """Print a benchmark's report, and write ``figures`` as JSON to ``json_path`` when one is given."""
+    print(report, flush=True)
     if json_path:
         write_json(json_path, figures or {})
 

@@ -57,7 +57,8 @@ import grpc
 
 from fdb_leaderboard.proto import service_pb2 as pb
 
-from .output import ROOT, environment, markdown, table, write_json
+from . import options
+from .output import ROOT, emit, environment, markdown, table
 from .served import SERVICE, Served, fdbserver_pids, spent
 from .timing import Sample, log, process_cpu
 
@@ -276,14 +277,12 @@ def report(fig: dict[str, Any], as_markdown: bool) -> str:
 
 def benchmark(args: argparse.Namespace) -> int:
     fig = run(args)
-    print(report(fig, args.markdown))
-    if args.json:
-        write_json(args.json, fig)
+    emit(report(fig, args.markdown), args.json, fig)
     return 0
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Seed 003's day against a server.")
+    parser = options.parser("Seed 003's day against a server.")
     parser.add_argument("--store", help="lmdb:DIR or fdb:CLUSTER_FILE (default: a fresh embedded store)")
     parser.add_argument("--server", help="the address of a running server (then --server-pid)")
     parser.add_argument("--server-pid", type=int, help="its process, for its CPU")
@@ -296,8 +295,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-staleness", type=int, default=0, help="ms the views may lag (default: 0, exact)")
     parser.add_argument("--serve-args", default="", help="more options for serve")
     parser.add_argument("--seed", type=int, default=3, help="random seed (default: %(default)s)")
-    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
+    options.add_output(parser)
     args = parser.parse_args(argv)
     if (args.server is None) != (args.server_pid is None):
         parser.error("--server and --server-pid go together")

@@ -63,7 +63,8 @@ from grpc_health.v1 import health_pb2
 
 from fdb_leaderboard.proto import service_pb2 as pb
 
-from .output import ROOT, markdown, table, write_json
+from . import options
+from .output import ROOT, emit, markdown, table
 from .processes import free_port
 from .timing import Sample, log, merge, process_cpu, spread, time_callers, turns
 
@@ -425,14 +426,12 @@ def report(fig: dict[str, Any], as_markdown: bool) -> str:
 def benchmark(args: argparse.Namespace) -> int:
     fig = run(args)
     fig["command"] = " ".join([Path(sys.executable).name, *sys.argv])
-    print(report(fig, args.markdown))
-    if args.json:
-        write_json(args.json, fig)
+    emit(report(fig, args.markdown), args.json, fig)
     return 0
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="The served path: one revision's server against another's.")
+    parser = options.parser("The served path: one revision's server against another's.")
     parser.add_argument("--old", default="main", help="git revision (or checkout directory) compared against")
     parser.add_argument("--new", help="git revision (or checkout directory) measured (default: this working tree)")
     parser.add_argument(
@@ -454,8 +453,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--serve-args", default="", help="more options for the new server's serve")
     parser.add_argument("--old-serve-args", default="", help="more options for the old server's serve")
-    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
+    options.add_output(parser)
     args = parser.parse_args(argv)
     args.kinds = args.kinds.split(",")
     unknown = set(args.kinds) - set(KINDS)

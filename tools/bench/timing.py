@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import cProfile
 import io
+import math
 import os
 import pstats
 import statistics
@@ -63,7 +64,8 @@ def percentile(values: Sequence[float], share: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered) + 0.5) - 1))]
+    rank = math.ceil(share * len(ordered) - 1e-9)  # the smallest value with ``share`` of them at or below it
+    return ordered[min(len(ordered) - 1, max(0, rank - 1))]
 
 
 @dataclass
