@@ -7,6 +7,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import statistics
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -76,10 +77,7 @@ def fmt_range(values: Sequence[float], digits: int = 2) -> str:
 
 def fmt_spread(values: Sequence[float], digits: int = 2) -> str:
     """The median of ``values`` (one per round) and their range: ``median (low-high)``."""
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-    return f"{median:,.{digits}f} ({fmt_range(values, digits)})"
+    return f"{statistics.median(values):,.{digits}f} ({fmt_range(values, digits)})"
 
 
 def show(

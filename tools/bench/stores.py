@@ -152,8 +152,8 @@ class ScratchStore:
     afterwards); :meth:`prefix` gives each index a fresh key prefix, cleared on leaving."""
 
     def __init__(self, url: str | None, what: str, **options: bool | int | float | str) -> None:
-        self._directory = None if url else tempfile.TemporaryDirectory(prefix=f"bench-{what}-")
-        self.url = url or store_url(f"lmdb:{self._directory.name}/store", **options)  # type: ignore[union-attr]
+        self._made = contextlib.ExitStack()
+        self.url = self._made.enter_context(scratch_url(url, what, **options))
         self.temporary = url is None
         self.db = open_store(self.url)
         self._prefixes: list[bytes] = []
@@ -178,5 +178,4 @@ class ScratchStore:
                     self.db.run(lambda tr, made=made: tr.clear_range(made, strinc(made)))
         finally:
             self.db.close()
-            if self._directory is not None:
-                self._directory.cleanup()
+            self._made.close()
