@@ -52,7 +52,7 @@ for i in range(iterations):
     message = pb.EntriesResponse()
     for entry in entries:
         wire.fill_ranked_entry(message.entries.add(), entry)
-    wire.score_to_proto(i)
+    (getattr(wire, "score_to_proto", None) or wire.python_to_score)(i)  # python_to_score before the rename
 """
 
 
