@@ -109,7 +109,8 @@ class Metrics:
         )
         self.group_commit_size = Histogram(
             f"{PREFIX}_store_group_commit_transactions",
-            "Write transactions carried by each durable commit of the embedded store.",
+            "Write calls carried by each commit (the embedded store's durable group commits,"
+            " FoundationDB's shared transactions of score writes).",
             buckets=GROUP_BUCKETS,
             registry=r,
         )
@@ -468,7 +469,7 @@ class MeasuredDatabase(WrappedDatabase):
         super().__init__(inner)
         self._metrics = metrics
         metrics.watch_store_stats(inner)
-        if hasattr(inner, "on_commit"):  # the embedded store tells how many transactions each commit carried
+        if hasattr(inner, "on_commit"):  # both stores tell how many write calls each commit carried
             inner.on_commit = metrics.group_commit_size.observe
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -133,6 +133,7 @@ class FdbDatabase(SharedTransactions, Database):
             raise StoreUnavailable(f"cannot open FoundationDB cluster {cluster_file or '(default)'}: {exc}") from exc
         self._timeout_ms = round(timeout_seconds * 1000)
         self._local = threading.local()  # .shared: this thread's run_together transaction; .versions
+        self.on_commit: Callable[[int], object] | None = None  # told the write calls each shared commit kept
         self._seen = _SeenVersions()
         self._tracking = False  # whether versions are noted (from the first read that may reuse one)
 

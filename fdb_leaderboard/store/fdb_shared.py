@@ -133,6 +133,7 @@ class SharedTransactions:
                         if committed is not None:
                             done, left = maybe[int(committed)]
                             outcomes_of(outcomes, done)
+                            self._kept(done)
                             return left
                     taken_out, left = self._run_members(calls, members, view, done, alone)
                     if taken_out:  # start again without it, on the same snapshot
@@ -150,6 +151,7 @@ class SharedTransactions:
                     for position in done:
                         self._local.shared_versions[position] = version
                     outcomes_of(outcomes, done)
+                    self._kept(done)
                     return left
                 except self._fdb.FDBError as error:
                     failure = self._shared_failure(error, bool(maybe), timeout_ms)
@@ -190,6 +192,16 @@ class SharedTransactions:
                 writes=view.writes if view is not None else 0,
                 bytes_written=view.bytes_written if view is not None else 0,
             )
+
+    def _kept(self, done: dict[int, Outcome]) -> None:
+        """Tell ``on_commit`` how many write calls a committed shared transaction kept: those
+        that succeeded (a call refused before writing left nothing in it).  A transaction that
+        kept none is not told, as the embedded store commits nothing for such a batch."""
+        if self.on_commit is None:
+            return
+        kept = sum(1 for _, error in done.values() if error is None)
+        if kept:
+            self.on_commit(kept)
 
     def _run_members(
         self,

@@ -20,7 +20,7 @@ from fdb_leaderboard.http import HttpServer
 from fdb_leaderboard.service import Server
 from fdb_leaderboard.service.metrics import MeasuredDatabase, Metrics
 from fdb_leaderboard.store import open_database
-from tests.conftest import start_server, wait_until
+from tests.conftest import ServerPlace, start_server, wait_until
 
 pytestmark = pytest.mark.usefixtures("no_unexpected_server_errors")
 
@@ -194,3 +194,42 @@ def test_the_stores_own_counters_are_exported_where_it_keeps_them(tmp_path) -> N
         "fdb_leaderboard_store_read_rounds_total": 19,
         "fdb_leaderboard_store_conflicts_total": 1,
     }
+
+
+def test_commits_count_the_write_calls_they_carried(server_place: ServerPlace, tmp_path) -> None:
+    """Concurrent score writes on either store: the commit-size histogram's sum is the writes
+    committed, its count the commits that carried them (on FoundationDB the score writes'
+    shared transactions, on the embedded store its durable group commits)."""
+    place = ServerPlace("lmdb", tmp_path / "d", durable=True) if server_place.backend == "lmdb" else server_place
+    server = place.start()
+    http = HttpServer(server, "127.0.0.1:0").start()
+    try:
+        with LeaderboardClient(server.address, timeout=20) as lb, httpx.Client(base_url=http.url, timeout=20) as web:
+            lb.create_index("game", high_score_first=True)
+            lb.update_windows("game", high_score_first=True)
+            before = scrape(web)
+            threads, per_thread = 8, 2
+            barrier = threading.Barrier(threads)
+
+            def submit(k: int) -> None:
+                barrier.wait()  # all at once, so that writes arrive together
+                for i in range(per_thread):
+                    lb.add_score("game", (f"p{k}-{i}",), i, T0 + i)
+
+            workers = [threading.Thread(target=submit, args=(k,)) for k in range(threads)]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+            samples = scrape(web)
+            assert lb.count("game") == threads * per_thread
+    finally:
+        server.stop(grace=1)
+
+    def delta(name: str) -> float:
+        return value(samples, name) - value(before, name)
+
+    written = threads * per_thread
+    assert delta("fdb_leaderboard_store_group_commit_transactions_sum") == written
+    commits = delta("fdb_leaderboard_store_group_commit_transactions_count")
+    assert 1 <= commits <= written

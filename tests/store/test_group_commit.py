@@ -117,7 +117,9 @@ def test_commit_together_runs_each_call_at_once_and_keeps_them_as_the_block_ends
         assert db.commits - commits_before == (1 if db.commits_together else 2)
 
 
-def test_run_together_gives_each_call_its_outcome_and_keeps_only_what_succeeded(db: Database, prefix: bytes) -> None:
+def test_run_together_gives_each_call_its_outcome_and_keeps_only_what_succeeded(
+    db: Database, prefix: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``run_together``: calls run in order, each seeing what those before it wrote (one key
     written twice: both writes, in order); a call that raises before writing or after writing
     keeps nothing and fails no other; on FoundationDB the calls that wrote nothing amiss share
@@ -145,6 +147,9 @@ def test_run_together_gives_each_call_its_outcome_and_keeps_only_what_succeeded(
 
         db.run(write)
 
+    kept: list[int] = []
+    if not is_lmdb(db):
+        monkeypatch.setattr(db, "on_commit", kept.append)
     stats = db.stats.snapshot()
     outcomes = db.run_together([add(b"a"), refused_before_writing, add(b"b"), refused_after_writing, add(b"a")])
     delta = {name: count - stats[name] for name, count in db.stats.snapshot().items()}
@@ -166,6 +171,7 @@ def test_run_together_gives_each_call_its_outcome_and_keeps_only_what_succeeded(
         # saw what the batch committed).
         assert ran_after_writing == [encode_int64(2), encode_int64(3)]
         assert delta["transactions"] == 2 and delta["commits"] == 2  # the batch's, the lone call's
+        assert kept == [3]  # the shared commit kept the three that succeeded; the lone call is no batch's
 
 
 def test_run_together_spreads_calls_over_transactions_within_their_budget(
@@ -177,9 +183,12 @@ def test_run_together_spreads_calls_over_transactions_within_their_budget(
     monkeypatch.setattr(fdb_shared, "SHARED_BYTES", 2_500)
     value = b"v" * 1_000
     calls = [lambda i=i: fdb_db.run(lambda tr: (tr.set(fdb_prefix + b"%02d" % i, value), i)[1]) for i in range(7)]
+    kept: list[int] = []
+    monkeypatch.setattr(fdb_db, "on_commit", kept.append)
     before = fdb_db.stats.snapshot()["transactions"]
     assert fdb_db.run_together(calls) == [(i, None) for i in range(7)]
     assert fdb_db.stats.snapshot()["transactions"] - before == 3  # 3 + 3 + 1 calls
+    assert kept == [3, 3, 1]
     assert len(fdb_db.read(lambda tr: tr.get_range(fdb_prefix, fdb_prefix + b"\xff"))) == 7
 
 
@@ -209,12 +218,15 @@ def test_run_together_retries_conflicts_and_splits_a_batch_that_keeps_conflictin
 
         return lambda: fdb_db.run(write)
 
+    kept: list[int] = []
+    monkeypatch.setattr(fdb_db, "on_commit", kept.append)
     monkeypatch.setattr(fdb_db, "_commit", conflicting)
     assert fdb_db.run_together([call(i) for i in range(4)]) == [(i, None) for i in range(4)]
     monkeypatch.undo()
     assert fdb_db.read(lambda tr: tr.get(counter)) == encode_int64(4)
     # 4 calls conflict twice, then halves of 2 conflict twice each, then each call commits alone.
     assert sizes == [4, 4, 2, 2, 1, 1, 2, 2, 1, 1]
+    assert kept == [1, 1, 1, 1]  # only the commits that took: once each, none for the attempts that conflicted
 
 
 def test_run_together_settles_an_unknown_commit_result_by_its_marker(
@@ -237,10 +249,13 @@ def test_run_together_settles_an_unknown_commit_result_by_its_marker(
     def call(i: int) -> Callable[[], int]:
         return lambda: fdb_db.run(lambda tr: (runs.append(i), tr.add(counter, encode_int64(1)), i)[2])
 
+    kept: list[int] = []
+    monkeypatch.setattr(fdb_db, "on_commit", kept.append)
     monkeypatch.setattr(fdb_db, "_commit", unknown_after_committing)
     assert fdb_db.run_together([call(i) for i in range(3)]) == [(i, None) for i in range(3)]
     monkeypatch.undo()
     assert faults == [1] and runs == [0, 1, 2]  # the retry ran no call again
+    assert kept == [3]  # one commit, told once: by the retry that found its marker
     assert fdb_db.read(lambda tr: tr.get(counter)) == encode_int64(3)
 
 
