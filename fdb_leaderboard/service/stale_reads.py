@@ -54,10 +54,12 @@ class StaleReads:
         if shared is not None and shared.as_of >= now - staleness and shared.floor >= call.min_version:
             return await asyncio.shield(shared.answer)
         # Its own task: a caller that goes away leaves the answer to the others.  Its read is at
-        # least at the newest version seen now, and at the call's min_version.
-        floor = max(self.servicer.catalog.db.newest_version() or 0, call.min_version)
+        # least at the newest version seen now (or a fresh one, current from now on), and at the
+        # call's min_version: so identical reads arriving while it runs may take it too.
+        seen = self.servicer.catalog.db.newest_seen() or (0, now)
+        floor = max(seen[0], call.min_version)
         answer = asyncio.ensure_future(compute())
-        shared = self.stale_answers[key] = StaleAnswer(now - staleness, floor, answer)
+        shared = self.stale_answers[key] = StaleAnswer(max(now - staleness, min(now, seen[1])), floor, answer)
         answer.add_done_callback(functools.partial(self._settled, key, shared, call))
         if now - self._stale_pruned > 1.0:
             self._prune_stale(now)
@@ -83,8 +85,9 @@ class StaleReads:
 class StaleAnswer:
     """An answer to a read that tolerates staleness, shared by identical reads (the same method and
     request bytes) while it is young enough for them: it holds every write acknowledged before
-    ``as_of`` (its computation's start, less the staleness it was computed with), and every
-    commit up to version ``floor``."""
+    ``as_of`` (from its computation's start: when the newest version seen then was current, or
+    the start itself if its read takes a new one; later, when the state it read was current), and
+    every commit up to version ``floor``."""
 
     __slots__ = ("as_of", "floor", "answer")
 

@@ -528,6 +528,11 @@ class Database(abc.ABC):
         has no versions (the embedded store, whose reads always see the latest commit)."""
         return None
 
+    def newest_seen(self) -> tuple[int, float] | None:
+        """:meth:`newest_version` and the time (``time.monotonic``) from which its state holds:
+        a read at that version or a later one holds every write acknowledged before then."""
+        return None
+
     def commit_together(self) -> contextlib.AbstractContextManager[None]:
         """A block whose ``run`` calls (made by this thread) commit together as it ends, where
         ``commits_together`` says the store can; elsewhere each commits on its own, as always."""
@@ -627,6 +632,9 @@ class WrappedDatabase(Database):
 
     def newest_version(self) -> int | None:
         return self.inner.newest_version()
+
+    def newest_seen(self) -> tuple[int, float] | None:
+        return self.inner.newest_seen()
 
     def last_read_since(self) -> float | None:
         return self.inner.last_read_since()

@@ -95,7 +95,10 @@ class _SeenVersions:
         self.latest: tuple[int, float] = (0, float("-inf"))  # one tuple: read and replaced whole
 
     def saw(self, version: int, since: float) -> None:
-        if version > self.latest[0]:
+        # The same version seen again later holds from later: a cluster that commits nothing
+        # answers every read version with its last commit's.
+        latest = self.latest
+        if version > latest[0] or (version == latest[0] and since > latest[1]):
             self.latest = (version, since)
 
     def usable(self, max_staleness: float, min_version: int) -> tuple[int, float] | None:
@@ -170,7 +173,9 @@ class FdbDatabase(SharedTransactions, Database):
             self._local.read_since = None
             if bounds.max_staleness:
                 self._tracking = True
-                usable = self._seen.usable(bounds.max_staleness, bounds.min_version)
+                # At most half the bound old: an answer shared among identical reads (see
+                # service/stale_reads.py) then stays young enough to share for the other half.
+                usable = self._seen.usable(bounds.max_staleness / 2, bounds.min_version)
                 if usable is not None:
                     tr.set_read_version(usable[0])
                     self._local.read_since = usable[1]
@@ -262,6 +267,9 @@ class FdbDatabase(SharedTransactions, Database):
 
     def newest_version(self) -> int:
         return self._seen.latest[0]
+
+    def newest_seen(self) -> tuple[int, float]:
+        return self._seen.latest
 
     def _marker_key(self) -> bytes:
         return IDEMPOTENCY_PREFIX + fdb_tuple.pack((int(time.time()) // 60, os.urandom(16)))
